@@ -1,0 +1,1 @@
+//! Criterion benchmarks; see `memory.rs` and the README for how to run them.

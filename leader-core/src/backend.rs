@@ -1,0 +1,163 @@
+//! The backend SPI: four primitives, one blocking trait and one async trait.
+//!
+//! Everything else (waiting, renewal, results, tenants) lives in the electors, once.
+
+use std::future::Future;
+use std::time::{Duration, SystemTime};
+
+use crate::error::Error;
+use crate::events::ReleaseEvents;
+use crate::lease::{Lease, OwnerToken};
+use crate::name::LockName;
+use crate::state::{LeaderLease, LeaderState};
+
+/// What `try_acquire` asks of a backend.
+#[derive(Debug, Clone, Copy)]
+pub struct AcquireRequest<'a> {
+    /// The full lock key.
+    pub key: &'a LockName,
+    /// The new acquisition's owner token (or the current one, to re-acquire).
+    pub owner: OwnerToken,
+    /// The node id recorded as leader.
+    pub leader_id: &'a str,
+    /// How long the lease lasts.
+    pub lease_time: Duration,
+    /// Take timestamps from the backend server's clock.
+    pub use_db_time: bool,
+}
+
+/// The answer to `try_acquire`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AcquireOutcome {
+    /// The caller holds the lock now.
+    Acquired(Lease),
+    /// Someone else holds it; the holder, when the backend could tell.
+    Held(Option<LeaderLease>),
+}
+
+/// The answer to `extend`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExtendOutcome {
+    /// The lease was renewed; it now runs out at `expires_at` (backend or node clock).
+    Extended {
+        /// The new expiry.
+        expires_at: SystemTime,
+    },
+    /// The caller's lease is gone (expired, released, or taken by another owner).
+    NotHeld,
+}
+
+/// The answer to `release`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReleaseOutcome {
+    /// The lock was freed (or shortened to `acquired_at + min_lease_time`).
+    Released,
+    /// The caller did not hold the lock; nothing changed.
+    NotHeld,
+}
+
+/// What both backend traits share: a name for errors and an optional release notifier.
+pub trait Backend: Send + Sync {
+    /// A short name for errors and traces (`"memory"`, `"redis"`, ...).
+    fn name(&self) -> &'static str;
+
+    /// Release notifications, when the backend can send them. Waiting electors listen
+    /// here before each attempt and retry as soon as the lock they wait for is released;
+    /// they fall back to polling with backoff when this is `None` or notifications stop.
+    fn release_events(&self) -> Option<&ReleaseEvents> {
+        None
+    }
+}
+
+/// A blocking lock backend.
+///
+/// # Contract
+///
+/// The guarantees of DESIGN §4 that a backend owns (the contract suite in
+/// `leader-testkit` checks each):
+///
+/// 1. **Mutual exclusion**: at most one unexpired lease per key at any moment;
+///    concurrent `try_acquire` calls on a free key produce exactly one `Acquired`.
+/// 2. **Ownership**: `extend` and `release` act only when the stored owner token equals
+///    the lease's; otherwise they return `NotHeld` and change nothing. `try_acquire` with
+///    the current owner's token re-acquires (renews) and keeps the fencing token.
+/// 3. **Fencing**: every new owner gets a fencing token strictly greater than every earlier
+///    one for the key, surviving release and expiry.
+/// 4. **Fail closed**: trouble is an `Err(Error::Backend)` carrying the key and a
+///    transient/permanent kind, never an `Acquired` or `Held` made up.
+/// 5. `state` never reports an expired lease.
+/// 6. **Min lease**: `release` keeps the lock until `acquired_at + min_lease_time` in the
+///    store, and returns without waiting for it.
+/// 8. **Clock**: with `use_db_time`, timestamps come from the backend's clock.
+pub trait LockBackend: Backend {
+    /// Takes the lock if it is free, expired, or already owned by `request.owner`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Backend`] on any failure of the store.
+    fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error>;
+
+    /// Renews `lease` for `lease_time` from now, if it is still held by its owner.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Backend`] on any failure of the store.
+    fn extend(
+        &self,
+        lease: &Lease,
+        lease_time: Duration,
+        use_db_time: bool,
+    ) -> Result<ExtendOutcome, Error>;
+
+    /// Frees the lock if `lease` still holds it, or shortens it to end at
+    /// `acquired_at + min_lease_time` when that is still ahead.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Backend`] on any failure of the store.
+    fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error>;
+
+    /// A best-effort snapshot of the lock; never an expired holder.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Backend`] on any failure of the store.
+    fn state(&self, key: &LockName) -> Result<LeaderState, Error>;
+}
+
+/// An async lock backend: the same four primitives as [`LockBackend`], as futures.
+///
+/// # Contract
+///
+/// Exactly the guarantees listed on [`LockBackend`]. In addition, every future must be
+/// `Send` and must not block the executor thread.
+///
+/// # Cancel safety
+///
+/// A dropped `try_acquire` future may or may not have taken the lock; electors never drop
+/// one while it is in flight, except on cancellation, where the lease then runs out by itself.
+pub trait AsyncLockBackend: Backend {
+    /// See [`LockBackend::try_acquire`].
+    fn try_acquire(
+        &self,
+        request: AcquireRequest<'_>,
+    ) -> impl Future<Output = Result<AcquireOutcome, Error>> + Send;
+
+    /// See [`LockBackend::extend`].
+    fn extend(
+        &self,
+        lease: &Lease,
+        lease_time: Duration,
+        use_db_time: bool,
+    ) -> impl Future<Output = Result<ExtendOutcome, Error>> + Send;
+
+    /// See [`LockBackend::release`].
+    fn release(
+        &self,
+        lease: &Lease,
+        min_lease_time: Duration,
+    ) -> impl Future<Output = Result<ReleaseOutcome, Error>> + Send;
+
+    /// See [`LockBackend::state`].
+    fn state(&self, key: &LockName) -> impl Future<Output = Result<LeaderState, Error>> + Send;
+}

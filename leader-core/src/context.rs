@@ -1,0 +1,214 @@
+//! [`LeaseContext`]: what a running action can see of its lease.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use event_listener::{Event, Listener};
+use parking_lot::Mutex;
+
+use crate::error::Error;
+use crate::lease::Lease;
+
+/// What an action sees of the lease it runs under: the fencing token, the deadline, and
+/// whether the lease has been lost.
+///
+/// The deadline is on this node's monotonic clock, counted from *before* the acquire
+/// (or renewal) request was sent, so it never overestimates how long the lease lasts.
+/// Past it, or once the watchdog finds the lease gone, [`is_lost`](Self::is_lost) is `true`
+/// and [`lost`](Self::lost) resolves: stop writing, and pass the fencing token along with
+/// every write so the storage can refuse a stale leader.
+///
+/// Cloning is cheap; clones see the same lease.
+#[derive(Debug, Clone)]
+pub struct LeaseContext {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    lock_name: String,
+    leader_id: String,
+    fencing_token: u64,
+    deadline: Mutex<Instant>,
+    lost: AtomicBool,
+    lost_event: Event,
+}
+
+impl LeaseContext {
+    /// The lock's name as the caller gave it (without a tenant prefix).
+    pub fn lock_name(&self) -> &str {
+        &self.shared.lock_name
+    }
+
+    /// This node's id.
+    pub fn leader_id(&self) -> &str {
+        &self.shared.leader_id
+    }
+
+    /// The fencing token of this acquisition: strictly greater than any earlier holder's.
+    pub fn fencing_token(&self) -> u64 {
+        self.shared.fencing_token
+    }
+
+    /// Until when the lease is certainly held (monotonic clock), unless lost earlier.
+    pub fn deadline(&self) -> Instant {
+        *self.shared.deadline.lock()
+    }
+
+    /// `true` once the lease was found gone, a renewal failed, or the deadline passed.
+    pub fn is_lost(&self) -> bool {
+        self.shared.lost.load(Ordering::Acquire) || Instant::now() >= self.deadline()
+    }
+
+    /// `Err(Error::LeaseLost)` when [`is_lost`](Self::is_lost); handy with `?` inside an action.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LeaseLost`] naming the lock.
+    pub fn check(&self) -> Result<(), Error> {
+        if self.is_lost() {
+            return Err(Error::LeaseLost {
+                key: self.shared.lock_name.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Resolves when the lease is lost. With the async elector this includes the deadline
+    /// passing; blocking code that does not auto-extend should poll [`is_lost`](Self::is_lost).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropping the future loses nothing.
+    pub async fn lost(&self) {
+        loop {
+            if self.shared.lost.load(Ordering::Acquire) {
+                return;
+            }
+            let listener = self.shared.lost_event.listen();
+            if self.shared.lost.load(Ordering::Acquire) {
+                return;
+            }
+            listener.await;
+        }
+    }
+
+    /// Blocks until the lease is lost (`true`) or `timeout` passes (`false`).
+    pub fn wait_lost_timeout(&self, timeout: Duration) -> bool {
+        let until =
+            Instant::now() + timeout.min(self.deadline().saturating_duration_since(Instant::now()));
+        loop {
+            if self.is_lost() {
+                return true;
+            }
+            let listener = self.shared.lost_event.listen();
+            if self.is_lost() {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= until {
+                return self.is_lost();
+            }
+            listener.wait_timeout(until - now);
+        }
+    }
+}
+
+/// The elector's side of a [`LeaseContext`]: records renewals and losses.
+///
+/// For elector implementations; actions only see the [`LeaseContext`].
+#[derive(Debug)]
+pub struct LeaseTracker {
+    context: LeaseContext,
+}
+
+impl LeaseTracker {
+    /// Tracks `lease`, acquired by a request sent at `requested_at` for `lease_time`.
+    pub fn new(
+        lock_name: &str,
+        lease: &Lease,
+        requested_at: Instant,
+        lease_time: Duration,
+    ) -> Self {
+        LeaseTracker {
+            context: LeaseContext {
+                shared: Arc::new(Shared {
+                    lock_name: lock_name.to_owned(),
+                    leader_id: lease.leader_id.clone(),
+                    fencing_token: lease.fencing_token,
+                    deadline: Mutex::new(requested_at + lease_time),
+                    lost: AtomicBool::new(false),
+                    lost_event: Event::new(),
+                }),
+            },
+        }
+    }
+
+    /// The reader side, for the action.
+    pub fn context(&self) -> &LeaseContext {
+        &self.context
+    }
+
+    /// A renewal sent at `requested_at` succeeded: the lease lasts `lease_time` from then.
+    pub fn renewed(&self, requested_at: Instant, lease_time: Duration) {
+        let mut deadline = self.context.shared.deadline.lock();
+        *deadline = (*deadline).max(requested_at + lease_time);
+    }
+
+    /// The lease is gone (or could not be renewed in time): wake everyone watching.
+    pub fn mark_lost(&self) {
+        let shared = &self.context.shared;
+        if !shared.lost.swap(true, Ordering::AcqRel) {
+            shared.lost_event.notify(usize::MAX);
+        }
+    }
+
+    /// Whether the lease was marked lost (the deadline alone does not count here).
+    pub fn is_marked_lost(&self) -> bool {
+        self.context.shared.lost.load(Ordering::Acquire)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{LockName, OwnerToken};
+    use std::time::SystemTime;
+
+    fn tracker(lease_time: Duration) -> LeaseTracker {
+        let lease = Lease::new(
+            LockName::new("k").unwrap(),
+            OwnerToken::random(),
+            "node",
+            7,
+            SystemTime::now(),
+            SystemTime::now(),
+        );
+        LeaseTracker::new("k", &lease, Instant::now(), lease_time)
+    }
+
+    #[test]
+    fn lost_is_seen_by_flag_future_and_check() {
+        let t = tracker(Duration::from_secs(60));
+        let ctx = t.context().clone();
+        assert!(!ctx.is_lost());
+        assert!(ctx.check().is_ok());
+        assert_eq!(ctx.fencing_token(), 7);
+        t.mark_lost();
+        assert!(ctx.is_lost());
+        assert!(matches!(ctx.check(), Err(Error::LeaseLost { key }) if key == "k"));
+        futures::executor::block_on(ctx.lost());
+        assert!(ctx.wait_lost_timeout(Duration::from_secs(5)));
+    }
+
+    #[test]
+    fn the_deadline_counts_as_lost_and_renewal_moves_it() {
+        let t = tracker(Duration::from_millis(1));
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(t.context().is_lost());
+        t.renewed(Instant::now(), Duration::from_secs(60));
+        assert!(!t.context().is_lost());
+        assert!(!t.context().wait_lost_timeout(Duration::from_millis(5)));
+    }
+}

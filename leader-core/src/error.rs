@@ -1,0 +1,225 @@
+//! The one error type of the toolkit, and the detailed errors it wraps.
+
+use std::time::Duration;
+
+use crate::state::LeaderLease;
+
+/// A boxed error from a backend's driver, kept as the source of a [`BackendError`].
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Everything that can go wrong when electing a leader or holding a lock.
+///
+/// Contention is *not* an error: a lock held by another node is reported as
+/// `None` / [`LeaderRunResult::Skipped`](crate::LeaderRunResult::Skipped).
+/// Backend trouble always is one (the electors fail closed).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A lock name was rejected; the inner error names the problem.
+    #[error(transparent)]
+    InvalidName(#[from] NameError),
+    /// [`LeaderElectionOptions`](crate::LeaderElectionOptions) were rejected.
+    #[error(transparent)]
+    InvalidOptions(#[from] OptionsError),
+    /// The backend failed (unreachable, timed out, corrupted record, ...).
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    /// A lease this node held is gone: it expired, or another owner took the lock.
+    #[error("the lease on lock `{key}` was lost")]
+    LeaseLost {
+        /// The full lock key.
+        key: String,
+    },
+    /// A lock that had to be acquired was still held by another node when `wait_time` ran out.
+    #[error("lock `{key}` was not acquired{}", holder_suffix(.holder))]
+    NotAcquired {
+        /// The full lock key.
+        key: String,
+        /// The holder seen on the last attempt, if the backend reported one.
+        holder: Option<Box<LeaderLease>>,
+    },
+    /// The elector was shut down, so it accepts no more work.
+    #[error("the elector has been shut down")]
+    ShutDown,
+}
+
+fn holder_suffix(holder: &Option<Box<LeaderLease>>) -> String {
+    match holder {
+        Some(lease) => format!(
+            ": held by `{}` (fencing token {})",
+            lease.leader_id, lease.fencing_token
+        ),
+        None => String::new(),
+    }
+}
+
+impl Error {
+    /// `true` when retrying the same call later may succeed: a transient backend
+    /// failure or contention. Invalid input and permanent backend failures are `false`.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Backend(err) => err.is_transient(),
+            Error::NotAcquired { .. } | Error::LeaseLost { .. } => true,
+            _ => false,
+        }
+    }
+
+    /// The lock key this error concerns, when there is one.
+    pub fn lock_key(&self) -> Option<&str> {
+        match self {
+            Error::Backend(err) => Some(err.key()),
+            Error::LeaseLost { key } | Error::NotAcquired { key, .. } => Some(key),
+            _ => None,
+        }
+    }
+}
+
+/// Why a lock name (or a tenant-prefixed lock name) was rejected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NameError {
+    /// The name is empty.
+    #[error("lock name is empty")]
+    Empty,
+    /// The name is longer than [`LockName::MAX_LEN`](crate::LockName::MAX_LEN) bytes.
+    #[error("lock name `{name}` is {len} bytes long; the limit is {max} bytes")]
+    TooLong {
+        /// The rejected name, cut to the first 64 characters.
+        name: String,
+        /// Its length in bytes.
+        len: usize,
+        /// The limit in bytes.
+        max: usize,
+    },
+    /// The name contains a control character.
+    #[error("lock name contains the control character {ch:?} at byte {index}")]
+    ControlCharacter {
+        /// The character.
+        ch: char,
+        /// Its byte offset in the name.
+        index: usize,
+    },
+    /// The name contains `{` or `}`, which are reserved for Redis Cluster hash tags.
+    #[error("lock name contains {ch:?} at byte {index}; braces are reserved for cluster hash tags")]
+    Brace {
+        /// The brace.
+        ch: char,
+        /// Its byte offset in the name.
+        index: usize,
+    },
+}
+
+/// Why [`LeaderElectionOptions`](crate::LeaderElectionOptions) were rejected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OptionsError {
+    /// `lease_time` is shorter than one millisecond (backends count leases in milliseconds).
+    #[error("lease_time must be at least 1 ms, got {0:?}")]
+    LeaseTooShort(Duration),
+    /// `min_lease_time` is longer than `lease_time`.
+    #[error("min_lease_time ({min:?}) must not exceed lease_time ({lease:?})")]
+    MinLeaseAboveLease {
+        /// The minimum lease.
+        min: Duration,
+        /// The lease.
+        lease: Duration,
+    },
+    /// A duration is too long to be added to a timestamp.
+    #[error("{field} ({value:?}) is too long; the limit is {max:?}")]
+    DurationTooLong {
+        /// Which option.
+        field: &'static str,
+        /// The value given.
+        value: Duration,
+        /// The largest accepted value.
+        max: Duration,
+    },
+    /// The node id is empty.
+    #[error("node_id is empty")]
+    EmptyNodeId,
+    /// The node id is too long.
+    #[error("node_id is {len} bytes long; the limit is {max} bytes")]
+    NodeIdTooLong {
+        /// Its length in bytes.
+        len: usize,
+        /// The limit in bytes.
+        max: usize,
+    },
+    /// The node id contains a control character.
+    #[error("node_id contains the control character {ch:?} at byte {index}")]
+    NodeIdControlCharacter {
+        /// The character.
+        ch: char,
+        /// Its byte offset.
+        index: usize,
+    },
+}
+
+/// Whether a backend failure may go away by itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BackendErrorKind {
+    /// Connection refused or reset, timeout, failover in progress: retrying later may work.
+    Transient,
+    /// Wrong data at the lock key, a script or protocol error, bad credentials:
+    /// retrying will not help until someone intervenes.
+    Permanent,
+}
+
+/// A failure of a backend, naming the backend and the lock key.
+#[derive(Debug, thiserror::Error)]
+#[error("{backend} backend failed on lock `{key}` ({kind:?}): {source}")]
+pub struct BackendError {
+    backend: &'static str,
+    key: String,
+    kind: BackendErrorKind,
+    #[source]
+    source: BoxError,
+}
+
+impl BackendError {
+    /// A new backend error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_core::{BackendError, BackendErrorKind};
+    /// let io = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+    /// let err = BackendError::new("redis", "leader:{nightly}", BackendErrorKind::Transient, io);
+    /// assert!(err.is_transient());
+    /// assert_eq!(err.key(), "leader:{nightly}");
+    /// ```
+    pub fn new(
+        backend: &'static str,
+        key: impl Into<String>,
+        kind: BackendErrorKind,
+        source: impl Into<BoxError>,
+    ) -> Self {
+        BackendError {
+            backend,
+            key: key.into(),
+            kind,
+            source: source.into(),
+        }
+    }
+
+    /// The backend's name (`"memory"`, `"redis"`, `"mongodb"`, ...).
+    pub fn backend(&self) -> &'static str {
+        self.backend
+    }
+
+    /// The lock key the failed operation was about.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Transient or permanent.
+    pub fn kind(&self) -> BackendErrorKind {
+        self.kind
+    }
+
+    /// `true` for [`BackendErrorKind::Transient`].
+    pub fn is_transient(&self) -> bool {
+        self.kind == BackendErrorKind::Transient
+    }
+}

@@ -1,0 +1,60 @@
+//! Core of the `leader` toolkit: the shared value types, the one error type, the backend
+//! SPI, and the in-memory and no-op backends.
+//!
+//! Electors live in `leader-blocking` and `leader-async`; backends for servers in
+//! `leader-redis` and `leader-mongodb`. This crate depends on no async runtime.
+//!
+//! | item | what it is |
+//! |---|---|
+//! | [`LeaderElectionOptions`] | wait / lease / node id / min lease / auto-extend / db time |
+//! | [`LeaderRunResult`] | `Elected`, `Skipped`, `ActionFailed`: the outcome of every elector |
+//! | [`LeaderState`] | a best-effort snapshot of who leads a lock |
+//! | [`LockName`] | a validated lock name |
+//! | [`Lease`], [`OwnerToken`] | what an acquisition holds |
+//! | [`LockBackend`], [`AsyncLockBackend`] | the backend SPI, with its `# Contract` |
+//! | [`InMemoryBackend`], [`NoopBackend`] | the embedded backends |
+//! | [`Error`] | the one error enum |
+//!
+//! # Examples
+//!
+//! ```
+//! use std::time::Duration;
+//! use leader_core::{LeaderElectionOptions, LockName};
+//!
+//! let options = LeaderElectionOptions::default().with_lease_time(Duration::from_secs(10));
+//! options.validate()?;
+//! let name = LockName::new("nightly-report")?;
+//! # let _ = name;
+//! # Ok::<(), leader_core::Error>(())
+//! ```
+
+mod backend;
+mod clock;
+mod context;
+mod error;
+mod events;
+mod lease;
+mod memory;
+mod name;
+mod noop;
+mod options;
+mod result;
+mod retry;
+mod state;
+
+pub use backend::{
+    AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, ExtendOutcome, LockBackend,
+    ReleaseOutcome,
+};
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use context::{LeaseContext, LeaseTracker};
+pub use error::{BackendError, BackendErrorKind, BoxError, Error, NameError, OptionsError};
+pub use events::{ReleaseEvents, ReleaseListener};
+pub use lease::{Lease, OwnerToken, ParseOwnerTokenError};
+pub use memory::InMemoryBackend;
+pub use name::LockName;
+pub use noop::NoopBackend;
+pub use options::LeaderElectionOptions;
+pub use result::LeaderRunResult;
+pub use retry::Backoff;
+pub use state::{LeaderLease, LeaderState, LockStatus};

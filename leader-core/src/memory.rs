@@ -1,0 +1,314 @@
+//! [`InMemoryBackend`]: locks in this process's memory, the embedded default.
+
+use std::collections::HashMap;
+use std::future::{Future, ready};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use parking_lot::Mutex;
+
+use crate::backend::{
+    AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, ExtendOutcome, LockBackend,
+    ReleaseOutcome,
+};
+use crate::clock::{Clock, SystemClock};
+use crate::error::Error;
+use crate::events::ReleaseEvents;
+use crate::lease::{Lease, OwnerToken};
+use crate::name::LockName;
+use crate::state::{LeaderLease, LeaderState};
+
+/// Locks held in this process's memory, behind one `parking_lot` mutex.
+///
+/// For a single process with many workers, for tests, and for the quickstart. It keeps one
+/// small record per lock name ever used, so fencing tokens keep growing across release and
+/// expiry. Expiry follows the backend's [`Clock`]; give it a [`ManualClock`](crate::ManualClock)
+/// to move time in tests. `use_db_time` makes `acquired_at`/`expires_at` come from that clock
+/// (otherwise from the system clock of the caller), like a server's clock would.
+///
+/// Releases are announced through [`ReleaseEvents`], so waiting electors take over at once.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use leader_core::{AcquireOutcome, AcquireRequest, InMemoryBackend, LockBackend, LockName, OwnerToken};
+///
+/// let backend = InMemoryBackend::new();
+/// let key = LockName::new("nightly")?;
+/// let request = AcquireRequest {
+///     key: &key,
+///     owner: OwnerToken::random(),
+///     leader_id: "node-a",
+///     lease_time: Duration::from_secs(30),
+///     use_db_time: false,
+/// };
+/// let AcquireOutcome::Acquired(lease) = backend.try_acquire(request)? else { unreachable!() };
+/// assert_eq!(lease.fencing_token, 1);
+/// backend.release(&lease, Duration::ZERO)?;
+/// # Ok::<(), leader_core::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct InMemoryBackend {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    clock: Arc<dyn Clock>,
+    slots: Mutex<HashMap<String, Slot>>,
+    events: ReleaseEvents,
+}
+
+/// One lock's record: the last fencing token handed out and the current holder.
+#[derive(Debug, Default)]
+struct Slot {
+    fence: u64,
+    holder: Option<Holder>,
+}
+
+#[derive(Debug)]
+struct Holder {
+    owner: OwnerToken,
+    leader_id: String,
+    fencing_token: u64,
+    /// Reported times, on the clock `use_db_time` chose.
+    acquired_at: SystemTime,
+    expires_at: SystemTime,
+    /// Expiry bookkeeping, always on the backend's clock (like a server's `PX`).
+    acquired_on_clock: SystemTime,
+    deadline: SystemTime,
+}
+
+impl Holder {
+    fn snapshot(&self) -> LeaderLease {
+        LeaderLease::new(
+            self.leader_id.clone(),
+            self.acquired_at,
+            self.expires_at,
+            self.fencing_token,
+        )
+    }
+}
+
+impl Default for InMemoryBackend {
+    fn default() -> Self {
+        InMemoryBackend::new()
+    }
+}
+
+impl InMemoryBackend {
+    /// A backend on the system clock.
+    pub fn new() -> Self {
+        InMemoryBackend::with_clock(SystemClock)
+    }
+
+    /// A backend on the given clock.
+    pub fn with_clock(clock: impl Clock + 'static) -> Self {
+        InMemoryBackend {
+            inner: Arc::new(Inner {
+                clock: Arc::new(clock),
+                slots: Mutex::new(HashMap::new()),
+                events: ReleaseEvents::new(),
+            }),
+        }
+    }
+
+    /// The current time on the backend's clock.
+    pub fn now(&self) -> SystemTime {
+        self.inner.clock.now()
+    }
+
+    fn reported_now(&self, clock_now: SystemTime, use_db_time: bool) -> SystemTime {
+        if use_db_time {
+            clock_now
+        } else {
+            SystemTime::now()
+        }
+    }
+
+    fn acquire(&self, request: AcquireRequest<'_>) -> AcquireOutcome {
+        let clock_now = self.now();
+        let reported_now = self.reported_now(clock_now, request.use_db_time);
+        let mut slots = self.inner.slots.lock();
+        let slot = match slots.get_mut(request.key.as_str()) {
+            Some(slot) => slot,
+            None => slots.entry(request.key.as_str().to_owned()).or_default(),
+        };
+        let holder = match slot.holder.take() {
+            Some(holder) if holder.deadline > clock_now && holder.owner != request.owner => {
+                let snapshot = holder.snapshot();
+                slot.holder = Some(holder);
+                return AcquireOutcome::Held(Some(snapshot));
+            }
+            Some(mut holder) if holder.deadline > clock_now => {
+                // The same owner re-acquires: a renewal that keeps the fencing token.
+                holder.deadline = clock_now + request.lease_time;
+                holder.expires_at = reported_now + request.lease_time;
+                holder
+            }
+            _ => {
+                slot.fence += 1;
+                Holder {
+                    owner: request.owner,
+                    leader_id: request.leader_id.to_owned(),
+                    fencing_token: slot.fence,
+                    acquired_at: reported_now,
+                    expires_at: reported_now + request.lease_time,
+                    acquired_on_clock: clock_now,
+                    deadline: clock_now + request.lease_time,
+                }
+            }
+        };
+        let lease = Lease::new(
+            request.key.clone(),
+            holder.owner,
+            holder.leader_id.clone(),
+            holder.fencing_token,
+            holder.acquired_at,
+            holder.expires_at,
+        );
+        slot.holder = Some(holder);
+        AcquireOutcome::Acquired(lease)
+    }
+
+    /// Runs `f` on the holder record if `lease` still owns it.
+    fn with_own_holder<R>(
+        &self,
+        lease: &Lease,
+        f: impl FnOnce(&mut Option<Holder>, SystemTime) -> R,
+    ) -> Option<R> {
+        let clock_now = self.now();
+        let mut slots = self.inner.slots.lock();
+        let slot = slots.get_mut(lease.key.as_str())?;
+        match &slot.holder {
+            Some(holder) if holder.owner == lease.owner && holder.deadline > clock_now => {
+                Some(f(&mut slot.holder, clock_now))
+            }
+            _ => None,
+        }
+    }
+
+    fn extend_lease(
+        &self,
+        lease: &Lease,
+        lease_time: Duration,
+        use_db_time: bool,
+    ) -> ExtendOutcome {
+        let renewed = self.with_own_holder(lease, |holder, clock_now| {
+            let holder = holder.as_mut()?;
+            holder.deadline = clock_now + lease_time;
+            holder.expires_at = self.reported_now(clock_now, use_db_time) + lease_time;
+            Some(holder.expires_at)
+        });
+        match renewed.flatten() {
+            Some(expires_at) => ExtendOutcome::Extended { expires_at },
+            None => ExtendOutcome::NotHeld,
+        }
+    }
+
+    fn release_lease(&self, lease: &Lease, min_lease_time: Duration) -> ReleaseOutcome {
+        let freed = self.with_own_holder(lease, |slot_holder, clock_now| {
+            let keep_until = slot_holder
+                .as_ref()
+                .map(|h| h.acquired_on_clock + min_lease_time);
+            match (slot_holder.as_mut(), keep_until) {
+                (Some(holder), Some(keep_until)) if keep_until > clock_now => {
+                    holder.deadline = holder.deadline.min(keep_until);
+                    holder.expires_at = holder.expires_at.min(holder.acquired_at + min_lease_time);
+                    false
+                }
+                _ => {
+                    *slot_holder = None;
+                    true
+                }
+            }
+        });
+        match freed {
+            Some(true) => {
+                self.inner.events.notify(lease.key.as_str());
+                ReleaseOutcome::Released
+            }
+            Some(false) => ReleaseOutcome::Released,
+            None => ReleaseOutcome::NotHeld,
+        }
+    }
+
+    fn snapshot(&self, key: &LockName) -> LeaderState {
+        let clock_now = self.now();
+        let slots = self.inner.slots.lock();
+        match slots
+            .get(key.as_str())
+            .and_then(|slot| slot.holder.as_ref())
+        {
+            Some(holder) if holder.deadline > clock_now => {
+                LeaderState::occupied(key.as_str(), holder.snapshot())
+            }
+            _ => LeaderState::empty(key.as_str()),
+        }
+    }
+}
+
+impl Backend for InMemoryBackend {
+    fn name(&self) -> &'static str {
+        "memory"
+    }
+
+    fn release_events(&self) -> Option<&ReleaseEvents> {
+        Some(&self.inner.events)
+    }
+}
+
+impl LockBackend for InMemoryBackend {
+    fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
+        Ok(self.acquire(request))
+    }
+
+    fn extend(
+        &self,
+        lease: &Lease,
+        lease_time: Duration,
+        use_db_time: bool,
+    ) -> Result<ExtendOutcome, Error> {
+        Ok(self.extend_lease(lease, lease_time, use_db_time))
+    }
+
+    fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {
+        Ok(self.release_lease(lease, min_lease_time))
+    }
+
+    fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
+        Ok(self.snapshot(key))
+    }
+}
+
+/// The async side answers at once: the work is a short critical section on a mutex.
+impl AsyncLockBackend for InMemoryBackend {
+    fn try_acquire(
+        &self,
+        request: AcquireRequest<'_>,
+    ) -> impl Future<Output = Result<AcquireOutcome, Error>> + Send {
+        ready(Ok(self.acquire(request)))
+    }
+
+    fn extend(
+        &self,
+        lease: &Lease,
+        lease_time: Duration,
+        use_db_time: bool,
+    ) -> impl Future<Output = Result<ExtendOutcome, Error>> + Send {
+        ready(Ok(self.extend_lease(lease, lease_time, use_db_time)))
+    }
+
+    fn release(
+        &self,
+        lease: &Lease,
+        min_lease_time: Duration,
+    ) -> impl Future<Output = Result<ReleaseOutcome, Error>> + Send {
+        ready(Ok(self.release_lease(lease, min_lease_time)))
+    }
+
+    fn state(&self, key: &LockName) -> impl Future<Output = Result<LeaderState, Error>> + Send {
+        ready(Ok(self.snapshot(key)))
+    }
+}

@@ -1,0 +1,215 @@
+//! Validated lock names.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::NameError;
+
+/// A validated lock name.
+///
+/// Rules (DESIGN §3): not empty, at most [`LockName::MAX_LEN`] bytes (counting any tenant
+/// prefix), no control characters, and no `{` or `}` (the Redis backend wraps names in a
+/// cluster hash tag). Any other UTF-8 is fine, `:` included.
+///
+/// # Examples
+///
+/// ```
+/// use leader_core::{LockName, NameError};
+///
+/// let name = LockName::new("nightly-report")?;
+/// assert_eq!(name.as_str(), "nightly-report");
+///
+/// assert_eq!(LockName::new(""), Err(NameError::Empty));
+/// assert!(matches!(LockName::new("a{b}"), Err(NameError::Brace { ch: '{', index: 1 })));
+/// # Ok::<(), NameError>(())
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LockName(String);
+
+impl LockName {
+    /// The longest accepted name, in bytes.
+    pub const MAX_LEN: usize = 255;
+
+    /// Validates `name`.
+    ///
+    /// # Errors
+    ///
+    /// A [`NameError`] naming the first problem found.
+    pub fn new(name: impl Into<String>) -> Result<Self, NameError> {
+        let name = name.into();
+        check_chars(&name, 0)?;
+        check_len(&name)?;
+        Ok(LockName(name))
+    }
+
+    /// Builds `prefix + name`, validating both parts and the length of the whole.
+    ///
+    /// Used for tenant scoping, where the prefix is `tenant:<id>:`.
+    ///
+    /// # Errors
+    ///
+    /// A [`NameError`]: `name` is empty or has a forbidden character, or the whole is too long.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_core::LockName;
+    /// let name = LockName::prefixed("tenant:acme:", "sync")?;
+    /// assert_eq!(name.as_str(), "tenant:acme:sync");
+    /// # Ok::<(), leader_core::NameError>(())
+    /// ```
+    pub fn prefixed(prefix: &str, name: &str) -> Result<Self, NameError> {
+        if name.is_empty() {
+            return Err(NameError::Empty);
+        }
+        check_chars(prefix, 0)?;
+        check_chars(name, prefix.len())?;
+        let full = format!("{prefix}{name}");
+        check_len(&full)?;
+        Ok(LockName(full))
+    }
+
+    /// The name as a string slice.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The name as an owned string.
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+fn check_chars(s: &str, offset: usize) -> Result<(), NameError> {
+    for (index, ch) in s.char_indices() {
+        if ch.is_control() {
+            return Err(NameError::ControlCharacter {
+                ch,
+                index: offset + index,
+            });
+        }
+        if ch == '{' || ch == '}' {
+            return Err(NameError::Brace {
+                ch,
+                index: offset + index,
+            });
+        }
+    }
+    Ok(())
+}
+
+fn check_len(s: &str) -> Result<(), NameError> {
+    if s.is_empty() {
+        return Err(NameError::Empty);
+    }
+    if s.len() > LockName::MAX_LEN {
+        return Err(NameError::TooLong {
+            name: s.chars().take(64).collect(),
+            len: s.len(),
+            max: LockName::MAX_LEN,
+        });
+    }
+    Ok(())
+}
+
+impl fmt::Display for LockName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for LockName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl AsRef<str> for LockName {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl FromStr for LockName {
+    type Err = NameError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        LockName::new(s)
+    }
+}
+
+impl TryFrom<&str> for LockName {
+    type Error = NameError;
+
+    fn try_from(s: &str) -> Result<Self, Self::Error> {
+        LockName::new(s)
+    }
+}
+
+impl TryFrom<String> for LockName {
+    type Error = NameError;
+
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        LockName::new(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_max_len_and_unicode() {
+        assert!(LockName::new("x".repeat(255)).is_ok());
+        assert!(LockName::new("zählung-日本-🚀").is_ok());
+        assert!(LockName::new("a:b:c").is_ok());
+    }
+
+    #[test]
+    fn rejects_each_problem_with_a_precise_error() {
+        assert_eq!(LockName::new(""), Err(NameError::Empty));
+        assert!(matches!(
+            LockName::new("x".repeat(256)),
+            Err(NameError::TooLong {
+                len: 256,
+                max: 255,
+                ..
+            })
+        ));
+        assert_eq!(
+            LockName::new("ab\ncd"),
+            Err(NameError::ControlCharacter { ch: '\n', index: 2 })
+        );
+        assert_eq!(
+            LockName::new("ab}"),
+            Err(NameError::Brace { ch: '}', index: 2 })
+        );
+    }
+
+    #[test]
+    fn prefixed_counts_the_whole_length_and_reports_offsets_in_the_whole() {
+        assert!(LockName::prefixed("tenant:a:", &"x".repeat(246)).is_ok());
+        assert!(matches!(
+            LockName::prefixed("tenant:a:", &"x".repeat(247)),
+            Err(NameError::TooLong { len: 256, .. })
+        ));
+        assert_eq!(LockName::prefixed("tenant:a:", ""), Err(NameError::Empty));
+        assert_eq!(
+            LockName::prefixed("p:", "a\u{7f}"),
+            Err(NameError::ControlCharacter {
+                ch: '\u{7f}',
+                index: 3
+            })
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics_and_accepts_exactly_the_valid_names(s in "\\PC{0,300}|[\\x00-\\x7f]{0,10}") {
+            let valid = !s.is_empty()
+                && s.len() <= 255
+                && !s.chars().any(|c| c.is_control() || c == '{' || c == '}');
+            proptest::prop_assert_eq!(LockName::new(s.clone()).is_ok(), valid);
+        }
+    }
+}

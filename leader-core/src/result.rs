@@ -1,0 +1,155 @@
+//! [`LeaderRunResult`]: the outcome of running an action only if elected.
+
+/// What happened to an action submitted with `run_if_leader_result`.
+///
+/// The same type comes back from every elector, blocking, thread-pool and async.
+///
+/// # Examples
+///
+/// ```
+/// use leader_core::LeaderRunResult;
+///
+/// let outcome: LeaderRunResult<u32, String> = LeaderRunResult::Elected {
+///     value: 7,
+///     leader_id: "node-a".into(),
+///     fencing_token: 42,
+/// };
+/// assert!(outcome.is_elected());
+/// assert_eq!(outcome.fencing_token(), Some(42));
+/// assert_eq!(outcome.map(|v| v * 2).into_value(), Some(14));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use = "the action may not have run; check whether it was elected"]
+pub enum LeaderRunResult<T, E> {
+    /// This node held the lock and the action returned `Ok(value)`.
+    Elected {
+        /// What the action returned.
+        value: T,
+        /// This node's id, as recorded in the lock.
+        leader_id: String,
+        /// The fencing token of the acquisition the action ran under.
+        fencing_token: u64,
+    },
+    /// Another node held the lock for the whole `wait_time`; the action did not run.
+    Skipped,
+    /// This node held the lock and the action returned `Err(error)`.
+    ActionFailed(E),
+}
+
+impl<T, E> LeaderRunResult<T, E> {
+    /// `true` if the action ran and succeeded.
+    pub fn is_elected(&self) -> bool {
+        matches!(self, LeaderRunResult::Elected { .. })
+    }
+
+    /// `true` if the action did not run because another node led.
+    pub fn is_skipped(&self) -> bool {
+        matches!(self, LeaderRunResult::Skipped)
+    }
+
+    /// `true` if the action ran and returned an error.
+    pub fn is_action_failed(&self) -> bool {
+        matches!(self, LeaderRunResult::ActionFailed(_))
+    }
+
+    /// The action's value, if it ran and succeeded.
+    pub fn value(&self) -> Option<&T> {
+        match self {
+            LeaderRunResult::Elected { value, .. } => Some(value),
+            _ => None,
+        }
+    }
+
+    /// The action's value, by value.
+    pub fn into_value(self) -> Option<T> {
+        match self {
+            LeaderRunResult::Elected { value, .. } => Some(value),
+            _ => None,
+        }
+    }
+
+    /// The action's error, if it ran and failed.
+    pub fn error(&self) -> Option<&E> {
+        match self {
+            LeaderRunResult::ActionFailed(error) => Some(error),
+            _ => None,
+        }
+    }
+
+    /// The fencing token the action ran under, if elected.
+    pub fn fencing_token(&self) -> Option<u64> {
+        match self {
+            LeaderRunResult::Elected { fencing_token, .. } => Some(*fencing_token),
+            _ => None,
+        }
+    }
+
+    /// Maps the value of an elected outcome.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> LeaderRunResult<U, E> {
+        match self {
+            LeaderRunResult::Elected {
+                value,
+                leader_id,
+                fencing_token,
+            } => LeaderRunResult::Elected {
+                value: f(value),
+                leader_id,
+                fencing_token,
+            },
+            LeaderRunResult::Skipped => LeaderRunResult::Skipped,
+            LeaderRunResult::ActionFailed(e) => LeaderRunResult::ActionFailed(e),
+        }
+    }
+
+    /// Maps the error of a failed action.
+    pub fn map_err<F>(self, f: impl FnOnce(E) -> F) -> LeaderRunResult<T, F> {
+        match self {
+            LeaderRunResult::Elected {
+                value,
+                leader_id,
+                fencing_token,
+            } => LeaderRunResult::Elected {
+                value,
+                leader_id,
+                fencing_token,
+            },
+            LeaderRunResult::Skipped => LeaderRunResult::Skipped,
+            LeaderRunResult::ActionFailed(e) => LeaderRunResult::ActionFailed(f(e)),
+        }
+    }
+
+    /// `Ok(Some(value))` if elected, `Ok(None)` if skipped, `Err(error)` if the action failed.
+    pub fn into_result(self) -> Result<Option<T>, E> {
+        match self {
+            LeaderRunResult::Elected { value, .. } => Ok(Some(value)),
+            LeaderRunResult::Skipped => Ok(None),
+            LeaderRunResult::ActionFailed(e) => Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn helpers_agree_with_the_variant() {
+        let skipped: LeaderRunResult<i32, &str> = LeaderRunResult::Skipped;
+        assert!(skipped.is_skipped() && !skipped.is_elected() && skipped.value().is_none());
+        assert_eq!(skipped.into_result(), Ok(None));
+
+        let failed: LeaderRunResult<i32, &str> = LeaderRunResult::ActionFailed("boom");
+        assert!(failed.is_action_failed());
+        assert_eq!(failed.error(), Some(&"boom"));
+        assert_eq!(failed.map_err(str::len), LeaderRunResult::ActionFailed(4));
+
+        let elected: LeaderRunResult<i32, &str> = LeaderRunResult::Elected {
+            value: 1,
+            leader_id: "n".into(),
+            fencing_token: 9,
+        };
+        assert_eq!(elected.value(), Some(&1));
+        assert_eq!(elected.clone().into_result(), Ok(Some(1)));
+        assert_eq!(elected.map(|v| v + 1).into_value(), Some(2));
+    }
+}

@@ -1,0 +1,2 @@
+//! Tenant scoping for the `leader` toolkit (in progress; see the README's status table).
+pub use leader_core::LockName;
