@@ -1,0 +1,162 @@
+//! How the checks get a backend and make its time pass.
+
+use std::future::{Future, ready};
+use std::time::{Duration, SystemTime};
+
+use leader_core::{
+    AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, Error, ExtendOutcome,
+    InMemoryBackend, LeaderState, Lease, LockBackend, LockName, ManualClock, ReleaseEvents,
+    ReleaseOutcome,
+};
+use rand::Rng;
+
+/// What the contract checks need from a backend under test.
+pub trait Harness: Send + Sync + 'static {
+    /// The backend type under test.
+    type Backend: Backend + 'static;
+
+    /// A backend handle (a new one per call; several may share one store).
+    fn backend(&self) -> impl Future<Output = Self::Backend>;
+
+    /// Lets `by` pass on the backend's clock (a manual clock moves; a server's is waited for).
+    fn advance(&self, by: Duration);
+
+    /// The backend's current time (a server's `TIME`, the in-memory clock).
+    fn backend_now(&self) -> SystemTime;
+
+    /// A lease short enough for the checks to wait out with [`advance`](Self::advance).
+    fn short_lease(&self) -> Duration {
+        Duration::from_millis(300)
+    }
+
+    /// How far a reported timestamp may stray from the clock it was taken from.
+    fn clock_tolerance(&self) -> Duration {
+        Duration::from_millis(250)
+    }
+}
+
+/// A fresh random lock name with a readable prefix, so checks never share state.
+pub fn fresh_name(check: &str) -> LockName {
+    let suffix: u64 = rand::rng().random();
+    LockName::new(format!("contract:{check}:{suffix:016x}")).expect("valid name")
+}
+
+/// [`InMemoryBackend`] on a [`ManualClock`] set one hour ahead of the system clock, so
+/// that `use_db_time` is visible and expiry costs no sleeping.
+#[derive(Debug, Clone)]
+pub struct MemoryHarness {
+    clock: ManualClock,
+    backend: InMemoryBackend,
+}
+
+impl MemoryHarness {
+    /// A harness with its own backend.
+    pub fn new() -> Self {
+        let clock = ManualClock::new(SystemTime::now() + Duration::from_secs(3600));
+        let backend = InMemoryBackend::with_clock(clock.clone());
+        MemoryHarness { clock, backend }
+    }
+}
+
+impl Default for MemoryHarness {
+    fn default() -> Self {
+        MemoryHarness::new()
+    }
+}
+
+impl Harness for MemoryHarness {
+    type Backend = InMemoryBackend;
+
+    fn backend(&self) -> impl Future<Output = InMemoryBackend> {
+        ready(self.backend.clone())
+    }
+
+    fn advance(&self, by: Duration) {
+        self.clock.advance(by);
+    }
+
+    fn backend_now(&self) -> SystemTime {
+        self.backend.now()
+    }
+
+    fn clock_tolerance(&self) -> Duration {
+        Duration::from_millis(50)
+    }
+}
+
+/// Runs the checks on a harness's *blocking* API: its backend is wrapped in [`BlockingAsAsync`].
+#[derive(Debug, Clone)]
+pub struct Blocking<H>(pub H);
+
+impl<H> Harness for Blocking<H>
+where
+    H: Harness,
+    H::Backend: LockBackend,
+{
+    type Backend = BlockingAsAsync<H::Backend>;
+
+    async fn backend(&self) -> Self::Backend {
+        BlockingAsAsync(self.0.backend().await)
+    }
+
+    fn advance(&self, by: Duration) {
+        self.0.advance(by);
+    }
+
+    fn backend_now(&self) -> SystemTime {
+        self.0.backend_now()
+    }
+
+    fn short_lease(&self) -> Duration {
+        self.0.short_lease()
+    }
+
+    fn clock_tolerance(&self) -> Duration {
+        self.0.clock_tolerance()
+    }
+}
+
+/// Presents a blocking backend through the async trait by calling its blocking methods
+/// when the future is created. For tests only: it blocks whatever thread polls it.
+#[derive(Debug, Clone)]
+pub struct BlockingAsAsync<B>(pub B);
+
+impl<B: LockBackend> Backend for BlockingAsAsync<B> {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+
+    fn release_events(&self) -> Option<&ReleaseEvents> {
+        self.0.release_events()
+    }
+}
+
+impl<B: LockBackend> AsyncLockBackend for BlockingAsAsync<B> {
+    fn try_acquire(
+        &self,
+        request: AcquireRequest<'_>,
+    ) -> impl Future<Output = Result<AcquireOutcome, Error>> + Send {
+        ready(self.0.try_acquire(request))
+    }
+
+    fn extend(
+        &self,
+        lease: &Lease,
+        lease_time: Duration,
+        use_db_time: bool,
+    ) -> impl Future<Output = Result<ExtendOutcome, Error>> + Send {
+        ready(self.0.extend(lease, lease_time, use_db_time))
+    }
+
+    fn release(
+        &self,
+        lease: &Lease,
+        min_lease_time: Duration,
+    ) -> impl Future<Output = Result<ReleaseOutcome, Error>> + Send {
+        ready(self.0.release(lease, min_lease_time))
+    }
+
+    fn state(&self, key: &LockName) -> impl Future<Output = Result<LeaderState, Error>> + Send {
+        ready(self.0.state(key))
+    }
+}

@@ -1,0 +1,52 @@
+//! [`contract_tests!`](crate::contract_tests): one `#[test]` per check.
+
+/// Expands to a module with one `#[test]` per contract check.
+///
+/// `contract_tests!(module, blocking | async, harness_option, runner)`:
+/// - `blocking` runs the checks on the harness's blocking API (through
+///   [`Blocking`](crate::Blocking)), `async` on its async API;
+/// - `harness_option` is an expression giving `Option<impl Harness>`; `None` skips (use
+///   [`server_from_env`](crate::server_from_env) so CI never skips);
+/// - `runner` is an expression giving a [`Runner`](crate::Runner).
+#[macro_export]
+macro_rules! contract_tests {
+    ($module:ident, blocking, $harness:expr, $runner:expr) => {
+        $crate::contract_tests!(@expand $module, ($harness).map($crate::Blocking), $runner);
+    };
+    ($module:ident, async, $harness:expr, $runner:expr) => {
+        $crate::contract_tests!(@expand $module, $harness, $runner);
+    };
+    (@expand $module:ident, $harness:expr, $runner:expr) => {
+        mod $module {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::contract_tests!(@tests $harness, $runner;
+                acquire_free_lock,
+                second_owner_sees_the_holder,
+                same_owner_reacquire_keeps_the_token,
+                acquire_after_expiry_gets_a_larger_token,
+                extend_by_owner_moves_expiry,
+                extend_by_non_owner_or_after_expiry_is_not_held,
+                release_by_owner_frees,
+                release_by_non_owner_changes_nothing,
+                min_lease_keeps_the_lock_without_blocking,
+                min_lease_already_passed_frees_at_once,
+                tokens_strictly_increase,
+                state_reports_holder_and_hides_expired,
+                racing_acquire_has_one_winner,
+                long_and_unicode_names_work,
+                use_db_time_takes_the_backend_clock,
+            );
+        }
+    };
+    (@tests $harness:expr, $runner:expr; $($check:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $check() {
+                if let Some(harness) = $harness {
+                    $crate::checks::$check(&harness, &$runner);
+                }
+            }
+        )*
+    };
+}
