@@ -1,0 +1,1 @@
+//! The mongodb backend (in progress).
