@@ -1,1 +1,36 @@
-//! Blocking electors.
+//! Blocking leader electors for the `leader` toolkit.
+//!
+//! - [`LeaderElector`] runs the action on the calling thread, only if this node wins the
+//!   lock; the others skip.
+//! - [`ThreadPoolLeaderElector`] runs it on a fixed pool of worker threads and hands back a
+//!   [`TaskHandle`] that can be waited on or `.await`ed.
+//!
+//! Both take any [`LockBackend`](leader_core::LockBackend), one
+//! [`LeaderElectionOptions`](leader_core::LeaderElectionOptions) and give back the shared
+//! [`LeaderRunResult`](leader_core::LeaderRunResult).
+//!
+//! # Examples
+//!
+//! ```
+//! use leader_blocking::LeaderElector;
+//! use leader_core::{InMemoryBackend, LeaderElectionOptions};
+//!
+//! let elector = LeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default())?;
+//! match elector.run_if_leader("nightly-report", || 40 + 2)? {
+//!     Some(answer) => assert_eq!(answer, 42),
+//!     None => unreachable!("nobody else competes here"),
+//! }
+//! # Ok::<(), leader_core::Error>(())
+//! ```
+
+mod acquire;
+mod elector;
+mod held;
+mod pool;
+mod task;
+mod watchdog;
+
+pub use elector::LeaderElector;
+pub use leader_core::{Error, LeaderElectionOptions, LeaderRunResult, LeaseContext};
+pub use pool::ThreadPoolLeaderElector;
+pub use task::TaskHandle;

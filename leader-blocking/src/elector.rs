@@ -1,0 +1,229 @@
+//! [`LeaderElector`]: run an action on the calling thread, only if elected.
+
+use std::sync::Arc;
+
+use leader_core::{
+    Error, LeaderElectionOptions, LeaderRunResult, LeaderState, LeaseContext, LockBackend, LockName,
+};
+
+use crate::acquire::{Attempt, acquire};
+use crate::held::{HeldLease, Keepalive};
+
+/// Runs actions only on the node that wins the lock; the others skip.
+///
+/// The action runs on the calling thread. While it runs the lease is renewed if
+/// `auto_extend` is set (a watchdog thread renews every `lease_time / 3`); when it returns,
+/// fails or panics, the lease is released (a panic then continues). Cloning is cheap and
+/// clones share the backend.
+///
+/// # Errors
+///
+/// Every method fails closed: backend trouble is an [`Error::Backend`], never a skip.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use leader_blocking::LeaderElector;
+/// use leader_core::{InMemoryBackend, LeaderElectionOptions, LeaderRunResult};
+///
+/// let backend = InMemoryBackend::new();
+/// let options = LeaderElectionOptions::default().with_wait_time(Duration::ZERO);
+/// let elector = LeaderElector::new(backend, options)?;
+///
+/// let outcome = elector.run_if_leader_result("billing", || Ok::<_, std::io::Error>("done"))?;
+/// assert!(matches!(outcome, LeaderRunResult::Elected { value: "done", .. }));
+/// # Ok::<(), leader_core::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct LeaderElector<B> {
+    backend: Arc<B>,
+    options: Arc<LeaderElectionOptions>,
+    name_prefix: Option<Arc<str>>,
+}
+
+impl<B> Clone for LeaderElector<B> {
+    fn clone(&self) -> Self {
+        LeaderElector {
+            backend: Arc::clone(&self.backend),
+            options: Arc::clone(&self.options),
+            name_prefix: self.name_prefix.clone(),
+        }
+    }
+}
+
+impl<B: LockBackend + 'static> LeaderElector<B> {
+    /// An elector over `backend`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidOptions`] when `options` do not validate.
+    pub fn new(backend: B, options: LeaderElectionOptions) -> Result<Self, Error> {
+        LeaderElector::with_shared_backend(Arc::new(backend), options)
+    }
+
+    /// An elector over a backend shared with other electors.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidOptions`] when `options` do not validate.
+    pub fn with_shared_backend(
+        backend: Arc<B>,
+        options: LeaderElectionOptions,
+    ) -> Result<Self, Error> {
+        options.validate()?;
+        Ok(LeaderElector {
+            backend,
+            options: Arc::new(options),
+            name_prefix: None,
+        })
+    }
+
+    /// The options this elector runs with.
+    pub fn options(&self) -> &LeaderElectionOptions {
+        &self.options
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &Arc<B> {
+        &self.backend
+    }
+
+    /// The prefix put in front of every lock name (set by tenant scoping), if any.
+    pub fn name_prefix(&self) -> Option<&str> {
+        self.name_prefix.as_deref()
+    }
+
+    /// A clone whose lock names all start with `prefix`. Low level: prefer
+    /// `leader_tenant`'s `for_tenant`, which validates the tenant id and refuses to nest.
+    pub fn with_name_prefix(&self, prefix: impl Into<Arc<str>>) -> Self {
+        LeaderElector {
+            name_prefix: Some(prefix.into()),
+            ..self.clone()
+        }
+    }
+
+    /// The full lock key for `name`, prefix included.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`] naming the problem.
+    pub fn lock_key(&self, name: &str) -> Result<LockName, Error> {
+        Ok(match &self.name_prefix {
+            Some(prefix) => LockName::prefixed(prefix, name)?,
+            None => LockName::new(name)?,
+        })
+    }
+
+    /// Runs `action` if this node wins the lock `name`; `Ok(None)` if another node holds it
+    /// for the whole `wait_time`.
+    ///
+    /// # Errors
+    ///
+    /// An invalid name, or a backend failure (the action then does not run).
+    ///
+    /// # Panics
+    ///
+    /// If `action` panics, the lease is released and the panic continues.
+    pub fn run_if_leader<T>(
+        &self,
+        name: &str,
+        action: impl FnOnce() -> T,
+    ) -> Result<Option<T>, Error> {
+        let outcome =
+            self.run_if_leader_with(name, |_| Ok::<T, std::convert::Infallible>(action()))?;
+        Ok(outcome.into_value())
+    }
+
+    /// Runs a fallible `action` if this node wins the lock; its error comes back as
+    /// [`LeaderRunResult::ActionFailed`].
+    ///
+    /// # Errors
+    ///
+    /// An invalid name, or a backend failure (the action then does not run).
+    pub fn run_if_leader_result<T, E>(
+        &self,
+        name: &str,
+        action: impl FnOnce() -> Result<T, E>,
+    ) -> Result<LeaderRunResult<T, E>, Error> {
+        self.run_if_leader_with(name, |_| action())
+    }
+
+    /// Like [`run_if_leader_result`](Self::run_if_leader_result), and the action sees its
+    /// [`LeaseContext`]: the fencing token to pass along with writes, the deadline, and
+    /// whether the lease was lost.
+    ///
+    /// # Errors
+    ///
+    /// An invalid name, or a backend failure (the action then does not run).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_blocking::LeaderElector;
+    /// use leader_core::{InMemoryBackend, LeaderElectionOptions};
+    ///
+    /// let elector = LeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default())?;
+    /// let outcome = elector.run_if_leader_with("compaction", |lease| {
+    ///     lease.check()?; // still ours? stop early if not
+    ///     Ok::<_, leader_core::Error>(lease.fencing_token())
+    /// })?;
+    /// assert_eq!(outcome.into_value(), Some(1));
+    /// # Ok::<(), leader_core::Error>(())
+    /// ```
+    pub fn run_if_leader_with<T, E>(
+        &self,
+        name: &str,
+        action: impl FnOnce(&LeaseContext) -> Result<T, E>,
+    ) -> Result<LeaderRunResult<T, E>, Error> {
+        let key = self.lock_key(name)?;
+        let (lease, requested_at) = match acquire(&*self.backend, &self.options, &key)? {
+            Attempt::Acquired(lease, requested_at) => (lease, requested_at),
+            Attempt::Held(_) => return Ok(LeaderRunResult::Skipped),
+        };
+        let held = HeldLease::new(
+            Arc::clone(&self.backend),
+            lease,
+            requested_at,
+            name,
+            self.keepalive(),
+        );
+        let outcome = action(held.context());
+        let leader_id = held.lease().leader_id.clone();
+        let fencing_token = held.lease().fencing_token;
+        if let Err(err) = held.release() {
+            // The action has run and its result is real; the lease will run out by itself.
+            tracing::warn!(lock = %key, error = %err, "release after the action failed");
+        }
+        Ok(match outcome {
+            Ok(value) => LeaderRunResult::Elected {
+                value,
+                leader_id,
+                fencing_token,
+            },
+            Err(error) => LeaderRunResult::ActionFailed(error),
+        })
+    }
+
+    /// A best-effort snapshot of who leads `name` (see [`LeaderState`]).
+    ///
+    /// # Errors
+    ///
+    /// An invalid name, or a backend failure.
+    pub fn state(&self, name: &str) -> Result<LeaderState, Error> {
+        let key = self.lock_key(name)?;
+        Ok(self.backend.state(&key)?.with_lock_name(name))
+    }
+
+    fn keepalive(&self) -> Keepalive {
+        Keepalive {
+            lease_time: self.options.lease_time(),
+            renew_every: self
+                .options
+                .auto_extend()
+                .then(|| self.options.renew_interval()),
+            use_db_time: self.options.use_db_time(),
+            min_lease_time: self.options.min_lease_time(),
+        }
+    }
+}

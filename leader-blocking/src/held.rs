@@ -1,0 +1,101 @@
+//! A held lease: renewed by a watchdog if asked, released exactly once (also on panic).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use leader_core::{Error, Lease, LeaseContext, LeaseTracker, LockBackend, ReleaseOutcome};
+
+use crate::watchdog::{Renewal, Watchdog};
+
+/// How a held lease is kept alive.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Keepalive {
+    pub(crate) lease_time: Duration,
+    /// `Some(interval)`: renew every `interval`; `None`: let it run out.
+    pub(crate) renew_every: Option<Duration>,
+    pub(crate) use_db_time: bool,
+    pub(crate) min_lease_time: Duration,
+}
+
+/// Owns an acquisition until it is released; dropping it releases (so a panicking action
+/// still frees the lock before the panic goes on).
+#[derive(Debug)]
+pub(crate) struct HeldLease<B: LockBackend + 'static> {
+    backend: Arc<B>,
+    lease: Lease,
+    tracker: Arc<LeaseTracker>,
+    watchdog: Option<Watchdog>,
+    min_lease_time: Duration,
+    released: bool,
+}
+
+impl<B: LockBackend + 'static> HeldLease<B> {
+    pub(crate) fn new(
+        backend: Arc<B>,
+        lease: Lease,
+        requested_at: Instant,
+        lock_name: &str,
+        keepalive: Keepalive,
+    ) -> Self {
+        let tracker = Arc::new(LeaseTracker::new(
+            lock_name,
+            &lease,
+            requested_at,
+            keepalive.lease_time,
+        ));
+        let watchdog = keepalive.renew_every.map(|interval| {
+            Watchdog::start(Renewal {
+                backend: Arc::clone(&backend),
+                lease: lease.clone(),
+                tracker: Arc::clone(&tracker),
+                lease_time: keepalive.lease_time,
+                interval,
+                use_db_time: keepalive.use_db_time,
+            })
+        });
+        if watchdog.as_ref().is_some_and(|w| !w.is_running()) {
+            tracker.mark_lost();
+        }
+        HeldLease {
+            backend,
+            lease,
+            tracker,
+            watchdog,
+            min_lease_time: keepalive.min_lease_time,
+            released: false,
+        }
+    }
+
+    pub(crate) fn context(&self) -> &LeaseContext {
+        self.tracker.context()
+    }
+
+    pub(crate) fn lease(&self) -> &Lease {
+        &self.lease
+    }
+
+    /// Stops renewing and releases the lock (honouring the minimum lease).
+    pub(crate) fn release(mut self) -> Result<ReleaseOutcome, Error> {
+        self.release_now()
+    }
+
+    fn release_now(&mut self) -> Result<ReleaseOutcome, Error> {
+        self.released = true;
+        if let Some(mut watchdog) = self.watchdog.take() {
+            watchdog.stop();
+        }
+        let outcome = self.backend.release(&self.lease, self.min_lease_time);
+        tracing::debug!(lock = %self.lease.key, outcome = ?outcome.as_ref().ok(), "released");
+        outcome
+    }
+}
+
+impl<B: LockBackend + 'static> Drop for HeldLease<B> {
+    fn drop(&mut self) {
+        if !self.released
+            && let Err(err) = self.release_now()
+        {
+            tracing::warn!(lock = %self.lease.key, error = %err, "release failed; the lease will run out by itself");
+        }
+    }
+}

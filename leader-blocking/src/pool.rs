@@ -1,0 +1,244 @@
+//! [`ThreadPoolLeaderElector`]: run elected actions on a fixed pool of worker threads.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{Receiver, Sender};
+use leader_core::{
+    Error, LeaderElectionOptions, LeaderRunResult, LeaderState, LeaseContext, LockBackend,
+};
+use parking_lot::Mutex;
+
+use crate::elector::LeaderElector;
+use crate::task::{Slot, TaskHandle};
+
+type Job = Box<dyn FnOnce() + Send + 'static>;
+
+/// A [`LeaderElector`] whose actions run on a fixed pool of worker threads.
+///
+/// `run_async_if_leader` returns at once with a [`TaskHandle`]; a worker then competes for
+/// the lock, runs the action if elected, and releases the lease when the action completes.
+/// The lock name is validated before the task is queued.
+///
+/// Clones share the pool. When the last clone is dropped (or [`shutdown`](Self::shutdown)
+/// is called) the pool stops taking tasks, finishes the queued ones and joins its workers;
+/// submitting afterwards is [`Error::ShutDown`].
+///
+/// # Examples
+///
+/// ```
+/// use leader_blocking::ThreadPoolLeaderElector;
+/// use leader_core::{InMemoryBackend, LeaderElectionOptions};
+///
+/// let pool = ThreadPoolLeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default(), 4)?;
+/// let handles: Vec<_> = ["a", "b", "c"]
+///     .into_iter()
+///     .map(|job| pool.run_async_if_leader(job, move || job.len()))
+///     .collect::<Result<_, _>>()?;
+/// for handle in handles {
+///     assert_eq!(handle.wait()?, Some(1));
+/// }
+/// # Ok::<(), leader_core::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct ThreadPoolLeaderElector<B> {
+    elector: LeaderElector<B>,
+    pool: Arc<WorkerPool>,
+}
+
+impl<B> Clone for ThreadPoolLeaderElector<B> {
+    fn clone(&self) -> Self {
+        ThreadPoolLeaderElector {
+            elector: self.elector.clone(),
+            pool: Arc::clone(&self.pool),
+        }
+    }
+}
+
+impl<B: LockBackend + 'static> ThreadPoolLeaderElector<B> {
+    /// An elector with `workers` threads (at least one).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidOptions`] when `options` do not validate.
+    pub fn new(backend: B, options: LeaderElectionOptions, workers: usize) -> Result<Self, Error> {
+        Ok(ThreadPoolLeaderElector::from_elector(
+            LeaderElector::new(backend, options)?,
+            workers,
+        ))
+    }
+
+    /// A pool of `workers` threads (at least one) running `elector`'s actions.
+    pub fn from_elector(elector: LeaderElector<B>, workers: usize) -> Self {
+        ThreadPoolLeaderElector {
+            elector,
+            pool: Arc::new(WorkerPool::start(workers.max(1))),
+        }
+    }
+
+    /// The elector the workers use.
+    pub fn elector(&self) -> &LeaderElector<B> {
+        &self.elector
+    }
+
+    /// A clone sharing this pool, with `elector` in place of the current one (used by
+    /// tenant scoping).
+    pub fn with_elector(&self, elector: LeaderElector<B>) -> Self {
+        ThreadPoolLeaderElector {
+            elector,
+            pool: Arc::clone(&self.pool),
+        }
+    }
+
+    /// Queues `action` to run on a worker if this node wins the lock; the handle yields
+    /// `Some(value)` or `None` (skipped).
+    ///
+    /// # Errors
+    ///
+    /// An invalid name, or [`Error::ShutDown`]. Backend failures come through the handle.
+    pub fn run_async_if_leader<T, F>(
+        &self,
+        name: &str,
+        action: F,
+    ) -> Result<TaskHandle<Option<T>>, Error>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        self.submit(name, move |elector, name| {
+            elector.run_if_leader(name, action)
+        })
+    }
+
+    /// Queues a fallible `action`; the handle yields the shared [`LeaderRunResult`].
+    ///
+    /// # Errors
+    ///
+    /// An invalid name, or [`Error::ShutDown`]. Backend failures come through the handle.
+    pub fn run_async_if_leader_result<T, E, F>(
+        &self,
+        name: &str,
+        action: F,
+    ) -> Result<TaskHandle<LeaderRunResult<T, E>>, Error>
+    where
+        T: Send + 'static,
+        E: Send + 'static,
+        F: FnOnce() -> Result<T, E> + Send + 'static,
+    {
+        self.submit(name, move |elector, name| {
+            elector.run_if_leader_result(name, action)
+        })
+    }
+
+    /// Queues an `action` that sees its [`LeaseContext`].
+    ///
+    /// # Errors
+    ///
+    /// An invalid name, or [`Error::ShutDown`]. Backend failures come through the handle.
+    pub fn run_async_if_leader_with<T, E, F>(
+        &self,
+        name: &str,
+        action: F,
+    ) -> Result<TaskHandle<LeaderRunResult<T, E>>, Error>
+    where
+        T: Send + 'static,
+        E: Send + 'static,
+        F: FnOnce(&LeaseContext) -> Result<T, E> + Send + 'static,
+    {
+        self.submit(name, move |elector, name| {
+            elector.run_if_leader_with(name, action)
+        })
+    }
+
+    /// A best-effort snapshot of who leads `name`, read on the calling thread.
+    ///
+    /// # Errors
+    ///
+    /// An invalid name, or a backend failure.
+    pub fn state(&self, name: &str) -> Result<LeaderState, Error> {
+        self.elector.state(name)
+    }
+
+    /// Stops taking tasks, lets the queued ones finish and joins the workers. Later
+    /// submissions fail with [`Error::ShutDown`].
+    pub fn shutdown(&self) {
+        self.pool.shutdown();
+    }
+
+    fn submit<T, F>(&self, name: &str, run: F) -> Result<TaskHandle<T>, Error>
+    where
+        T: Send + 'static,
+        F: FnOnce(&LeaderElector<B>, &str) -> Result<T, Error> + Send + 'static,
+    {
+        self.elector.lock_key(name)?;
+        let slot = Slot::new();
+        let handle = TaskHandle::new(Arc::clone(&slot));
+        let elector = self.elector.clone();
+        let name = name.to_owned();
+        self.pool.submit(Box::new(move || {
+            slot.finish(catch_unwind(AssertUnwindSafe(|| run(&elector, &name))));
+        }))?;
+        Ok(handle)
+    }
+}
+
+/// The worker threads and the channel that feeds them.
+#[derive(Debug)]
+struct WorkerPool {
+    jobs: Mutex<Option<Sender<Job>>>,
+    workers: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl WorkerPool {
+    fn start(workers: usize) -> Self {
+        let (sender, receiver) = crossbeam_channel::unbounded::<Job>();
+        let handles = (0..workers)
+            .filter_map(|i| {
+                let receiver: Receiver<Job> = receiver.clone();
+                std::thread::Builder::new()
+                    .name(format!("leader-worker-{i}"))
+                    .spawn(move || {
+                        for job in receiver {
+                            job();
+                        }
+                    })
+                    .map_err(|err| tracing::warn!(error = %err, "could not start a worker thread"))
+                    .ok()
+            })
+            .collect::<Vec<_>>();
+        let jobs = if handles.is_empty() {
+            None
+        } else {
+            Some(sender)
+        };
+        WorkerPool {
+            jobs: Mutex::new(jobs),
+            workers: Mutex::new(handles),
+        }
+    }
+
+    fn submit(&self, job: Job) -> Result<(), Error> {
+        match self.jobs.lock().as_ref() {
+            Some(sender) => sender.send(job).map_err(|_| Error::ShutDown),
+            None => Err(Error::ShutDown),
+        }
+    }
+
+    fn shutdown(&self) {
+        drop(self.jobs.lock().take());
+        let workers = std::mem::take(&mut *self.workers.lock());
+        let current = std::thread::current().id();
+        for worker in workers {
+            if worker.thread().id() != current {
+                let _ = worker.join();
+            }
+        }
+    }
+}
+
+impl Drop for WorkerPool {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
