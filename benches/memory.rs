@@ -1,1 +1,52 @@
-fn main() {}
+//! Uncontended `run_if_leader` on the in-memory backend, beside its floor measured in the
+//! same run: a bare `parking_lot::Mutex<HashMap<String, _>>` insert plus remove.
+//!
+//! ```text
+//! cargo bench -p leader-benches --bench memory
+//! taskset -c 0 cargo bench -p leader-benches --bench memory
+//! ```
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashMap;
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use leader_blocking::LeaderElector;
+use leader_core::{InMemoryBackend, LeaderElectionOptions};
+use parking_lot::Mutex;
+
+fn options() -> LeaderElectionOptions {
+    LeaderElectionOptions::default()
+        .with_wait_time(Duration::ZERO)
+        .with_lease_time(Duration::from_secs(60))
+}
+
+fn memory(c: &mut Criterion) {
+    let mut group = c.benchmark_group("memory");
+
+    let map: Mutex<HashMap<String, u64>> = Mutex::new(HashMap::new());
+    group.bench_function("floor: mutex hashmap insert+remove", |b| {
+        b.iter(|| {
+            let name = black_box("nightly-report");
+            map.lock().insert(name.to_owned(), 1);
+            black_box(map.lock().remove(name));
+        })
+    });
+
+    let blocking = LeaderElector::new(InMemoryBackend::new(), options()).unwrap();
+    group.bench_function("blocking run_if_leader", |b| {
+        b.iter(|| {
+            black_box(
+                blocking
+                    .run_if_leader(black_box("nightly-report"), || 1u8)
+                    .unwrap(),
+            )
+        })
+    });
+
+    group.finish();
+}
+
+criterion_group!(benches, memory);
+criterion_main!(benches);

@@ -31,7 +31,7 @@ pub(crate) fn acquire<B: LockBackend>(
         use_db_time: options.use_db_time(),
     };
     let waits = !options.wait_time().is_zero();
-    let mut backoff = Backoff::new(options.wait_time());
+    let mut backoff: Option<Backoff> = None;
     loop {
         // Listen before trying, so a release right after a failed attempt is not missed.
         let listener = match backend.release_events() {
@@ -46,7 +46,10 @@ pub(crate) fn acquire<B: LockBackend>(
             }
             AcquireOutcome::Held(holder) => holder,
         };
-        let Some(delay) = backoff.next_delay() else {
+        let delay = backoff
+            .get_or_insert_with(|| Backoff::starting_at(requested_at, options.wait_time()))
+            .next_delay();
+        let Some(delay) = delay else {
             tracing::debug!(lock = %key, holder = ?holder.as_ref().map(|h| &h.leader_id), "held elsewhere");
             return Ok(Attempt::Held(holder));
         };

@@ -22,7 +22,6 @@ pub(crate) struct Keepalive {
 #[derive(Debug)]
 pub(crate) struct HeldLease<B: LockBackend + 'static> {
     backend: Arc<B>,
-    lease: Lease,
     tracker: Arc<LeaseTracker>,
     watchdog: Option<Watchdog>,
     min_lease_time: Duration,
@@ -38,15 +37,14 @@ impl<B: LockBackend + 'static> HeldLease<B> {
         keepalive: Keepalive,
     ) -> Self {
         let tracker = Arc::new(LeaseTracker::new(
+            lease,
             lock_name,
-            &lease,
             requested_at,
             keepalive.lease_time,
         ));
         let watchdog = keepalive.renew_every.map(|interval| {
             Watchdog::start(Renewal {
                 backend: Arc::clone(&backend),
-                lease: lease.clone(),
                 tracker: Arc::clone(&tracker),
                 lease_time: keepalive.lease_time,
                 interval,
@@ -58,7 +56,6 @@ impl<B: LockBackend + 'static> HeldLease<B> {
         }
         HeldLease {
             backend,
-            lease,
             tracker,
             watchdog,
             min_lease_time: keepalive.min_lease_time,
@@ -71,7 +68,7 @@ impl<B: LockBackend + 'static> HeldLease<B> {
     }
 
     pub(crate) fn lease(&self) -> &Lease {
-        &self.lease
+        self.tracker.lease()
     }
 
     /// Stops renewing and releases the lock (honouring the minimum lease).
@@ -84,8 +81,10 @@ impl<B: LockBackend + 'static> HeldLease<B> {
         if let Some(mut watchdog) = self.watchdog.take() {
             watchdog.stop();
         }
-        let outcome = self.backend.release(&self.lease, self.min_lease_time);
-        tracing::debug!(lock = %self.lease.key, outcome = ?outcome.as_ref().ok(), "released");
+        let outcome = self
+            .backend
+            .release(self.tracker.lease(), self.min_lease_time);
+        tracing::debug!(lock = %self.tracker.lease().key, outcome = ?outcome.as_ref().ok(), "released");
         outcome
     }
 }
@@ -95,7 +94,7 @@ impl<B: LockBackend + 'static> Drop for HeldLease<B> {
         if !self.released
             && let Err(err) = self.release_now()
         {
-            tracing::warn!(lock = %self.lease.key, error = %err, "release failed; the lease will run out by itself");
+            tracing::warn!(lock = %self.tracker.lease().key, error = %err, "release failed; the lease will run out by itself");
         }
     }
 }

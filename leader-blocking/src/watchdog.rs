@@ -5,7 +5,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{RecvTimeoutError, Sender};
-use leader_core::{ExtendOutcome, Lease, LeaseTracker, LockBackend};
+use leader_core::{ExtendOutcome, LeaseTracker, LockBackend};
 
 /// Renews a lease every `interval` on its own thread until stopped.
 ///
@@ -22,7 +22,6 @@ pub(crate) struct Watchdog {
 /// What a watchdog renews, and how.
 pub(crate) struct Renewal<B> {
     pub(crate) backend: Arc<B>,
-    pub(crate) lease: Lease,
     pub(crate) tracker: Arc<LeaseTracker>,
     pub(crate) lease_time: Duration,
     pub(crate) interval: Duration,
@@ -82,19 +81,19 @@ impl<B: LockBackend> Renewal<B> {
         let requested_at = Instant::now();
         match self
             .backend
-            .extend(&self.lease, self.lease_time, self.use_db_time)
+            .extend(self.tracker.lease(), self.lease_time, self.use_db_time)
         {
             Ok(ExtendOutcome::Extended { .. }) => {
                 self.tracker.renewed(requested_at, self.lease_time);
                 true
             }
             Ok(ExtendOutcome::NotHeld) => {
-                tracing::warn!(lock = %self.lease.key, "lease lost: renewal found it gone");
+                tracing::warn!(lock = %self.tracker.lease().key, "lease lost: renewal found it gone");
                 self.tracker.mark_lost();
                 false
             }
             Err(err) => {
-                tracing::warn!(lock = %self.lease.key, error = %err, "lease lost: renewal failed");
+                tracing::warn!(lock = %self.tracker.lease().key, error = %err, "lease lost: renewal failed");
                 self.tracker.mark_lost();
                 false
             }

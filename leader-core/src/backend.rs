@@ -112,6 +112,9 @@ pub trait LockBackend: Backend {
     /// Frees the lock if `lease` still holds it, or shortens it to end at
     /// `acquired_at + min_lease_time` when that is still ahead.
     ///
+    /// Releasing one's own lease after it expired (and nobody took the lock) may report
+    /// either outcome; it never touches another owner's lock.
+    ///
     /// # Errors
     ///
     /// [`Error::Backend`] on any failure of the store.

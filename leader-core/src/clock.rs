@@ -10,6 +10,12 @@ use parking_lot::Mutex;
 pub trait Clock: Send + Sync + Debug {
     /// The current time.
     fn now(&self) -> SystemTime;
+
+    /// `true` when this clock is the system's wall clock (lets the backend read it once
+    /// where it would otherwise read both it and the system clock).
+    fn is_system_clock(&self) -> bool {
+        false
+    }
 }
 
 /// The system's wall clock.
@@ -19,6 +25,10 @@ pub struct SystemClock;
 impl Clock for SystemClock {
     fn now(&self) -> SystemTime {
         SystemTime::now()
+    }
+
+    fn is_system_clock(&self) -> bool {
+        true
     }
 }
 

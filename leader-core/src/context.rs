@@ -27,9 +27,9 @@ pub struct LeaseContext {
 
 #[derive(Debug)]
 struct Shared {
-    lock_name: String,
-    leader_id: String,
-    fencing_token: u64,
+    lease: Lease,
+    /// The name the caller used, when it differs from the key (a tenant prefix).
+    display_name: Option<String>,
     deadline: Mutex<Instant>,
     lost: AtomicBool,
     lost_event: Event,
@@ -38,17 +38,20 @@ struct Shared {
 impl LeaseContext {
     /// The lock's name as the caller gave it (without a tenant prefix).
     pub fn lock_name(&self) -> &str {
-        &self.shared.lock_name
+        self.shared
+            .display_name
+            .as_deref()
+            .unwrap_or(self.shared.lease.key.as_str())
     }
 
     /// This node's id.
     pub fn leader_id(&self) -> &str {
-        &self.shared.leader_id
+        &self.shared.lease.leader_id
     }
 
     /// The fencing token of this acquisition: strictly greater than any earlier holder's.
     pub fn fencing_token(&self) -> u64 {
-        self.shared.fencing_token
+        self.shared.lease.fencing_token
     }
 
     /// Until when the lease is certainly held (monotonic clock), unless lost earlier.
@@ -69,7 +72,7 @@ impl LeaseContext {
     pub fn check(&self) -> Result<(), Error> {
         if self.is_lost() {
             return Err(Error::LeaseLost {
-                key: self.shared.lock_name.clone(),
+                key: self.shared.lease.key.to_string(),
             });
         }
         Ok(())
@@ -125,24 +128,25 @@ pub struct LeaseTracker {
 
 impl LeaseTracker {
     /// Tracks `lease`, acquired by a request sent at `requested_at` for `lease_time`.
-    pub fn new(
-        lock_name: &str,
-        lease: &Lease,
-        requested_at: Instant,
-        lease_time: Duration,
-    ) -> Self {
+    /// `lock_name` is the name the caller used (the key without its tenant prefix).
+    pub fn new(lease: Lease, lock_name: &str, requested_at: Instant, lease_time: Duration) -> Self {
+        let display_name = (lock_name != lease.key.as_str()).then(|| lock_name.to_owned());
         LeaseTracker {
             context: LeaseContext {
                 shared: Arc::new(Shared {
-                    lock_name: lock_name.to_owned(),
-                    leader_id: lease.leader_id.clone(),
-                    fencing_token: lease.fencing_token,
+                    lease,
+                    display_name,
                     deadline: Mutex::new(requested_at + lease_time),
                     lost: AtomicBool::new(false),
                     lost_event: Event::new(),
                 }),
             },
         }
+    }
+
+    /// The lease being tracked.
+    pub fn lease(&self) -> &Lease {
+        &self.context.shared.lease
     }
 
     /// The reader side, for the action.
@@ -185,7 +189,7 @@ mod tests {
             SystemTime::now(),
             SystemTime::now(),
         );
-        LeaseTracker::new("k", &lease, Instant::now(), lease_time)
+        LeaseTracker::new(lease, "k", Instant::now(), lease_time)
     }
 
     #[test]

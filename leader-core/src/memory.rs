@@ -65,6 +65,8 @@ struct Inner {
 struct Slot {
     fence: u64,
     holder: Option<Holder>,
+    /// The last holder's id buffer, reused by the next holder to save an allocation.
+    spare_leader_id: String,
 }
 
 #[derive(Debug)]
@@ -120,7 +122,7 @@ impl InMemoryBackend {
     }
 
     fn reported_now(&self, clock_now: SystemTime, use_db_time: bool) -> SystemTime {
-        if use_db_time {
+        if use_db_time || self.inner.clock.is_system_clock() {
             clock_now
         } else {
             SystemTime::now()
@@ -147,11 +149,17 @@ impl InMemoryBackend {
                 holder.expires_at = reported_now + request.lease_time;
                 holder
             }
-            _ => {
+            expired => {
+                let mut leader_id = match expired {
+                    Some(old) => old.leader_id,
+                    None => std::mem::take(&mut slot.spare_leader_id),
+                };
+                leader_id.clear();
+                leader_id.push_str(request.leader_id);
                 slot.fence += 1;
                 Holder {
                     owner: request.owner,
-                    leader_id: request.leader_id.to_owned(),
+                    leader_id,
                     fencing_token: slot.fence,
                     acquired_at: reported_now,
                     expires_at: reported_now + request.lease_time,
@@ -176,14 +184,14 @@ impl InMemoryBackend {
     fn with_own_holder<R>(
         &self,
         lease: &Lease,
-        f: impl FnOnce(&mut Option<Holder>, SystemTime) -> R,
+        f: impl FnOnce(&mut Slot, SystemTime) -> R,
     ) -> Option<R> {
         let clock_now = self.now();
         let mut slots = self.inner.slots.lock();
         let slot = slots.get_mut(lease.key.as_str())?;
         match &slot.holder {
             Some(holder) if holder.owner == lease.owner && holder.deadline > clock_now => {
-                Some(f(&mut slot.holder, clock_now))
+                Some(f(slot, clock_now))
             }
             _ => None,
         }
@@ -195,8 +203,8 @@ impl InMemoryBackend {
         lease_time: Duration,
         use_db_time: bool,
     ) -> ExtendOutcome {
-        let renewed = self.with_own_holder(lease, |holder, clock_now| {
-            let holder = holder.as_mut()?;
+        let renewed = self.with_own_holder(lease, |slot, clock_now| {
+            let holder = slot.holder.as_mut()?;
             holder.deadline = clock_now + lease_time;
             holder.expires_at = self.reported_now(clock_now, use_db_time) + lease_time;
             Some(holder.expires_at)
@@ -208,30 +216,30 @@ impl InMemoryBackend {
     }
 
     fn release_lease(&self, lease: &Lease, min_lease_time: Duration) -> ReleaseOutcome {
-        let freed = self.with_own_holder(lease, |slot_holder, clock_now| {
-            let keep_until = slot_holder
-                .as_ref()
-                .map(|h| h.acquired_on_clock + min_lease_time);
-            match (slot_holder.as_mut(), keep_until) {
-                (Some(holder), Some(keep_until)) if keep_until > clock_now => {
-                    holder.deadline = holder.deadline.min(keep_until);
-                    holder.expires_at = holder.expires_at.min(holder.acquired_at + min_lease_time);
-                    false
-                }
-                _ => {
-                    *slot_holder = None;
-                    true
-                }
+        // Only the minimum lease needs the time. An owner's own expired record can be
+        // dropped without reading the clock: nobody else held the lock in the meantime.
+        let clock_now = (!min_lease_time.is_zero()).then(|| self.now());
+        let mut slots = self.inner.slots.lock();
+        let Some(slot) = slots.get_mut(lease.key.as_str()) else {
+            return ReleaseOutcome::NotHeld;
+        };
+        let Some(holder) = slot.holder.as_mut().filter(|h| h.owner == lease.owner) else {
+            return ReleaseOutcome::NotHeld;
+        };
+        if let Some(now) = clock_now {
+            let keep_until = holder.acquired_on_clock + min_lease_time;
+            if keep_until > now && holder.deadline > now {
+                holder.deadline = holder.deadline.min(keep_until);
+                holder.expires_at = holder.expires_at.min(holder.acquired_at + min_lease_time);
+                return ReleaseOutcome::Released;
             }
-        });
-        match freed {
-            Some(true) => {
-                self.inner.events.notify(lease.key.as_str());
-                ReleaseOutcome::Released
-            }
-            Some(false) => ReleaseOutcome::Released,
-            None => ReleaseOutcome::NotHeld,
         }
+        if let Some(old) = slot.holder.take() {
+            slot.spare_leader_id = old.leader_id;
+        }
+        drop(slots);
+        self.inner.events.notify(lease.key.as_str());
+        ReleaseOutcome::Released
     }
 
     fn snapshot(&self, key: &LockName) -> LeaderState {

@@ -81,6 +81,12 @@ impl LockName {
 }
 
 fn check_chars(s: &str, offset: usize) -> Result<(), NameError> {
+    // Fast path: plain printable ASCII without braces, the usual case.
+    if s.bytes()
+        .all(|b| (0x20..0x7f).contains(&b) && b != b'{' && b != b'}')
+    {
+        return Ok(());
+    }
     for (index, ch) in s.char_indices() {
         if ch.is_control() {
             return Err(NameError::ControlCharacter {

@@ -37,9 +37,13 @@ impl Backoff {
 
     /// Backoff for a wait of `wait_time` starting now.
     pub fn new(wait_time: Duration) -> Self {
-        let now = Instant::now();
+        Backoff::starting_at(Instant::now(), wait_time)
+    }
+
+    /// Backoff for a wait of `wait_time` that started at `start`.
+    pub fn starting_at(start: Instant, wait_time: Duration) -> Self {
         Backoff {
-            deadline: now.checked_add(wait_time).unwrap_or(now),
+            deadline: start.checked_add(wait_time).unwrap_or(start),
             next: Self::INITIAL,
         }
     }

@@ -1,4 +1,5 @@
 //! The in-memory backend passes the whole contract suite, blocking and async.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use leader_testkit::{MemoryHarness, ThreadRunner};
 
