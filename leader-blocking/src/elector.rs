@@ -3,11 +3,12 @@
 use std::sync::Arc;
 
 use leader_core::{
-    Error, LeaderElectionOptions, LeaderRunResult, LeaderState, LeaseContext, LockBackend, LockName,
+    Error, Keepalive, LeaderElectionOptions, LeaderRunResult, LeaderState, LeaseContext,
+    LockBackend, LockName, Step,
 };
 
-use crate::acquire::{Attempt, acquire};
-use crate::held::{HeldLease, Keepalive};
+use crate::acquire::acquire;
+use crate::held::HeldLease;
 
 /// Runs actions only on the node that wins the lock; the others skip.
 ///
@@ -177,16 +178,16 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         action: impl FnOnce(&LeaseContext) -> Result<T, E>,
     ) -> Result<LeaderRunResult<T, E>, Error> {
         let key = self.lock_key(name)?;
-        let (lease, requested_at) = match acquire(&*self.backend, &self.options, &key)? {
-            Attempt::Acquired(lease, requested_at) => (lease, requested_at),
-            Attempt::Held(_) => return Ok(LeaderRunResult::Skipped),
+        let Step::Acquired(lease, requested_at) = acquire(&*self.backend, &self.options, &key)?
+        else {
+            return Ok(LeaderRunResult::Skipped);
         };
         let held = HeldLease::new(
             Arc::clone(&self.backend),
             lease,
             requested_at,
             name,
-            self.keepalive(),
+            Keepalive::from_options(&self.options),
         );
         let outcome = action(held.context());
         let leader_id = held.lease().leader_id.clone();
@@ -213,17 +214,5 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     pub fn state(&self, name: &str) -> Result<LeaderState, Error> {
         let key = self.lock_key(name)?;
         Ok(self.backend.state(&key)?.with_lock_name(name))
-    }
-
-    fn keepalive(&self) -> Keepalive {
-        Keepalive {
-            lease_time: self.options.lease_time(),
-            renew_every: self
-                .options
-                .auto_extend()
-                .then(|| self.options.renew_interval()),
-            use_db_time: self.options.use_db_time(),
-            min_lease_time: self.options.min_lease_time(),
-        }
     }
 }

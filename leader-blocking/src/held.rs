@@ -3,19 +3,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use leader_core::{Error, Lease, LeaseContext, LeaseTracker, LockBackend, ReleaseOutcome};
+use leader_core::{
+    Error, Keepalive, Lease, LeaseContext, LeaseTracker, LockBackend, ReleaseOutcome,
+};
 
-use crate::watchdog::{Renewal, Watchdog};
-
-/// How a held lease is kept alive.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Keepalive {
-    pub(crate) lease_time: Duration,
-    /// `Some(interval)`: renew every `interval`; `None`: let it run out.
-    pub(crate) renew_every: Option<Duration>,
-    pub(crate) use_db_time: bool,
-    pub(crate) min_lease_time: Duration,
-}
+use crate::watchdog::Watchdog;
 
 /// Owns an acquisition until it is released; dropping it releases (so a panicking action
 /// still frees the lock before the panic goes on).
@@ -43,17 +35,14 @@ impl<B: LockBackend + 'static> HeldLease<B> {
             keepalive.lease_time,
         ));
         let watchdog = keepalive.renew_every.map(|interval| {
-            Watchdog::start(Renewal {
-                backend: Arc::clone(&backend),
-                tracker: Arc::clone(&tracker),
-                lease_time: keepalive.lease_time,
+            Watchdog::start(
+                Arc::clone(&backend),
+                Arc::clone(&tracker),
                 interval,
-                use_db_time: keepalive.use_db_time,
-            })
+                keepalive.lease_time,
+                keepalive.use_db_time,
+            )
         });
-        if watchdog.as_ref().is_some_and(|w| !w.is_running()) {
-            tracker.mark_lost();
-        }
         HeldLease {
             backend,
             tracker,

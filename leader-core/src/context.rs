@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use event_listener::{Event, Listener};
 use parking_lot::Mutex;
 
+use crate::backend::ExtendOutcome;
 use crate::error::Error;
 use crate::lease::Lease;
 
@@ -158,6 +159,38 @@ impl LeaseTracker {
     pub fn renewed(&self, requested_at: Instant, lease_time: Duration) {
         let mut deadline = self.context.shared.deadline.lock();
         *deadline = (*deadline).max(requested_at + lease_time);
+    }
+
+    /// Records the answer to a renewal sent at `requested_at`; `false` when the lease is
+    /// now lost and renewing should stop.
+    ///
+    /// The first failed or refused renewal marks the lease lost: the action is told at once
+    /// rather than left running on a lease that may be gone (DESIGN §4.7). A transient error
+    /// could have been retried, but the lease would then be trusted past a renewal nobody
+    /// confirmed; failing fast is the safe side.
+    pub fn record_renewal(
+        &self,
+        answer: Result<ExtendOutcome, Error>,
+        requested_at: Instant,
+        lease_time: Duration,
+    ) -> bool {
+        let key = &self.lease().key;
+        match answer {
+            Ok(ExtendOutcome::Extended { .. }) => {
+                self.renewed(requested_at, lease_time);
+                true
+            }
+            Ok(ExtendOutcome::NotHeld) => {
+                tracing::warn!(lock = %key, "lease lost: renewal found it gone");
+                self.mark_lost();
+                false
+            }
+            Err(err) => {
+                tracing::warn!(lock = %key, error = %err, "lease lost: renewal failed");
+                self.mark_lost();
+                false
+            }
+        }
     }
 
     /// The lease is gone (or could not be renewed in time): wake everyone watching.

@@ -28,11 +28,13 @@
 //! # Ok::<(), leader_core::Error>(())
 //! ```
 
+mod attempts;
 mod backend;
 mod clock;
 mod context;
 mod error;
 mod events;
+mod keepalive;
 mod lease;
 mod memory;
 mod name;
@@ -42,6 +44,7 @@ mod result;
 mod retry;
 mod state;
 
+pub use attempts::{Attempts, Step};
 pub use backend::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, ExtendOutcome, LockBackend,
     ReleaseOutcome,
@@ -50,6 +53,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::{LeaseContext, LeaseTracker};
 pub use error::{BackendError, BackendErrorKind, BoxError, Error, NameError, OptionsError};
 pub use events::{ReleaseEvents, ReleaseListener};
+pub use keepalive::Keepalive;
 pub use lease::{Lease, OwnerToken, ParseOwnerTokenError};
 pub use memory::InMemoryBackend;
 pub use name::LockName;

@@ -1,0 +1,30 @@
+//! [`Keepalive`]: how a held lease is kept alive and let go.
+
+use std::time::Duration;
+
+use crate::options::LeaderElectionOptions;
+
+/// How an elector keeps a held lease alive and releases it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keepalive {
+    /// The lease length asked for at each renewal.
+    pub lease_time: Duration,
+    /// `Some(interval)`: renew every `interval`; `None`: let the lease run out.
+    pub renew_every: Option<Duration>,
+    /// Take timestamps from the backend's clock.
+    pub use_db_time: bool,
+    /// Keep the lock until `acquired_at + min_lease_time` on release.
+    pub min_lease_time: Duration,
+}
+
+impl Keepalive {
+    /// What `options` ask for: renew every `lease_time / 3` when `auto_extend` is set.
+    pub fn from_options(options: &LeaderElectionOptions) -> Self {
+        Keepalive {
+            lease_time: options.lease_time(),
+            renew_every: options.auto_extend().then(|| options.renew_interval()),
+            use_db_time: options.use_db_time(),
+            min_lease_time: options.min_lease_time(),
+        }
+    }
+}
