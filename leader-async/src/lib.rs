@@ -1,2 +1,50 @@
-//! Async leader elector for the `leader` toolkit (in progress; see the README's status table).
-pub use leader_core::*;
+//! The async leader elector of the `leader` toolkit, on tokio, async-std or smol.
+//!
+//! [`AsyncLeaderElector`] has exactly the semantics of the blocking elector (DESIGN §4):
+//! the same [`LeaderElectionOptions`], the same [`LeaderRunResult`], over any
+//! [`AsyncLockBackend`](leader_core::AsyncLockBackend). Waiting and backoff are async
+//! sleeps; no executor thread is ever blocked.
+//!
+//! | feature | runtime |
+//! |---|---|
+//! | `tokio` (default) | tokio: sleeps and spawns use the current tokio runtime |
+//! | `smol` | smol: async-io timers, smol's global executor |
+//! | `async-std` | async-std (discontinued upstream, RUSTSEC-2025-0052; prefer `smol`) |
+//!
+//! Several features may be on at once; the runtime is picked at run time (a current tokio
+//! runtime wins, otherwise async-io's timers). With none on, the crate does not compile.
+//!
+//! # Cancel safety
+//!
+//! Dropping a `run_if_leader` future while it holds the lease (a timeout, a `select!`
+//! that lost, a shutdown) stops the renewals and releases the lease at once through a
+//! task spawned on the runtime; the lock does not stay taken until the lease runs out.
+//! A cancelled call is not an `ActionFailed`: it simply has no outcome.
+//!
+//! # Examples
+//!
+//! ```
+//! use leader_async::AsyncLeaderElector;
+//! use leader_core::{InMemoryBackend, LeaderElectionOptions};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), leader_core::Error> {
+//! let elector = AsyncLeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default())?;
+//! let value = elector.run_if_leader("rebalance", || async { 40 + 2 }).await?;
+//! assert_eq!(value, Some(42));
+//! # Ok(())
+//! # }
+//! ```
+
+#[cfg(not(any(feature = "tokio", feature = "async-std", feature = "smol")))]
+compile_error!(
+    "leader-async needs a runtime: enable one of the features `tokio`, `smol` or `async-std`"
+);
+
+mod acquire;
+mod elector;
+mod held;
+mod rt;
+
+pub use elector::AsyncLeaderElector;
+pub use leader_core::{Error, LeaderElectionOptions, LeaderRunResult, LeaseContext};

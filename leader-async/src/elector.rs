@@ -1,0 +1,219 @@
+//! [`AsyncLeaderElector`]: `run_if_leader(...).await`.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use leader_core::{
+    AsyncLockBackend, Error, Keepalive, LeaderElectionOptions, LeaderRunResult, LeaderState,
+    LeaseContext, LockName, Step,
+};
+
+use crate::acquire::acquire;
+use crate::held::AsyncHeld;
+
+/// Runs async actions only on the node that wins the lock; the others skip.
+///
+/// Cheap to clone, `Send + Sync`: keep one in your service's state. With `auto_extend`
+/// the lease is renewed every `lease_time / 3` concurrently with the action (in the same
+/// task); the action can watch [`LeaseContext::lost`]. When the action returns, fails or
+/// panics, the lease is released (a panic then continues); when the future is dropped
+/// mid-action, the release is spawned on the runtime (see the crate's `# Cancel safety`).
+///
+/// # Errors
+///
+/// Every method fails closed: backend trouble is an [`Error::Backend`], never a skip.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use leader_async::AsyncLeaderElector;
+/// use leader_core::{InMemoryBackend, LeaderElectionOptions, LeaderRunResult};
+///
+/// # smol::block_on(async {
+/// let options = LeaderElectionOptions::default().with_auto_extend(true);
+/// let elector = AsyncLeaderElector::new(InMemoryBackend::new(), options)?;
+/// let outcome = elector
+///     .run_if_leader_with("stream-compaction", |lease| async move {
+///         // Pass the fencing token with every write; stop if the lease is lost.
+///         lease.check()?;
+///         Ok::<_, leader_core::Error>(lease.fencing_token())
+///     })
+///     .await?;
+/// assert!(matches!(outcome, LeaderRunResult::Elected { value: 1, .. }));
+/// # Ok::<(), leader_core::Error>(())
+/// # }).unwrap();
+/// ```
+#[derive(Debug)]
+pub struct AsyncLeaderElector<B> {
+    backend: Arc<B>,
+    options: Arc<LeaderElectionOptions>,
+    name_prefix: Option<Arc<str>>,
+}
+
+impl<B> Clone for AsyncLeaderElector<B> {
+    fn clone(&self) -> Self {
+        AsyncLeaderElector {
+            backend: Arc::clone(&self.backend),
+            options: Arc::clone(&self.options),
+            name_prefix: self.name_prefix.clone(),
+        }
+    }
+}
+
+impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
+    /// An elector over `backend`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidOptions`] when `options` do not validate.
+    pub fn new(backend: B, options: LeaderElectionOptions) -> Result<Self, Error> {
+        AsyncLeaderElector::with_shared_backend(Arc::new(backend), options)
+    }
+
+    /// An elector over a backend shared with other electors.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidOptions`] when `options` do not validate.
+    pub fn with_shared_backend(
+        backend: Arc<B>,
+        options: LeaderElectionOptions,
+    ) -> Result<Self, Error> {
+        options.validate()?;
+        Ok(AsyncLeaderElector {
+            backend,
+            options: Arc::new(options),
+            name_prefix: None,
+        })
+    }
+
+    /// The options this elector runs with.
+    pub fn options(&self) -> &LeaderElectionOptions {
+        &self.options
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &Arc<B> {
+        &self.backend
+    }
+
+    /// The prefix put in front of every lock name (set by tenant scoping), if any.
+    pub fn name_prefix(&self) -> Option<&str> {
+        self.name_prefix.as_deref()
+    }
+
+    /// A clone whose lock names all start with `prefix`. Low level: prefer
+    /// `leader_tenant`'s `for_tenant`, which validates the tenant id and refuses to nest.
+    pub fn with_name_prefix(&self, prefix: impl Into<Arc<str>>) -> Self {
+        AsyncLeaderElector {
+            name_prefix: Some(prefix.into()),
+            ..self.clone()
+        }
+    }
+
+    /// The full lock key for `name`, prefix included.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`] naming the problem.
+    pub fn lock_key(&self, name: &str) -> Result<LockName, Error> {
+        Ok(match &self.name_prefix {
+            Some(prefix) => LockName::prefixed(prefix, name)?,
+            None => LockName::new(name)?,
+        })
+    }
+
+    /// Runs `action` if this node wins the lock `name`; `Ok(None)` if another node holds it
+    /// for the whole `wait_time`.
+    ///
+    /// # Errors
+    ///
+    /// An invalid name, or a backend failure (the action then does not run).
+    pub async fn run_if_leader<T, F, Fut>(&self, name: &str, action: F) -> Result<Option<T>, Error>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = T>,
+    {
+        let outcome = self
+            .run_if_leader_with(name, |_| async move {
+                Ok::<T, std::convert::Infallible>(action().await)
+            })
+            .await?;
+        Ok(outcome.into_value())
+    }
+
+    /// Runs a fallible `action` if this node wins the lock; its error comes back as
+    /// [`LeaderRunResult::ActionFailed`].
+    ///
+    /// # Errors
+    ///
+    /// An invalid name, or a backend failure (the action then does not run).
+    pub async fn run_if_leader_result<T, E, F, Fut>(
+        &self,
+        name: &str,
+        action: F,
+    ) -> Result<LeaderRunResult<T, E>, Error>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        self.run_if_leader_with(name, |_| action()).await
+    }
+
+    /// Like [`run_if_leader_result`](Self::run_if_leader_result), and the action gets its
+    /// [`LeaseContext`] (fencing token, deadline, a lost signal it can poll or await).
+    ///
+    /// # Errors
+    ///
+    /// An invalid name, or a backend failure (the action then does not run).
+    ///
+    /// # Panics
+    ///
+    /// If the action panics, the lease is released and the panic continues.
+    pub async fn run_if_leader_with<T, E, F, Fut>(
+        &self,
+        name: &str,
+        action: F,
+    ) -> Result<LeaderRunResult<T, E>, Error>
+    where
+        F: FnOnce(LeaseContext) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let key = self.lock_key(name)?;
+        let Step::Acquired(lease, sent_at) = acquire(&*self.backend, &self.options, &key).await?
+        else {
+            return Ok(LeaderRunResult::Skipped);
+        };
+        let held = AsyncHeld::new(
+            Arc::clone(&self.backend),
+            lease,
+            sent_at,
+            name,
+            Keepalive::from_options(&self.options),
+        );
+        let outcome = held.run(action(held.context().clone())).await;
+        let leader_id = held.lease().leader_id.clone();
+        let fencing_token = held.lease().fencing_token;
+        held.release().await;
+        Ok(match outcome {
+            Ok(Ok(value)) => LeaderRunResult::Elected {
+                value,
+                leader_id,
+                fencing_token,
+            },
+            Ok(Err(error)) => LeaderRunResult::ActionFailed(error),
+            Err(panic) => std::panic::resume_unwind(panic),
+        })
+    }
+
+    /// A best-effort snapshot of who leads `name` (see [`LeaderState`]).
+    ///
+    /// # Errors
+    ///
+    /// An invalid name, or a backend failure.
+    pub async fn state(&self, name: &str) -> Result<LeaderState, Error> {
+        let key = self.lock_key(name)?;
+        Ok(self.backend.state(&key).await?.with_lock_name(name))
+    }
+}

@@ -1,0 +1,123 @@
+//! A held lease in async code: renewed beside the action, released exactly once, also
+//! when the future holding it is dropped.
+
+use std::any::Any;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures_lite::FutureExt;
+use leader_core::{AsyncLockBackend, Keepalive, Lease, LeaseContext, LeaseTracker};
+
+use crate::rt;
+
+/// Owns an acquisition until released. If it is dropped unreleased (the caller's future
+/// was cancelled), a release is spawned on the runtime.
+#[derive(Debug)]
+pub(crate) struct AsyncHeld<B: AsyncLockBackend + 'static> {
+    backend: Arc<B>,
+    tracker: Arc<LeaseTracker>,
+    keepalive: Keepalive,
+    released: bool,
+}
+
+impl<B: AsyncLockBackend + 'static> AsyncHeld<B> {
+    pub(crate) fn new(
+        backend: Arc<B>,
+        lease: Lease,
+        sent_at: Instant,
+        lock_name: &str,
+        keepalive: Keepalive,
+    ) -> Self {
+        let tracker = LeaseTracker::new(lease, lock_name, sent_at, keepalive.lease_time);
+        AsyncHeld {
+            backend,
+            tracker: Arc::new(tracker),
+            keepalive,
+            released: false,
+        }
+    }
+
+    pub(crate) fn context(&self) -> &LeaseContext {
+        self.tracker.context()
+    }
+
+    pub(crate) fn lease(&self) -> &Lease {
+        self.tracker.lease()
+    }
+
+    /// Runs `action` to completion while the watchdog keeps the lease (or marks it lost
+    /// at its deadline); a panic in the action is caught and handed back.
+    pub(crate) async fn run<F: Future>(
+        &self,
+        action: F,
+    ) -> Result<F::Output, Box<dyn Any + Send + 'static>> {
+        let watchdog = async {
+            self.watch().await;
+            std::future::pending().await
+        };
+        AssertUnwindSafe(action).catch_unwind().or(watchdog).await
+    }
+
+    /// Renews every `renew_every` until the lease is lost; without renewals, marks the
+    /// lease lost when its deadline passes so that `LeaseContext::lost` resolves.
+    async fn watch(&self) {
+        let Some(interval) = self.keepalive.renew_every else {
+            rt::sleep_until(self.context().deadline()).await;
+            self.tracker.mark_lost();
+            return;
+        };
+        loop {
+            rt::sleep(interval).await;
+            let sent_at = Instant::now();
+            let answer = self
+                .backend
+                .extend(
+                    self.lease(),
+                    self.keepalive.lease_time,
+                    self.keepalive.use_db_time,
+                )
+                .await;
+            if !self
+                .tracker
+                .record_renewal(answer, sent_at, self.keepalive.lease_time)
+            {
+                return;
+            }
+        }
+    }
+
+    /// Releases the lock (honouring the minimum lease); a failure is logged, since the
+    /// action's outcome is already real and the lease will run out by itself.
+    pub(crate) async fn release(mut self) {
+        let answer = self
+            .backend
+            .release(self.lease(), self.keepalive.min_lease_time)
+            .await;
+        self.released = true;
+        match answer {
+            Ok(outcome) => tracing::debug!(lock = %self.lease().key, ?outcome, "released"),
+            Err(err) => {
+                tracing::warn!(lock = %self.lease().key, error = %err, "release failed; the lease will run out by itself");
+            }
+        }
+    }
+}
+
+impl<B: AsyncLockBackend + 'static> Drop for AsyncHeld<B> {
+    fn drop(&mut self) {
+        if self.released {
+            return;
+        }
+        let backend = Arc::clone(&self.backend);
+        let tracker = Arc::clone(&self.tracker);
+        let min_lease_time = self.keepalive.min_lease_time;
+        tracing::debug!(lock = %tracker.lease().key, "cancelled while holding: releasing in the background");
+        rt::spawn_detached(async move {
+            if let Err(err) = backend.release(tracker.lease(), min_lease_time).await {
+                tracing::warn!(lock = %tracker.lease().key, error = %err, "background release failed; the lease will run out by itself");
+            }
+        });
+    }
+}
