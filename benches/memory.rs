@@ -1,5 +1,6 @@
 //! Uncontended `run_if_leader` on the in-memory backend, beside its floor measured in the
-//! same run: a bare `parking_lot::Mutex<HashMap<String, _>>` insert plus remove.
+//! same run: a bare `parking_lot::Mutex<HashMap<String, _>>` insert plus remove; and the
+//! async elector under tokio (current-thread runtime) beside the blocking one.
 //!
 //! ```text
 //! cargo bench -p leader-benches --bench memory
@@ -12,6 +13,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use leader_async::AsyncLeaderElector;
 use leader_blocking::LeaderElector;
 use leader_core::{InMemoryBackend, LeaderElectionOptions};
 use parking_lot::Mutex;
@@ -42,6 +44,24 @@ fn memory(c: &mut Criterion) {
                     .run_if_leader(black_box("nightly-report"), || 1u8)
                     .unwrap(),
             )
+        })
+    });
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let asynchronous = AsyncLeaderElector::new(InMemoryBackend::new(), options()).unwrap();
+    group.bench_function("async run_if_leader (tokio)", |b| {
+        b.iter(|| {
+            runtime.block_on(async {
+                black_box(
+                    asynchronous
+                        .run_if_leader(black_box("nightly-report"), || async { 1u8 })
+                        .await
+                        .unwrap(),
+                )
+            })
         })
     });
 
