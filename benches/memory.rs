@@ -53,15 +53,13 @@ fn memory(c: &mut Criterion) {
         .unwrap();
     let asynchronous = AsyncLeaderElector::new(InMemoryBackend::new(), options()).unwrap();
     group.bench_function("async run_if_leader (tokio)", |b| {
-        b.iter(|| {
-            runtime.block_on(async {
-                black_box(
-                    asynchronous
-                        .run_if_leader(black_box("nightly-report"), || async { 1u8 })
-                        .await
-                        .unwrap(),
-                )
-            })
+        b.to_async(&runtime).iter(|| async {
+            black_box(
+                asynchronous
+                    .run_if_leader(black_box("nightly-report"), || async { 1u8 })
+                    .await
+                    .unwrap(),
+            )
         })
     });
 
