@@ -1,1 +1,21 @@
-//! The redis backend (in progress).
+#![doc = include_str!("../README.md")]
+
+#[cfg(any(feature = "tokio", feature = "smol"))]
+mod async_conn;
+#[cfg(any(feature = "tokio", feature = "smol"))]
+mod asynchronous;
+mod backend;
+mod blocking;
+mod clients;
+mod config;
+mod decode;
+mod error;
+mod keys;
+mod ops;
+mod pubsub;
+mod scripts;
+mod sync_conn;
+
+pub use backend::RedisBackend;
+pub use config::RedisConfig;
+pub use error::ConfigError;

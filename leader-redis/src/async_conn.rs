@@ -1,0 +1,86 @@
+//! The async side: redis' `ConnectionManager` (one multiplexed connection that reconnects
+//! by itself) or its async cluster connection.
+//!
+//! The connection is created on the first async call, not at construction: the driver
+//! spawns its I/O task on the runtime it finds then (tokio when called inside a tokio
+//! runtime, otherwise smol's executor, which async-std shares), so a backend can be
+//! built outside any runtime. It stays bound to that runtime: use one backend per runtime.
+//! Reconnection makes a single attempt per call (bounded by the connect timeout), so a
+//! dead server gives an error within the configured timeouts instead of a long retry loop.
+
+use parking_lot::Mutex;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterConfig;
+use redis::cluster_async::ClusterConnection;
+use redis::{RedisResult, ScriptInvocation, Value};
+
+use crate::clients::Target;
+use crate::config::RedisConfig;
+
+#[derive(Clone)]
+enum AsyncConn {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+/// The lazily created async connection.
+pub(crate) struct AsyncPool {
+    target: Target,
+    config: RedisConfig,
+    conn: Mutex<Option<AsyncConn>>,
+}
+
+impl std::fmt::Debug for AsyncPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AsyncPool")
+            .field("connected", &self.conn.lock().is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AsyncPool {
+    pub(crate) fn new(target: Target, config: &RedisConfig) -> Self {
+        AsyncPool {
+            target,
+            config: config.clone(),
+            conn: Mutex::new(None),
+        }
+    }
+
+    /// Runs `invocation` on the shared async connection.
+    pub(crate) async fn run(&self, invocation: &ScriptInvocation<'_>) -> RedisResult<Value> {
+        match self.connection()? {
+            AsyncConn::Single(mut conn) => invocation.invoke_async(&mut conn).await,
+            AsyncConn::Cluster(mut conn) => invocation.invoke_async(&mut conn).await,
+        }
+    }
+
+    fn connection(&self) -> RedisResult<AsyncConn> {
+        let mut slot = self.conn.lock();
+        if let Some(conn) = slot.as_ref() {
+            return Ok(conn.clone());
+        }
+        let connect_timeout = self.config.connect_timeout();
+        let response_timeout = self.config.response_timeout();
+        let conn = match &self.target {
+            Target::Single(client) => {
+                let config = ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(connect_timeout))
+                    .set_response_timeout(Some(response_timeout))
+                    .set_number_of_retries(0);
+                AsyncConn::Single(ConnectionManager::new_lazy_with_config(
+                    redis::Client::clone(client),
+                    config,
+                )?)
+            }
+            Target::Cluster { client, .. } => {
+                let config = ClusterConfig::new()
+                    .set_connection_timeout(connect_timeout)
+                    .set_response_timeout(response_timeout);
+                AsyncConn::Cluster(client.get_pending_async_connection_with_config(config))
+            }
+        };
+        *slot = Some(conn.clone());
+        Ok(conn)
+    }
+}

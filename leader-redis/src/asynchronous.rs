@@ -1,0 +1,58 @@
+//! [`AsyncLockBackend`] for [`RedisBackend`] (features `tokio`, `smol`, `async-std`).
+
+use std::future::Future;
+use std::time::{Duration, SystemTime};
+
+use leader_core::{
+    AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, LeaderState, Lease,
+    LockName, ReleaseOutcome,
+};
+
+use crate::backend::RedisBackend;
+use crate::ops::{Acquire, Extend, Release, State};
+
+/// # Cancel safety
+///
+/// Dropping a future before it completes may leave its script run or not; a lock taken
+/// that way runs out with its lease.
+impl AsyncLockBackend for RedisBackend {
+    fn try_acquire(
+        &self,
+        request: AcquireRequest<'_>,
+    ) -> impl Future<Output = Result<AcquireOutcome, Error>> + Send {
+        self.run_async(Acquire {
+            request,
+            now: SystemTime::now(),
+        })
+    }
+
+    fn extend(
+        &self,
+        lease: &Lease,
+        lease_time: Duration,
+        use_db_time: bool,
+    ) -> impl Future<Output = Result<ExtendOutcome, Error>> + Send {
+        self.run_async(Extend {
+            lease,
+            lease_time,
+            use_db_time,
+            now: SystemTime::now(),
+        })
+    }
+
+    fn release(
+        &self,
+        lease: &Lease,
+        min_lease_time: Duration,
+    ) -> impl Future<Output = Result<ReleaseOutcome, Error>> + Send {
+        let released = self.run_async(Release {
+            lease,
+            min_lease_time,
+        });
+        async move { released.await.map(ReleaseOutcome::from) }
+    }
+
+    fn state(&self, key: &LockName) -> impl Future<Output = Result<LeaderState, Error>> + Send {
+        self.run_async(State { key })
+    }
+}

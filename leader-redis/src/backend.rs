@@ -1,0 +1,284 @@
+//! [`RedisBackend`]: construction, the shared plumbing of every call, and the SPI traits.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use leader_core::{Backend, Error, LockName, ReleaseEvents};
+use redis::{RedisResult, Value};
+
+#[cfg(any(feature = "tokio", feature = "smol"))]
+use crate::async_conn::AsyncPool;
+use crate::clients::Target;
+use crate::config::RedisConfig;
+use crate::error::{ConfigError, Failure};
+use crate::keys::{LockKeys, release_channel};
+use crate::ops::Op;
+use crate::pubsub::Subscriber;
+use crate::sync_conn::SyncPool;
+
+/// Locks in Redis (a single server or a Redis Cluster), for the blocking and the async
+/// electors alike.
+///
+/// Build it once and share it: cloning is cheap and clones share the connections and the
+/// release subscription. Connections open on first use, so the server may start later
+/// than the application; until then every call is a transient [`Error::Backend`].
+///
+/// See the [crate docs](crate) for the data layout, the clocks and the runtimes.
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use leader_core::{AcquireOutcome, AcquireRequest, LockBackend, LockName, OwnerToken};
+/// use leader_redis::RedisBackend;
+///
+/// let backend = RedisBackend::connect("redis://127.0.0.1/")?;
+/// let key = LockName::new("nightly-report")?;
+/// let request = AcquireRequest {
+///     key: &key,
+///     owner: OwnerToken::random(),
+///     leader_id: "node-a",
+///     lease_time: Duration::from_secs(30),
+///     use_db_time: false,
+/// };
+/// if let AcquireOutcome::Acquired(lease) = backend.try_acquire(request)? {
+///     // ... the critical section, passing lease.fencing_token along with every write ...
+///     backend.release(&lease, Duration::ZERO)?;
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct RedisBackend {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    config: RedisConfig,
+    channel: String,
+    target: Target,
+    sync: SyncPool,
+    #[cfg(any(feature = "tokio", feature = "smol"))]
+    async_pool: AsyncPool,
+    events: ReleaseEvents,
+    subscriber: OnceLock<Option<Subscriber>>,
+}
+
+impl RedisBackend {
+    /// A backend for the server at `url`, with the default [`RedisConfig`].
+    ///
+    /// `url` is `redis://[user:password@]host[:port][/db]`, or `rediss://` for TLS
+    /// (feature `tls`). No connection is opened yet.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::InvalidUrl`] when the URL is not understood.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_redis::{ConfigError, RedisBackend};
+    ///
+    /// let backend = RedisBackend::connect("redis://127.0.0.1:6379/")?; // nothing is sent yet
+    /// assert_eq!(backend.key_prefix(), "leader");
+    /// assert!(matches!(
+    ///     RedisBackend::connect("http://127.0.0.1/"),
+    ///     Err(ConfigError::InvalidUrl { .. })
+    /// ));
+    /// # Ok::<(), ConfigError>(())
+    /// ```
+    pub fn connect(url: &str) -> Result<Self, ConfigError> {
+        RedisBackend::connect_with(url, RedisConfig::default())
+    }
+
+    /// A backend for the server at `url`, with `config`.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] when the URL or a setting is rejected.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leader_redis::{RedisBackend, RedisConfig};
+    ///
+    /// let config = RedisConfig::default()
+    ///     .with_key_prefix("billing")
+    ///     .with_response_timeout(Duration::from_millis(500));
+    /// let backend = RedisBackend::connect_with("redis://:secret@127.0.0.1/", config)?;
+    /// assert_eq!(backend.key_prefix(), "billing");
+    /// # Ok::<(), leader_redis::ConfigError>(())
+    /// ```
+    pub fn connect_with(url: &str, config: RedisConfig) -> Result<Self, ConfigError> {
+        config.validate()?;
+        let target = Target::single(url, &config)?;
+        Ok(RedisBackend::build(target, config))
+    }
+
+    /// A backend for the Redis Cluster reachable through any of `urls`.
+    ///
+    /// Both keys of a lock share one hash slot, so the same scripts run on the cluster.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::NoClusterNodes`] for an empty list, [`ConfigError::InvalidUrl`] for a
+    /// bad URL, or a rejected setting.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_redis::{RedisBackend, RedisConfig};
+    ///
+    /// let urls = ["redis://127.0.0.1:7000/", "redis://127.0.0.1:7001/"];
+    /// let backend = RedisBackend::connect_cluster(urls, RedisConfig::default())?;
+    /// # let _ = backend;
+    /// # Ok::<(), leader_redis::ConfigError>(())
+    /// ```
+    pub fn connect_cluster<I, S>(urls: I, config: RedisConfig) -> Result<Self, ConfigError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        config.validate()?;
+        let urls: Vec<String> = urls.into_iter().map(|u| u.as_ref().to_owned()).collect();
+        let target = Target::cluster(&urls, &config)?;
+        Ok(RedisBackend::build(target, config))
+    }
+
+    fn build(target: Target, config: RedisConfig) -> Self {
+        RedisBackend {
+            inner: Arc::new(Inner {
+                channel: release_channel(config.key_prefix()),
+                sync: SyncPool::new(target.clone(), &config),
+                #[cfg(any(feature = "tokio", feature = "smol"))]
+                async_pool: AsyncPool::new(target.clone(), &config),
+                target,
+                config,
+                events: ReleaseEvents::new(),
+                subscriber: OnceLock::new(),
+            }),
+        }
+    }
+
+    /// The key prefix.
+    pub fn key_prefix(&self) -> &str {
+        self.inner.config.key_prefix()
+    }
+
+    /// The Redis key of the lock `name`: `{prefix}:{<name>}` (its fencing counter is the
+    /// same with `:fence` appended). Errors name this key.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_core::LockName;
+    /// use leader_redis::RedisBackend;
+    ///
+    /// let backend = RedisBackend::connect("redis://127.0.0.1/")?;
+    /// let name = LockName::new("nightly")?;
+    /// assert_eq!(backend.lock_key(&name), "leader:{nightly}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn lock_key(&self, name: &LockName) -> String {
+        LockKeys::new(self.key_prefix(), name).lock
+    }
+
+    /// `true` while the shared release subscription is connected. It starts with the first
+    /// call of [`Backend::release_events`] (waiting electors make it), and is never up when
+    /// release notifications are off.
+    pub fn is_subscribed(&self) -> bool {
+        self.inner
+            .subscriber
+            .get()
+            .and_then(Option::as_ref)
+            .is_some_and(Subscriber::is_subscribed)
+    }
+
+    /// Runs `op` on the blocking connections.
+    pub(crate) fn run_blocking<O: Op>(&self, op: O) -> Result<O::Output, Error> {
+        let keys = LockKeys::new(self.key_prefix(), op.name());
+        let invocation = op.invocation(&keys, &self.inner.channel);
+        let started = Instant::now();
+        let reply = self.inner.sync.run(&invocation);
+        finish(op, &keys, reply, started)
+    }
+
+    /// Runs `op` on the async connection.
+    #[cfg(any(feature = "tokio", feature = "smol"))]
+    pub(crate) async fn run_async<O: Op>(&self, op: O) -> Result<O::Output, Error> {
+        let keys = LockKeys::new(self.key_prefix(), op.name());
+        let invocation = op.invocation(&keys, &self.inner.channel);
+        let started = Instant::now();
+        let reply = self.inner.async_pool.run(&invocation).await;
+        finish(op, &keys, reply, started)
+    }
+
+    fn start_subscriber(&self) -> Option<Subscriber> {
+        let inner = &self.inner;
+        let spawned = Subscriber::spawn(
+            inner.target.subscription_clients(),
+            inner.channel.clone(),
+            inner.events.clone(),
+            inner.config.connect_timeout(),
+            inner.config.response_timeout(),
+        );
+        match spawned {
+            Ok(subscriber) => Some(subscriber),
+            Err(err) => {
+                tracing::warn!(error = %err, "could not start the release subscription; waiters will poll");
+                None
+            }
+        }
+    }
+}
+
+/// Decodes the reply, traces the outcome, and names the lock key in any error.
+fn finish<O: Op>(
+    op: O,
+    keys: &LockKeys,
+    reply: RedisResult<Value>,
+    started: Instant,
+) -> Result<O::Output, Error> {
+    let result = reply
+        .map_err(|err| Failure::from_redis(O::NAME, err))
+        .and_then(|value| op.decode(value));
+    let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+    match &result {
+        Ok(output) => tracing::debug!(
+            lock = %op.name(),
+            op = O::NAME,
+            outcome = O::outcome(output),
+            micros,
+            "redis lock call"
+        ),
+        Err(failure) => tracing::debug!(
+            lock = %op.name(),
+            op = O::NAME,
+            outcome = "error",
+            transient = matches!(failure.kind(), leader_core::BackendErrorKind::Transient),
+            error = %failure,
+            micros,
+            "redis lock call failed"
+        ),
+    }
+    result.map_err(|failure| failure.into_error(&keys.lock))
+}
+
+impl Backend for RedisBackend {
+    fn name(&self) -> &'static str {
+        "redis"
+    }
+
+    /// The shared release notifications (`None` when turned off in [`RedisConfig`]).
+    /// The first call starts the subscription thread.
+    fn release_events(&self) -> Option<&ReleaseEvents> {
+        if !self.inner.config.release_notifications() {
+            return None;
+        }
+        self.inner
+            .subscriber
+            .get_or_init(|| self.start_subscriber());
+        Some(&self.inner.events)
+    }
+}

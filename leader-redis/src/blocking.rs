@@ -1,0 +1,47 @@
+//! [`LockBackend`] for [`RedisBackend`]: each call runs one script on a pooled connection.
+
+use std::time::{Duration, SystemTime};
+
+use leader_core::{
+    AcquireOutcome, AcquireRequest, Error, ExtendOutcome, LeaderState, Lease, LockBackend,
+    LockName, ReleaseOutcome,
+};
+
+use crate::backend::RedisBackend;
+use crate::ops::{Acquire, Extend, Release, State};
+
+/// Blocking calls wait at most the configured connect timeout plus the response timeout.
+impl LockBackend for RedisBackend {
+    fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
+        self.run_blocking(Acquire {
+            request,
+            now: SystemTime::now(),
+        })
+    }
+
+    fn extend(
+        &self,
+        lease: &Lease,
+        lease_time: Duration,
+        use_db_time: bool,
+    ) -> Result<ExtendOutcome, Error> {
+        self.run_blocking(Extend {
+            lease,
+            lease_time,
+            use_db_time,
+            now: SystemTime::now(),
+        })
+    }
+
+    fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {
+        self.run_blocking(Release {
+            lease,
+            min_lease_time,
+        })
+        .map(ReleaseOutcome::from)
+    }
+
+    fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
+        self.run_blocking(State { key })
+    }
+}

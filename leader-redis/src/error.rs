@@ -1,0 +1,195 @@
+//! Errors: [`ConfigError`] at construction, and the crate's detailed failures, which
+//! become `leader_core::Error::Backend` with the lock key and a classification.
+
+use leader_core::{BackendError, BackendErrorKind, BoxError, Error};
+use redis::{ErrorKind, RedisError, ServerErrorKind};
+
+/// Why a [`RedisBackend`](crate::RedisBackend) could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A URL was not understood (credentials are masked in `url`).
+    #[error("invalid redis URL `{url}`: {source}")]
+    InvalidUrl {
+        /// The URL, with any password replaced by `***`.
+        url: String,
+        /// What the redis driver said.
+        #[source]
+        source: BoxError,
+    },
+    /// A cluster was given no node URLs.
+    #[error("a redis cluster needs at least one node URL")]
+    NoClusterNodes,
+    /// The key prefix cannot be used.
+    #[error("invalid key prefix {prefix:?}: {reason}")]
+    InvalidKeyPrefix {
+        /// The rejected prefix.
+        prefix: String,
+        /// Why.
+        reason: &'static str,
+    },
+    /// A timeout was zero.
+    #[error("{0} must be longer than zero")]
+    ZeroTimeout(&'static str),
+}
+
+impl ConfigError {
+    pub(crate) fn invalid_url(url: &str, source: RedisError) -> Self {
+        ConfigError::InvalidUrl {
+            url: mask_password(url),
+            source: Box::new(source),
+        }
+    }
+}
+
+/// `redis://user:secret@host/` → `redis://user:***@host/`.
+pub(crate) fn mask_password(url: &str) -> String {
+    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
+        return url.to_owned();
+    };
+    let rest = &url[scheme_end..];
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let Some(at) = rest[..authority_end].rfind('@') else {
+        return url.to_owned();
+    };
+    let user_info = &rest[..at];
+    let user = match user_info.find(':') {
+        Some(colon) => &user_info[..colon],
+        None => "",
+    };
+    format!("{}{user}:***{}", &url[..scheme_end], &rest[at..])
+}
+
+/// What went wrong in one backend call, in detail. Converted to
+/// `leader_core::Error::Backend` by [`Failure::into_error`].
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Failure {
+    /// The server could not be reached or did not answer in time.
+    #[error("redis is unreachable: {0}")]
+    Unreachable(#[source] RedisError),
+    /// The server is busy or in failover; retrying later may work.
+    #[error("redis is temporarily unavailable: {0}")]
+    Unavailable(#[source] RedisError),
+    /// Someone stored a value of another type at one of the lock's keys.
+    #[error("a lock key holds a value of the wrong type (not written by this library): {0}")]
+    WrongType(#[source] RedisError),
+    /// A Lua script failed on the server.
+    #[error("the {op} script failed on the server: {source}")]
+    Script {
+        op: &'static str,
+        #[source]
+        source: RedisError,
+    },
+    /// Any other refusal by the server or the driver (authentication, permissions, ...).
+    #[error("redis refused the {op} call: {source}")]
+    Refused {
+        op: &'static str,
+        #[source]
+        source: RedisError,
+    },
+    /// The reply did not have the shape the script returns.
+    #[error("unexpected reply to {op}: {reply}")]
+    BadReply { op: &'static str, reply: String },
+    /// The lock record has a missing or unreadable field.
+    #[error("corrupted lock record: field `{field}` is missing or invalid")]
+    Corrupt { field: &'static str },
+    /// The lock hash exists without an expiry, so it would never be freed.
+    #[error("corrupted lock record: the key has no expiry")]
+    NoExpiry,
+}
+
+impl Failure {
+    /// Classifies a driver error from the `op` call.
+    pub(crate) fn from_redis(op: &'static str, err: RedisError) -> Self {
+        if err.is_io_error()
+            || err.is_timeout()
+            || err.is_connection_dropped()
+            || err.is_connection_refusal()
+        {
+            return Failure::Unreachable(err);
+        }
+        match err.kind() {
+            ErrorKind::ClusterConnectionNotFound => Failure::Unreachable(err),
+            ErrorKind::Server(
+                ServerErrorKind::BusyLoading
+                | ServerErrorKind::TryAgain
+                | ServerErrorKind::ClusterDown
+                | ServerErrorKind::MasterDown
+                | ServerErrorKind::ReadOnly
+                | ServerErrorKind::Moved
+                | ServerErrorKind::Ask,
+            ) => Failure::Unavailable(err),
+            ErrorKind::Extension => match err.code() {
+                Some("WRONGTYPE") => Failure::WrongType(err),
+                Some("BUSY" | "OOM" | "NOREPLICAS" | "LOADING") => Failure::Unavailable(err),
+                _ if is_script_error(&err) => Failure::Script { op, source: err },
+                _ => Failure::Refused { op, source: err },
+            },
+            _ if is_script_error(&err) => Failure::Script { op, source: err },
+            _ => Failure::Refused { op, source: err },
+        }
+    }
+
+    /// A reply that does not match what the script returns.
+    pub(crate) fn bad_reply(op: &'static str, reply: &redis::Value) -> Self {
+        let mut reply = format!("{reply:?}");
+        if reply.len() > 200 {
+            let cut = (0..=200).rev().find(|i| reply.is_char_boundary(*i));
+            reply.truncate(cut.unwrap_or(0));
+            reply.push('…');
+        }
+        Failure::BadReply { op, reply }
+    }
+
+    /// Transient when retrying later may work.
+    pub(crate) fn kind(&self) -> BackendErrorKind {
+        match self {
+            Failure::Unreachable(_) | Failure::Unavailable(_) => BackendErrorKind::Transient,
+            _ => BackendErrorKind::Permanent,
+        }
+    }
+
+    /// The toolkit's error, naming the lock `key`.
+    pub(crate) fn into_error(self, key: &str) -> Error {
+        let kind = self.kind();
+        Error::Backend(BackendError::new("redis", key, kind, self))
+    }
+}
+
+fn is_script_error(err: &RedisError) -> bool {
+    let text = err.to_string();
+    text.contains("@user_script") || text.contains("script:")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_masked() {
+        assert_eq!(
+            mask_password("redis://user:secret@host:6379/0"),
+            "redis://user:***@host:6379/0"
+        );
+        assert_eq!(
+            mask_password("rediss://:secret@host/"),
+            "rediss://:***@host/"
+        );
+        assert_eq!(mask_password("redis://host/"), "redis://host/");
+        assert_eq!(mask_password("not a url"), "not a url");
+    }
+
+    #[test]
+    fn classification() {
+        let io = RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        let failure = Failure::from_redis("acquire", io);
+        assert_eq!(failure.kind(), BackendErrorKind::Transient);
+        let err = failure.into_error("leader:{job}");
+        assert!(err.is_transient());
+        assert_eq!(err.lock_key(), Some("leader:{job}"));
+
+        let corrupt = Failure::Corrupt { field: "fence" }.into_error("leader:{job}");
+        assert!(!corrupt.is_transient());
+        assert!(corrupt.to_string().contains("leader:{job}"), "{corrupt}");
+    }
+}

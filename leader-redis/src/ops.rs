@@ -1,0 +1,372 @@
+//! The four operations as data: each builds its script invocation and decodes the reply
+//! with plain functions, so the blocking and async paths run the very same code around
+//! one I/O call.
+
+use std::time::{Duration, SystemTime};
+
+use leader_core::{
+    AcquireOutcome, AcquireRequest, ExtendOutcome, LeaderLease, LeaderState, Lease, LockName,
+    ReleaseOutcome,
+};
+use redis::{ScriptInvocation, Value};
+
+use crate::decode::{
+    array, int, is_nil, micros_since_epoch, millis, text_field, time_field, u64_field,
+};
+use crate::error::Failure;
+use crate::keys::LockKeys;
+use crate::scripts::{ACQUIRE, EXTEND, RELEASE, STATE};
+
+/// One backend operation.
+pub(crate) trait Op {
+    /// What the caller gets.
+    type Output;
+    /// The operation's name, for traces and errors.
+    const NAME: &'static str;
+    /// The lock it is about.
+    fn name(&self) -> &LockName;
+    /// The EVALSHA invocation.
+    fn invocation(&self, keys: &LockKeys, channel: &str) -> ScriptInvocation<'static>;
+    /// Reads the script's reply.
+    fn decode(&self, reply: Value) -> Result<Self::Output, Failure>;
+    /// A short word for traces.
+    fn outcome(output: &Self::Output) -> &'static str;
+}
+
+fn flag(on: bool) -> &'static str {
+    if on { "1" } else { "0" }
+}
+
+fn status(items: &[Value]) -> Option<i64> {
+    items.first().and_then(int)
+}
+
+/// `try_acquire`.
+#[derive(Debug)]
+pub(crate) struct Acquire<'a> {
+    pub(crate) request: AcquireRequest<'a>,
+    pub(crate) now: SystemTime,
+}
+
+impl Op for Acquire<'_> {
+    type Output = AcquireOutcome;
+    const NAME: &'static str = "acquire";
+
+    fn name(&self) -> &LockName {
+        self.request.key
+    }
+
+    fn invocation(&self, keys: &LockKeys, _channel: &str) -> ScriptInvocation<'static> {
+        let mut invocation = ACQUIRE.key(&keys.lock);
+        invocation
+            .key(&keys.fence)
+            .arg(self.request.owner.to_string())
+            .arg(self.request.leader_id)
+            .arg(millis(self.request.lease_time))
+            .arg(micros_since_epoch(self.now))
+            .arg(flag(self.request.use_db_time));
+        invocation
+    }
+
+    fn decode(&self, reply: Value) -> Result<AcquireOutcome, Failure> {
+        let bad = || Failure::bad_reply(Self::NAME, &reply);
+        let items = array(&reply).ok_or_else(bad)?;
+        match (status(items), items.len()) {
+            (Some(1), 5) => Ok(AcquireOutcome::Acquired(Lease::new(
+                self.request.key.clone(),
+                self.request.owner,
+                text_field(items.get(4), "leader")?,
+                u64_field(items.get(1), "fence")?,
+                time_field(items.get(2), "acq")?,
+                time_field(items.get(3), "exp")?,
+            ))),
+            (Some(0), 5) => Ok(AcquireOutcome::Held(Some(LeaderLease::new(
+                text_field(items.get(1), "leader")?,
+                time_field(items.get(3), "acq")?,
+                time_field(items.get(4), "exp")?,
+                u64_field(items.get(2), "fence")?,
+            )))),
+            _ => Err(bad()),
+        }
+    }
+
+    fn outcome(output: &AcquireOutcome) -> &'static str {
+        match output {
+            AcquireOutcome::Acquired(_) => "acquired",
+            AcquireOutcome::Held(_) => "held",
+        }
+    }
+}
+
+/// `extend`.
+#[derive(Debug)]
+pub(crate) struct Extend<'a> {
+    pub(crate) lease: &'a Lease,
+    pub(crate) lease_time: Duration,
+    pub(crate) use_db_time: bool,
+    pub(crate) now: SystemTime,
+}
+
+impl Op for Extend<'_> {
+    type Output = ExtendOutcome;
+    const NAME: &'static str = "extend";
+
+    fn name(&self) -> &LockName {
+        &self.lease.key
+    }
+
+    fn invocation(&self, keys: &LockKeys, _channel: &str) -> ScriptInvocation<'static> {
+        let mut invocation = EXTEND.key(&keys.lock);
+        invocation
+            .arg(self.lease.owner.to_string())
+            .arg(millis(self.lease_time))
+            .arg(micros_since_epoch(self.now))
+            .arg(flag(self.use_db_time));
+        invocation
+    }
+
+    fn decode(&self, reply: Value) -> Result<ExtendOutcome, Failure> {
+        let bad = || Failure::bad_reply(Self::NAME, &reply);
+        let items = array(&reply).ok_or_else(bad)?;
+        match (status(items), items.len()) {
+            (Some(1), 2) => Ok(ExtendOutcome::Extended {
+                expires_at: time_field(items.get(1), "exp")?,
+            }),
+            (Some(0), 1) => Ok(ExtendOutcome::NotHeld),
+            _ => Err(bad()),
+        }
+    }
+
+    fn outcome(output: &ExtendOutcome) -> &'static str {
+        match output {
+            ExtendOutcome::Extended { .. } => "extended",
+            ExtendOutcome::NotHeld => "not_held",
+        }
+    }
+}
+
+/// `release`.
+#[derive(Debug)]
+pub(crate) struct Release<'a> {
+    pub(crate) lease: &'a Lease,
+    pub(crate) min_lease_time: Duration,
+}
+
+/// What a release did, in more detail than [`ReleaseOutcome`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Released {
+    /// Freed and announced.
+    Freed,
+    /// Kept until `acquired + min_lease_time`.
+    KeptForMinLease,
+    /// Not ours.
+    NotHeld,
+}
+
+impl From<Released> for ReleaseOutcome {
+    fn from(released: Released) -> Self {
+        match released {
+            Released::Freed | Released::KeptForMinLease => ReleaseOutcome::Released,
+            Released::NotHeld => ReleaseOutcome::NotHeld,
+        }
+    }
+}
+
+impl Op for Release<'_> {
+    type Output = Released;
+    const NAME: &'static str = "release";
+
+    fn name(&self) -> &LockName {
+        &self.lease.key
+    }
+
+    fn invocation(&self, keys: &LockKeys, channel: &str) -> ScriptInvocation<'static> {
+        let min_ms = if self.min_lease_time.is_zero() {
+            0
+        } else {
+            millis(self.min_lease_time)
+        };
+        let mut invocation = RELEASE.key(&keys.lock);
+        invocation
+            .arg(self.lease.owner.to_string())
+            .arg(min_ms)
+            .arg(channel)
+            .arg(self.lease.key.as_str());
+        invocation
+    }
+
+    fn decode(&self, reply: Value) -> Result<Released, Failure> {
+        let bad = || Failure::bad_reply(Self::NAME, &reply);
+        let items = array(&reply).ok_or_else(bad)?;
+        match (status(items), items.len()) {
+            (Some(1), 1) => Ok(Released::Freed),
+            (Some(2), 1) => Ok(Released::KeptForMinLease),
+            (Some(0), 1) => Ok(Released::NotHeld),
+            (Some(-1), 2) => Err(Failure::Corrupt {
+                field: match text_field(items.get(1), "field")?.as_str() {
+                    "sacq" => "sacq",
+                    "acq" => "acq",
+                    "exp" => "exp",
+                    _ => return Err(bad()),
+                },
+            }),
+            _ => Err(bad()),
+        }
+    }
+
+    fn outcome(output: &Released) -> &'static str {
+        match output {
+            Released::Freed => "released",
+            Released::KeptForMinLease => "kept_for_min_lease",
+            Released::NotHeld => "not_held",
+        }
+    }
+}
+
+/// `state`.
+#[derive(Debug)]
+pub(crate) struct State<'a> {
+    pub(crate) key: &'a LockName,
+}
+
+impl Op for State<'_> {
+    type Output = LeaderState;
+    const NAME: &'static str = "state";
+
+    fn name(&self) -> &LockName {
+        self.key
+    }
+
+    fn invocation(&self, keys: &LockKeys, _channel: &str) -> ScriptInvocation<'static> {
+        STATE.key(&keys.lock)
+    }
+
+    fn decode(&self, reply: Value) -> Result<LeaderState, Failure> {
+        let bad = || Failure::bad_reply(Self::NAME, &reply);
+        let items = array(&reply).ok_or_else(bad)?;
+        if items.len() != 6 {
+            return Err(bad());
+        }
+        let pttl = status(items).ok_or_else(bad)?;
+        if pttl == -2 || pttl == 0 {
+            // No key (or one that expires this very millisecond): nobody holds the lock.
+            return Ok(LeaderState::empty(self.key.as_str()));
+        }
+        if pttl < 0 {
+            return Err(Failure::NoExpiry);
+        }
+        if items.get(1).is_none_or(is_nil) {
+            return Err(Failure::Corrupt { field: "owner" });
+        }
+        Ok(LeaderState::occupied(
+            self.key.as_str(),
+            LeaderLease::new(
+                text_field(items.get(2), "leader")?,
+                time_field(items.get(4), "acq")?,
+                time_field(items.get(5), "exp")?,
+                u64_field(items.get(3), "fence")?,
+            ),
+        ))
+    }
+
+    fn outcome(output: &LeaderState) -> &'static str {
+        match output.leader() {
+            Some(_) => "occupied",
+            None => "empty",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use leader_core::{LockStatus, OwnerToken};
+
+    fn bulk(s: &str) -> Value {
+        Value::BulkString(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn acquire_decodes_both_outcomes_and_rejects_garbage() {
+        let key = LockName::new("job").unwrap();
+        let op = Acquire {
+            request: AcquireRequest {
+                key: &key,
+                owner: OwnerToken::random(),
+                leader_id: "node-a",
+                lease_time: Duration::from_secs(1),
+                use_db_time: false,
+            },
+            now: SystemTime::now(),
+        };
+        let acquired = Value::Array(vec![
+            Value::Int(1),
+            bulk("42"),
+            bulk("1000000"),
+            bulk("2000000"),
+            bulk("node-a"),
+        ]);
+        let AcquireOutcome::Acquired(lease) = op.decode(acquired).unwrap() else {
+            panic!("acquired")
+        };
+        assert_eq!(
+            (lease.fencing_token, lease.leader_id.as_str()),
+            (42, "node-a")
+        );
+        assert_eq!(
+            lease.expires_at.duration_since(lease.acquired_at).unwrap(),
+            Duration::from_secs(1)
+        );
+
+        let held = Value::Array(vec![
+            Value::Int(0),
+            bulk("node-b"),
+            bulk("7"),
+            bulk("1000000"),
+            bulk("2000000"),
+        ]);
+        assert!(
+            matches!(op.decode(held), Ok(AcquireOutcome::Held(Some(h))) if h.fencing_token == 7)
+        );
+
+        let corrupt = Value::Array(vec![
+            Value::Int(0),
+            bulk("node-b"),
+            bulk("seven"),
+            bulk("1"),
+            bulk("2"),
+        ]);
+        assert!(matches!(
+            op.decode(corrupt),
+            Err(Failure::Corrupt { field: "fence" })
+        ));
+        assert!(matches!(
+            op.decode(Value::Okay),
+            Err(Failure::BadReply { .. })
+        ));
+    }
+
+    #[test]
+    fn state_hides_missing_keys_and_flags_records_without_expiry() {
+        let key = LockName::new("job").unwrap();
+        let op = State { key: &key };
+        let gone = Value::Array(vec![
+            Value::Int(-2),
+            Value::Nil,
+            Value::Nil,
+            Value::Nil,
+            Value::Nil,
+            Value::Nil,
+        ]);
+        assert_eq!(op.decode(gone).unwrap().status(), LockStatus::Empty);
+        let forever = Value::Array(vec![
+            Value::Int(-1),
+            bulk("o"),
+            bulk("n"),
+            bulk("1"),
+            bulk("1"),
+            bulk("2"),
+        ]);
+        assert!(matches!(op.decode(forever), Err(Failure::NoExpiry)));
+    }
+}

@@ -1,0 +1,22 @@
+//! The Lua scripts (in `src/lua/`), loaded once per process and run with EVALSHA
+//! (redis' [`Script`] reloads a script the server does not know and retries).
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+/// Acquire or renew: see `lua/acquire.lua`.
+pub(crate) static ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/acquire.lua")));
+
+/// Renew an owned lease: see `lua/extend.lua`.
+pub(crate) static EXTEND: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/extend.lua")));
+
+/// Release, honouring the minimum lease: see `lua/release.lua`.
+pub(crate) static RELEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/release.lua")));
+
+/// Read the holder and remaining time: see `lua/state.lua`.
+pub(crate) static STATE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/state.lua")));

@@ -1,0 +1,101 @@
+//! The blocking side: a small pool of connections with socket timeouts, shared by threads.
+//!
+//! A call takes an idle connection (or opens one), runs one script, and gives the
+//! connection back unless the call failed in a way that may have left it in an unknown
+//! state (I/O error, timeout): such a connection is dropped and the next call opens a
+//! fresh one, which is how the backend recovers after a server restart.
+
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use redis::{Connection, ConnectionLike, ErrorKind, RedisResult, ScriptInvocation, Value};
+
+use crate::clients::Target;
+use crate::config::RedisConfig;
+
+/// A pooled blocking connection.
+enum SyncConn {
+    Single(Connection),
+    Cluster(Box<redis::cluster::ClusterConnection>),
+}
+
+impl SyncConn {
+    fn as_dyn(&mut self) -> &mut dyn ConnectionLike {
+        match self {
+            SyncConn::Single(conn) => conn,
+            SyncConn::Cluster(conn) => conn.as_mut(),
+        }
+    }
+}
+
+/// Blocking connections to the target, safe to share among threads.
+pub(crate) struct SyncPool {
+    target: Target,
+    idle: Mutex<Vec<SyncConn>>,
+    max_idle: usize,
+    connect_timeout: Duration,
+    response_timeout: Duration,
+}
+
+impl std::fmt::Debug for SyncPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SyncPool")
+            .field("idle", &self.idle.lock().len())
+            .field("max_idle", &self.max_idle)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SyncPool {
+    pub(crate) fn new(target: Target, config: &RedisConfig) -> Self {
+        SyncPool {
+            target,
+            idle: Mutex::new(Vec::new()),
+            max_idle: config.max_idle_connections(),
+            connect_timeout: config.connect_timeout(),
+            response_timeout: config.response_timeout(),
+        }
+    }
+
+    /// Runs `invocation` on a pooled connection.
+    pub(crate) fn run(&self, invocation: &ScriptInvocation<'_>) -> RedisResult<Value> {
+        let pooled = self.idle.lock().pop();
+        let mut conn = match pooled {
+            Some(conn) => conn,
+            None => self.open()?,
+        };
+        let result = invocation.invoke::<Value>(conn.as_dyn());
+        let reusable = match &result {
+            Ok(_) => true,
+            Err(err) => is_server_reply(err),
+        };
+        if reusable {
+            let mut idle = self.idle.lock();
+            if idle.len() < self.max_idle {
+                idle.push(conn);
+            }
+        }
+        result
+    }
+
+    fn open(&self) -> RedisResult<SyncConn> {
+        match &self.target {
+            Target::Single(client) => {
+                let conn = client.get_connection_with_timeout(self.connect_timeout)?;
+                conn.set_read_timeout(Some(self.response_timeout))?;
+                conn.set_write_timeout(Some(self.response_timeout))?;
+                Ok(SyncConn::Single(conn))
+            }
+            // Timeouts come from the cluster client's settings.
+            Target::Cluster { client, .. } => {
+                Ok(SyncConn::Cluster(Box::new(client.get_connection()?)))
+            }
+        }
+    }
+}
+
+/// An error reply from the server: the connection itself is fine.
+fn is_server_reply(err: &redis::RedisError) -> bool {
+    matches!(err.kind(), ErrorKind::Server(_) | ErrorKind::Extension)
+        && !err.is_unrecoverable_error()
+}

@@ -1,0 +1,111 @@
+//! Shared by the integration tests: the contract-suite harness for Redis and a private
+//! redis-server for fault tests.
+#![allow(dead_code, unreachable_pub, missing_docs)]
+
+pub mod server;
+
+use std::future::{Future, ready};
+use std::time::{Duration, SystemTime};
+
+use leader_redis::{RedisBackend, RedisConfig};
+use leader_testkit::{Harness, server_from_env};
+
+/// Where the tests' servers are.
+#[derive(Debug, Clone)]
+pub enum Servers {
+    Single(String),
+    Cluster(Vec<String>),
+}
+
+/// The contract harness: a fresh backend per call, time passes by sleeping, and the
+/// backend's clock is the server's `TIME`.
+#[derive(Debug, Clone)]
+pub struct RedisHarness {
+    servers: Servers,
+    config: RedisConfig,
+}
+
+impl RedisHarness {
+    /// Standalone Redis from `LEADER_TEST_REDIS_URL` (skips when unset, unless required).
+    pub fn standalone() -> Option<Self> {
+        server_from_env("LEADER_TEST_REDIS_URL").map(|url| RedisHarness::new(Servers::Single(url)))
+    }
+
+    /// The cluster from `LEADER_TEST_REDIS_CLUSTER_URLS` (comma-separated).
+    pub fn cluster() -> Option<Self> {
+        server_from_env("LEADER_TEST_REDIS_CLUSTER_URLS").map(|urls| {
+            let urls = urls
+                .split(',')
+                .map(str::trim)
+                .filter(|u| !u.is_empty())
+                .map(str::to_owned)
+                .collect();
+            RedisHarness::new(Servers::Cluster(urls))
+        })
+    }
+
+    pub fn new(servers: Servers) -> Self {
+        RedisHarness {
+            servers,
+            config: RedisConfig::default().with_max_idle_connections(16),
+        }
+    }
+
+    pub fn with_config(mut self, config: RedisConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    pub fn make(&self) -> RedisBackend {
+        match &self.servers {
+            Servers::Single(url) => RedisBackend::connect_with(url, self.config.clone()).unwrap(),
+            Servers::Cluster(urls) => {
+                RedisBackend::connect_cluster(urls, self.config.clone()).unwrap()
+            }
+        }
+    }
+
+    /// A plain connection to a server (any cluster node), for test setup.
+    pub fn raw(&self) -> redis::Connection {
+        let url = match &self.servers {
+            Servers::Single(url) => url.clone(),
+            Servers::Cluster(urls) => urls[0].clone(),
+        };
+        redis::Client::open(url).unwrap().get_connection().unwrap()
+    }
+
+    /// A connection that routes keys to their cluster node (or the single server).
+    pub fn raw_routed(&self) -> Box<dyn redis::ConnectionLike> {
+        match &self.servers {
+            Servers::Single(_) => Box::new(self.raw()),
+            Servers::Cluster(urls) => Box::new(
+                redis::cluster::ClusterClient::new(urls.clone())
+                    .unwrap()
+                    .get_connection()
+                    .unwrap(),
+            ),
+        }
+    }
+}
+
+impl Harness for RedisHarness {
+    type Backend = RedisBackend;
+
+    fn backend(&self) -> impl Future<Output = RedisBackend> {
+        ready(self.make())
+    }
+
+    fn advance(&self, by: Duration) {
+        std::thread::sleep(by);
+    }
+
+    fn backend_now(&self) -> SystemTime {
+        server_time(&mut self.raw())
+    }
+}
+
+/// The server's `TIME`.
+pub fn server_time(conn: &mut redis::Connection) -> SystemTime {
+    let (secs, micros): (u64, u64) = redis::cmd("TIME").query(conn).unwrap();
+    SystemTime::UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_micros(micros)
+}
