@@ -1,1 +1,16 @@
-//! The mongodb backend (in progress).
+#![doc = include_str!("../README.md")]
+
+mod backend;
+mod blocking;
+mod config;
+mod document;
+mod error;
+mod nonblocking;
+mod ops;
+mod pipeline;
+mod runtime;
+mod time;
+
+pub use backend::MongoBackend;
+pub use config::MongoConfig;
+pub use error::ConnectError;

@@ -1,0 +1,221 @@
+//! [`MongoBackend`]: construction, and the plumbing both SPI implementations share.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use leader_core::{Backend, LockName};
+use mongodb::Client;
+use mongodb::bson::Document;
+use mongodb::error::ErrorKind;
+use mongodb::options::ClientOptions;
+
+use crate::config::MongoConfig;
+use crate::error::{ConnectError, OpError};
+use crate::ops::Store;
+use crate::runtime::Background;
+
+/// Locks in a MongoDB collection, one document per lock; blocking and async.
+///
+/// Implements [`LockBackend`](leader_core::LockBackend) and
+/// [`AsyncLockBackend`](leader_core::AsyncLockBackend). Cloning is cheap and shares the
+/// client, the collection and the background runtime.
+///
+/// See the [crate docs](crate) for the document layout, the clocks and the runtimes.
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use leader_core::{AcquireOutcome, AcquireRequest, LockBackend, LockName, OwnerToken};
+/// use leader_mongodb::{MongoBackend, MongoConfig};
+///
+/// let config = MongoConfig::new().with_database("ops");
+/// let backend = MongoBackend::connect_with("mongodb://127.0.0.1:27017/", config)?;
+/// let key = LockName::new("nightly-report")?;
+/// let request = AcquireRequest {
+///     key: &key,
+///     owner: OwnerToken::random(),
+///     leader_id: "node-a",
+///     lease_time: Duration::from_secs(30),
+///     use_db_time: true,
+/// };
+/// if let AcquireOutcome::Acquired(lease) = backend.try_acquire(request)? {
+///     // ... the work only one node may do ...
+///     backend.release(&lease, Duration::ZERO)?;
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct MongoBackend {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Store,
+    database: String,
+    config: MongoConfig,
+    // Declared last: dropped after the client handles above.
+    background: Background,
+}
+
+impl MongoBackend {
+    /// A backend on the server(s) of `uri`, with the default [`MongoConfig`].
+    ///
+    /// TLS, credentials and every other driver option go in the connection string. The
+    /// client is built on the backend's background runtime and connects lazily, so this
+    /// returns at once; it may be called from any thread, inside an async runtime or not.
+    ///
+    /// # Errors
+    ///
+    /// [`ConnectError::InvalidUri`] when the connection string is rejected;
+    /// [`ConnectError::Resolve`] when a `mongodb+srv://` name does not resolve.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_mongodb::{ConnectError, MongoBackend};
+    ///
+    /// let err = MongoBackend::connect("postgres://nope").unwrap_err();
+    /// assert!(matches!(err, ConnectError::InvalidUri(_)));
+    /// ```
+    pub fn connect(uri: &str) -> Result<Self, ConnectError> {
+        MongoBackend::connect_with(uri, MongoConfig::new())
+    }
+
+    /// A backend on the server(s) of `uri`, with `config`. See [`connect`](Self::connect).
+    ///
+    /// # Errors
+    ///
+    /// As for [`connect`](Self::connect).
+    pub fn connect_with(uri: &str, config: MongoConfig) -> Result<Self, ConnectError> {
+        let background = Background::new().map_err(ConnectError::Runtime)?;
+        let uri = uri.to_owned();
+        let driver_config = config.clone();
+        let built = background.block_on(config.operation_timeout(), async move {
+            let mut options = ClientOptions::parse(uri).await.map_err(connect_error)?;
+            driver_config.apply_to(&mut options);
+            let database = options.default_database.clone();
+            let client = Client::with_options(options).map_err(ConnectError::InvalidUri)?;
+            Ok::<_, ConnectError>((client, database))
+        });
+        let (client, database) = built??;
+        Ok(MongoBackend::assemble(
+            &client,
+            database.as_deref(),
+            config,
+            background,
+        ))
+    }
+
+    /// A backend on an existing client (its timeouts and pool are kept).
+    ///
+    /// Under tokio the operations run on the caller's runtime; elsewhere, and for the
+    /// blocking API, on the backend's background runtime. Either way the client's own tasks
+    /// stay on the runtime it was built on, which must keep running. Avoid calling the
+    /// blocking API from the thread of a current-thread runtime that drives this client.
+    ///
+    /// # Errors
+    ///
+    /// [`ConnectError::Runtime`] when the background runtime cannot start.
+    pub fn from_client(client: Client, config: MongoConfig) -> Result<Self, ConnectError> {
+        let background = Background::new().map_err(ConnectError::Runtime)?;
+        let database = client.default_database().map(|db| db.name().to_owned());
+        Ok(MongoBackend::assemble(
+            &client,
+            database.as_deref(),
+            config,
+            background,
+        ))
+    }
+
+    fn assemble(
+        client: &Client,
+        uri_database: Option<&str>,
+        config: MongoConfig,
+        background: Background,
+    ) -> Self {
+        let database = config.database_or(uri_database);
+        let collection = client
+            .database(&database)
+            .collection::<Document>(config.collection());
+        let store = Store {
+            collection,
+            write_concern: config.write_concern().clone(),
+            max_time: config.max_time(),
+        };
+        MongoBackend {
+            inner: Arc::new(Inner {
+                store,
+                database,
+                config,
+                background,
+            }),
+        }
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &MongoConfig {
+        &self.inner.config
+    }
+
+    /// The name of the database holding the lock collection.
+    pub fn database_name(&self) -> &str {
+        &self.inner.database
+    }
+
+    /// A handle on the store for one operation (cheap: the collection is reference-counted).
+    pub(crate) fn store(&self) -> Store {
+        self.inner.store.clone()
+    }
+
+    /// Runs `op` to completion on the background runtime, blocking the calling thread.
+    pub(crate) fn block_on<T, F>(&self, key: &LockName, op: F) -> Result<T, leader_core::Error>
+    where
+        F: Future<Output = Result<T, OpError>> + Send + 'static,
+        T: Send + 'static,
+    {
+        let deadline = self.inner.config.operation_timeout();
+        match self.inner.background.block_on(deadline, op) {
+            Ok(result) => result.map_err(|err| err.into_core(key)),
+            Err(stopped) => Err(OpError::from(stopped).into_core(key)),
+        }
+    }
+
+    /// Runs `op` as a task (on the caller's tokio runtime, else the background one) and
+    /// awaits it.
+    pub(crate) async fn run<T, F>(&self, key: LockName, op: F) -> Result<T, leader_core::Error>
+    where
+        F: Future<Output = Result<T, OpError>> + Send + 'static,
+        T: Send + 'static,
+    {
+        let deadline = self.inner.config.operation_timeout();
+        match self.inner.background.run(deadline, op).await {
+            Ok(result) => result.map_err(|err| err.into_core(&key)),
+            Err(stopped) => Err(OpError::from(stopped).into_core(&key)),
+        }
+    }
+}
+
+fn connect_error(err: mongodb::error::Error) -> ConnectError {
+    match err.kind.as_ref() {
+        ErrorKind::DnsResolve { .. } => ConnectError::Resolve(err),
+        _ => ConnectError::InvalidUri(err),
+    }
+}
+
+impl Backend for MongoBackend {
+    fn name(&self) -> &'static str {
+        crate::error::BACKEND
+    }
+}
+
+impl fmt::Debug for MongoBackend {
+    // The client's options may hold credentials: show only where the locks are.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MongoBackend")
+            .field("database", &self.database_name())
+            .field("collection", &self.inner.config.collection())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,45 @@
+//! The blocking SPI: each call drives the shared async operation on the background runtime.
+
+use std::time::Duration;
+
+use leader_core::{
+    AcquireOutcome, AcquireRequest, Error, ExtendOutcome, LeaderState, Lease, LockBackend,
+    LockName, ReleaseOutcome,
+};
+
+use crate::backend::MongoBackend;
+use crate::ops::Acquire;
+
+/// Blocks the calling thread for at most the configured `operation_timeout` per call.
+/// Callable from any thread, including a thread that runs an async runtime (which it then
+/// blocks for that long, like any blocking call).
+impl LockBackend for MongoBackend {
+    fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
+        let request = Acquire::from(request);
+        let key = request.key.clone();
+        self.block_on(&key, self.store().acquire(request))
+    }
+
+    fn extend(
+        &self,
+        lease: &Lease,
+        lease_time: Duration,
+        use_db_time: bool,
+    ) -> Result<ExtendOutcome, Error> {
+        let op = self
+            .store()
+            .extend(lease.key.clone(), lease.owner, lease_time, use_db_time);
+        self.block_on(&lease.key, op)
+    }
+
+    fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {
+        let op = self
+            .store()
+            .release(lease.key.clone(), lease.owner, min_lease_time);
+        self.block_on(&lease.key, op)
+    }
+
+    fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
+        self.block_on(key, self.store().state(key.clone()))
+    }
+}

@@ -1,0 +1,216 @@
+//! [`MongoConfig`]: where the locks live and how long each operation may take.
+
+use std::time::Duration;
+
+use mongodb::options::{ClientOptions, WriteConcern};
+
+/// Where [`MongoBackend`](crate::MongoBackend) keeps its lock documents, and its time limits.
+///
+/// | setting | default | meaning |
+/// |---|---|---|
+/// | `database` | the connection string's database, else `leader` | database of the lock collection |
+/// | `collection` | `leader_locks` | one document per lock |
+/// | `write_concern` | majority | write concern of acquire, extend and release |
+/// | `max_time` | 5 s | server-side limit (`maxTimeMS`) of acquire, extend and state |
+/// | `server_selection_timeout` | the URI's, else 5 s | how long to look for a usable server |
+/// | `connect_timeout` | the URI's, else 5 s | how long one connection attempt may take |
+/// | `operation_timeout` | 15 s | the caller waits at most this long for any one operation |
+///
+/// The two driver timeouts apply only to clients the backend builds from a connection string;
+/// a client passed to [`MongoBackend::from_client`](crate::MongoBackend::from_client) keeps its
+/// own. `operation_timeout` bounds every operation either way, whatever the network does (the
+/// driver has no socket timeout): when it runs out the caller gets a transient error and the
+/// operation itself finishes in the background (it is never cut off mid-flight).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use leader_mongodb::MongoConfig;
+///
+/// let config = MongoConfig::new()
+///     .with_database("ops")
+///     .with_collection("locks")
+///     .with_server_selection_timeout(Duration::from_secs(2))
+///     .with_operation_timeout(Duration::from_secs(5));
+/// assert_eq!(config.collection(), "locks");
+/// assert_eq!(config.database(), Some("ops"));
+/// ```
+#[derive(Debug, Clone)]
+pub struct MongoConfig {
+    database: Option<String>,
+    collection: String,
+    write_concern: WriteConcern,
+    max_time: Duration,
+    server_selection_timeout: Option<Duration>,
+    connect_timeout: Option<Duration>,
+    operation_timeout: Duration,
+}
+
+impl MongoConfig {
+    /// The database used when neither the config nor the connection string names one.
+    pub const DEFAULT_DATABASE: &'static str = "leader";
+    /// The default collection.
+    pub const DEFAULT_COLLECTION: &'static str = "leader_locks";
+    /// The default driver timeouts (server selection, connect) when the URI sets none.
+    pub const DEFAULT_DRIVER_TIMEOUT: Duration = Duration::from_secs(5);
+
+    /// The defaults of the table above.
+    pub fn new() -> Self {
+        MongoConfig {
+            database: None,
+            collection: Self::DEFAULT_COLLECTION.to_owned(),
+            write_concern: WriteConcern::majority(),
+            max_time: Duration::from_secs(5),
+            server_selection_timeout: None,
+            connect_timeout: None,
+            operation_timeout: Duration::from_secs(15),
+        }
+    }
+
+    /// Sets the database of the lock collection.
+    pub fn with_database(mut self, database: impl Into<String>) -> Self {
+        self.database = Some(database.into());
+        self
+    }
+
+    /// Sets the lock collection.
+    pub fn with_collection(mut self, collection: impl Into<String>) -> Self {
+        self.collection = collection.into();
+        self
+    }
+
+    /// Sets the write concern of acquire, extend and release.
+    pub fn with_write_concern(mut self, write_concern: WriteConcern) -> Self {
+        self.write_concern = write_concern;
+        self
+    }
+
+    /// Sets the server-side time limit of each operation.
+    pub fn with_max_time(mut self, max_time: Duration) -> Self {
+        self.max_time = max_time;
+        self
+    }
+
+    /// Sets how long the driver looks for a usable server (overrides the URI).
+    pub fn with_server_selection_timeout(mut self, timeout: Duration) -> Self {
+        self.server_selection_timeout = Some(timeout);
+        self
+    }
+
+    /// Sets how long one connection attempt may take (overrides the URI).
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = Some(timeout);
+        self
+    }
+
+    /// Sets how long a caller waits for any one operation.
+    pub fn with_operation_timeout(mut self, timeout: Duration) -> Self {
+        self.operation_timeout = timeout;
+        self
+    }
+
+    /// The database, if set here.
+    pub fn database(&self) -> Option<&str> {
+        self.database.as_deref()
+    }
+
+    /// The lock collection.
+    pub fn collection(&self) -> &str {
+        &self.collection
+    }
+
+    /// The write concern of acquire, extend and release.
+    pub fn write_concern(&self) -> &WriteConcern {
+        &self.write_concern
+    }
+
+    /// The server-side time limit of each operation.
+    pub fn max_time(&self) -> Duration {
+        self.max_time
+    }
+
+    /// The server selection timeout, if set here.
+    pub fn server_selection_timeout(&self) -> Option<Duration> {
+        self.server_selection_timeout
+    }
+
+    /// The connect timeout, if set here.
+    pub fn connect_timeout(&self) -> Option<Duration> {
+        self.connect_timeout
+    }
+
+    /// How long a caller waits for any one operation.
+    pub fn operation_timeout(&self) -> Duration {
+        self.operation_timeout
+    }
+
+    /// Applies the driver timeouts: this config's when set, else the URI's, else the default.
+    pub(crate) fn apply_to(&self, options: &mut ClientOptions) {
+        let pick = |ours: Option<Duration>, uri: Option<Duration>| {
+            Some(ours.or(uri).unwrap_or(Self::DEFAULT_DRIVER_TIMEOUT))
+        };
+        options.server_selection_timeout = pick(
+            self.server_selection_timeout,
+            options.server_selection_timeout,
+        );
+        options.connect_timeout = pick(self.connect_timeout, options.connect_timeout);
+    }
+
+    /// The database to use: this config's, else the URI's, else [`Self::DEFAULT_DATABASE`].
+    pub(crate) fn database_or(&self, from_uri: Option<&str>) -> String {
+        self.database
+            .as_deref()
+            .or(from_uri)
+            .unwrap_or(Self::DEFAULT_DATABASE)
+            .to_owned()
+    }
+}
+
+impl Default for MongoConfig {
+    fn default() -> Self {
+        MongoConfig::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_timeouts_win_over_the_uri_and_defaults_fill_gaps() {
+        let mut options = ClientOptions::default();
+        options.connect_timeout = Some(Duration::from_secs(9));
+        MongoConfig::new()
+            .with_server_selection_timeout(Duration::from_secs(1))
+            .apply_to(&mut options);
+        assert_eq!(
+            options.server_selection_timeout,
+            Some(Duration::from_secs(1))
+        );
+        assert_eq!(options.connect_timeout, Some(Duration::from_secs(9)));
+
+        let mut options = ClientOptions::default();
+        MongoConfig::new().apply_to(&mut options);
+        assert_eq!(
+            options.connect_timeout,
+            Some(MongoConfig::DEFAULT_DRIVER_TIMEOUT)
+        );
+    }
+
+    #[test]
+    fn database_falls_back_to_the_uri_then_the_default() {
+        assert_eq!(MongoConfig::new().database_or(None), "leader");
+        assert_eq!(MongoConfig::new().database_or(Some("app")), "app");
+        assert_eq!(
+            MongoConfig::new()
+                .with_database("x")
+                .database_or(Some("app")),
+            "x"
+        );
+        assert_eq!(
+            MongoConfig::new().write_concern(),
+            &WriteConcern::majority()
+        );
+    }
+}

@@ -1,0 +1,55 @@
+//! The async SPI: each call spawns the shared async operation and awaits its join handle.
+
+use std::future::Future;
+use std::time::Duration;
+
+use leader_core::{
+    AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, LeaderState, Lease,
+    LockName, ReleaseOutcome,
+};
+
+use crate::backend::MongoBackend;
+use crate::ops::Acquire;
+
+/// # Cancel safety
+///
+/// The driver's work runs in a spawned task; dropping one of these futures only stops
+/// waiting for it. A dropped `try_acquire` may still take the lock, which then runs out
+/// after its lease; a dropped `release` still releases.
+impl AsyncLockBackend for MongoBackend {
+    fn try_acquire(
+        &self,
+        request: AcquireRequest<'_>,
+    ) -> impl Future<Output = Result<AcquireOutcome, Error>> + Send {
+        let request = Acquire::from(request);
+        let key = request.key.clone();
+        self.run(key, self.store().acquire(request))
+    }
+
+    fn extend(
+        &self,
+        lease: &Lease,
+        lease_time: Duration,
+        use_db_time: bool,
+    ) -> impl Future<Output = Result<ExtendOutcome, Error>> + Send {
+        let op = self
+            .store()
+            .extend(lease.key.clone(), lease.owner, lease_time, use_db_time);
+        self.run(lease.key.clone(), op)
+    }
+
+    fn release(
+        &self,
+        lease: &Lease,
+        min_lease_time: Duration,
+    ) -> impl Future<Output = Result<ReleaseOutcome, Error>> + Send {
+        let op = self
+            .store()
+            .release(lease.key.clone(), lease.owner, min_lease_time);
+        self.run(lease.key.clone(), op)
+    }
+
+    fn state(&self, key: &LockName) -> impl Future<Output = Result<LeaderState, Error>> + Send {
+        self.run(key.clone(), self.store().state(key.clone()))
+    }
+}

@@ -1,0 +1,237 @@
+//! The four operations against the collection, written once as async code.
+//!
+//! Both the blocking and the async trait implementations run these futures (through
+//! [`Background`](crate::runtime::Background)); they own everything they touch, so they can
+//! be spawned and outlive the caller.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use leader_core::{
+    AcquireOutcome, ExtendOutcome, LeaderState, LockName, OwnerToken, ReleaseOutcome,
+};
+use mongodb::Collection;
+use mongodb::bson::Document;
+use mongodb::options::{ReturnDocument, WriteConcern};
+
+use crate::document::decode;
+use crate::error::{OpError, is_duplicate_key};
+use crate::pipeline::{self, Clock, SERVER_NOW};
+use crate::time::from_bson;
+
+/// How often acquire sends its update when a racing upsert loses (duplicate key) or the
+/// server answers an upsert with no document and re-reading finds none.
+const ACQUIRE_ATTEMPTS: usize = 3;
+
+/// The collection and the per-operation settings.
+#[derive(Debug, Clone)]
+pub(crate) struct Store {
+    pub(crate) collection: Collection<Document>,
+    pub(crate) write_concern: WriteConcern,
+    pub(crate) max_time: Duration,
+}
+
+/// An [`AcquireRequest`](leader_core::AcquireRequest) that owns its data.
+#[derive(Debug, Clone)]
+pub(crate) struct Acquire {
+    pub(crate) key: LockName,
+    pub(crate) owner: OwnerToken,
+    pub(crate) leader_id: String,
+    pub(crate) lease_time: Duration,
+    pub(crate) use_db_time: bool,
+}
+
+/// Why the last acquire attempt settled nothing.
+enum Unsettled {
+    DuplicateKey,
+    NoDocument,
+}
+
+impl Store {
+    /// One `findOneAndUpdate` per attempt; see [`pipeline::acquire`].
+    pub(crate) async fn acquire(self, request: Acquire) -> Result<AcquireOutcome, OpError> {
+        let result = self.try_acquire(&request).await;
+        match &result {
+            Ok(AcquireOutcome::Acquired(lease)) => tracing::debug!(
+                lock = %request.key,
+                outcome = "acquired",
+                fencing_token = lease.fencing_token,
+                "mongodb acquire"
+            ),
+            Ok(AcquireOutcome::Held(_)) => {
+                tracing::debug!(lock = %request.key, outcome = "held", "mongodb acquire")
+            }
+            Err(err) => {
+                tracing::debug!(lock = %request.key, outcome = "error", error = %err, "mongodb acquire")
+            }
+        }
+        result
+    }
+
+    async fn try_acquire(&self, request: &Acquire) -> Result<AcquireOutcome, OpError> {
+        let clock = Clock::for_request(request.use_db_time);
+        let plan = pipeline::acquire(
+            &request.key,
+            request.owner,
+            &request.leader_id,
+            request.lease_time,
+            clock,
+        );
+        let mut unsettled = Unsettled::NoDocument;
+        for _ in 0..ACQUIRE_ATTEMPTS {
+            let answer = self
+                .collection
+                .find_one_and_update(plan.filter.clone(), plan.update.clone())
+                .upsert(true)
+                .return_document(ReturnDocument::After)
+                .max_time(self.max_time)
+                .write_concern(self.write_concern.clone())
+                .await;
+            match answer {
+                Ok(Some(doc)) => return settle(request, &doc),
+                Ok(None) => {
+                    if let Some(outcome) = self.reread(request).await? {
+                        return Ok(outcome);
+                    }
+                    unsettled = Unsettled::NoDocument;
+                }
+                Err(err) if is_duplicate_key(&err) => unsettled = Unsettled::DuplicateKey,
+                Err(err) => return Err(err.into()),
+            }
+        }
+        match unsettled {
+            // Upserts kept losing to other inserters: someone else has the lock.
+            Unsettled::DuplicateKey => Ok(AcquireOutcome::Held(None)),
+            Unsettled::NoDocument => Err(OpError::NoDocument(ACQUIRE_ATTEMPTS)),
+        }
+    }
+
+    /// After an upsert that returned no document: what the stored document says, or
+    /// `None` when it settles nothing (absent, or free) and the update must be sent again.
+    async fn reread(&self, request: &Acquire) -> Result<Option<AcquireOutcome>, OpError> {
+        let found = self
+            .collection
+            .find_one(pipeline::by_name(&request.key))
+            .max_time(self.max_time)
+            .await?;
+        let Some(doc) = found else { return Ok(None) };
+        let record = decode(&doc)?;
+        Ok(if record.is_owned_by(request.owner) {
+            Some(AcquireOutcome::Acquired(
+                record.lease(&request.key, request.owner),
+            ))
+        } else if record.is_live_at(SystemTime::now()) {
+            Some(AcquireOutcome::Held(Some(record.holder())))
+        } else {
+            None
+        })
+    }
+
+    /// One `findOneAndUpdate`; see [`pipeline::extend`].
+    pub(crate) async fn extend(
+        self,
+        key: LockName,
+        owner: OwnerToken,
+        lease_time: Duration,
+        use_db_time: bool,
+    ) -> Result<ExtendOutcome, OpError> {
+        let plan = pipeline::extend(&key, owner, lease_time, Clock::for_request(use_db_time));
+        let result = async {
+            let renewed = self
+                .collection
+                .find_one_and_update(plan.filter, plan.update)
+                .return_document(ReturnDocument::After)
+                .max_time(self.max_time)
+                .write_concern(self.write_concern.clone())
+                .await?;
+            Ok(match renewed {
+                Some(doc) => ExtendOutcome::Extended {
+                    expires_at: decode(&doc)?.expires_at,
+                },
+                None => ExtendOutcome::NotHeld,
+            })
+        }
+        .await;
+        let outcome = match &result {
+            Ok(ExtendOutcome::Extended { .. }) => "extended",
+            Ok(ExtendOutcome::NotHeld) => "not-held",
+            Err(_) => "error",
+        };
+        tracing::debug!(lock = %key, outcome, "mongodb extend");
+        result
+    }
+
+    /// One `updateOne`; see [`pipeline::release`].
+    pub(crate) async fn release(
+        self,
+        key: LockName,
+        owner: OwnerToken,
+        min_lease_time: Duration,
+    ) -> Result<ReleaseOutcome, OpError> {
+        let plan = pipeline::release(&key, owner, min_lease_time);
+        let result = self
+            .collection
+            .update_one(plan.filter, plan.update)
+            .write_concern(self.write_concern.clone())
+            .await
+            .map_err(OpError::from)
+            .map(|update| match update.matched_count {
+                0 => ReleaseOutcome::NotHeld,
+                _ => ReleaseOutcome::Released,
+            });
+        let outcome = match &result {
+            Ok(ReleaseOutcome::Released) => "released",
+            Ok(ReleaseOutcome::NotHeld) => "not-held",
+            Err(_) => "error",
+        };
+        tracing::debug!(lock = %key, outcome, "mongodb release");
+        result
+    }
+
+    /// One aggregation; see [`pipeline::state`]. A holder counts as gone once its lease
+    /// has run out on this node's clock or on the server's, whichever is later.
+    pub(crate) async fn state(self, key: LockName) -> Result<LeaderState, OpError> {
+        let mut cursor = self
+            .collection
+            .aggregate(pipeline::state(&key))
+            .max_time(self.max_time)
+            .await?;
+        if !cursor.advance().await? {
+            return Ok(LeaderState::empty(key.as_str()));
+        }
+        let doc: Document = cursor.deserialize_current()?;
+        let record = decode(&doc)?;
+        let server_now = doc
+            .get_datetime(SERVER_NOW)
+            .ok()
+            .and_then(|now| from_bson(*now))
+            .unwrap_or(UNIX_EPOCH);
+        let now = SystemTime::now().max(server_now);
+        Ok(if record.is_live_at(now) {
+            LeaderState::occupied(key.as_str(), record.holder())
+        } else {
+            LeaderState::empty(key.as_str())
+        })
+    }
+}
+
+/// The outcome a document returned by the acquire update means.
+fn settle(request: &Acquire, doc: &Document) -> Result<AcquireOutcome, OpError> {
+    let record = decode(doc)?;
+    Ok(if record.is_owned_by(request.owner) {
+        AcquireOutcome::Acquired(record.lease(&request.key, request.owner))
+    } else {
+        AcquireOutcome::Held(Some(record.holder()))
+    })
+}
+
+impl From<leader_core::AcquireRequest<'_>> for Acquire {
+    fn from(request: leader_core::AcquireRequest<'_>) -> Self {
+        Acquire {
+            key: request.key.clone(),
+            owner: request.owner,
+            leader_id: request.leader_id.to_owned(),
+            lease_time: request.lease_time,
+            use_db_time: request.use_db_time,
+        }
+    }
+}

@@ -1,0 +1,323 @@
+//! The filters and update pipelines of each operation: plain functions, no I/O.
+//!
+//! Only expressions that MongoDB 4.4+ and the test server both accept are used: date
+//! arithmetic goes through `$toLong`/`$toDate` (never `$add` on a date or `$dateAdd`),
+//! and strings that come from callers (node ids) are wrapped in `$literal` so that a
+//! node id starting with `$` is never read as a field path.
+
+use std::time::{Duration, SystemTime};
+
+use leader_core::{LockName, OwnerToken};
+use mongodb::bson::{Bson, DateTime, Document, doc};
+
+use crate::document::field::{ACQUIRED_AT, EXPIRES_AT, FENCING_TOKEN, ID, LEADER_ID, OWNER};
+use crate::time::{millis, to_bson};
+
+/// Scratch fields the acquire pipeline sets and removes within the same update.
+const FREE: &str = "_leader_free";
+const OURS: &str = "_leader_ours";
+/// The field the state pipeline adds with the server's time.
+pub(crate) const SERVER_NOW: &str = "_leader_now";
+
+/// Which clock an operation reads "now" from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Clock {
+    /// The server's `$$NOW` (`use_db_time`).
+    Server,
+    /// This node's clock, read when the operation was built.
+    Client(SystemTime),
+}
+
+impl Clock {
+    /// The clock a request with `use_db_time` asks for.
+    pub(crate) fn for_request(use_db_time: bool) -> Self {
+        if use_db_time {
+            Clock::Server
+        } else {
+            Clock::Client(SystemTime::now())
+        }
+    }
+
+    /// "Now", as an expression.
+    fn now(self) -> Bson {
+        match self {
+            Clock::Server => Bson::from("$$NOW"),
+            Clock::Client(now) => Bson::DateTime(to_bson(now)),
+        }
+    }
+
+    /// "Now + `duration`", as an expression.
+    fn after(self, duration: Duration) -> Bson {
+        match self {
+            Clock::Server => plus_millis("$$NOW", millis(duration)),
+            Clock::Client(now) => {
+                let at = to_bson(now)
+                    .timestamp_millis()
+                    .saturating_add(millis(duration));
+                Bson::DateTime(DateTime::from_millis(at))
+            }
+        }
+    }
+}
+
+/// `{$toDate: {$add: [{$toLong: <date>}, ms]}}`: date plus milliseconds, without `$add` on dates.
+fn plus_millis(date: impl Into<Bson>, ms: i64) -> Bson {
+    Bson::Document(doc! { "$toDate": { "$add": [ { "$toLong": date.into() }, ms ] } })
+}
+
+/// A filter and an update pipeline.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Plan {
+    /// Selects the lock document.
+    pub(crate) filter: Document,
+    /// The aggregation-pipeline update.
+    pub(crate) update: Vec<Document>,
+}
+
+/// Selects a lock's document by name.
+pub(crate) fn by_name(key: &LockName) -> Document {
+    doc! { ID: key.as_str() }
+}
+
+fn type_is(name: &str, types: &[&str]) -> Document {
+    doc! { "$in": [ { "$type": format!("${name}") }, types ] }
+}
+
+/// True when the document has none of the lock fields: it was just created by the upsert.
+fn fresh() -> Document {
+    let missing: Vec<Document> = [OWNER, LEADER_ID, FENCING_TOKEN, ACQUIRED_AT, EXPIRES_AT]
+        .iter()
+        .map(|name| type_is(name, &["missing"]))
+        .collect();
+    doc! { "$and": missing }
+}
+
+/// True when every lock field has the type and range this backend writes.
+fn well_formed() -> Document {
+    doc! { "$and": [
+        type_is(OWNER, &["string", "null"]),
+        type_is(LEADER_ID, &["string"]),
+        type_is(FENCING_TOKEN, &["long", "int"]),
+        { "$gte": [ format!("${FENCING_TOKEN}"), 0_i64 ] },
+        type_is(ACQUIRED_AT, &["date"]),
+        type_is(EXPIRES_AT, &["date"]),
+    ] }
+}
+
+/// Acquire: one `findOneAndUpdate` (upsert, return the new document) on [`by_name`].
+///
+/// The lock is taken when the document is new, or well formed and released or expired:
+/// then the owner, node id and times are replaced and `fencing_token` goes up by one. It
+/// is renewed (only `expires_at` moves) when it is well formed, unexpired and `owner`'s.
+/// Otherwise, including a document of the wrong shape, nothing changes, and decoding the
+/// returned document tells the holder (or the shape error).
+pub(crate) fn acquire(
+    key: &LockName,
+    owner: OwnerToken,
+    leader_id: &str,
+    lease_time: Duration,
+    clock: Clock,
+) -> Plan {
+    let now = clock.now();
+    let owner = owner.to_string();
+    let expired = doc! { "$or": [
+        { "$eq": [ format!("${OWNER}"), Bson::Null ] },
+        { "$lte": [ format!("${EXPIRES_AT}"), now.clone() ] },
+    ] };
+    let free = doc! { "$or": [ fresh(), { "$and": [ well_formed(), expired ] } ] };
+    let ours = doc! { "$and": [
+        well_formed(),
+        { "$eq": [ format!("${OWNER}"), &owner ] },
+        { "$gt": [ format!("${EXPIRES_AT}"), now.clone() ] },
+    ] };
+    let is_free = format!("${FREE}");
+    let taken = doc! { "$or": [ &is_free, format!("${OURS}") ] };
+    let keep = |name: &str| format!("${name}");
+    let next_token = doc! {
+        "$add": [ { "$toLong": { "$ifNull": [ keep(FENCING_TOKEN), 0_i64 ] } }, 1_i64 ]
+    };
+    let update = vec![
+        doc! { "$set": { FREE: free, OURS: ours } },
+        doc! { "$set": {
+            OWNER: { "$cond": [ &taken, { "$literal": &owner }, keep(OWNER) ] },
+            LEADER_ID: { "$cond": [ &is_free, { "$literal": leader_id }, keep(LEADER_ID) ] },
+            FENCING_TOKEN: { "$cond": [ &is_free, next_token, keep(FENCING_TOKEN) ] },
+            ACQUIRED_AT: { "$cond": [ &is_free, now, keep(ACQUIRED_AT) ] },
+            EXPIRES_AT: { "$cond": [ &taken, clock.after(lease_time), keep(EXPIRES_AT) ] },
+        } },
+        doc! { "$unset": [ FREE, OURS ] },
+    ];
+    Plan {
+        filter: by_name(key),
+        update,
+    }
+}
+
+/// Extend: one `findOneAndUpdate` (no upsert, return the new document) that matches only
+/// `owner`'s unexpired lease and moves `expires_at` to now + `lease_time`.
+pub(crate) fn extend(
+    key: &LockName,
+    owner: OwnerToken,
+    lease_time: Duration,
+    clock: Clock,
+) -> Plan {
+    let mut filter = doc! { ID: key.as_str(), OWNER: owner.to_string() };
+    match clock {
+        Clock::Server => {
+            filter.insert(
+                "$expr",
+                doc! { "$gt": [ format!("${EXPIRES_AT}"), "$$NOW" ] },
+            );
+        }
+        Clock::Client(_) => {
+            filter.insert(EXPIRES_AT, doc! { "$gt": clock.now() });
+        }
+    }
+    Plan {
+        filter,
+        update: vec![doc! { "$set": { EXPIRES_AT: clock.after(lease_time) } }],
+    }
+}
+
+/// Release: one `updateOne` that matches `owner`'s document and moves `expires_at` to
+/// `min(expires_at, acquired_at + min_lease_time)`.
+///
+/// Without a minimum lease the owner is cleared too. With one the owner stays, so the lock
+/// stays held until the new expiry on the clock the acquisition used, and needs no "now"
+/// (`release` is not told which clock that was). The document stays either way, so the
+/// fencing counter survives.
+pub(crate) fn release(key: &LockName, owner: OwnerToken, min_lease_time: Duration) -> Plan {
+    let keep_until = plus_millis(format!("${ACQUIRED_AT}"), millis(min_lease_time));
+    let mut set = doc! { EXPIRES_AT: { "$min": [ format!("${EXPIRES_AT}"), keep_until ] } };
+    if min_lease_time.is_zero() {
+        set.insert(OWNER, Bson::Null);
+    }
+    Plan {
+        filter: doc! { ID: key.as_str(), OWNER: owner.to_string() },
+        update: vec![doc! { "$set": set }],
+    }
+}
+
+/// State: an aggregation returning the lock document with the server's time in [`SERVER_NOW`].
+pub(crate) fn state(key: &LockName) -> Vec<Document> {
+    vec![
+        doc! { "$match": by_name(key) },
+        doc! { "$limit": 1 },
+        doc! { "$set": { SERVER_NOW: "$$NOW" } },
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::UNIX_EPOCH;
+
+    use super::*;
+
+    fn key() -> LockName {
+        LockName::new("nightly").unwrap()
+    }
+
+    #[test]
+    fn acquire_with_node_time_passes_literal_dates() {
+        let now = UNIX_EPOCH + Duration::from_millis(10_000);
+        let owner = OwnerToken::from_u128(1);
+        let plan = acquire(
+            &key(),
+            owner,
+            "$node",
+            Duration::from_secs(30),
+            Clock::Client(now),
+        );
+        assert_eq!(plan.filter, doc! { "_id": "nightly" });
+        assert_eq!(plan.update.len(), 3);
+        let set = plan.update[1].get_document("$set").unwrap();
+        let expires = set
+            .get_document(EXPIRES_AT)
+            .unwrap()
+            .get_array("$cond")
+            .unwrap();
+        assert_eq!(expires[1], Bson::DateTime(DateTime::from_millis(40_000)));
+        let leader = set
+            .get_document(LEADER_ID)
+            .unwrap()
+            .get_array("$cond")
+            .unwrap();
+        assert_eq!(leader[1], Bson::Document(doc! { "$literal": "$node" }));
+        let text = format!("{:?}", plan.update);
+        assert!(
+            !text.contains("$dateAdd") && !text.contains("$$NOW"),
+            "{text}"
+        );
+        assert_eq!(plan.update[2], doc! { "$unset": [FREE, OURS] });
+    }
+
+    #[test]
+    fn acquire_with_server_time_uses_now_through_to_long() {
+        let plan = acquire(
+            &key(),
+            OwnerToken::from_u128(1),
+            "n",
+            Duration::from_millis(1500),
+            Clock::Server,
+        );
+        let set = plan.update[1].get_document("$set").unwrap();
+        let expires = set
+            .get_document(EXPIRES_AT)
+            .unwrap()
+            .get_array("$cond")
+            .unwrap();
+        assert_eq!(
+            expires[1],
+            Bson::Document(doc! { "$toDate": { "$add": [ { "$toLong": "$$NOW" }, 1500_i64 ] } })
+        );
+    }
+
+    #[test]
+    fn extend_checks_owner_and_expiry_on_the_chosen_clock() {
+        let owner = OwnerToken::from_u128(0xabc);
+        let now = UNIX_EPOCH + Duration::from_secs(1);
+        let plan = extend(&key(), owner, Duration::from_secs(2), Clock::Client(now));
+        assert_eq!(
+            plan.filter,
+            doc! {
+                "_id": "nightly",
+                "owner": owner.to_string(),
+                "expires_at": { "$gt": DateTime::from_millis(1000) },
+            }
+        );
+        assert_eq!(
+            plan.update,
+            vec![doc! { "$set": { "expires_at": DateTime::from_millis(3000) } }]
+        );
+        let plan = extend(&key(), owner, Duration::from_secs(2), Clock::Server);
+        assert!(plan.filter.contains_key("$expr"));
+    }
+
+    #[test]
+    fn release_clears_the_owner_only_without_a_minimum_lease() {
+        let owner = OwnerToken::from_u128(5);
+        let plain = release(&key(), owner, Duration::ZERO);
+        let set = plain.update[0].get_document("$set").unwrap();
+        assert_eq!(set.get(OWNER), Some(&Bson::Null));
+        let min = release(&key(), owner, Duration::from_secs(1));
+        let set = min.update[0].get_document("$set").unwrap();
+        assert!(!set.contains_key(OWNER));
+        assert_eq!(
+            set.get_document(EXPIRES_AT).unwrap(),
+            &doc! { "$min": [ "$expires_at", {
+                "$toDate": { "$add": [ { "$toLong": "$acquired_at" }, 1000_i64 ] }
+            } ] }
+        );
+        assert_eq!(
+            min.filter,
+            doc! { "_id": "nightly", "owner": owner.to_string() }
+        );
+    }
+
+    #[test]
+    fn state_adds_the_server_time() {
+        let stages = state(&key());
+        assert_eq!(stages[0], doc! { "$match": { "_id": "nightly" } });
+        assert_eq!(stages[2], doc! { "$set": { SERVER_NOW: "$$NOW" } });
+    }
+}
