@@ -80,6 +80,9 @@ pub(crate) enum Failure {
         #[source]
         source: RedisError,
     },
+    /// The TLS handshake failed (an untrusted or mismatched certificate, ...).
+    #[error("the TLS handshake with redis failed: {0}")]
+    Tls(#[source] RedisError),
     /// Any other refusal by the server or the driver (authentication, permissions, ...).
     #[error("redis refused the {op} call: {source}")]
     Refused {
@@ -101,6 +104,9 @@ pub(crate) enum Failure {
 impl Failure {
     /// Classifies a driver error from the `op` call.
     pub(crate) fn from_redis(op: &'static str, err: RedisError) -> Self {
+        if is_tls_error(&err) {
+            return Failure::Tls(err);
+        }
         if err.is_io_error()
             || err.is_timeout()
             || err.is_connection_dropped()
@@ -154,6 +160,16 @@ impl Failure {
         let kind = self.kind();
         Error::Backend(BackendError::new("redis", key, kind, self))
     }
+}
+
+/// rustls reports certificate problems as I/O errors of kind `InvalidData`; only the
+/// message tells them apart from a dropped connection.
+fn is_tls_error(err: &RedisError) -> bool {
+    if !err.is_io_error() {
+        return false;
+    }
+    let text = err.to_string();
+    text.contains("certificate") || text.contains("handshake")
 }
 
 fn is_script_error(err: &RedisError) -> bool {

@@ -50,6 +50,17 @@ impl PrivateServer {
         }
     }
 
+    /// Sends `signal` (`STOP`, `CONT`) to the server's PID.
+    pub fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("running").id();
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(pid.to_string())
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -{signal} {pid}");
+    }
+
     /// Starts the server again on the same port (with no data: persistence is off).
     pub fn restart(&mut self) {
         self.stop();

@@ -1,0 +1,392 @@
+//! Faults: a server that dies while a lease is held (and comes back), foreign data at a
+//! lock key, corrupted records, key prefixes, and bad URLs.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::RedisHarness;
+use common::server::PrivateServer;
+use leader_core::{
+    AcquireOutcome, AcquireRequest, BackendErrorKind, Error, LeaderElectionOptions, Lease,
+    LockBackend, LockName, LockStatus, OwnerToken, ReleaseOutcome,
+};
+use leader_redis::{ConfigError, RedisBackend, RedisConfig};
+use leader_testkit::fresh_name;
+
+const TIMEOUT: Duration = Duration::from_millis(500);
+
+fn fast_config() -> RedisConfig {
+    RedisConfig::default()
+        .with_connect_timeout(TIMEOUT)
+        .with_response_timeout(TIMEOUT)
+}
+
+fn request<'a>(key: &'a LockName, owner: OwnerToken) -> AcquireRequest<'a> {
+    AcquireRequest {
+        key,
+        owner,
+        leader_id: "node-a",
+        lease_time: Duration::from_secs(30),
+        use_db_time: false,
+    }
+}
+
+fn must_acquire(backend: &RedisBackend, key: &LockName) -> Lease {
+    match LockBackend::try_acquire(backend, request(key, OwnerToken::random())).unwrap() {
+        AcquireOutcome::Acquired(lease) => lease,
+        other => panic!("expected to acquire, got {other:?}"),
+    }
+}
+
+/// A backend error naming the lock's Redis key, of the given kind.
+#[track_caller]
+fn assert_backend_error<T: std::fmt::Debug>(
+    result: Result<T, Error>,
+    backend: &RedisBackend,
+    key: &LockName,
+    kind: BackendErrorKind,
+) -> String {
+    match result {
+        Err(Error::Backend(err)) => {
+            assert_eq!(err.backend(), "redis");
+            assert_eq!(err.key(), backend.lock_key(key));
+            assert_eq!(err.kind(), kind, "{err}");
+            let text = err.to_string();
+            eprintln!("{text}");
+            assert!(text.contains(key.as_str()), "{text}");
+            text
+        }
+        other => panic!("expected a {kind:?} backend error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_dead_server_fails_closed_in_time_and_the_same_backend_recovers() {
+    let Some(mut server) = PrivateServer::start() else {
+        return;
+    };
+    let backend = RedisBackend::connect_with(&server.url(), fast_config()).unwrap();
+    let key = fresh_name("fault");
+    let lease = must_acquire(&backend, &key);
+
+    server.stop();
+    let started = Instant::now();
+    let extended = LockBackend::extend(&backend, &lease, Duration::from_secs(30), false);
+    assert_backend_error(extended, &backend, &key, BackendErrorKind::Transient);
+    let acquired = LockBackend::try_acquire(&backend, request(&key, OwnerToken::random()));
+    assert_backend_error(acquired, &backend, &key, BackendErrorKind::Transient);
+    let released = LockBackend::release(&backend, &lease, Duration::ZERO);
+    assert_backend_error(released, &backend, &key, BackendErrorKind::Transient);
+    let state = LockBackend::state(&backend, &key);
+    assert_backend_error(state, &backend, &key, BackendErrorKind::Transient);
+    assert!(
+        started.elapsed() < 4 * (TIMEOUT + TIMEOUT),
+        "four calls took {:?}",
+        started.elapsed()
+    );
+
+    // An elector on the dead server fails closed: an error, and the action never runs.
+    let options = LeaderElectionOptions::default().with_wait_time(Duration::ZERO);
+    let elector = leader_blocking::LeaderElector::new(backend.clone(), options).unwrap();
+    let started = Instant::now();
+    let outcome = elector.run_if_leader(key.as_str(), || panic!("the action must not run"));
+    let err = outcome.expect_err("an unreachable server is an error");
+    assert!(err.is_transient(), "{err}");
+    assert!(started.elapsed() < 2 * (TIMEOUT + TIMEOUT));
+
+    // Same port, no data (persistence is off): the same backend reconnects, and the
+    // fencing counter, re-seeded from the server's clock, still grows.
+    server.restart();
+    let again = must_acquire(&backend, &key);
+    assert!(
+        again.fencing_token > lease.fencing_token,
+        "{} !> {}",
+        again.fencing_token,
+        lease.fencing_token
+    );
+    assert_eq!(
+        LockBackend::release(&backend, &again, Duration::ZERO).unwrap(),
+        ReleaseOutcome::Released
+    );
+}
+
+#[cfg(feature = "tokio")]
+#[test]
+fn a_dead_server_fails_closed_on_the_async_side_and_it_recovers() {
+    use leader_core::AsyncLockBackend;
+
+    let Some(mut server) = PrivateServer::start() else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let backend = RedisBackend::connect_with(&server.url(), fast_config()).unwrap();
+        let key = fresh_name("async-fault");
+        let AcquireOutcome::Acquired(lease) =
+            AsyncLockBackend::try_acquire(&backend, request(&key, OwnerToken::random()))
+                .await
+                .unwrap()
+        else {
+            panic!("acquire")
+        };
+
+        server.stop();
+        let started = Instant::now();
+        for _ in 0..3 {
+            let extended =
+                AsyncLockBackend::extend(&backend, &lease, Duration::from_secs(30), false).await;
+            assert_backend_error(extended, &backend, &key, BackendErrorKind::Transient);
+        }
+        let state = AsyncLockBackend::state(&backend, &key).await;
+        assert_backend_error(state, &backend, &key, BackendErrorKind::Transient);
+        assert!(
+            started.elapsed() < 4 * (TIMEOUT + TIMEOUT),
+            "took {:?}",
+            started.elapsed()
+        );
+
+        server.restart();
+        // The connection manager reconnects on the next call (one attempt per call).
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let again = loop {
+            match AsyncLockBackend::try_acquire(&backend, request(&key, OwnerToken::random())).await
+            {
+                Ok(AcquireOutcome::Acquired(lease)) => break lease,
+                Ok(other) => panic!("the restarted server has no lock, got {other:?}"),
+                Err(err) if err.is_transient() && Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(err) => panic!("the backend did not recover: {err}"),
+            }
+        };
+        assert!(again.fencing_token > lease.fencing_token);
+    });
+}
+
+#[test]
+fn a_frozen_server_times_out_instead_of_hanging() {
+    let Some(server) = PrivateServer::start() else {
+        return;
+    };
+    let backend = RedisBackend::connect_with(&server.url(), fast_config()).unwrap();
+    let key = fresh_name("frozen");
+    let lease = must_acquire(&backend, &key);
+
+    server.signal("STOP");
+    let started = Instant::now();
+    let extended = LockBackend::extend(&backend, &lease, Duration::from_secs(30), false);
+    let took = started.elapsed();
+    server.signal("CONT");
+    assert_backend_error(extended, &backend, &key, BackendErrorKind::Transient);
+    assert!(
+        took >= TIMEOUT / 2 && took < TIMEOUT + TIMEOUT,
+        "a frozen server answered after {took:?}"
+    );
+    // The timed-out connection was dropped; a fresh one works.
+    assert!(matches!(
+        LockBackend::extend(&backend, &lease, Duration::from_secs(30), false).unwrap(),
+        leader_core::ExtendOutcome::Extended { .. }
+    ));
+
+    #[cfg(feature = "tokio")]
+    {
+        use leader_core::AsyncLockBackend;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let state = AsyncLockBackend::state(&backend, &key).await.unwrap();
+            assert_eq!(state.status(), LockStatus::Occupied);
+            server.signal("STOP");
+            let started = Instant::now();
+            let state = AsyncLockBackend::state(&backend, &key).await;
+            let took = started.elapsed();
+            server.signal("CONT");
+            assert_backend_error(state, &backend, &key, BackendErrorKind::Transient);
+            assert!(
+                took < TIMEOUT + TIMEOUT,
+                "a frozen server answered after {took:?}"
+            );
+        });
+    }
+}
+
+#[test]
+fn foreign_data_at_a_lock_key_is_a_permanent_error() {
+    let Some(harness) = RedisHarness::standalone() else {
+        return;
+    };
+    let backend = harness.make();
+    let mut raw = harness.raw();
+
+    let key = fresh_name("wrongtype");
+    let _: () = redis::cmd("SET")
+        .arg(backend.lock_key(&key))
+        .arg("not a lock")
+        .query(&mut raw)
+        .unwrap();
+    let acquired = LockBackend::try_acquire(&backend, request(&key, OwnerToken::random()));
+    let text = assert_backend_error(acquired, &backend, &key, BackendErrorKind::Permanent);
+    assert!(text.contains("WRONGTYPE"), "{text}");
+    assert_backend_error(
+        LockBackend::state(&backend, &key),
+        &backend,
+        &key,
+        BackendErrorKind::Permanent,
+    );
+
+    // A fencing counter that is not a counter.
+    let key = fresh_name("wrongtype-fence");
+    let _: () = redis::cmd("HSET")
+        .arg(format!("{}:fence", backend.lock_key(&key)))
+        .arg("x")
+        .arg("y")
+        .query(&mut raw)
+        .unwrap();
+    let acquired = LockBackend::try_acquire(&backend, request(&key, OwnerToken::random()));
+    assert_backend_error(acquired, &backend, &key, BackendErrorKind::Permanent);
+}
+
+#[test]
+fn corrupted_records_are_permanent_errors_and_never_overwritten() {
+    let Some(harness) = RedisHarness::standalone() else {
+        return;
+    };
+    let backend = harness.make();
+    let mut raw = harness.raw();
+
+    let key = fresh_name("corrupt");
+    let lock_key = backend.lock_key(&key);
+    let _: () = redis::pipe()
+        .cmd("HSET")
+        .arg(&lock_key)
+        .arg(&[
+            "owner", "someone", "leader", "n", "fence", "1.7e+15", "acq", "1", "exp", "2",
+        ])
+        .ignore()
+        .cmd("PEXPIRE")
+        .arg(&lock_key)
+        .arg(30_000)
+        .ignore()
+        .query(&mut raw)
+        .unwrap();
+    let state = assert_backend_error(
+        LockBackend::state(&backend, &key),
+        &backend,
+        &key,
+        BackendErrorKind::Permanent,
+    );
+    assert!(state.contains("fence"), "{state}");
+    let acquired = LockBackend::try_acquire(&backend, request(&key, OwnerToken::random()));
+    assert_backend_error(acquired, &backend, &key, BackendErrorKind::Permanent);
+    let owner: String = redis::cmd("HGET")
+        .arg(&lock_key)
+        .arg("owner")
+        .query(&mut raw)
+        .unwrap();
+    assert_eq!(
+        owner, "someone",
+        "a corrupted record is reported, not replaced"
+    );
+
+    // A lock hash without expiry would never be freed.
+    let key = fresh_name("no-expiry");
+    let _: () = redis::cmd("HSET")
+        .arg(backend.lock_key(&key))
+        .arg(&[
+            "owner", "o", "leader", "n", "fence", "1", "acq", "1", "exp", "2",
+        ])
+        .query(&mut raw)
+        .unwrap();
+    let state = assert_backend_error(
+        LockBackend::state(&backend, &key),
+        &backend,
+        &key,
+        BackendErrorKind::Permanent,
+    );
+    assert!(state.contains("expiry"), "{state}");
+}
+
+#[test]
+fn backends_with_different_prefixes_do_not_see_each_other() {
+    let Some(harness) = RedisHarness::standalone() else {
+        return;
+    };
+    let first = harness.make();
+    let second = harness
+        .clone()
+        .with_config(RedisConfig::default().with_key_prefix("other-app"))
+        .make();
+    let key = fresh_name("prefix");
+    let lease = must_acquire(&first, &key);
+    assert_eq!(
+        LockBackend::state(&second, &key).unwrap().status(),
+        LockStatus::Empty
+    );
+    let theirs = must_acquire(&second, &key);
+    assert_eq!(
+        LockBackend::state(&first, &key)
+            .unwrap()
+            .leader()
+            .map(|l| l.fencing_token),
+        Some(lease.fencing_token)
+    );
+    assert_eq!(
+        LockBackend::release(&second, &lease, Duration::ZERO).unwrap(),
+        ReleaseOutcome::NotHeld
+    );
+    LockBackend::release(&first, &lease, Duration::ZERO).unwrap();
+    LockBackend::release(&second, &theirs, Duration::ZERO).unwrap();
+    assert_eq!(second.lock_key(&key), format!("other-app:{{{key}}}"));
+}
+
+#[test]
+fn bad_urls_and_settings_are_typed_errors_at_construction() {
+    match RedisBackend::connect("http://user:hunter2@127.0.0.1/") {
+        Err(ConfigError::InvalidUrl { url, .. }) => {
+            assert!(!url.contains("hunter2"), "{url}");
+        }
+        other => panic!("expected InvalidUrl, got {other:?}"),
+    }
+    assert!(matches!(
+        RedisBackend::connect("not a url"),
+        Err(ConfigError::InvalidUrl { .. })
+    ));
+    assert!(matches!(
+        RedisBackend::connect_cluster(Vec::<String>::new(), RedisConfig::default()),
+        Err(ConfigError::NoClusterNodes)
+    ));
+    assert!(matches!(
+        RedisBackend::connect_cluster(["redis://127.0.0.1/", "bogus"], RedisConfig::default()),
+        Err(ConfigError::InvalidUrl { .. })
+    ));
+    assert!(matches!(
+        RedisBackend::connect_with(
+            "redis://127.0.0.1/",
+            RedisConfig::default().with_key_prefix("a{b")
+        ),
+        Err(ConfigError::InvalidKeyPrefix { .. })
+    ));
+}
+
+#[test]
+fn an_unreachable_server_is_an_error_never_held() {
+    // Nothing listens on this port: connection refused, quickly, and transient.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let backend =
+        RedisBackend::connect_with(&format!("redis://127.0.0.1:{port}/"), fast_config()).unwrap();
+    let key = fresh_name("refused");
+    let acquired = LockBackend::try_acquire(&backend, request(&key, OwnerToken::random()));
+    assert_backend_error(acquired, &backend, &key, BackendErrorKind::Transient);
+}

@@ -1,0 +1,157 @@
+//! Release notifications: one shared subscription per backend wakes waiters at a release,
+//! on a single server and on a cluster, and wakes everyone after a reconnect.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::RedisHarness;
+use common::server::PrivateServer;
+use leader_core::{
+    AcquireOutcome, AcquireRequest, Backend, LeaderElectionOptions, Lease, LockBackend, LockName,
+    OwnerToken,
+};
+use leader_redis::{RedisBackend, RedisConfig};
+use leader_testkit::fresh_name;
+
+fn acquire(backend: &RedisBackend, key: &LockName, lease_time: Duration) -> Lease {
+    let request = AcquireRequest {
+        key,
+        owner: OwnerToken::random(),
+        leader_id: "holder",
+        lease_time,
+        use_db_time: false,
+    };
+    match LockBackend::try_acquire(backend, request).unwrap() {
+        AcquireOutcome::Acquired(lease) => lease,
+        other => panic!("expected to acquire, got {other:?}"),
+    }
+}
+
+/// Starts the subscription and waits until it is up.
+fn subscribed(backend: &RedisBackend) {
+    assert!(backend.release_events().is_some());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !backend.is_subscribed() {
+        assert!(
+            Instant::now() < deadline,
+            "the subscription did not come up"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn a_release_wakes_the_waiter(harness: RedisHarness) {
+    let holder = harness.make();
+    let waiter = harness.make();
+    subscribed(&waiter);
+    let key = fresh_name("wake");
+    let lease = acquire(&holder, &key, Duration::from_secs(30));
+
+    let events = waiter.release_events().unwrap();
+    let other = events.listen("some-other-lock");
+    let listener = events.listen(key.as_str());
+    let released_at = Instant::now();
+    LockBackend::release(&holder, &lease, Duration::ZERO).unwrap();
+    assert!(
+        listener.wait_timeout(Duration::from_secs(2)),
+        "the waiter was not woken"
+    );
+    let latency = released_at.elapsed();
+    assert!(
+        latency < Duration::from_millis(200),
+        "woken after {latency:?}"
+    );
+    assert!(
+        !other.wait_timeout(Duration::from_millis(50)),
+        "only the released lock's waiters wake"
+    );
+}
+
+#[test]
+fn a_release_wakes_the_waiter_at_once() {
+    if let Some(harness) = RedisHarness::standalone() {
+        a_release_wakes_the_waiter(harness);
+    }
+}
+
+#[test]
+fn a_release_on_any_cluster_node_wakes_the_waiter() {
+    if let Some(harness) = RedisHarness::cluster() {
+        a_release_wakes_the_waiter(harness);
+    }
+}
+
+#[test]
+fn an_elector_takes_over_right_after_the_release() {
+    let Some(harness) = RedisHarness::standalone() else {
+        return;
+    };
+    let holder = harness.make();
+    let waiter = harness.make();
+    subscribed(&waiter);
+    let key = fresh_name("handoff");
+    let lease = acquire(&holder, &key, Duration::from_secs(30));
+
+    let options = LeaderElectionOptions::default().with_wait_time(Duration::from_secs(10));
+    let elector = leader_blocking::LeaderElector::new(waiter, options).unwrap();
+    let releaser = std::thread::spawn(move || {
+        // Long enough for the waiter's backoff to reach delays of 100 ms and more.
+        std::thread::sleep(Duration::from_millis(400));
+        let released_at = Instant::now();
+        LockBackend::release(&holder, &lease, Duration::ZERO).unwrap();
+        released_at
+    });
+    let ran_at = elector
+        .run_if_leader(key.as_str(), Instant::now)
+        .unwrap()
+        .expect("the waiter takes over");
+    let released_at = releaser.join().unwrap();
+    let handoff = ran_at.saturating_duration_since(released_at);
+    assert!(
+        handoff < Duration::from_millis(60),
+        "took over {handoff:?} after the release"
+    );
+}
+
+#[test]
+fn notifications_can_be_turned_off() {
+    let backend = RedisBackend::connect_with(
+        "redis://127.0.0.1/",
+        RedisConfig::default().with_release_notifications(false),
+    )
+    .unwrap();
+    assert!(backend.release_events().is_none());
+    assert!(!backend.is_subscribed());
+}
+
+#[test]
+fn a_resubscription_wakes_every_waiter() {
+    let Some(mut server) = PrivateServer::start() else {
+        return;
+    };
+    let backend = RedisBackend::connect_with(
+        &server.url(),
+        RedisConfig::default()
+            .with_connect_timeout(Duration::from_millis(300))
+            .with_response_timeout(Duration::from_millis(300)),
+    )
+    .unwrap();
+    subscribed(&backend);
+    let listener = backend.release_events().unwrap().listen("anything");
+
+    server.stop();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while backend.is_subscribed() {
+        assert!(
+            Instant::now() < deadline,
+            "the lost subscription went unnoticed"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    server.restart();
+    // Releases may have been missed while it was down: waiters are told to retry.
+    assert!(listener.wait_timeout(Duration::from_secs(10)));
+    assert!(backend.is_subscribed());
+}

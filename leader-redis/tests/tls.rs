@@ -1,0 +1,121 @@
+//! `rediss://` against a redis-server with a self-signed CA (`LEADER_TEST_REDIS_TLS_URL`,
+//! `LEADER_TEST_REDIS_TLS_CA`), blocking and (with `tokio-tls`) async.
+#![cfg(feature = "tls")]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::time::{Duration, Instant};
+
+use leader_core::{
+    AcquireOutcome, AcquireRequest, Backend, LockBackend, LockStatus, OwnerToken, ReleaseOutcome,
+};
+use leader_redis::{RedisBackend, RedisConfig};
+use leader_testkit::{fresh_name, server_from_env};
+
+fn tls_backend() -> Option<RedisBackend> {
+    let url = server_from_env("LEADER_TEST_REDIS_TLS_URL")?;
+    let ca = server_from_env("LEADER_TEST_REDIS_TLS_CA")?;
+    let pem = std::fs::read(ca).unwrap();
+    let config = RedisConfig::default().with_tls_root_certificate(pem);
+    Some(RedisBackend::connect_with(&url, config).unwrap())
+}
+
+#[test]
+fn locks_work_over_tls() {
+    let Some(backend) = tls_backend() else {
+        return;
+    };
+    let key = fresh_name("tls");
+    let request = |owner, node| AcquireRequest {
+        key: &key,
+        owner,
+        leader_id: node,
+        lease_time: Duration::from_secs(30),
+        use_db_time: true,
+    };
+    let AcquireOutcome::Acquired(lease) =
+        LockBackend::try_acquire(&backend, request(OwnerToken::random(), "a")).unwrap()
+    else {
+        panic!("acquire over TLS")
+    };
+    assert!(matches!(
+        LockBackend::try_acquire(&backend, request(OwnerToken::random(), "b")).unwrap(),
+        AcquireOutcome::Held(Some(holder)) if holder.leader_id == "a"
+    ));
+    assert_eq!(
+        LockBackend::state(&backend, &key).unwrap().status(),
+        LockStatus::Occupied
+    );
+
+    // The release subscription runs over TLS too.
+    let events = backend.release_events().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !backend.is_subscribed() {
+        assert!(Instant::now() < deadline, "no TLS subscription");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let listener = events.listen(key.as_str());
+    assert_eq!(
+        LockBackend::release(&backend, &lease, Duration::ZERO).unwrap(),
+        ReleaseOutcome::Released
+    );
+    assert!(listener.wait_timeout(Duration::from_secs(2)));
+}
+
+#[cfg(feature = "tokio-tls")]
+#[test]
+fn async_locks_work_over_tls() {
+    use leader_core::AsyncLockBackend;
+    let Some(backend) = tls_backend() else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let key = fresh_name("tls-async");
+        let request = AcquireRequest {
+            key: &key,
+            owner: OwnerToken::random(),
+            leader_id: "a",
+            lease_time: Duration::from_secs(30),
+            use_db_time: false,
+        };
+        let AcquireOutcome::Acquired(lease) = AsyncLockBackend::try_acquire(&backend, request)
+            .await
+            .unwrap()
+        else {
+            panic!("acquire over TLS")
+        };
+        assert_eq!(
+            AsyncLockBackend::release(&backend, &lease, Duration::ZERO)
+                .await
+                .unwrap(),
+            ReleaseOutcome::Released
+        );
+    });
+}
+
+#[test]
+fn an_untrusted_certificate_is_an_error() {
+    let Some(url) = server_from_env("LEADER_TEST_REDIS_TLS_URL") else {
+        return;
+    };
+    // The system roots do not include the test CA.
+    let backend = RedisBackend::connect(&url).unwrap();
+    let key = fresh_name("tls-untrusted");
+    let request = AcquireRequest {
+        key: &key,
+        owner: OwnerToken::random(),
+        leader_id: "a",
+        lease_time: Duration::from_secs(30),
+        use_db_time: false,
+    };
+    let err = LockBackend::try_acquire(&backend, request).unwrap_err();
+    assert_eq!(err.lock_key(), Some(backend.lock_key(&key).as_str()));
+    assert!(
+        !err.is_transient(),
+        "a certificate problem needs someone to fix it: {err}"
+    );
+    assert!(err.to_string().contains("TLS"), "{err}");
+}
