@@ -54,38 +54,21 @@ impl<B: AsyncLockBackend + 'static> AsyncHeld<B> {
         action: F,
     ) -> Result<F::Output, Box<dyn Any + Send + 'static>> {
         let watchdog = async {
-            self.watch().await;
+            watch(&*self.backend, &self.tracker, &self.keepalive).await;
             std::future::pending().await
         };
         AssertUnwindSafe(action).catch_unwind().or(watchdog).await
     }
 
-    /// Renews every `renew_every` until the lease is lost; without renewals, marks the
-    /// lease lost when its deadline passes so that `LeaseContext::lost` resolves.
-    async fn watch(&self) {
-        let Some(interval) = self.keepalive.renew_every else {
-            rt::sleep_until(self.context().deadline()).await;
-            self.tracker.mark_lost();
-            return;
-        };
-        loop {
-            rt::sleep(interval).await;
-            let sent_at = Instant::now();
-            let answer = self
-                .backend
-                .extend(
-                    self.lease(),
-                    self.keepalive.lease_time,
-                    self.keepalive.use_db_time,
-                )
-                .await;
-            if !self
-                .tracker
-                .record_renewal(answer, sent_at, self.keepalive.lease_time)
-            {
-                return;
-            }
-        }
+    /// Keeps the lease in the background until `stop` resolves (for lock guards, whose
+    /// holder is not a single future).
+    pub(crate) fn spawn_watchdog(&self, stop: impl Future<Output = ()> + Send + 'static) {
+        let backend = Arc::clone(&self.backend);
+        let tracker = Arc::clone(&self.tracker);
+        let keepalive = self.keepalive;
+        rt::spawn_detached(async move {
+            watch(&*backend, &tracker, &keepalive).or(stop).await;
+        });
     }
 
     /// Releases the lock (honouring the minimum lease); a failure is logged, since the
@@ -119,5 +102,25 @@ impl<B: AsyncLockBackend + 'static> Drop for AsyncHeld<B> {
                 tracing::warn!(lock = %tracker.lease().key, error = %err, "background release failed; the lease will run out by itself");
             }
         });
+    }
+}
+
+/// Renews every `renew_every` until the lease is lost; without renewals, marks the lease
+/// lost when its deadline passes so that `LeaseContext::lost` resolves.
+async fn watch<B: AsyncLockBackend>(backend: &B, tracker: &LeaseTracker, keepalive: &Keepalive) {
+    let Some(interval) = keepalive.renew_every else {
+        rt::sleep_until(tracker.context().deadline()).await;
+        tracker.mark_lost();
+        return;
+    };
+    loop {
+        rt::sleep(interval).await;
+        let sent_at = Instant::now();
+        let answer = backend
+            .extend(tracker.lease(), keepalive.lease_time, keepalive.use_db_time)
+            .await;
+        if !tracker.record_renewal(answer, sent_at, keepalive.lease_time) {
+            return;
+        }
     }
 }

@@ -42,9 +42,14 @@ compile_error!(
 );
 
 mod acquire;
+mod campaign;
 mod elector;
+mod guard;
 mod held;
 mod rt;
+mod stop;
 
+pub use campaign::AsyncLeadershipHandle;
 pub use elector::AsyncLeaderElector;
+pub use guard::AsyncLockGuard;
 pub use leader_core::{Error, LeaderElectionOptions, LeaderRunResult, LeaseContext};

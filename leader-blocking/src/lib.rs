@@ -24,13 +24,17 @@
 //! ```
 
 mod acquire;
+mod campaign;
 mod elector;
+mod guard;
 mod held;
 mod pool;
 mod task;
 mod watchdog;
 
+pub use campaign::LeadershipHandle;
 pub use elector::LeaderElector;
+pub use guard::LockGuard;
 pub use leader_core::{Error, LeaderElectionOptions, LeaderRunResult, LeaseContext};
 pub use pool::ThreadPoolLeaderElector;
 pub use task::TaskHandle;

@@ -134,6 +134,32 @@ pub enum OptionsError {
         /// The largest accepted value.
         max: Duration,
     },
+    /// A duration that must be positive is zero.
+    #[error("{field} must be greater than zero")]
+    ZeroDuration {
+        /// Which setting.
+        field: &'static str,
+    },
+    /// A campaign's heartbeat is not well below its lease.
+    #[error("heartbeat ({heartbeat:?}) must be at most a third of the lease ({lease:?})")]
+    HeartbeatTooLong {
+        /// The heartbeat.
+        heartbeat: Duration,
+        /// The lease.
+        lease: Duration,
+    },
+    /// A campaign's renew deadline is not between its heartbeat and its lease.
+    #[error(
+        "renew_deadline ({renew_deadline:?}) must be above the heartbeat ({heartbeat:?}) and below the lease ({lease:?})"
+    )]
+    RenewDeadlineOutOfRange {
+        /// The renew deadline.
+        renew_deadline: Duration,
+        /// The heartbeat.
+        heartbeat: Duration,
+        /// The lease.
+        lease: Duration,
+    },
     /// The node id is empty.
     #[error("node_id is empty")]
     EmptyNodeId,

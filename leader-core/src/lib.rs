@@ -30,12 +30,15 @@
 
 mod attempts;
 mod backend;
+mod campaign;
 mod clock;
 mod context;
 mod error;
 mod events;
 mod keepalive;
+mod leadership;
 mod lease;
+mod lease_mode;
 mod memory;
 mod name;
 mod noop;
@@ -44,17 +47,21 @@ mod result;
 mod retry;
 mod state;
 
+pub use async_channel;
 pub use attempts::{Attempts, Step};
 pub use backend::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, ExtendOutcome, LockBackend,
     ReleaseOutcome,
 };
+pub use campaign::{CampaignConfig, DeploymentMode};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::{LeaseContext, LeaseTracker};
 pub use error::{BackendError, BackendErrorKind, BoxError, Error, NameError, OptionsError};
 pub use events::{ReleaseEvents, ReleaseListener};
 pub use keepalive::Keepalive;
+pub use leadership::{EventCallback, LeadershipEvent, LeadershipState, RevokeReason};
 pub use lease::{Lease, OwnerToken, ParseOwnerTokenError};
+pub use lease_mode::LeaseMode;
 pub use memory::InMemoryBackend;
 pub use name::LockName;
 pub use noop::NoopBackend;

@@ -1,0 +1,257 @@
+//! Continuous leadership in a background task: one leader renews, standbys wait to take over.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_lite::FutureExt;
+use leader_core::{
+    AcquireRequest, AsyncLockBackend, CampaignConfig, DeploymentMode, Error, EventCallback,
+    LeadershipEvent, LeadershipState, LeaseContext, LeaseTracker, LockName, NoopBackend,
+    OwnerToken, ReleaseEvents, RevokeReason, async_channel,
+};
+
+use crate::elector::AsyncLeaderElector;
+use crate::rt;
+
+/// A running campaign for continuous leadership, driven by a task on the runtime.
+///
+/// Ask [`is_leader`](Self::is_leader) / [`current_leader`](Self::current_leader), watch
+/// [`events`](Self::events) (a `Stream`), and scope your work loop to the current term:
+/// `let term = leadership.wait_for_term().await;` then select your work against
+/// `term.lost()`. [`resign`](Self::resign) releases the lease and waits for the task to
+/// end; dropping the handle asks the task to resign and release in the background.
+///
+/// See [`CampaignConfig`] for the failover bounds and the fail-stop rule.
+#[derive(Debug)]
+pub struct AsyncLeadershipHandle {
+    state: Arc<LeadershipState>,
+    wake: Option<(ReleaseEvents, String)>,
+}
+
+impl AsyncLeadershipHandle {
+    /// `true` while this instance leads (and its renew deadline has not passed).
+    pub fn is_leader(&self) -> bool {
+        self.state.is_leader()
+    }
+
+    /// The leader this instance last observed (itself while it leads).
+    pub fn current_leader(&self) -> Option<String> {
+        self.state.current_leader()
+    }
+
+    /// The current term's signal while this instance leads.
+    pub fn term(&self) -> Option<LeaseContext> {
+        self.state.term()
+    }
+
+    /// Waits until this instance leads and returns the term's signal.
+    pub async fn wait_for_term(&self) -> LeaseContext {
+        self.state.wait_for_term().await
+    }
+
+    /// Events from now on, as a `Stream` (or `recv().await`).
+    pub fn events(&self) -> async_channel::Receiver<LeadershipEvent> {
+        self.state.subscribe()
+    }
+
+    /// The shared state (for callbacks registered after the start).
+    pub fn state(&self) -> &Arc<LeadershipState> {
+        &self.state
+    }
+
+    /// Steps down (releasing the lease if leading), stops campaigning, and waits for the
+    /// background task to finish.
+    pub async fn resign(self) {
+        self.request_stop();
+        self.state.finished().await;
+    }
+
+    fn request_stop(&self) {
+        self.state.request_stop();
+        if let Some((events, key)) = &self.wake {
+            events.notify(key);
+        }
+    }
+}
+
+impl Drop for AsyncLeadershipHandle {
+    fn drop(&mut self) {
+        self.request_stop();
+    }
+}
+
+impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
+    /// Starts campaigning for `name` in a task spawned on the runtime.
+    ///
+    /// # Errors
+    ///
+    /// An invalid name or config.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_async::AsyncLeaderElector;
+    /// use leader_core::{CampaignConfig, InMemoryBackend, LeaderElectionOptions};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), leader_core::Error> {
+    /// let elector = AsyncLeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default())?;
+    /// let leadership = elector.campaign("orders-stream", CampaignConfig::default())?;
+    /// let term = leadership.wait_for_term().await;
+    /// // consume until the term ends:
+    /// // tokio::select! { _ = term.lost() => {}, _ = consume(term.fencing_token()) => {} }
+    /// assert!(!term.is_lost());
+    /// leadership.resign().await;
+    /// assert!(term.is_lost());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn campaign(
+        &self,
+        name: &str,
+        config: CampaignConfig,
+    ) -> Result<AsyncLeadershipHandle, Error> {
+        self.campaign_with_callbacks(name, config, Vec::new())
+    }
+
+    /// Like [`campaign`](Self::campaign), with callbacks registered before the first event.
+    ///
+    /// # Errors
+    ///
+    /// An invalid name or config.
+    pub fn campaign_with_callbacks(
+        &self,
+        name: &str,
+        config: CampaignConfig,
+        callbacks: Vec<EventCallback>,
+    ) -> Result<AsyncLeadershipHandle, Error> {
+        config.validate()?;
+        let key = self.lock_key(name)?;
+        let state = Arc::new(LeadershipState::new(self.options().node_id(), callbacks));
+        let campaign = Campaign {
+            state: Arc::clone(&state),
+            key,
+            name: name.to_owned(),
+            config,
+            node_id: self.options().node_id().to_owned(),
+            use_db_time: self.options().use_db_time(),
+        };
+        let wake = match config.mode() {
+            DeploymentMode::SingleLeader => {
+                let wake = self
+                    .backend()
+                    .release_events()
+                    .map(|events| (events.clone(), campaign.key.as_str().to_owned()));
+                spawn_campaign(Arc::clone(self.backend()), campaign);
+                wake
+            }
+            DeploymentMode::AllInstances => {
+                spawn_campaign(Arc::new(NoopBackend::new()), campaign);
+                None
+            }
+        };
+        Ok(AsyncLeadershipHandle { state, wake })
+    }
+}
+
+/// What one campaign task works with.
+struct Campaign {
+    state: Arc<LeadershipState>,
+    key: LockName,
+    name: String,
+    config: CampaignConfig,
+    node_id: String,
+    use_db_time: bool,
+}
+
+fn spawn_campaign<C: AsyncLockBackend + 'static>(backend: Arc<C>, campaign: Campaign) {
+    rt::spawn_detached(async move {
+        campaign.run(&*backend).await;
+        campaign.state.mark_finished();
+    });
+}
+
+impl Campaign {
+    async fn run<C: AsyncLockBackend>(&self, backend: &C) {
+        let state = &self.state;
+        while !state.stop_requested() {
+            let release = backend
+                .release_events()
+                .map(|e| e.listen(self.key.as_str()));
+            let stop = state.stop_listener();
+            if state.stop_requested() {
+                break;
+            }
+            let request = AcquireRequest {
+                key: &self.key,
+                owner: OwnerToken::random(),
+                leader_id: &self.node_id,
+                lease_time: self.config.lease_time(),
+                use_db_time: self.use_db_time,
+            };
+            let sent_at = Instant::now();
+            let answer = backend.try_acquire(request).await;
+            match state.after_attempt(answer, sent_at, &self.name, self.config.renew_deadline()) {
+                Some(_) => self.lead(backend).await,
+                None => {
+                    let woken = async {
+                        match release {
+                            Some(release) => release.await,
+                            None => std::future::pending().await,
+                        }
+                    };
+                    rt::timeout(self.config.poll_interval(), woken.or(stop)).await;
+                }
+            }
+        }
+    }
+
+    /// Renews every heartbeat until the term ends (failure, deadline, or resignation).
+    async fn lead<C: AsyncLockBackend>(&self, backend: &C) {
+        let state = &self.state;
+        loop {
+            let stop = state.stop_listener();
+            if !state.stop_requested() {
+                rt::timeout(self.config.heartbeat(), stop).await;
+            }
+            if state.stop_requested() {
+                if let Some(term) = state.revoke(RevokeReason::Resigned) {
+                    release(backend, &term).await;
+                }
+                return;
+            }
+            let Some(term) = state.term_tracker() else {
+                return;
+            };
+            if let Some(ended) = state.check_deadline(&term) {
+                release(backend, &ended).await;
+                return;
+            }
+            let sent_at = Instant::now();
+            let renewal = backend.extend(term.lease(), self.config.lease_time(), self.use_db_time);
+            // A renewal slower than the deadline counts as failed: step down on time.
+            let left = term
+                .context()
+                .deadline()
+                .saturating_duration_since(Instant::now());
+            let answer = rt::timeout(left, renewal).await;
+            let ended = match answer {
+                Some(answer) => {
+                    state.after_renewal(&term, answer, sent_at, self.config.renew_deadline())
+                }
+                None => state.revoke(RevokeReason::RenewDeadlinePassed),
+            };
+            if let Some(ended) = ended {
+                release(backend, &ended).await;
+                return;
+            }
+        }
+    }
+}
+
+/// Best-effort release of an ended term (it may already be gone).
+async fn release<C: AsyncLockBackend>(backend: &C, term: &LeaseTracker) {
+    if let Err(err) = backend.release(term.lease(), Duration::ZERO).await {
+        tracing::debug!(lock = %term.lease().key, error = %err, "release after the term ended failed; the lease will run out");
+    }
+}

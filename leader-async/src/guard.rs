@@ -1,0 +1,132 @@
+//! The must-run lock guard, async: acquire or fail loudly, never skip.
+
+use std::sync::Arc;
+
+use leader_core::{AsyncLockBackend, Error, LeaseContext, LeaseMode, Step};
+
+use crate::acquire::acquire;
+use crate::elector::AsyncLeaderElector;
+use crate::held::AsyncHeld;
+use crate::stop::StopSignal;
+
+/// A held lock for a critical section that must run or fail loudly. Released when
+/// dropped (through a task spawned on the runtime) or by [`release`](Self::release).
+///
+/// With [`LeaseMode::Watchdog`] a background task renews it every `timeout / 3` while the
+/// guard lives; with [`LeaseMode::Fixed`] it runs out at its hard deadline. Either way the
+/// guard's [`context`](Self::context) reports the loss (`is_lost()`, `lost().await`).
+#[derive(Debug)]
+#[must_use = "the lock is released when the guard is dropped"]
+pub struct AsyncLockGuard<B: AsyncLockBackend + 'static> {
+    held: Option<AsyncHeld<B>>,
+    context: LeaseContext,
+    watchdog: StopSignal,
+}
+
+impl<B: AsyncLockBackend + 'static> AsyncLockGuard<B> {
+    /// The fencing token of this acquisition.
+    pub fn fencing_token(&self) -> u64 {
+        self.context.fencing_token()
+    }
+
+    /// The lease's context: deadline, lost flag, lost signal.
+    pub fn context(&self) -> &LeaseContext {
+        &self.context
+    }
+
+    /// `true` once the lease was lost or ran out.
+    pub fn is_lost(&self) -> bool {
+        self.context.is_lost()
+    }
+
+    /// Stops renewing and releases the lock now.
+    pub async fn release(mut self) {
+        self.watchdog.stop();
+        if let Some(held) = self.held.take() {
+            held.release().await;
+        }
+    }
+}
+
+impl<B: AsyncLockBackend + 'static> Drop for AsyncLockGuard<B> {
+    fn drop(&mut self) {
+        self.watchdog.stop();
+    }
+}
+
+impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
+    /// Acquires `name` for a critical section that must run: waits up to `wait_time`, then
+    /// fails closed.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::NotAcquired`] with the lock key and the holder, if it stayed held;
+    /// - [`Error::Backend`] if the backend failed — the section must not run;
+    /// - [`Error::InvalidName`] / [`Error::InvalidOptions`] for bad input.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_async::AsyncLeaderElector;
+    /// use leader_core::{InMemoryBackend, LeaderElectionOptions, LeaseMode};
+    ///
+    /// # smol::block_on(async {
+    /// let elector = AsyncLeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default())?;
+    /// let total = elector
+    ///     .with_lock("bill-run:2026-11", LeaseMode::watchdog(), |lease| async move {
+    ///         assert!(!lease.is_lost());
+    ///         42
+    ///     })
+    ///     .await?;
+    /// assert_eq!(total, 42);
+    /// # Ok::<(), leader_core::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn acquire(&self, name: &str, mode: LeaseMode) -> Result<AsyncLockGuard<B>, Error> {
+        let key = self.lock_key(name)?;
+        let (options, keepalive) = mode.apply(self.options())?;
+        match acquire(&**self.backend(), &options, &key).await? {
+            Step::Acquired(lease, sent_at) => {
+                let held =
+                    AsyncHeld::new(Arc::clone(self.backend()), lease, sent_at, name, keepalive);
+                let watchdog = StopSignal::default();
+                held.spawn_watchdog(watchdog.clone().stopped());
+                Ok(AsyncLockGuard {
+                    context: held.context().clone(),
+                    held: Some(held),
+                    watchdog,
+                })
+            }
+            Step::GaveUp(holder) => Err(Error::NotAcquired {
+                key: key.into_string(),
+                holder: holder.map(Box::new),
+            }),
+            Step::RetryAfter(_) => Err(Error::NotAcquired {
+                key: key.into_string(),
+                holder: None,
+            }),
+        }
+    }
+
+    /// Runs `section` while holding `name` (see [`acquire`](Self::acquire)), then releases.
+    /// The section gets the lease's context (fencing token, lost signal).
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](Self::acquire): the section does not run unless the lock is held.
+    pub async fn with_lock<T, F, Fut>(
+        &self,
+        name: &str,
+        mode: LeaseMode,
+        section: F,
+    ) -> Result<T, Error>
+    where
+        F: FnOnce(LeaseContext) -> Fut,
+        Fut: std::future::Future<Output = T>,
+    {
+        let guard = self.acquire(name, mode).await?;
+        let value = section(guard.context().clone()).await;
+        guard.release().await;
+        Ok(value)
+    }
+}

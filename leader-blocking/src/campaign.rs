@@ -1,0 +1,253 @@
+//! Continuous leadership on a thread: one leader renews, standbys wait to take over.
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use event_listener::Listener;
+use leader_core::{
+    AcquireRequest, CampaignConfig, DeploymentMode, Error, EventCallback, LeadershipEvent,
+    LeadershipState, LeaseContext, LockBackend, LockName, NoopBackend, OwnerToken, ReleaseEvents,
+    RevokeReason, async_channel,
+};
+
+use crate::elector::LeaderElector;
+
+/// A running campaign for continuous leadership, driven by a background thread.
+///
+/// Ask [`is_leader`](Self::is_leader) / [`current_leader`](Self::current_leader), watch
+/// [`events`](Self::events), and scope your work loop to the current term with
+/// [`term`](Self::term) / [`wait_for_term`](Self::wait_for_term): the term's context turns
+/// lost the moment leadership ends. [`resign`](Self::resign) (or dropping the handle)
+/// releases the lease so a standby takes over at once; both wait for the thread to end.
+///
+/// See [`CampaignConfig`] for the failover bounds and the fail-stop rule.
+#[derive(Debug)]
+pub struct LeadershipHandle {
+    state: Arc<LeadershipState>,
+    wake: Option<(ReleaseEvents, String)>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl LeadershipHandle {
+    /// `true` while this instance leads (and its renew deadline has not passed).
+    pub fn is_leader(&self) -> bool {
+        self.state.is_leader()
+    }
+
+    /// The leader this instance last observed (itself while it leads).
+    pub fn current_leader(&self) -> Option<String> {
+        self.state.current_leader()
+    }
+
+    /// The current term's signal while this instance leads.
+    pub fn term(&self) -> Option<LeaseContext> {
+        self.state.term()
+    }
+
+    /// Blocks until this instance leads (`Some(term)`) or `timeout` passes.
+    pub fn wait_for_term(&self, timeout: Duration) -> Option<LeaseContext> {
+        self.state.wait_for_term_timeout(timeout)
+    }
+
+    /// Events from now on; `recv_blocking()` for blocking code, or use it as a `Stream`.
+    pub fn events(&self) -> async_channel::Receiver<LeadershipEvent> {
+        self.state.subscribe()
+    }
+
+    /// The shared state (for callbacks registered after the start).
+    pub fn state(&self) -> &Arc<LeadershipState> {
+        &self.state
+    }
+
+    /// Steps down (releasing the lease if leading) and stops campaigning.
+    pub fn resign(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        self.state.request_stop();
+        if let Some((events, key)) = &self.wake {
+            events.notify(key);
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for LeadershipHandle {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl<B: LockBackend + 'static> LeaderElector<B> {
+    /// Starts campaigning for `name` on a background thread.
+    ///
+    /// # Errors
+    ///
+    /// An invalid name or config, or [`Error::ShutDown`] if no thread could be started.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leader_blocking::LeaderElector;
+    /// use leader_core::{CampaignConfig, InMemoryBackend, LeaderElectionOptions};
+    ///
+    /// let elector = LeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default())?;
+    /// let leadership = elector.campaign("orders-stream", CampaignConfig::default())?;
+    /// let term = leadership.wait_for_term(Duration::from_secs(5)).expect("alone, so elected");
+    /// while !term.is_lost() {
+    ///     // consume a batch, passing term.fencing_token() along with writes ...
+    ///     break;
+    /// }
+    /// leadership.resign();
+    /// # Ok::<(), leader_core::Error>(())
+    /// ```
+    pub fn campaign(&self, name: &str, config: CampaignConfig) -> Result<LeadershipHandle, Error> {
+        self.campaign_with_callbacks(name, config, Vec::new())
+    }
+
+    /// Like [`campaign`](Self::campaign), with callbacks registered before the first event.
+    ///
+    /// # Errors
+    ///
+    /// An invalid name or config, or [`Error::ShutDown`] if no thread could be started.
+    pub fn campaign_with_callbacks(
+        &self,
+        name: &str,
+        config: CampaignConfig,
+        callbacks: Vec<EventCallback>,
+    ) -> Result<LeadershipHandle, Error> {
+        config.validate()?;
+        let key = self.lock_key(name)?;
+        let state = Arc::new(LeadershipState::new(self.options().node_id(), callbacks));
+        let campaign = Campaign {
+            state: Arc::clone(&state),
+            key,
+            name: name.to_owned(),
+            config,
+            node_id: self.options().node_id().to_owned(),
+            use_db_time: self.options().use_db_time(),
+        };
+        let (wake, spawned) = match config.mode() {
+            DeploymentMode::SingleLeader => (
+                self.backend()
+                    .release_events()
+                    .map(|events| (events.clone(), campaign.key.as_str().to_owned())),
+                spawn_campaign(Arc::clone(self.backend()), campaign),
+            ),
+            DeploymentMode::AllInstances => {
+                (None, spawn_campaign(Arc::new(NoopBackend::new()), campaign))
+            }
+        };
+        let thread = spawned.map_err(|err| {
+            tracing::warn!(error = %err, "could not start the campaign thread");
+            Error::ShutDown
+        })?;
+        Ok(LeadershipHandle {
+            state,
+            wake,
+            thread: Some(thread),
+        })
+    }
+}
+
+/// What one campaign loop works with.
+struct Campaign {
+    state: Arc<LeadershipState>,
+    key: LockName,
+    name: String,
+    config: CampaignConfig,
+    node_id: String,
+    use_db_time: bool,
+}
+
+fn spawn_campaign<C: LockBackend + 'static>(
+    backend: Arc<C>,
+    campaign: Campaign,
+) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("leader-campaign".into())
+        .spawn(move || {
+            campaign.run(&*backend);
+            campaign.state.mark_finished();
+        })
+}
+
+impl Campaign {
+    fn run<C: LockBackend>(&self, backend: &C) {
+        let state = &self.state;
+        while !state.stop_requested() {
+            let release = backend
+                .release_events()
+                .map(|e| e.listen(self.key.as_str()));
+            let stop = state.stop_listener();
+            if state.stop_requested() {
+                break;
+            }
+            let request = AcquireRequest {
+                key: &self.key,
+                owner: OwnerToken::random(),
+                leader_id: &self.node_id,
+                lease_time: self.config.lease_time(),
+                use_db_time: self.use_db_time,
+            };
+            let sent_at = Instant::now();
+            let answer = backend.try_acquire(request);
+            match state.after_attempt(answer, sent_at, &self.name, self.config.renew_deadline()) {
+                Some(_) => self.lead(backend),
+                // A stop request also wakes the release listener (the handle pokes it).
+                None => match release {
+                    Some(release) => {
+                        release.wait_timeout(self.config.poll_interval());
+                    }
+                    None => {
+                        stop.wait_timeout(self.config.poll_interval());
+                    }
+                },
+            }
+        }
+    }
+
+    /// Renews every heartbeat until the term ends (failure, deadline, or resignation).
+    fn lead<C: LockBackend>(&self, backend: &C) {
+        let state = &self.state;
+        loop {
+            let stop = state.stop_listener();
+            if !state.stop_requested() {
+                stop.wait_timeout(self.config.heartbeat());
+            }
+            if state.stop_requested() {
+                if let Some(term) = state.revoke(RevokeReason::Resigned) {
+                    release(backend, &term);
+                }
+                return;
+            }
+            let Some(term) = state.term_tracker() else {
+                return;
+            };
+            if let Some(ended) = state.check_deadline(&term) {
+                release(backend, &ended);
+                return;
+            }
+            let sent_at = Instant::now();
+            let answer = backend.extend(term.lease(), self.config.lease_time(), self.use_db_time);
+            if let Some(ended) =
+                state.after_renewal(&term, answer, sent_at, self.config.renew_deadline())
+            {
+                release(backend, &ended);
+                return;
+            }
+        }
+    }
+}
+
+/// Best-effort release of an ended term (it may already be gone).
+fn release<C: LockBackend>(backend: &C, term: &leader_core::LeaseTracker) {
+    if let Err(err) = backend.release(term.lease(), Duration::ZERO) {
+        tracing::debug!(lock = %term.lease().key, error = %err, "release after the term ended failed; the lease will run out");
+    }
+}

@@ -1,0 +1,115 @@
+//! The must-run lock guard: acquire or fail loudly, never skip.
+
+use std::sync::Arc;
+
+use leader_core::{Error, LeaseContext, LeaseMode, LockBackend, Step};
+
+use crate::acquire::acquire;
+use crate::elector::LeaderElector;
+use crate::held::HeldLease;
+
+/// A held lock for a critical section that must run or fail loudly (a billing run for one
+/// period). Released when dropped.
+///
+/// With [`LeaseMode::Watchdog`] a watchdog thread renews it every `timeout / 3` while the
+/// guard lives; with [`LeaseMode::Fixed`] it expires at its hard deadline and
+/// [`is_lost`](Self::is_lost) turns true. Either way, check it (or the fencing token at
+/// your storage) before each side effect.
+#[derive(Debug)]
+#[must_use = "the lock is released when the guard is dropped"]
+pub struct LockGuard<B: LockBackend + 'static> {
+    held: HeldLease<B>,
+}
+
+impl<B: LockBackend + 'static> LockGuard<B> {
+    /// The fencing token of this acquisition.
+    pub fn fencing_token(&self) -> u64 {
+        self.held.lease().fencing_token
+    }
+
+    /// The lease's context: deadline, lost flag, lost signal.
+    pub fn context(&self) -> &LeaseContext {
+        self.held.context()
+    }
+
+    /// `true` once the lease was lost or ran out.
+    pub fn is_lost(&self) -> bool {
+        self.held.context().is_lost()
+    }
+
+    /// Releases the lock now (dropping the guard does the same, logging any failure).
+    ///
+    /// # Errors
+    ///
+    /// A backend failure; the lease then runs out by itself.
+    pub fn release(self) -> Result<(), Error> {
+        self.held.release().map(drop)
+    }
+}
+
+impl<B: LockBackend + 'static> LeaderElector<B> {
+    /// Acquires `name` for a critical section that must run: waits up to `wait_time`, then
+    /// fails closed.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::NotAcquired`] with the lock key and the holder, if it stayed held;
+    /// - [`Error::Backend`] if the backend failed — the section must not run;
+    /// - [`Error::InvalidName`] / [`Error::InvalidOptions`] for bad input.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leader_blocking::LeaderElector;
+    /// use leader_core::{Error, InMemoryBackend, LeaderElectionOptions, LeaseMode};
+    ///
+    /// let elector = LeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default())?;
+    /// let guard = elector.acquire("bill-run:2026-11", LeaseMode::watchdog())?;
+    /// assert_eq!(guard.fencing_token(), 1);
+    ///
+    /// // Another node fails loudly instead of skipping.
+    /// let options = LeaderElectionOptions::default().with_wait_time(Duration::ZERO);
+    /// let other = LeaderElector::with_shared_backend(elector.backend().clone(), options)?;
+    /// let other = other.acquire("bill-run:2026-11", LeaseMode::watchdog());
+    /// assert!(matches!(other, Err(Error::NotAcquired { .. })));
+    /// drop(guard); // released
+    /// # Ok::<(), leader_core::Error>(())
+    /// ```
+    pub fn acquire(&self, name: &str, mode: LeaseMode) -> Result<LockGuard<B>, Error> {
+        let key = self.lock_key(name)?;
+        let (options, keepalive) = mode.apply(self.options())?;
+        match acquire(&**self.backend(), &options, &key)? {
+            Step::Acquired(lease, sent_at) => Ok(LockGuard {
+                held: HeldLease::new(Arc::clone(self.backend()), lease, sent_at, name, keepalive),
+            }),
+            Step::GaveUp(holder) => Err(Error::NotAcquired {
+                key: key.into_string(),
+                holder: holder.map(Box::new),
+            }),
+            Step::RetryAfter(_) => Err(Error::NotAcquired {
+                key: key.into_string(),
+                holder: None,
+            }),
+        }
+    }
+
+    /// Runs `section` while holding `name` (see [`acquire`](Self::acquire)), then releases.
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](Self::acquire): the section does not run unless the lock is held.
+    pub fn with_lock<T>(
+        &self,
+        name: &str,
+        mode: LeaseMode,
+        section: impl FnOnce(&LockGuard<B>) -> T,
+    ) -> Result<T, Error> {
+        let guard = self.acquire(name, mode)?;
+        let value = section(&guard);
+        if let Err(err) = guard.release() {
+            tracing::warn!(lock = %name, error = %err, "release after the section failed; the lease will run out by itself");
+        }
+        Ok(value)
+    }
+}

@@ -1,0 +1,238 @@
+//! Continuous leadership: one leader, standbys take over on crash and on resignation.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use leader_blocking::{LeaderElector, LeadershipHandle};
+use leader_core::{
+    CampaignConfig, DeploymentMode, Error, EventCallback, InMemoryBackend, LeaderElectionOptions,
+    LeadershipEvent, OptionsError, RevokeReason,
+};
+use support::FlakyBackend;
+
+fn config() -> CampaignConfig {
+    CampaignConfig::default()
+        .with_lease_time(Duration::from_millis(600))
+        .with_heartbeat(Duration::from_millis(100))
+        .with_poll_interval(Duration::from_millis(50))
+}
+
+fn elector(backend: FlakyBackend, node: &str) -> LeaderElector<FlakyBackend> {
+    LeaderElector::new(backend, LeaderElectionOptions::default().with_node_id(node)).unwrap()
+}
+
+fn flaky(shared: &InMemoryBackend) -> FlakyBackend {
+    FlakyBackend {
+        inner: shared.clone(),
+        ..FlakyBackend::default()
+    }
+}
+
+fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) -> Duration {
+    let t = Instant::now();
+    while !done() {
+        assert!(t.elapsed() < timeout, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    t.elapsed()
+}
+
+#[test]
+fn one_leader_is_elected_and_a_resignation_hands_over_at_once() {
+    let shared = InMemoryBackend::new();
+    let a = elector(flaky(&shared), "a")
+        .campaign("stream", config())
+        .unwrap();
+    wait_until("a elected", Duration::from_secs(2), || a.is_leader());
+    let b = elector(flaky(&shared), "b")
+        .campaign("stream", config())
+        .unwrap();
+    let events = b.events();
+    wait_until("b sees a", Duration::from_secs(2), || {
+        b.current_leader().as_deref() == Some("a")
+    });
+    assert!(!b.is_leader());
+    let term_a = a.term().unwrap();
+
+    let t = Instant::now();
+    a.resign();
+    assert!(term_a.is_lost(), "the term signal fires on resignation");
+    let took = wait_until("b takes over", Duration::from_secs(2), || b.is_leader());
+    assert!(
+        took < Duration::from_millis(300),
+        "notified takeover, not a poll-and-expiry: {took:?} after {:?}",
+        t.elapsed()
+    );
+    let got: Vec<_> = std::iter::from_fn(|| events.try_recv().ok()).collect();
+    assert!(
+        got.iter()
+            .any(|e| matches!(e, LeadershipEvent::Elected { .. })),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn a_crashed_leader_steps_down_at_once_and_a_standby_takes_over_after_the_lease() {
+    let shared = InMemoryBackend::new();
+    let a_backend = flaky(&shared);
+    let a_down = Arc::clone(&a_backend.down);
+    let a = elector(a_backend, "a")
+        .campaign("stream", config())
+        .unwrap();
+    wait_until("a elected", Duration::from_secs(2), || a.is_leader());
+    let a_events = a.events();
+    let b = elector(flaky(&shared), "b")
+        .campaign("stream", config())
+        .unwrap();
+
+    let t = Instant::now();
+    a_down.store(true, Ordering::SeqCst); // a can no longer reach the store: renewals fail, no release
+    let stepped_down = wait_until("a steps down", Duration::from_secs(2), || !a.is_leader());
+    assert!(
+        stepped_down <= config().heartbeat() + Duration::from_millis(100),
+        "{stepped_down:?}"
+    );
+    let revoked = a_events.recv_blocking().unwrap();
+    assert!(
+        matches!(
+            revoked,
+            LeadershipEvent::Revoked {
+                reason: RevokeReason::RenewalFailed(_)
+            }
+        ),
+        "{revoked:?}"
+    );
+
+    wait_until("b takes over", Duration::from_secs(3), || b.is_leader());
+    let took = t.elapsed();
+    let bound = config().lease_time() + config().poll_interval();
+    assert!(
+        took <= bound + bound / 2,
+        "takeover {took:?} vs bound {bound:?}"
+    );
+    assert!(
+        took >= config().lease_time() / 2,
+        "b waited for a's lease to run out: {took:?}"
+    );
+}
+
+#[test]
+fn never_two_leaders_and_tokens_grow_across_terms() {
+    let shared = InMemoryBackend::new();
+    let tokens = Arc::new(Mutex::new(Vec::new()));
+    let make = |node: &str| -> LeadershipHandle {
+        let tokens = Arc::clone(&tokens);
+        let record: EventCallback = Arc::new(move |event: &LeadershipEvent| {
+            if let LeadershipEvent::Elected { fencing_token } = event {
+                tokens.lock().unwrap().push(*fencing_token);
+            }
+        });
+        elector(flaky(&shared), node)
+            .campaign_with_callbacks("stream", config(), vec![record])
+            .unwrap()
+    };
+    let mut nodes: Vec<Option<LeadershipHandle>> =
+        vec![Some(make("n0")), Some(make("n1")), Some(make("n2"))];
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let views: Arc<Mutex<Vec<Option<Arc<leader_core::LeadershipState>>>>> = Arc::new(Mutex::new(
+        nodes
+            .iter()
+            .map(|n| n.as_ref().map(|h| Arc::clone(h.state())))
+            .collect(),
+    ));
+    let sampler = {
+        let (stop, views) = (Arc::clone(&stop), Arc::clone(&views));
+        std::thread::spawn(move || {
+            let mut samples = 0u64;
+            while !stop.load(Ordering::SeqCst) {
+                let states: Vec<_> = views.lock().unwrap().iter().flatten().cloned().collect();
+                for x in &states {
+                    for y in &states {
+                        if !Arc::ptr_eq(x, y) && x.is_leader() && y.is_leader() && x.is_leader() {
+                            panic!("two leaders at once: {} and {}", x.node_id(), y.node_id());
+                        }
+                    }
+                }
+                samples += 1;
+            }
+            samples
+        })
+    };
+
+    for round in 0..12 {
+        let leader = wait_until_some_leader(&nodes);
+        let handle = nodes[leader].take().unwrap();
+        views.lock().unwrap()[leader] = None;
+        handle.resign();
+        nodes[leader] = Some(make(&format!("n{leader}-{round}")));
+        views.lock().unwrap()[leader] = nodes[leader].as_ref().map(|h| Arc::clone(h.state()));
+    }
+    wait_until_some_leader(&nodes);
+    stop.store(true, Ordering::SeqCst);
+    let samples = sampler.join().unwrap();
+    assert!(samples > 100, "sampled {samples} times");
+
+    let tokens = tokens.lock().unwrap().clone();
+    assert!(tokens.len() >= 13, "{tokens:?}");
+    assert!(
+        tokens.windows(2).all(|w| w[0] < w[1]),
+        "tokens across terms: {tokens:?}"
+    );
+}
+
+fn wait_until_some_leader(nodes: &[Option<LeadershipHandle>]) -> usize {
+    let t = Instant::now();
+    loop {
+        if let Some(i) = nodes
+            .iter()
+            .position(|n| n.as_ref().is_some_and(LeadershipHandle::is_leader))
+        {
+            return i;
+        }
+        assert!(t.elapsed() < Duration::from_secs(5), "no leader");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn all_instances_mode_makes_every_instance_lead() {
+    let shared = InMemoryBackend::new();
+    let all = config().with_mode(DeploymentMode::AllInstances);
+    let a = elector(flaky(&shared), "a")
+        .campaign("stream", all)
+        .unwrap();
+    let b = elector(flaky(&shared), "b")
+        .campaign("stream", all)
+        .unwrap();
+    wait_until("both lead", Duration::from_secs(2), || {
+        a.is_leader() && b.is_leader()
+    });
+    assert!(a.wait_for_term(Duration::from_secs(1)).is_some());
+}
+
+#[test]
+fn an_inconsistent_config_is_a_typed_error() {
+    let e = elector(FlakyBackend::default(), "a");
+    let err = e
+        .campaign(
+            "stream",
+            config().with_heartbeat(Duration::from_millis(300)),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::InvalidOptions(OptionsError::HeartbeatTooLong { .. })
+        ),
+        "{err}"
+    );
+    assert!(matches!(
+        e.campaign("", config()),
+        Err(Error::InvalidName(_))
+    ));
+}

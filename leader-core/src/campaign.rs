@@ -1,0 +1,215 @@
+//! [`CampaignConfig`]: how continuous leadership campaigns, renews and fails over.
+
+use std::time::Duration;
+
+use crate::error::OptionsError;
+use crate::options::LeaderElectionOptions;
+
+/// Whether a campaign elects one leader or lets every instance lead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DeploymentMode {
+    /// One instance leads; the others stand by and take over when it goes.
+    #[default]
+    SingleLeader,
+    /// Every instance leads at once (backed by [`NoopBackend`](crate::NoopBackend)), so the
+    /// same service code runs in deployments that shard work some other way.
+    AllInstances,
+}
+
+/// How a continuous-leadership campaign behaves.
+///
+/// | setting | default | meaning |
+/// |---|---|---|
+/// | `lease_time` | 5 s | the lock's TTL; a crashed leader blocks others at most this long |
+/// | `heartbeat` | 1 s | how often the leader renews (at most `lease_time / 3`) |
+/// | `renew_deadline` | 2/3 of the lease | the leader steps down if no renewal succeeded for this long |
+/// | `poll_interval` | 500 ms | how often standbys retry (they also wake at once on a release notification) |
+/// | `mode` | single leader | or every instance leads |
+///
+/// **Failover bounds.** A leader that crashes stops renewing; its lock frees when its lease
+/// runs out, and a standby takes it at its next poll: at most `lease_time + poll_interval`
+/// (5.5 s with the defaults). A leader that resigns (or is dropped) releases at once and
+/// standbys are notified where the backend can (Redis pub/sub, in-memory): a takeover in
+/// about one notification plus one round trip; otherwise within `poll_interval`.
+///
+/// **Fail-stop.** The leader counts its term from *before* each renewal request and stops
+/// being leader when `renew_deadline` has passed since the last successful one, or at once
+/// when a renewal fails or finds the lease gone — always before the lease could have passed
+/// to another instance (`renew_deadline < lease_time`, like client-go's `RenewDeadline`).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use leader_core::CampaignConfig;
+///
+/// let config = CampaignConfig::default()
+///     .with_lease_time(Duration::from_secs(10))
+///     .with_heartbeat(Duration::from_secs(2));
+/// config.validate()?;
+/// assert_eq!(config.renew_deadline(), Duration::from_secs(10) * 2 / 3);
+/// # Ok::<(), leader_core::OptionsError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CampaignConfig {
+    lease_time: Duration,
+    heartbeat: Duration,
+    renew_deadline: Option<Duration>,
+    poll_interval: Duration,
+    mode: DeploymentMode,
+}
+
+impl Default for CampaignConfig {
+    fn default() -> Self {
+        CampaignConfig {
+            lease_time: Duration::from_secs(5),
+            heartbeat: Duration::from_secs(1),
+            renew_deadline: None,
+            poll_interval: Duration::from_millis(500),
+            mode: DeploymentMode::SingleLeader,
+        }
+    }
+}
+
+impl CampaignConfig {
+    /// Sets the lock's TTL.
+    pub fn with_lease_time(mut self, lease_time: Duration) -> Self {
+        self.lease_time = lease_time;
+        self
+    }
+
+    /// Sets how often the leader renews.
+    pub fn with_heartbeat(mut self, heartbeat: Duration) -> Self {
+        self.heartbeat = heartbeat;
+        self
+    }
+
+    /// Sets how long the leader may go without a successful renewal before stepping down.
+    pub fn with_renew_deadline(mut self, renew_deadline: Duration) -> Self {
+        self.renew_deadline = Some(renew_deadline);
+        self
+    }
+
+    /// Sets how often standbys retry.
+    pub fn with_poll_interval(mut self, poll_interval: Duration) -> Self {
+        self.poll_interval = poll_interval;
+        self
+    }
+
+    /// Sets the deployment mode.
+    pub fn with_mode(mut self, mode: DeploymentMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// The lock's TTL.
+    pub fn lease_time(&self) -> Duration {
+        self.lease_time
+    }
+
+    /// How often the leader renews.
+    pub fn heartbeat(&self) -> Duration {
+        self.heartbeat
+    }
+
+    /// How long the leader may go without a successful renewal (default: 2/3 of the lease).
+    pub fn renew_deadline(&self) -> Duration {
+        self.renew_deadline.unwrap_or(self.lease_time * 2 / 3)
+    }
+
+    /// How often standbys retry.
+    pub fn poll_interval(&self) -> Duration {
+        self.poll_interval
+    }
+
+    /// The deployment mode.
+    pub fn mode(&self) -> DeploymentMode {
+        self.mode
+    }
+
+    /// Checks the settings against each other.
+    ///
+    /// # Errors
+    ///
+    /// An [`OptionsError`] naming the bad setting.
+    pub fn validate(&self) -> Result<(), OptionsError> {
+        LeaderElectionOptions::default()
+            .with_lease_time(self.lease_time)
+            .validate()?;
+        for (field, value) in [
+            ("heartbeat", self.heartbeat),
+            ("poll_interval", self.poll_interval),
+        ] {
+            if value.is_zero() {
+                return Err(OptionsError::ZeroDuration { field });
+            }
+        }
+        if self.heartbeat * 3 > self.lease_time {
+            return Err(OptionsError::HeartbeatTooLong {
+                heartbeat: self.heartbeat,
+                lease: self.lease_time,
+            });
+        }
+        let deadline = self.renew_deadline();
+        if deadline <= self.heartbeat || deadline >= self.lease_time {
+            return Err(OptionsError::RenewDeadlineOutOfRange {
+                renew_deadline: deadline,
+                heartbeat: self.heartbeat,
+                lease: self.lease_time,
+            });
+        }
+        if self.poll_interval > self.lease_time {
+            return Err(OptionsError::DurationTooLong {
+                field: "poll_interval",
+                value: self.poll_interval,
+                max: self.lease_time,
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_validate_and_fail_over_in_seconds() {
+        let c = CampaignConfig::default();
+        assert_eq!(c.validate(), Ok(()));
+        assert!(c.lease_time() + c.poll_interval() <= Duration::from_secs(6));
+    }
+
+    #[test]
+    fn each_inconsistent_setting_is_a_typed_error() {
+        let c = CampaignConfig::default;
+        assert!(matches!(
+            c().with_heartbeat(Duration::from_secs(2)).validate(),
+            Err(OptionsError::HeartbeatTooLong { .. })
+        ));
+        assert_eq!(
+            c().with_heartbeat(Duration::ZERO).validate(),
+            Err(OptionsError::ZeroDuration { field: "heartbeat" })
+        );
+        assert!(matches!(
+            c().with_renew_deadline(Duration::from_secs(5)).validate(),
+            Err(OptionsError::RenewDeadlineOutOfRange { .. })
+        ));
+        assert!(matches!(
+            c().with_renew_deadline(Duration::from_millis(500))
+                .validate(),
+            Err(OptionsError::RenewDeadlineOutOfRange { .. })
+        ));
+        assert!(matches!(
+            c().with_poll_interval(Duration::from_secs(6)).validate(),
+            Err(OptionsError::DurationTooLong {
+                field: "poll_interval",
+                ..
+            })
+        ));
+        assert!(matches!(
+            c().with_lease_time(Duration::ZERO).validate(),
+            Err(OptionsError::LeaseTooShort(_))
+        ));
+    }
+}
