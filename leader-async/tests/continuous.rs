@@ -1,0 +1,240 @@
+//! Continuous leadership and the must-run guard on the async elector, on every runtime.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_lite::FutureExt;
+use leader_async::AsyncLeaderElector;
+use leader_core::{
+    CampaignConfig, DeploymentMode, Error, InMemoryBackend, LeaderElectionOptions, LeadershipEvent,
+    LeaseMode, LockStatus,
+};
+use leader_testkit::{AsyncStdRunner, Runner, SmolRunner, TokioRunner};
+
+macro_rules! on_every_runtime {
+    ($($body:ident),* $(,)?) => {
+        $(
+            mod $body {
+                use super::*;
+                #[test]
+                fn tokio_current_thread() {
+                    super::$body(&TokioRunner::current_thread());
+                }
+                #[test]
+                fn tokio_multi_thread() {
+                    super::$body(&TokioRunner::multi_thread());
+                }
+                #[test]
+                fn async_std() {
+                    super::$body(&AsyncStdRunner);
+                }
+                #[test]
+                fn smol() {
+                    super::$body(&SmolRunner);
+                }
+            }
+        )*
+    };
+}
+
+on_every_runtime!(
+    a_resignation_hands_over_at_once,
+    a_dropped_handle_resigns_in_the_background,
+    all_instances_mode_makes_every_instance_lead,
+    the_guard_fails_closed_and_reports_the_holder,
+    the_watchdog_keeps_an_async_guard_alive,
+    a_fixed_lease_guard_reports_its_expiry,
+);
+
+fn config() -> CampaignConfig {
+    CampaignConfig::default()
+        .with_lease_time(Duration::from_millis(600))
+        .with_heartbeat(Duration::from_millis(100))
+        .with_poll_interval(Duration::from_millis(50))
+}
+
+fn elector(backend: &InMemoryBackend, node: &str) -> AsyncLeaderElector<InMemoryBackend> {
+    let options = LeaderElectionOptions::default()
+        .with_node_id(node)
+        .with_wait_time(Duration::from_millis(50));
+    AsyncLeaderElector::new(backend.clone(), options).unwrap()
+}
+
+async fn sleep(d: Duration) {
+    async_io::Timer::after(d).await;
+}
+
+async fn within<F: Future>(d: Duration, future: F) -> Option<F::Output> {
+    async { Some(future.await) }
+        .or(async {
+            sleep(d).await;
+            None
+        })
+        .await
+}
+
+async fn eventually(what: &str, mut done: impl FnMut() -> bool) -> Duration {
+    let t = Instant::now();
+    while !done() {
+        assert!(
+            t.elapsed() < Duration::from_secs(3),
+            "timed out waiting for {what}"
+        );
+        sleep(Duration::from_millis(1)).await;
+    }
+    t.elapsed()
+}
+
+fn a_resignation_hands_over_at_once<R: Runner>(runner: &R) {
+    let backend = InMemoryBackend::new();
+    runner.block_on(async {
+        let a = elector(&backend, "a").campaign("stream", config()).unwrap();
+        let term = within(Duration::from_secs(2), a.wait_for_term())
+            .await
+            .expect("a elected");
+        let b = elector(&backend, "b").campaign("stream", config()).unwrap();
+        let events = b.events();
+        eventually("b sees a", || b.current_leader().as_deref() == Some("a")).await;
+        a.resign().await;
+        assert!(term.is_lost());
+        let took = eventually("b takes over", || b.is_leader()).await;
+        assert!(took < Duration::from_millis(300), "{took:?}");
+        let mut elected = None;
+        while let Ok(event) = events.try_recv() {
+            if let LeadershipEvent::Elected { fencing_token } = event {
+                elected = Some(fencing_token);
+            }
+        }
+        assert!(
+            elected.unwrap() > term.fencing_token(),
+            "tokens grow across terms"
+        );
+        b.resign().await;
+    });
+}
+
+fn a_dropped_handle_resigns_in_the_background<R: Runner>(runner: &R) {
+    let backend = InMemoryBackend::new();
+    runner.block_on(async {
+        let a = elector(&backend, "a").campaign("stream", config()).unwrap();
+        let term = within(Duration::from_secs(2), a.wait_for_term())
+            .await
+            .expect("a elected");
+        let b = elector(&backend, "b").campaign("stream", config()).unwrap();
+        drop(a);
+        within(Duration::from_secs(1), term.lost())
+            .await
+            .expect("the term ends when the handle is dropped");
+        eventually("b takes over", || b.is_leader()).await;
+        b.resign().await;
+    });
+}
+
+fn all_instances_mode_makes_every_instance_lead<R: Runner>(runner: &R) {
+    let backend = InMemoryBackend::new();
+    runner.block_on(async {
+        let all = config().with_mode(DeploymentMode::AllInstances);
+        let a = elector(&backend, "a").campaign("stream", all).unwrap();
+        let b = elector(&backend, "b").campaign("stream", all).unwrap();
+        eventually("both lead", || a.is_leader() && b.is_leader()).await;
+        assert_eq!(
+            elector(&backend, "c")
+                .state("stream")
+                .await
+                .unwrap()
+                .status(),
+            LockStatus::Empty,
+            "the real backend is untouched"
+        );
+        a.resign().await;
+        b.resign().await;
+    });
+}
+
+fn the_guard_fails_closed_and_reports_the_holder<R: Runner>(runner: &R) {
+    let backend = InMemoryBackend::new();
+    runner.block_on(async {
+        let a = elector(&backend, "a");
+        let b = elector(&backend, "b");
+        let guard = a.acquire("bill-run", LeaseMode::watchdog()).await.unwrap();
+        match b.acquire("bill-run", LeaseMode::watchdog()).await {
+            Err(Error::NotAcquired { key, holder }) => {
+                assert_eq!(key, "bill-run");
+                assert_eq!(holder.unwrap().fencing_token, guard.fencing_token());
+            }
+            other => panic!("expected NotAcquired, got {other:?}"),
+        }
+        let ran = b
+            .with_lock("bill-run", LeaseMode::watchdog(), |_| async {
+                unreachable!()
+            })
+            .await;
+        assert!(matches!(ran, Err(Error::NotAcquired { .. })));
+        guard.release().await;
+        let token = b
+            .with_lock("bill-run", LeaseMode::watchdog(), |lease| async move {
+                lease.fencing_token()
+            })
+            .await
+            .unwrap();
+        assert_eq!(token, 2);
+    });
+}
+
+fn the_watchdog_keeps_an_async_guard_alive<R: Runner>(runner: &R) {
+    let backend = InMemoryBackend::new();
+    runner.block_on(async {
+        let mode = LeaseMode::Watchdog {
+            timeout: Duration::from_millis(120),
+        };
+        let guard = elector(&backend, "a").acquire("job", mode).await.unwrap();
+        sleep(Duration::from_millis(600)).await;
+        assert!(!guard.is_lost());
+        assert!(matches!(
+            elector(&backend, "b").acquire("job", mode).await,
+            Err(Error::NotAcquired { .. })
+        ));
+        drop(guard);
+        let b = elector(&backend, "b");
+        let t = Instant::now();
+        let next = b.acquire("job", LeaseMode::watchdog()).await.unwrap();
+        assert!(
+            t.elapsed() < Duration::from_millis(100),
+            "dropping the guard released it"
+        );
+        next.release().await;
+    });
+}
+
+fn a_fixed_lease_guard_reports_its_expiry<R: Runner>(runner: &R) {
+    let backend = Arc::new(InMemoryBackend::new());
+    runner.block_on(async {
+        let guard = elector(&backend, "a")
+            .acquire("job", LeaseMode::Fixed(Duration::from_millis(80)))
+            .await
+            .unwrap();
+        within(Duration::from_secs(2), guard.context().lost())
+            .await
+            .expect("the loss is signalled");
+        assert!(guard.is_lost());
+        let next = elector(&backend, "b")
+            .acquire("job", LeaseMode::watchdog())
+            .await
+            .unwrap();
+        assert!(next.fencing_token() > guard.fencing_token());
+        guard.release().await;
+        assert_eq!(
+            elector(&backend, "c")
+                .state("job")
+                .await
+                .unwrap()
+                .leader()
+                .unwrap()
+                .leader_id,
+            "b"
+        );
+        next.release().await;
+    });
+}
