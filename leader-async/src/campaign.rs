@@ -66,6 +66,14 @@ impl AsyncLeadershipHandle {
         self.state.finished().await;
     }
 
+    /// Stops campaigning *without* releasing the lease, as if this process had crashed:
+    /// standbys take over only when the lease runs out. For failover drills and tests.
+    pub async fn abandon(self) {
+        self.state.request_abandon();
+        self.request_stop();
+        self.state.finished().await;
+    }
+
     fn request_stop(&self) {
         self.state.request_stop();
         if let Some((events, key)) = &self.wake {
@@ -215,7 +223,7 @@ impl Campaign {
                 rt::timeout(self.config.heartbeat(), stop).await;
             }
             if state.stop_requested() {
-                if let Some(term) = state.revoke(RevokeReason::Resigned) {
+                if let Some(term) = state.end_on_stop() {
                     release(backend, &term).await;
                 }
                 return;

@@ -8,7 +8,7 @@ use event_listener::Listener;
 use leader_core::{
     AcquireRequest, CampaignConfig, DeploymentMode, Error, EventCallback, LeadershipEvent,
     LeadershipState, LeaseContext, LockBackend, LockName, NoopBackend, OwnerToken, ReleaseEvents,
-    RevokeReason, async_channel,
+    async_channel,
 };
 
 use crate::elector::LeaderElector;
@@ -62,6 +62,13 @@ impl LeadershipHandle {
 
     /// Steps down (releasing the lease if leading) and stops campaigning.
     pub fn resign(mut self) {
+        self.stop();
+    }
+
+    /// Stops campaigning *without* releasing the lease, as if this process had crashed:
+    /// standbys take over only when the lease runs out. For failover drills and tests.
+    pub fn abandon(mut self) {
+        self.state.request_abandon();
         self.stop();
     }
 
@@ -221,7 +228,7 @@ impl Campaign {
                 stop.wait_timeout(self.config.heartbeat());
             }
             if state.stop_requested() {
-                if let Some(term) = state.revoke(RevokeReason::Resigned) {
+                if let Some(term) = state.end_on_stop() {
                     release(backend, &term);
                 }
                 return;

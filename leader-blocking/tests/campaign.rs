@@ -236,3 +236,27 @@ fn an_inconsistent_config_is_a_typed_error() {
         Err(Error::InvalidName(_))
     ));
 }
+
+#[test]
+fn an_abandoned_leader_is_replaced_only_after_its_lease() {
+    let shared = InMemoryBackend::new();
+    let a = elector(flaky(&shared), "a")
+        .campaign("stream", config())
+        .unwrap();
+    wait_until("a elected", Duration::from_secs(2), || a.is_leader());
+    let b = elector(flaky(&shared), "b")
+        .campaign("stream", config())
+        .unwrap();
+    let t = Instant::now();
+    a.abandon();
+    let took = wait_until("b takes over", Duration::from_secs(3), || b.is_leader());
+    assert!(
+        took >= config().lease_time() * 3 / 4,
+        "no release, so the lease had to run out: {took:?} ({:?})",
+        t.elapsed()
+    );
+    assert!(
+        took <= (config().lease_time() + config().poll_interval()) * 3 / 2,
+        "{took:?}"
+    );
+}

@@ -40,6 +40,8 @@ pub enum LeadershipEvent {
 pub enum RevokeReason {
     /// `resign()` was called or the handle was dropped.
     Resigned,
+    /// `abandon()` was called: the campaign stopped without releasing, as if it crashed.
+    Abandoned,
     /// A renewal found the lease gone (expired or taken over).
     LeaseLost,
     /// A renewal failed: the backend is unreachable or answered with an error.
@@ -52,6 +54,7 @@ impl fmt::Display for RevokeReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RevokeReason::Resigned => f.write_str("resigned"),
+            RevokeReason::Abandoned => f.write_str("abandoned without release"),
             RevokeReason::LeaseLost => f.write_str("the lease was lost"),
             RevokeReason::RenewalFailed(err) => write!(f, "renewal failed: {err}"),
             RevokeReason::RenewDeadlinePassed => {
@@ -76,6 +79,7 @@ pub struct LeadershipState {
     callbacks: Mutex<Vec<EventCallback>>,
     subscribers: Mutex<Vec<async_channel::Sender<LeadershipEvent>>>,
     stop: AtomicBool,
+    abandon: AtomicBool,
     stop_event: Event,
     finished: AtomicBool,
     finished_event: Event,
@@ -287,6 +291,23 @@ impl LeadershipState {
     pub fn request_stop(&self) {
         self.stop.store(true, Ordering::Release);
         self.stop_event.notify(usize::MAX);
+    }
+
+    /// Asks the campaign loop to stop *without* releasing the lease, as if the process had
+    /// crashed: the lock frees only when the lease runs out. For failover drills and tests.
+    pub fn request_abandon(&self) {
+        self.abandon.store(true, Ordering::Release);
+        self.request_stop();
+    }
+
+    /// Campaign loops: ends the term because a stop was requested; returns it when it
+    /// must be released (a resignation), `None` when abandoned or not leading.
+    pub fn end_on_stop(&self) -> Option<Arc<LeaseTracker>> {
+        if self.abandon.load(Ordering::Acquire) {
+            self.revoke(RevokeReason::Abandoned);
+            return None;
+        }
+        self.revoke(RevokeReason::Resigned)
     }
 
     /// Whether a stop was requested.
