@@ -1,0 +1,304 @@
+//! Faults: a server that stops while a lease is held, a server that comes back, lock
+//! documents of the wrong shape, and sixteen threads racing on a key with no document.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant, SystemTime};
+
+use common::{PrivateServer, Raw, config, uri};
+use leader_blocking::LeaderElector;
+use leader_core::{
+    AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, LeaderElectionOptions, Lease,
+    LockBackend, LockName, OwnerToken,
+};
+use leader_mongodb::{MongoBackend, MongoConfig};
+use mongodb::bson::{Bson, DateTime, Document, doc};
+
+const LEASE: Duration = Duration::from_secs(30);
+
+fn fresh(prefix: &str) -> LockName {
+    let suffix: u64 = rand::random();
+    LockName::new(format!("{prefix}-{suffix:016x}")).unwrap()
+}
+
+fn request<'a>(key: &'a LockName, owner: OwnerToken, node: &'a str) -> AcquireRequest<'a> {
+    AcquireRequest {
+        key,
+        owner,
+        leader_id: node,
+        lease_time: LEASE,
+        use_db_time: false,
+    }
+}
+
+fn must_acquire(backend: &MongoBackend, key: &LockName) -> Lease {
+    match LockBackend::try_acquire(backend, request(key, OwnerToken::random(), "node-a")) {
+        Ok(AcquireOutcome::Acquired(lease)) => lease,
+        other => panic!("expected to acquire {key}: {other:?}"),
+    }
+}
+
+/// A backend error on `key`, of the given kind.
+fn assert_backend_error<T: std::fmt::Debug>(
+    result: Result<T, Error>,
+    key: &LockName,
+    transient: bool,
+) {
+    let err = result.expect_err("expected a backend error");
+    assert!(matches!(err, Error::Backend(_)), "{err:?}");
+    assert_eq!(err.lock_key(), Some(key.as_str()), "{err}");
+    assert_eq!(err.is_transient(), transient, "{err}");
+    assert!(err.to_string().contains("mongodb"), "{err}");
+}
+
+/// Driver timeouts of one second and an operation bound of three.
+fn fast(collection: &str) -> MongoConfig {
+    config(collection)
+        .with_server_selection_timeout(Duration::from_secs(1))
+        .with_connect_timeout(Duration::from_secs(1))
+        .with_operation_timeout(Duration::from_secs(3))
+}
+
+/// Runs `f`, checks it failed with a transient error on `key` within `bound`.
+fn fails_fast<T: std::fmt::Debug>(
+    what: &str,
+    key: &LockName,
+    bound: Duration,
+    f: impl FnOnce() -> Result<T, Error>,
+) {
+    let started = Instant::now();
+    let result = f();
+    let took = started.elapsed();
+    assert!(took < bound, "{what} took {took:?}, bound {bound:?}");
+    assert_backend_error(result, key, true);
+}
+
+#[test]
+fn stopped_server_fails_closed_within_the_timeout_and_the_action_does_not_run() {
+    let Some(mut server) = PrivateServer::start() else {
+        return;
+    };
+    let config = fast("faults_stopped");
+    let bound = config.operation_timeout() + Duration::from_secs(1);
+    let backend = MongoBackend::connect_with(&server.uri(), config).unwrap();
+    let key = fresh("stopped");
+    let lease = must_acquire(&backend, &key);
+    let options = LeaderElectionOptions::default().with_wait_time(Duration::ZERO);
+    let elector = LeaderElector::new(backend.clone(), options).unwrap();
+
+    server.stop();
+
+    let other = OwnerToken::random();
+    fails_fast("blocking try_acquire", &key, bound, || {
+        LockBackend::try_acquire(&backend, request(&key, other, "node-b"))
+    });
+    fails_fast("blocking extend", &key, bound, || {
+        LockBackend::extend(&backend, &lease, LEASE, false)
+    });
+    fails_fast("blocking release", &key, bound, || {
+        LockBackend::release(&backend, &lease, Duration::ZERO)
+    });
+    fails_fast("blocking state", &key, bound, || {
+        LockBackend::state(&backend, &key)
+    });
+
+    let ran = AtomicBool::new(false);
+    fails_fast("run_if_leader", &key, bound, || {
+        elector.run_if_leader(key.as_str(), || ran.store(true, Ordering::SeqCst))
+    });
+    assert!(!ran.load(Ordering::SeqCst), "the action must not run");
+
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    fails_fast("async try_acquire on tokio", &key, bound, || {
+        tokio.block_on(AsyncLockBackend::try_acquire(
+            &backend,
+            request(&key, other, "node-b"),
+        ))
+    });
+    fails_fast("async extend on smol", &key, bound, || {
+        smol::block_on(AsyncLockBackend::extend(&backend, &lease, LEASE, false))
+    });
+}
+
+#[test]
+fn restarted_server_is_used_again_by_the_same_backend() {
+    let Some(mut server) = PrivateServer::start() else {
+        return;
+    };
+    let config = fast("faults_restart");
+    let backend = MongoBackend::connect_with(&server.uri(), config).unwrap();
+    let before = fresh("restart");
+    must_acquire(&backend, &before);
+
+    server.stop();
+    let key = fresh("restart");
+    assert_backend_error(LockBackend::state(&backend, &key), &key, true);
+    server.restart();
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match LockBackend::state(&backend, &key) {
+            Ok(_) => break,
+            Err(err) => {
+                assert!(err.is_transient(), "{err}");
+                assert!(
+                    Instant::now() < deadline,
+                    "no recovery after restart: {err}"
+                );
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+    }
+    let lease = must_acquire(&backend, &key);
+    assert!(LockBackend::release(&backend, &lease, Duration::ZERO).is_ok());
+    let async_lease = smol::block_on(AsyncLockBackend::try_acquire(
+        &backend,
+        request(&key, OwnerToken::random(), "node-b"),
+    ));
+    assert!(
+        matches!(async_lease, Ok(AcquireOutcome::Acquired(_))),
+        "{async_lease:?}"
+    );
+}
+
+fn corrupted_documents(id: &str) -> Vec<(&'static str, Document)> {
+    let now = DateTime::from_system_time(SystemTime::now());
+    let later = DateTime::from_millis(now.timestamp_millis() + 60_000);
+    let good = doc! {
+        "_id": id,
+        "owner": "0123456789abcdef0123456789abcdef",
+        "leader_id": "node-x",
+        "fencing_token": 3_i64,
+        "acquired_at": now,
+        "expires_at": later,
+    };
+    let with = |field: &str, value: Bson| {
+        let mut doc = good.clone();
+        doc.insert(field, value);
+        doc
+    };
+    let without = |field: &str| {
+        let mut doc = good.clone();
+        doc.remove(field);
+        doc
+    };
+    vec![
+        ("owner is a number", with("owner", Bson::Int32(42))),
+        (
+            "fencing_token is text",
+            with("fencing_token", "three".into()),
+        ),
+        (
+            "fencing_token is negative",
+            with("fencing_token", Bson::Int64(-1)),
+        ),
+        (
+            "fencing_token is a double",
+            with("fencing_token", Bson::Double(3.0)),
+        ),
+        (
+            "acquired_at is text",
+            with("acquired_at", "yesterday".into()),
+        ),
+        ("expires_at is a number", with("expires_at", Bson::Int64(5))),
+        ("leader_id is null", with("leader_id", Bson::Null)),
+        ("expires_at is missing", without("expires_at")),
+        ("fencing_token is missing", without("fencing_token")),
+    ]
+}
+
+#[test]
+fn a_lock_document_of_the_wrong_shape_is_a_permanent_error_and_stays_untouched() {
+    let Some(uri) = uri() else { return };
+    let collection = "faults_corrupted";
+    let backend = MongoBackend::connect_with(&uri, config(collection)).unwrap();
+    let raw = Raw::connect(&uri);
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let key = fresh("corrupted");
+    for (case, doc) in corrupted_documents(key.as_str()) {
+        raw.replace(collection, doc.clone());
+        let owner = OwnerToken::random();
+        let blocking = LockBackend::try_acquire(&backend, request(&key, owner, "node-a"));
+        assert!(blocking.is_err(), "{case}: {blocking:?}");
+        assert_backend_error(blocking, &key, false);
+        let on_tokio = tokio.block_on(AsyncLockBackend::try_acquire(
+            &backend,
+            request(&key, owner, "node-a"),
+        ));
+        assert_backend_error(on_tokio, &key, false);
+        assert_backend_error(LockBackend::state(&backend, &key), &key, false);
+        assert_backend_error(
+            smol::block_on(AsyncLockBackend::state(&backend, &key)),
+            &key,
+            false,
+        );
+        assert_eq!(
+            raw.find(collection, key.as_str()),
+            Some(doc),
+            "{case}: the document must stay as it was"
+        );
+    }
+}
+
+#[test]
+fn sixteen_threads_racing_on_a_key_without_a_document_have_exactly_one_winner() {
+    let Some(uri) = uri() else { return };
+    let collection = "faults_race";
+    let backends: Vec<MongoBackend> = (0..16)
+        .map(|_| MongoBackend::connect_with(&uri, config(collection)).unwrap())
+        .collect();
+    let raw = Raw::connect(&uri);
+    for round in 0..50 {
+        let key = Arc::new(fresh("race"));
+        let barrier = Arc::new(Barrier::new(16));
+        let threads: Vec<_> = backends
+            .iter()
+            .enumerate()
+            .map(|(i, backend)| {
+                let (backend, key, barrier) =
+                    (backend.clone(), Arc::clone(&key), Arc::clone(&barrier));
+                std::thread::spawn(move || {
+                    let owner = OwnerToken::random();
+                    let node = format!("node-{i}");
+                    barrier.wait();
+                    let outcome = LockBackend::try_acquire(&backend, request(&key, owner, &node));
+                    (owner, outcome)
+                })
+            })
+            .collect();
+        let outcomes: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        let errors: Vec<_> = outcomes
+            .iter()
+            .filter_map(|(_, o)| o.as_ref().err())
+            .collect();
+        assert!(errors.is_empty(), "round {round}: {errors:?}");
+        let winners: Vec<_> = outcomes
+            .iter()
+            .filter_map(|(owner, o)| match o {
+                Ok(AcquireOutcome::Acquired(lease)) => Some((*owner, lease.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(winners.len(), 1, "round {round}: exactly one winner");
+        let (owner, lease) = &winners[0];
+        assert_eq!(lease.fencing_token, 1, "round {round}");
+        let stored = raw.find(collection, key.as_str()).unwrap();
+        assert_eq!(stored.get_str("owner").unwrap(), owner.to_string());
+        assert_eq!(stored.get_i64("fencing_token").unwrap(), 1);
+        for (_, outcome) in &outcomes {
+            if let Ok(AcquireOutcome::Held(Some(holder))) = outcome {
+                assert_eq!(holder.leader_id, lease.leader_id, "round {round}");
+            }
+        }
+    }
+}
