@@ -1,0 +1,153 @@
+//! [`AsyncTenantPoller`]: the tenant poller on an [`AsyncLeaderElector`].
+
+use std::sync::Arc;
+
+use leader_async::AsyncLeaderElector;
+use leader_core::{AsyncLockBackend, LeaderRunResult};
+
+use crate::error::TenantError;
+use crate::job::AsyncTenantJob;
+use crate::poller::config::PollerConfig;
+use crate::poller::cycle::drive;
+use crate::poller::{Core, next_tick};
+use crate::report::CycleReport;
+use crate::scope::ForTenant;
+use crate::shutdown::Shutdown;
+use crate::source::TenantSource;
+use crate::tenant_id::TenantId;
+
+/// Runs an async job for every tenant once per interval, each under its tenant's lock,
+/// with at most [`concurrency`](PollerConfig::concurrency) tenants in flight.
+///
+/// The tenants' jobs run concurrently inside the poller's own future (no task is spawned),
+/// so the poller works on any runtime and its future is `Send` when the backend, source and
+/// job are: spawn it, or await it in a `select!` with your service. Waiting between cycles
+/// uses `async-io`'s timer, which needs no particular runtime. One tenant's error or panic
+/// is that tenant's outcome and never stops the cycle; see [`PollerConfig`] for the
+/// "exactly once per cycle" reasoning shared with
+/// [`BlockingTenantPoller`](crate::BlockingTenantPoller).
+///
+/// # Cancel safety
+///
+/// Dropping a `run_cycle` or `run` future drops the tenants' jobs in flight; the elector
+/// then releases their leases in the background (keeping the minimum lease).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use leader_async::AsyncLeaderElector;
+/// use leader_core::{InMemoryBackend, LeaderElectionOptions};
+/// use leader_tenant::{AsyncTenantPoller, OutcomeKind, PollerConfig, TenantId};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let elector = AsyncLeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default())?;
+/// let config = PollerConfig::new("sync-invoices", Duration::from_secs(60)).with_concurrency(32);
+/// let job = |tenant: TenantId| async move { Ok::<_, std::io::Error>(tenant.as_str().len()) };
+/// let poller = AsyncTenantPoller::new(&elector, config, || ["acme", "globex"], job)?;
+///
+/// let report = poller.run_cycle().await;
+/// assert_eq!(report.count(OutcomeKind::Elected), 2);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct AsyncTenantPoller<B, S, J> {
+    elector: AsyncLeaderElector<B>,
+    core: Core<S>,
+    job: J,
+}
+
+impl<B, S, J> AsyncTenantPoller<B, S, J>
+where
+    B: AsyncLockBackend + 'static,
+    S: TenantSource,
+    J: AsyncTenantJob,
+{
+    /// A poller running `job` for the tenants of `source` through `elector`'s backend.
+    ///
+    /// The poller uses an elector on the same backend with the options described on
+    /// [`PollerConfig`].
+    ///
+    /// # Errors
+    ///
+    /// An invalid `config`, or [`TenantError::AlreadyScoped`] if `elector` is tenant-scoped.
+    pub fn new(
+        elector: &AsyncLeaderElector<B>,
+        config: PollerConfig,
+        source: S,
+        job: J,
+    ) -> Result<Self, TenantError> {
+        let core = Core::new(config, source, elector.name_prefix())?;
+        let options = core.config().elector_options(elector.options());
+        let elector =
+            AsyncLeaderElector::with_shared_backend(Arc::clone(elector.backend()), options)?;
+        Ok(AsyncTenantPoller { elector, core, job })
+    }
+
+    /// The poller's settings.
+    pub fn config(&self) -> &PollerConfig {
+        self.core.config()
+    }
+
+    /// Runs one cycle now and returns its report.
+    pub async fn run_cycle(&self) -> CycleReport<J::Output, J::Error> {
+        self.cycle(None, None).await
+    }
+
+    /// Runs one cycle now, stopping early if `shutdown` fires (see
+    /// [`ShutdownMode`](crate::ShutdownMode)).
+    pub async fn run_cycle_until(&self, shutdown: &Shutdown) -> CycleReport<J::Output, J::Error> {
+        self.cycle(None, Some(shutdown)).await
+    }
+
+    /// Runs a cycle at every multiple of the interval, handing each report to `on_report`,
+    /// until `shutdown` fires. The first cycle starts at the next multiple of the interval.
+    pub async fn run(
+        &self,
+        shutdown: &Shutdown,
+        mut on_report: impl FnMut(CycleReport<J::Output, J::Error>),
+    ) {
+        let mut schedule = self.core.schedule();
+        while !shutdown.is_triggered() {
+            let tick = next_tick(&mut schedule);
+            let stopped = futures_lite::future::or(
+                async {
+                    async_io::Timer::after(tick.wait).await;
+                    false
+                },
+                async {
+                    shutdown.triggered().await;
+                    true
+                },
+            )
+            .await;
+            if stopped {
+                break;
+            }
+            on_report(self.cycle(Some(tick.cycle), Some(shutdown)).await);
+        }
+    }
+
+    async fn cycle(
+        &self,
+        cycle: Option<u64>,
+        shutdown: Option<&Shutdown>,
+    ) -> CycleReport<J::Output, J::Error> {
+        let run = self.core.cycle_run(cycle, shutdown);
+        drive(run, self.core.plan(), |tenant| self.run_tenant(tenant)).await
+    }
+
+    async fn run_tenant(
+        &self,
+        tenant: TenantId,
+    ) -> Result<LeaderRunResult<J::Output, J::Error>, TenantError> {
+        let scoped = self.elector.for_tenant(&tenant)?;
+        let job = &self.job;
+        let outcome = scoped
+            .run_if_leader_result(self.core.config().job_name(), || job.run(tenant))
+            .await?;
+        Ok(outcome)
+    }
+}

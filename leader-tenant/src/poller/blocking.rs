@@ -1,0 +1,146 @@
+//! [`BlockingTenantPoller`]: the tenant poller on a [`ThreadPoolLeaderElector`].
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use leader_blocking::{LeaderElector, ThreadPoolLeaderElector};
+use leader_core::{LeaderRunResult, LockBackend};
+
+use crate::error::TenantError;
+use crate::job::TenantJob;
+use crate::poller::config::PollerConfig;
+use crate::poller::cycle::drive;
+use crate::poller::{Core, next_tick};
+use crate::report::CycleReport;
+use crate::scope::ForTenant;
+use crate::shutdown::Shutdown;
+use crate::source::TenantSource;
+use crate::tenant_id::TenantId;
+
+/// Runs a job for every tenant once per interval, each under its tenant's lock, on the
+/// worker threads of a [`ThreadPoolLeaderElector`].
+///
+/// Start one per instance of the service, all with the same [`PollerConfig`]: for each
+/// tenant, one instance runs the job in each cycle and the others skip it (see
+/// [`PollerConfig`]'s "Exactly once per cycle"). At most
+/// [`concurrency`](PollerConfig::concurrency) tasks are handed to the pool at once (so set
+/// it to the pool's worker count); the calling thread only waits. One tenant's error or
+/// panic is that tenant's outcome and never stops the cycle.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use leader_blocking::ThreadPoolLeaderElector;
+/// use leader_core::{InMemoryBackend, LeaderElectionOptions};
+/// use leader_tenant::{BlockingTenantPoller, OutcomeKind, PollerConfig, Shutdown, TenantId};
+///
+/// let pool = ThreadPoolLeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default(), 4)?;
+/// let config = PollerConfig::new("sync-invoices", Duration::from_millis(50)).with_concurrency(4);
+/// let tenants = || vec!["acme", "globex", "initech"];
+/// let job = |tenant: TenantId| Ok::<_, std::io::Error>(format!("synced {tenant}"));
+/// let poller = BlockingTenantPoller::new(&pool, config, tenants, job)?;
+///
+/// let shutdown = Shutdown::new();
+/// poller.run(&shutdown, |report| {
+///     assert_eq!(report.count(OutcomeKind::Elected), 3);
+///     shutdown.trigger(); // one cycle is enough here
+/// });
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct BlockingTenantPoller<B, S, J> {
+    pool: ThreadPoolLeaderElector<B>,
+    core: Core<S>,
+    job: Arc<J>,
+}
+
+impl<B, S, J> BlockingTenantPoller<B, S, J>
+where
+    B: LockBackend + 'static,
+    S: TenantSource,
+    J: TenantJob,
+{
+    /// A poller running `job` for the tenants of `source` on `pool`'s workers.
+    ///
+    /// The poller keeps a clone of `pool` (sharing its threads) with the elector options
+    /// described on [`PollerConfig`].
+    ///
+    /// # Errors
+    ///
+    /// An invalid `config`, or [`TenantError::AlreadyScoped`] if `pool` is tenant-scoped.
+    pub fn new(
+        pool: &ThreadPoolLeaderElector<B>,
+        config: PollerConfig,
+        source: S,
+        job: J,
+    ) -> Result<Self, TenantError> {
+        let core = Core::new(config, source, pool.elector().name_prefix())?;
+        let base = pool.elector();
+        let options = core.config().elector_options(base.options());
+        let elector = LeaderElector::with_shared_backend(Arc::clone(base.backend()), options)?;
+        Ok(BlockingTenantPoller {
+            pool: pool.with_elector(elector),
+            core,
+            job: Arc::new(job),
+        })
+    }
+
+    /// The poller's settings.
+    pub fn config(&self) -> &PollerConfig {
+        self.core.config()
+    }
+
+    /// Runs one cycle now and returns its report.
+    pub fn run_cycle(&self) -> CycleReport<J::Output, J::Error> {
+        self.cycle(None, None)
+    }
+
+    /// Runs one cycle now, stopping early if `shutdown` fires (see
+    /// [`ShutdownMode`](crate::ShutdownMode)).
+    pub fn run_cycle_until(&self, shutdown: &Shutdown) -> CycleReport<J::Output, J::Error> {
+        self.cycle(None, Some(shutdown))
+    }
+
+    /// Runs a cycle at every multiple of the interval, handing each report to `on_report`,
+    /// until `shutdown` fires. The first cycle starts at the next multiple of the interval.
+    pub fn run(
+        &self,
+        shutdown: &Shutdown,
+        mut on_report: impl FnMut(CycleReport<J::Output, J::Error>),
+    ) {
+        let mut schedule = self.core.schedule();
+        while !shutdown.is_triggered() {
+            let tick = next_tick(&mut schedule);
+            let deadline = Instant::now()
+                .checked_add(tick.wait)
+                .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+            if shutdown.wait_until(deadline) {
+                break;
+            }
+            on_report(self.cycle(Some(tick.cycle), Some(shutdown)));
+        }
+    }
+
+    fn cycle(
+        &self,
+        cycle: Option<u64>,
+        shutdown: Option<&Shutdown>,
+    ) -> CycleReport<J::Output, J::Error> {
+        let run = self.core.cycle_run(cycle, shutdown);
+        futures_lite::future::block_on(drive(run, self.core.plan(), |tenant| {
+            self.run_tenant(tenant)
+        }))
+    }
+
+    async fn run_tenant(
+        &self,
+        tenant: TenantId,
+    ) -> Result<LeaderRunResult<J::Output, J::Error>, TenantError> {
+        let scoped = self.pool.for_tenant(&tenant)?;
+        let job = Arc::clone(&self.job);
+        let task = scoped
+            .run_async_if_leader_result(self.core.config().job_name(), move || job.run(tenant))?;
+        Ok(task.await?)
+    }
+}

@@ -1,0 +1,90 @@
+//! The tenant pollers: every interval, each tenant's job under that tenant's lock.
+//!
+//! The plain parts are shared: [`config`] (settings and derived elector options),
+//! [`schedule`] (when cycles start) and [`cycle`] (one cycle: bounded concurrency,
+//! isolation, the report). [`blocking`] and [`r#async`] only say how one tenant is run
+//! and how to wait.
+
+pub(crate) mod blocking;
+pub(crate) mod config;
+pub(crate) mod cycle;
+pub(crate) mod schedule;
+
+#[cfg(any(feature = "tokio", feature = "smol", feature = "async-std"))]
+pub(crate) mod r#async;
+
+use std::time::SystemTime;
+
+use crate::error::TenantError;
+use crate::shutdown::Shutdown;
+use crate::source::TenantSource;
+use config::PollerConfig;
+use cycle::{CycleRun, Plan};
+use schedule::{Schedule, Tick};
+
+/// What both pollers hold besides their elector and job: the settings and the source.
+#[derive(Debug)]
+pub(crate) struct Core<S> {
+    config: PollerConfig,
+    source: S,
+}
+
+impl<S: TenantSource> Core<S> {
+    /// Checks `config`, and that the elector is not tenant-scoped already (the poller
+    /// scopes it per tenant, and scopes do not nest).
+    pub(crate) fn new(
+        config: PollerConfig,
+        source: S,
+        elector_prefix: Option<&str>,
+    ) -> Result<Self, TenantError> {
+        config.validate()?;
+        if let Some(prefix) = elector_prefix {
+            return Err(TenantError::AlreadyScoped {
+                prefix: prefix.to_owned(),
+            });
+        }
+        Ok(Core { config, source })
+    }
+
+    pub(crate) fn config(&self) -> &PollerConfig {
+        &self.config
+    }
+
+    /// This cycle's tenants, read from the source now.
+    pub(crate) fn plan(&self) -> Plan {
+        Plan::read(&self.source)
+    }
+
+    /// The settings of cycle `cycle` (`None`: the cycle running now).
+    pub(crate) fn cycle_run<'a>(
+        &'a self,
+        cycle: Option<u64>,
+        shutdown: Option<&'a Shutdown>,
+    ) -> CycleRun<'a> {
+        CycleRun {
+            cycle: cycle
+                .unwrap_or_else(|| schedule::cycle_at(SystemTime::now(), self.config.interval())),
+            job_name: self.config.job_name(),
+            concurrency: self.config.concurrency(),
+            mode: self.config.shutdown_mode(),
+            shutdown,
+        }
+    }
+
+    pub(crate) fn schedule(&self) -> Schedule {
+        Schedule::new(self.config.interval())
+    }
+}
+
+/// The next tick of `schedule`, with a warning when cycles were missed.
+pub(crate) fn next_tick(schedule: &mut Schedule) -> Tick {
+    let tick = schedule.next(SystemTime::now());
+    if tick.missed > 0 {
+        tracing::warn!(
+            cycle = tick.cycle,
+            missed = tick.missed,
+            "the previous cycle overran its interval; cycles were skipped"
+        );
+    }
+    tick
+}
