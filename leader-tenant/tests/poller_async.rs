@@ -1,0 +1,326 @@
+//! The async tenant poller on the in-memory backend, each test on tokio (multi-thread) and
+//! on smol: exactly once per cycle across instances, isolation of failures, bounded
+//! concurrency, graceful shutdown.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use common::{INTERVAL, Runs, assert_one_winner_per_tenant, manual_backend, options, tenants};
+use leader_async::AsyncLeaderElector;
+use leader_blocking::LeaderElector;
+use leader_core::{InMemoryBackend, LockStatus};
+use leader_tenant::{
+    AsyncTenantPoller, ForTenant, JobFailure, OutcomeKind, PollerConfig, Shutdown, ShutdownMode,
+    TenantId, TenantOutcome,
+};
+
+/// Runs the same test body on a tokio multi-thread runtime and on smol.
+fn on_each_runtime<F: Future<Output = ()>>(body: impl Fn() -> F) {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(body());
+    smol::block_on(body());
+}
+
+async fn nap(duration: Duration) {
+    smol::Timer::after(duration).await;
+}
+
+fn poller<S, J>(
+    backend: &InMemoryBackend,
+    node: &str,
+    config: PollerConfig,
+    source: S,
+    job: J,
+) -> AsyncTenantPoller<InMemoryBackend, S, J>
+where
+    S: leader_tenant::TenantSource,
+    J: leader_tenant::AsyncTenantJob,
+{
+    let elector = AsyncLeaderElector::new(backend.clone(), options(node)).unwrap();
+    AsyncTenantPoller::new(&elector, config, source, job).unwrap()
+}
+
+#[test]
+fn three_instances_fifty_tenants_run_each_job_exactly_once_per_cycle() {
+    on_each_runtime(|| async {
+        let (backend, clock) = manual_backend();
+        let names = tenants(50);
+        let runs = Runs::default();
+        let config = PollerConfig::new("sync", INTERVAL).with_concurrency(8);
+        let pollers: Vec<_> = (0..3)
+            .map(|i| {
+                let (names, runs) = (names.clone(), runs.clone());
+                let job = move |tenant: TenantId| {
+                    let runs = runs.clone();
+                    async move {
+                        runs.record(&tenant);
+                        nap(Duration::from_micros(200)).await;
+                        Ok::<_, String>(())
+                    }
+                };
+                poller(
+                    &backend,
+                    &format!("node-{i}"),
+                    config.clone(),
+                    move || names.clone(),
+                    job,
+                )
+            })
+            .collect();
+        for round in 0..4 {
+            runs.set_round(round);
+            let (a, (b, c)) = futures_lite::future::zip(
+                pollers[0].run_cycle(),
+                futures_lite::future::zip(pollers[1].run_cycle(), pollers[2].run_cycle()),
+            )
+            .await;
+            runs.assert_exactly_once(round, &names);
+            assert_one_winner_per_tenant(&[a, b, c], &names);
+            clock.advance(INTERVAL);
+        }
+    });
+}
+
+#[test]
+fn a_failing_or_panicking_tenant_does_not_affect_the_others() {
+    on_each_runtime(|| async {
+        let backend = InMemoryBackend::new();
+        let config = PollerConfig::new("sync", INTERVAL).with_min_lease_time(Duration::ZERO);
+        let names = tenants(10);
+        let source = move || names.clone();
+        let job = |tenant: TenantId| {
+            if tenant.as_str() == "tenant-007" {
+                panic!("tenant 7 panicked before its future existed");
+            }
+            async move {
+                nap(Duration::from_millis(1)).await;
+                match tenant.as_str() {
+                    "tenant-003" => panic!("tenant 3 is broken"),
+                    "tenant-005" => Err(format!("{tenant} has no invoices table")),
+                    _ => Ok(tenant.as_str().len()),
+                }
+            }
+        };
+        let poller = poller(&backend, "node", config, source, job);
+        let report = poller.run_cycle().await;
+        assert_eq!(report.count(OutcomeKind::Elected), 7, "{report}");
+        for (tenant, message) in [
+            ("tenant-003", "tenant 3 is broken"),
+            ("tenant-007", "tenant 7 panicked before its future existed"),
+        ] {
+            match &report.tenant(tenant).unwrap().outcome {
+                TenantOutcome::Failed(JobFailure::Panicked(m)) => assert_eq!(m, message),
+                other => panic!("{tenant}: expected a panic, got {other:?}"),
+            }
+        }
+        assert!(matches!(
+            report.tenant("tenant-005").unwrap().outcome,
+            TenantOutcome::Failed(JobFailure::Error(_))
+        ));
+        // Every lease was released, the panicking ones included (in the background for 7).
+        let observer = LeaderElector::new(backend, options("observer")).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        for tenant in ["tenant-003", "tenant-007", "tenant-001"] {
+            let scoped = observer.for_tenant(tenant).unwrap();
+            while scoped.state("sync").unwrap().status() != LockStatus::Empty {
+                assert!(
+                    Instant::now() < deadline,
+                    "{tenant}'s lease was not released"
+                );
+                nap(Duration::from_millis(2)).await;
+            }
+        }
+    });
+}
+
+#[test]
+fn at_most_concurrency_jobs_run_at_once() {
+    on_each_runtime(|| async {
+        let config = PollerConfig::new("sync", INTERVAL).with_concurrency(5);
+        let running = Arc::new(AtomicUsize::new(0));
+        let peak = Arc::new(AtomicUsize::new(0));
+        let job = {
+            let (running, peak) = (Arc::clone(&running), Arc::clone(&peak));
+            move |_tenant: TenantId| {
+                let (running, peak) = (Arc::clone(&running), Arc::clone(&peak));
+                async move {
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    peak.fetch_max(now, Ordering::SeqCst);
+                    nap(Duration::from_millis(3)).await;
+                    running.fetch_sub(1, Ordering::SeqCst);
+                    Ok::<_, String>(())
+                }
+            }
+        };
+        let names = tenants(30);
+        let poller = poller(
+            &InMemoryBackend::new(),
+            "node",
+            config,
+            move || names.clone(),
+            job,
+        );
+        let report = poller.run_cycle().await;
+        assert_eq!(report.count(OutcomeKind::Elected), 30);
+        assert_eq!(peak.load(Ordering::SeqCst), 5);
+    });
+}
+
+/// A poller whose jobs wait for `gate`; returns the count of jobs that started.
+fn gated(
+    backend: &InMemoryBackend,
+    mode: ShutdownMode,
+    gate: &Shutdown,
+) -> (
+    AsyncTenantPoller<
+        InMemoryBackend,
+        impl leader_tenant::TenantSource + use<>,
+        impl leader_tenant::AsyncTenantJob<Output = (), Error = String> + use<>,
+    >,
+    Arc<AtomicUsize>,
+) {
+    let started = Arc::new(AtomicUsize::new(0));
+    let config = PollerConfig::new("sync", INTERVAL)
+        .with_concurrency(2)
+        .with_min_lease_time(Duration::ZERO)
+        .with_shutdown_mode(mode);
+    let job = {
+        let (gate, started) = (gate.clone(), Arc::clone(&started));
+        move |_tenant: TenantId| {
+            let (gate, started) = (gate.clone(), Arc::clone(&started));
+            async move {
+                started.fetch_add(1, Ordering::SeqCst);
+                gate.triggered().await;
+                Ok::<_, String>(())
+            }
+        }
+    };
+    let names = tenants(6);
+    (
+        poller(backend, "node", config, move || names.clone(), job),
+        started,
+    )
+}
+
+async fn wait_for(what: &str, condition: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        nap(Duration::from_millis(2)).await;
+    }
+}
+
+#[test]
+fn shutdown_in_finish_mode_waits_for_jobs_in_flight_and_starts_no_more() {
+    on_each_runtime(|| async {
+        let backend = InMemoryBackend::new();
+        let (gate, shutdown) = (Shutdown::new(), Shutdown::new());
+        let (poller, started) = gated(&backend, ShutdownMode::Finish, &gate);
+        let control = async {
+            wait_for("two jobs to start", || started.load(Ordering::SeqCst) == 2).await;
+            shutdown.trigger();
+            nap(Duration::from_millis(20)).await;
+            gate.trigger();
+        };
+        let (report, ()) =
+            futures_lite::future::zip(poller.run_cycle_until(&shutdown), control).await;
+        assert_eq!(report.count(OutcomeKind::Elected), 2, "{report}");
+        assert_eq!(report.count(OutcomeKind::NotStarted), 4);
+        assert!(report.interrupted);
+    });
+}
+
+#[test]
+fn shutdown_in_abandon_mode_drops_jobs_in_flight_and_releases_their_leases() {
+    on_each_runtime(|| async {
+        let backend = InMemoryBackend::new();
+        let (gate, shutdown) = (Shutdown::new(), Shutdown::new());
+        let (poller, started) = gated(&backend, ShutdownMode::Abandon, &gate);
+        let control = async {
+            wait_for("two jobs to start", || started.load(Ordering::SeqCst) == 2).await;
+            shutdown.trigger();
+        };
+        let (report, ()) =
+            futures_lite::future::zip(poller.run_cycle_until(&shutdown), control).await;
+        assert_eq!(report.count(OutcomeKind::Abandoned), 2, "{report}");
+        assert_eq!(report.count(OutcomeKind::NotStarted), 4);
+        // The gate never opened: the leases are released because the futures were dropped.
+        let observer = LeaderElector::new(backend, options("observer")).unwrap();
+        let held = || {
+            report
+                .tenants
+                .iter()
+                .filter(|t| t.outcome.kind() == OutcomeKind::Abandoned)
+                .any(|t| {
+                    let scoped = observer.for_tenant(t.tenant.as_str()).unwrap();
+                    scoped.state("sync").unwrap().status() == LockStatus::Occupied
+                })
+        };
+        wait_for("the abandoned leases to be released", || !held()).await;
+    });
+}
+
+#[test]
+fn run_stops_while_waiting_for_the_next_cycle() {
+    on_each_runtime(|| async {
+        let config = PollerConfig::new("sync", Duration::from_secs(3600));
+        let job = |_t: TenantId| async { Ok::<_, String>(()) };
+        let poller = poller(&InMemoryBackend::new(), "node", config, || ["acme"], job);
+        let shutdown = Shutdown::new();
+        let mut reports = 0;
+        let started = Instant::now();
+        let stop = async {
+            nap(Duration::from_millis(50)).await;
+            shutdown.trigger();
+        };
+        futures_lite::future::zip(poller.run(&shutdown, |_| reports += 1), stop).await;
+        assert_eq!(reports, 0);
+        assert!(started.elapsed() < Duration::from_secs(5));
+    });
+}
+
+#[test]
+fn the_poller_future_can_be_spawned_on_tokio() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let config = PollerConfig::new("sync", Duration::from_millis(100));
+        let job = |t: TenantId| async move { Ok::<_, String>(t.as_str().len()) };
+        let poller = poller(
+            &InMemoryBackend::new(),
+            "node",
+            config,
+            || ["acme", "globex"],
+            job,
+        );
+        let shutdown = Shutdown::new();
+        let task = tokio::spawn({
+            let shutdown = shutdown.clone();
+            async move {
+                let mut elected = Vec::new();
+                poller
+                    .run(&shutdown, |report| {
+                        elected.push(report.count(OutcomeKind::Elected));
+                        if elected.len() == 2 {
+                            shutdown.trigger();
+                        }
+                    })
+                    .await;
+                elected
+            }
+        });
+        assert_eq!(task.await.unwrap(), [2, 2]);
+    });
+}

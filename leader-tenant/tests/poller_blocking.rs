@@ -1,0 +1,426 @@
+//! The blocking tenant poller on the in-memory backend: exactly once per cycle across
+//! instances, isolation of failures, bounded concurrency, tenants coming and going, and
+//! graceful shutdown.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, RwLock};
+use std::time::{Duration, Instant};
+
+use common::{INTERVAL, Runs, assert_one_winner_per_tenant, manual_backend, options, tenants};
+use leader_blocking::{LeaderElector, ThreadPoolLeaderElector};
+use leader_core::{InMemoryBackend, LockStatus};
+use leader_tenant::{
+    BlockingTenantPoller, FallibleSource, ForTenant, JobFailure, OutcomeKind, PollerConfig,
+    Shutdown, ShutdownMode, TenantError, TenantId, TenantOutcome,
+};
+
+type Job = Box<dyn Fn(TenantId) -> Result<u32, String> + Send + Sync>;
+type Source = Box<dyn Fn() -> Vec<String> + Send + Sync>;
+type Poller = BlockingTenantPoller<InMemoryBackend, Source, Job>;
+
+fn counting_job(runs: &Runs, work: Duration) -> Job {
+    let runs = runs.clone();
+    Box::new(move |tenant| {
+        runs.record(&tenant);
+        std::thread::sleep(work);
+        Ok(1)
+    })
+}
+
+fn instances(
+    backend: &InMemoryBackend,
+    config: &PollerConfig,
+    names: &[String],
+    job: impl Fn() -> Job,
+) -> Vec<Poller> {
+    (0..3)
+        .map(|i| {
+            let pool =
+                ThreadPoolLeaderElector::new(backend.clone(), options(&format!("node-{i}")), 4)
+                    .unwrap();
+            let names = names.to_vec();
+            let source: Source = Box::new(move || names.clone());
+            BlockingTenantPoller::new(&pool, config.clone(), source, job()).unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn three_instances_fifty_tenants_run_each_job_exactly_once_per_cycle() {
+    let (backend, clock) = manual_backend();
+    let names = tenants(50);
+    let runs = Runs::default();
+    let config = PollerConfig::new("sync", INTERVAL).with_concurrency(4);
+    let pollers = instances(&backend, &config, &names, || {
+        counting_job(&runs, Duration::from_micros(200))
+    });
+
+    for round in 0..5 {
+        runs.set_round(round);
+        let start = Barrier::new(pollers.len());
+        let reports: Vec<_> = std::thread::scope(|s| {
+            let handles: Vec<_> = pollers
+                .iter()
+                .map(|poller| {
+                    let start = &start;
+                    s.spawn(move || {
+                        start.wait();
+                        poller.run_cycle()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        runs.assert_exactly_once(round, &names);
+        assert_one_winner_per_tenant(&reports, &names);
+        let elected: usize = reports.iter().map(|r| r.count(OutcomeKind::Elected)).sum();
+        assert_eq!(elected, 50, "round {round}");
+        clock.advance(INTERVAL);
+    }
+}
+
+/// Runs the three instances one after the other, `offset` apart within each interval.
+fn staggered_rounds(config: &PollerConfig, rounds: u64) -> (Runs, Vec<String>) {
+    let (backend, clock) = manual_backend();
+    let names = tenants(50);
+    let runs = Runs::default();
+    let pollers = instances(&backend, config, &names, || {
+        counting_job(&runs, Duration::ZERO)
+    });
+    let offset = INTERVAL / 3;
+    for round in 0..rounds {
+        runs.set_round(round);
+        // Rotate which instance comes first, so every instance wins some rounds.
+        for i in 0..pollers.len() {
+            let poller = &pollers[(i + round as usize) % pollers.len()];
+            let report = poller.run_cycle();
+            assert_eq!(report.tenants.len(), 50);
+            clock.advance(offset);
+        }
+    }
+    (runs, names)
+}
+
+#[test]
+fn instances_whose_cycles_are_not_aligned_still_run_each_job_once_per_cycle() {
+    let config = PollerConfig::new("sync", INTERVAL);
+    let (runs, names) = staggered_rounds(&config, 4);
+    for round in 0..4 {
+        runs.assert_exactly_once(round, &names);
+    }
+}
+
+#[test]
+fn without_the_min_lease_a_late_instance_runs_the_job_again() {
+    let config = PollerConfig::new("sync", INTERVAL).with_min_lease_time(Duration::ZERO);
+    let (runs, names) = staggered_rounds(&config, 2);
+    for round in 0..2 {
+        for tenant in &names {
+            assert_eq!(
+                runs.count(round, tenant),
+                3,
+                "the guard is what prevents this"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_next_cycle_may_reach_a_tenant_up_to_a_tenth_of_the_interval_earlier() {
+    let (backend, clock) = manual_backend();
+    let config = PollerConfig::new("sync", INTERVAL);
+    let names = tenants(1);
+    let runs = Runs::default();
+    let poller = instances(&backend, &config, &names, || {
+        counting_job(&runs, Duration::ZERO)
+    })
+    .pop()
+    .unwrap();
+
+    // Cycle 0 reaches the tenant 5 s late, cycle 1 on time: 55 s later, the lock (54 s) is free.
+    clock.advance(Duration::from_secs(5));
+    assert_eq!(poller.run_cycle().count(OutcomeKind::Elected), 1);
+    clock.advance(INTERVAL - Duration::from_secs(5));
+    assert_eq!(poller.run_cycle().count(OutcomeKind::Elected), 1);
+
+    // The documented limit: reaching it more than 6 s earlier than the previous winner did
+    // finds the previous cycle's lock still held.
+    clock.advance(Duration::from_secs(7));
+    assert_eq!(poller.run_cycle().count(OutcomeKind::Elected), 0);
+    clock.advance(INTERVAL);
+    assert_eq!(poller.run_cycle().count(OutcomeKind::Elected), 1);
+}
+
+#[test]
+fn a_failing_or_panicking_tenant_does_not_affect_the_others() {
+    let backend = InMemoryBackend::new();
+    let pool = ThreadPoolLeaderElector::new(backend.clone(), options("node"), 3).unwrap();
+    let config = PollerConfig::new("sync", INTERVAL)
+        .with_concurrency(3)
+        .with_min_lease_time(Duration::ZERO);
+    let names = tenants(10);
+    let source = {
+        let names = names.clone();
+        move || names.clone()
+    };
+    let job = |tenant: TenantId| match tenant.as_str() {
+        "tenant-003" => panic!("tenant 3 is broken"),
+        "tenant-005" => Err(format!("{tenant} has no invoices table")),
+        _ => Ok(tenant.as_str().len()),
+    };
+    let poller = BlockingTenantPoller::new(&pool, config, source, job).unwrap();
+
+    for _ in 0..2 {
+        let report = poller.run_cycle();
+        assert_eq!(report.count(OutcomeKind::Elected), 8, "{report}");
+        match &report.tenant("tenant-003").unwrap().outcome {
+            TenantOutcome::Failed(JobFailure::Panicked(message)) => {
+                assert_eq!(message, "tenant 3 is broken");
+            }
+            other => panic!("expected a panic, got {other:?}"),
+        }
+        match &report.tenant("tenant-005").unwrap().outcome {
+            TenantOutcome::Failed(JobFailure::Error(error)) => assert!(error.contains("invoices")),
+            other => panic!("expected an error, got {other:?}"),
+        }
+        assert!(!report.interrupted);
+        // The panicking tenant's lease was released (no min lease here).
+        let unscoped = LeaderElector::new(backend.clone(), options("observer")).unwrap();
+        let state = unscoped.state("tenant:tenant-003:sync").unwrap();
+        assert_eq!(state.status(), LockStatus::Empty);
+    }
+}
+
+#[test]
+fn at_most_concurrency_jobs_run_at_once() {
+    let pool = ThreadPoolLeaderElector::new(InMemoryBackend::new(), options("node"), 8).unwrap();
+    let config = PollerConfig::new("sync", INTERVAL).with_concurrency(3);
+    let running = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let job = {
+        let (running, peak) = (Arc::clone(&running), Arc::clone(&peak));
+        move |_tenant: TenantId| {
+            let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+            peak.fetch_max(now, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(5));
+            running.fetch_sub(1, Ordering::SeqCst);
+            Ok::<_, String>(())
+        }
+    };
+    let names = tenants(24);
+    let poller = BlockingTenantPoller::new(&pool, config, move || names.clone(), job).unwrap();
+    let report = poller.run_cycle();
+    assert_eq!(report.count(OutcomeKind::Elected), 24);
+    assert_eq!(peak.load(Ordering::SeqCst), 3);
+}
+
+#[test]
+fn tenants_come_and_go_between_cycles_and_bad_ids_are_reported() {
+    let (backend, clock) = manual_backend();
+    let pool = ThreadPoolLeaderElector::new(backend, options("node"), 2).unwrap();
+    let live = Arc::new(RwLock::new(vec!["acme".to_owned(), "globex".to_owned()]));
+    let source = {
+        let live = Arc::clone(&live);
+        move || live.read().unwrap().clone()
+    };
+    let job = |tenant: TenantId| Ok::<_, String>(tenant);
+    let poller =
+        BlockingTenantPoller::new(&pool, PollerConfig::new("sync", INTERVAL), source, job).unwrap();
+
+    let first = poller.run_cycle();
+    let seen: Vec<_> = first.tenants.iter().map(|t| t.tenant.as_str()).collect();
+    assert_eq!(seen, ["acme", "globex"]);
+
+    *live.write().unwrap() = ["globex", "initech", "initech", "eu:acme"]
+        .map(str::to_owned)
+        .to_vec();
+    clock.advance(INTERVAL);
+    let second = poller.run_cycle();
+    let seen: Vec<_> = second.tenants.iter().map(|t| t.tenant.as_str()).collect();
+    assert_eq!(
+        seen,
+        ["globex", "initech", "eu:acme"],
+        "repeats are served once"
+    );
+    assert_eq!(second.count(OutcomeKind::Elected), 2);
+    assert!(matches!(
+        second.tenant("eu:acme").unwrap().outcome,
+        TenantOutcome::Error(TenantError::Colon { index: 2 })
+    ));
+}
+
+#[test]
+fn a_failing_source_yields_a_report_with_the_error() {
+    let pool = ThreadPoolLeaderElector::new(InMemoryBackend::new(), options("node"), 1).unwrap();
+    let source = FallibleSource(|| Err::<Vec<String>, _>(std::io::Error::other("db down")));
+    let job = |_t: TenantId| Ok::<_, String>(());
+    let poller =
+        BlockingTenantPoller::new(&pool, PollerConfig::new("sync", INTERVAL), source, job).unwrap();
+    let report = poller.run_cycle();
+    assert!(report.tenants.is_empty());
+    assert!(matches!(report.source_error, Some(TenantError::Source(_))));
+    assert!(report.to_string().contains("db down"));
+}
+
+/// A poller whose jobs block until `gate` fires; `started` counts the jobs that began.
+fn gated_poller(
+    backend: &InMemoryBackend,
+    mode: ShutdownMode,
+    gate: &Shutdown,
+    started: &Arc<AtomicUsize>,
+) -> Poller {
+    let pool = ThreadPoolLeaderElector::new(backend.clone(), options("node"), 2).unwrap();
+    let config = PollerConfig::new("sync", INTERVAL)
+        .with_concurrency(2)
+        .with_min_lease_time(Duration::ZERO)
+        .with_shutdown_mode(mode);
+    let (gate, started) = (gate.clone(), Arc::clone(started));
+    let job: Job = Box::new(move |_tenant| {
+        started.fetch_add(1, Ordering::SeqCst);
+        futures_lite::future::block_on(gate.triggered());
+        Ok(1)
+    });
+    let names = tenants(6);
+    let source: Source = Box::new(move || names.clone());
+    BlockingTenantPoller::new(&pool, config, source, job).unwrap()
+}
+
+fn wait_for(what: &str, condition: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn shutdown_in_finish_mode_waits_for_jobs_in_flight_and_starts_no_more() {
+    let backend = InMemoryBackend::new();
+    let (gate, shutdown, started) = (Shutdown::new(), Shutdown::new(), Arc::default());
+    let poller = gated_poller(&backend, ShutdownMode::Finish, &gate, &started);
+    let report = std::thread::scope(|s| {
+        let cycle = s.spawn(|| poller.run_cycle_until(&shutdown));
+        wait_for("two jobs to start", || started.load(Ordering::SeqCst) == 2);
+        shutdown.trigger();
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(
+            !cycle.is_finished(),
+            "finish mode waits for the jobs in flight"
+        );
+        gate.trigger();
+        cycle.join().unwrap()
+    });
+    assert_eq!(report.count(OutcomeKind::Elected), 2, "{report}");
+    assert_eq!(report.count(OutcomeKind::NotStarted), 4);
+    assert!(report.interrupted);
+    assert_eq!(started.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn shutdown_in_abandon_mode_returns_at_once_and_leases_are_released_later() {
+    let backend = InMemoryBackend::new();
+    let (gate, shutdown, started) = (Shutdown::new(), Shutdown::new(), Arc::default());
+    let poller = gated_poller(&backend, ShutdownMode::Abandon, &gate, &started);
+    let report = std::thread::scope(|s| {
+        let cycle = s.spawn(|| poller.run_cycle_until(&shutdown));
+        wait_for("two jobs to start", || started.load(Ordering::SeqCst) == 2);
+        shutdown.trigger();
+        cycle.join().unwrap()
+    });
+    assert_eq!(report.count(OutcomeKind::Abandoned), 2, "{report}");
+    assert_eq!(report.count(OutcomeKind::NotStarted), 4);
+
+    let observer = LeaderElector::new(backend, options("observer")).unwrap();
+    let held = |tenant: &str| {
+        let tenant = observer.for_tenant(tenant).unwrap();
+        tenant.state("sync").unwrap().status() == LockStatus::Occupied
+    };
+    let abandoned: Vec<_> = report
+        .tenants
+        .iter()
+        .filter(|t| t.outcome.kind() == OutcomeKind::Abandoned)
+        .map(|t| t.tenant.clone())
+        .collect();
+    assert!(
+        abandoned.iter().all(|t| held(t)),
+        "still running on the workers"
+    );
+    gate.trigger();
+    wait_for("the abandoned jobs' leases to be released", || {
+        abandoned.iter().all(|t| !held(t))
+    });
+}
+
+#[test]
+fn run_stops_while_waiting_for_the_next_cycle() {
+    let pool = ThreadPoolLeaderElector::new(InMemoryBackend::new(), options("node"), 1).unwrap();
+    let config = PollerConfig::new("sync", Duration::from_secs(3600));
+    let job = |_t: TenantId| Ok::<_, String>(());
+    let poller = BlockingTenantPoller::new(&pool, config, || ["acme"], job).unwrap();
+    let shutdown = Shutdown::new();
+    let mut reports = 0;
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(50));
+            shutdown.trigger();
+        });
+        poller.run(&shutdown, |_| reports += 1);
+    });
+    assert_eq!(reports, 0);
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn run_starts_cycles_on_multiples_of_the_interval() {
+    let pool = ThreadPoolLeaderElector::new(InMemoryBackend::new(), options("node"), 2).unwrap();
+    let interval = Duration::from_millis(200);
+    let config = PollerConfig::new("sync", interval);
+    let job = |_t: TenantId| Ok::<_, String>(());
+    let poller = BlockingTenantPoller::new(&pool, config, || ["acme", "globex"], job).unwrap();
+    let shutdown = Shutdown::new();
+    let mut reports = Vec::new();
+    poller.run(&shutdown, |report| {
+        reports.push(report);
+        if reports.len() == 3 {
+            shutdown.trigger();
+        }
+    });
+    for report in &reports {
+        assert_eq!(report.count(OutcomeKind::Elected), 2, "{report}");
+        let since_epoch = report
+            .started_at
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap();
+        let into_cycle = since_epoch.as_nanos() % interval.as_nanos();
+        assert!(
+            into_cycle < Duration::from_millis(100).as_nanos(),
+            "{into_cycle} ns late"
+        );
+        assert_eq!(
+            report.cycle as u128,
+            since_epoch.as_nanos() / interval.as_nanos()
+        );
+    }
+    assert!(reports.windows(2).all(|w| w[0].cycle < w[1].cycle));
+}
+
+#[test]
+fn a_scoped_pool_or_a_bad_config_is_refused() {
+    let pool = ThreadPoolLeaderElector::new(InMemoryBackend::new(), options("node"), 1).unwrap();
+    let job = |_t: TenantId| Ok::<_, String>(());
+    let scoped = pool.for_tenant("acme").unwrap();
+    let config = PollerConfig::new("sync", INTERVAL);
+    assert!(matches!(
+        BlockingTenantPoller::new(&scoped, config, || ["a"], job),
+        Err(TenantError::AlreadyScoped { .. })
+    ));
+    let bad = PollerConfig::new("sy{nc}", INTERVAL);
+    assert!(matches!(
+        BlockingTenantPoller::new(&pool, bad, || ["a"], job),
+        Err(TenantError::Name(_))
+    ));
+}
