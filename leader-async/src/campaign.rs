@@ -5,9 +5,9 @@ use std::time::{Duration, Instant};
 
 use futures_lite::FutureExt;
 use leader_core::{
-    AcquireRequest, AsyncLockBackend, CampaignConfig, DeploymentMode, Error, EventCallback,
-    LeadershipEvent, LeadershipState, LeaseContext, LeaseTracker, LockName, NoopBackend,
-    OwnerToken, ReleaseEvents, RevokeReason, async_channel,
+    AsyncLockBackend, CampaignConfig, CampaignRun, DeploymentMode, Error, EventCallback,
+    LeadershipEvent, LeadershipState, LeaseContext, LeaseTracker, NoopBackend, ReleaseEvents,
+    RevokeReason, async_channel,
 };
 
 use crate::elector::AsyncLeaderElector;
@@ -133,17 +133,8 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
         config: CampaignConfig,
         callbacks: Vec<EventCallback>,
     ) -> Result<AsyncLeadershipHandle, Error> {
-        config.validate()?;
-        let key = self.lock_key(name)?;
-        let state = Arc::new(LeadershipState::new(self.options().node_id(), callbacks));
-        let campaign = Campaign {
-            state: Arc::clone(&state),
-            key,
-            name: name.to_owned(),
-            config,
-            node_id: self.options().node_id().to_owned(),
-            use_db_time: self.options().use_db_time(),
-        };
+        let campaign = CampaignRun::new(self.settings(), name, config, callbacks)?;
+        let state = Arc::clone(&campaign.state);
         let wake = match config.mode() {
             DeploymentMode::SingleLeader => {
                 let wake = self
@@ -162,97 +153,88 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     }
 }
 
-/// What one campaign task works with.
-struct Campaign {
-    state: Arc<LeadershipState>,
-    key: LockName,
-    name: String,
-    config: CampaignConfig,
-    node_id: String,
-    use_db_time: bool,
-}
-
-fn spawn_campaign<C: AsyncLockBackend + 'static>(backend: Arc<C>, campaign: Campaign) {
+fn spawn_campaign<C: AsyncLockBackend + 'static>(backend: Arc<C>, campaign: CampaignRun) {
     rt::spawn_detached(async move {
-        campaign.run(&*backend).await;
+        run(&campaign, &*backend).await;
         campaign.state.mark_finished();
     });
 }
 
-impl Campaign {
-    async fn run<C: AsyncLockBackend>(&self, backend: &C) {
-        let state = &self.state;
-        while !state.stop_requested() {
-            let release = backend
-                .release_events()
-                .map(|e| e.listen(self.key.as_str()));
-            let stop = state.stop_listener();
-            if state.stop_requested() {
-                break;
-            }
-            let request = AcquireRequest {
-                key: &self.key,
-                owner: OwnerToken::random(),
-                leader_id: &self.node_id,
-                lease_time: self.config.lease_time(),
-                use_db_time: self.use_db_time,
-            };
-            let sent_at = Instant::now();
-            let answer = backend.try_acquire(request).await;
-            match state.after_attempt(answer, sent_at, &self.name, self.config.renew_deadline()) {
-                Some(_) => self.lead(backend).await,
-                None => {
-                    let woken = async {
-                        match release {
-                            Some(release) => release.await,
-                            None => std::future::pending().await,
-                        }
-                    };
-                    rt::timeout(self.config.poll_interval(), woken.or(stop)).await;
-                }
+/// Standby until elected, lead until the term ends; again until stopped.
+async fn run<C: AsyncLockBackend>(campaign: &CampaignRun, backend: &C) {
+    let state = &campaign.state;
+    while !state.stop_requested() {
+        let release = backend
+            .release_events()
+            .map(|e| e.listen(campaign.key.as_str()));
+        let stop = state.stop_listener();
+        if state.stop_requested() {
+            break;
+        }
+        let sent_at = Instant::now();
+        let answer = backend.try_acquire(campaign.request()).await;
+        match state.after_attempt(
+            answer,
+            sent_at,
+            &campaign.name,
+            campaign.config.renew_deadline(),
+        ) {
+            Some(_) => lead(campaign, backend).await,
+            None => {
+                let woken = async {
+                    match release {
+                        Some(release) => release.await,
+                        None => std::future::pending().await,
+                    }
+                };
+                rt::timeout(campaign.config.poll_interval(), woken.or(stop)).await;
             }
         }
     }
+}
 
-    /// Renews every heartbeat until the term ends (failure, deadline, or resignation).
-    async fn lead<C: AsyncLockBackend>(&self, backend: &C) {
-        let state = &self.state;
-        loop {
-            let stop = state.stop_listener();
-            if !state.stop_requested() {
-                rt::timeout(self.config.heartbeat(), stop).await;
+/// Renews every heartbeat until the term ends (failure, deadline, or resignation).
+async fn lead<C: AsyncLockBackend>(campaign: &CampaignRun, backend: &C) {
+    let state = &campaign.state;
+    loop {
+        let stop = state.stop_listener();
+        if !state.stop_requested() {
+            rt::timeout(campaign.config.heartbeat(), stop).await;
+        }
+        if state.stop_requested() {
+            if let Some(term) = state.end_on_stop() {
+                release(backend, &term).await;
             }
-            if state.stop_requested() {
-                if let Some(term) = state.end_on_stop() {
-                    release(backend, &term).await;
-                }
-                return;
+            return;
+        }
+        let Some(term) = state.term_tracker() else {
+            return;
+        };
+        if let Some(ended) = state.check_deadline(&term) {
+            release(backend, &ended).await;
+            return;
+        }
+        let sent_at = Instant::now();
+        let renewal = backend.extend(
+            term.lease(),
+            campaign.config.lease_time(),
+            campaign.use_db_time(),
+        );
+        // A renewal slower than the deadline counts as failed: step down on time.
+        let left = term
+            .context()
+            .deadline()
+            .saturating_duration_since(Instant::now());
+        let answer = rt::timeout(left, renewal).await;
+        let ended = match answer {
+            Some(answer) => {
+                state.after_renewal(&term, answer, sent_at, campaign.config.renew_deadline())
             }
-            let Some(term) = state.term_tracker() else {
-                return;
-            };
-            if let Some(ended) = state.check_deadline(&term) {
-                release(backend, &ended).await;
-                return;
-            }
-            let sent_at = Instant::now();
-            let renewal = backend.extend(term.lease(), self.config.lease_time(), self.use_db_time);
-            // A renewal slower than the deadline counts as failed: step down on time.
-            let left = term
-                .context()
-                .deadline()
-                .saturating_duration_since(Instant::now());
-            let answer = rt::timeout(left, renewal).await;
-            let ended = match answer {
-                Some(answer) => {
-                    state.after_renewal(&term, answer, sent_at, self.config.renew_deadline())
-                }
-                None => state.revoke(RevokeReason::RenewDeadlinePassed),
-            };
-            if let Some(ended) = ended {
-                release(backend, &ended).await;
-                return;
-            }
+            None => state.revoke(RevokeReason::RenewDeadlinePassed),
+        };
+        if let Some(ended) = ended {
+            release(backend, &ended).await;
+            return;
         }
     }
 }

@@ -4,8 +4,8 @@ use std::future::Future;
 use std::sync::Arc;
 
 use leader_core::{
-    AsyncLockBackend, Error, Keepalive, LeaderElectionOptions, LeaderRunResult, LeaderState,
-    LeaseContext, LockName, Step,
+    AsyncLockBackend, ElectorSettings, Error, Keepalive, LeaderElectionOptions, LeaderRunResult,
+    LeaderState, LeaseContext, LockName, Step,
 };
 
 use crate::acquire::acquire;
@@ -47,16 +47,14 @@ use crate::held::AsyncHeld;
 #[derive(Debug)]
 pub struct AsyncLeaderElector<B> {
     backend: Arc<B>,
-    options: Arc<LeaderElectionOptions>,
-    name_prefix: Option<Arc<str>>,
+    settings: ElectorSettings,
 }
 
 impl<B> Clone for AsyncLeaderElector<B> {
     fn clone(&self) -> Self {
         AsyncLeaderElector {
             backend: Arc::clone(&self.backend),
-            options: Arc::clone(&self.options),
-            name_prefix: self.name_prefix.clone(),
+            settings: self.settings.clone(),
         }
     }
 }
@@ -80,17 +78,20 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
         backend: Arc<B>,
         options: LeaderElectionOptions,
     ) -> Result<Self, Error> {
-        options.validate()?;
         Ok(AsyncLeaderElector {
             backend,
-            options: Arc::new(options),
-            name_prefix: None,
+            settings: ElectorSettings::new(options)?,
         })
     }
 
     /// The options this elector runs with.
     pub fn options(&self) -> &LeaderElectionOptions {
-        &self.options
+        self.settings.options()
+    }
+
+    /// The options and name prefix, as one value.
+    pub fn settings(&self) -> &ElectorSettings {
+        &self.settings
     }
 
     /// The backend.
@@ -100,15 +101,15 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
 
     /// The prefix put in front of every lock name (set by tenant scoping), if any.
     pub fn name_prefix(&self) -> Option<&str> {
-        self.name_prefix.as_deref()
+        self.settings.name_prefix()
     }
 
     /// A clone whose lock names all start with `prefix`. Low level: prefer
     /// `leader_tenant`'s `for_tenant`, which validates the tenant id and refuses to nest.
     pub fn with_name_prefix(&self, prefix: impl Into<Arc<str>>) -> Self {
         AsyncLeaderElector {
-            name_prefix: Some(prefix.into()),
-            ..self.clone()
+            backend: Arc::clone(&self.backend),
+            settings: self.settings.with_name_prefix(prefix),
         }
     }
 
@@ -118,10 +119,7 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     ///
     /// [`Error::InvalidName`] naming the problem.
     pub fn lock_key(&self, name: &str) -> Result<LockName, Error> {
-        Ok(match &self.name_prefix {
-            Some(prefix) => LockName::prefixed(prefix, name)?,
-            None => LockName::new(name)?,
-        })
+        self.settings.lock_key(name)
     }
 
     /// Runs `action` if this node wins the lock `name`; `Ok(None)` if another node holds it
@@ -181,7 +179,8 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
         Fut: Future<Output = Result<T, E>>,
     {
         let key = self.lock_key(name)?;
-        let Step::Acquired(lease, sent_at) = acquire(&*self.backend, &self.options, &key).await?
+        let Step::Acquired(lease, sent_at) =
+            acquire(&*self.backend, self.settings.options(), &key).await?
         else {
             return Ok(LeaderRunResult::Skipped);
         };
@@ -190,7 +189,7 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
             lease,
             sent_at,
             name,
-            Keepalive::from_options(&self.options),
+            Keepalive::from_options(self.settings.options()),
         );
         let outcome = held.run(action(held.context().clone())).await;
         let leader_id = held.lease().leader_id.clone();

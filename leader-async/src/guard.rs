@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use leader_core::{AsyncLockBackend, Error, LeaseContext, LeaseMode, Step};
+use leader_core::{AsyncLockBackend, Error, LeaseContext, LeaseMode};
 
 use crate::acquire::acquire;
 use crate::elector::AsyncLeaderElector;
@@ -85,27 +85,16 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     pub async fn acquire(&self, name: &str, mode: LeaseMode) -> Result<AsyncLockGuard<B>, Error> {
         let key = self.lock_key(name)?;
         let (options, keepalive) = mode.apply(self.options())?;
-        match acquire(&**self.backend(), &options, &key).await? {
-            Step::Acquired(lease, sent_at) => {
-                let held =
-                    AsyncHeld::new(Arc::clone(self.backend()), lease, sent_at, name, keepalive);
-                let watchdog = StopSignal::default();
-                held.spawn_watchdog(watchdog.clone().stopped());
-                Ok(AsyncLockGuard {
-                    context: held.context().clone(),
-                    held: Some(held),
-                    watchdog,
-                })
-            }
-            Step::GaveUp(holder) => Err(Error::NotAcquired {
-                key: key.into_string(),
-                holder: holder.map(Box::new),
-            }),
-            Step::RetryAfter(_) => Err(Error::NotAcquired {
-                key: key.into_string(),
-                holder: None,
-            }),
-        }
+        let step = acquire(&**self.backend(), &options, &key).await?;
+        let (lease, sent_at) = step.acquired_or_not(&key)?;
+        let held = AsyncHeld::new(Arc::clone(self.backend()), lease, sent_at, name, keepalive);
+        let watchdog = StopSignal::default();
+        held.spawn_watchdog(watchdog.clone().stopped());
+        Ok(AsyncLockGuard {
+            context: held.context().clone(),
+            held: Some(held),
+            watchdog,
+        })
     }
 
     /// Runs `section` while holding `name` (see [`acquire`](Self::acquire)), then releases.

@@ -6,9 +6,8 @@ use std::time::{Duration, Instant};
 
 use event_listener::Listener;
 use leader_core::{
-    AcquireRequest, CampaignConfig, DeploymentMode, Error, EventCallback, LeadershipEvent,
-    LeadershipState, LeaseContext, LockBackend, LockName, NoopBackend, OwnerToken, ReleaseEvents,
-    async_channel,
+    CampaignConfig, CampaignRun, DeploymentMode, Error, EventCallback, LeadershipEvent,
+    LeadershipState, LeaseContext, LockBackend, NoopBackend, ReleaseEvents, async_channel,
 };
 
 use crate::elector::LeaderElector;
@@ -128,17 +127,8 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         config: CampaignConfig,
         callbacks: Vec<EventCallback>,
     ) -> Result<LeadershipHandle, Error> {
-        config.validate()?;
-        let key = self.lock_key(name)?;
-        let state = Arc::new(LeadershipState::new(self.options().node_id(), callbacks));
-        let campaign = Campaign {
-            state: Arc::clone(&state),
-            key,
-            name: name.to_owned(),
-            config,
-            node_id: self.options().node_id().to_owned(),
-            use_db_time: self.options().use_db_time(),
-        };
+        let campaign = CampaignRun::new(self.settings(), name, config, callbacks)?;
+        let state = Arc::clone(&campaign.state);
         let (wake, spawned) = match config.mode() {
             DeploymentMode::SingleLeader => (
                 self.backend()
@@ -162,92 +152,83 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     }
 }
 
-/// What one campaign loop works with.
-struct Campaign {
-    state: Arc<LeadershipState>,
-    key: LockName,
-    name: String,
-    config: CampaignConfig,
-    node_id: String,
-    use_db_time: bool,
-}
-
 fn spawn_campaign<C: LockBackend + 'static>(
     backend: Arc<C>,
-    campaign: Campaign,
+    campaign: CampaignRun,
 ) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("leader-campaign".into())
         .spawn(move || {
-            campaign.run(&*backend);
+            run(&campaign, &*backend);
             campaign.state.mark_finished();
         })
 }
 
-impl Campaign {
-    fn run<C: LockBackend>(&self, backend: &C) {
-        let state = &self.state;
-        while !state.stop_requested() {
-            let release = backend
-                .release_events()
-                .map(|e| e.listen(self.key.as_str()));
-            let stop = state.stop_listener();
-            if state.stop_requested() {
-                break;
-            }
-            let request = AcquireRequest {
-                key: &self.key,
-                owner: OwnerToken::random(),
-                leader_id: &self.node_id,
-                lease_time: self.config.lease_time(),
-                use_db_time: self.use_db_time,
-            };
-            let sent_at = Instant::now();
-            let answer = backend.try_acquire(request);
-            match state.after_attempt(answer, sent_at, &self.name, self.config.renew_deadline()) {
-                Some(_) => self.lead(backend),
-                // A stop request also wakes the release listener (the handle pokes it).
-                None => match release {
-                    Some(release) => {
-                        release.wait_timeout(self.config.poll_interval());
-                    }
-                    None => {
-                        stop.wait_timeout(self.config.poll_interval());
-                    }
-                },
-            }
+/// Standby until elected, lead until the term ends; again until stopped.
+fn run<C: LockBackend>(campaign: &CampaignRun, backend: &C) {
+    let state = &campaign.state;
+    while !state.stop_requested() {
+        let release = backend
+            .release_events()
+            .map(|e| e.listen(campaign.key.as_str()));
+        let stop = state.stop_listener();
+        if state.stop_requested() {
+            break;
+        }
+        let sent_at = Instant::now();
+        let answer = backend.try_acquire(campaign.request());
+        match state.after_attempt(
+            answer,
+            sent_at,
+            &campaign.name,
+            campaign.config.renew_deadline(),
+        ) {
+            Some(_) => lead(campaign, backend),
+            // A stop request also wakes the release listener (the handle pokes it).
+            None => match release {
+                Some(release) => {
+                    release.wait_timeout(campaign.config.poll_interval());
+                }
+                None => {
+                    stop.wait_timeout(campaign.config.poll_interval());
+                }
+            },
         }
     }
+}
 
-    /// Renews every heartbeat until the term ends (failure, deadline, or resignation).
-    fn lead<C: LockBackend>(&self, backend: &C) {
-        let state = &self.state;
-        loop {
-            let stop = state.stop_listener();
-            if !state.stop_requested() {
-                stop.wait_timeout(self.config.heartbeat());
+/// Renews every heartbeat until the term ends (failure, deadline, or resignation).
+fn lead<C: LockBackend>(campaign: &CampaignRun, backend: &C) {
+    let state = &campaign.state;
+    loop {
+        let stop = state.stop_listener();
+        if !state.stop_requested() {
+            stop.wait_timeout(campaign.config.heartbeat());
+        }
+        if state.stop_requested() {
+            if let Some(term) = state.end_on_stop() {
+                release(backend, &term);
             }
-            if state.stop_requested() {
-                if let Some(term) = state.end_on_stop() {
-                    release(backend, &term);
-                }
-                return;
-            }
-            let Some(term) = state.term_tracker() else {
-                return;
-            };
-            if let Some(ended) = state.check_deadline(&term) {
-                release(backend, &ended);
-                return;
-            }
-            let sent_at = Instant::now();
-            let answer = backend.extend(term.lease(), self.config.lease_time(), self.use_db_time);
-            if let Some(ended) =
-                state.after_renewal(&term, answer, sent_at, self.config.renew_deadline())
-            {
-                release(backend, &ended);
-                return;
-            }
+            return;
+        }
+        let Some(term) = state.term_tracker() else {
+            return;
+        };
+        if let Some(ended) = state.check_deadline(&term) {
+            release(backend, &ended);
+            return;
+        }
+        let sent_at = Instant::now();
+        let answer = backend.extend(
+            term.lease(),
+            campaign.config.lease_time(),
+            campaign.use_db_time(),
+        );
+        if let Some(ended) =
+            state.after_renewal(&term, answer, sent_at, campaign.config.renew_deadline())
+        {
+            release(backend, &ended);
+            return;
         }
     }
 }

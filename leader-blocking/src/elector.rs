@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use leader_core::{
-    Error, Keepalive, LeaderElectionOptions, LeaderRunResult, LeaderState, LeaseContext,
-    LockBackend, LockName, Step,
+    ElectorSettings, Error, Keepalive, LeaderElectionOptions, LeaderRunResult, LeaderState,
+    LeaseContext, LockBackend, LockName, Step,
 };
 
 use crate::acquire::acquire;
@@ -39,16 +39,14 @@ use crate::held::HeldLease;
 #[derive(Debug)]
 pub struct LeaderElector<B> {
     backend: Arc<B>,
-    options: Arc<LeaderElectionOptions>,
-    name_prefix: Option<Arc<str>>,
+    settings: ElectorSettings,
 }
 
 impl<B> Clone for LeaderElector<B> {
     fn clone(&self) -> Self {
         LeaderElector {
             backend: Arc::clone(&self.backend),
-            options: Arc::clone(&self.options),
-            name_prefix: self.name_prefix.clone(),
+            settings: self.settings.clone(),
         }
     }
 }
@@ -72,17 +70,20 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         backend: Arc<B>,
         options: LeaderElectionOptions,
     ) -> Result<Self, Error> {
-        options.validate()?;
         Ok(LeaderElector {
             backend,
-            options: Arc::new(options),
-            name_prefix: None,
+            settings: ElectorSettings::new(options)?,
         })
     }
 
     /// The options this elector runs with.
     pub fn options(&self) -> &LeaderElectionOptions {
-        &self.options
+        self.settings.options()
+    }
+
+    /// The options and name prefix, as one value.
+    pub fn settings(&self) -> &ElectorSettings {
+        &self.settings
     }
 
     /// The backend.
@@ -92,15 +93,15 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
 
     /// The prefix put in front of every lock name (set by tenant scoping), if any.
     pub fn name_prefix(&self) -> Option<&str> {
-        self.name_prefix.as_deref()
+        self.settings.name_prefix()
     }
 
     /// A clone whose lock names all start with `prefix`. Low level: prefer
     /// `leader_tenant`'s `for_tenant`, which validates the tenant id and refuses to nest.
     pub fn with_name_prefix(&self, prefix: impl Into<Arc<str>>) -> Self {
         LeaderElector {
-            name_prefix: Some(prefix.into()),
-            ..self.clone()
+            backend: Arc::clone(&self.backend),
+            settings: self.settings.with_name_prefix(prefix),
         }
     }
 
@@ -110,10 +111,7 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     ///
     /// [`Error::InvalidName`] naming the problem.
     pub fn lock_key(&self, name: &str) -> Result<LockName, Error> {
-        Ok(match &self.name_prefix {
-            Some(prefix) => LockName::prefixed(prefix, name)?,
-            None => LockName::new(name)?,
-        })
+        self.settings.lock_key(name)
     }
 
     /// Runs `action` if this node wins the lock `name`; `Ok(None)` if another node holds it
@@ -178,7 +176,8 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         action: impl FnOnce(&LeaseContext) -> Result<T, E>,
     ) -> Result<LeaderRunResult<T, E>, Error> {
         let key = self.lock_key(name)?;
-        let Step::Acquired(lease, requested_at) = acquire(&*self.backend, &self.options, &key)?
+        let Step::Acquired(lease, requested_at) =
+            acquire(&*self.backend, self.settings.options(), &key)?
         else {
             return Ok(LeaderRunResult::Skipped);
         };
@@ -187,7 +186,7 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
             lease,
             requested_at,
             name,
-            Keepalive::from_options(&self.options),
+            Keepalive::from_options(self.settings.options()),
         );
         let outcome = action(held.context());
         let leader_id = held.lease().leader_id.clone();

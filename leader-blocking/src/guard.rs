@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use leader_core::{Error, LeaseContext, LeaseMode, LockBackend, Step};
+use leader_core::{Error, LeaseContext, LeaseMode, LockBackend};
 
 use crate::acquire::acquire;
 use crate::elector::LeaderElector;
@@ -79,19 +79,10 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     pub fn acquire(&self, name: &str, mode: LeaseMode) -> Result<LockGuard<B>, Error> {
         let key = self.lock_key(name)?;
         let (options, keepalive) = mode.apply(self.options())?;
-        match acquire(&**self.backend(), &options, &key)? {
-            Step::Acquired(lease, sent_at) => Ok(LockGuard {
-                held: HeldLease::new(Arc::clone(self.backend()), lease, sent_at, name, keepalive),
-            }),
-            Step::GaveUp(holder) => Err(Error::NotAcquired {
-                key: key.into_string(),
-                holder: holder.map(Box::new),
-            }),
-            Step::RetryAfter(_) => Err(Error::NotAcquired {
-                key: key.into_string(),
-                holder: None,
-            }),
-        }
+        let (lease, sent_at) = acquire(&**self.backend(), &options, &key)?.acquired_or_not(&key)?;
+        Ok(LockGuard {
+            held: HeldLease::new(Arc::clone(self.backend()), lease, sent_at, name, keepalive),
+        })
     }
 
     /// Runs `section` while holding `name` (see [`acquire`](Self::acquire)), then releases.

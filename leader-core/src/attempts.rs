@@ -6,6 +6,7 @@
 use std::time::{Duration, Instant};
 
 use crate::backend::{AcquireOutcome, AcquireRequest, Backend};
+use crate::error::Error;
 use crate::events::ReleaseListener;
 use crate::lease::{Lease, OwnerToken};
 use crate::name::LockName;
@@ -55,6 +56,28 @@ pub enum Step {
     GaveUp(Option<LeaderLease>),
     /// Wait this long (or until a release notification), then try again.
     RetryAfter(Duration),
+}
+
+impl Step {
+    /// For callers that must hold the lock (lock guards): the acquisition, or
+    /// [`Error::NotAcquired`] naming `key` and the last holder seen.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotAcquired`] unless the step is [`Step::Acquired`].
+    pub fn acquired_or_not(self, key: &LockName) -> Result<(Lease, Instant), Error> {
+        match self {
+            Step::Acquired(lease, sent_at) => Ok((lease, sent_at)),
+            Step::GaveUp(holder) => Err(Error::NotAcquired {
+                key: key.to_string(),
+                holder: holder.map(Box::new),
+            }),
+            Step::RetryAfter(_) => Err(Error::NotAcquired {
+                key: key.to_string(),
+                holder: None,
+            }),
+        }
+    }
 }
 
 impl<'a> Attempts<'a> {

@@ -1,9 +1,15 @@
 //! [`CampaignConfig`]: how continuous leadership campaigns, renews and fails over.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use crate::error::OptionsError;
+use crate::backend::AcquireRequest;
+use crate::error::{Error, OptionsError};
+use crate::leadership::{EventCallback, LeadershipState};
+use crate::lease::OwnerToken;
+use crate::name::LockName;
 use crate::options::LeaderElectionOptions;
+use crate::settings::ElectorSettings;
 
 /// Whether a campaign elects one leader or lets every instance lead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -166,6 +172,62 @@ impl CampaignConfig {
             });
         }
         Ok(())
+    }
+}
+
+/// What one campaign loop works with; built once by the elector, used by its loop.
+#[derive(Debug)]
+pub struct CampaignRun {
+    /// The shared state the loop drives and the handle reads.
+    pub state: Arc<LeadershipState>,
+    /// The full lock key.
+    pub key: LockName,
+    /// The name the caller used (without a tenant prefix).
+    pub name: String,
+    /// The campaign's settings.
+    pub config: CampaignConfig,
+    node_id: String,
+    use_db_time: bool,
+}
+
+impl CampaignRun {
+    /// Validates `config` and `name` and sets up the state, with `callbacks` registered.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidOptions`] or [`Error::InvalidName`].
+    pub fn new(
+        settings: &ElectorSettings,
+        name: &str,
+        config: CampaignConfig,
+        callbacks: Vec<EventCallback>,
+    ) -> Result<Self, Error> {
+        config.validate()?;
+        let node_id = settings.options().node_id().to_owned();
+        Ok(CampaignRun {
+            state: Arc::new(LeadershipState::new(node_id.clone(), callbacks)),
+            key: settings.lock_key(name)?,
+            name: name.to_owned(),
+            config,
+            node_id,
+            use_db_time: settings.options().use_db_time(),
+        })
+    }
+
+    /// A standby's acquire request, with a fresh owner token for the would-be term.
+    pub fn request(&self) -> AcquireRequest<'_> {
+        AcquireRequest {
+            key: &self.key,
+            owner: OwnerToken::random(),
+            leader_id: &self.node_id,
+            lease_time: self.config.lease_time,
+            use_db_time: self.use_db_time,
+        }
+    }
+
+    /// Whether renewals take the backend's clock.
+    pub fn use_db_time(&self) -> bool {
+        self.use_db_time
     }
 }
 

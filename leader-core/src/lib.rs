@@ -45,6 +45,7 @@ mod noop;
 mod options;
 mod result;
 mod retry;
+mod settings;
 mod state;
 
 pub use async_channel;
@@ -53,7 +54,7 @@ pub use backend::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, ExtendOutcome, LockBackend,
     ReleaseOutcome,
 };
-pub use campaign::{CampaignConfig, DeploymentMode};
+pub use campaign::{CampaignConfig, CampaignRun, DeploymentMode};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::{LeaseContext, LeaseTracker};
 pub use error::{BackendError, BackendErrorKind, BoxError, Error, NameError, OptionsError};
@@ -68,4 +69,5 @@ pub use noop::NoopBackend;
 pub use options::LeaderElectionOptions;
 pub use result::LeaderRunResult;
 pub use retry::Backoff;
+pub use settings::ElectorSettings;
 pub use state::{LeaderLease, LeaderState, LockStatus};

@@ -1,0 +1,70 @@
+//! [`ElectorSettings`]: what every elector knows besides its backend.
+
+use std::sync::Arc;
+
+use crate::error::Error;
+use crate::name::LockName;
+use crate::options::LeaderElectionOptions;
+
+/// Validated options plus the lock-name prefix (tenant scoping) shared by every elector.
+///
+/// # Examples
+///
+/// ```
+/// use leader_core::{ElectorSettings, LeaderElectionOptions};
+///
+/// let settings = ElectorSettings::new(LeaderElectionOptions::default())?;
+/// let scoped = settings.with_name_prefix("tenant:acme:");
+/// assert_eq!(scoped.lock_key("sync")?.as_str(), "tenant:acme:sync");
+/// # Ok::<(), leader_core::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct ElectorSettings {
+    options: Arc<LeaderElectionOptions>,
+    name_prefix: Option<Arc<str>>,
+}
+
+impl ElectorSettings {
+    /// Validates `options`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidOptions`] naming the bad value.
+    pub fn new(options: LeaderElectionOptions) -> Result<Self, Error> {
+        options.validate()?;
+        Ok(ElectorSettings {
+            options: Arc::new(options),
+            name_prefix: None,
+        })
+    }
+
+    /// The options.
+    pub fn options(&self) -> &LeaderElectionOptions {
+        &self.options
+    }
+
+    /// The prefix put in front of every lock name, if any.
+    pub fn name_prefix(&self) -> Option<&str> {
+        self.name_prefix.as_deref()
+    }
+
+    /// The same settings with every lock name prefixed by `prefix`.
+    pub fn with_name_prefix(&self, prefix: impl Into<Arc<str>>) -> Self {
+        ElectorSettings {
+            options: Arc::clone(&self.options),
+            name_prefix: Some(prefix.into()),
+        }
+    }
+
+    /// The full lock key for `name`, prefix included.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`] naming the problem.
+    pub fn lock_key(&self, name: &str) -> Result<LockName, Error> {
+        Ok(match &self.name_prefix {
+            Some(prefix) => LockName::prefixed(prefix, name)?,
+            None => LockName::new(name)?,
+        })
+    }
+}
