@@ -1,0 +1,294 @@
+//! The Redis backend against a local redis-server (`LEADER_TEST_REDIS_URL`):
+//!
+//! - `redis/blocking`: one uncontended acquire + release cycle — the floor (two raw
+//!   EVALSHA round trips of the same scripts on one connection), the backend's
+//!   `try_acquire` + `release`, and `LeaderElector::run_if_leader` with an empty action;
+//! - `redis/async` (tokio, current thread): the same three, plus rslock 0.10
+//!   (`lock` + `unlock`) on the same server;
+//! - handoff (printed, not a criterion group): node A holds, node B waits in
+//!   `run_if_leader`; the time from A's release to B's acquisition, with pub/sub and
+//!   with polling only (p50 / p90 / max over 40 handoffs each).
+//!
+//! ```text
+//! bash scripts/services.sh start /tmp/leader-bench && source /tmp/leader-bench/env
+//! cargo bench -p leader-benches --bench redis
+//! bash scripts/services.sh stop /tmp/leader-bench
+//! ```
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::hint::black_box;
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime};
+
+use criterion::Criterion;
+use leader_async::AsyncLeaderElector;
+use leader_blocking::LeaderElector;
+use leader_core::{
+    AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, LeaderElectionOptions, LockBackend,
+    LockName, OwnerToken,
+};
+use leader_redis::{RedisBackend, RedisConfig};
+use rand::Rng;
+
+const ACQUIRE_LUA: &str = include_str!("../leader-redis/src/lua/acquire.lua");
+const RELEASE_LUA: &str = include_str!("../leader-redis/src/lua/release.lua");
+const LEASE: Duration = Duration::from_secs(60);
+
+fn options() -> LeaderElectionOptions {
+    LeaderElectionOptions::default()
+        .with_wait_time(Duration::ZERO)
+        .with_lease_time(LEASE)
+}
+
+fn request(key: &LockName) -> AcquireRequest<'_> {
+    AcquireRequest {
+        key,
+        owner: OwnerToken::random(),
+        leader_id: "bench-node",
+        lease_time: LEASE,
+        use_db_time: false,
+    }
+}
+
+/// The two EVALSHA commands of one cycle, with the arguments the backend would send.
+fn raw_cycle(prefix: &str, name: &str) -> (redis::Cmd, redis::Cmd) {
+    let acquire = redis::Script::new(ACQUIRE_LUA);
+    let release = redis::Script::new(RELEASE_LUA);
+    let lock_key = format!("{prefix}:{{{name}}}");
+    let owner = OwnerToken::random().to_string();
+    let now_us = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64;
+    let mut acquire_cmd = redis::cmd("EVALSHA");
+    acquire_cmd
+        .arg(acquire.get_hash())
+        .arg(2)
+        .arg(&lock_key)
+        .arg(format!("{lock_key}:fence"))
+        .arg(&owner)
+        .arg("bench-node")
+        .arg(LEASE.as_millis() as u64)
+        .arg(now_us)
+        .arg("0");
+    let mut release_cmd = redis::cmd("EVALSHA");
+    release_cmd
+        .arg(release.get_hash())
+        .arg(1)
+        .arg(&lock_key)
+        .arg(&owner)
+        .arg(0)
+        .arg(format!("{prefix}:released"))
+        .arg(name);
+    (acquire_cmd, release_cmd)
+}
+
+fn load_scripts(url: &str) {
+    let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
+    for code in [ACQUIRE_LUA, RELEASE_LUA] {
+        redis::Script::new(code).load(&mut conn).unwrap();
+    }
+}
+
+fn blocking(c: &mut Criterion, url: &str) {
+    let mut group = c.benchmark_group("redis/blocking");
+
+    let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
+    let (acquire, release) = raw_cycle("leader-bench", "floor");
+    group.bench_function("floor: 2x raw EVALSHA", |b| {
+        b.iter(|| {
+            black_box(acquire.query::<redis::Value>(&mut conn).unwrap());
+            black_box(release.query::<redis::Value>(&mut conn).unwrap());
+        })
+    });
+
+    let backend = RedisBackend::connect(url).unwrap();
+    let key = LockName::new("bench-backend").unwrap();
+    group.bench_function("backend: try_acquire + release", |b| {
+        b.iter(|| {
+            let AcquireOutcome::Acquired(lease) =
+                LockBackend::try_acquire(&backend, request(&key)).unwrap()
+            else {
+                panic!("uncontended")
+            };
+            black_box(LockBackend::release(&backend, &lease, Duration::ZERO).unwrap());
+        })
+    });
+
+    let elector = LeaderElector::new(RedisBackend::connect(url).unwrap(), options()).unwrap();
+    group.bench_function("elector: run_if_leader", |b| {
+        b.iter(|| {
+            black_box(
+                elector
+                    .run_if_leader(black_box("bench-elector"), || 1u8)
+                    .unwrap()
+                    .expect("uncontended"),
+            )
+        })
+    });
+    group.finish();
+}
+
+fn asynchronous(c: &mut Criterion, url: &str) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut group = c.benchmark_group("redis/async");
+
+    let conn = runtime.block_on(async {
+        redis::Client::open(url)
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap()
+    });
+    let (acquire, release) = raw_cycle("leader-bench", "floor-async");
+    group.bench_function("floor: 2x raw EVALSHA", |b| {
+        b.to_async(&runtime).iter(|| {
+            let mut conn = conn.clone();
+            let (acquire, release) = (&acquire, &release);
+            async move {
+                black_box(
+                    acquire
+                        .query_async::<redis::Value>(&mut conn)
+                        .await
+                        .unwrap(),
+                );
+                black_box(
+                    release
+                        .query_async::<redis::Value>(&mut conn)
+                        .await
+                        .unwrap(),
+                );
+            }
+        })
+    });
+
+    let backend = RedisBackend::connect(url).unwrap();
+    let key = LockName::new("bench-backend-async").unwrap();
+    group.bench_function("backend: try_acquire + release", |b| {
+        b.to_async(&runtime).iter(|| async {
+            let AcquireOutcome::Acquired(lease) =
+                AsyncLockBackend::try_acquire(&backend, request(&key))
+                    .await
+                    .unwrap()
+            else {
+                panic!("uncontended")
+            };
+            black_box(
+                AsyncLockBackend::release(&backend, &lease, Duration::ZERO)
+                    .await
+                    .unwrap(),
+            );
+        })
+    });
+
+    let elector = AsyncLeaderElector::new(RedisBackend::connect(url).unwrap(), options()).unwrap();
+    group.bench_function("elector: run_if_leader", |b| {
+        b.to_async(&runtime).iter(|| async {
+            black_box(
+                elector
+                    .run_if_leader(black_box("bench-elector-async"), || async { 1u8 })
+                    .await
+                    .unwrap()
+                    .expect("uncontended"),
+            )
+        })
+    });
+
+    let rslock = rslock::LockManager::new(vec![url.to_owned()]);
+    group.bench_function("rslock 0.10: lock + unlock", |b| {
+        b.to_async(&runtime).iter(|| async {
+            let lock = rslock.lock("bench-rslock", LEASE).await.unwrap();
+            rslock.unlock(&lock).await;
+            black_box(lock);
+        })
+    });
+    group.finish();
+}
+
+/// Time from A's release to B's acquisition, B waiting in `run_if_leader`.
+fn handoff(url: &str, notifications: bool, rounds: usize) -> Vec<Duration> {
+    let config = RedisConfig::default().with_release_notifications(notifications);
+    let holder = RedisBackend::connect_with(url, config.clone()).unwrap();
+    let waiter = RedisBackend::connect_with(url, config).unwrap();
+    if notifications {
+        assert!(waiter.release_events().is_some());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !waiter.is_subscribed() {
+            assert!(Instant::now() < deadline, "no subscription");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    let elector =
+        LeaderElector::new(waiter, options().with_wait_time(Duration::from_secs(10))).unwrap();
+    let mut handoffs = Vec::with_capacity(rounds);
+    for round in 0..rounds {
+        let key = LockName::new(format!("bench-handoff-{notifications}-{round}")).unwrap();
+        let AcquireOutcome::Acquired(lease) =
+            LockBackend::try_acquire(&holder, request(&key)).unwrap()
+        else {
+            panic!("uncontended")
+        };
+        let (tx, rx) = mpsc::channel();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let acquired_at = elector
+                    .run_if_leader(key.as_str(), Instant::now)
+                    .unwrap()
+                    .expect("B takes over");
+                tx.send(acquired_at).unwrap();
+            });
+            // Hold for a while, so B is somewhere in its backoff when the release comes.
+            let hold = rand::rng().random_range(20..120);
+            std::thread::sleep(Duration::from_millis(hold));
+            let released_at = Instant::now();
+            LockBackend::release(&holder, &lease, Duration::ZERO).unwrap();
+            let acquired_at = rx.recv().unwrap();
+            handoffs.push(acquired_at.saturating_duration_since(released_at));
+        });
+    }
+    handoffs.sort();
+    handoffs
+}
+
+fn percentile(sorted: &[Duration], p: usize) -> Duration {
+    let index = (sorted.len() * p / 100).min(sorted.len().saturating_sub(1));
+    sorted.get(index).copied().unwrap_or_default()
+}
+
+fn handoffs(url: &str) {
+    for (label, notifications) in [("pub/sub", true), ("polling only", false)] {
+        let sorted = handoff(url, notifications, 40);
+        println!(
+            "redis/handoff {label:<12}  p50 {:>9.3?}  p90 {:>9.3?}  max {:>9.3?}  (n = {})",
+            percentile(&sorted, 50),
+            percentile(&sorted, 90),
+            sorted.last().copied().unwrap_or_default(),
+            sorted.len()
+        );
+    }
+}
+
+fn main() {
+    let Some(url) = std::env::var("LEADER_TEST_REDIS_URL")
+        .ok()
+        .filter(|url| !url.trim().is_empty())
+    else {
+        println!(
+            "skipped: LEADER_TEST_REDIS_URL is not set (start a server with scripts/services.sh start DIR and source DIR/env)"
+        );
+        return;
+    };
+    load_scripts(&url);
+    let mut criterion = Criterion::default().configure_from_args();
+    blocking(&mut criterion, &url);
+    asynchronous(&mut criterion, &url);
+    criterion.final_summary();
+    // `cargo bench -- <filter>` runs only the matching groups; the handoff runs unfiltered.
+    let filtered = std::env::args().skip(1).any(|arg| !arg.starts_with('-'));
+    if !filtered {
+        handoffs(&url);
+    }
+}
