@@ -73,10 +73,12 @@ pub enum TenantError {
     /// The poller's interval is shorter than one millisecond.
     #[error("the poll interval must be at least 1 ms, got {0:?}")]
     IntervalTooShort(Duration),
-    /// The poller's minimum lease is longer than its interval, so a tenant would miss cycles.
-    #[error("min_lease_time ({min:?}) must not exceed the poll interval ({interval:?})")]
+    /// The poller's fixed minimum lease, or its cycle-end guard, is longer than its interval.
+    #[error(
+        "the minimum lease or cycle-end guard ({min:?}) must not exceed the poll interval ({interval:?})"
+    )]
     MinLeaseAboveInterval {
-        /// The minimum lease.
+        /// The minimum lease or guard.
         min: Duration,
         /// The interval.
         interval: Duration,

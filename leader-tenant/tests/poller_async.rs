@@ -74,6 +74,7 @@ fn three_instances_fifty_tenants_run_each_job_exactly_once_per_cycle() {
                     move || names.clone(),
                     job,
                 )
+                .with_clock(clock.clone())
             })
             .collect();
         for round in 0..4 {

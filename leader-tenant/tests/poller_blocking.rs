@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::{INTERVAL, Runs, assert_one_winner_per_tenant, manual_backend, options, tenants};
 use leader_blocking::{LeaderElector, ThreadPoolLeaderElector};
-use leader_core::{InMemoryBackend, LockStatus};
+use leader_core::{InMemoryBackend, LockStatus, ManualClock};
 use leader_tenant::{
     BlockingTenantPoller, FallibleSource, ForTenant, JobFailure, OutcomeKind, PollerConfig,
     Shutdown, ShutdownMode, TenantError, TenantId, TenantOutcome,
@@ -31,7 +31,7 @@ fn counting_job(runs: &Runs, work: Duration) -> Job {
 }
 
 fn instances(
-    backend: &InMemoryBackend,
+    (backend, clock): &(InMemoryBackend, ManualClock),
     config: &PollerConfig,
     names: &[String],
     job: impl Fn() -> Job,
@@ -43,18 +43,21 @@ fn instances(
                     .unwrap();
             let names = names.to_vec();
             let source: Source = Box::new(move || names.clone());
-            BlockingTenantPoller::new(&pool, config.clone(), source, job()).unwrap()
+            BlockingTenantPoller::new(&pool, config.clone(), source, job())
+                .unwrap()
+                .with_clock(clock.clone())
         })
         .collect()
 }
 
 #[test]
 fn three_instances_fifty_tenants_run_each_job_exactly_once_per_cycle() {
-    let (backend, clock) = manual_backend();
+    let store = manual_backend();
+    let clock = store.1.clone();
     let names = tenants(50);
     let runs = Runs::default();
     let config = PollerConfig::new("sync", INTERVAL).with_concurrency(4);
-    let pollers = instances(&backend, &config, &names, || {
+    let pollers = instances(&store, &config, &names, || {
         counting_job(&runs, Duration::from_micros(200))
     });
 
@@ -84,10 +87,11 @@ fn three_instances_fifty_tenants_run_each_job_exactly_once_per_cycle() {
 
 /// Runs the three instances one after the other, `offset` apart within each interval.
 fn staggered_rounds(config: &PollerConfig, rounds: u64) -> (Runs, Vec<String>) {
-    let (backend, clock) = manual_backend();
+    let store = manual_backend();
+    let clock = store.1.clone();
     let names = tenants(50);
     let runs = Runs::default();
-    let pollers = instances(&backend, config, &names, || {
+    let pollers = instances(&store, config, &names, || {
         counting_job(&runs, Duration::ZERO)
     });
     let offset = INTERVAL / 3;
@@ -129,29 +133,30 @@ fn without_the_min_lease_a_late_instance_runs_the_job_again() {
 }
 
 #[test]
-fn the_next_cycle_may_reach_a_tenant_up_to_a_tenth_of_the_interval_earlier() {
-    let (backend, clock) = manual_backend();
+fn a_late_run_never_blocks_the_next_cycle_and_a_late_instance_skips_until_the_guard() {
+    let store = manual_backend();
+    let clock = store.1.clone();
     let config = PollerConfig::new("sync", INTERVAL);
     let names = tenants(1);
     let runs = Runs::default();
-    let poller = instances(&backend, &config, &names, || {
+    let mut pollers = instances(&store, &config, &names, || {
         counting_job(&runs, Duration::ZERO)
-    })
-    .pop()
-    .unwrap();
+    });
+    let (a, b) = (pollers.remove(0), pollers.remove(0));
+    let elected = |poller: &Poller| poller.run_cycle().count(OutcomeKind::Elected);
 
-    // Cycle 0 reaches the tenant 5 s late, cycle 1 on time: 55 s later, the lock (54 s) is free.
-    clock.advance(Duration::from_secs(5));
-    assert_eq!(poller.run_cycle().count(OutcomeKind::Elected), 1);
-    clock.advance(INTERVAL - Duration::from_secs(5));
-    assert_eq!(poller.run_cycle().count(OutcomeKind::Elected), 1);
-
-    // The documented limit: reaching it more than 6 s earlier than the previous winner did
-    // finds the previous cycle's lock still held.
-    clock.advance(Duration::from_secs(7));
-    assert_eq!(poller.run_cycle().count(OutcomeKind::Elected), 0);
-    clock.advance(INTERVAL);
-    assert_eq!(poller.run_cycle().count(OutcomeKind::Elected), 1);
+    // Cycle 0: A reaches the tenant 50 s in; B, 58 s in, skips.
+    clock.advance(Duration::from_secs(50));
+    assert_eq!(elected(&a), 1);
+    clock.advance(Duration::from_secs(8));
+    assert_eq!(elected(&b), 0);
+    // Cycle 1: reaching it at once is fine, the lock ended 1 s before the boundary.
+    clock.advance(Duration::from_secs(2));
+    assert_eq!(elected(&b), 1);
+    // The documented limit: an instance reaching it inside the guard (the last second of
+    // the cycle, an overrun of nearly a whole interval) runs it again.
+    clock.advance(Duration::from_millis(59_500));
+    assert_eq!(elected(&a), 1);
 }
 
 #[test]
@@ -221,14 +226,16 @@ fn at_most_concurrency_jobs_run_at_once() {
 fn tenants_come_and_go_between_cycles_and_bad_ids_are_reported() {
     let (backend, clock) = manual_backend();
     let pool = ThreadPoolLeaderElector::new(backend, options("node"), 2).unwrap();
+    let poller_clock = clock.clone();
     let live = Arc::new(RwLock::new(vec!["acme".to_owned(), "globex".to_owned()]));
     let source = {
         let live = Arc::clone(&live);
         move || live.read().unwrap().clone()
     };
     let job = |tenant: TenantId| Ok::<_, String>(tenant);
-    let poller =
-        BlockingTenantPoller::new(&pool, PollerConfig::new("sync", INTERVAL), source, job).unwrap();
+    let poller = BlockingTenantPoller::new(&pool, PollerConfig::new("sync", INTERVAL), source, job)
+        .unwrap()
+        .with_clock(poller_clock);
 
     let first = poller.run_cycle();
     let seen: Vec<_> = first.tenants.iter().map(|t| t.tenant.as_str()).collect();
@@ -423,4 +430,21 @@ fn a_scoped_pool_or_a_bad_config_is_refused() {
         BlockingTenantPoller::new(&pool, bad, || ["a"], job),
         Err(TenantError::Name(_))
     ));
+}
+
+#[test]
+fn three_scheduled_instances_run_each_job_exactly_once_per_cycle() {
+    let backend = InMemoryBackend::new();
+    let pools = (0..3)
+        .map(|i| {
+            ThreadPoolLeaderElector::new(backend.clone(), options(&format!("node-{i}")), 4).unwrap()
+        })
+        .collect();
+    common::scheduled_instances_run_each_job_once(
+        pools,
+        "sync",
+        &tenants(50),
+        Duration::from_millis(300),
+        3,
+    );
 }

@@ -3,13 +3,13 @@
 use std::sync::Arc;
 
 use leader_async::AsyncLeaderElector;
-use leader_core::{AsyncLockBackend, LeaderRunResult};
+use leader_core::{AsyncLockBackend, Clock, LeaderRunResult};
 
 use crate::error::TenantError;
 use crate::job::AsyncTenantJob;
+use crate::poller::Core;
 use crate::poller::config::PollerConfig;
 use crate::poller::cycle::drive;
-use crate::poller::{Core, next_tick};
 use crate::report::CycleReport;
 use crate::scope::ForTenant;
 use crate::shutdown::Shutdown;
@@ -54,7 +54,7 @@ use crate::tenant_id::TenantId;
 /// ```
 #[derive(Debug)]
 pub struct AsyncTenantPoller<B, S, J> {
-    elector: AsyncLeaderElector<B>,
+    backend: Arc<B>,
     core: Core<S>,
     job: J,
 }
@@ -67,8 +67,8 @@ where
 {
     /// A poller running `job` for the tenants of `source` through `elector`'s backend.
     ///
-    /// The poller uses an elector on the same backend with the options described on
-    /// [`PollerConfig`].
+    /// The poller runs each tenant through an elector on the same backend, with the
+    /// options described on [`PollerConfig`].
     ///
     /// # Errors
     ///
@@ -79,11 +79,19 @@ where
         source: S,
         job: J,
     ) -> Result<Self, TenantError> {
-        let core = Core::new(config, source, elector.name_prefix())?;
-        let options = core.config().elector_options(elector.options());
-        let elector =
-            AsyncLeaderElector::with_shared_backend(Arc::clone(elector.backend()), options)?;
-        Ok(AsyncTenantPoller { elector, core, job })
+        let core = Core::new(config, source, elector.options(), elector.name_prefix())?;
+        Ok(AsyncTenantPoller {
+            backend: Arc::clone(elector.backend()),
+            core,
+            job,
+        })
+    }
+
+    /// Numbers and ends cycles by `clock` instead of the system clock (give it the clock of
+    /// an in-memory backend in tests; `run` still waits in real time).
+    pub fn with_clock(mut self, clock: impl Clock + 'static) -> Self {
+        self.core.set_clock(clock);
+        self
     }
 
     /// The poller's settings.
@@ -111,7 +119,7 @@ where
     ) {
         let mut schedule = self.core.schedule();
         while !shutdown.is_triggered() {
-            let tick = next_tick(&mut schedule);
+            let tick = self.core.next_tick(&mut schedule);
             let stopped = futures_lite::future::or(
                 async {
                     async_io::Timer::after(tick.wait).await;
@@ -136,14 +144,21 @@ where
         shutdown: Option<&Shutdown>,
     ) -> CycleReport<J::Output, J::Error> {
         let run = self.core.cycle_run(cycle, shutdown);
-        drive(run, self.core.plan(), |tenant| self.run_tenant(tenant)).await
+        drive(run, self.core.plan(), |tenant, cycle| {
+            self.run_tenant(tenant, cycle)
+        })
+        .await
     }
 
     async fn run_tenant(
         &self,
         tenant: TenantId,
+        cycle: u64,
     ) -> Result<LeaderRunResult<J::Output, J::Error>, TenantError> {
-        let scoped = self.elector.for_tenant(&tenant)?;
+        let backend = Arc::clone(&self.backend);
+        let elector =
+            AsyncLeaderElector::with_shared_backend(backend, self.core.run_options(cycle))?;
+        let scoped = elector.for_tenant(&tenant)?;
         let job = &self.job;
         let outcome = scoped
             .run_if_leader_result(self.core.config().job_name(), || job.run(tenant))

@@ -4,13 +4,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use leader_blocking::{LeaderElector, ThreadPoolLeaderElector};
-use leader_core::{LeaderRunResult, LockBackend};
+use leader_core::{Clock, LeaderRunResult, LockBackend};
 
 use crate::error::TenantError;
 use crate::job::TenantJob;
+use crate::poller::Core;
 use crate::poller::config::PollerConfig;
 use crate::poller::cycle::drive;
-use crate::poller::{Core, next_tick};
 use crate::report::CycleReport;
 use crate::scope::ForTenant;
 use crate::shutdown::Shutdown;
@@ -63,8 +63,8 @@ where
 {
     /// A poller running `job` for the tenants of `source` on `pool`'s workers.
     ///
-    /// The poller keeps a clone of `pool` (sharing its threads) with the elector options
-    /// described on [`PollerConfig`].
+    /// The poller keeps a clone of `pool` (sharing its threads) and runs each tenant with
+    /// the elector options described on [`PollerConfig`].
     ///
     /// # Errors
     ///
@@ -75,15 +75,20 @@ where
         source: S,
         job: J,
     ) -> Result<Self, TenantError> {
-        let core = Core::new(config, source, pool.elector().name_prefix())?;
         let base = pool.elector();
-        let options = core.config().elector_options(base.options());
-        let elector = LeaderElector::with_shared_backend(Arc::clone(base.backend()), options)?;
+        let core = Core::new(config, source, base.options(), base.name_prefix())?;
         Ok(BlockingTenantPoller {
-            pool: pool.with_elector(elector),
+            pool: pool.clone(),
             core,
             job: Arc::new(job),
         })
+    }
+
+    /// Numbers and ends cycles by `clock` instead of the system clock (give it the clock of
+    /// an in-memory backend in tests; `run` still waits in real time).
+    pub fn with_clock(mut self, clock: impl Clock + 'static) -> Self {
+        self.core.set_clock(clock);
+        self
     }
 
     /// The poller's settings.
@@ -111,7 +116,7 @@ where
     ) {
         let mut schedule = self.core.schedule();
         while !shutdown.is_triggered() {
-            let tick = next_tick(&mut schedule);
+            let tick = self.core.next_tick(&mut schedule);
             let deadline = Instant::now()
                 .checked_add(tick.wait)
                 .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
@@ -128,16 +133,19 @@ where
         shutdown: Option<&Shutdown>,
     ) -> CycleReport<J::Output, J::Error> {
         let run = self.core.cycle_run(cycle, shutdown);
-        futures_lite::future::block_on(drive(run, self.core.plan(), |tenant| {
-            self.run_tenant(tenant)
+        futures_lite::future::block_on(drive(run, self.core.plan(), |tenant, cycle| {
+            self.run_tenant(tenant, cycle)
         }))
     }
 
     async fn run_tenant(
         &self,
         tenant: TenantId,
+        cycle: u64,
     ) -> Result<LeaderRunResult<J::Output, J::Error>, TenantError> {
-        let scoped = self.pool.for_tenant(&tenant)?;
+        let backend = Arc::clone(self.pool.elector().backend());
+        let elector = LeaderElector::with_shared_backend(backend, self.core.run_options(cycle))?;
+        let scoped = self.pool.with_elector(elector.for_tenant(&tenant)?);
         let job = Arc::clone(&self.job);
         let task = scoped
             .run_async_if_leader_result(self.core.config().job_name(), move || job.run(tenant))?;

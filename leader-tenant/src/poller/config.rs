@@ -1,10 +1,11 @@
 //! [`PollerConfig`] and [`ShutdownMode`], shared by both pollers.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use leader_core::{LeaderElectionOptions, LockName};
 
 use crate::error::TenantError;
+use crate::poller::schedule;
 
 /// What a poller does with the jobs in flight when its [`Shutdown`](crate::Shutdown) fires.
 ///
@@ -29,30 +30,36 @@ pub enum ShutdownMode {
 /// | `job_name` | (required) | the lock name, scoped per tenant: `tenant:<id>:<job_name>` |
 /// | `interval` | (required) | cycles start at every multiple of it since the Unix epoch |
 /// | `concurrency` | 8 | tenants in flight at once (async); tasks handed to the pool at once (blocking) |
-/// | `min_lease_time` | `interval - interval / 10` | how long a tenant's lock stays taken after its job started |
+/// | minimum lease | until the cycle's end, less `cycle_end_guard` | how long a tenant's lock stays taken after its job started |
+/// | `cycle_end_guard` | `min(interval / 10, 1 s)` | how long before the cycle's end the lock is freed |
 /// | `shutdown_mode` | [`ShutdownMode::Finish`] | finish or abandon jobs in flight on shutdown |
 ///
 /// # Exactly once per cycle
 ///
-/// Instances of a service do not start their cycles at the same moment, and a job that
-/// finishes quickly would free its tenant's lock for a late instance to take and run the
-/// job again. So the poller's jobs release with a *minimum lease*: the lock stays taken
-/// until `min_lease_time` after it was acquired, and any instance reaching the tenant in
-/// that window skips it. Cycles are aligned on multiples of `interval` since the Unix epoch
-/// (as cron aligns them), so all instances share cycle boundaries up to their clock skew.
+/// Cycles are numbered alike on every instance: cycle `n` is the `n`-th whole interval since
+/// the Unix epoch, and `run` starts each at its boundary (as cron does). Instances still do
+/// not reach a tenant at the same moment (they start at slightly different times, process
+/// tenants at different speeds, or are driven by `run_cycle` from schedulers of their own,
+/// at any phase), and a job that finishes quickly would free its tenant's lock for a late
+/// instance to take and run the job again.
 ///
-/// The default `interval - interval / 10` lets an instance be up to 90% of an interval
-/// late and still skip, and leaves 10% of an interval for the next cycle's winner to reach
-/// the tenant earlier than this cycle's did (it finds the lock free again). Work that needs
-/// more than 90% of an interval to reach every tenant needs a longer interval or more
-/// concurrency. `min_lease_time` must not exceed the interval; zero turns the guard off
-/// (jobs then may run more than once per cycle).
+/// So the poller's jobs release with a *minimum lease* that lasts until the end of the
+/// cycle they ran in, less a small guard: the lock stays taken until then, every instance
+/// that reaches the tenant later in the same cycle skips it, and the lock is free again
+/// when the next cycle starts, however early in that cycle an instance reaches the tenant.
+/// The guard (`min(interval / 10, 1 s)` by default) absorbs clock skew between the instances
+/// and the latency of the acquire. What remains: an instance reaching a tenant within the
+/// guard before the cycle's end (a cycle that overran by nearly a whole interval) runs
+/// its job again; `run` logs such overruns.
+///
+/// The minimum lease is computed per tenant, when its run starts. With
+/// [`with_min_lease_time`](Self::with_min_lease_time) it is a fixed duration instead (zero
+/// turns the guard off: jobs may then run more than once per cycle).
 ///
 /// The elector's own options are kept (node id, lease time, auto-extend, db time) except
 /// that `wait_time` becomes zero (a held tenant lock means "another instance has it", not
-/// "wait"), `min_lease_time` becomes the poller's, and `lease_time` is raised to
-/// `min_lease_time` if it is shorter. A job that can outlive `lease_time` should run with
-/// `auto_extend`.
+/// "wait"), `min_lease_time` becomes the poller's, and `lease_time` is raised to it if
+/// shorter. A job that can outlive `lease_time` should run with `auto_extend`.
 ///
 /// # Examples
 ///
@@ -63,7 +70,7 @@ pub enum ShutdownMode {
 /// let config = PollerConfig::new("sync-invoices", Duration::from_secs(60))
 ///     .with_concurrency(16)
 ///     .with_shutdown_mode(ShutdownMode::Abandon);
-/// assert_eq!(config.min_lease_time(), Duration::from_secs(54));
+/// assert_eq!(config.cycle_end_guard(), Duration::from_secs(1));
 /// config.validate()?;
 /// # Ok::<(), leader_tenant::TenantError>(())
 /// ```
@@ -72,7 +79,8 @@ pub struct PollerConfig {
     job_name: String,
     interval: Duration,
     concurrency: usize,
-    min_lease_time: Option<Duration>,
+    fixed_min_lease: Option<Duration>,
+    cycle_end_guard: Option<Duration>,
     shutdown_mode: ShutdownMode,
 }
 
@@ -83,7 +91,8 @@ impl PollerConfig {
             job_name: job_name.into(),
             interval,
             concurrency: 8,
-            min_lease_time: None,
+            fixed_min_lease: None,
+            cycle_end_guard: None,
             shutdown_mode: ShutdownMode::Finish,
         }
     }
@@ -96,9 +105,16 @@ impl PollerConfig {
         self
     }
 
-    /// Sets the minimum lease (see the type's docs; zero turns the guard off).
+    /// Uses a fixed minimum lease instead of "until the cycle's end" (zero turns the
+    /// guard against a second run in the same cycle off).
     pub fn with_min_lease_time(mut self, min_lease_time: Duration) -> Self {
-        self.min_lease_time = Some(min_lease_time);
+        self.fixed_min_lease = Some(min_lease_time);
+        self
+    }
+
+    /// Sets how long before the cycle's end a tenant's lock is freed (see the type's docs).
+    pub fn with_cycle_end_guard(mut self, guard: Duration) -> Self {
+        self.cycle_end_guard = Some(guard);
         self
     }
 
@@ -123,10 +139,15 @@ impl PollerConfig {
         self.concurrency
     }
 
-    /// The minimum lease the poller's jobs run with.
-    pub fn min_lease_time(&self) -> Duration {
-        self.min_lease_time
-            .unwrap_or(self.interval - self.interval / 10)
+    /// How long before the cycle's end a tenant's lock is freed.
+    pub fn cycle_end_guard(&self) -> Duration {
+        self.cycle_end_guard
+            .unwrap_or_else(|| (self.interval / 10).min(Duration::from_secs(1)))
+    }
+
+    /// The fixed minimum lease, if one was set.
+    pub fn fixed_min_lease_time(&self) -> Option<Duration> {
+        self.fixed_min_lease
     }
 
     /// What happens to the jobs in flight on shutdown.
@@ -134,29 +155,52 @@ impl PollerConfig {
         self.shutdown_mode
     }
 
-    /// Checks the job name, the interval and the minimum lease.
+    /// Checks the job name, the interval, the guard and any fixed minimum lease.
     ///
     /// # Errors
     ///
     /// [`TenantError::Name`], [`TenantError::IntervalTooShort`] or
-    /// [`TenantError::MinLeaseAboveInterval`].
+    /// [`TenantError::MinLeaseAboveInterval`] (a fixed minimum lease or a guard longer than
+    /// the interval).
     pub fn validate(&self) -> Result<(), TenantError> {
         LockName::new(self.job_name.as_str())?;
         if self.interval < Duration::from_millis(1) {
             return Err(TenantError::IntervalTooShort(self.interval));
         }
-        if self.min_lease_time() > self.interval {
-            return Err(TenantError::MinLeaseAboveInterval {
-                min: self.min_lease_time(),
-                interval: self.interval,
-            });
+        for min in [self.fixed_min_lease, self.cycle_end_guard]
+            .into_iter()
+            .flatten()
+        {
+            if min > self.interval {
+                return Err(TenantError::MinLeaseAboveInterval {
+                    min,
+                    interval: self.interval,
+                });
+            }
         }
         Ok(())
     }
 
-    /// The elector options the poller's jobs run with, derived from `base`.
-    pub(crate) fn elector_options(&self, base: &LeaderElectionOptions) -> LeaderElectionOptions {
-        let min_lease = self.min_lease_time();
+    /// The minimum lease of a run of cycle `cycle` starting at `now`.
+    pub(crate) fn min_lease_at(&self, cycle: u64, now: SystemTime) -> Duration {
+        if let Some(fixed) = self.fixed_min_lease {
+            return fixed;
+        }
+        let free_at = schedule::cycle_start(cycle.saturating_add(1), self.interval)
+            .checked_sub(self.cycle_end_guard())
+            .unwrap_or(now);
+        free_at
+            .duration_since(now)
+            .unwrap_or_default()
+            .min(self.interval)
+    }
+
+    /// The elector options of a run with the minimum lease `min_lease`, derived from `base`.
+    pub(crate) fn elector_options(
+        &self,
+        base: &LeaderElectionOptions,
+        min_lease: Duration,
+    ) -> LeaderElectionOptions {
         base.clone()
             .with_wait_time(Duration::ZERO)
             .with_min_lease_time(min_lease)
@@ -166,6 +210,8 @@ impl PollerConfig {
 
 #[cfg(test)]
 mod tests {
+    use std::time::UNIX_EPOCH;
+
     use super::*;
 
     #[test]
@@ -175,13 +221,33 @@ mod tests {
             .with_lease_time(Duration::from_secs(30))
             .with_node_id("n1")
             .with_auto_extend(true);
-        let derived = config.elector_options(&base);
+        let derived = config.elector_options(&base, Duration::from_secs(90));
         assert_eq!(derived.wait_time(), Duration::ZERO);
         assert_eq!(derived.min_lease_time(), Duration::from_secs(90));
         assert_eq!(derived.lease_time(), Duration::from_secs(90));
         assert_eq!(derived.node_id(), "n1");
         assert!(derived.auto_extend());
         assert!(derived.validate().is_ok());
+    }
+
+    #[test]
+    fn the_min_lease_ends_a_guard_before_the_cycle_does() {
+        let config = PollerConfig::new("job", Duration::from_secs(60));
+        let at = |secs| UNIX_EPOCH + Duration::from_secs(secs);
+        // Cycle 10 runs from 600 s to 660 s; the guard is 1 s.
+        assert_eq!(config.min_lease_at(10, at(600)), Duration::from_secs(59));
+        assert_eq!(config.min_lease_at(10, at(650)), Duration::from_secs(9));
+        assert_eq!(config.min_lease_at(10, at(659)), Duration::ZERO);
+        assert_eq!(config.min_lease_at(10, at(700)), Duration::ZERO, "overran");
+        assert_eq!(
+            config.min_lease_at(10, at(0)),
+            Duration::from_secs(60),
+            "capped"
+        );
+        let short = PollerConfig::new("job", Duration::from_millis(500));
+        assert_eq!(short.cycle_end_guard(), Duration::from_millis(50));
+        let fixed = config.with_min_lease_time(Duration::from_secs(5));
+        assert_eq!(fixed.min_lease_at(10, at(650)), Duration::from_secs(5));
     }
 
     #[test]
@@ -197,7 +263,13 @@ mod tests {
             Err(TenantError::IntervalTooShort(_))
         ));
         assert!(matches!(
-            ok.with_min_lease_time(Duration::from_secs(2)).validate(),
+            ok.clone()
+                .with_min_lease_time(Duration::from_secs(2))
+                .validate(),
+            Err(TenantError::MinLeaseAboveInterval { .. })
+        ));
+        assert!(matches!(
+            ok.with_cycle_end_guard(Duration::from_secs(2)).validate(),
             Err(TenantError::MinLeaseAboveInterval { .. })
         ));
         assert_eq!(

@@ -55,6 +55,7 @@ impl Plan {
 /// How one cycle runs.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CycleRun<'a> {
+    pub(crate) started_at: SystemTime,
     pub(crate) cycle: u64,
     pub(crate) job_name: &'a str,
     pub(crate) concurrency: usize,
@@ -68,7 +69,7 @@ impl CycleRun<'_> {
     }
 }
 
-/// Runs `run_one` for every valid tenant of `plan`, at most `concurrency` at a time, each
+/// Runs `run_one(tenant, cycle)` for every valid tenant of `plan`, at most `concurrency` at a time, each
 /// isolated (its error or panic is its own outcome); stops starting tenants on shutdown.
 pub(crate) async fn drive<T, E, F, Fut>(
     run: CycleRun<'_>,
@@ -76,7 +77,7 @@ pub(crate) async fn drive<T, E, F, Fut>(
     run_one: F,
 ) -> CycleReport<T, E>
 where
-    F: FnMut(TenantId) -> Fut,
+    F: FnMut(TenantId, u64) -> Fut,
     Fut: Future<Output = Result<LeaderRunResult<T, E>, TenantError>>,
     E: Debug,
 {
@@ -90,11 +91,10 @@ async fn drive_in_span<T, E, F, Fut>(
     mut run_one: F,
 ) -> CycleReport<T, E>
 where
-    F: FnMut(TenantId) -> Fut,
+    F: FnMut(TenantId, u64) -> Fut,
     Fut: Future<Output = Result<LeaderRunResult<T, E>, TenantError>>,
     E: Debug,
 {
-    let started_at = SystemTime::now();
     let clock = Instant::now();
     let mut slots: Vec<Option<TenantReport<T, E>>> = Vec::with_capacity(plan.entries.len());
     let mut began = vec![false; plan.entries.len()];
@@ -126,7 +126,7 @@ where
             .take_while(|_| ready(!run.stopped()))
             .map(|(index, id)| {
                 began[index] = true;
-                let job = run_one(id);
+                let job = run_one(id, run.cycle);
                 async move {
                     let started_after = clock.elapsed();
                     let start = Instant::now();
@@ -179,7 +179,7 @@ where
     });
     let report = CycleReport {
         cycle: run.cycle,
-        started_at,
+        started_at: run.started_at,
         elapsed: clock.elapsed(),
         tenants,
         source_error: plan.source_error,

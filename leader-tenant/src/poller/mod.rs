@@ -13,7 +13,11 @@ pub(crate) mod schedule;
 #[cfg(any(feature = "tokio", feature = "smol", feature = "async-std"))]
 pub(crate) mod r#async;
 
+use std::fmt;
+use std::sync::Arc;
 use std::time::SystemTime;
+
+use leader_core::{Clock, LeaderElectionOptions, SystemClock};
 
 use crate::error::TenantError;
 use crate::shutdown::Shutdown;
@@ -22,11 +26,23 @@ use config::PollerConfig;
 use cycle::{CycleRun, Plan};
 use schedule::{Schedule, Tick};
 
-/// What both pollers hold besides their elector and job: the settings and the source.
-#[derive(Debug)]
+/// What both pollers hold besides their elector and job: the settings, the source, the
+/// elector's own options and the clock that numbers cycles.
 pub(crate) struct Core<S> {
     config: PollerConfig,
     source: S,
+    base_options: LeaderElectionOptions,
+    clock: Arc<dyn Clock>,
+}
+
+impl<S> fmt::Debug for Core<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Core")
+            .field("config", &self.config)
+            .field("base_options", &self.base_options)
+            .field("clock", &self.clock)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<S: TenantSource> Core<S> {
@@ -35,6 +51,7 @@ impl<S: TenantSource> Core<S> {
     pub(crate) fn new(
         config: PollerConfig,
         source: S,
+        base_options: &LeaderElectionOptions,
         elector_prefix: Option<&str>,
     ) -> Result<Self, TenantError> {
         config.validate()?;
@@ -43,7 +60,23 @@ impl<S: TenantSource> Core<S> {
                 prefix: prefix.to_owned(),
             });
         }
-        Ok(Core { config, source })
+        Ok(Core {
+            config,
+            source,
+            base_options: base_options.clone(),
+            clock: Arc::new(SystemClock),
+        })
+    }
+
+    pub(crate) fn set_clock(&mut self, clock: impl Clock + 'static) {
+        self.clock = Arc::new(clock);
+    }
+
+    /// The elector options of one tenant's run in cycle `cycle`, starting now: its minimum
+    /// lease lasts until shortly before the cycle ends (see [`PollerConfig`]).
+    pub(crate) fn run_options(&self, cycle: u64) -> LeaderElectionOptions {
+        let min_lease = self.config.min_lease_at(cycle, self.clock.now());
+        self.config.elector_options(&self.base_options, min_lease)
     }
 
     pub(crate) fn config(&self) -> &PollerConfig {
@@ -62,8 +95,9 @@ impl<S: TenantSource> Core<S> {
         shutdown: Option<&'a Shutdown>,
     ) -> CycleRun<'a> {
         CycleRun {
+            started_at: self.clock.now(),
             cycle: cycle
-                .unwrap_or_else(|| schedule::cycle_at(SystemTime::now(), self.config.interval())),
+                .unwrap_or_else(|| schedule::cycle_at(self.clock.now(), self.config.interval())),
             job_name: self.config.job_name(),
             concurrency: self.config.concurrency(),
             mode: self.config.shutdown_mode(),
@@ -74,11 +108,15 @@ impl<S: TenantSource> Core<S> {
     pub(crate) fn schedule(&self) -> Schedule {
         Schedule::new(self.config.interval())
     }
+
+    /// The next tick of `schedule`, with a warning when cycles were missed.
+    pub(crate) fn next_tick(&self, schedule: &mut Schedule) -> Tick {
+        next_tick(schedule, self.clock.now())
+    }
 }
 
-/// The next tick of `schedule`, with a warning when cycles were missed.
-pub(crate) fn next_tick(schedule: &mut Schedule) -> Tick {
-    let tick = schedule.next(SystemTime::now());
+fn next_tick(schedule: &mut Schedule, now: SystemTime) -> Tick {
+    let tick = schedule.next(now);
     if tick.missed > 0 {
         tracing::warn!(
             cycle = tick.cycle,

@@ -16,9 +16,14 @@ pub fn tenants(n: usize) -> Vec<String> {
     (0..n).map(|i| format!("tenant-{i:03}")).collect()
 }
 
-/// An in-memory backend on a manual clock, so tests move time instead of sleeping.
+/// An in-memory backend on a manual clock, so tests move time instead of sleeping. The
+/// clock starts on a cycle boundary of [`INTERVAL`]; give it to the pollers too.
 pub fn manual_backend() -> (InMemoryBackend, ManualClock) {
-    let clock = ManualClock::new(SystemTime::now());
+    let since_epoch = SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    let boundary = since_epoch.as_secs() / INTERVAL.as_secs() * INTERVAL.as_secs();
+    let clock = ManualClock::new(std::time::UNIX_EPOCH + Duration::from_secs(boundary));
     (InMemoryBackend::with_clock(clock.clone()), clock)
 }
 
@@ -85,4 +90,122 @@ pub fn assert_one_winner_per_tenant<T, E>(reports: &[CycleReport<T, E>], tenants
             "{tenant}: {kinds:?}"
         );
     }
+}
+
+/// How long until the next multiple of `interval` since the Unix epoch.
+pub fn until_next_boundary(interval: Duration) -> Duration {
+    let since = SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let step = interval.as_nanos();
+    Duration::from_nanos(u64::try_from(step - since % step).unwrap())
+}
+
+/// A job name no earlier test run used (servers keep state between runs).
+pub fn unique_job(prefix: &str) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{prefix}-{}-{nanos}", std::process::id())
+}
+
+/// Three instances run the real scheduler (`run`) over `names`, started a third of an
+/// interval apart, until `cycles` full cycles have passed. Asserts that in every cycle any
+/// instance ran, each tenant's job ran exactly once (counted by the job, bucketed by the
+/// cycle it ran in) and was elected in exactly one instance's report.
+pub fn scheduled_instances_run_each_job_once<B>(
+    pools: Vec<leader_blocking::ThreadPoolLeaderElector<B>>,
+    job_name: &str,
+    names: &[String],
+    interval: Duration,
+    cycles: u64,
+) where
+    B: leader_core::LockBackend + 'static,
+{
+    use leader_tenant::{BlockingTenantPoller, PollerConfig, Shutdown};
+
+    let cycle_of = move |at: SystemTime| {
+        let since = at.duration_since(std::time::UNIX_EPOCH).unwrap();
+        (since.as_nanos() / interval.as_nanos()) as u64
+    };
+    let counts: Arc<Mutex<HashMap<(u64, String), u32>>> = Arc::default();
+    let reports = Mutex::new(Vec::new());
+    let shutdown = Shutdown::new();
+    let last_cycle = cycle_of(SystemTime::now()) + cycles + 1;
+    std::thread::scope(|s| {
+        for (i, pool) in pools.iter().enumerate() {
+            let names = names.to_vec();
+            let counts = Arc::clone(&counts);
+            let job = move |tenant: TenantId| {
+                let cycle = cycle_of(SystemTime::now());
+                *counts
+                    .lock()
+                    .entry((cycle, tenant.to_string()))
+                    .or_default() += 1;
+                Ok::<_, String>(())
+            };
+            // Real time with short intervals on a possibly loaded test machine: a guard of
+            // a fifth of the interval covers the acquire latency (the default, at most
+            // 1 s, is made for intervals of seconds to hours).
+            let config = PollerConfig::new(job_name, interval)
+                .with_concurrency(4)
+                .with_cycle_end_guard(interval / 5);
+            let poller =
+                BlockingTenantPoller::new(pool, config, move || names.clone(), job).unwrap();
+            let (reports, shutdown) = (&reports, &shutdown);
+            s.spawn(move || {
+                std::thread::sleep(interval * i as u32 / 3);
+                poller.run(shutdown, |report| reports.lock().push(report));
+            });
+        }
+        // Stop half-way through the last cycle, after every instance finished it. The
+        // guard triggers the shutdown even if an assertion here fails, so the scope ends.
+        struct StopOnDrop<'a>(&'a Shutdown);
+        impl Drop for StopOnDrop<'_> {
+            fn drop(&mut self) {
+                self.0.trigger();
+            }
+        }
+        let _stop = StopOnDrop(&shutdown);
+        let stop_nanos = interval.as_nanos() * u128::from(last_cycle) + interval.as_nanos() / 2;
+        let stop_at = std::time::UNIX_EPOCH
+            + Duration::from_secs(u64::try_from(stop_nanos / 1_000_000_000).unwrap())
+            + Duration::from_nanos(u64::try_from(stop_nanos % 1_000_000_000).unwrap());
+        std::thread::sleep(
+            stop_at
+                .duration_since(SystemTime::now())
+                .unwrap_or_default(),
+        );
+        shutdown.trigger();
+    });
+
+    let reports = reports.into_inner();
+    let mut seen: Vec<u64> = reports.iter().map(|r| r.cycle).collect();
+    seen.sort_unstable();
+    seen.dedup();
+    assert!(seen.len() as u64 >= cycles, "only cycles {seen:?} ran");
+    let counts = counts.lock();
+    for cycle in &seen {
+        let in_cycle: Vec<_> = reports.iter().filter(|r| r.cycle == *cycle).collect();
+        for tenant in names {
+            assert_eq!(
+                counts.get(&(*cycle, tenant.clone())).copied().unwrap_or(0),
+                1,
+                "cycle {cycle}: {tenant} must run exactly once"
+            );
+            let elected = in_cycle
+                .iter()
+                .filter(|r| r.tenant(tenant).unwrap().outcome.kind() == OutcomeKind::Elected)
+                .count();
+            assert_eq!(elected, 1, "cycle {cycle}: {tenant}");
+        }
+    }
+    let total: u32 = counts.values().sum();
+    assert_eq!(
+        total as usize,
+        seen.len() * names.len(),
+        "no run outside a reported cycle"
+    );
 }
