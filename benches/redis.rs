@@ -5,6 +5,9 @@
 //!   `try_acquire` + `release`, and `LeaderElector::run_if_leader` with an empty action;
 //! - `redis/async` (tokio, current thread): the same three, plus rslock 0.10
 //!   (`lock` + `unlock`) on the same server;
+//! - paired (printed): the same seven cycles interleaved round by round, so a machine
+//!   whose load drifts during the run slows all of them alike; medians and the ratio of
+//!   each to its floor;
 //! - handoff (printed, not a criterion group): node A holds, node B waits in
 //!   `run_if_leader`; the time from A's release to B's acquisition, with pub/sub and
 //!   with polling only (p50 / p90 / max over 40 handoffs each).
@@ -271,6 +274,152 @@ fn handoffs(url: &str) {
     }
 }
 
+/// One measured cycle.
+type Cycle<'a> = Box<dyn FnMut() + 'a>;
+
+/// One cycle of each variant per round, interleaved; prints medians and ratios.
+fn paired(url: &str, rounds: usize) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
+    let (acquire, release) = raw_cycle("leader-bench", "paired-floor");
+    let aconn = runtime.block_on(async {
+        redis::Client::open(url)
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap()
+    });
+    let (aacquire, arelease) = raw_cycle("leader-bench", "paired-floor-async");
+    let backend = RedisBackend::connect(url).unwrap();
+    let key = LockName::new("bench-paired").unwrap();
+    let elector = LeaderElector::new(RedisBackend::connect(url).unwrap(), options()).unwrap();
+    let abackend = RedisBackend::connect(url).unwrap();
+    let akey = LockName::new("bench-paired-async").unwrap();
+    let aelector = AsyncLeaderElector::new(RedisBackend::connect(url).unwrap(), options()).unwrap();
+    let rslock = rslock::LockManager::new(vec![url.to_owned()]);
+
+    let mut variants: Vec<(&str, Cycle<'_>)> = vec![
+        (
+            "blocking floor: 2x raw EVALSHA",
+            Box::new(|| {
+                black_box(acquire.query::<redis::Value>(&mut conn).unwrap());
+                black_box(release.query::<redis::Value>(&mut conn).unwrap());
+            }),
+        ),
+        (
+            "blocking backend: try_acquire + release",
+            Box::new(|| {
+                let AcquireOutcome::Acquired(lease) =
+                    LockBackend::try_acquire(&backend, request(&key)).unwrap()
+                else {
+                    panic!("uncontended")
+                };
+                black_box(LockBackend::release(&backend, &lease, Duration::ZERO).unwrap());
+            }),
+        ),
+        (
+            "blocking elector: run_if_leader",
+            Box::new(|| {
+                black_box(
+                    elector
+                        .run_if_leader("bench-paired-elector", || 1u8)
+                        .unwrap(),
+                );
+            }),
+        ),
+        (
+            "async floor: 2x raw EVALSHA",
+            Box::new(|| {
+                let mut conn = aconn.clone();
+                runtime.block_on(async {
+                    black_box(
+                        aacquire
+                            .query_async::<redis::Value>(&mut conn)
+                            .await
+                            .unwrap(),
+                    );
+                    black_box(
+                        arelease
+                            .query_async::<redis::Value>(&mut conn)
+                            .await
+                            .unwrap(),
+                    );
+                })
+            }),
+        ),
+        (
+            "async backend: try_acquire + release",
+            Box::new(|| {
+                runtime.block_on(async {
+                    let AcquireOutcome::Acquired(lease) =
+                        AsyncLockBackend::try_acquire(&abackend, request(&akey))
+                            .await
+                            .unwrap()
+                    else {
+                        panic!("uncontended")
+                    };
+                    black_box(
+                        AsyncLockBackend::release(&abackend, &lease, Duration::ZERO)
+                            .await
+                            .unwrap(),
+                    );
+                })
+            }),
+        ),
+        (
+            "async elector: run_if_leader",
+            Box::new(|| {
+                runtime.block_on(async {
+                    black_box(
+                        aelector
+                            .run_if_leader("bench-paired-elector-async", || async { 1u8 })
+                            .await
+                            .unwrap(),
+                    );
+                })
+            }),
+        ),
+        (
+            "rslock 0.10 (async): lock + unlock",
+            Box::new(|| {
+                runtime.block_on(async {
+                    let lock = rslock.lock("bench-paired-rslock", LEASE).await.unwrap();
+                    rslock.unlock(&lock).await;
+                })
+            }),
+        ),
+    ];
+    let mut samples: Vec<Vec<Duration>> = vec![Vec::with_capacity(rounds); variants.len()];
+    for round in 0..rounds + rounds / 10 {
+        for (index, (_, run)) in variants.iter_mut().enumerate() {
+            let started = Instant::now();
+            run();
+            // The first tenth warms connections and caches up.
+            if round >= rounds / 10 {
+                samples[index].push(started.elapsed());
+            }
+        }
+    }
+    let medians: Vec<Duration> = samples
+        .iter_mut()
+        .map(|s| {
+            s.sort();
+            percentile(s, 50)
+        })
+        .collect();
+    for (index, (label, _)) in variants.iter().enumerate() {
+        let floor = if index < 3 { medians[0] } else { medians[3] };
+        println!(
+            "redis/paired {label:<40} median {:>9.3?}  {:.2}x its floor",
+            medians[index],
+            medians[index].as_secs_f64() / floor.as_secs_f64()
+        );
+    }
+}
+
 fn main() {
     let Some(url) = std::env::var("LEADER_TEST_REDIS_URL")
         .ok()
@@ -289,6 +438,7 @@ fn main() {
     // `cargo bench -- <filter>` runs only the matching groups; the handoff runs unfiltered.
     let filtered = std::env::args().skip(1).any(|arg| !arg.starts_with('-'));
     if !filtered {
+        paired(&url, 3000);
         handoffs(&url);
     }
 }

@@ -18,39 +18,47 @@ local function fmt(n)
   return string.format('%.0f', n)
 end
 
-local time = redis.call('TIME')
-local server_us = tonumber(time[1]) * 1000000 + tonumber(time[2])
-local now_us = server_us
-if ARGV[5] ~= '1' then
-  now_us = tonumber(ARGV[4])
+local function server_us()
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000000 + tonumber(time[2])
 end
-local lease_ms = tonumber(ARGV[3])
-local expires_us = now_us + lease_ms * 1000
 
--- The key only exists while the lease runs: PX removes it on expiry.
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  local cur = redis.call('HMGET', KEYS[1], 'owner', 'leader', 'fence', 'acq', 'exp')
+local lease_ms = tonumber(ARGV[3])
+
+-- The hash only exists while a lease runs: PX removes it on expiry.
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'leader', 'fence', 'acq', 'exp')
+if cur[1] then
   if cur[1] ~= ARGV[1] then
     return {0, cur[2], cur[3], cur[4], cur[5]}
   end
-  redis.call('HSET', KEYS[1], 'exp', fmt(expires_us))
+  local now_us = tonumber(ARGV[4])
+  if ARGV[5] == '1' then
+    now_us = server_us()
+  end
+  local expires_us = fmt(now_us + lease_ms * 1000)
+  redis.call('HSET', KEYS[1], 'exp', expires_us)
   redis.call('PEXPIRE', KEYS[1], lease_ms)
-  return {1, cur[3], cur[4], fmt(expires_us), cur[2]}
+  return {1, cur[3], cur[4], expires_us, cur[2]}
 end
 
 -- A new owner: the next fencing token. A missing counter (a new lock, or data lost in a
--- restart) is seeded from the server's clock in microseconds, so tokens keep growing as
--- long as fewer than one acquisition per microsecond happened since the last seeding.
-local fence
-if redis.call('EXISTS', KEYS[2]) == 1 then
-  fence = redis.call('INCR', KEYS[2])
-else
-  fence = server_us
+-- restart) makes INCR answer 1; it is then seeded from the server's clock in microseconds,
+-- so tokens keep growing as long as fewer than one acquisition per microsecond happened
+-- since the last seeding.
+local server_now = server_us()
+local now_us = server_now
+if ARGV[5] ~= '1' then
+  now_us = tonumber(ARGV[4])
+end
+local fence = redis.call('INCR', KEYS[2])
+if fence == 1 then
+  fence = server_now
   redis.call('SET', KEYS[2], fmt(fence))
 end
 
+local fence_s, now_s, expires_s = fmt(fence), fmt(now_us), fmt(now_us + lease_ms * 1000)
 redis.call('HSET', KEYS[1],
-  'owner', ARGV[1], 'leader', ARGV[2], 'fence', fmt(fence),
-  'acq', fmt(now_us), 'exp', fmt(expires_us), 'sacq', fmt(server_us))
+  'owner', ARGV[1], 'leader', ARGV[2], 'fence', fence_s,
+  'acq', now_s, 'exp', expires_s, 'sacq', fmt(server_now))
 redis.call('PEXPIRE', KEYS[1], lease_ms)
-return {1, fmt(fence), fmt(now_us), fmt(expires_us), ARGV[2]}
+return {1, fence_s, now_s, expires_s, ARGV[2]}

@@ -14,13 +14,12 @@
 -- The minimum lease is counted from `sacq`, the acquisition time on the server's clock,
 -- and compared with the server's TIME: the client's clock (which `acq` may come from)
 -- never decides how long the key lives.
-local cur = redis.call('HMGET', KEYS[1], 'owner', 'sacq', 'acq', 'exp')
-if cur[1] ~= ARGV[1] then
-  return {0}
-end
-
 local min_ms = tonumber(ARGV[2])
 if min_ms > 0 then
+  local cur = redis.call('HMGET', KEYS[1], 'owner', 'sacq', 'acq', 'exp')
+  if cur[1] ~= ARGV[1] then
+    return {0}
+  end
   local sacq = tonumber(cur[2])
   if not sacq then
     return {-1, 'sacq'}
@@ -47,6 +46,8 @@ if min_ms > 0 then
     end
     return {2}
   end
+elseif redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then
+  return {0}
 end
 
 redis.call('DEL', KEYS[1])
