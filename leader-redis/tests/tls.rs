@@ -1,5 +1,5 @@
 //! `rediss://` against a redis-server with a self-signed CA (`LEADER_TEST_REDIS_TLS_URL`,
-//! `LEADER_TEST_REDIS_TLS_CA`), blocking and (with `tokio-tls`) async.
+//! `LEADER_TEST_REDIS_TLS_CA`), blocking and async.
 #![cfg(feature = "tls")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -61,39 +61,51 @@ fn locks_work_over_tls() {
     assert!(listener.wait_timeout(Duration::from_secs(2)));
 }
 
-#[cfg(feature = "tokio-tls")]
-#[test]
-fn async_locks_work_over_tls() {
+#[cfg(any(feature = "tokio", feature = "smol"))]
+async fn async_cycle(backend: RedisBackend) {
     use leader_core::AsyncLockBackend;
+    let key = fresh_name("tls-async");
+    let request = AcquireRequest {
+        key: &key,
+        owner: OwnerToken::random(),
+        leader_id: "a",
+        lease_time: Duration::from_secs(30),
+        use_db_time: false,
+    };
+    let AcquireOutcome::Acquired(lease) = AsyncLockBackend::try_acquire(&backend, request)
+        .await
+        .unwrap()
+    else {
+        panic!("acquire over TLS")
+    };
+    assert_eq!(
+        AsyncLockBackend::release(&backend, &lease, Duration::ZERO)
+            .await
+            .unwrap(),
+        ReleaseOutcome::Released
+    );
+}
+
+#[cfg(feature = "tokio")]
+#[test]
+fn async_locks_work_over_tls_on_tokio() {
     let Some(backend) = tls_backend() else {
         return;
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .unwrap();
-    runtime.block_on(async {
-        let key = fresh_name("tls-async");
-        let request = AcquireRequest {
-            key: &key,
-            owner: OwnerToken::random(),
-            leader_id: "a",
-            lease_time: Duration::from_secs(30),
-            use_db_time: false,
-        };
-        let AcquireOutcome::Acquired(lease) = AsyncLockBackend::try_acquire(&backend, request)
-            .await
-            .unwrap()
-        else {
-            panic!("acquire over TLS")
-        };
-        assert_eq!(
-            AsyncLockBackend::release(&backend, &lease, Duration::ZERO)
-                .await
-                .unwrap(),
-            ReleaseOutcome::Released
-        );
-    });
+        .unwrap()
+        .block_on(async_cycle(backend));
+}
+
+#[cfg(feature = "smol")]
+#[test]
+fn async_locks_work_over_tls_on_smol() {
+    let Some(backend) = tls_backend() else {
+        return;
+    };
+    smol::block_on(async_cycle(backend));
 }
 
 #[test]
