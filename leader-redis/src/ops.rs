@@ -252,11 +252,12 @@ impl Op for State<'_> {
             // No key (or one that expires this very millisecond): nobody holds the lock.
             return Ok(LeaderState::empty(self.key.as_str()));
         }
+        if items.get(1).is_none_or(is_nil) {
+            // A hash without an owner holds nothing (acquire takes it over).
+            return Ok(LeaderState::empty(self.key.as_str()));
+        }
         if pttl < 0 {
             return Err(Failure::NoExpiry);
-        }
-        if items.get(1).is_none_or(is_nil) {
-            return Err(Failure::Corrupt { field: "owner" });
         }
         Ok(LeaderState::occupied(
             self.key.as_str(),
