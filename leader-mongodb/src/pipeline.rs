@@ -13,9 +13,6 @@ use mongodb::bson::{Bson, DateTime, Document, doc};
 use crate::document::field::{ACQUIRED_AT, EXPIRES_AT, FENCING_TOKEN, ID, LEADER_ID, OWNER};
 use crate::time::{millis, to_bson};
 
-/// Scratch fields the acquire pipeline sets and removes within the same update.
-const FREE: &str = "_leader_free";
-const OURS: &str = "_leader_ours";
 /// The field the state pipeline adds with the server's time.
 pub(crate) const SERVER_NOW: &str = "_leader_now";
 
@@ -80,16 +77,10 @@ pub(crate) fn by_name(key: &LockName) -> Document {
 }
 
 fn type_is(name: &str, types: &[&str]) -> Document {
-    doc! { "$in": [ { "$type": format!("${name}") }, types ] }
-}
-
-/// True when the document has none of the lock fields: it was just created by the upsert.
-fn fresh() -> Document {
-    let missing: Vec<Document> = [OWNER, LEADER_ID, FENCING_TOKEN, ACQUIRED_AT, EXPIRES_AT]
-        .iter()
-        .map(|name| type_is(name, &["missing"]))
-        .collect();
-    doc! { "$and": missing }
+    match types {
+        [one] => doc! { "$eq": [ { "$type": format!("${name}") }, one ] },
+        _ => doc! { "$in": [ { "$type": format!("${name}") }, types ] },
+    }
 }
 
 /// True when every lock field has the type and range this backend writes.
@@ -106,11 +97,17 @@ fn well_formed() -> Document {
 
 /// Acquire: one `findOneAndUpdate` (upsert, return the new document) on [`by_name`].
 ///
-/// The lock is taken when the document is new, or well formed and released or expired:
-/// then the owner, node id and times are replaced and `fencing_token` goes up by one. It
-/// is renewed (only `expires_at` moves) when it is well formed, unexpired and `owner`'s.
-/// Otherwise, including a document of the wrong shape, nothing changes, and decoding the
-/// returned document tells the holder (or the shape error).
+/// One `$replaceWith` stage, so that each condition is evaluated once (`$let`):
+/// - `ok`: every lock field has the type and range this backend writes;
+/// - `free`: the document is the bare `{_id}` the upsert just made, or it is `ok` and
+///   released (`owner: null`) or expired;
+/// - `ours`: it is `ok`, unexpired and held by `owner`.
+///
+/// When `free`, the lock is taken: new owner, node id and times, `fencing_token` plus one.
+/// When `ours`, it is renewed: only `expires_at` moves. Otherwise the document stays as it
+/// is (`$$ROOT`), including a document of the wrong shape, and decoding the returned
+/// document tells the holder, or the shape error. The document holds exactly the six
+/// lock fields afterwards.
 pub(crate) fn acquire(
     key: &LockName,
     owner: OwnerToken,
@@ -120,33 +117,36 @@ pub(crate) fn acquire(
 ) -> Plan {
     let now = clock.now();
     let owner = owner.to_string();
-    let expired = doc! { "$or": [
-        { "$eq": [ format!("${OWNER}"), Bson::Null ] },
-        { "$lte": [ format!("${EXPIRES_AT}"), now.clone() ] },
-    ] };
-    let free = doc! { "$or": [ fresh(), { "$and": [ well_formed(), expired ] } ] };
-    let ours = doc! { "$and": [
-        well_formed(),
-        { "$eq": [ format!("${OWNER}"), &owner ] },
-        { "$gt": [ format!("${EXPIRES_AT}"), now.clone() ] },
-    ] };
-    let is_free = format!("${FREE}");
-    let taken = doc! { "$or": [ &is_free, format!("${OURS}") ] };
     let keep = |name: &str| format!("${name}");
+    let fresh = doc! { "$eq": [ "$$ROOT", { "$literal": { ID: key.as_str() } } ] };
+    let expired = doc! { "$or": [
+        { "$eq": [ keep(OWNER), Bson::Null ] },
+        { "$lte": [ keep(EXPIRES_AT), now.clone() ] },
+    ] };
+    let free = doc! { "$or": [ fresh, { "$and": [ "$$ok", expired ] } ] };
+    let ours = doc! { "$and": [
+        "$$ok",
+        { "$eq": [ keep(OWNER), &owner ] },
+        { "$gt": [ keep(EXPIRES_AT), now.clone() ] },
+    ] };
     let next_token = doc! {
         "$add": [ { "$toLong": { "$ifNull": [ keep(FENCING_TOKEN), 0_i64 ] } }, 1_i64 ]
     };
-    let update = vec![
-        doc! { "$set": { FREE: free, OURS: ours } },
-        doc! { "$set": {
-            OWNER: { "$cond": [ &taken, { "$literal": &owner }, keep(OWNER) ] },
-            LEADER_ID: { "$cond": [ &is_free, { "$literal": leader_id }, keep(LEADER_ID) ] },
-            FENCING_TOKEN: { "$cond": [ &is_free, next_token, keep(FENCING_TOKEN) ] },
-            ACQUIRED_AT: { "$cond": [ &is_free, now, keep(ACQUIRED_AT) ] },
-            EXPIRES_AT: { "$cond": [ &taken, clock.after(lease_time), keep(EXPIRES_AT) ] },
+    let taken = doc! {
+        ID: keep(ID),
+        OWNER: { "$literal": &owner },
+        LEADER_ID: { "$cond": [ "$$free", { "$literal": leader_id }, keep(LEADER_ID) ] },
+        FENCING_TOKEN: { "$cond": [ "$$free", next_token, keep(FENCING_TOKEN) ] },
+        ACQUIRED_AT: { "$cond": [ "$$free", now, keep(ACQUIRED_AT) ] },
+        EXPIRES_AT: clock.after(lease_time),
+    };
+    let update = vec![doc! { "$replaceWith": { "$let": {
+        "vars": { "ok": well_formed() },
+        "in": { "$let": {
+            "vars": { "free": free, "ours": ours },
+            "in": { "$cond": [ { "$or": [ "$$free", "$$ours" ] }, taken, "$$ROOT" ] },
         } },
-        doc! { "$unset": [ FREE, OURS ] },
-    ];
+    } } }];
     Plan {
         filter: by_name(key),
         update,
@@ -217,6 +217,32 @@ mod tests {
         LockName::new("nightly").unwrap()
     }
 
+    /// The `$let` chain of the acquire pipeline: (ok, free/ours vars, the taken document).
+    fn parts(plan: &Plan) -> (&Document, &Document, &Document) {
+        assert_eq!(plan.update.len(), 1, "one stage");
+        let outer = plan.update[0]
+            .get_document("$replaceWith")
+            .unwrap()
+            .get_document("$let")
+            .unwrap();
+        let ok = outer.get_document("vars").unwrap();
+        let inner = outer
+            .get_document("in")
+            .unwrap()
+            .get_document("$let")
+            .unwrap();
+        let cond = inner
+            .get_document("in")
+            .unwrap()
+            .get_array("$cond")
+            .unwrap();
+        let Bson::Document(taken) = &cond[1] else {
+            panic!("{cond:?}")
+        };
+        assert_eq!(cond[2], Bson::from("$$ROOT"), "otherwise unchanged");
+        (ok, inner.get_document("vars").unwrap(), taken)
+    }
+
     #[test]
     fn acquire_with_node_time_passes_literal_dates() {
         let now = UNIX_EPOCH + Duration::from_millis(10_000);
@@ -229,26 +255,28 @@ mod tests {
             Clock::Client(now),
         );
         assert_eq!(plan.filter, doc! { "_id": "nightly" });
-        assert_eq!(plan.update.len(), 3);
-        let set = plan.update[1].get_document("$set").unwrap();
-        let expires = set
-            .get_document(EXPIRES_AT)
-            .unwrap()
-            .get_array("$cond")
-            .unwrap();
-        assert_eq!(expires[1], Bson::DateTime(DateTime::from_millis(40_000)));
-        let leader = set
+        let (ok, vars, taken) = parts(&plan);
+        assert!(ok.contains_key("ok"));
+        assert!(vars.contains_key("free") && vars.contains_key("ours"));
+        assert_eq!(
+            taken.get(EXPIRES_AT),
+            Some(&Bson::DateTime(DateTime::from_millis(40_000)))
+        );
+        let leader = taken
             .get_document(LEADER_ID)
             .unwrap()
             .get_array("$cond")
             .unwrap();
         assert_eq!(leader[1], Bson::Document(doc! { "$literal": "$node" }));
+        assert_eq!(
+            taken.get_document(OWNER).unwrap(),
+            &doc! { "$literal": owner.to_string() }
+        );
         let text = format!("{:?}", plan.update);
         assert!(
             !text.contains("$dateAdd") && !text.contains("$$NOW"),
             "{text}"
         );
-        assert_eq!(plan.update[2], doc! { "$unset": [FREE, OURS] });
     }
 
     #[test]
@@ -260,15 +288,12 @@ mod tests {
             Duration::from_millis(1500),
             Clock::Server,
         );
-        let set = plan.update[1].get_document("$set").unwrap();
-        let expires = set
-            .get_document(EXPIRES_AT)
-            .unwrap()
-            .get_array("$cond")
-            .unwrap();
+        let (_, _, taken) = parts(&plan);
         assert_eq!(
-            expires[1],
-            Bson::Document(doc! { "$toDate": { "$add": [ { "$toLong": "$$NOW" }, 1500_i64 ] } })
+            taken.get(EXPIRES_AT),
+            Some(&Bson::Document(
+                doc! { "$toDate": { "$add": [ { "$toLong": "$$NOW" }, 1500_i64 ] } }
+            ))
         );
     }
 

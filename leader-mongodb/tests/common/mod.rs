@@ -121,7 +121,7 @@ impl Raw {
 }
 
 /// The contract harness: a fresh backend per call on the shared server, waiting with
-/// sleeps, the server's clock from `hello`.
+/// sleeps (one-second short leases), the server's clock from `hello`.
 pub struct MongoHarness {
     uri: String,
     raw: Raw,
@@ -148,6 +148,17 @@ impl Harness for MongoHarness {
 
     fn backend_now(&self) -> SystemTime {
         self.raw.server_now()
+    }
+
+    /// Waited out with real sleeps next to real round trips: long enough that a loaded
+    /// machine's scheduling delays (tens of milliseconds) cannot expire a lease early.
+    fn short_lease(&self) -> Duration {
+        Duration::from_secs(1)
+    }
+
+    /// A round trip or two between the timestamp and the reading it is compared with.
+    fn clock_tolerance(&self) -> Duration {
+        Duration::from_millis(500)
     }
 }
 
