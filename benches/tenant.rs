@@ -1,0 +1,303 @@
+//! One cycle of the tenant poller: N tenants x 3 instances, each instance a
+//! `BlockingTenantPoller` on its own 4-worker pool (concurrency 4), the three running their
+//! cycle at the same time on threads, as three processes would.
+//!
+//! - `tenant/memory-1000` and `tenant/memory-10000`: the in-memory backend (a manual clock
+//!   moves one interval between iterations, so every cycle starts with free locks);
+//! - `tenant/redis-10000`: Redis at `LEADER_TEST_REDIS_URL` (skipped without it); every
+//!   iteration uses a fresh job name, and the keys are deleted at the end;
+//! - printed after each group: backend calls per instance for one cycle, counted by a
+//!   wrapper backend (acquire calls per tenant, release calls per elected tenant), and for
+//!   Redis the round trips the server saw (`EVALSHA` in `INFO commandstats`) per tenant per
+//!   instance, beside the commands the scripts ran inside the server.
+//!
+//! ```text
+//! bash scripts/services.sh start /tmp/leader-bench && source /tmp/leader-bench/env
+//! cargo bench -p leader-benches --bench tenant
+//! bash scripts/services.sh stop /tmp/leader-bench
+//! ```
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use criterion::Criterion;
+use leader_blocking::ThreadPoolLeaderElector;
+use leader_core::{
+    AcquireOutcome, AcquireRequest, Backend, Error, ExtendOutcome, InMemoryBackend,
+    LeaderElectionOptions, LeaderState, Lease, LockBackend, LockName, ManualClock, ReleaseEvents,
+    ReleaseOutcome,
+};
+use leader_redis::{RedisBackend, RedisConfig};
+use leader_tenant::{BlockingTenantPoller, CycleReport, OutcomeKind, PollerConfig, TenantId};
+
+const INSTANCES: usize = 3;
+const WORKERS: usize = 4;
+const INTERVAL: Duration = Duration::from_secs(3600);
+const REDIS_PREFIX: &str = "leader-bench-tenant";
+
+/// Counts the backend calls of one instance.
+#[derive(Debug, Default)]
+struct Calls {
+    acquire: AtomicU64,
+    release: AtomicU64,
+    other: AtomicU64,
+}
+
+impl Calls {
+    fn take(&self) -> [u64; 3] {
+        [&self.acquire, &self.release, &self.other].map(|c| c.swap(0, Ordering::Relaxed))
+    }
+}
+
+#[derive(Debug)]
+struct Counting<B> {
+    inner: B,
+    calls: Arc<Calls>,
+}
+
+impl<B: Backend> Backend for Counting<B> {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn release_events(&self) -> Option<&ReleaseEvents> {
+        self.inner.release_events()
+    }
+}
+
+impl<B: LockBackend> LockBackend for Counting<B> {
+    fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
+        self.calls.acquire.fetch_add(1, Ordering::Relaxed);
+        self.inner.try_acquire(request)
+    }
+
+    fn extend(&self, lease: &Lease, time: Duration, db: bool) -> Result<ExtendOutcome, Error> {
+        self.calls.other.fetch_add(1, Ordering::Relaxed);
+        self.inner.extend(lease, time, db)
+    }
+
+    fn release(&self, lease: &Lease, min_lease: Duration) -> Result<ReleaseOutcome, Error> {
+        self.calls.release.fetch_add(1, Ordering::Relaxed);
+        self.inner.release(lease, min_lease)
+    }
+
+    fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
+        self.calls.other.fetch_add(1, Ordering::Relaxed);
+        self.inner.state(key)
+    }
+}
+
+type Report = CycleReport<(), std::convert::Infallible>;
+
+/// Three instances over one store.
+struct Instances<B> {
+    pools: Vec<ThreadPoolLeaderElector<Counting<B>>>,
+    calls: Vec<Arc<Calls>>,
+    tenants: Arc<Vec<String>>,
+    clock: Option<ManualClock>,
+}
+
+impl<B: LockBackend + 'static> Instances<B> {
+    fn new(tenants: usize, backend: impl Fn() -> B, clock: Option<ManualClock>) -> Self {
+        let calls: Vec<_> = (0..INSTANCES).map(|_| Arc::new(Calls::default())).collect();
+        let pools = calls
+            .iter()
+            .enumerate()
+            .map(|(i, calls)| {
+                let counting = Counting {
+                    inner: backend(),
+                    calls: Arc::clone(calls),
+                };
+                let options = LeaderElectionOptions::default()
+                    .with_node_id(format!("instance-{i}"))
+                    .with_lease_time(Duration::from_secs(60));
+                ThreadPoolLeaderElector::new(counting, options, WORKERS).unwrap()
+            })
+            .collect();
+        let tenants = (0..tenants).map(|t| format!("tenant-{t:05}")).collect();
+        Instances {
+            pools,
+            calls,
+            tenants: Arc::new(tenants),
+            clock,
+        }
+    }
+
+    /// One cycle of `job` on all instances at once; the reports and the wall time.
+    fn cycle(&self, job: &str) -> (Vec<Report>, Duration) {
+        let pollers: Vec<_> = self
+            .pools
+            .iter()
+            .map(|pool| {
+                let tenants = Arc::clone(&self.tenants);
+                let config = PollerConfig::new(job, INTERVAL).with_concurrency(WORKERS);
+                let source = move || tenants.iter().cloned().collect::<Vec<_>>();
+                let work = |_tenant: TenantId| Ok::<(), std::convert::Infallible>(());
+                let poller = BlockingTenantPoller::new(pool, config, source, work).unwrap();
+                match &self.clock {
+                    Some(clock) => poller.with_clock(clock.clone()),
+                    None => poller,
+                }
+            })
+            .collect();
+        let start = Instant::now();
+        let reports = std::thread::scope(|s| {
+            let handles: Vec<_> = pollers
+                .iter()
+                .map(|poller| s.spawn(|| poller.run_cycle()))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap())
+                .collect::<Vec<_>>()
+        });
+        let elapsed = start.elapsed();
+        if let Some(clock) = &self.clock {
+            clock.advance(INTERVAL);
+        }
+        (reports, elapsed)
+    }
+
+    /// Runs one cycle and prints the backend calls of each instance.
+    fn print_calls(&self, label: &str, job: &str) {
+        for calls in &self.calls {
+            calls.take();
+        }
+        let (reports, elapsed) = self.cycle(job);
+        let elected: usize = reports.iter().map(|r| r.count(OutcomeKind::Elected)).sum();
+        println!(
+            "{label}: one cycle of {} tenants x {INSTANCES} instances in {elapsed:?}; {elected} elected in all",
+            self.tenants.len()
+        );
+        for (i, (report, calls)) in reports.iter().zip(&self.calls).enumerate() {
+            let [acquire, release, other] = calls.take();
+            let ran = report.count(OutcomeKind::Elected);
+            let skipped = report.count(OutcomeKind::Skipped);
+            let per = |calls: u64, tenants: usize| match tenants {
+                0 => "-".to_owned(),
+                n => format!("{:.2}", calls as f64 / n as f64),
+            };
+            // With wait_time zero every tenant costs one acquire; a run adds its release.
+            println!(
+                "  instance-{i}: ran {ran}, skipped {skipped}; acquire calls per tenant {}, \
+                 release calls per tenant run {}, other calls {other}",
+                per(acquire, ran + skipped),
+                per(release, ran),
+            );
+        }
+    }
+}
+
+fn memory(c: &mut Criterion) {
+    let mut group = c.benchmark_group("tenant");
+    group.sample_size(10);
+    for tenants in [1_000, 10_000] {
+        let clock = ManualClock::new(UNIX_EPOCH + INTERVAL * 500_000);
+        let backend = InMemoryBackend::with_clock(clock.clone());
+        let instances = Instances::new(tenants, || backend.clone(), Some(clock));
+        group.bench_function(format!("memory-{tenants}"), |b| {
+            b.iter_custom(|iters| (0..iters).map(|_| instances.cycle("sync").1).sum())
+        });
+        instances.print_calls(&format!("memory-{tenants}"), "sync");
+    }
+    group.finish();
+}
+
+fn redis(c: &mut Criterion) {
+    let Ok(url) = std::env::var("LEADER_TEST_REDIS_URL") else {
+        println!("tenant/redis-10000 skipped: LEADER_TEST_REDIS_URL is not set");
+        return;
+    };
+    let config = RedisConfig::default()
+        .with_key_prefix(REDIS_PREFIX)
+        .with_max_idle_connections(WORKERS);
+    let backend = || RedisBackend::connect_with(&url, config.clone()).unwrap();
+    let instances = Instances::new(10_000, backend, None);
+    let mut server = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    delete_bench_keys(&mut server);
+    let fresh_job = {
+        let run = AtomicU64::new(0);
+        let since = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        move || format!("sync-{since}-{}", run.fetch_add(1, Ordering::Relaxed))
+    };
+
+    let mut group = c.benchmark_group("tenant");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(30));
+    group.bench_function("redis-10000", |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| instances.cycle(&fresh_job()).1).sum())
+    });
+    group.finish();
+
+    let before = command_stats(&mut server);
+    instances.print_calls("redis-10000", &fresh_job());
+    let after = command_stats(&mut server);
+    let pairs = (10_000 * INSTANCES) as f64;
+    let delta = |name: &str| {
+        after.iter().find(|(n, _)| n == name).map_or(0, |(_, c)| *c)
+            - before
+                .iter()
+                .find(|(n, _)| n == name)
+                .map_or(0, |(_, c)| *c)
+    };
+    // Every backend operation is one EVALSHA: one round trip. INFO commandstats also counts
+    // the commands the scripts run inside the server, which are not round trips.
+    println!(
+        "  redis server: {} EVALSHA for the cycle => {:.2} round trips per tenant per instance",
+        delta("evalsha"),
+        delta("evalsha") as f64 / pairs
+    );
+    let inner: Vec<String> = after
+        .iter()
+        .filter(|(name, _)| name != "evalsha" && name != "info")
+        .map(|(name, _)| (name, delta(name)))
+        .filter(|(_, calls)| *calls > 0)
+        .map(|(name, calls)| format!("{name} {:.2}", calls as f64 / pairs))
+        .collect();
+    println!(
+        "  other commands per tenant per instance (mostly inside the scripts): {}",
+        inner.join(", ")
+    );
+    delete_bench_keys(&mut server);
+}
+
+/// Calls per command from the server's `INFO commandstats`.
+fn command_stats(server: &mut redis::Connection) -> Vec<(String, u64)> {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(server)
+        .unwrap();
+    info.lines()
+        .filter_map(|line| {
+            let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = rest
+                .strip_prefix("calls=")?
+                .split(',')
+                .next()?
+                .parse()
+                .ok()?;
+            Some((name.to_owned(), calls))
+        })
+        .collect()
+}
+
+fn delete_bench_keys(server: &mut redis::Connection) {
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{REDIS_PREFIX}:*"))
+        .query(server)
+        .unwrap();
+    for chunk in keys.chunks(1_000) {
+        let _: () = redis::cmd("UNLINK").arg(chunk).query(server).unwrap();
+    }
+}
+
+criterion::criterion_group!(benches, memory, redis);
+criterion::criterion_main!(benches);
