@@ -156,7 +156,7 @@ pub struct CycleReport<T, E> {
     /// The cycle's number: the count of whole intervals since the Unix epoch at its start,
     /// so every instance numbers a cycle alike.
     pub cycle: u64,
-    /// When the cycle started (this node's clock).
+    /// When the cycle started, on the poller's clock (the system clock unless `with_clock`).
     pub started_at: SystemTime,
     /// How long the cycle took.
     pub elapsed: Duration,

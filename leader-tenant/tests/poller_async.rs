@@ -172,7 +172,11 @@ fn at_most_concurrency_jobs_run_at_once() {
         );
         let report = poller.run_cycle().await;
         assert_eq!(report.count(OutcomeKind::Elected), 30);
-        assert_eq!(peak.load(Ordering::SeqCst), 5);
+        let peak = peak.load(Ordering::SeqCst);
+        assert!(
+            (2..=5).contains(&peak),
+            "peak {peak}: bounded by 5, and concurrent"
+        );
     });
 }
 

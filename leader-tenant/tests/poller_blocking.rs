@@ -219,7 +219,11 @@ fn at_most_concurrency_jobs_run_at_once() {
     let poller = BlockingTenantPoller::new(&pool, config, move || names.clone(), job).unwrap();
     let report = poller.run_cycle();
     assert_eq!(report.count(OutcomeKind::Elected), 24);
-    assert_eq!(peak.load(Ordering::SeqCst), 3);
+    let peak = peak.load(Ordering::SeqCst);
+    assert!(
+        (2..=3).contains(&peak),
+        "peak {peak}: bounded by 3, and concurrent"
+    );
 }
 
 #[test]
@@ -384,7 +388,7 @@ fn run_stops_while_waiting_for_the_next_cycle() {
 #[test]
 fn run_starts_cycles_on_multiples_of_the_interval() {
     let pool = ThreadPoolLeaderElector::new(InMemoryBackend::new(), options("node"), 2).unwrap();
-    let interval = Duration::from_millis(200);
+    let interval = Duration::from_millis(400);
     let config = PollerConfig::new("sync", interval);
     let job = |_t: TenantId| Ok::<_, String>(());
     let poller = BlockingTenantPoller::new(&pool, config, || ["acme", "globex"], job).unwrap();
@@ -404,7 +408,7 @@ fn run_starts_cycles_on_multiples_of_the_interval() {
             .unwrap();
         let into_cycle = since_epoch.as_nanos() % interval.as_nanos();
         assert!(
-            into_cycle < Duration::from_millis(100).as_nanos(),
+            into_cycle < (interval / 2).as_nanos(),
             "{into_cycle} ns late"
         );
         assert_eq!(
@@ -444,7 +448,7 @@ fn three_scheduled_instances_run_each_job_exactly_once_per_cycle() {
         pools,
         "sync",
         &tenants(50),
-        Duration::from_millis(300),
+        Duration::from_millis(500),
         3,
     );
 }
