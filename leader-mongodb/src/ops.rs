@@ -68,19 +68,20 @@ impl Store {
     }
 
     async fn try_acquire(&self, request: &Acquire) -> Result<AcquireOutcome, OpError> {
-        let clock = Clock::for_request(request.use_db_time);
-        let plan = pipeline::acquire(
-            &request.key,
-            request.owner,
-            &request.leader_id,
-            request.lease_time,
-            clock,
-        );
         let mut unsettled = Unsettled::NoDocument;
         for _ in 0..ACQUIRE_ATTEMPTS {
+            // Built per attempt (the driver takes it by value; a retry is rare and may as
+            // well use a fresh "now").
+            let plan = pipeline::acquire(
+                &request.key,
+                request.owner,
+                &request.leader_id,
+                request.lease_time,
+                Clock::for_request(request.use_db_time),
+            );
             let answer = self
                 .collection
-                .find_one_and_update(plan.filter.clone(), plan.update.clone())
+                .find_one_and_update(plan.filter, plan.update)
                 .upsert(true)
                 .return_document(ReturnDocument::After)
                 .max_time(self.max_time)

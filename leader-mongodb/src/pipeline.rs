@@ -13,6 +13,16 @@ use mongodb::bson::{Bson, DateTime, Document, doc};
 use crate::document::field::{ACQUIRED_AT, EXPIRES_AT, FENCING_TOKEN, ID, LEADER_ID, OWNER};
 use crate::time::{millis, to_bson};
 
+/// The lock fields as expression paths (`$field`), spelled out to save an allocation each.
+mod path {
+    pub(super) const ID: &str = "$_id";
+    pub(super) const OWNER: &str = "$owner";
+    pub(super) const LEADER_ID: &str = "$leader_id";
+    pub(super) const FENCING_TOKEN: &str = "$fencing_token";
+    pub(super) const ACQUIRED_AT: &str = "$acquired_at";
+    pub(super) const EXPIRES_AT: &str = "$expires_at";
+}
+
 /// The field the state pipeline adds with the server's time.
 pub(crate) const SERVER_NOW: &str = "_leader_now";
 
@@ -76,22 +86,22 @@ pub(crate) fn by_name(key: &LockName) -> Document {
     doc! { ID: key.as_str() }
 }
 
-fn type_is(name: &str, types: &[&str]) -> Document {
+fn type_is(path: &str, types: &[&str]) -> Document {
     match types {
-        [one] => doc! { "$eq": [ { "$type": format!("${name}") }, one ] },
-        _ => doc! { "$in": [ { "$type": format!("${name}") }, types ] },
+        [one] => doc! { "$eq": [ { "$type": path }, one ] },
+        _ => doc! { "$in": [ { "$type": path }, types ] },
     }
 }
 
 /// True when every lock field has the type and range this backend writes.
 fn well_formed() -> Document {
     doc! { "$and": [
-        type_is(OWNER, &["string", "null"]),
-        type_is(LEADER_ID, &["string"]),
-        type_is(FENCING_TOKEN, &["long", "int"]),
-        { "$gte": [ format!("${FENCING_TOKEN}"), 0_i64 ] },
-        type_is(ACQUIRED_AT, &["date"]),
-        type_is(EXPIRES_AT, &["date"]),
+        type_is(path::OWNER, &["string", "null"]),
+        type_is(path::LEADER_ID, &["string"]),
+        type_is(path::FENCING_TOKEN, &["long", "int"]),
+        { "$gte": [ path::FENCING_TOKEN, 0_i64 ] },
+        type_is(path::ACQUIRED_AT, &["date"]),
+        type_is(path::EXPIRES_AT, &["date"]),
     ] }
 }
 
@@ -117,27 +127,26 @@ pub(crate) fn acquire(
 ) -> Plan {
     let now = clock.now();
     let owner = owner.to_string();
-    let keep = |name: &str| format!("${name}");
     let fresh = doc! { "$eq": [ "$$ROOT", { "$literal": { ID: key.as_str() } } ] };
     let expired = doc! { "$or": [
-        { "$eq": [ keep(OWNER), Bson::Null ] },
-        { "$lte": [ keep(EXPIRES_AT), now.clone() ] },
+        { "$eq": [ path::OWNER, Bson::Null ] },
+        { "$lte": [ path::EXPIRES_AT, now.clone() ] },
     ] };
     let free = doc! { "$or": [ fresh, { "$and": [ "$$ok", expired ] } ] };
     let ours = doc! { "$and": [
         "$$ok",
-        { "$eq": [ keep(OWNER), &owner ] },
-        { "$gt": [ keep(EXPIRES_AT), now.clone() ] },
+        { "$eq": [ path::OWNER, &owner ] },
+        { "$gt": [ path::EXPIRES_AT, now.clone() ] },
     ] };
     let next_token = doc! {
-        "$add": [ { "$toLong": { "$ifNull": [ keep(FENCING_TOKEN), 0_i64 ] } }, 1_i64 ]
+        "$add": [ { "$toLong": { "$ifNull": [ path::FENCING_TOKEN, 0_i64 ] } }, 1_i64 ]
     };
     let taken = doc! {
-        ID: keep(ID),
+        ID: path::ID,
         OWNER: { "$literal": &owner },
-        LEADER_ID: { "$cond": [ "$$free", { "$literal": leader_id }, keep(LEADER_ID) ] },
-        FENCING_TOKEN: { "$cond": [ "$$free", next_token, keep(FENCING_TOKEN) ] },
-        ACQUIRED_AT: { "$cond": [ "$$free", now, keep(ACQUIRED_AT) ] },
+        LEADER_ID: { "$cond": [ "$$free", { "$literal": leader_id }, path::LEADER_ID ] },
+        FENCING_TOKEN: { "$cond": [ "$$free", next_token, path::FENCING_TOKEN ] },
+        ACQUIRED_AT: { "$cond": [ "$$free", now, path::ACQUIRED_AT ] },
         EXPIRES_AT: clock.after(lease_time),
     };
     let update = vec![doc! { "$replaceWith": { "$let": {
@@ -164,10 +173,7 @@ pub(crate) fn extend(
     let mut filter = doc! { ID: key.as_str(), OWNER: owner.to_string() };
     match clock {
         Clock::Server => {
-            filter.insert(
-                "$expr",
-                doc! { "$gt": [ format!("${EXPIRES_AT}"), "$$NOW" ] },
-            );
+            filter.insert("$expr", doc! { "$gt": [ path::EXPIRES_AT, "$$NOW" ] });
         }
         Clock::Client(_) => {
             filter.insert(EXPIRES_AT, doc! { "$gt": clock.now() });
@@ -187,8 +193,8 @@ pub(crate) fn extend(
 /// (`release` is not told which clock that was). The document stays either way, so the
 /// fencing counter survives.
 pub(crate) fn release(key: &LockName, owner: OwnerToken, min_lease_time: Duration) -> Plan {
-    let keep_until = plus_millis(format!("${ACQUIRED_AT}"), millis(min_lease_time));
-    let mut set = doc! { EXPIRES_AT: { "$min": [ format!("${EXPIRES_AT}"), keep_until ] } };
+    let keep_until = plus_millis(path::ACQUIRED_AT, millis(min_lease_time));
+    let mut set = doc! { EXPIRES_AT: { "$min": [ path::EXPIRES_AT, keep_until ] } };
     if min_lease_time.is_zero() {
         set.insert(OWNER, Bson::Null);
     }
@@ -337,6 +343,20 @@ mod tests {
             min.filter,
             doc! { "_id": "nightly", "owner": owner.to_string() }
         );
+    }
+
+    #[test]
+    fn paths_name_the_fields() {
+        for (path, field) in [
+            (path::ID, ID),
+            (path::OWNER, OWNER),
+            (path::LEADER_ID, LEADER_ID),
+            (path::FENCING_TOKEN, FENCING_TOKEN),
+            (path::ACQUIRED_AT, ACQUIRED_AT),
+            (path::EXPIRES_AT, EXPIRES_AT),
+        ] {
+            assert_eq!(path, format!("${field}"));
+        }
     }
 
     #[test]

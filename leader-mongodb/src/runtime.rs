@@ -61,8 +61,12 @@ impl Background {
         F: Future<Output = T> + Send + 'static,
         T: Send + 'static,
     {
-        let handle = Handle::try_current().unwrap_or_else(|_| self.handle.clone());
-        flatten(spawn_with_deadline(&handle, deadline, op).await)
+        match Handle::try_current() {
+            // The caller's runtime has the timer the deadline needs (the driver needs it too).
+            Ok(current) => wait(deadline, current.spawn(op.in_current_span())).await,
+            // No tokio timer here: the deadline is kept by a second task on the background runtime.
+            Err(_) => flatten(spawn_with_deadline(&self.handle, deadline, op).await),
+        }
     }
 
     /// Runs `op` as a task on the background runtime and blocks the calling thread until it
@@ -73,10 +77,11 @@ impl Background {
         F: Future<Output = T> + Send + 'static,
         T: Send + 'static,
     {
-        let task = spawn_with_deadline(&self.handle, deadline, op);
         if Handle::try_current().is_err() {
-            return flatten(self.handle.block_on(task));
+            let task = self.handle.spawn(op.in_current_span());
+            return self.handle.block_on(wait(deadline, task));
         }
+        let task = spawn_with_deadline(&self.handle, deadline, op);
         let (sender, receiver) = mpsc::sync_channel(1);
         self.handle.spawn(async move {
             // The receiver only goes away with the blocked caller, which cannot happen.
@@ -94,8 +99,17 @@ impl Drop for Background {
     }
 }
 
-/// Spawns `op`, and a second task that waits for it at most `deadline`; dropping the
-/// second task's handle, or its timing out, leaves `op` running to completion.
+/// Waits for `task` at most `deadline` (on the current runtime's timer). Dropping this
+/// future, or running out of time, detaches the task: it still runs to completion.
+async fn wait<T>(deadline: Duration, task: JoinHandle<T>) -> Result<T, Stopped> {
+    match tokio::time::timeout(deadline, task).await {
+        Ok(joined) => joined.map_err(stopped),
+        Err(_) => Err(Stopped::TimedOut(deadline)),
+    }
+}
+
+/// Spawns `op`, and a second task that waits for it at most `deadline`, for callers
+/// without a tokio timer of their own.
 fn spawn_with_deadline<T, F>(
     handle: &Handle,
     deadline: Duration,
@@ -106,12 +120,7 @@ where
     T: Send + 'static,
 {
     let task = handle.spawn(op.in_current_span());
-    handle.spawn(async move {
-        match tokio::time::timeout(deadline, task).await {
-            Ok(joined) => joined.map_err(stopped),
-            Err(_) => Err(Stopped::TimedOut(deadline)),
-        }
-    })
+    handle.spawn(wait(deadline, task))
 }
 
 fn flatten<T>(joined: Result<Result<T, Stopped>, JoinError>) -> Result<T, Stopped> {
@@ -182,6 +191,33 @@ mod tests {
             finished.load(Ordering::SeqCst),
             "the operation ran to its end"
         );
+    }
+
+    #[test]
+    fn an_async_deadline_leaves_the_operation_running_on_tokio_and_elsewhere() {
+        let background = Background::new().unwrap();
+        let tokio = Builder::new_current_thread().enable_all().build().unwrap();
+        for on_tokio in [true, false] {
+            let finished = Arc::new(AtomicBool::new(false));
+            let flag = Arc::clone(&finished);
+            let waiting = background.run(Duration::from_millis(20), async move {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                flag.store(true, Ordering::SeqCst);
+            });
+            let result = if on_tokio {
+                tokio.block_on(async {
+                    let result = waiting.await;
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    result
+                })
+            } else {
+                let result = futures::executor::block_on(waiting);
+                std::thread::sleep(Duration::from_millis(300));
+                result
+            };
+            assert_eq!(result, Err(Stopped::TimedOut(Duration::from_millis(20))));
+            assert!(finished.load(Ordering::SeqCst), "on tokio: {on_tokio}");
+        }
     }
 
     #[test]
