@@ -8,7 +8,10 @@
 //! - `mongodb/async` (tokio, current thread; the client built on that runtime): the same
 //!   three, plus distributed-lock-mongo 0.2 (`try_acquire` + `release`) on the same server,
 //!   when the server accepts its update (it uses `$dateAdd`, which the secantusd-rs test
-//!   server refuses; the bench then prints why and leaves it out).
+//!   server refuses; the bench then prints why and leaves it out);
+//! - interleaved (printed, not a criterion group): 2,000 rounds running every case of a
+//!   group in turn, rotating the order, so that load from elsewhere hits all cases alike;
+//!   each case's median and its ratio to the floor's median.
 //!
 //! ```text
 //! bash scripts/services.sh start /tmp/leader-bench && source /tmp/leader-bench/env
@@ -18,7 +21,7 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::hint::black_box;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use criterion::Criterion;
 use distributed_lock_core::traits::{DistributedLock, LockHandle};
@@ -33,6 +36,7 @@ use leader_mongodb::{MongoBackend, MongoConfig};
 use mongodb::bson::{DateTime, Document, doc};
 use mongodb::options::{ReturnDocument, WriteConcern};
 use mongodb::{Client, Collection};
+use tokio::runtime::Runtime;
 
 const LEASE: Duration = Duration::from_secs(60);
 const DATABASE: &str = "leader_bench";
@@ -97,121 +101,226 @@ fn collection(client: &Client) -> Collection<Document> {
     client.database(DATABASE).collection(COLLECTION)
 }
 
-fn blocking(c: &mut Criterion, uri: &str) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let client = runtime.block_on(Client::with_uri_str(uri)).unwrap();
-    let mut group = c.benchmark_group("mongodb/blocking");
-
-    let raw = collection(&client);
-    group.bench_function("floor: raw findOneAndUpdate + updateOne", |b| {
-        b.iter(|| runtime.block_on(raw_cycle(&raw, "bench-floor")))
-    });
-
-    let backend = MongoBackend::from_client(client.clone(), config()).unwrap();
-    let key = LockName::new("bench-backend").unwrap();
-    group.bench_function("backend: try_acquire + release", |b| {
-        b.iter(|| {
-            let AcquireOutcome::Acquired(lease) =
-                LockBackend::try_acquire(&backend, request(&key)).unwrap()
-            else {
-                panic!("uncontended")
-            };
-            black_box(LockBackend::release(&backend, &lease, Duration::ZERO).unwrap());
-        })
-    });
-
-    let elector_backend = MongoBackend::from_client(client.clone(), config()).unwrap();
-    let elector = LeaderElector::new(elector_backend, options()).unwrap();
-    group.bench_function("elector: run_if_leader", |b| {
-        b.iter(|| {
-            black_box(
-                elector
-                    .run_if_leader(black_box("bench-elector"), || 1u8)
-                    .unwrap()
-                    .expect("uncontended"),
-            )
-        })
-    });
-    group.finish();
-    drop((backend, elector, client));
-    runtime.shutdown_background();
+fn backend_cycle(backend: &MongoBackend, key: &LockName) {
+    let AcquireOutcome::Acquired(lease) = LockBackend::try_acquire(backend, request(key)).unwrap()
+    else {
+        panic!("uncontended")
+    };
+    black_box(LockBackend::release(backend, &lease, Duration::ZERO).unwrap());
 }
 
-fn asynchronous(c: &mut Criterion, uri: &str) {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let client = runtime.block_on(Client::with_uri_str(uri)).unwrap();
-    let mut group = c.benchmark_group("mongodb/async");
-
-    let raw = collection(&client);
-    group.bench_function("floor: raw findOneAndUpdate + updateOne", |b| {
-        b.to_async(&runtime)
-            .iter(|| raw_cycle(&raw, "bench-floor-async"))
-    });
-
-    let backend = MongoBackend::from_client(client.clone(), config()).unwrap();
-    let key = LockName::new("bench-backend-async").unwrap();
-    group.bench_function("backend: try_acquire + release", |b| {
-        b.to_async(&runtime).iter(|| async {
-            let AcquireOutcome::Acquired(lease) =
-                AsyncLockBackend::try_acquire(&backend, request(&key))
-                    .await
-                    .unwrap()
-            else {
-                panic!("uncontended")
-            };
-            black_box(
-                AsyncLockBackend::release(&backend, &lease, Duration::ZERO)
-                    .await
-                    .unwrap(),
-            );
-        })
-    });
-
-    let elector_backend = MongoBackend::from_client(client.clone(), config()).unwrap();
-    let elector = AsyncLeaderElector::new(elector_backend, options()).unwrap();
-    group.bench_function("elector: run_if_leader", |b| {
-        b.to_async(&runtime).iter(|| async {
-            black_box(
-                elector
-                    .run_if_leader(black_box("bench-elector-async"), || async { 1u8 })
-                    .await
-                    .unwrap()
-                    .expect("uncontended"),
-            )
-        })
-    });
-
-    let peer = MongoDistributedLock::new(
-        "bench-peer".to_owned(),
-        client.database(DATABASE),
-        Some("peer_locks".to_owned()),
-        None,
+async fn backend_cycle_async(backend: &MongoBackend, key: &LockName) {
+    let AcquireOutcome::Acquired(lease) = AsyncLockBackend::try_acquire(backend, request(key))
+        .await
+        .unwrap()
+    else {
+        panic!("uncontended")
+    };
+    black_box(
+        AsyncLockBackend::release(backend, &lease, Duration::ZERO)
+            .await
+            .unwrap(),
     );
-    match runtime.block_on(peer.try_acquire()) {
-        Ok(Some(handle)) => {
-            runtime.block_on(handle.release()).unwrap();
-            group.bench_function("distributed-lock-mongo 0.2: try_acquire + release", |b| {
-                b.to_async(&runtime).iter(|| async {
-                    let handle = peer.try_acquire().await.unwrap().expect("uncontended");
-                    handle.release().await.unwrap();
-                })
-            });
+}
+
+fn elector_cycle(elector: &LeaderElector<MongoBackend>) {
+    let value = elector.run_if_leader(black_box("bench-elector"), || 1u8);
+    black_box(value.unwrap().expect("uncontended"));
+}
+
+async fn elector_cycle_async(elector: &AsyncLeaderElector<MongoBackend>) {
+    let value = elector
+        .run_if_leader(black_box("bench-elector-async"), || async { 1u8 })
+        .await;
+    black_box(value.unwrap().expect("uncontended"));
+}
+
+async fn peer_cycle(peer: &MongoDistributedLock) {
+    let handle = peer.try_acquire().await.unwrap().expect("uncontended");
+    handle.release().await.unwrap();
+}
+
+/// The client on a one-worker multi-thread runtime, and the backend and elector on it.
+struct BlockingSetup {
+    runtime: Runtime,
+    raw: Collection<Document>,
+    backend: MongoBackend,
+    key: LockName,
+    elector: LeaderElector<MongoBackend>,
+}
+
+impl BlockingSetup {
+    fn new(uri: &str) -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let client = runtime.block_on(Client::with_uri_str(uri)).unwrap();
+        let backend = MongoBackend::from_client(client.clone(), config()).unwrap();
+        let elector_backend = MongoBackend::from_client(client.clone(), config()).unwrap();
+        BlockingSetup {
+            raw: collection(&client),
+            backend,
+            key: LockName::new("bench-backend").unwrap(),
+            elector: LeaderElector::new(elector_backend, options()).unwrap(),
+            runtime,
         }
-        Ok(None) => println!("mongodb/async distributed-lock-mongo 0.2: skipped (lock held)"),
-        Err(err) => println!(
-            "mongodb/async distributed-lock-mongo 0.2: skipped, the server rejects its update: {err}"
-        ),
+    }
+
+    fn floor(&self) {
+        self.runtime.block_on(raw_cycle(&self.raw, "bench-floor"));
+    }
+}
+
+/// The client on a current-thread runtime, and the backend, elector and peer on it.
+struct AsyncSetup {
+    runtime: Runtime,
+    raw: Collection<Document>,
+    backend: MongoBackend,
+    key: LockName,
+    elector: AsyncLeaderElector<MongoBackend>,
+    /// `None` when the server rejects distributed-lock-mongo's update.
+    peer: Option<MongoDistributedLock>,
+}
+
+impl AsyncSetup {
+    fn new(uri: &str) -> Self {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let client = runtime.block_on(Client::with_uri_str(uri)).unwrap();
+        let backend = MongoBackend::from_client(client.clone(), config()).unwrap();
+        let elector_backend = MongoBackend::from_client(client.clone(), config()).unwrap();
+        let peer = MongoDistributedLock::new(
+            "bench-peer".to_owned(),
+            client.database(DATABASE),
+            Some("peer_locks".to_owned()),
+            None,
+        );
+        let peer = match runtime.block_on(peer.try_acquire()) {
+            Ok(Some(handle)) => {
+                runtime.block_on(handle.release()).unwrap();
+                Some(peer)
+            }
+            Ok(None) => {
+                println!("mongodb/async distributed-lock-mongo 0.2: left out (lock held)");
+                None
+            }
+            Err(err) => {
+                println!(
+                    "mongodb/async distributed-lock-mongo 0.2: left out, the server rejects its update: {err}"
+                );
+                None
+            }
+        };
+        AsyncSetup {
+            raw: collection(&client),
+            backend,
+            key: LockName::new("bench-backend-async").unwrap(),
+            elector: AsyncLeaderElector::new(elector_backend, options()).unwrap(),
+            peer,
+            runtime,
+        }
+    }
+}
+
+const FLOOR: &str = "floor: raw findOneAndUpdate + updateOne";
+const BACKEND: &str = "backend: try_acquire + release";
+const ELECTOR: &str = "elector: run_if_leader";
+const PEER: &str = "distributed-lock-mongo 0.2: try_acquire + release";
+
+fn blocking(c: &mut Criterion, setup: &BlockingSetup) {
+    let mut group = c.benchmark_group("mongodb/blocking");
+    group.bench_function(FLOOR, |b| b.iter(|| setup.floor()));
+    group.bench_function(BACKEND, |b| {
+        b.iter(|| backend_cycle(&setup.backend, &setup.key))
+    });
+    group.bench_function(ELECTOR, |b| b.iter(|| elector_cycle(&setup.elector)));
+    group.finish();
+}
+
+fn asynchronous(c: &mut Criterion, setup: &AsyncSetup) {
+    let mut group = c.benchmark_group("mongodb/async");
+    group.bench_function(FLOOR, |b| {
+        b.to_async(&setup.runtime)
+            .iter(|| raw_cycle(&setup.raw, "bench-floor-async"))
+    });
+    group.bench_function(BACKEND, |b| {
+        b.to_async(&setup.runtime)
+            .iter(|| backend_cycle_async(&setup.backend, &setup.key))
+    });
+    group.bench_function(ELECTOR, |b| {
+        b.to_async(&setup.runtime)
+            .iter(|| elector_cycle_async(&setup.elector))
+    });
+    if let Some(peer) = &setup.peer {
+        group.bench_function(PEER, |b| {
+            b.to_async(&setup.runtime).iter(|| peer_cycle(peer))
+        });
     }
     group.finish();
-    drop((backend, elector, peer, client));
-    runtime.shutdown_background();
+}
+
+/// Runs the cases in turn, round after round (rotating the order), so that load from
+/// elsewhere on the machine hits them alike; prints each median and its ratio to the first.
+/// A named cycle for [`interleaved`].
+type Case<'a> = (&'static str, Box<dyn FnMut() + 'a>);
+
+fn interleaved(group: &str, rounds: usize, cases: &mut [Case<'_>]) {
+    let mut samples = vec![Vec::with_capacity(rounds); cases.len()];
+    for round in 0..rounds {
+        for offset in 0..cases.len() {
+            let index = (round + offset) % cases.len();
+            let started = Instant::now();
+            (cases[index].1)();
+            samples[index].push(started.elapsed());
+        }
+    }
+    let medians: Vec<Duration> = samples
+        .iter_mut()
+        .map(|s| {
+            s.sort();
+            s[s.len() / 2]
+        })
+        .collect();
+    for ((name, _), median) in cases.iter().zip(&medians) {
+        let ratio = median.as_secs_f64() / medians[0].as_secs_f64();
+        println!("{group:<18} {name:<52} median {median:>10.3?}  {ratio:.2}x floor");
+    }
+}
+
+fn interleaved_all(blocking: &BlockingSetup, asynchronous: &AsyncSetup, rounds: usize) {
+    let (b, a) = (blocking, asynchronous);
+    interleaved(
+        "mongodb/blocking",
+        rounds,
+        &mut [
+            (FLOOR, Box::new(|| b.floor())),
+            (BACKEND, Box::new(|| backend_cycle(&b.backend, &b.key))),
+            (ELECTOR, Box::new(|| elector_cycle(&b.elector))),
+        ],
+    );
+    let rt = &a.runtime;
+    let mut cases: Vec<Case<'_>> = vec![
+        (
+            FLOOR,
+            Box::new(|| rt.block_on(raw_cycle(&a.raw, "bench-floor-async"))),
+        ),
+        (
+            BACKEND,
+            Box::new(|| rt.block_on(backend_cycle_async(&a.backend, &a.key))),
+        ),
+        (
+            ELECTOR,
+            Box::new(|| rt.block_on(elector_cycle_async(&a.elector))),
+        ),
+    ];
+    if let Some(peer) = &a.peer {
+        cases.push((PEER, Box::new(move || rt.block_on(peer_cycle(peer)))));
+    }
+    interleaved("mongodb/async", rounds, &mut cases);
 }
 
 fn main() {
@@ -224,8 +333,16 @@ fn main() {
         );
         return;
     };
+    let blocking_setup = BlockingSetup::new(&uri);
+    let async_setup = AsyncSetup::new(&uri);
     let mut criterion = Criterion::default().configure_from_args();
-    blocking(&mut criterion, &uri);
-    asynchronous(&mut criterion, &uri);
+    blocking(&mut criterion, &blocking_setup);
+    asynchronous(&mut criterion, &async_setup);
     criterion.final_summary();
+    // `cargo bench -- <filter>` runs only the matching criterion cases; the interleaved
+    // comparison (2,000 rounds of every case) runs unfiltered.
+    let filtered = std::env::args().skip(1).any(|arg| !arg.starts_with('-'));
+    if !filtered {
+        interleaved_all(&blocking_setup, &async_setup, 2000);
+    }
 }
