@@ -10,7 +10,8 @@
 # skip), then runs, in order:
 #   1. cargo fmt --all -- --check
 #   2. cargo clippy --workspace --all-targets --all-features -- -D warnings
-#   3. cargo test --workspace --all-features [EXTRA ARGS]   (doctests included)
+#   3. cargo doc --workspace --no-deps --all-features with RUSTDOCFLAGS=-D warnings
+#   4. cargo test --workspace --all-features [EXTRA ARGS]   (doctests included)
 # Every step runs even if an earlier one failed, so one run shows every
 # problem; the script exits non-zero if any step failed. The servers are
 # stopped on every exit: success, failure or Ctrl-C.
@@ -67,6 +68,7 @@ run_step() {
 
 run_step cargo fmt --all -- --check
 run_step cargo clippy --workspace --all-targets --all-features -- -D warnings
+run_step env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features
 run_step cargo test --workspace --all-features "$@"
 
 if ((${#failed[@]} > 0)); then

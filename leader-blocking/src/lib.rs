@@ -6,8 +6,8 @@
 //!   [`TaskHandle`] that can be waited on or `.await`ed.
 //!
 //! Both take any [`LockBackend`](leader_core::LockBackend), one
-//! [`LeaderElectionOptions`](leader_core::LeaderElectionOptions) and give back the shared
-//! [`LeaderRunResult`](leader_core::LeaderRunResult).
+//! [`LeaderElectionOptions`] and give back the shared
+//! [`LeaderRunResult`].
 //!
 //! # Examples
 //!
