@@ -11,35 +11,9 @@ use leader_core::{
     CampaignConfig, DeploymentMode, Error, InMemoryBackend, LeaderElectionOptions, LeadershipEvent,
     LeaseMode, LockStatus,
 };
-use leader_testkit::{AsyncStdRunner, Runner, SmolRunner, TokioRunner};
+use leader_testkit::Runner;
 
-macro_rules! on_every_runtime {
-    ($($body:ident),* $(,)?) => {
-        $(
-            mod $body {
-                use super::*;
-                #[test]
-                fn tokio_current_thread() {
-                    super::$body(&TokioRunner::current_thread());
-                }
-                #[test]
-                fn tokio_multi_thread() {
-                    super::$body(&TokioRunner::multi_thread());
-                }
-                #[test]
-                fn async_std() {
-                    super::$body(&AsyncStdRunner);
-                }
-                #[test]
-                fn smol() {
-                    super::$body(&SmolRunner);
-                }
-            }
-        )*
-    };
-}
-
-on_every_runtime!(
+leader_testkit::on_every_runtime!(
     a_resignation_hands_over_at_once,
     a_dropped_handle_resigns_in_the_background,
     all_instances_mode_makes_every_instance_lead,

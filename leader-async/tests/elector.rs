@@ -15,35 +15,9 @@ use leader_core::{
     Error, ExtendOutcome, InMemoryBackend, LeaderElectionOptions, LeaderRunResult, LeaderState,
     Lease, LockName, LockStatus, ReleaseEvents, ReleaseOutcome,
 };
-use leader_testkit::{AsyncStdRunner, Runner, SmolRunner, TokioRunner};
+use leader_testkit::Runner;
 
-macro_rules! on_every_runtime {
-    ($($body:ident),* $(,)?) => {
-        $(
-            mod $body {
-                use super::*;
-                #[test]
-                fn tokio_current_thread() {
-                    super::$body(&TokioRunner::current_thread());
-                }
-                #[test]
-                fn tokio_multi_thread() {
-                    super::$body(&TokioRunner::multi_thread());
-                }
-                #[test]
-                fn async_std() {
-                    super::$body(&AsyncStdRunner);
-                }
-                #[test]
-                fn smol() {
-                    super::$body(&SmolRunner);
-                }
-            }
-        )*
-    };
-}
-
-on_every_runtime!(
+leader_testkit::on_every_runtime!(
     the_winner_runs_and_a_contender_skips,
     an_action_error_is_action_failed_and_releases,
     a_panic_releases_then_propagates,

@@ -50,3 +50,33 @@ macro_rules! contract_tests {
         )*
     };
 }
+
+/// Expands each named test body `fn body<R: Runner>(runner: &R)` into a module with one
+/// `#[test]` per runtime: tokio current-thread, tokio multi-thread, async-std and smol.
+/// Needs the testkit's `tokio`, `async-std` and `smol` features.
+#[cfg(all(feature = "tokio", feature = "async-std", feature = "smol"))]
+#[macro_export]
+macro_rules! on_every_runtime {
+    ($($body:ident),* $(,)?) => {
+        $(
+            mod $body {
+                #[test]
+                fn tokio_current_thread() {
+                    super::$body(&$crate::TokioRunner::current_thread());
+                }
+                #[test]
+                fn tokio_multi_thread() {
+                    super::$body(&$crate::TokioRunner::multi_thread());
+                }
+                #[test]
+                fn async_std() {
+                    super::$body(&$crate::AsyncStdRunner);
+                }
+                #[test]
+                fn smol() {
+                    super::$body(&$crate::SmolRunner);
+                }
+            }
+        )*
+    };
+}

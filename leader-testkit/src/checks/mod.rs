@@ -1,0 +1,61 @@
+//! The contract checks, one public function per guarantee (numbers refer to DESIGN §4).
+//!
+//! Each check makes a fresh random lock name, drives the backend through a [`Runner`](crate::Runner) and
+//! panics with a message naming the broken guarantee.
+
+mod ownership;
+mod properties;
+
+pub use ownership::*;
+pub use properties::*;
+
+use std::time::{Duration, SystemTime};
+
+use leader_core::{AcquireOutcome, AcquireRequest, AsyncLockBackend, Lease, LockName, OwnerToken};
+
+pub(super) const LONG_LEASE: Duration = Duration::from_secs(30);
+
+pub(super) fn request<'a>(
+    key: &'a LockName,
+    owner: OwnerToken,
+    node: &'a str,
+    lease: Duration,
+) -> AcquireRequest<'a> {
+    AcquireRequest {
+        key,
+        owner,
+        leader_id: node,
+        lease_time: lease,
+        use_db_time: false,
+    }
+}
+
+pub(super) async fn acquire<B: AsyncLockBackend>(
+    backend: &B,
+    request: AcquireRequest<'_>,
+) -> AcquireOutcome {
+    backend
+        .try_acquire(request)
+        .await
+        .unwrap_or_else(|err| panic!("try_acquire failed: {err}"))
+}
+
+pub(super) async fn must_acquire<B: AsyncLockBackend>(
+    backend: &B,
+    request: AcquireRequest<'_>,
+) -> Lease {
+    match acquire(backend, request).await {
+        AcquireOutcome::Acquired(lease) => lease,
+        AcquireOutcome::Held(holder) => {
+            panic!("expected to acquire {}, held by {holder:?}", request.key)
+        }
+    }
+}
+
+pub(super) fn within(actual: SystemTime, expected: SystemTime, tolerance: Duration) -> bool {
+    let diff = match actual.duration_since(expected) {
+        Ok(d) => d,
+        Err(e) => e.duration(),
+    };
+    diff <= tolerance
+}

@@ -1,0 +1,262 @@
+//! Acquire, extend and release: mutual exclusion, ownership and fencing (§4.1-4.3).
+
+use std::time::Duration;
+
+use leader_core::{
+    AcquireOutcome, AsyncLockBackend, ExtendOutcome, LockStatus, OwnerToken, ReleaseOutcome,
+};
+
+use super::{LONG_LEASE, acquire, must_acquire, request, within};
+use crate::harness::{Harness, fresh_name};
+use crate::runner::Runner;
+
+/// §4.1: a free lock is acquired; the lease names the key, the node, a positive fencing
+/// token, and lasts `lease_time`.
+pub fn acquire_free_lock<H: Harness, R: Runner>(harness: &H, runner: &R)
+where
+    H::Backend: AsyncLockBackend,
+{
+    runner.block_on(async {
+        let backend = harness.backend().await;
+        let key = fresh_name("acquire-free");
+        let owner = OwnerToken::random();
+        let lease = must_acquire(&backend, request(&key, owner, "node-a", LONG_LEASE)).await;
+        assert_eq!(lease.key, key);
+        assert_eq!(lease.owner, owner);
+        assert_eq!(lease.leader_id, "node-a");
+        assert!(lease.fencing_token > 0, "fencing tokens start above zero");
+        let length = lease.expires_at.duration_since(lease.acquired_at).unwrap();
+        assert!(
+            length.abs_diff(LONG_LEASE) <= Duration::from_millis(5),
+            "lease length {length:?} != {LONG_LEASE:?}"
+        );
+    });
+}
+
+/// §4.1, §4.4: a second owner is told the lock is held, and by whom.
+pub fn second_owner_sees_the_holder<H: Harness, R: Runner>(harness: &H, runner: &R)
+where
+    H::Backend: AsyncLockBackend,
+{
+    runner.block_on(async {
+        let backend = harness.backend().await;
+        let key = fresh_name("held");
+        let first = must_acquire(
+            &backend,
+            request(&key, OwnerToken::random(), "node-a", LONG_LEASE),
+        )
+        .await;
+        match acquire(
+            &backend,
+            request(&key, OwnerToken::random(), "node-b", LONG_LEASE),
+        )
+        .await
+        {
+            AcquireOutcome::Held(Some(holder)) => {
+                assert_eq!(holder.leader_id, "node-a");
+                assert_eq!(holder.fencing_token, first.fencing_token);
+                assert!(within(
+                    holder.expires_at,
+                    first.expires_at,
+                    Duration::from_millis(5)
+                ));
+            }
+            other => panic!("second owner must see the lock held by node-a, got {other:?}"),
+        }
+    });
+}
+
+/// §4.2, §4.3: the same owner token re-acquires (a renewal): same fencing token, later expiry.
+pub fn same_owner_reacquire_keeps_the_token<H: Harness, R: Runner>(harness: &H, runner: &R)
+where
+    H::Backend: AsyncLockBackend,
+{
+    runner.block_on(async {
+        let backend = harness.backend().await;
+        let key = fresh_name("reacquire");
+        let owner = OwnerToken::random();
+        let first = must_acquire(&backend, request(&key, owner, "node-a", LONG_LEASE)).await;
+        harness.advance(Duration::from_millis(20));
+        let again = must_acquire(&backend, request(&key, owner, "node-a", LONG_LEASE)).await;
+        assert_eq!(
+            again.fencing_token, first.fencing_token,
+            "a renewal keeps the token"
+        );
+        assert!(
+            again.expires_at >= first.expires_at,
+            "a renewal does not shorten the lease"
+        );
+    });
+}
+
+/// §4.1, §4.3: after expiry another owner acquires, with a larger fencing token.
+pub fn acquire_after_expiry_gets_a_larger_token<H: Harness, R: Runner>(harness: &H, runner: &R)
+where
+    H::Backend: AsyncLockBackend,
+{
+    runner.block_on(async {
+        let backend = harness.backend().await;
+        let key = fresh_name("expiry");
+        let lease = harness.short_lease();
+        let first = must_acquire(
+            &backend,
+            request(&key, OwnerToken::random(), "node-a", lease),
+        )
+        .await;
+        harness.advance(lease + lease / 2);
+        let second = must_acquire(
+            &backend,
+            request(&key, OwnerToken::random(), "node-b", LONG_LEASE),
+        )
+        .await;
+        assert!(
+            second.fencing_token > first.fencing_token,
+            "{} !> {}",
+            second.fencing_token,
+            first.fencing_token
+        );
+    });
+}
+
+/// §4.2: the owner's extend moves the expiry, and the lock outlives its first lease.
+pub fn extend_by_owner_moves_expiry<H: Harness, R: Runner>(harness: &H, runner: &R)
+where
+    H::Backend: AsyncLockBackend,
+{
+    runner.block_on(async {
+        let backend = harness.backend().await;
+        let key = fresh_name("extend");
+        let lease_time = harness.short_lease();
+        let lease = must_acquire(
+            &backend,
+            request(&key, OwnerToken::random(), "node-a", lease_time),
+        )
+        .await;
+        harness.advance(lease_time / 2);
+        let outcome = backend.extend(&lease, lease_time * 4, false).await.unwrap();
+        let ExtendOutcome::Extended { expires_at } = outcome else {
+            panic!("the owner's extend must succeed, got {outcome:?}");
+        };
+        assert!(expires_at > lease.expires_at);
+        harness.advance(lease_time);
+        match acquire(
+            &backend,
+            request(&key, OwnerToken::random(), "node-b", lease_time),
+        )
+        .await
+        {
+            AcquireOutcome::Held(_) => {}
+            other => {
+                panic!("an extended lock must still be held past its first lease, got {other:?}")
+            }
+        }
+        assert_eq!(
+            backend
+                .state(&key)
+                .await
+                .unwrap()
+                .leader()
+                .map(|l| l.fencing_token),
+            Some(lease.fencing_token)
+        );
+    });
+}
+
+/// §4.2: extend by another owner, or after expiry, is `NotHeld` and changes nothing.
+pub fn extend_by_non_owner_or_after_expiry_is_not_held<H: Harness, R: Runner>(
+    harness: &H,
+    runner: &R,
+) where
+    H::Backend: AsyncLockBackend,
+{
+    runner.block_on(async {
+        let backend = harness.backend().await;
+        let key = fresh_name("extend-other");
+        let lease_time = harness.short_lease();
+        let lease = must_acquire(
+            &backend,
+            request(&key, OwnerToken::random(), "node-a", lease_time),
+        )
+        .await;
+        let mut stranger = lease.clone();
+        stranger.owner = OwnerToken::random();
+        assert_eq!(
+            backend.extend(&stranger, LONG_LEASE, false).await.unwrap(),
+            ExtendOutcome::NotHeld
+        );
+        harness.advance(lease_time + lease_time / 2);
+        assert_eq!(
+            backend.extend(&lease, LONG_LEASE, false).await.unwrap(),
+            ExtendOutcome::NotHeld
+        );
+        assert_eq!(
+            backend.state(&key).await.unwrap().status(),
+            LockStatus::Empty,
+            "a late extend must not revive the lock"
+        );
+    });
+}
+
+/// §4.2, §4.5: the owner's release frees the lock at once.
+pub fn release_by_owner_frees<H: Harness, R: Runner>(harness: &H, runner: &R)
+where
+    H::Backend: AsyncLockBackend,
+{
+    runner.block_on(async {
+        let backend = harness.backend().await;
+        let key = fresh_name("release");
+        let lease = must_acquire(
+            &backend,
+            request(&key, OwnerToken::random(), "node-a", LONG_LEASE),
+        )
+        .await;
+        assert_eq!(
+            backend.release(&lease, Duration::ZERO).await.unwrap(),
+            ReleaseOutcome::Released
+        );
+        assert_eq!(
+            backend.state(&key).await.unwrap().status(),
+            LockStatus::Empty
+        );
+        let next = must_acquire(
+            &backend,
+            request(&key, OwnerToken::random(), "node-b", LONG_LEASE),
+        )
+        .await;
+        assert!(next.fencing_token > lease.fencing_token);
+        assert_eq!(
+            backend.release(&lease, Duration::ZERO).await.unwrap(),
+            ReleaseOutcome::NotHeld,
+            "a stale release must not free the new holder's lock"
+        );
+    });
+}
+
+/// §4.2: a release by another owner is `NotHeld` and changes nothing.
+pub fn release_by_non_owner_changes_nothing<H: Harness, R: Runner>(harness: &H, runner: &R)
+where
+    H::Backend: AsyncLockBackend,
+{
+    runner.block_on(async {
+        let backend = harness.backend().await;
+        let key = fresh_name("release-other");
+        let lease = must_acquire(
+            &backend,
+            request(&key, OwnerToken::random(), "node-a", LONG_LEASE),
+        )
+        .await;
+        let mut stranger = lease.clone();
+        stranger.owner = OwnerToken::random();
+        assert_eq!(
+            backend.release(&stranger, Duration::ZERO).await.unwrap(),
+            ReleaseOutcome::NotHeld
+        );
+        let state = backend.state(&key).await.unwrap();
+        assert_eq!(
+            state
+                .leader()
+                .map(|l| (l.leader_id.as_str(), l.fencing_token)),
+            Some(("node-a", lease.fencing_token))
+        );
+    });
+}
