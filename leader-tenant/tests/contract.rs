@@ -2,9 +2,9 @@
 //! is stored as `tenant:acme:<key>` (built by `LockName::prefixed`, as scoped electors do),
 //! and handed back without the prefix.
 //!
-//! `long_and_unicode_names_work` fills a name to exactly 255 bytes, which no prefix can
-//! extend; it is replaced by `long_scoped_names_work_up_to_the_limit`, which checks the
-//! same thing for the prefixed name.
+//! The harness lowers `max_name_len` by the prefix, so the long-name check fills the
+//! prefixed key to exactly 255 bytes; `long_scoped_names_work_up_to_the_limit` also checks
+//! the physical key and one byte more.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::{Duration, SystemTime};
@@ -157,48 +157,22 @@ impl<H: Harness> Harness for TenantHarness<H> {
     fn clock_tolerance(&self) -> Duration {
         self.0.clock_tolerance()
     }
+
+    fn max_name_len(&self) -> usize {
+        LockName::MAX_LEN - TenantId::new("acme").unwrap().lock_prefix().len()
+    }
 }
 
-macro_rules! scoped_contract_tests {
-    ($module:ident, $harness:expr, $runner:expr) => {
-        mod $module {
-            use super::*;
-            scoped_contract_tests!(@tests $harness, $runner;
-                acquire_free_lock,
-                second_owner_sees_the_holder,
-                same_owner_reacquire_keeps_the_token,
-                acquire_after_expiry_gets_a_larger_token,
-                extend_by_owner_moves_expiry,
-                extend_by_non_owner_or_after_expiry_is_not_held,
-                release_by_owner_frees,
-                release_by_non_owner_changes_nothing,
-                min_lease_keeps_the_lock_without_blocking,
-                min_lease_already_passed_frees_at_once,
-                tokens_strictly_increase,
-                state_reports_holder_and_hides_expired,
-                racing_acquire_has_one_winner,
-                use_db_time_takes_the_backend_clock,
-            );
-        }
-    };
-    (@tests $harness:expr, $runner:expr; $($check:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $check() {
-                leader_testkit::checks::$check(&$harness, &$runner);
-            }
-        )*
-    };
-}
-
-scoped_contract_tests!(
+leader_testkit::contract_tests!(
     blocking,
-    leader_testkit::Blocking(TenantHarness(MemoryHarness::new())),
+    blocking,
+    Some(TenantHarness(MemoryHarness::new())),
     ThreadRunner
 );
-scoped_contract_tests!(
+leader_testkit::contract_tests!(
     tokio_async,
-    TenantHarness(MemoryHarness::new()),
+    async,
+    Some(TenantHarness(MemoryHarness::new())),
     TokioRunner::multi_thread()
 );
 

@@ -33,6 +33,12 @@ pub trait Harness: Send + Sync + 'static {
     fn clock_tolerance(&self) -> Duration {
         Duration::from_millis(250)
     }
+
+    /// The longest name the checks may use; less than [`LockName::MAX_LEN`] when the
+    /// backend under test stores names behind a prefix (tenant scoping).
+    fn max_name_len(&self) -> usize {
+        LockName::MAX_LEN
+    }
 }
 
 /// A fresh random lock name with a readable prefix, so checks never share state.
@@ -113,6 +119,10 @@ where
 
     fn clock_tolerance(&self) -> Duration {
         self.0.clock_tolerance()
+    }
+
+    fn max_name_len(&self) -> usize {
+        self.0.max_name_len()
     }
 }
 
