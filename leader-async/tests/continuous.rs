@@ -75,16 +75,18 @@ fn a_resignation_hands_over_at_once<R: Runner>(runner: &R) {
         assert!(term.is_lost());
         let took = eventually("b takes over", || b.is_leader()).await;
         assert!(took < Duration::from_millis(300), "{took:?}");
-        let mut elected = None;
-        while let Ok(event) = events.try_recv() {
-            if let LeadershipEvent::Elected { fencing_token } = event {
-                elected = Some(fencing_token);
+        // The event follows the state it describes, so it may land a moment after
+        // `is_leader()` turns true: wait for it rather than peek.
+        let elected = within(Duration::from_secs(1), async {
+            loop {
+                if let LeadershipEvent::Elected { fencing_token } = events.recv().await.unwrap() {
+                    return fencing_token;
+                }
             }
-        }
-        assert!(
-            elected.unwrap() > term.fencing_token(),
-            "tokens grow across terms"
-        );
+        })
+        .await
+        .expect("b's Elected event arrives");
+        assert!(elected > term.fencing_token(), "tokens grow across terms");
         b.resign().await;
     });
 }

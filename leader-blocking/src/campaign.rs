@@ -50,6 +50,10 @@ impl LeadershipHandle {
     }
 
     /// Events from now on; `recv_blocking()` for blocking code, or use it as a `Stream`.
+    ///
+    /// Each event is sent just *after* the state it describes becomes visible, so a
+    /// callback or subscriber that reads `is_leader()` on `Elected` sees `true`; the other
+    /// way round, `is_leader()` may turn true a moment before the `Elected` event arrives.
     pub fn events(&self) -> async_channel::Receiver<LeadershipEvent> {
         self.state.subscribe()
     }

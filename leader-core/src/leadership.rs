@@ -162,6 +162,10 @@ impl LeadershipState {
     }
 
     /// A stream of events from now on (also usable blocking: `recv_blocking`).
+    ///
+    /// Each event is sent just *after* the state it describes becomes visible, so a
+    /// callback or subscriber that reads `is_leader()` on `Elected` sees `true`; the other
+    /// way round, `is_leader()` may turn true a moment before the `Elected` event arrives.
     pub fn subscribe(&self) -> async_channel::Receiver<LeadershipEvent> {
         let (sender, receiver) = async_channel::unbounded();
         self.subscribers.lock().push(sender);
