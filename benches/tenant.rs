@@ -26,8 +26,8 @@ use criterion::Criterion;
 use leader_blocking::ThreadPoolLeaderElector;
 use leader_core::{
     AcquireOutcome, AcquireRequest, Backend, Error, ExtendOutcome, InMemoryBackend,
-    LeaderElectionOptions, LeaderState, Lease, LockBackend, LockName, ManualClock, ReleaseEvents,
-    ReleaseOutcome,
+    LeaderElectionOptions, LeaderState, Lease, LeaseContext, LockBackend, LockName, ManualClock,
+    ReleaseEvents, ReleaseOutcome,
 };
 use leader_redis::{RedisBackend, RedisConfig};
 use leader_tenant::{BlockingTenantPoller, CycleReport, OutcomeKind, PollerConfig, TenantId};
@@ -134,7 +134,9 @@ impl<B: LockBackend + 'static> Instances<B> {
                 let tenants = Arc::clone(&self.tenants);
                 let config = PollerConfig::new(job, INTERVAL).with_concurrency(WORKERS);
                 let source = move || tenants.iter().cloned().collect::<Vec<_>>();
-                let work = |_tenant: TenantId| Ok::<(), std::convert::Infallible>(());
+                let work = |_tenant: TenantId, _lease: &LeaseContext| {
+                    Ok::<(), std::convert::Infallible>(())
+                };
                 let poller = BlockingTenantPoller::new(pool, config, source, work).unwrap();
                 match &self.clock {
                     Some(clock) => poller.with_clock(clock.clone()),

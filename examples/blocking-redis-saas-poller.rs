@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use leader_blocking::ThreadPoolLeaderElector;
-use leader_core::{InMemoryBackend, LeaderElectionOptions, LockBackend};
+use leader_core::{InMemoryBackend, LeaderElectionOptions, LeaseContext, LockBackend};
 use leader_redis::RedisBackend;
 use leader_tenant::{BlockingTenantPoller, PollerConfig, Shutdown, TenantId};
 
@@ -72,7 +72,9 @@ fn run<B: LockBackend + 'static>(
         };
         let job = {
             let (ran, panicked_once) = (Arc::clone(&ran), Arc::clone(&panicked_once));
-            move |tenant: TenantId| sync_invoices(&tenant, &ran, &panicked_once)
+            move |tenant: TenantId, lease: &LeaseContext| {
+                sync_invoices(&tenant, lease, &ran, &panicked_once)
+            }
         };
         pollers.push((node, BlockingTenantPoller::new(&pool, config, source, job)?));
     }
@@ -104,14 +106,20 @@ fn run<B: LockBackend + 'static>(
 }
 
 /// The per-tenant job: pretend to sync invoices for a few milliseconds.
+///
+/// A real job would send `lease.fencing_token()` with each write to the tenant's store,
+/// so the store refuses an instance that was paused past its lease, and would call
+/// `lease.check()` between batches.
 fn sync_invoices(
     tenant: &TenantId,
+    lease: &LeaseContext,
     ran: &Mutex<BTreeMap<u64, usize>>,
     panicked_once: &AtomicBool,
 ) -> Result<usize, String> {
     let cycle = since_epoch().as_nanos() / INTERVAL.as_nanos();
     *ran.lock().unwrap().entry(cycle as u64).or_default() += 1;
     std::thread::sleep(Duration::from_millis(5 + tenant.as_str().len() as u64));
+    lease.check().map_err(|err| err.to_string())?; // the lease must still be ours to write
     match tenant.as_str() {
         "tenant-07" => Err("the billing API answered 503".into()),
         "tenant-13" if !panicked_once.swap(true, Ordering::SeqCst) => {

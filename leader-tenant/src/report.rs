@@ -135,12 +135,12 @@ pub struct TenantReport<T, E> {
 /// ```
 /// use std::time::Duration;
 /// use leader_blocking::ThreadPoolLeaderElector;
-/// use leader_core::{InMemoryBackend, LeaderElectionOptions};
+/// use leader_core::{InMemoryBackend, LeaderElectionOptions, LeaseContext};
 /// use leader_tenant::{BlockingTenantPoller, OutcomeKind, PollerConfig, TenantId};
 ///
 /// let pool = ThreadPoolLeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default(), 2)?;
 /// let config = PollerConfig::new("sync", Duration::from_secs(60));
-/// let job = |t: TenantId| if t.as_str() == "bad" { Err("no") } else { Ok(()) };
+/// let job = |t: TenantId, _lease: &LeaseContext| if t.as_str() == "bad" { Err("no") } else { Ok(()) };
 /// let poller = BlockingTenantPoller::new(&pool, config, || ["acme", "bad", "x:y"], job)?;
 ///
 /// let report = poller.run_cycle();

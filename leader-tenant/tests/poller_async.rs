@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use common::{INTERVAL, Runs, assert_one_winner_per_tenant, manual_backend, options, tenants};
 use leader_async::AsyncLeaderElector;
 use leader_blocking::LeaderElector;
-use leader_core::{InMemoryBackend, LockStatus};
+use leader_core::{InMemoryBackend, LeaseContext, LockStatus};
 use leader_tenant::{
     AsyncTenantPoller, ForTenant, JobFailure, OutcomeKind, PollerConfig, Shutdown, ShutdownMode,
     TenantId, TenantOutcome,
@@ -59,7 +59,7 @@ fn three_instances_fifty_tenants_run_each_job_exactly_once_per_cycle() {
         let pollers: Vec<_> = (0..3)
             .map(|i| {
                 let (names, runs) = (names.clone(), runs.clone());
-                let job = move |tenant: TenantId| {
+                let job = move |tenant: TenantId, _lease: LeaseContext| {
                     let runs = runs.clone();
                     async move {
                         runs.record(&tenant);
@@ -98,7 +98,7 @@ fn a_failing_or_panicking_tenant_does_not_affect_the_others() {
         let config = PollerConfig::new("sync", INTERVAL).with_min_lease_time(Duration::ZERO);
         let names = tenants(10);
         let source = move || names.clone();
-        let job = |tenant: TenantId| {
+        let job = |tenant: TenantId, _lease: LeaseContext| {
             if tenant.as_str() == "tenant-007" {
                 panic!("tenant 7 panicked before its future existed");
             }
@@ -151,7 +151,7 @@ fn at_most_concurrency_jobs_run_at_once() {
         let peak = Arc::new(AtomicUsize::new(0));
         let job = {
             let (running, peak) = (Arc::clone(&running), Arc::clone(&peak));
-            move |_tenant: TenantId| {
+            move |_tenant: TenantId, _lease: LeaseContext| {
                 let (running, peak) = (Arc::clone(&running), Arc::clone(&peak));
                 async move {
                     let now = running.fetch_add(1, Ordering::SeqCst) + 1;
@@ -200,7 +200,7 @@ fn gated(
         .with_shutdown_mode(mode);
     let job = {
         let (gate, started) = (gate.clone(), Arc::clone(&started));
-        move |_tenant: TenantId| {
+        move |_tenant: TenantId, _lease: LeaseContext| {
             let (gate, started) = (gate.clone(), Arc::clone(&started));
             async move {
                 started.fetch_add(1, Ordering::SeqCst);
@@ -278,7 +278,7 @@ fn shutdown_in_abandon_mode_drops_jobs_in_flight_and_releases_their_leases() {
 fn run_stops_while_waiting_for_the_next_cycle() {
     on_each_runtime(|| async {
         let config = PollerConfig::new("sync", Duration::from_secs(3600));
-        let job = |_t: TenantId| async { Ok::<_, String>(()) };
+        let job = |_t: TenantId, _lease: LeaseContext| async { Ok::<_, String>(()) };
         let poller = poller(&InMemoryBackend::new(), "node", config, || ["acme"], job);
         let shutdown = Shutdown::new();
         let mut reports = 0;
@@ -302,7 +302,8 @@ fn the_poller_future_can_be_spawned_on_tokio() {
         .unwrap();
     runtime.block_on(async {
         let config = PollerConfig::new("sync", Duration::from_millis(100));
-        let job = |t: TenantId| async move { Ok::<_, String>(t.as_str().len()) };
+        let job =
+            |t: TenantId, _lease: LeaseContext| async move { Ok::<_, String>(t.as_str().len()) };
         let poller = poller(
             &InMemoryBackend::new(),
             "node",
@@ -327,5 +328,30 @@ fn the_poller_future_can_be_spawned_on_tokio() {
             }
         });
         assert_eq!(task.await.unwrap(), [2, 2]);
+    });
+}
+
+#[test]
+fn each_job_runs_under_its_tenants_lease_and_sees_its_fencing_token() {
+    on_each_runtime(|| async {
+        let (backend, clock) = manual_backend();
+        let store = backend.clone();
+        let job = move |tenant: TenantId, lease: LeaseContext| {
+            let seen = common::see_lease(&store, &tenant, "sync", &lease);
+            async move { Ok::<_, String>(seen) }
+        };
+        let poller = poller(
+            &backend,
+            "node",
+            PollerConfig::new("sync", INTERVAL),
+            || ["acme", "globex"],
+            job,
+        )
+        .with_clock(clock.clone());
+        let mut tokens = std::collections::HashMap::new();
+        for _ in 0..3 {
+            common::assert_jobs_ran_under_their_leases(&poller.run_cycle().await, &mut tokens);
+            clock.advance(INTERVAL);
+        }
     });
 }

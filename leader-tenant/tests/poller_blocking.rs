@@ -11,19 +11,19 @@ use std::time::{Duration, Instant};
 
 use common::{INTERVAL, Runs, assert_one_winner_per_tenant, manual_backend, options, tenants};
 use leader_blocking::{LeaderElector, ThreadPoolLeaderElector};
-use leader_core::{InMemoryBackend, LockStatus, ManualClock};
+use leader_core::{InMemoryBackend, LeaseContext, LockStatus, ManualClock};
 use leader_tenant::{
     BlockingTenantPoller, FallibleSource, ForTenant, JobFailure, OutcomeKind, PollerConfig,
     Shutdown, ShutdownMode, TenantError, TenantId, TenantOutcome,
 };
 
-type Job = Box<dyn Fn(TenantId) -> Result<u32, String> + Send + Sync>;
+type Job = Box<dyn Fn(TenantId, &LeaseContext) -> Result<u32, String> + Send + Sync>;
 type Source = Box<dyn Fn() -> Vec<String> + Send + Sync>;
 type Poller = BlockingTenantPoller<InMemoryBackend, Source, Job>;
 
 fn counting_job(runs: &Runs, work: Duration) -> Job {
     let runs = runs.clone();
-    Box::new(move |tenant| {
+    Box::new(move |tenant, _lease| {
         runs.record(&tenant);
         std::thread::sleep(work);
         Ok(1)
@@ -171,7 +171,7 @@ fn a_failing_or_panicking_tenant_does_not_affect_the_others() {
         let names = names.clone();
         move || names.clone()
     };
-    let job = |tenant: TenantId| match tenant.as_str() {
+    let job = |tenant: TenantId, _lease: &LeaseContext| match tenant.as_str() {
         "tenant-003" => panic!("tenant 3 is broken"),
         "tenant-005" => Err(format!("{tenant} has no invoices table")),
         _ => Ok(tenant.as_str().len()),
@@ -207,7 +207,7 @@ fn at_most_concurrency_jobs_run_at_once() {
     let peak = Arc::new(AtomicUsize::new(0));
     let job = {
         let (running, peak) = (Arc::clone(&running), Arc::clone(&peak));
-        move |_tenant: TenantId| {
+        move |_tenant: TenantId, _lease: &LeaseContext| {
             let now = running.fetch_add(1, Ordering::SeqCst) + 1;
             peak.fetch_max(now, Ordering::SeqCst);
             std::thread::sleep(Duration::from_millis(5));
@@ -236,7 +236,7 @@ fn tenants_come_and_go_between_cycles_and_bad_ids_are_reported() {
         let live = Arc::clone(&live);
         move || live.read().unwrap().clone()
     };
-    let job = |tenant: TenantId| Ok::<_, String>(tenant);
+    let job = |tenant: TenantId, _lease: &LeaseContext| Ok::<_, String>(tenant);
     let poller = BlockingTenantPoller::new(&pool, PollerConfig::new("sync", INTERVAL), source, job)
         .unwrap()
         .with_clock(poller_clock);
@@ -267,7 +267,7 @@ fn tenants_come_and_go_between_cycles_and_bad_ids_are_reported() {
 fn a_failing_source_yields_a_report_with_the_error() {
     let pool = ThreadPoolLeaderElector::new(InMemoryBackend::new(), options("node"), 1).unwrap();
     let source = FallibleSource(|| Err::<Vec<String>, _>(std::io::Error::other("db down")));
-    let job = |_t: TenantId| Ok::<_, String>(());
+    let job = |_t: TenantId, _lease: &LeaseContext| Ok::<_, String>(());
     let poller =
         BlockingTenantPoller::new(&pool, PollerConfig::new("sync", INTERVAL), source, job).unwrap();
     let report = poller.run_cycle();
@@ -289,7 +289,7 @@ fn gated_poller(
         .with_min_lease_time(Duration::ZERO)
         .with_shutdown_mode(mode);
     let (gate, started) = (gate.clone(), Arc::clone(started));
-    let job: Job = Box::new(move |_tenant| {
+    let job: Job = Box::new(move |_tenant, _lease| {
         started.fetch_add(1, Ordering::SeqCst);
         futures_lite::future::block_on(gate.triggered());
         Ok(1)
@@ -369,7 +369,7 @@ fn shutdown_in_abandon_mode_returns_at_once_and_leases_are_released_later() {
 fn run_stops_while_waiting_for_the_next_cycle() {
     let pool = ThreadPoolLeaderElector::new(InMemoryBackend::new(), options("node"), 1).unwrap();
     let config = PollerConfig::new("sync", Duration::from_secs(3600));
-    let job = |_t: TenantId| Ok::<_, String>(());
+    let job = |_t: TenantId, _lease: &LeaseContext| Ok::<_, String>(());
     let poller = BlockingTenantPoller::new(&pool, config, || ["acme"], job).unwrap();
     let shutdown = Shutdown::new();
     let mut reports = 0;
@@ -390,7 +390,7 @@ fn run_starts_cycles_on_multiples_of_the_interval() {
     let pool = ThreadPoolLeaderElector::new(InMemoryBackend::new(), options("node"), 2).unwrap();
     let interval = Duration::from_millis(400);
     let config = PollerConfig::new("sync", interval);
-    let job = |_t: TenantId| Ok::<_, String>(());
+    let job = |_t: TenantId, _lease: &LeaseContext| Ok::<_, String>(());
     let poller = BlockingTenantPoller::new(&pool, config, || ["acme", "globex"], job).unwrap();
     let shutdown = Shutdown::new();
     let mut reports = Vec::new();
@@ -422,7 +422,7 @@ fn run_starts_cycles_on_multiples_of_the_interval() {
 #[test]
 fn a_scoped_pool_or_a_bad_config_is_refused() {
     let pool = ThreadPoolLeaderElector::new(InMemoryBackend::new(), options("node"), 1).unwrap();
-    let job = |_t: TenantId| Ok::<_, String>(());
+    let job = |_t: TenantId, _lease: &LeaseContext| Ok::<_, String>(());
     let scoped = pool.for_tenant("acme").unwrap();
     let config = PollerConfig::new("sync", INTERVAL);
     assert!(matches!(
@@ -451,4 +451,26 @@ fn three_scheduled_instances_run_each_job_exactly_once_per_cycle() {
         Duration::from_millis(500),
         3,
     );
+}
+
+#[test]
+fn each_job_runs_under_its_tenants_lease_and_sees_its_fencing_token() {
+    let (backend, clock) = manual_backend();
+    let pool = ThreadPoolLeaderElector::new(backend.clone(), options("node"), 2).unwrap();
+    let job = move |tenant: TenantId, lease: &LeaseContext| {
+        Ok::<_, String>(common::see_lease(&backend, &tenant, "sync", lease))
+    };
+    let poller = BlockingTenantPoller::new(
+        &pool,
+        PollerConfig::new("sync", INTERVAL),
+        || ["acme", "globex"],
+        job,
+    )
+    .unwrap()
+    .with_clock(clock.clone());
+    let mut tokens = std::collections::HashMap::new();
+    for _ in 0..3 {
+        common::assert_jobs_ran_under_their_leases(&poller.run_cycle(), &mut tokens);
+        clock.advance(INTERVAL);
+    }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::{Runs, assert_one_winner_per_tenant, options, tenants, unique_job};
 use leader_async::AsyncLeaderElector;
 use leader_blocking::{LeaderElector, ThreadPoolLeaderElector};
-use leader_core::LockStatus;
+use leader_core::{LeaseContext, LockStatus};
 use leader_redis::RedisBackend;
 use leader_tenant::{AsyncTenantPoller, ForTenant, OutcomeKind, PollerConfig, TenantId};
 use leader_testkit::server_from_env;
@@ -59,7 +59,7 @@ fn three_async_instances_fifty_tenants_run_each_job_exactly_once_per_cycle() {
                     .with_concurrency(8)
                     .with_cycle_end_guard(interval / 5);
                 let (names, runs) = (names.clone(), runs.clone());
-                let job = move |tenant: TenantId| {
+                let job = move |tenant: TenantId, _lease: LeaseContext| {
                     let runs = runs.clone();
                     async move {
                         runs.record(&tenant);

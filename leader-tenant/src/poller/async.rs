@@ -37,14 +37,16 @@ use crate::tenant_id::TenantId;
 /// ```
 /// use std::time::Duration;
 /// use leader_async::AsyncLeaderElector;
-/// use leader_core::{InMemoryBackend, LeaderElectionOptions};
+/// use leader_core::{InMemoryBackend, LeaderElectionOptions, LeaseContext};
 /// use leader_tenant::{AsyncTenantPoller, OutcomeKind, PollerConfig, TenantId};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let elector = AsyncLeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default())?;
 /// let config = PollerConfig::new("sync-invoices", Duration::from_secs(60)).with_concurrency(32);
-/// let job = |tenant: TenantId| async move { Ok::<_, std::io::Error>(tenant.as_str().len()) };
+/// let job = |tenant: TenantId, _lease: LeaseContext| async move {
+///     Ok::<_, std::io::Error>(tenant.as_str().len())
+/// };
 /// let poller = AsyncTenantPoller::new(&elector, config, || ["acme", "globex"], job)?;
 ///
 /// let report = poller.run_cycle().await;
@@ -161,7 +163,9 @@ where
         let scoped = elector.for_tenant(&tenant)?;
         let job = &self.job;
         let outcome = scoped
-            .run_if_leader_result(self.core.config().job_name(), || job.run(tenant))
+            .run_if_leader_with(self.core.config().job_name(), |lease| {
+                job.run(tenant, lease)
+            })
             .await?;
         Ok(outcome)
     }

@@ -32,13 +32,13 @@ use crate::tenant_id::TenantId;
 /// ```
 /// use std::time::Duration;
 /// use leader_blocking::ThreadPoolLeaderElector;
-/// use leader_core::{InMemoryBackend, LeaderElectionOptions};
+/// use leader_core::{InMemoryBackend, LeaderElectionOptions, LeaseContext};
 /// use leader_tenant::{BlockingTenantPoller, OutcomeKind, PollerConfig, Shutdown, TenantId};
 ///
 /// let pool = ThreadPoolLeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default(), 4)?;
 /// let config = PollerConfig::new("sync-invoices", Duration::from_millis(50)).with_concurrency(4);
 /// let tenants = || vec!["acme", "globex", "initech"];
-/// let job = |tenant: TenantId| Ok::<_, std::io::Error>(format!("synced {tenant}"));
+/// let job = |tenant: TenantId, _lease: &LeaseContext| Ok::<_, std::io::Error>(format!("synced {tenant}"));
 /// let poller = BlockingTenantPoller::new(&pool, config, tenants, job)?;
 ///
 /// let shutdown = Shutdown::new();
@@ -148,7 +148,9 @@ where
         let scoped = self.pool.with_elector(elector.for_tenant(&tenant)?);
         let job = Arc::clone(&self.job);
         let task = scoped
-            .run_async_if_leader_result(self.core.config().job_name(), move || job.run(tenant))?;
+            .run_async_if_leader_with(self.core.config().job_name(), move |lease| {
+                job.run(tenant, lease)
+            })?;
         Ok(task.await?)
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
-use leader_core::{InMemoryBackend, LeaderElectionOptions, ManualClock};
+use leader_core::{InMemoryBackend, LeaderElectionOptions, LeaseContext, ManualClock};
 use leader_tenant::{CycleReport, OutcomeKind, TenantId};
 use parking_lot::Mutex;
 
@@ -92,6 +92,54 @@ pub fn assert_one_winner_per_tenant<T, E>(reports: &[CycleReport<T, E>], tenants
     }
 }
 
+/// What a lease-reading job returns: the fencing token its `LeaseContext` carries, the one
+/// the store records for `tenant:<id>:<job>` while the job runs, and whether the lease
+/// checked out as live.
+pub type SeenLease = (u64, Option<u64>, bool);
+
+/// Reads what a job sees of its lease, and what the store holds for the tenant's lock.
+pub fn see_lease(
+    backend: &InMemoryBackend,
+    tenant: &TenantId,
+    job: &str,
+    lease: &LeaseContext,
+) -> SeenLease {
+    let key = tenant.lock_name(job).unwrap();
+    let stored = leader_core::LockBackend::state(backend, &key)
+        .unwrap()
+        .leader()
+        .map(|holder| holder.fencing_token);
+    (lease.fencing_token(), stored, lease.check().is_ok())
+}
+
+/// Asserts each elected tenant's job ran under the lease the report names and the store
+/// holds, and that its token is above the tenant's token in `earlier` (then updates it).
+pub fn assert_jobs_ran_under_their_leases<E: std::fmt::Debug>(
+    report: &CycleReport<SeenLease, E>,
+    earlier: &mut HashMap<String, u64>,
+) {
+    assert!(!report.tenants.is_empty());
+    for tenant in &report.tenants {
+        let leader_tenant::TenantOutcome::Elected {
+            value: (seen, stored, live),
+            fencing_token,
+            ..
+        } = &tenant.outcome
+        else {
+            panic!("{}: {:?}", tenant.tenant, tenant.outcome.kind());
+        };
+        assert!(live, "{}: the lease was live during the job", tenant.tenant);
+        assert_eq!(seen, fencing_token, "{}", tenant.tenant);
+        assert_eq!(stored.as_ref(), Some(fencing_token), "{}", tenant.tenant);
+        let before = earlier.insert(tenant.tenant.to_string(), *fencing_token);
+        assert!(
+            before.is_none_or(|b| b < *fencing_token),
+            "{}: token {fencing_token} after {before:?}",
+            tenant.tenant
+        );
+    }
+}
+
 /// How long until the next multiple of `interval` since the Unix epoch.
 pub fn until_next_boundary(interval: Duration) -> Duration {
     let since = SystemTime::now()
@@ -138,7 +186,7 @@ pub fn scheduled_instances_run_each_job_once<B>(
         for (i, pool) in pools.iter().enumerate() {
             let names = names.to_vec();
             let counts = Arc::clone(&counts);
-            let job = move |tenant: TenantId| {
+            let job = move |tenant: TenantId, _lease: &LeaseContext| {
                 let cycle = cycle_of(SystemTime::now());
                 *counts
                     .lock()
