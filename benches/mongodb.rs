@@ -6,9 +6,9 @@
 //!   runtime, as the driver's own sync API does), the backend's `try_acquire` + `release`, and `LeaderElector::run_if_leader`
 //!   with an empty action;
 //! - `mongodb/async` (tokio, current thread; the client built on that runtime): the same
-//!   three, plus distributed-lock-mongo 0.2 (`try_acquire` + `release`) on the same server,
-//!   when the server accepts its update (it uses `$dateAdd`, which the secantusd-rs test
-//!   server refuses; the bench then prints why and leaves it out);
+//!   three, plus distributed-lock-mongo 0.2 (`try_acquire` + `release`) on the same server
+//!   (its update uses `$dateAdd`, which needs MongoDB 5.0; should a server refuse it, the
+//!   bench prints why and leaves the peer out);
 //! - interleaved (printed, not a criterion group): 2,000 rounds running every case of a
 //!   group in turn, rotating the order, so that load from elsewhere hits all cases alike;
 //!   each case's median and its ratio to the floor's median.
