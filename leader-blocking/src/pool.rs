@@ -77,6 +77,24 @@ impl<B: LockBackend + 'static> ThreadPoolLeaderElector<B> {
         }
     }
 
+    /// How many worker threads run actions: the number asked for, less any the system
+    /// refused to start (each refusal is logged). Zero means none could be started, and
+    /// every submission fails with [`Error::ShutDown`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_blocking::ThreadPoolLeaderElector;
+    /// use leader_core::{InMemoryBackend, LeaderElectionOptions};
+    ///
+    /// let pool = ThreadPoolLeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default(), 3)?;
+    /// assert_eq!(pool.workers(), 3);
+    /// # Ok::<(), leader_core::Error>(())
+    /// ```
+    pub fn workers(&self) -> usize {
+        self.pool.size
+    }
+
     /// The elector the workers use.
     pub fn elector(&self) -> &LeaderElector<B> {
         &self.elector
@@ -186,6 +204,7 @@ impl<B: LockBackend + 'static> ThreadPoolLeaderElector<B> {
 /// The worker threads and the channel that feeds them.
 #[derive(Debug)]
 struct WorkerPool {
+    size: usize,
     jobs: Mutex<Option<Sender<Job>>>,
     workers: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -213,6 +232,7 @@ impl WorkerPool {
             Some(sender)
         };
         WorkerPool {
+            size: handles.len(),
             jobs: Mutex::new(jobs),
             workers: Mutex::new(handles),
         }

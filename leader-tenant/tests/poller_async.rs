@@ -311,6 +311,10 @@ fn the_poller_future_can_be_spawned_on_tokio() {
             || ["acme", "globex"],
             job,
         );
+        assert_eq!(
+            poller.concurrency(),
+            PollerConfig::DEFAULT_ASYNC_CONCURRENCY
+        );
         let shutdown = Shutdown::new();
         let task = tokio::spawn({
             let shutdown = shutdown.clone();

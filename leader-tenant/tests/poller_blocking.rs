@@ -284,8 +284,9 @@ fn gated_poller(
     started: &Arc<AtomicUsize>,
 ) -> Poller {
     let pool = ThreadPoolLeaderElector::new(backend.clone(), options("node"), 2).unwrap();
+    // No concurrency set: the poller hands the pool as many tasks as it has workers, so
+    // the four tenants beyond them are still the poller's to withhold at shutdown.
     let config = PollerConfig::new("sync", INTERVAL)
-        .with_concurrency(2)
         .with_min_lease_time(Duration::ZERO)
         .with_shutdown_mode(mode);
     let (gate, started) = (gate.clone(), Arc::clone(started));
@@ -296,7 +297,9 @@ fn gated_poller(
     });
     let names = tenants(6);
     let source: Source = Box::new(move || names.clone());
-    BlockingTenantPoller::new(&pool, config, source, job).unwrap()
+    let poller = BlockingTenantPoller::new(&pool, config, source, job).unwrap();
+    assert_eq!(poller.concurrency(), pool.workers());
+    poller
 }
 
 fn wait_for(what: &str, condition: impl Fn() -> bool) {

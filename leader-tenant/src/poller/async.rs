@@ -81,7 +81,13 @@ where
         source: S,
         job: J,
     ) -> Result<Self, TenantError> {
-        let core = Core::new(config, source, elector.options(), elector.name_prefix())?;
+        let core = Core::new(
+            config,
+            source,
+            elector.options(),
+            elector.name_prefix(),
+            PollerConfig::DEFAULT_ASYNC_CONCURRENCY,
+        )?;
         Ok(AsyncTenantPoller {
             backend: Arc::clone(elector.backend()),
             core,
@@ -99,6 +105,12 @@ where
     /// The poller's settings.
     pub fn config(&self) -> &PollerConfig {
         self.core.config()
+    }
+
+    /// How many tenants may be in flight at once: the configured concurrency, or by
+    /// default [`PollerConfig::DEFAULT_ASYNC_CONCURRENCY`].
+    pub fn concurrency(&self) -> usize {
+        self.core.concurrency()
     }
 
     /// Runs one cycle now and returns its report.

@@ -23,8 +23,8 @@ use crate::tenant_id::TenantId;
 /// Start one per instance of the service, all with the same [`PollerConfig`]: for each
 /// tenant, one instance runs the job in each cycle and the others skip it (see
 /// [`PollerConfig`]'s "Exactly once per cycle"). At most
-/// [`concurrency`](PollerConfig::concurrency) tasks are handed to the pool at once (so set
-/// it to the pool's worker count); the calling thread only waits. One tenant's error or
+/// [`concurrency`](PollerConfig::with_concurrency) tasks (by default the pool's worker
+/// count) are handed to the pool at once; the calling thread only waits. One tenant's error or
 /// panic is that tenant's outcome and never stops the cycle.
 ///
 /// # Examples
@@ -76,7 +76,13 @@ where
         job: J,
     ) -> Result<Self, TenantError> {
         let base = pool.elector();
-        let core = Core::new(config, source, base.options(), base.name_prefix())?;
+        let core = Core::new(
+            config,
+            source,
+            base.options(),
+            base.name_prefix(),
+            pool.workers(),
+        )?;
         Ok(BlockingTenantPoller {
             pool: pool.clone(),
             core,
@@ -94,6 +100,12 @@ where
     /// The poller's settings.
     pub fn config(&self) -> &PollerConfig {
         self.core.config()
+    }
+
+    /// How many tenants may be in flight at once: the configured concurrency, or by
+    /// default the pool's worker count.
+    pub fn concurrency(&self) -> usize {
+        self.core.concurrency()
     }
 
     /// Runs one cycle now and returns its report.

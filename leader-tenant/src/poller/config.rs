@@ -29,7 +29,7 @@ pub enum ShutdownMode {
 /// |---|---|---|
 /// | `job_name` | (required) | the lock name, scoped per tenant: `tenant:<id>:<job_name>` |
 /// | `interval` | (required) | cycles start at every multiple of it since the Unix epoch |
-/// | `concurrency` | 8 | tenants in flight at once (async); tasks handed to the pool at once (blocking) |
+/// | `concurrency` | the pool's worker count (blocking), 8 (async) | tasks handed to the pool at once (blocking); tenants in flight at once (async) |
 /// | minimum lease | until the cycle's end, less `cycle_end_guard` | how long a tenant's lock stays taken after its job started |
 /// | `cycle_end_guard` | `min(interval / 10, 1 s)` | how long before the cycle's end the lock is freed |
 /// | `shutdown_mode` | [`ShutdownMode::Finish`] | finish or abandon jobs in flight on shutdown |
@@ -78,7 +78,7 @@ pub enum ShutdownMode {
 pub struct PollerConfig {
     job_name: String,
     interval: Duration,
-    concurrency: usize,
+    concurrency: Option<usize>,
     fixed_min_lease: Option<Duration>,
     cycle_end_guard: Option<Duration>,
     shutdown_mode: ShutdownMode,
@@ -90,18 +90,23 @@ impl PollerConfig {
         PollerConfig {
             job_name: job_name.into(),
             interval,
-            concurrency: 8,
+            concurrency: None,
             fixed_min_lease: None,
             cycle_end_guard: None,
             shutdown_mode: ShutdownMode::Finish,
         }
     }
 
-    /// Sets how many tenants may be in flight at once (at least one). For the blocking
-    /// poller, use the pool's worker count: tasks beyond it wait in the pool's queue and
-    /// cannot be withdrawn at shutdown.
+    /// The async poller's concurrency unless one is set.
+    pub const DEFAULT_ASYNC_CONCURRENCY: usize = 8;
+
+    /// Sets how many tenants may be in flight at once (at least one).
+    ///
+    /// The blocking poller defaults to its pool's worker count, and more gains nothing:
+    /// tasks beyond it only wait in the pool's queue, where a shutdown cannot withdraw them.
+    /// The async poller defaults to [`DEFAULT_ASYNC_CONCURRENCY`](Self::DEFAULT_ASYNC_CONCURRENCY).
     pub fn with_concurrency(mut self, concurrency: usize) -> Self {
-        self.concurrency = concurrency.max(1);
+        self.concurrency = Some(concurrency.max(1));
         self
     }
 
@@ -134,8 +139,9 @@ impl PollerConfig {
         self.interval
     }
 
-    /// How many tenants may be in flight at once.
-    pub fn concurrency(&self) -> usize {
+    /// How many tenants may be in flight at once, if set (`None`: the poller's default,
+    /// see [`with_concurrency`](Self::with_concurrency)).
+    pub fn concurrency(&self) -> Option<usize> {
         self.concurrency
     }
 
@@ -276,7 +282,12 @@ mod tests {
             PollerConfig::new("job", Duration::from_secs(1))
                 .with_concurrency(0)
                 .concurrency(),
-            1
+            Some(1)
+        );
+        assert_eq!(
+            PollerConfig::new("job", Duration::from_secs(1)).concurrency(),
+            None,
+            "unset: each poller picks its own default"
         );
     }
 }

@@ -30,6 +30,7 @@ use schedule::{Schedule, Tick};
 /// elector's own options and the clock that numbers cycles.
 pub(crate) struct Core<S> {
     config: PollerConfig,
+    concurrency: usize,
     source: S,
     base_options: LeaderElectionOptions,
     clock: Arc<dyn Clock>,
@@ -39,6 +40,7 @@ impl<S> fmt::Debug for Core<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Core")
             .field("config", &self.config)
+            .field("concurrency", &self.concurrency)
             .field("base_options", &self.base_options)
             .field("clock", &self.clock)
             .finish_non_exhaustive()
@@ -47,12 +49,14 @@ impl<S> fmt::Debug for Core<S> {
 
 impl<S: TenantSource> Core<S> {
     /// Checks `config`, and that the elector is not tenant-scoped already (the poller
-    /// scopes it per tenant, and scopes do not nest).
+    /// scopes it per tenant, and scopes do not nest). `default_concurrency` applies when
+    /// `config` sets none.
     pub(crate) fn new(
         config: PollerConfig,
         source: S,
         base_options: &LeaderElectionOptions,
         elector_prefix: Option<&str>,
+        default_concurrency: usize,
     ) -> Result<Self, TenantError> {
         config.validate()?;
         if let Some(prefix) = elector_prefix {
@@ -61,6 +65,7 @@ impl<S: TenantSource> Core<S> {
             });
         }
         Ok(Core {
+            concurrency: config.concurrency().unwrap_or(default_concurrency).max(1),
             config,
             source,
             base_options: base_options.clone(),
@@ -83,6 +88,12 @@ impl<S: TenantSource> Core<S> {
         &self.config
     }
 
+    /// How many tenants may be in flight at once: the configured number or the poller's
+    /// default.
+    pub(crate) fn concurrency(&self) -> usize {
+        self.concurrency
+    }
+
     /// This cycle's tenants, read from the source now.
     pub(crate) fn plan(&self) -> Plan {
         Plan::read(&self.source)
@@ -99,7 +110,7 @@ impl<S: TenantSource> Core<S> {
             cycle: cycle
                 .unwrap_or_else(|| schedule::cycle_at(self.clock.now(), self.config.interval())),
             job_name: self.config.job_name(),
-            concurrency: self.config.concurrency(),
+            concurrency: self.concurrency,
             mode: self.config.shutdown_mode(),
             shutdown,
         }
