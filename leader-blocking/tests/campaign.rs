@@ -3,7 +3,7 @@
 
 mod support;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -12,6 +12,7 @@ use leader_core::{
     CampaignConfig, DeploymentMode, Error, EventCallback, InMemoryBackend, LeaderElectionOptions,
     LeadershipEvent, OptionsError, RevokeReason,
 };
+use leader_testkit::LeaderSampler;
 use support::FlakyBackend;
 
 fn config() -> CampaignConfig {
@@ -148,43 +149,20 @@ fn never_two_leaders_and_tokens_grow_across_terms() {
     let mut nodes: Vec<Option<LeadershipHandle>> =
         vec![Some(make("n0")), Some(make("n1")), Some(make("n2"))];
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let views: Arc<Mutex<Vec<Option<Arc<leader_core::LeadershipState>>>>> = Arc::new(Mutex::new(
-        nodes
-            .iter()
-            .map(|n| n.as_ref().map(|h| Arc::clone(h.state())))
-            .collect(),
-    ));
-    let sampler = {
-        let (stop, views) = (Arc::clone(&stop), Arc::clone(&views));
-        std::thread::spawn(move || {
-            let mut samples = 0u64;
-            while !stop.load(Ordering::SeqCst) {
-                let states: Vec<_> = views.lock().unwrap().iter().flatten().cloned().collect();
-                for x in &states {
-                    for y in &states {
-                        if !Arc::ptr_eq(x, y) && x.is_leader() && y.is_leader() && x.is_leader() {
-                            panic!("two leaders at once: {} and {}", x.node_id(), y.node_id());
-                        }
-                    }
-                }
-                samples += 1;
-            }
-            samples
-        })
-    };
-
+    let sampler = LeaderSampler::start();
+    for node in nodes.iter().flatten() {
+        sampler.watch(Arc::clone(node.state()));
+    }
     for round in 0..12 {
         let leader = wait_until_some_leader(&nodes);
         let handle = nodes[leader].take().unwrap();
-        views.lock().unwrap()[leader] = None;
-        handle.resign();
-        nodes[leader] = Some(make(&format!("n{leader}-{round}")));
-        views.lock().unwrap()[leader] = nodes[leader].as_ref().map(|h| Arc::clone(h.state()));
+        handle.resign(); // still watched: its term must end before the next one begins
+        let next = make(&format!("n{leader}-{round}"));
+        sampler.watch(Arc::clone(next.state()));
+        nodes[leader] = Some(next);
     }
     wait_until_some_leader(&nodes);
-    stop.store(true, Ordering::SeqCst);
-    let samples = sampler.join().unwrap();
+    let samples = sampler.finish().unwrap();
     assert!(samples > 100, "sampled {samples} times");
 
     // The last term's `Elected` callback runs just after its `is_leader()` turns true.

@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -17,7 +16,7 @@ use leader_core::{
     RevokeReason,
 };
 use leader_redis::{RedisBackend, RedisConfig};
-use leader_testkit::fresh_name;
+use leader_testkit::{LeaderSampler, fresh_name};
 
 fn config() -> CampaignConfig {
     CampaignConfig::default()
@@ -117,32 +116,10 @@ fn never_two_leaders_through_handovers_and_tokens_grow_across_terms() {
             .unwrap()
     };
     let mut nodes: Vec<LeadershipHandle> = (0..3).map(|i| make(format!("n{i}"))).collect();
-    let states = Arc::new(Mutex::new(
-        nodes
-            .iter()
-            .map(|n| Arc::clone(n.state()))
-            .collect::<Vec<_>>(),
-    ));
-    let stop = Arc::new(AtomicBool::new(false));
-    let sampler = {
-        let (stop, states) = (Arc::clone(&stop), Arc::clone(&states));
-        std::thread::spawn(move || {
-            let mut samples = 0u64;
-            while !stop.load(Ordering::SeqCst) {
-                let snapshot = states.lock().unwrap().clone();
-                for x in &snapshot {
-                    for y in &snapshot {
-                        // x, then y, then x again: both true means both led at y's read.
-                        if !Arc::ptr_eq(x, y) && x.is_leader() && y.is_leader() && x.is_leader() {
-                            panic!("two leaders at once: {} and {}", x.node_id(), y.node_id());
-                        }
-                    }
-                }
-                samples += 1;
-            }
-            samples
-        })
-    };
+    let sampler = LeaderSampler::start();
+    for node in &nodes {
+        sampler.watch(Arc::clone(node.state()));
+    }
     for round in 0..6 {
         let t = Instant::now();
         let leader = loop {
@@ -155,8 +132,9 @@ fn never_two_leaders_through_handovers_and_tokens_grow_across_terms() {
             );
             std::thread::sleep(Duration::from_millis(1));
         };
+        // The old leader stays watched: its term must end before the next one begins.
         let replacement = make(format!("n{leader}-{round}"));
-        states.lock().unwrap()[leader] = Arc::clone(replacement.state());
+        sampler.watch(Arc::clone(replacement.state()));
         let old = std::mem::replace(&mut nodes[leader], replacement);
         if round % 2 == 0 {
             old.resign()
@@ -164,8 +142,8 @@ fn never_two_leaders_through_handovers_and_tokens_grow_across_terms() {
             old.abandon()
         }
     }
-    stop.store(true, Ordering::SeqCst);
-    assert!(sampler.join().unwrap() > 100);
+    let samples = sampler.finish().unwrap();
+    assert!(samples > 100, "sampled {samples} times");
     let tokens = tokens.lock().unwrap().clone();
     assert!(tokens.len() >= 6, "{tokens:?}");
     assert!(tokens.windows(2).all(|w| w[0] < w[1]), "{tokens:?}");

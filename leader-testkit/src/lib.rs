@@ -23,6 +23,7 @@ pub mod checks;
 mod harness;
 mod macros;
 mod runner;
+mod sampler;
 mod servers;
 
 pub use harness::{Blocking, BlockingAsAsync, Harness, MemoryHarness, fresh_name};
@@ -33,4 +34,5 @@ pub use runner::SmolRunner;
 #[cfg(feature = "tokio")]
 pub use runner::TokioRunner;
 pub use runner::{Runner, ThreadRunner};
+pub use sampler::LeaderSampler;
 pub use servers::server_from_env;
