@@ -21,12 +21,13 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::hint::black_box;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use criterion::Criterion;
 use distributed_lock_core::traits::{DistributedLock, LockHandle};
 use distributed_lock_mongo::MongoDistributedLock;
 use leader_async::AsyncLeaderElector;
+use leader_benches::{Case, interleaved};
 use leader_blocking::LeaderElector;
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, LeaderElectionOptions, LockBackend, LockName,
@@ -266,31 +267,6 @@ fn asynchronous(c: &mut Criterion, setup: &AsyncSetup) {
 /// Runs the cases in turn, round after round (rotating the order), so that load from
 /// elsewhere on the machine hits them alike; prints each median and its ratio to the first.
 /// A named cycle for [`interleaved`].
-type Case<'a> = (&'static str, Box<dyn FnMut() + 'a>);
-
-fn interleaved(group: &str, rounds: usize, cases: &mut [Case<'_>]) {
-    let mut samples = vec![Vec::with_capacity(rounds); cases.len()];
-    for round in 0..rounds {
-        for offset in 0..cases.len() {
-            let index = (round + offset) % cases.len();
-            let started = Instant::now();
-            (cases[index].1)();
-            samples[index].push(started.elapsed());
-        }
-    }
-    let medians: Vec<Duration> = samples
-        .iter_mut()
-        .map(|s| {
-            s.sort();
-            s[s.len() / 2]
-        })
-        .collect();
-    for ((name, _), median) in cases.iter().zip(&medians) {
-        let ratio = median.as_secs_f64() / medians[0].as_secs_f64();
-        println!("{group:<18} {name:<52} median {median:>10.3?}  {ratio:.2}x floor");
-    }
-}
-
 fn interleaved_all(blocking: &BlockingSetup, asynchronous: &AsyncSetup, rounds: usize) {
     let (b, a) = (blocking, asynchronous);
     interleaved(

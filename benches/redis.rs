@@ -5,9 +5,9 @@
 //!   `try_acquire` + `release`, and `LeaderElector::run_if_leader` with an empty action;
 //! - `redis/async` (tokio, current thread): the same three, plus rslock 0.10
 //!   (`lock` + `unlock`) on the same server;
-//! - paired (printed): the same seven cycles interleaved round by round, so a machine
-//!   whose load drifts during the run slows all of them alike; medians and the ratio of
-//!   each to its floor;
+//! - interleaved (printed): each group's cycles again, one of each per round in rotating
+//!   order (`leader_benches::interleaved`), so a machine whose load drifts during the run
+//!   slows all of them alike; medians and the ratio of each to its group's floor;
 //! - handoff (printed, not a criterion group): node A holds, node B waits in
 //!   `run_if_leader`; the time from A's release to B's acquisition, with pub/sub and
 //!   with polling only (p50 / p90 / max over 40 handoffs each).
@@ -25,6 +25,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use criterion::Criterion;
 use leader_async::AsyncLeaderElector;
+use leader_benches::{Case, interleaved, percentile};
 use leader_blocking::LeaderElector;
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, LeaderElectionOptions, LockBackend,
@@ -256,11 +257,6 @@ fn handoff(url: &str, notifications: bool, rounds: usize) -> Vec<Duration> {
     handoffs
 }
 
-fn percentile(sorted: &[Duration], p: usize) -> Duration {
-    let index = (sorted.len() * p / 100).min(sorted.len().saturating_sub(1));
-    sorted.get(index).copied().unwrap_or_default()
-}
-
 fn handoffs(url: &str) {
     for (label, notifications) in [("pub/sub", true), ("polling only", false)] {
         let sorted = handoff(url, notifications, 40);
@@ -274,10 +270,8 @@ fn handoffs(url: &str) {
     }
 }
 
-/// One measured cycle.
-type Cycle<'a> = Box<dyn FnMut() + 'a>;
-
-/// One cycle of each variant per round, interleaved; prints medians and ratios.
+/// Every variant of each group once per round, interleaved; prints medians and ratios to
+/// the group's floor.
 fn paired(url: &str, rounds: usize) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -301,7 +295,7 @@ fn paired(url: &str, rounds: usize) {
     let aelector = AsyncLeaderElector::new(RedisBackend::connect(url).unwrap(), options()).unwrap();
     let rslock = rslock::LockManager::new(vec![url.to_owned()]);
 
-    let mut variants: Vec<(&str, Cycle<'_>)> = vec![
+    let mut blocking: Vec<Case<'_>> = vec![
         (
             "blocking floor: 2x raw EVALSHA",
             Box::new(|| {
@@ -330,6 +324,8 @@ fn paired(url: &str, rounds: usize) {
                 );
             }),
         ),
+    ];
+    let mut asynchronous: Vec<Case<'_>> = vec![
         (
             "async floor: 2x raw EVALSHA",
             Box::new(|| {
@@ -392,32 +388,8 @@ fn paired(url: &str, rounds: usize) {
             }),
         ),
     ];
-    let mut samples: Vec<Vec<Duration>> = vec![Vec::with_capacity(rounds); variants.len()];
-    for round in 0..rounds + rounds / 10 {
-        for (index, (_, run)) in variants.iter_mut().enumerate() {
-            let started = Instant::now();
-            run();
-            // The first tenth warms connections and caches up.
-            if round >= rounds / 10 {
-                samples[index].push(started.elapsed());
-            }
-        }
-    }
-    let medians: Vec<Duration> = samples
-        .iter_mut()
-        .map(|s| {
-            s.sort();
-            percentile(s, 50)
-        })
-        .collect();
-    for (index, (label, _)) in variants.iter().enumerate() {
-        let floor = if index < 3 { medians[0] } else { medians[3] };
-        println!(
-            "redis/paired {label:<40} median {:>9.3?}  {:.2}x its floor",
-            medians[index],
-            medians[index].as_secs_f64() / floor.as_secs_f64()
-        );
-    }
+    interleaved("redis/blocking", rounds, &mut blocking);
+    interleaved("redis/async", rounds, &mut asynchronous);
 }
 
 fn main() {

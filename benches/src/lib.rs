@@ -1,1 +1,73 @@
 //! Criterion benchmarks; see `memory.rs` and the README for how to run them.
+//!
+//! This library holds what the server benches share: interleaved medians, which stand up
+//! to this machine's noise better than back-to-back criterion groups, because load from
+//! elsewhere falls on every case of a round alike.
+
+use std::time::{Duration, Instant};
+
+/// One measured case: its label and one cycle of it.
+pub type Case<'a> = (&'static str, Box<dyn FnMut() + 'a>);
+
+/// Runs every case once per round, rotating which case goes first, for `rounds` measured
+/// rounds after `rounds / 10` warm-up rounds. Prints each case's median and its ratio to
+/// the first case's (the floor) under `group`, and returns the medians in case order.
+///
+/// # Examples
+///
+/// ```
+/// use leader_benches::{Case, interleaved};
+///
+/// let mut cases: Vec<Case<'_>> = vec![
+///     ("floor: nothing", Box::new(|| {})),
+///     ("one allocation", Box::new(|| drop(std::hint::black_box(vec![1u8])))),
+/// ];
+/// let medians = interleaved("example", 100, &mut cases);
+/// assert_eq!(medians.len(), 2);
+/// ```
+pub fn interleaved(group: &str, rounds: usize, cases: &mut [Case<'_>]) -> Vec<Duration> {
+    let warmup = rounds / 10;
+    let mut samples = vec![Vec::with_capacity(rounds); cases.len()];
+    for round in 0..warmup + rounds {
+        for offset in 0..cases.len() {
+            let index = (round + offset) % cases.len();
+            let started = Instant::now();
+            (cases[index].1)();
+            let took = started.elapsed();
+            if round >= warmup {
+                samples[index].push(took);
+            }
+        }
+    }
+    let medians: Vec<Duration> = samples
+        .iter_mut()
+        .map(|case| {
+            case.sort();
+            percentile(case, 50)
+        })
+        .collect();
+    let floor = medians.first().copied().unwrap_or_default();
+    for ((label, _), median) in cases.iter().zip(&medians) {
+        let ratio = median.as_secs_f64() / floor.as_secs_f64();
+        println!("{group:<18} {label:<52} median {median:>10.3?}  {ratio:.2}x floor");
+    }
+    medians
+}
+
+/// The `p`-th percentile (0-100) of `sorted` samples; zero when there are none.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use leader_benches::percentile;
+///
+/// let sorted: Vec<Duration> = (1..=10).map(Duration::from_millis).collect();
+/// assert_eq!(percentile(&sorted, 50), Duration::from_millis(6));
+/// assert_eq!(percentile(&sorted, 100), Duration::from_millis(10));
+/// assert_eq!(percentile(&[], 50), Duration::ZERO);
+/// ```
+pub fn percentile(sorted: &[Duration], p: usize) -> Duration {
+    let index = (sorted.len() * p / 100).min(sorted.len().saturating_sub(1));
+    sorted.get(index).copied().unwrap_or_default()
+}
