@@ -88,6 +88,22 @@ fn an_elector_takes_over_right_after_the_release() {
     let Some(harness) = RedisHarness::standalone() else {
         return;
     };
+    // The median of five handoffs. A notified waiter takes about a millisecond, so one
+    // slow wake-up on a loaded machine does not decide it; a waiter that only polled
+    // (sleeping 64-250 ms between attempts by then) comes in under 20 ms about one time in
+    // eight, so three times out of five about once in sixty runs.
+    let mut handoffs: Vec<Duration> = (0..5).map(|_| one_handoff(&harness)).collect();
+    handoffs.sort();
+    assert!(
+        handoffs[2] < Duration::from_millis(20),
+        "took over {:?} after the release (median of {handoffs:?})",
+        handoffs[2]
+    );
+}
+
+/// Node A holds a lock; B waits in `run_if_leader`; A releases once B's backoff has grown.
+/// Returns the time from the release to B's action.
+fn one_handoff(harness: &RedisHarness) -> Duration {
     let holder = harness.make();
     let waiter = harness.make();
     subscribed(&waiter);
@@ -97,7 +113,7 @@ fn an_elector_takes_over_right_after_the_release() {
     let options = LeaderElectionOptions::default().with_wait_time(Duration::from_secs(10));
     let elector = leader_blocking::LeaderElector::new(waiter, options).unwrap();
     let releaser = std::thread::spawn(move || {
-        // Long enough for the waiter's backoff to reach delays of 100 ms and more.
+        // Long enough for the waiter's backoff to reach delays of 64 ms and more.
         std::thread::sleep(Duration::from_millis(400));
         let released_at = Instant::now();
         LockBackend::release(&holder, &lease, Duration::ZERO).unwrap();
@@ -108,11 +124,7 @@ fn an_elector_takes_over_right_after_the_release() {
         .unwrap()
         .expect("the waiter takes over");
     let released_at = releaser.join().unwrap();
-    let handoff = ran_at.saturating_duration_since(released_at);
-    assert!(
-        handoff < Duration::from_millis(60),
-        "took over {handoff:?} after the release"
-    );
+    ran_at.saturating_duration_since(released_at)
 }
 
 #[test]
