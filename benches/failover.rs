@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, SamplingMode, criterion_group, criterion_main};
+use leader_benches::server_from_env;
 use leader_blocking::{LeaderElector, LeadershipHandle};
 use leader_core::{CampaignConfig, InMemoryBackend, LeaderElectionOptions, LockBackend};
 use leader_redis::RedisBackend;
@@ -97,9 +98,8 @@ fn bench_backend<B: LockBackend + 'static>(c: &mut Criterion, label: &str, backe
 
 fn failover(c: &mut Criterion) {
     bench_backend(c, "memory", Arc::new(InMemoryBackend::new()));
-    match std::env::var("LEADER_TEST_REDIS_URL") {
-        Ok(url) => bench_backend(c, "redis", Arc::new(RedisBackend::connect(&url).unwrap())),
-        Err(_) => eprintln!("skipped the Redis failover bench: LEADER_TEST_REDIS_URL is not set"),
+    if let Some(url) = server_from_env("LEADER_TEST_REDIS_URL", "the Redis failover bench") {
+        bench_backend(c, "redis", Arc::new(RedisBackend::connect(&url).unwrap()));
     }
 }
 

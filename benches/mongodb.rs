@@ -27,7 +27,7 @@ use criterion::Criterion;
 use distributed_lock_core::traits::{DistributedLock, LockHandle};
 use distributed_lock_mongo::MongoDistributedLock;
 use leader_async::AsyncLeaderElector;
-use leader_benches::{Case, interleaved};
+use leader_benches::{Case, interleaved, server_from_env};
 use leader_blocking::LeaderElector;
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, LeaderElectionOptions, LockBackend, LockName,
@@ -300,13 +300,7 @@ fn interleaved_all(blocking: &BlockingSetup, asynchronous: &AsyncSetup, rounds: 
 }
 
 fn main() {
-    let Some(uri) = std::env::var("LEADER_TEST_MONGODB_URI")
-        .ok()
-        .filter(|uri| !uri.trim().is_empty())
-    else {
-        println!(
-            "skipped: LEADER_TEST_MONGODB_URI is not set (start a server with scripts/services.sh start DIR and source DIR/env)"
-        );
+    let Some(uri) = server_from_env("LEADER_TEST_MONGODB_URI", "the MongoDB bench") else {
         return;
     };
     let blocking_setup = BlockingSetup::new(&uri);

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use criterion::Criterion;
 use leader_async::AsyncLeaderElector;
-use leader_benches::{Case, interleaved, percentile};
+use leader_benches::{Case, interleaved, percentile, server_from_env};
 use leader_blocking::LeaderElector;
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, LeaderElectionOptions, LockBackend,
@@ -393,13 +393,7 @@ fn paired(url: &str, rounds: usize) {
 }
 
 fn main() {
-    let Some(url) = std::env::var("LEADER_TEST_REDIS_URL")
-        .ok()
-        .filter(|url| !url.trim().is_empty())
-    else {
-        println!(
-            "skipped: LEADER_TEST_REDIS_URL is not set (start a server with scripts/services.sh start DIR and source DIR/env)"
-        );
+    let Some(url) = server_from_env("LEADER_TEST_REDIS_URL", "the Redis bench") else {
         return;
     };
     load_scripts(&url);

@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use criterion::Criterion;
+use leader_benches::server_from_env;
 use leader_blocking::ThreadPoolLeaderElector;
 use leader_core::{
     AcquireOutcome, AcquireRequest, Backend, Error, ExtendOutcome, InMemoryBackend,
@@ -208,8 +209,7 @@ fn memory(c: &mut Criterion) {
 }
 
 fn redis(c: &mut Criterion) {
-    let Ok(url) = std::env::var("LEADER_TEST_REDIS_URL") else {
-        println!("tenant/redis-10000 skipped: LEADER_TEST_REDIS_URL is not set");
+    let Some(url) = server_from_env("LEADER_TEST_REDIS_URL", "tenant/redis-10000") else {
         return;
     };
     let config = RedisConfig::default()
