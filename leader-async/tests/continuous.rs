@@ -1,17 +1,15 @@
 //! Continuous leadership and the must-run guard on the async elector, on every runtime.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_lite::FutureExt;
 use leader_async::AsyncLeaderElector;
 use leader_core::{
     CampaignConfig, DeploymentMode, Error, InMemoryBackend, LeaderElectionOptions, LeadershipEvent,
     LeaseMode, LockStatus,
 };
-use leader_testkit::Runner;
+use leader_testkit::{Runner, eventually, sleep, within};
 
 leader_testkit::on_every_runtime!(
     a_resignation_hands_over_at_once,
@@ -36,31 +34,6 @@ fn elector(backend: &InMemoryBackend, node: &str) -> AsyncLeaderElector<InMemory
     AsyncLeaderElector::new(backend.clone(), options).unwrap()
 }
 
-async fn sleep(d: Duration) {
-    async_io::Timer::after(d).await;
-}
-
-async fn within<F: Future>(d: Duration, future: F) -> Option<F::Output> {
-    async { Some(future.await) }
-        .or(async {
-            sleep(d).await;
-            None
-        })
-        .await
-}
-
-async fn eventually(what: &str, mut done: impl FnMut() -> bool) -> Duration {
-    let t = Instant::now();
-    while !done() {
-        assert!(
-            t.elapsed() < Duration::from_secs(3),
-            "timed out waiting for {what}"
-        );
-        sleep(Duration::from_millis(1)).await;
-    }
-    t.elapsed()
-}
-
 fn a_resignation_hands_over_at_once<R: Runner>(runner: &R) {
     let backend = InMemoryBackend::new();
     runner.block_on(async {
@@ -70,10 +43,13 @@ fn a_resignation_hands_over_at_once<R: Runner>(runner: &R) {
             .expect("a elected");
         let b = elector(&backend, "b").campaign("stream", config()).unwrap();
         let events = b.events();
-        eventually("b sees a", || b.current_leader().as_deref() == Some("a")).await;
+        eventually("b sees a", Duration::from_secs(3), || {
+            b.current_leader().as_deref() == Some("a")
+        })
+        .await;
         a.resign().await;
         assert!(term.is_lost());
-        let took = eventually("b takes over", || b.is_leader()).await;
+        let took = eventually("b takes over", Duration::from_secs(3), || b.is_leader()).await;
         assert!(took < Duration::from_millis(300), "{took:?}");
         // The event follows the state it describes, so it may land a moment after
         // `is_leader()` turns true: wait for it rather than peek.
@@ -103,7 +79,7 @@ fn a_dropped_handle_resigns_in_the_background<R: Runner>(runner: &R) {
         within(Duration::from_secs(1), term.lost())
             .await
             .expect("the term ends when the handle is dropped");
-        eventually("b takes over", || b.is_leader()).await;
+        eventually("b takes over", Duration::from_secs(3), || b.is_leader()).await;
         b.resign().await;
     });
 }
@@ -114,7 +90,10 @@ fn all_instances_mode_makes_every_instance_lead<R: Runner>(runner: &R) {
         let all = config().with_mode(DeploymentMode::AllInstances);
         let a = elector(&backend, "a").campaign("stream", all).unwrap();
         let b = elector(&backend, "b").campaign("stream", all).unwrap();
-        eventually("both lead", || a.is_leader() && b.is_leader()).await;
+        eventually("both lead", Duration::from_secs(3), || {
+            a.is_leader() && b.is_leader()
+        })
+        .await;
         assert_eq!(
             elector(&backend, "c")
                 .state("stream")

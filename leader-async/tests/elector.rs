@@ -2,7 +2,6 @@
 //! (current-thread and multi-thread), async-std and smol.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,7 +14,7 @@ use leader_core::{
     Error, ExtendOutcome, InMemoryBackend, LeaderElectionOptions, LeaderRunResult, LeaderState,
     Lease, LockName, LockStatus, ReleaseEvents, ReleaseOutcome,
 };
-use leader_testkit::Runner;
+use leader_testkit::{Runner, sleep, within};
 
 leader_testkit::on_every_runtime!(
     the_winner_runs_and_a_contender_skips,
@@ -43,20 +42,6 @@ fn elector<B: AsyncLockBackend + 'static>(
     options: LeaderElectionOptions,
 ) -> AsyncLeaderElector<B> {
     AsyncLeaderElector::new(backend, options).unwrap()
-}
-
-async fn sleep(d: Duration) {
-    async_io::Timer::after(d).await;
-}
-
-/// Resolves `future` or gives up (dropping it) after `d`.
-async fn within<F: Future>(d: Duration, future: F) -> Option<F::Output> {
-    async { Some(future.await) }
-        .or(async {
-            sleep(d).await;
-            None
-        })
-        .await
 }
 
 fn the_winner_runs_and_a_contender_skips<R: Runner>(runner: &R) {

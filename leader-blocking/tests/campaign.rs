@@ -12,7 +12,7 @@ use leader_core::{
     CampaignConfig, DeploymentMode, Error, EventCallback, InMemoryBackend, LeaderElectionOptions,
     LeadershipEvent, OptionsError, RevokeReason,
 };
-use leader_testkit::LeaderSampler;
+use leader_testkit::{LeaderSampler, wait_until};
 use support::FlakyBackend;
 
 fn config() -> CampaignConfig {
@@ -31,15 +31,6 @@ fn flaky(shared: &InMemoryBackend) -> FlakyBackend {
         inner: shared.clone(),
         ..FlakyBackend::default()
     }
-}
-
-fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) -> Duration {
-    let t = Instant::now();
-    while !done() {
-        assert!(t.elapsed() < timeout, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    t.elapsed()
 }
 
 #[test]

@@ -16,7 +16,7 @@ use leader_core::{
     RevokeReason,
 };
 use leader_redis::{RedisBackend, RedisConfig};
-use leader_testkit::{LeaderSampler, fresh_name};
+use leader_testkit::{LeaderSampler, fresh_name, wait_until};
 
 fn config() -> CampaignConfig {
     CampaignConfig::default()
@@ -36,15 +36,6 @@ fn elector(backend: &Arc<RedisBackend>, node: &str) -> LeaderElector<RedisBacken
         .with_node_id(node)
         .with_wait_time(Duration::from_millis(100));
     LeaderElector::with_shared_backend(Arc::clone(backend), options).unwrap()
-}
-
-fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) -> Duration {
-    let t = Instant::now();
-    while !done() {
-        assert!(t.elapsed() < timeout, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    t.elapsed()
 }
 
 #[test]

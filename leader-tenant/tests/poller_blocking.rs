@@ -16,6 +16,7 @@ use leader_tenant::{
     BlockingTenantPoller, FallibleSource, ForTenant, JobFailure, OutcomeKind, PollerConfig,
     Shutdown, ShutdownMode, TenantError, TenantId, TenantOutcome,
 };
+use leader_testkit::wait_until;
 
 type Job = Box<dyn Fn(TenantId, &LeaseContext) -> Result<u32, String> + Send + Sync>;
 type Source = Box<dyn Fn() -> Vec<String> + Send + Sync>;
@@ -302,14 +303,6 @@ fn gated_poller(
     poller
 }
 
-fn wait_for(what: &str, condition: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !condition() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
 #[test]
 fn shutdown_in_finish_mode_waits_for_jobs_in_flight_and_starts_no_more() {
     let backend = InMemoryBackend::new();
@@ -317,7 +310,9 @@ fn shutdown_in_finish_mode_waits_for_jobs_in_flight_and_starts_no_more() {
     let poller = gated_poller(&backend, ShutdownMode::Finish, &gate, &started);
     let report = std::thread::scope(|s| {
         let cycle = s.spawn(|| poller.run_cycle_until(&shutdown));
-        wait_for("two jobs to start", || started.load(Ordering::SeqCst) == 2);
+        wait_until("two jobs to start", Duration::from_secs(10), || {
+            started.load(Ordering::SeqCst) == 2
+        });
         shutdown.trigger();
         std::thread::sleep(Duration::from_millis(20));
         assert!(
@@ -340,7 +335,9 @@ fn shutdown_in_abandon_mode_returns_at_once_and_leases_are_released_later() {
     let poller = gated_poller(&backend, ShutdownMode::Abandon, &gate, &started);
     let report = std::thread::scope(|s| {
         let cycle = s.spawn(|| poller.run_cycle_until(&shutdown));
-        wait_for("two jobs to start", || started.load(Ordering::SeqCst) == 2);
+        wait_until("two jobs to start", Duration::from_secs(10), || {
+            started.load(Ordering::SeqCst) == 2
+        });
         shutdown.trigger();
         cycle.join().unwrap()
     });
@@ -363,9 +360,11 @@ fn shutdown_in_abandon_mode_returns_at_once_and_leases_are_released_later() {
         "still running on the workers"
     );
     gate.trigger();
-    wait_for("the abandoned jobs' leases to be released", || {
-        abandoned.iter().all(|t| !held(t))
-    });
+    wait_until(
+        "the abandoned jobs' leases to be released",
+        Duration::from_secs(10),
+        || abandoned.iter().all(|t| !held(t)),
+    );
 }
 
 #[test]

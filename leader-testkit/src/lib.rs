@@ -25,6 +25,7 @@ mod macros;
 mod runner;
 mod sampler;
 mod servers;
+mod wait;
 
 pub use harness::{Blocking, BlockingAsAsync, Harness, MemoryHarness, fresh_name};
 #[cfg(feature = "async-std")]
@@ -36,3 +37,4 @@ pub use runner::TokioRunner;
 pub use runner::{Runner, ThreadRunner};
 pub use sampler::LeaderSampler;
 pub use servers::server_from_env;
+pub use wait::{eventually, sleep, wait_until, within};
