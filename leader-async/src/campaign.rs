@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use futures_lite::FutureExt;
 use leader_core::{
     AsyncLockBackend, CampaignConfig, CampaignRun, DeploymentMode, Error, EventCallback,
-    LeadershipEvent, LeadershipState, LeaseContext, LeaseTracker, NoopBackend, ReleaseEvents,
-    RevokeReason, async_channel,
+    LeadershipEvent, LeadershipState, LeaseContext, LeaseTracker, NoopBackend, RevokeReason,
+    async_channel,
 };
 
 use crate::elector::AsyncLeaderElector;
@@ -25,7 +25,6 @@ use crate::rt;
 #[derive(Debug)]
 pub struct AsyncLeadershipHandle {
     state: Arc<LeadershipState>,
-    wake: Option<(ReleaseEvents, String)>,
 }
 
 impl AsyncLeadershipHandle {
@@ -78,11 +77,9 @@ impl AsyncLeadershipHandle {
         self.state.finished().await;
     }
 
+    // The task's waits all select on the stop listener, so this wakes it at once.
     fn request_stop(&self) {
         self.state.request_stop();
-        if let Some((events, key)) = &self.wake {
-            events.notify(key);
-        }
     }
 }
 
@@ -139,21 +136,13 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     ) -> Result<AsyncLeadershipHandle, Error> {
         let campaign = CampaignRun::new(self.settings(), name, config, callbacks)?;
         let state = Arc::clone(&campaign.state);
-        let wake = match config.mode() {
-            DeploymentMode::SingleLeader => {
-                let wake = self
-                    .backend()
-                    .release_events()
-                    .map(|events| (events.clone(), campaign.key.as_str().to_owned()));
-                spawn_campaign(Arc::clone(self.backend()), campaign);
-                wake
-            }
+        match config.mode() {
+            DeploymentMode::SingleLeader => spawn_campaign(Arc::clone(self.backend()), campaign),
             DeploymentMode::AllInstances => {
                 spawn_campaign(Arc::new(NoopBackend::new()), campaign);
-                None
             }
-        };
-        Ok(AsyncLeadershipHandle { state, wake })
+        }
+        Ok(AsyncLeadershipHandle { state })
     }
 }
 

@@ -14,6 +14,7 @@ use leader_testkit::{Runner, eventually, sleep, within};
 leader_testkit::on_every_runtime!(
     a_resignation_hands_over_at_once,
     a_dropped_handle_resigns_in_the_background,
+    a_standby_stops_at_once_however_long_its_poll,
     all_instances_mode_makes_every_instance_lead,
     the_guard_fails_closed_and_reports_the_holder,
     the_watchdog_keeps_an_async_guard_alive,
@@ -81,6 +82,40 @@ fn a_dropped_handle_resigns_in_the_background<R: Runner>(runner: &R) {
             .expect("the term ends when the handle is dropped");
         eventually("b takes over", Duration::from_secs(3), || b.is_leader()).await;
         b.resign().await;
+    });
+}
+
+fn a_standby_stops_at_once_however_long_its_poll<R: Runner>(runner: &R) {
+    let backend = InMemoryBackend::new();
+    let slow_poll = CampaignConfig::default()
+        .with_lease_time(Duration::from_secs(30))
+        .with_heartbeat(Duration::from_secs(1))
+        .with_poll_interval(Duration::from_secs(10));
+    runner.block_on(async {
+        let a = elector(&backend, "a")
+            .campaign("stream", slow_poll)
+            .unwrap();
+        within(Duration::from_secs(2), a.wait_for_term())
+            .await
+            .expect("a elected");
+        let b = elector(&backend, "b")
+            .campaign("stream", slow_poll)
+            .unwrap();
+        eventually("b sees a", Duration::from_secs(3), || {
+            b.current_leader().as_deref() == Some("a")
+        })
+        .await;
+        // b now sleeps through a 10 s poll; a stop request must cut that short.
+        within(Duration::from_secs(2), b.resign())
+            .await
+            .expect("the standby's task ends on resign, not at its next poll");
+        assert!(
+            a.is_leader(),
+            "the standby's resignation leaves the leader alone"
+        );
+        within(Duration::from_secs(2), a.resign())
+            .await
+            .expect("the leader's task ends on resign, not at its next heartbeat");
     });
 }
 

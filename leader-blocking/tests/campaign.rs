@@ -70,6 +70,40 @@ fn one_leader_is_elected_and_a_resignation_hands_over_at_once() {
 }
 
 #[test]
+fn a_standby_stops_at_once_however_long_its_poll() {
+    let shared = InMemoryBackend::new();
+    let slow_poll = CampaignConfig::default()
+        .with_lease_time(Duration::from_secs(30))
+        .with_heartbeat(Duration::from_secs(1))
+        .with_poll_interval(Duration::from_secs(10));
+    let a = elector(flaky(&shared), "a")
+        .campaign("stream", slow_poll)
+        .unwrap();
+    wait_until("a elected", Duration::from_secs(2), || a.is_leader());
+    let b = elector(flaky(&shared), "b")
+        .campaign("stream", slow_poll)
+        .unwrap();
+    wait_until("b sees a", Duration::from_secs(2), || {
+        b.current_leader().as_deref() == Some("a")
+    });
+    // b now sleeps through a 10 s poll; resign joins its thread, so it must wake it.
+    let t = Instant::now();
+    b.resign();
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "the standby stopped on resign, not at its next poll: {:?}",
+        t.elapsed()
+    );
+    assert!(
+        a.is_leader(),
+        "the standby's resignation leaves the leader alone"
+    );
+    let t = Instant::now();
+    a.resign();
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+}
+
+#[test]
 fn a_crashed_leader_steps_down_at_once_and_a_standby_takes_over_after_the_lease() {
     let shared = InMemoryBackend::new();
     let a_backend = flaky(&shared);
