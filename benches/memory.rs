@@ -10,19 +10,13 @@
 
 use std::collections::HashMap;
 use std::hint::black_box;
-use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use leader_async::AsyncLeaderElector;
+use leader_benches::try_once_options;
 use leader_blocking::LeaderElector;
-use leader_core::{InMemoryBackend, LeaderElectionOptions};
+use leader_core::InMemoryBackend;
 use parking_lot::Mutex;
-
-fn options() -> LeaderElectionOptions {
-    LeaderElectionOptions::default()
-        .with_wait_time(Duration::ZERO)
-        .with_lease_time(Duration::from_secs(60))
-}
 
 fn memory(c: &mut Criterion) {
     let mut group = c.benchmark_group("memory");
@@ -36,7 +30,7 @@ fn memory(c: &mut Criterion) {
         })
     });
 
-    let blocking = LeaderElector::new(InMemoryBackend::new(), options()).unwrap();
+    let blocking = LeaderElector::new(InMemoryBackend::new(), try_once_options()).unwrap();
     group.bench_function("blocking run_if_leader", |b| {
         b.iter(|| {
             black_box(
@@ -51,7 +45,7 @@ fn memory(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
-    let asynchronous = AsyncLeaderElector::new(InMemoryBackend::new(), options()).unwrap();
+    let asynchronous = AsyncLeaderElector::new(InMemoryBackend::new(), try_once_options()).unwrap();
     group.bench_function("async run_if_leader (tokio)", |b| {
         b.to_async(&runtime).iter(|| async {
             black_box(

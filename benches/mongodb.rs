@@ -27,42 +27,22 @@ use criterion::Criterion;
 use distributed_lock_core::traits::{DistributedLock, LockHandle};
 use distributed_lock_mongo::MongoDistributedLock;
 use leader_async::AsyncLeaderElector;
-use leader_benches::{Case, interleaved, server_from_env};
+use leader_benches::{Case, LEASE, interleaved, request, server_from_env, try_once_options};
 use leader_blocking::LeaderElector;
-use leader_core::{
-    AcquireOutcome, AcquireRequest, AsyncLockBackend, LeaderElectionOptions, LockBackend, LockName,
-    OwnerToken,
-};
+use leader_core::{AcquireOutcome, AsyncLockBackend, LockBackend, LockName, OwnerToken};
 use leader_mongodb::{MongoBackend, MongoConfig};
 use mongodb::bson::{DateTime, Document, doc};
 use mongodb::options::{ReturnDocument, WriteConcern};
 use mongodb::{Client, Collection};
 use tokio::runtime::Runtime;
 
-const LEASE: Duration = Duration::from_secs(60);
 const DATABASE: &str = "leader_bench";
 const COLLECTION: &str = "leader_locks";
-
-fn options() -> LeaderElectionOptions {
-    LeaderElectionOptions::default()
-        .with_wait_time(Duration::ZERO)
-        .with_lease_time(LEASE)
-}
 
 fn config() -> MongoConfig {
     MongoConfig::new()
         .with_database(DATABASE)
         .with_collection(COLLECTION)
-}
-
-fn request(key: &LockName) -> AcquireRequest<'_> {
-    AcquireRequest {
-        key,
-        owner: OwnerToken::random(),
-        leader_id: "bench-node",
-        lease_time: LEASE,
-        use_db_time: false,
-    }
 }
 
 /// The floor: the two round trips of a cycle with the simplest updates (no pipeline), the
@@ -164,7 +144,7 @@ impl BlockingSetup {
             raw: collection(&client),
             backend,
             key: LockName::new("bench-backend").unwrap(),
-            elector: LeaderElector::new(elector_backend, options()).unwrap(),
+            elector: LeaderElector::new(elector_backend, try_once_options()).unwrap(),
             runtime,
         }
     }
@@ -220,7 +200,7 @@ impl AsyncSetup {
             raw: collection(&client),
             backend,
             key: LockName::new("bench-backend-async").unwrap(),
-            elector: AsyncLeaderElector::new(elector_backend, options()).unwrap(),
+            elector: AsyncLeaderElector::new(elector_backend, try_once_options()).unwrap(),
             peer,
             runtime,
         }

@@ -25,34 +25,16 @@ use std::time::{Duration, Instant, SystemTime};
 
 use criterion::Criterion;
 use leader_async::AsyncLeaderElector;
-use leader_benches::{Case, interleaved, percentile, server_from_env};
-use leader_blocking::LeaderElector;
-use leader_core::{
-    AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, LeaderElectionOptions, LockBackend,
-    LockName, OwnerToken,
+use leader_benches::{
+    Case, LEASE, interleaved, percentile, request, server_from_env, try_once_options,
 };
+use leader_blocking::LeaderElector;
+use leader_core::{AcquireOutcome, AsyncLockBackend, Backend, LockBackend, LockName, OwnerToken};
 use leader_redis::{RedisBackend, RedisConfig};
 use rand::Rng;
 
 const ACQUIRE_LUA: &str = include_str!("../leader-redis/src/lua/acquire.lua");
 const RELEASE_LUA: &str = include_str!("../leader-redis/src/lua/release.lua");
-const LEASE: Duration = Duration::from_secs(60);
-
-fn options() -> LeaderElectionOptions {
-    LeaderElectionOptions::default()
-        .with_wait_time(Duration::ZERO)
-        .with_lease_time(LEASE)
-}
-
-fn request(key: &LockName) -> AcquireRequest<'_> {
-    AcquireRequest {
-        key,
-        owner: OwnerToken::random(),
-        leader_id: "bench-node",
-        lease_time: LEASE,
-        use_db_time: false,
-    }
-}
 
 /// The two EVALSHA commands of one cycle, with the arguments the backend would send.
 fn raw_cycle(prefix: &str, name: &str) -> (redis::Cmd, redis::Cmd) {
@@ -119,7 +101,8 @@ fn blocking(c: &mut Criterion, url: &str) {
         })
     });
 
-    let elector = LeaderElector::new(RedisBackend::connect(url).unwrap(), options()).unwrap();
+    let elector =
+        LeaderElector::new(RedisBackend::connect(url).unwrap(), try_once_options()).unwrap();
     group.bench_function("elector: run_if_leader", |b| {
         b.iter(|| {
             black_box(
@@ -188,7 +171,8 @@ fn asynchronous(c: &mut Criterion, url: &str) {
         })
     });
 
-    let elector = AsyncLeaderElector::new(RedisBackend::connect(url).unwrap(), options()).unwrap();
+    let elector =
+        AsyncLeaderElector::new(RedisBackend::connect(url).unwrap(), try_once_options()).unwrap();
     group.bench_function("elector: run_if_leader", |b| {
         b.to_async(&runtime).iter(|| async {
             black_box(
@@ -225,8 +209,11 @@ fn handoff(url: &str, notifications: bool, rounds: usize) -> Vec<Duration> {
             std::thread::sleep(Duration::from_millis(1));
         }
     }
-    let elector =
-        LeaderElector::new(waiter, options().with_wait_time(Duration::from_secs(10))).unwrap();
+    let elector = LeaderElector::new(
+        waiter,
+        try_once_options().with_wait_time(Duration::from_secs(10)),
+    )
+    .unwrap();
     let mut handoffs = Vec::with_capacity(rounds);
     for round in 0..rounds {
         let key = LockName::new(format!("bench-handoff-{notifications}-{round}")).unwrap();
@@ -289,10 +276,12 @@ fn paired(url: &str, rounds: usize) {
     let (aacquire, arelease) = raw_cycle("leader-bench", "paired-floor-async");
     let backend = RedisBackend::connect(url).unwrap();
     let key = LockName::new("bench-paired").unwrap();
-    let elector = LeaderElector::new(RedisBackend::connect(url).unwrap(), options()).unwrap();
+    let elector =
+        LeaderElector::new(RedisBackend::connect(url).unwrap(), try_once_options()).unwrap();
     let abackend = RedisBackend::connect(url).unwrap();
     let akey = LockName::new("bench-paired-async").unwrap();
-    let aelector = AsyncLeaderElector::new(RedisBackend::connect(url).unwrap(), options()).unwrap();
+    let aelector =
+        AsyncLeaderElector::new(RedisBackend::connect(url).unwrap(), try_once_options()).unwrap();
     let rslock = rslock::LockManager::new(vec![url.to_owned()]);
 
     let mut blocking: Vec<Case<'_>> = vec![

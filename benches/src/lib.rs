@@ -6,6 +6,8 @@
 
 use std::time::{Duration, Instant};
 
+use leader_core::{AcquireRequest, LeaderElectionOptions, LockName, OwnerToken};
+
 /// One measured case: its label and one cycle of it.
 pub type Case<'a> = (&'static str, Box<dyn FnMut() + 'a>);
 
@@ -93,4 +95,37 @@ pub fn server_from_env(var: &str, bench: &str) -> Option<String> {
         );
     }
     address
+}
+
+/// The lease every uncontended bench cycle asks for: long enough never to run out mid-run.
+pub const LEASE: Duration = Duration::from_secs(60);
+
+/// Elector options for an uncontended cycle: try once (no waiting) for a [`LEASE`].
+pub fn try_once_options() -> LeaderElectionOptions {
+    LeaderElectionOptions::default()
+        .with_wait_time(Duration::ZERO)
+        .with_lease_time(LEASE)
+}
+
+/// A backend request for `key` by the node `bench-node`, with a fresh owner token, for a
+/// [`LEASE`] on the client's clock.
+///
+/// # Examples
+///
+/// ```
+/// use leader_benches::{LEASE, request};
+/// use leader_core::LockName;
+///
+/// let key = LockName::new("bench")?;
+/// assert_eq!(request(&key).lease_time, LEASE);
+/// # Ok::<(), leader_core::NameError>(())
+/// ```
+pub fn request(key: &LockName) -> AcquireRequest<'_> {
+    AcquireRequest {
+        key,
+        owner: OwnerToken::random(),
+        leader_id: "bench-node",
+        lease_time: LEASE,
+        use_db_time: false,
+    }
 }
