@@ -15,14 +15,10 @@ use leader_core::{
     LockBackend, LockName, OwnerToken,
 };
 use leader_mongodb::{MongoBackend, MongoConfig};
+use leader_testkit::fresh_name;
 use mongodb::bson::{Bson, DateTime, Document, doc};
 
 const LEASE: Duration = Duration::from_secs(30);
-
-fn fresh(prefix: &str) -> LockName {
-    let suffix: u64 = rand::random();
-    LockName::new(format!("{prefix}-{suffix:016x}")).unwrap()
-}
 
 fn request<'a>(key: &'a LockName, owner: OwnerToken, node: &'a str) -> AcquireRequest<'a> {
     AcquireRequest {
@@ -84,7 +80,7 @@ fn stopped_server_fails_closed_within_the_timeout_and_the_action_does_not_run() 
     let config = fast("faults_stopped");
     let bound = config.operation_timeout() + Duration::from_secs(1);
     let backend = MongoBackend::connect_with(&server.uri(), config).unwrap();
-    let key = fresh("stopped");
+    let key = fresh_name("stopped");
     let lease = must_acquire(&backend, &key);
     let options = LeaderElectionOptions::default().with_wait_time(Duration::ZERO);
     let elector = LeaderElector::new(backend.clone(), options).unwrap();
@@ -133,11 +129,11 @@ fn restarted_server_is_used_again_by_the_same_backend() {
     };
     let config = fast("faults_restart");
     let backend = MongoBackend::connect_with(&server.uri(), config).unwrap();
-    let before = fresh("restart");
+    let before = fresh_name("restart");
     must_acquire(&backend, &before);
 
     server.stop();
-    let key = fresh("restart");
+    let key = fresh_name("restart");
     assert_backend_error(LockBackend::state(&backend, &key), &key, true);
     server.restart();
 
@@ -224,7 +220,7 @@ fn a_lock_document_of_the_wrong_shape_is_a_permanent_error_and_stays_untouched()
         .enable_all()
         .build()
         .unwrap();
-    let key = fresh("corrupted");
+    let key = fresh_name("corrupted");
     for (case, doc) in corrupted_documents(key.as_str()) {
         raw.replace(collection, doc.clone());
         let owner = OwnerToken::random();
@@ -259,7 +255,7 @@ fn sixteen_threads_racing_on_a_key_without_a_document_have_exactly_one_winner() 
         .collect();
     let raw = Raw::connect(&uri);
     for round in 0..50 {
-        let key = Arc::new(fresh("race"));
+        let key = Arc::new(fresh_name("race"));
         let barrier = Arc::new(Barrier::new(16));
         let threads: Vec<_> = backends
             .iter()

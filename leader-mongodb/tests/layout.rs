@@ -12,14 +12,10 @@ use leader_core::{
     OwnerToken, ReleaseOutcome,
 };
 use leader_mongodb::MongoBackend;
+use leader_testkit::fresh_name;
 use mongodb::bson::Bson;
 
 const COLLECTION: &str = "layout";
-
-fn fresh(prefix: &str) -> LockName {
-    let suffix: u64 = rand::random();
-    LockName::new(format!("{prefix}-{suffix:016x}")).unwrap()
-}
 
 fn request<'a>(key: &'a LockName, owner: OwnerToken, node: &'a str) -> AcquireRequest<'a> {
     AcquireRequest {
@@ -36,7 +32,7 @@ fn one_document_per_lock_kept_across_release_with_the_node_id_verbatim() {
     let Some(uri) = uri() else { return };
     let backend = MongoBackend::connect_with(&uri, config(COLLECTION)).unwrap();
     let raw = Raw::connect(&uri);
-    let key = fresh("layout");
+    let key = fresh_name("layout");
     let owner = OwnerToken::random();
     let node = "$node.with.$dollars";
     let AcquireOutcome::Acquired(lease) =
@@ -97,7 +93,7 @@ fn a_backend_on_the_callers_client_works_from_tokio_and_from_plain_threads() {
     let cfg = config(COLLECTION);
     let backend = MongoBackend::from_client(client, cfg).unwrap();
     assert_eq!(backend.database_name(), DATABASE);
-    let key = fresh("from-client");
+    let key = fresh_name("from-client");
     let lease = tokio.block_on(async {
         match AsyncLockBackend::try_acquire(&backend, request(&key, OwnerToken::random(), "a"))
             .await
