@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::future::{Future, ready};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use parking_lot::Mutex;
 
@@ -22,9 +22,11 @@ use crate::state::{LeaderLease, LeaderState};
 ///
 /// For a single process with many workers, for tests, and for the quickstart. It keeps one
 /// small record per lock name ever used, so fencing tokens keep growing across release and
-/// expiry. Expiry follows the backend's [`Clock`]; give it a [`ManualClock`](crate::ManualClock)
-/// to move time in tests. `use_db_time` makes `acquired_at`/`expires_at` come from that clock
-/// (otherwise from the system clock of the caller), like a server's clock would.
+/// expiry. Expiry follows the monotonic reading of the backend's [`Clock`], so a step of the
+/// wall clock never frees or stretches a lease; give it a [`ManualClock`](crate::ManualClock)
+/// to move time in tests. `use_db_time` makes the reported `acquired_at`/`expires_at` come
+/// from that clock's wall time (otherwise from the system clock of the caller), like a
+/// server's clock would.
 ///
 /// Releases are announced through [`ReleaseEvents`], so waiting electors take over at once.
 ///
@@ -74,12 +76,12 @@ struct Holder {
     owner: OwnerToken,
     leader_id: String,
     fencing_token: u64,
-    /// Reported times, on the clock `use_db_time` chose.
+    /// Reported times, on the wall clock `use_db_time` chose.
     acquired_at: SystemTime,
     expires_at: SystemTime,
-    /// Expiry bookkeeping, always on the backend's clock (like a server's `PX`).
-    acquired_on_clock: SystemTime,
-    deadline: SystemTime,
+    /// Expiry bookkeeping, always on the backend's monotonic clock (like a server's `PX`).
+    acquired_on_clock: Instant,
+    deadline: Instant,
 }
 
 impl Holder {
@@ -116,22 +118,29 @@ impl InMemoryBackend {
         }
     }
 
-    /// The current time on the backend's clock.
+    /// The current wall-clock time on the backend's clock.
     pub fn now(&self) -> SystemTime {
         self.inner.clock.now()
     }
 
-    fn reported_now(&self, clock_now: SystemTime, use_db_time: bool) -> SystemTime {
+    fn monotonic(&self) -> Instant {
+        self.inner.clock.monotonic()
+    }
+
+    /// The wall-clock time a lease reports: the backend's clock with `use_db_time` (a
+    /// server's clock, as it were), the caller's otherwise.
+    fn reported_now(&self, use_db_time: bool) -> SystemTime {
         if use_db_time || self.inner.clock.is_system_clock() {
-            clock_now
+            self.inner.clock.now()
         } else {
             SystemTime::now()
         }
     }
 
     fn acquire(&self, request: AcquireRequest<'_>) -> AcquireOutcome {
-        let clock_now = self.now();
-        let reported_now = self.reported_now(clock_now, request.use_db_time);
+        let clock_now = self.monotonic();
+        // Read only when the caller gets the lock: a `Held` answer needs no wall clock.
+        let reported_now = || self.reported_now(request.use_db_time);
         let mut slots = self.inner.slots.lock();
         let slot = match slots.get_mut(request.key.as_str()) {
             Some(slot) => slot,
@@ -146,7 +155,7 @@ impl InMemoryBackend {
             Some(mut holder) if holder.deadline > clock_now => {
                 // The same owner re-acquires: a renewal that keeps the fencing token.
                 holder.deadline = clock_now + request.lease_time;
-                holder.expires_at = reported_now + request.lease_time;
+                holder.expires_at = reported_now() + request.lease_time;
                 holder
             }
             expired => {
@@ -157,6 +166,7 @@ impl InMemoryBackend {
                 leader_id.clear();
                 leader_id.push_str(request.leader_id);
                 slot.fence += 1;
+                let reported_now = reported_now();
                 Holder {
                     owner: request.owner,
                     leader_id,
@@ -184,9 +194,9 @@ impl InMemoryBackend {
     fn with_own_holder<R>(
         &self,
         lease: &Lease,
-        f: impl FnOnce(&mut Slot, SystemTime) -> R,
+        f: impl FnOnce(&mut Slot, Instant) -> R,
     ) -> Option<R> {
-        let clock_now = self.now();
+        let clock_now = self.monotonic();
         let mut slots = self.inner.slots.lock();
         let slot = slots.get_mut(lease.key.as_str())?;
         match &slot.holder {
@@ -206,7 +216,7 @@ impl InMemoryBackend {
         let renewed = self.with_own_holder(lease, |slot, clock_now| {
             let holder = slot.holder.as_mut()?;
             holder.deadline = clock_now + lease_time;
-            holder.expires_at = self.reported_now(clock_now, use_db_time) + lease_time;
+            holder.expires_at = self.reported_now(use_db_time) + lease_time;
             Some(holder.expires_at)
         });
         match renewed.flatten() {
@@ -218,7 +228,7 @@ impl InMemoryBackend {
     fn release_lease(&self, lease: &Lease, min_lease_time: Duration) -> ReleaseOutcome {
         // Only the minimum lease needs the time. An owner's own expired record can be
         // dropped without reading the clock: nobody else held the lock in the meantime.
-        let clock_now = (!min_lease_time.is_zero()).then(|| self.now());
+        let clock_now = (!min_lease_time.is_zero()).then(|| self.monotonic());
         let mut slots = self.inner.slots.lock();
         let Some(slot) = slots.get_mut(lease.key.as_str()) else {
             return ReleaseOutcome::NotHeld;
@@ -243,7 +253,7 @@ impl InMemoryBackend {
     }
 
     fn snapshot(&self, key: &LockName) -> LeaderState {
-        let clock_now = self.now();
+        let clock_now = self.monotonic();
         let slots = self.inner.slots.lock();
         match slots
             .get(key.as_str())
@@ -318,5 +328,54 @@ impl AsyncLockBackend for InMemoryBackend {
 
     fn state(&self, key: &LockName) -> impl Future<Output = Result<LeaderState, Error>> + Send {
         ready(Ok(self.snapshot(key)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+
+    fn request(key: &LockName, lease_time: Duration) -> AcquireRequest<'_> {
+        AcquireRequest {
+            key,
+            owner: OwnerToken::random(),
+            leader_id: "node",
+            lease_time,
+            use_db_time: true,
+        }
+    }
+
+    #[test]
+    fn a_wall_clock_step_neither_frees_nor_stretches_a_lease() {
+        let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let clock = ManualClock::new(start);
+        let backend = InMemoryBackend::with_clock(clock.clone());
+        let key = LockName::new("stepped").unwrap();
+        let lease_time = Duration::from_secs(30);
+        let AcquireOutcome::Acquired(first) = backend.acquire(request(&key, lease_time)) else {
+            panic!("free lock")
+        };
+
+        // An NTP step of an hour forward: the first holder still holds.
+        clock.set_wall_clock(start + Duration::from_secs(3600));
+        assert!(matches!(
+            backend.acquire(request(&key, lease_time)),
+            AcquireOutcome::Held(Some(h)) if h.fencing_token == first.fencing_token
+        ));
+        assert!(backend.snapshot(&key).leader().is_some());
+        assert!(matches!(
+            backend.extend_lease(&first, lease_time, true),
+            ExtendOutcome::Extended { .. }
+        ));
+
+        // A step back does not stretch it: it ends a lease after the renewal.
+        clock.set_wall_clock(start - Duration::from_secs(3600));
+        clock.advance(lease_time);
+        let AcquireOutcome::Acquired(second) = backend.acquire(request(&key, lease_time)) else {
+            panic!("the lease ran out on the monotonic clock")
+        };
+        assert!(second.fencing_token > first.fencing_token);
+        assert_eq!(second.acquired_at, start - Duration::from_secs(3600) + lease_time);
     }
 }
