@@ -156,9 +156,22 @@ impl LeaseTracker {
     }
 
     /// A renewal sent at `requested_at` succeeded: the lease lasts `lease_time` from then.
-    pub fn renewed(&self, requested_at: Instant, lease_time: Duration) {
-        let mut deadline = self.context.shared.deadline.lock();
-        *deadline = (*deadline).max(requested_at + lease_time);
+    ///
+    /// Returns `false`, and marks the lease lost, when the answer came too late: the lease
+    /// was already lost, or its deadline passed while the renewal was on its way. A lease
+    /// that ended stays ended: the action (or the campaign's term) was told, and another
+    /// node may have taken the lock meanwhile, so a late "renewed" never brings it back.
+    pub fn renewed(&self, requested_at: Instant, lease_time: Duration) -> bool {
+        {
+            let mut deadline = self.context.shared.deadline.lock();
+            let lost = self.context.shared.lost.load(Ordering::Acquire);
+            if !lost && Instant::now() < *deadline {
+                *deadline = (*deadline).max(requested_at + lease_time);
+                return true;
+            }
+        }
+        self.mark_lost();
+        false
     }
 
     /// Records the answer to a renewal sent at `requested_at`; `false` when the lease is
@@ -177,8 +190,11 @@ impl LeaseTracker {
         let key = &self.lease().key;
         match answer {
             Ok(ExtendOutcome::Extended { .. }) => {
-                self.renewed(requested_at, lease_time);
-                true
+                let in_time = self.renewed(requested_at, lease_time);
+                if !in_time {
+                    tracing::warn!(lock = %key, "lease lost: the renewal was answered after the deadline");
+                }
+                in_time
             }
             Ok(ExtendOutcome::NotHeld) => {
                 tracing::warn!(lock = %key, "lease lost: renewal found it gone");
@@ -199,6 +215,22 @@ impl LeaseTracker {
         if !shared.lost.swap(true, Ordering::AcqRel) {
             shared.lost_event.notify(usize::MAX);
         }
+    }
+
+    /// Called when the action returns: whether the lease was lost before that (marked
+    /// lost or past its deadline), logged at `warn` when it was, since another node may
+    /// have run the same job meanwhile. Electors report it in
+    /// [`LeaderRunResult::Elected::lease_lost`](crate::LeaderRunResult::Elected::lease_lost).
+    pub fn lost_before_return(&self) -> bool {
+        let lost = self.context.is_lost();
+        if lost {
+            tracing::warn!(
+                lock = %self.lease().key,
+                fencing_token = self.lease().fencing_token,
+                "the action returned after its lease was lost; another node may have run it meanwhile"
+            );
+        }
+        lost
     }
 
     /// Whether the lease was marked lost (the deadline alone does not count here).
@@ -240,12 +272,29 @@ mod tests {
     }
 
     #[test]
-    fn the_deadline_counts_as_lost_and_renewal_moves_it() {
-        let t = tracker(Duration::from_millis(1));
-        std::thread::sleep(Duration::from_millis(5));
-        assert!(t.context().is_lost());
-        t.renewed(Instant::now(), Duration::from_secs(60));
+    fn a_renewal_in_time_moves_the_deadline() {
+        let t = tracker(Duration::from_secs(60));
+        let before = t.context().deadline();
+        assert!(t.renewed(Instant::now(), Duration::from_secs(120)));
+        assert!(t.context().deadline() > before);
         assert!(!t.context().is_lost());
         assert!(!t.context().wait_lost_timeout(Duration::from_millis(5)));
+    }
+
+    #[test]
+    fn the_deadline_counts_as_lost_and_a_late_renewal_does_not_revive_it() {
+        let t = tracker(Duration::from_millis(1));
+        let sent_at = Instant::now();
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(t.context().is_lost());
+        assert!(!t.is_marked_lost());
+        assert!(!t.renewed(sent_at, Duration::from_secs(60)));
+        assert!(t.context().is_lost());
+        assert!(t.is_marked_lost(), "a late renewal ends the lease for good");
+        let answer = Ok(ExtendOutcome::Extended {
+            expires_at: std::time::SystemTime::now(),
+        });
+        assert!(!t.record_renewal(answer, Instant::now(), Duration::from_secs(60)));
+        assert!(t.context().is_lost());
     }
 }

@@ -241,13 +241,11 @@ impl LeadershipState {
         renew_deadline: Duration,
     ) -> Option<Arc<LeaseTracker>> {
         let reason = match answer {
-            Ok(ExtendOutcome::Extended { .. }) => {
-                term.renewed(sent_at, renew_deadline);
-                if !term.context().is_lost() {
-                    return None;
-                }
-                RevokeReason::RenewDeadlinePassed
+            // A renewal answered after the renew deadline does not revive the term.
+            Ok(ExtendOutcome::Extended { .. }) if term.renewed(sent_at, renew_deadline) => {
+                return None;
             }
+            Ok(ExtendOutcome::Extended { .. }) => RevokeReason::RenewDeadlinePassed,
             Ok(ExtendOutcome::NotHeld) => RevokeReason::LeaseLost,
             Err(err) => RevokeReason::RenewalFailed(Arc::new(err)),
         };
