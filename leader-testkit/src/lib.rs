@@ -20,6 +20,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod checks;
+mod faulty;
 mod harness;
 mod macros;
 mod runner;
@@ -27,6 +28,7 @@ mod sampler;
 mod servers;
 mod wait;
 
+pub use faulty::{Fault, FaultyBackend, Op};
 pub use harness::{Blocking, BlockingAsAsync, Harness, MemoryHarness, fresh_name};
 #[cfg(feature = "async-std")]
 pub use runner::AsyncStdRunner;

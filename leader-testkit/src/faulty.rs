@@ -1,0 +1,309 @@
+//! [`FaultyBackend`]: a backend wrapper that injects the faults a real server produces only
+//! at awkward moments — an answer lost after the work was done, a server that stops
+//! answering — so electors can be tested against them on demand.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use event_listener::{Event, Listener};
+use leader_core::{
+    AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, BackendError, BackendErrorKind,
+    Error, ExtendOutcome, LeaderState, Lease, LockBackend, LockName, ReleaseEvents, ReleaseOutcome,
+};
+use parking_lot::Mutex;
+
+/// One of the four backend operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// `try_acquire`.
+    Acquire,
+    /// `extend`.
+    Extend,
+    /// `release`.
+    Release,
+    /// `state`.
+    State,
+}
+
+impl Op {
+    const ALL: [Op; 4] = [Op::Acquire, Op::Extend, Op::Release, Op::State];
+
+    fn index(self) -> usize {
+        match self {
+            Op::Acquire => 0,
+            Op::Extend => 1,
+            Op::Release => 2,
+            Op::State => 3,
+        }
+    }
+}
+
+/// What happens to the calls of one operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Answer at once with a transient error, without reaching the store (connection refused).
+    Fail,
+    /// Do the work, then answer with a transient error (the answer was lost: a response
+    /// timeout, a reset connection, a write-concern error).
+    ApplyThenFail,
+    /// Do the work, then answer only once the fault is cleared (a server that stopped
+    /// answering after it applied the request).
+    ApplyThenStall,
+    /// Answer only once the fault is cleared, and do the work then (a paused server that
+    /// applies a queued request when it resumes). An async call dropped while stalled
+    /// never reaches the store.
+    Stall,
+}
+
+/// Wraps a backend and injects [`Fault`]s per [`Op`]; without faults it passes every call
+/// through. Implements the blocking and the async trait when the inner backend does.
+///
+/// Clones share the faults and the call counters.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use leader_core::{AcquireRequest, InMemoryBackend, LockBackend, LockName, OwnerToken};
+/// use leader_testkit::{Fault, FaultyBackend, Op};
+///
+/// let backend = FaultyBackend::new(InMemoryBackend::new());
+/// backend.set(Op::Acquire, Fault::ApplyThenFail);
+/// let key = LockName::new("job")?;
+/// let request = AcquireRequest {
+///     key: &key,
+///     owner: OwnerToken::random(),
+///     leader_id: "node",
+///     lease_time: Duration::from_secs(30),
+///     use_db_time: false,
+/// };
+/// assert!(backend.try_acquire(request).is_err()); // ... yet the lock is taken:
+/// assert!(backend.inner().state(&key)?.leader().is_some());
+/// # Ok::<(), leader_core::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct FaultyBackend<B> {
+    inner: B,
+    shared: Arc<Shared>,
+}
+
+#[derive(Default)]
+struct Shared {
+    faults: Mutex<[Option<Fault>; 4]>,
+    changed: Event,
+    calls: [AtomicUsize; 4],
+}
+
+impl<B: fmt::Debug> fmt::Debug for FaultyBackend<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FaultyBackend")
+            .field("inner", &self.inner)
+            .field("faults", &*self.shared.faults.lock())
+            .finish()
+    }
+}
+
+impl<B> FaultyBackend<B> {
+    /// Wraps `inner`, with no faults.
+    pub fn new(inner: B) -> Self {
+        FaultyBackend {
+            inner,
+            shared: Arc::default(),
+        }
+    }
+
+    /// The wrapped backend (unaffected by faults: use it as another, healthy node).
+    pub fn inner(&self) -> &B {
+        &self.inner
+    }
+
+    /// Injects `fault` into every later call of `op` (and wakes calls stalled on it).
+    pub fn set(&self, op: Op, fault: Fault) {
+        self.shared.faults.lock()[op.index()] = Some(fault);
+        self.shared.changed.notify(usize::MAX);
+    }
+
+    /// Clears the fault of `op`: stalled calls of it go on.
+    pub fn clear(&self, op: Op) {
+        self.shared.faults.lock()[op.index()] = None;
+        self.shared.changed.notify(usize::MAX);
+    }
+
+    /// Clears every fault.
+    pub fn heal(&self) {
+        for op in Op::ALL {
+            self.clear(op);
+        }
+    }
+
+    /// How many calls of `op` were made so far (faulted or not).
+    pub fn calls(&self, op: Op) -> usize {
+        self.shared.calls[op.index()].load(Ordering::SeqCst)
+    }
+
+    fn enter(&self, op: Op) -> Option<Fault> {
+        self.shared.calls[op.index()].fetch_add(1, Ordering::SeqCst);
+        self.fault(op)
+    }
+
+    fn fault(&self, op: Op) -> Option<Fault> {
+        self.shared.faults.lock()[op.index()]
+    }
+
+    /// Blocks until `op` no longer stalls.
+    fn wait_blocking(&self, op: Op) {
+        loop {
+            let listener = self.shared.changed.listen();
+            if !self.stalls(op) {
+                return;
+            }
+            listener.wait();
+        }
+    }
+
+    async fn wait_async(&self, op: Op) {
+        loop {
+            let listener = self.shared.changed.listen();
+            if !self.stalls(op) {
+                return;
+            }
+            listener.await;
+        }
+    }
+
+    fn stalls(&self, op: Op) -> bool {
+        matches!(self.fault(op), Some(Fault::Stall | Fault::ApplyThenStall))
+    }
+
+    /// Runs a blocking call of `op` through its fault.
+    fn blocking<T>(
+        &self,
+        op: Op,
+        key: &LockName,
+        call: impl FnOnce() -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        match self.enter(op) {
+            None => call(),
+            Some(Fault::Fail) => Err(lost(op, key)),
+            Some(Fault::ApplyThenFail) => call().and_then(|_| Err(lost(op, key))),
+            Some(Fault::ApplyThenStall) => {
+                let answer = call();
+                self.wait_blocking(op);
+                answer
+            }
+            Some(Fault::Stall) => {
+                self.wait_blocking(op);
+                call()
+            }
+        }
+    }
+
+    /// Runs an async call of `op` through its fault. The call's future is made only when
+    /// the work is due (backends may do it when the future is made).
+    async fn nonblocking<T, F: Future<Output = Result<T, Error>>>(
+        &self,
+        op: Op,
+        key: &LockName,
+        call: impl FnOnce() -> F,
+    ) -> Result<T, Error> {
+        match self.enter(op) {
+            None => call().await,
+            Some(Fault::Fail) => Err(lost(op, key)),
+            Some(Fault::ApplyThenFail) => call().await.and_then(|_| Err(lost(op, key))),
+            Some(Fault::ApplyThenStall) => {
+                let answer = call().await;
+                self.wait_async(op).await;
+                answer
+            }
+            Some(Fault::Stall) => {
+                self.wait_async(op).await;
+                call().await
+            }
+        }
+    }
+}
+
+/// The transient error a faulted call answers with.
+fn lost(op: Op, key: &LockName) -> Error {
+    let io = std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        format!("injected fault: no answer to {op:?}"),
+    );
+    BackendError::new("faulty", key.as_str(), BackendErrorKind::Transient, io).into()
+}
+
+impl<B: Backend> Backend for FaultyBackend<B> {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn release_events(&self) -> Option<&ReleaseEvents> {
+        self.inner.release_events()
+    }
+}
+
+impl<B: LockBackend> LockBackend for FaultyBackend<B> {
+    fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
+        self.blocking(Op::Acquire, request.key, || self.inner.try_acquire(request))
+    }
+
+    fn extend(
+        &self,
+        lease: &Lease,
+        lease_time: Duration,
+        use_db_time: bool,
+    ) -> Result<ExtendOutcome, Error> {
+        self.blocking(Op::Extend, &lease.key, || {
+            self.inner.extend(lease, lease_time, use_db_time)
+        })
+    }
+
+    fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {
+        self.blocking(Op::Release, &lease.key, || {
+            self.inner.release(lease, min_lease_time)
+        })
+    }
+
+    fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
+        self.blocking(Op::State, key, || self.inner.state(key))
+    }
+}
+
+impl<B: AsyncLockBackend> AsyncLockBackend for FaultyBackend<B> {
+    fn try_acquire(
+        &self,
+        request: AcquireRequest<'_>,
+    ) -> impl Future<Output = Result<AcquireOutcome, Error>> + Send {
+        self.nonblocking(Op::Acquire, request.key, move || {
+            self.inner.try_acquire(request)
+        })
+    }
+
+    fn extend(
+        &self,
+        lease: &Lease,
+        lease_time: Duration,
+        use_db_time: bool,
+    ) -> impl Future<Output = Result<ExtendOutcome, Error>> + Send {
+        self.nonblocking(Op::Extend, &lease.key, move || {
+            self.inner.extend(lease, lease_time, use_db_time)
+        })
+    }
+
+    fn release(
+        &self,
+        lease: &Lease,
+        min_lease_time: Duration,
+    ) -> impl Future<Output = Result<ReleaseOutcome, Error>> + Send {
+        self.nonblocking(Op::Release, &lease.key, move || {
+            self.inner.release(lease, min_lease_time)
+        })
+    }
+
+    fn state(&self, key: &LockName) -> impl Future<Output = Result<LeaderState, Error>> + Send {
+        self.nonblocking(Op::State, key, move || self.inner.state(key))
+    }
+}
