@@ -79,10 +79,15 @@ pub trait Backend: Send + Sync {
 /// 1. **Mutual exclusion**: at most one unexpired lease per key at any moment;
 ///    concurrent `try_acquire` calls on a free key produce exactly one `Acquired`.
 /// 2. **Ownership**: `extend` and `release` act only when the stored owner token equals
-///    the lease's; otherwise they return `NotHeld` and change nothing. `try_acquire` with
-///    the current owner's token re-acquires (renews) and keeps the fencing token.
+///    the lease's; otherwise they return `NotHeld` and change nothing. They identify the
+///    lease by its key and owner token alone (electors release a possibly orphaned
+///    acquisition knowing only those, see [`Orphan`](crate::Orphan)). `try_acquire` with
+///    the current owner's token re-acquires (renews) and keeps the fencing token, so a
+///    retried acquire whose first answer was lost is harmless.
 /// 3. **Fencing**: every new owner gets a fencing token strictly greater than every earlier
-///    one for the key, surviving release and expiry.
+///    one for the key, surviving release, expiry and whatever the store loses (a counter
+///    rolled back to an older snapshot, a deleted record): a server backend makes each
+///    token at least its clock in microseconds (`max(counter + 1, server time)`).
 /// 4. **Fail closed**: trouble is an `Err(Error::Backend)` carrying the key and a
 ///    transient/permanent kind, never an `Acquired` or `Held` made up.
 /// 5. `state` never reports an expired lease.
@@ -137,8 +142,10 @@ pub trait LockBackend: Backend {
 ///
 /// # Cancel safety
 ///
-/// A dropped `try_acquire` future may or may not have taken the lock; electors never drop
-/// one while it is in flight, except on cancellation, where the lease then runs out by itself.
+/// A dropped `try_acquire` future may or may not have taken the lock (and the request may
+/// still land later). Electors that are cancelled mid-acquire release the owner token they
+/// sent in the background (see [`Orphan`](crate::Orphan)), so a backend needs nothing more
+/// than its ownership rule for that.
 pub trait AsyncLockBackend: Backend {
     /// See [`LockBackend::try_acquire`].
     fn try_acquire(

@@ -1,14 +1,17 @@
 //! [`CampaignConfig`]: how continuous leadership campaigns, renews and fails over.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::backend::AcquireRequest;
+use parking_lot::Mutex;
+
+use crate::backend::{AcquireOutcome, AcquireRequest};
 use crate::error::{Error, OptionsError};
 use crate::leadership::{EventCallback, LeadershipState};
 use crate::lease::OwnerToken;
 use crate::name::LockName;
 use crate::options::LeaderElectionOptions;
+use crate::orphan::Orphan;
 use crate::settings::ElectorSettings;
 
 /// Whether a campaign elects one leader or lets every instance lead.
@@ -188,6 +191,16 @@ pub struct CampaignRun {
     pub config: CampaignConfig,
     node_id: String,
     use_db_time: bool,
+    attempts: Mutex<StandbyAttempts>,
+}
+
+/// The owner token a standby's attempts use, and whether one of them may have taken the
+/// lock without the campaign learning of it.
+#[derive(Debug)]
+struct StandbyAttempts {
+    owner: OwnerToken,
+    /// When the last attempt that failed (its answer lost) was sent.
+    unsettled_since: Option<Instant>,
 }
 
 impl CampaignRun {
@@ -211,18 +224,60 @@ impl CampaignRun {
             config,
             node_id,
             use_db_time: settings.options().use_db_time(),
+            attempts: Mutex::new(StandbyAttempts {
+                owner: OwnerToken::random(),
+                unsettled_since: None,
+            }),
         })
     }
 
-    /// A standby's acquire request, with a fresh owner token for the would-be term.
+    /// A standby's acquire request, with the owner token of the would-be term.
+    ///
+    /// The token stays the same across attempts until a term ends: an attempt whose answer
+    /// was lost may have taken the lock (or may still take it, when the request lands
+    /// late), and the next attempt with the same token then re-acquires that lease as its
+    /// own instead of waiting for it to run out.
     pub fn request(&self) -> AcquireRequest<'_> {
         AcquireRequest {
             key: &self.key,
-            owner: OwnerToken::random(),
+            owner: self.attempts.lock().owner,
             leader_id: &self.node_id,
             lease_time: self.config.lease_time,
             use_db_time: self.use_db_time,
         }
+    }
+
+    /// Records the answer to an attempt sent at `sent_at` (before handing it to
+    /// [`LeadershipState::after_attempt`]).
+    pub fn attempt_answered(&self, answer: &Result<AcquireOutcome, Error>, sent_at: Instant) {
+        let mut attempts = self.attempts.lock();
+        match answer {
+            Err(_) => attempts.unsettled_since = Some(sent_at),
+            // The term now owns whatever an earlier attempt with this token took.
+            Ok(AcquireOutcome::Acquired(_)) => attempts.unsettled_since = None,
+            Ok(AcquireOutcome::Held(_)) => {}
+        }
+    }
+
+    /// A term ended (it was released, lost or abandoned): the next term gets a new token.
+    pub fn term_ended(&self) {
+        *self.attempts.lock() = StandbyAttempts {
+            owner: OwnerToken::random(),
+            unsettled_since: None,
+        };
+    }
+
+    /// When the campaign stops: the acquisition a failed attempt may have left behind, to
+    /// release in the background (see [`Orphan`]).
+    pub fn unsettled_attempt(&self) -> Option<Orphan> {
+        let attempts = self.attempts.lock();
+        let since = attempts.unsettled_since?;
+        Some(Orphan::new(
+            self.key.clone(),
+            attempts.owner,
+            since,
+            self.config.lease_time,
+        ))
     }
 
     /// Whether renewals take the backend's clock.

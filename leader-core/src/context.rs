@@ -209,6 +209,22 @@ impl LeaseTracker {
         }
     }
 
+    /// How long a renewal sent now may take: the time left until the deadline. Electors
+    /// race every renewal against it and call [`renewal_unanswered`](Self::renewal_unanswered)
+    /// when it runs out, whatever the driver's own timeout (DESIGN §4.7).
+    pub fn renewal_budget(&self) -> Duration {
+        self.context
+            .deadline()
+            .saturating_duration_since(Instant::now())
+    }
+
+    /// The deadline passed while a renewal was unanswered: the lease is lost at this moment,
+    /// since another node may take the lock now.
+    pub fn renewal_unanswered(&self) {
+        tracing::warn!(lock = %self.lease().key, "lease lost: the renewal was not answered before the deadline");
+        self.mark_lost();
+    }
+
     /// The lease is gone (or could not be renewed in time): wake everyone watching.
     pub fn mark_lost(&self) {
         let shared = &self.context.shared;

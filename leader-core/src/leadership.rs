@@ -48,6 +48,8 @@ pub enum RevokeReason {
     RenewalFailed(Arc<Error>),
     /// No renewal succeeded within the renew deadline.
     RenewDeadlinePassed,
+    /// The runtime running the campaign shut down; the lease was released from a thread.
+    ShutDown,
 }
 
 impl fmt::Display for RevokeReason {
@@ -60,6 +62,7 @@ impl fmt::Display for RevokeReason {
             RevokeReason::RenewDeadlinePassed => {
                 f.write_str("no renewal succeeded within the renew deadline")
             }
+            RevokeReason::ShutDown => f.write_str("the runtime running the campaign shut down"),
         }
     }
 }

@@ -376,6 +376,9 @@ mod tests {
             panic!("the lease ran out on the monotonic clock")
         };
         assert!(second.fencing_token > first.fencing_token);
-        assert_eq!(second.acquired_at, start - Duration::from_secs(3600) + lease_time);
+        assert_eq!(
+            second.acquired_at,
+            start - Duration::from_secs(3600) + lease_time
+        );
     }
 }
