@@ -53,6 +53,7 @@ fn main() -> Result<(), Error> {
                     value,
                     leader_id,
                     fencing_token,
+                    ..
                 } => {
                     println!(
                         "round {round}: {leader_id} led (fencing token {fencing_token}) and built {value}"

@@ -1,22 +1,34 @@
 //! The async acquire loop: the decisions come from [`Attempts`]; this only does the I/O.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use leader_core::{AsyncLockBackend, Attempts, Error, LeaderElectionOptions, LockName, Step};
 
+use crate::orphan::InFlight;
 use crate::rt;
 
 /// Tries to acquire `key` within `options.wait_time()`; never returns `Step::RetryAfter`.
-pub(crate) async fn acquire<B: AsyncLockBackend>(
-    backend: &B,
+///
+/// # Cancel safety
+///
+/// Dropping the future while a request is in flight releases that request's owner token
+/// in the background, as does a request that fails: no lock is left taken by an owner
+/// nobody knows (DESIGN §4.5).
+pub(crate) async fn acquire<B: AsyncLockBackend + 'static>(
+    backend: &Arc<B>,
     options: &LeaderElectionOptions,
     key: &LockName,
 ) -> Result<Step, Error> {
     let mut attempts = Attempts::new(key, options);
     loop {
-        let listener = attempts.listen(backend);
+        let listener = attempts.listen(&**backend);
+        let request = attempts.request();
         let sent_at = Instant::now();
-        let outcome = backend.try_acquire(attempts.request()).await?;
+        let in_flight = InFlight::new(backend, request, sent_at);
+        // On an error `in_flight` is dropped unsettled, which releases the owner token.
+        let outcome = backend.try_acquire(request).await?;
+        in_flight.settled();
         match attempts.on_outcome(outcome, sent_at) {
             Step::RetryAfter(delay) => match listener {
                 Some(listener) => {

@@ -11,6 +11,8 @@ use leader_core::{
 };
 
 use crate::elector::AsyncLeaderElector;
+use crate::orphan::release_orphan;
+use crate::release::{release, release_in_background};
 use crate::rt;
 
 /// A running campaign for continuous leadership, driven by a task on the runtime.
@@ -147,14 +149,55 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
 }
 
 fn spawn_campaign<C: AsyncLockBackend + 'static>(backend: Arc<C>, campaign: CampaignRun) {
+    let task = CampaignTask {
+        backend,
+        campaign: Arc::new(campaign),
+        finished: false,
+    };
     rt::spawn_detached(async move {
-        run(&campaign, &*backend).await;
-        campaign.state.mark_finished();
+        run(&task.campaign, &task.backend).await;
+        task.finish();
     });
 }
 
+/// The campaign's task. Dropped unfinished — its runtime shut down under it — it still
+/// ends the term and releases the lease from a thread, so standbys take over at once.
+struct CampaignTask<C: AsyncLockBackend + 'static> {
+    backend: Arc<C>,
+    campaign: Arc<CampaignRun>,
+    finished: bool,
+}
+
+impl<C: AsyncLockBackend + 'static> CampaignTask<C> {
+    fn finish(mut self) {
+        self.finished = true;
+        stop_standing_by(&self.campaign, &self.backend);
+        self.campaign.state.mark_finished();
+    }
+}
+
+impl<C: AsyncLockBackend + 'static> Drop for CampaignTask<C> {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        if let Some(term) = self.campaign.state.revoke(RevokeReason::ShutDown) {
+            release_in_background(&self.backend, &term, Duration::ZERO);
+        }
+        stop_standing_by(&self.campaign, &self.backend);
+        self.campaign.state.mark_finished();
+    }
+}
+
+/// Releases what a failed standby attempt may have taken (see `CampaignRun::unsettled_attempt`).
+fn stop_standing_by<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
+    if let Some(orphan) = campaign.unsettled_attempt() {
+        release_orphan(Arc::clone(backend), orphan);
+    }
+}
+
 /// Standby until elected, lead until the term ends; again until stopped.
-async fn run<C: AsyncLockBackend>(campaign: &CampaignRun, backend: &C) {
+async fn run<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
     let state = &campaign.state;
     while !state.stop_requested() {
         let release = backend
@@ -166,13 +209,17 @@ async fn run<C: AsyncLockBackend>(campaign: &CampaignRun, backend: &C) {
         }
         let sent_at = Instant::now();
         let answer = backend.try_acquire(campaign.request()).await;
+        campaign.attempt_answered(&answer, sent_at);
         match state.after_attempt(
             answer,
             sent_at,
             &campaign.name,
             campaign.config.renew_deadline(),
         ) {
-            Some(_) => lead(campaign, backend).await,
+            Some(_) => {
+                lead(campaign, backend).await;
+                campaign.term_ended();
+            }
             None => {
                 let woken = async {
                     match release {
@@ -186,8 +233,9 @@ async fn run<C: AsyncLockBackend>(campaign: &CampaignRun, backend: &C) {
     }
 }
 
-/// Renews every heartbeat until the term ends (failure, deadline, or resignation).
-async fn lead<C: AsyncLockBackend>(campaign: &CampaignRun, backend: &C) {
+/// Renews every heartbeat until the term ends (failure, deadline, or resignation). Each
+/// renewal races the renew deadline: unanswered by then, the term ends at that moment.
+async fn lead<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
     let state = &campaign.state;
     loop {
         let stop = state.stop_listener();
@@ -196,7 +244,7 @@ async fn lead<C: AsyncLockBackend>(campaign: &CampaignRun, backend: &C) {
         }
         if state.stop_requested() {
             if let Some(term) = state.end_on_stop() {
-                release(backend, &term).await;
+                release_term(backend, &term).await;
             }
             return;
         }
@@ -204,7 +252,7 @@ async fn lead<C: AsyncLockBackend>(campaign: &CampaignRun, backend: &C) {
             return;
         };
         if let Some(ended) = state.check_deadline(&term) {
-            release(backend, &ended).await;
+            release_term(backend, &ended).await;
             return;
         }
         let sent_at = Instant::now();
@@ -213,28 +261,22 @@ async fn lead<C: AsyncLockBackend>(campaign: &CampaignRun, backend: &C) {
             campaign.config.lease_time(),
             campaign.use_db_time(),
         );
-        // A renewal slower than the deadline counts as failed: step down on time.
-        let left = term
-            .context()
-            .deadline()
-            .saturating_duration_since(Instant::now());
-        let answer = rt::timeout(left, renewal).await;
-        let ended = match answer {
+        let ended = match rt::timeout(term.renewal_budget(), renewal).await {
             Some(answer) => {
                 state.after_renewal(&term, answer, sent_at, campaign.config.renew_deadline())
             }
             None => state.revoke(RevokeReason::RenewDeadlinePassed),
         };
         if let Some(ended) = ended {
-            release(backend, &ended).await;
+            release_term(backend, &ended).await;
             return;
         }
     }
 }
 
 /// Best-effort release of an ended term (it may already be gone).
-async fn release<C: AsyncLockBackend>(backend: &C, term: &LeaseTracker) {
-    if let Err(err) = backend.release(term.lease(), Duration::ZERO).await {
+async fn release_term<C: AsyncLockBackend + 'static>(backend: &Arc<C>, term: &Arc<LeaseTracker>) {
+    if let Err(err) = release(backend, term, Duration::ZERO).await {
         tracing::debug!(lock = %term.lease().key, error = %err, "release after the term ended failed; the lease will run out");
     }
 }

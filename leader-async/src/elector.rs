@@ -180,7 +180,7 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     {
         let key = self.lock_key(name)?;
         let Step::Acquired(lease, sent_at) =
-            acquire(&*self.backend, self.settings.options(), &key).await?
+            acquire(&self.backend, self.settings.options(), &key).await?
         else {
             return Ok(LeaderRunResult::Skipped);
         };
@@ -192,6 +192,7 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
             Keepalive::from_options(self.settings.options()),
         );
         let outcome = held.run(action(held.context().clone())).await;
+        let lease_lost = held.lost_before_return();
         let leader_id = held.lease().leader_id.clone();
         let fencing_token = held.lease().fencing_token;
         held.release().await;
@@ -200,6 +201,7 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
                 value,
                 leader_id,
                 fencing_token,
+                lease_lost,
             },
             Ok(Err(error)) => LeaderRunResult::ActionFailed(error),
             Err(panic) => std::panic::resume_unwind(panic),

@@ -85,7 +85,7 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     pub async fn acquire(&self, name: &str, mode: LeaseMode) -> Result<AsyncLockGuard<B>, Error> {
         let key = self.lock_key(name)?;
         let (options, keepalive) = mode.apply(self.options())?;
-        let step = acquire(&**self.backend(), &options, &key).await?;
+        let step = acquire(self.backend(), &options, &key).await?;
         let (lease, sent_at) = step.acquired_or_not(&key)?;
         let held = AsyncHeld::new(Arc::clone(self.backend()), lease, sent_at, name, keepalive);
         let watchdog = StopSignal::default();

@@ -10,10 +10,12 @@ use std::time::Instant;
 use futures_lite::FutureExt;
 use leader_core::{AsyncLockBackend, Keepalive, Lease, LeaseContext, LeaseTracker};
 
+use crate::release::{release, release_in_background};
 use crate::rt;
 
 /// Owns an acquisition until released. If it is dropped unreleased (the caller's future
-/// was cancelled), a release is spawned on the runtime.
+/// was cancelled), a release is spawned on the runtime, and finished on a thread of its
+/// own should the runtime shut down first.
 #[derive(Debug)]
 pub(crate) struct AsyncHeld<B: AsyncLockBackend + 'static> {
     backend: Arc<B>,
@@ -47,6 +49,12 @@ impl<B: AsyncLockBackend + 'static> AsyncHeld<B> {
         self.tracker.lease()
     }
 
+    /// Whether the lease was lost before the action returned (see
+    /// [`LeaseTracker::lost_before_return`]).
+    pub(crate) fn lost_before_return(&self) -> bool {
+        self.tracker.lost_before_return()
+    }
+
     /// Runs `action` to completion while the watchdog keeps the lease (or marks it lost
     /// at its deadline); a panic in the action is caught and handed back.
     pub(crate) async fn run<F: Future>(
@@ -74,11 +82,8 @@ impl<B: AsyncLockBackend + 'static> AsyncHeld<B> {
     /// Releases the lock (honouring the minimum lease); a failure is logged, since the
     /// action's outcome is already real and the lease will run out by itself.
     pub(crate) async fn release(mut self) {
-        let answer = self
-            .backend
-            .release(self.lease(), self.keepalive.min_lease_time)
-            .await;
         self.released = true;
+        let answer = release(&self.backend, &self.tracker, self.keepalive.min_lease_time).await;
         match answer {
             Ok(outcome) => tracing::debug!(lock = %self.lease().key, ?outcome, "released"),
             Err(err) => {
@@ -93,20 +98,14 @@ impl<B: AsyncLockBackend + 'static> Drop for AsyncHeld<B> {
         if self.released {
             return;
         }
-        let backend = Arc::clone(&self.backend);
-        let tracker = Arc::clone(&self.tracker);
-        let min_lease_time = self.keepalive.min_lease_time;
-        tracing::debug!(lock = %tracker.lease().key, "cancelled while holding: releasing in the background");
-        rt::spawn_detached(async move {
-            if let Err(err) = backend.release(tracker.lease(), min_lease_time).await {
-                tracing::warn!(lock = %tracker.lease().key, error = %err, "background release failed; the lease will run out by itself");
-            }
-        });
+        tracing::debug!(lock = %self.lease().key, "cancelled while holding: releasing in the background");
+        release_in_background(&self.backend, &self.tracker, self.keepalive.min_lease_time);
     }
 }
 
 /// Renews every `renew_every` until the lease is lost; without renewals, marks the lease
-/// lost when its deadline passes so that `LeaseContext::lost` resolves.
+/// lost when its deadline passes so that `LeaseContext::lost` resolves. Each renewal races
+/// the deadline: unanswered by then, the lease is lost at that moment.
 async fn watch<B: AsyncLockBackend>(backend: &B, tracker: &LeaseTracker, keepalive: &Keepalive) {
     let Some(interval) = keepalive.renew_every else {
         rt::sleep_until(tracker.context().deadline()).await;
@@ -116,9 +115,11 @@ async fn watch<B: AsyncLockBackend>(backend: &B, tracker: &LeaseTracker, keepali
     loop {
         rt::sleep(interval).await;
         let sent_at = Instant::now();
-        let answer = backend
-            .extend(tracker.lease(), keepalive.lease_time, keepalive.use_db_time)
-            .await;
+        let renewal = backend.extend(tracker.lease(), keepalive.lease_time, keepalive.use_db_time);
+        let Some(answer) = rt::timeout(tracker.renewal_budget(), renewal).await else {
+            tracker.renewal_unanswered();
+            return;
+        };
         if !tracker.record_renewal(answer, sent_at, keepalive.lease_time) {
             return;
         }

@@ -46,6 +46,8 @@ mod campaign;
 mod elector;
 mod guard;
 mod held;
+mod orphan;
+mod release;
 mod rt;
 mod stop;
 

@@ -66,7 +66,8 @@ fn the_winner_runs_and_a_contender_skips<R: Runner>(runner: &R) {
             LeaderRunResult::Elected {
                 value: 7,
                 leader_id: "a".into(),
-                fencing_token: 1
+                fencing_token: 1,
+                lease_lost: false,
             }
         );
         assert_eq!(b.state("job").await.unwrap().status(), LockStatus::Empty);

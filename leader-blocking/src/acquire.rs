@@ -1,20 +1,31 @@
 //! The blocking acquire loop: the decisions come from [`Attempts`]; this only does the I/O.
 
+use std::sync::Arc;
 use std::time::Instant;
 
-use leader_core::{Attempts, Error, LeaderElectionOptions, LockBackend, LockName, Step};
+use leader_core::{Attempts, Error, LeaderElectionOptions, LockBackend, LockName, Orphan, Step};
+
+use crate::orphan::release_orphan;
 
 /// Tries to acquire `key` within `options.wait_time()`; never returns `Step::RetryAfter`.
-pub(crate) fn acquire<B: LockBackend>(
-    backend: &B,
+///
+/// A request that fails may still have been applied (its answer was lost), so its owner
+/// token is released in the background before the error is returned (DESIGN §4.5).
+pub(crate) fn acquire<B: LockBackend + 'static>(
+    backend: &Arc<B>,
     options: &LeaderElectionOptions,
     key: &LockName,
 ) -> Result<Step, Error> {
     let mut attempts = Attempts::new(key, options);
     loop {
-        let listener = attempts.listen(backend);
+        let listener = attempts.listen(&**backend);
+        let request = attempts.request();
         let sent_at = Instant::now();
-        match attempts.on_outcome(backend.try_acquire(attempts.request())?, sent_at) {
+        let outcome = backend.try_acquire(request).inspect_err(|_| {
+            let orphan = Orphan::new(key.clone(), request.owner, sent_at, request.lease_time);
+            release_orphan(Arc::clone(backend), orphan);
+        })?;
+        match attempts.on_outcome(outcome, sent_at) {
             Step::RetryAfter(delay) => match listener {
                 Some(listener) => {
                     listener.wait_timeout(delay);

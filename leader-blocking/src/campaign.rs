@@ -7,10 +7,13 @@ use std::time::{Duration, Instant};
 use event_listener::Listener;
 use leader_core::{
     CampaignConfig, CampaignRun, DeploymentMode, Error, EventCallback, LeadershipEvent,
-    LeadershipState, LeaseContext, LockBackend, NoopBackend, ReleaseEvents, async_channel,
+    LeadershipState, LeaseContext, LockBackend, NoopBackend, ReleaseEvents, RevokeReason,
+    async_channel,
 };
 
 use crate::elector::LeaderElector;
+use crate::orphan::release_orphan;
+use crate::renew::{Renewal, extend_before};
 
 /// A running campaign for continuous leadership, driven by a background thread.
 ///
@@ -163,13 +166,16 @@ fn spawn_campaign<C: LockBackend + 'static>(
     std::thread::Builder::new()
         .name("leader-campaign".into())
         .spawn(move || {
-            run(&campaign, &*backend);
+            run(&campaign, &backend);
+            if let Some(orphan) = campaign.unsettled_attempt() {
+                release_orphan(backend, orphan);
+            }
             campaign.state.mark_finished();
         })
 }
 
 /// Standby until elected, lead until the term ends; again until stopped.
-fn run<C: LockBackend>(campaign: &CampaignRun, backend: &C) {
+fn run<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
     let state = &campaign.state;
     while !state.stop_requested() {
         let release = backend
@@ -181,13 +187,17 @@ fn run<C: LockBackend>(campaign: &CampaignRun, backend: &C) {
         }
         let sent_at = Instant::now();
         let answer = backend.try_acquire(campaign.request());
+        campaign.attempt_answered(&answer, sent_at);
         match state.after_attempt(
             answer,
             sent_at,
             &campaign.name,
             campaign.config.renew_deadline(),
         ) {
-            Some(_) => lead(campaign, backend),
+            Some(_) => {
+                lead(campaign, backend);
+                campaign.term_ended();
+            }
             // A stop request also wakes the release listener (the handle pokes it).
             None => match release {
                 Some(release) => {
@@ -201,8 +211,9 @@ fn run<C: LockBackend>(campaign: &CampaignRun, backend: &C) {
     }
 }
 
-/// Renews every heartbeat until the term ends (failure, deadline, or resignation).
-fn lead<C: LockBackend>(campaign: &CampaignRun, backend: &C) {
+/// Renews every heartbeat until the term ends (failure, deadline, or resignation). Each
+/// renewal races the renew deadline: unanswered by then, the term ends at that moment.
+fn lead<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
     let state = &campaign.state;
     loop {
         let stop = state.stop_listener();
@@ -211,7 +222,7 @@ fn lead<C: LockBackend>(campaign: &CampaignRun, backend: &C) {
         }
         if state.stop_requested() {
             if let Some(term) = state.end_on_stop() {
-                release(backend, &term);
+                release(&**backend, &term);
             }
             return;
         }
@@ -219,19 +230,28 @@ fn lead<C: LockBackend>(campaign: &CampaignRun, backend: &C) {
             return;
         };
         if let Some(ended) = state.check_deadline(&term) {
-            release(backend, &ended);
+            release(&**backend, &ended);
             return;
         }
         let sent_at = Instant::now();
-        let answer = backend.extend(
+        let renewal = extend_before(
+            backend,
             term.lease(),
             campaign.config.lease_time(),
             campaign.use_db_time(),
+            term.context().deadline(),
+            || state.stop_requested(),
         );
-        if let Some(ended) =
-            state.after_renewal(&term, answer, sent_at, campaign.config.renew_deadline())
-        {
-            release(backend, &ended);
+        let ended = match renewal {
+            Renewal::Answered(answer) => {
+                state.after_renewal(&term, answer, sent_at, campaign.config.renew_deadline())
+            }
+            Renewal::DeadlinePassed => state.revoke(RevokeReason::RenewDeadlinePassed),
+            // Resign at the top of the loop; the renewal's late answer changes nothing.
+            Renewal::Stopped => None,
+        };
+        if let Some(ended) = ended {
+            release(&**backend, &ended);
             return;
         }
     }

@@ -177,7 +177,7 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     ) -> Result<LeaderRunResult<T, E>, Error> {
         let key = self.lock_key(name)?;
         let Step::Acquired(lease, requested_at) =
-            acquire(&*self.backend, self.settings.options(), &key)?
+            acquire(&self.backend, self.settings.options(), &key)?
         else {
             return Ok(LeaderRunResult::Skipped);
         };
@@ -189,6 +189,7 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
             Keepalive::from_options(self.settings.options()),
         );
         let outcome = action(held.context());
+        let lease_lost = held.lost_before_return();
         let leader_id = held.lease().leader_id.clone();
         let fencing_token = held.lease().fencing_token;
         if let Err(err) = held.release() {
@@ -200,6 +201,7 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
                 value,
                 leader_id,
                 fencing_token,
+                lease_lost,
             },
             Err(error) => LeaderRunResult::ActionFailed(error),
         })

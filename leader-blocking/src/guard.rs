@@ -79,7 +79,7 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     pub fn acquire(&self, name: &str, mode: LeaseMode) -> Result<LockGuard<B>, Error> {
         let key = self.lock_key(name)?;
         let (options, keepalive) = mode.apply(self.options())?;
-        let (lease, sent_at) = acquire(&**self.backend(), &options, &key)?.acquired_or_not(&key)?;
+        let (lease, sent_at) = acquire(self.backend(), &options, &key)?.acquired_or_not(&key)?;
         Ok(LockGuard {
             held: HeldLease::new(Arc::clone(self.backend()), lease, sent_at, name, keepalive),
         })

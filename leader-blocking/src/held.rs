@@ -60,6 +60,12 @@ impl<B: LockBackend + 'static> HeldLease<B> {
         self.tracker.lease()
     }
 
+    /// Whether the lease was lost before the action returned (see
+    /// [`LeaseTracker::lost_before_return`]).
+    pub(crate) fn lost_before_return(&self) -> bool {
+        self.tracker.lost_before_return()
+    }
+
     /// Stops renewing and releases the lock (honouring the minimum lease).
     pub(crate) fn release(mut self) -> Result<ReleaseOutcome, Error> {
         self.release_now()

@@ -28,7 +28,9 @@ mod campaign;
 mod elector;
 mod guard;
 mod held;
+mod orphan;
 mod pool;
+mod renew;
 mod task;
 mod watchdog;
 

@@ -4,11 +4,14 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{RecvTimeoutError, Sender};
+use crossbeam_channel::{RecvTimeoutError, Sender, TryRecvError};
 use leader_core::{LeaseTracker, LockBackend};
 
+use crate::renew::{Renewal, extend_before};
+
 /// Renews a lease every `interval` on its own thread until stopped or the lease is lost
-/// (see [`LeaseTracker::record_renewal`] for why the first failure ends it).
+/// (see [`LeaseTracker::record_renewal`] for why the first failure ends it). Each renewal
+/// races the lease's deadline: unanswered by then, the lease is lost at that moment.
 #[derive(Debug)]
 pub(crate) struct Watchdog {
     stop: Option<Sender<()>>,
@@ -32,7 +35,21 @@ impl Watchdog {
             .spawn(move || {
                 while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
                     let sent_at = Instant::now();
-                    let answer = backend.extend(renewing.lease(), lease_time, use_db_time);
+                    let deadline = renewing.context().deadline();
+                    let lease = renewing.lease();
+                    let stop_requested = || stopped.try_recv() != Err(TryRecvError::Empty);
+                    let answer = match extend_before(
+                        &backend,
+                        lease,
+                        lease_time,
+                        use_db_time,
+                        deadline,
+                        stop_requested,
+                    ) {
+                        Renewal::Answered(answer) => answer,
+                        Renewal::DeadlinePassed => return renewing.renewal_unanswered(),
+                        Renewal::Stopped => return,
+                    };
                     if !renewing.record_renewal(answer, sent_at, lease_time) {
                         return;
                     }

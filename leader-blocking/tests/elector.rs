@@ -51,7 +51,8 @@ fn the_winner_runs_and_a_contender_skips() {
         LeaderRunResult::Elected {
             value: "ran",
             leader_id: "node-a".into(),
-            fencing_token: 1
+            fencing_token: 1,
+            lease_lost: false,
         }
     );
     assert_eq!(

@@ -13,8 +13,10 @@
 ///     value: 7,
 ///     leader_id: "node-a".into(),
 ///     fencing_token: 42,
+///     lease_lost: false,
 /// };
 /// assert!(outcome.is_elected());
+/// assert!(!outcome.lease_lost());
 /// assert_eq!(outcome.fencing_token(), Some(42));
 /// assert_eq!(outcome.map(|v| v * 2).into_value(), Some(14));
 /// ```
@@ -29,6 +31,12 @@ pub enum LeaderRunResult<T, E> {
         leader_id: String,
         /// The fencing token of the acquisition the action ran under.
         fencing_token: u64,
+        /// `true` when the lease was lost before the action returned: its deadline passed
+        /// (an action that outlived a lease without `auto_extend`, a renewal answered too
+        /// late) or a renewal failed or found the lock gone. Another node may then have run
+        /// the job meanwhile; writes fenced with `fencing_token` were refused by storage
+        /// that checks it. Also logged at `warn`.
+        lease_lost: bool,
     },
     /// Another node held the lock for the whole `wait_time`; the action did not run.
     Skipped,
@@ -84,6 +92,18 @@ impl<T, E> LeaderRunResult<T, E> {
         }
     }
 
+    /// `true` if the action ran but its lease was lost before it returned (see
+    /// [`LeaderRunResult::Elected::lease_lost`]).
+    pub fn lease_lost(&self) -> bool {
+        matches!(
+            self,
+            LeaderRunResult::Elected {
+                lease_lost: true,
+                ..
+            }
+        )
+    }
+
     /// Maps the value of an elected outcome.
     pub fn map<U>(self, f: impl FnOnce(T) -> U) -> LeaderRunResult<U, E> {
         match self {
@@ -91,10 +111,12 @@ impl<T, E> LeaderRunResult<T, E> {
                 value,
                 leader_id,
                 fencing_token,
+                lease_lost,
             } => LeaderRunResult::Elected {
                 value: f(value),
                 leader_id,
                 fencing_token,
+                lease_lost,
             },
             LeaderRunResult::Skipped => LeaderRunResult::Skipped,
             LeaderRunResult::ActionFailed(e) => LeaderRunResult::ActionFailed(e),
@@ -108,10 +130,12 @@ impl<T, E> LeaderRunResult<T, E> {
                 value,
                 leader_id,
                 fencing_token,
+                lease_lost,
             } => LeaderRunResult::Elected {
                 value,
                 leader_id,
                 fencing_token,
+                lease_lost,
             },
             LeaderRunResult::Skipped => LeaderRunResult::Skipped,
             LeaderRunResult::ActionFailed(e) => LeaderRunResult::ActionFailed(f(e)),
@@ -136,6 +160,7 @@ mod tests {
     fn helpers_agree_with_the_variant() {
         let skipped: LeaderRunResult<i32, &str> = LeaderRunResult::Skipped;
         assert!(skipped.is_skipped() && !skipped.is_elected() && skipped.value().is_none());
+        assert!(!skipped.lease_lost());
         assert_eq!(skipped.into_result(), Ok(None));
 
         let failed: LeaderRunResult<i32, &str> = LeaderRunResult::ActionFailed("boom");
@@ -147,7 +172,9 @@ mod tests {
             value: 1,
             leader_id: "n".into(),
             fencing_token: 9,
+            lease_lost: true,
         };
+        assert!(elected.lease_lost());
         assert_eq!(elected.value(), Some(&1));
         assert_eq!(elected.clone().into_result(), Ok(Some(1)));
         assert_eq!(elected.map(|v| v + 1).into_value(), Some(2));

@@ -31,6 +31,10 @@ pub enum TenantOutcome<T, E> {
         leader_id: String,
         /// The fencing token the job ran under.
         fencing_token: u64,
+        /// `true` when the lease was lost before the job returned (see
+        /// `LeaderRunResult::Elected::lease_lost`): another instance may have run this
+        /// tenant's job meanwhile.
+        lease_lost: bool,
     },
     /// Another instance held the tenant's lock (it runs, or already ran, this cycle's job).
     Skipped,
@@ -88,10 +92,12 @@ impl<T, E> TenantOutcome<T, E> {
                 value,
                 leader_id,
                 fencing_token,
+                lease_lost,
             })) => TenantOutcome::Elected {
                 value,
                 leader_id,
                 fencing_token,
+                lease_lost,
             },
             Ok(Ok(LeaderRunResult::Skipped)) => TenantOutcome::Skipped,
             Ok(Ok(LeaderRunResult::ActionFailed(error))) => {

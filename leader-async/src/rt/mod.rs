@@ -57,10 +57,82 @@ pub(crate) fn spawn_detached(future: impl Future<Output = ()> + Send + 'static) 
         return;
     }
     #[allow(unreachable_code)]
-    if let Err(err) = std::thread::Builder::new()
+    run_on_thread(future);
+}
+
+/// Runs the future `make()` gives to completion in the background, even when the runtime
+/// goes away first.
+///
+/// A tokio runtime that shuts down drops its tasks, queued or half-way: a release spawned
+/// by a future dropped during the shutdown would never reach the server. So when the task
+/// is dropped unfinished, a thread of its own runs `make()` again from the start. That is
+/// only right for work that may run twice, such as releasing a lease by its owner token
+/// (the second run finds nothing to release).
+pub(crate) fn spawn_to_completion<F, Fut>(make: F)
+where
+    F: FnOnce() -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let unfinished = Unfinished(Some(make.clone()));
+    spawn_detached(async move {
+        make().await;
+        unfinished.finished();
+    });
+}
+
+/// Re-runs the work on a thread if dropped before it was done.
+struct Unfinished<F, Fut>(Option<F>)
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static;
+
+impl<F, Fut> Unfinished<F, Fut>
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    fn finished(mut self) {
+        self.0 = None;
+    }
+}
+
+impl<F, Fut> Drop for Unfinished<F, Fut>
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    fn drop(&mut self) {
+        if let Some(make) = self.0.take() {
+            tracing::debug!(
+                "the runtime dropped a release before it finished; finishing it on a thread"
+            );
+            run_on_thread(async move { make().await });
+        }
+    }
+}
+
+/// Drives `future` on a new thread: inside a current-thread tokio runtime of its own when
+/// the `tokio` feature is on (drivers such as redis' spawn their I/O on the runtime they
+/// find), else with a plain `block_on`.
+fn run_on_thread(future: impl Future<Output = ()> + Send + 'static) {
+    let spawned = std::thread::Builder::new()
         .name("leader-release".into())
-        .spawn(move || futures_lite::future::block_on(future))
-    {
+        .spawn(move || block_on_own_runtime(future));
+    if let Err(err) = spawned {
         tracing::warn!(error = %err, "could not start a thread to release a lease; it will run out by itself");
     }
+}
+
+fn block_on_own_runtime(future: impl Future<Output = ()>) {
+    #[cfg(feature = "tokio")]
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => return runtime.block_on(future),
+        Err(err) => {
+            tracing::debug!(error = %err, "no tokio runtime for a background release; using a plain executor");
+        }
+    }
+    futures_lite::future::block_on(future);
 }

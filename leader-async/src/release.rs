@@ -1,0 +1,63 @@
+//! Releases that reach the server even when the future awaiting them is dropped.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use leader_core::{AsyncLockBackend, Error, LeaseTracker, ReleaseOutcome};
+
+use crate::rt;
+
+/// Releases `term`'s lease (keeping the lock until `acquired_at + min_lease_time`). If this
+/// future is dropped before the answer (a cancelled caller, a runtime shutting down), the
+/// release is finished in the background instead (see [`rt::spawn_to_completion`]).
+pub(crate) async fn release<B: AsyncLockBackend + 'static>(
+    backend: &Arc<B>,
+    term: &Arc<LeaseTracker>,
+    min_lease_time: Duration,
+) -> Result<ReleaseOutcome, Error> {
+    let unfinished = Unfinished {
+        backend,
+        term,
+        min_lease_time,
+        done: false,
+    };
+    let answer = backend.release(term.lease(), min_lease_time).await;
+    unfinished.done();
+    answer
+}
+
+/// Releases `term`'s lease in the background, finishing even if the runtime shuts down.
+pub(crate) fn release_in_background<B: AsyncLockBackend + 'static>(
+    backend: &Arc<B>,
+    term: &Arc<LeaseTracker>,
+    min_lease_time: Duration,
+) {
+    let backend = Arc::clone(backend);
+    let term = Arc::clone(term);
+    rt::spawn_to_completion(move || async move {
+        if let Err(err) = backend.release(term.lease(), min_lease_time).await {
+            tracing::warn!(lock = %term.lease().key, error = %err, "background release failed; the lease will run out by itself");
+        }
+    });
+}
+
+struct Unfinished<'a, B: AsyncLockBackend + 'static> {
+    backend: &'a Arc<B>,
+    term: &'a Arc<LeaseTracker>,
+    min_lease_time: Duration,
+    done: bool,
+}
+
+impl<B: AsyncLockBackend + 'static> Unfinished<'_, B> {
+    fn done(mut self) {
+        self.done = true;
+    }
+}
+
+impl<B: AsyncLockBackend + 'static> Drop for Unfinished<'_, B> {
+    fn drop(&mut self) {
+        if !self.done {
+            release_in_background(self.backend, self.term, self.min_lease_time);
+        }
+    }
+}
