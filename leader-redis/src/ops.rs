@@ -86,6 +86,10 @@ impl Op for Acquire<'_> {
                 time_field(items.get(4), "exp")?,
                 u64_field(items.get(2), "fence")?,
             )))),
+            // Another owner's record without expiry: corrupted, never a holder to wait for.
+            (Some(-1), 2) if text_field(items.get(1), "field")? == "expiry" => {
+                Err(Failure::NoExpiry)
+            }
             _ => Err(bad()),
         }
     }
@@ -345,6 +349,8 @@ mod tests {
             op.decode(Value::Okay),
             Err(Failure::BadReply { .. })
         ));
+        let no_expiry = Value::Array(vec![Value::Int(-1), bulk("expiry")]);
+        assert!(matches!(op.decode(no_expiry), Err(Failure::NoExpiry)));
     }
 
     #[test]

@@ -9,7 +9,9 @@
 -- ARGV[5]  '1' to take timestamps from the server's TIME instead of ARGV[4]
 --
 -- Returns {1, fence, acquired_us, expires_us, leader} when the caller holds the lock,
---         {0, leader, fence, acquired_us, expires_us} when another owner holds it.
+--         {0, leader, fence, acquired_us, expires_us} when another owner holds it,
+--         {-1, 'expiry'} when another owner's record has no expiry (corrupted: it would
+--         never be freed, so it is reported rather than treated as a holder).
 --
 -- Hash fields: owner, leader, fence, acq and exp (reported times, on the clock the
 -- caller chose), sacq (acquisition time on the server's clock, for the minimum lease).
@@ -29,6 +31,9 @@ local lease_ms = tonumber(ARGV[3])
 local cur = redis.call('HMGET', KEYS[1], 'owner', 'leader', 'fence', 'acq', 'exp')
 if cur[1] then
   if cur[1] ~= ARGV[1] then
+    if redis.call('PTTL', KEYS[1]) == -1 then
+      return {-1, 'expiry'}
+    end
     return {0, cur[2], cur[3], cur[4], cur[5]}
   end
   local now_us = tonumber(ARGV[4])
@@ -41,17 +46,19 @@ if cur[1] then
   return {1, cur[3], cur[4], expires_us, cur[2]}
 end
 
--- A new owner: the next fencing token. A missing counter (a new lock, or data lost in a
--- restart) makes INCR answer 1; it is then seeded from the server's clock in microseconds,
--- so tokens keep growing as long as fewer than one acquisition per microsecond happened
--- since the last seeding.
+-- A new owner: the next fencing token, never below the server's clock in microseconds:
+-- max(counter + 1, TIME). The counter can be behind (Redis restarted on an older RDB or
+-- AOF, a replica promoted before it caught up) or missing (deleted, never written); the
+-- clock has moved on since every token handed out before, so tokens never repeat or go
+-- back as long as the server's clock does not, and a lock averages fewer than one
+-- acquisition per microsecond (each acquisition is a script run of several microseconds).
 local server_now = server_us()
 local now_us = server_now
 if ARGV[5] ~= '1' then
   now_us = tonumber(ARGV[4])
 end
 local fence = redis.call('INCR', KEYS[2])
-if fence == 1 then
+if fence < server_now then
   fence = server_now
   redis.call('SET', KEYS[2], fmt(fence))
 end
