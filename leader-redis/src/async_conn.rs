@@ -16,6 +16,7 @@ use redis::{RedisResult, ScriptInvocation, Value};
 
 use crate::clients::Target;
 use crate::config::RedisConfig;
+use crate::error::is_dead_connection;
 
 #[derive(Clone)]
 enum AsyncConn {
@@ -47,8 +48,17 @@ impl AsyncPool {
         }
     }
 
-    /// Runs `invocation` on the shared async connection.
+    /// Runs `invocation` on the shared async connection; once more when the connection
+    /// turned out dead (the server restarted, or the runtime its I/O task ran on shut
+    /// down): the driver reconnects on the failed call, so the second one finds it up.
     pub(crate) async fn run(&self, invocation: &ScriptInvocation<'_>) -> RedisResult<Value> {
+        match self.run_once(invocation).await {
+            Err(err) if is_dead_connection(&err) => self.run_once(invocation).await,
+            result => result,
+        }
+    }
+
+    async fn run_once(&self, invocation: &ScriptInvocation<'_>) -> RedisResult<Value> {
         match self.connection()? {
             AsyncConn::Single(mut conn) => invocation.invoke_async(&mut conn).await,
             AsyncConn::Cluster(mut conn) => invocation.invoke_async(&mut conn).await,

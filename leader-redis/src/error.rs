@@ -162,6 +162,14 @@ impl Failure {
     }
 }
 
+/// A connection found dead when used (closed, reset, refused by a restarted server), as
+/// opposed to a server that does not answer in time. Such a call is sent once more on a
+/// new connection: every script may run twice without harm, since a repeated acquire by
+/// the same owner token re-acquires and a repeated release finds nothing to release.
+pub(crate) fn is_dead_connection(err: &RedisError) -> bool {
+    err.is_connection_dropped() && !err.is_timeout()
+}
+
 /// rustls reports certificate problems as I/O errors of kind `InvalidData`; only the
 /// message tells them apart from a dropped connection.
 fn is_tls_error(err: &RedisError) -> bool {

@@ -12,6 +12,7 @@ use redis::{Connection, ConnectionLike, ErrorKind, RedisResult, ScriptInvocation
 
 use crate::clients::Target;
 use crate::config::RedisConfig;
+use crate::error::is_dead_connection;
 
 /// A pooled blocking connection.
 enum SyncConn {
@@ -57,13 +58,21 @@ impl SyncPool {
         }
     }
 
-    /// Runs `invocation` on a pooled connection.
+    /// Runs `invocation` on a pooled connection; once more on a new connection when the
+    /// pooled one turned out dead (the server restarted since it was last used).
     pub(crate) fn run(&self, invocation: &ScriptInvocation<'_>) -> RedisResult<Value> {
         let pooled = self.idle.lock().pop();
-        let mut conn = match pooled {
-            Some(conn) => conn,
-            None => self.open()?,
-        };
+        match pooled {
+            Some(conn) => match self.run_on(conn, invocation) {
+                Err(err) if is_dead_connection(&err) => self.run_on(self.open()?, invocation),
+                result => result,
+            },
+            None => self.run_on(self.open()?, invocation),
+        }
+    }
+
+    /// Runs `invocation` on `conn`, and pools `conn` again unless it may be broken.
+    fn run_on(&self, mut conn: SyncConn, invocation: &ScriptInvocation<'_>) -> RedisResult<Value> {
         let result = invocation.invoke::<Value>(conn.as_dyn());
         let reusable = match &result {
             Ok(_) => true,
