@@ -13,7 +13,14 @@ use crate::error::OptionsError;
 /// | `node_id` | `hostname:pid` | reported as the leader id; for humans, never used for ownership |
 /// | `min_lease_time` | 0 | release keeps the lock until `acquired_at + min_lease_time` (stops fast jobs from running twice in one period) |
 /// | `auto_extend` | false | renew the lease every `lease_time / 3` while the action runs |
-/// | `use_db_time` | false | take timestamps from the backend server's clock instead of this node's |
+/// | `use_db_time` | false | take the reported timestamps from the backend server's clock instead of this node's |
+///
+/// **Clocks and expiry.** Whatever `use_db_time` says, the server backends decide expiry on
+/// the server's clock, never on the nodes' (which drift apart): Redis by the key's `PX`,
+/// MongoDB by comparing with `$$NOW`, so node clock skew can never let two nodes hold one
+/// lock. `use_db_time` only picks the clock of the `acquired_at` / `expires_at` a lease
+/// reports; MongoDB always reports the server's, since its stored times are the ones that
+/// decide. The in-memory backend expires by its monotonic clock.
 ///
 /// # Examples
 ///
@@ -89,7 +96,8 @@ impl LeaderElectionOptions {
         self
     }
 
-    /// Uses the backend server's clock for timestamps (see DESIGN §4.8).
+    /// Uses the backend server's clock for the reported timestamps (see DESIGN §4.8 and
+    /// "Clocks and expiry" above: expiry is the server's either way).
     pub fn with_use_db_time(mut self, use_db_time: bool) -> Self {
         self.use_db_time = use_db_time;
         self

@@ -24,11 +24,11 @@ impl LockBackend for MongoBackend {
         &self,
         lease: &Lease,
         lease_time: Duration,
-        use_db_time: bool,
+        _use_db_time: bool,
     ) -> Result<ExtendOutcome, Error> {
         let op = self
             .store()
-            .extend(lease.key.clone(), lease.owner, lease_time, use_db_time);
+            .extend(lease.key.clone(), lease.owner, lease_time);
         self.block_on(&lease.key, op)
     }
 

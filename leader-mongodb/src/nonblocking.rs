@@ -30,11 +30,11 @@ impl AsyncLockBackend for MongoBackend {
         &self,
         lease: &Lease,
         lease_time: Duration,
-        use_db_time: bool,
+        _use_db_time: bool,
     ) -> impl Future<Output = Result<ExtendOutcome, Error>> + Send {
         let op = self
             .store()
-            .extend(lease.key.clone(), lease.owner, lease_time, use_db_time);
+            .extend(lease.key.clone(), lease.owner, lease_time);
         self.run(lease.key.clone(), op)
     }
 

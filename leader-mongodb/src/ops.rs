@@ -4,7 +4,7 @@
 //! [`Background`](crate::runtime::Background)); they own everything they touch, so they can
 //! be spawned and outlive the caller.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use leader_core::{
     AcquireOutcome, ExtendOutcome, LeaderState, LockName, OwnerToken, ReleaseOutcome,
@@ -13,9 +13,9 @@ use mongodb::Collection;
 use mongodb::bson::Document;
 use mongodb::options::{ReturnDocument, WriteConcern};
 
-use crate::document::decode;
+use crate::document::{LockRecord, ShapeError, decode};
 use crate::error::{OpError, is_duplicate_key};
-use crate::pipeline::{self, Clock, SERVER_NOW};
+use crate::pipeline::{self, SERVER_NOW};
 use crate::time::from_bson;
 
 /// How often acquire sends its update when a racing upsert loses (duplicate key) or the
@@ -37,7 +37,6 @@ pub(crate) struct Acquire {
     pub(crate) owner: OwnerToken,
     pub(crate) leader_id: String,
     pub(crate) lease_time: Duration,
-    pub(crate) use_db_time: bool,
 }
 
 /// Why the last acquire attempt settled nothing.
@@ -70,14 +69,12 @@ impl Store {
     async fn try_acquire(&self, request: &Acquire) -> Result<AcquireOutcome, OpError> {
         let mut unsettled = Unsettled::NoDocument;
         for _ in 0..ACQUIRE_ATTEMPTS {
-            // Built per attempt (the driver takes it by value; a retry is rare and may as
-            // well use a fresh "now").
+            // Built per attempt: the driver takes it by value (a retry is rare).
             let plan = pipeline::acquire(
                 &request.key,
                 request.owner,
                 &request.leader_id,
                 request.lease_time,
-                Clock::for_request(request.use_db_time),
             );
             let answer = self
                 .collection
@@ -109,22 +106,38 @@ impl Store {
     /// After an upsert that returned no document: what the stored document says, or
     /// `None` when it settles nothing (absent, or free) and the update must be sent again.
     async fn reread(&self, request: &Acquire) -> Result<Option<AcquireOutcome>, OpError> {
-        let found = self
-            .collection
-            .find_one(pipeline::by_name(&request.key))
-            .max_time(self.max_time)
-            .await?;
-        let Some(doc) = found else { return Ok(None) };
-        let record = decode(&doc)?;
+        let Some((record, server_now)) = self.read(&request.key).await? else {
+            return Ok(None);
+        };
         Ok(if record.is_owned_by(request.owner) {
             Some(AcquireOutcome::Acquired(
                 record.lease(&request.key, request.owner),
             ))
-        } else if record.is_live_at(SystemTime::now()) {
+        } else if record.is_live_at(server_now) {
             Some(AcquireOutcome::Held(Some(record.holder())))
         } else {
             None
         })
+    }
+
+    /// The lock document and the server's time, read together ([`pipeline::state`]).
+    async fn read(&self, key: &LockName) -> Result<Option<(LockRecord, SystemTime)>, OpError> {
+        let mut cursor = self
+            .collection
+            .aggregate(pipeline::state(key))
+            .max_time(self.max_time)
+            .await?;
+        if !cursor.advance().await? {
+            return Ok(None);
+        }
+        let doc: Document = cursor.deserialize_current()?;
+        let record = decode(&doc)?;
+        let server_now = doc
+            .get_datetime(SERVER_NOW)
+            .ok()
+            .and_then(|now| from_bson(*now))
+            .ok_or(OpError::Shape(ShapeError::Missing(SERVER_NOW)))?;
+        Ok(Some((record, server_now)))
     }
 
     /// One `findOneAndUpdate`; see [`pipeline::extend`].
@@ -133,9 +146,8 @@ impl Store {
         key: LockName,
         owner: OwnerToken,
         lease_time: Duration,
-        use_db_time: bool,
     ) -> Result<ExtendOutcome, OpError> {
-        let plan = pipeline::extend(&key, owner, lease_time, Clock::for_request(use_db_time));
+        let plan = pipeline::extend(&key, owner, lease_time);
         let result = async {
             let renewed = self
                 .collection
@@ -189,28 +201,13 @@ impl Store {
     }
 
     /// One aggregation; see [`pipeline::state`]. A holder counts as gone once its lease
-    /// has run out on this node's clock or on the server's, whichever is later.
+    /// has run out on the server's clock, the clock that decides it.
     pub(crate) async fn state(self, key: LockName) -> Result<LeaderState, OpError> {
-        let mut cursor = self
-            .collection
-            .aggregate(pipeline::state(&key))
-            .max_time(self.max_time)
-            .await?;
-        if !cursor.advance().await? {
-            return Ok(LeaderState::empty(key.as_str()));
-        }
-        let doc: Document = cursor.deserialize_current()?;
-        let record = decode(&doc)?;
-        let server_now = doc
-            .get_datetime(SERVER_NOW)
-            .ok()
-            .and_then(|now| from_bson(*now))
-            .unwrap_or(UNIX_EPOCH);
-        let now = SystemTime::now().max(server_now);
-        Ok(if record.is_live_at(now) {
-            LeaderState::occupied(key.as_str(), record.holder())
-        } else {
-            LeaderState::empty(key.as_str())
+        Ok(match self.read(&key).await? {
+            Some((record, server_now)) if record.is_live_at(server_now) => {
+                LeaderState::occupied(key.as_str(), record.holder())
+            }
+            _ => LeaderState::empty(key.as_str()),
         })
     }
 }
@@ -232,7 +229,6 @@ impl From<leader_core::AcquireRequest<'_>> for Acquire {
             owner: request.owner,
             leader_id: request.leader_id.to_owned(),
             lease_time: request.lease_time,
-            use_db_time: request.use_db_time,
         }
     }
 }

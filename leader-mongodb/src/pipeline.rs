@@ -1,17 +1,22 @@
 //! The filters and update pipelines of each operation: plain functions, no I/O.
 //!
+//! Every time is the server's: "now" is `$$NOW`, evaluated by the server, in every
+//! operation. The lock document's times decide who holds the lock, so they must all come
+//! from one clock; the clocks of a fleet's nodes differ (by 30 s, mutual exclusion broke
+//! with node clocks). `use_db_time` therefore changes nothing for this backend.
+//!
 //! Only expressions that MongoDB 4.4+ and the test server both accept are used: date
 //! arithmetic goes through `$toLong`/`$toDate` (never `$add` on a date or `$dateAdd`),
 //! and strings that come from callers (node ids) are wrapped in `$literal` so that a
 //! node id starting with `$` is never read as a field path.
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use leader_core::{LockName, OwnerToken};
-use mongodb::bson::{Bson, DateTime, Document, doc};
+use mongodb::bson::{Bson, Document, doc};
 
 use crate::document::field::{ACQUIRED_AT, EXPIRES_AT, FENCING_TOKEN, ID, LEADER_ID, OWNER};
-use crate::time::{millis, to_bson};
+use crate::time::millis;
 
 /// The lock fields as expression paths (`$field`), spelled out to save an allocation each.
 mod path {
@@ -23,53 +28,26 @@ mod path {
     pub(super) const EXPIRES_AT: &str = "$expires_at";
 }
 
+/// The server's clock, as an expression.
+const NOW: &str = "$$NOW";
+
 /// The field the state pipeline adds with the server's time.
 pub(crate) const SERVER_NOW: &str = "_leader_now";
-
-/// Which clock an operation reads "now" from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Clock {
-    /// The server's `$$NOW` (`use_db_time`).
-    Server,
-    /// This node's clock, read when the operation was built.
-    Client(SystemTime),
-}
-
-impl Clock {
-    /// The clock a request with `use_db_time` asks for.
-    pub(crate) fn for_request(use_db_time: bool) -> Self {
-        if use_db_time {
-            Clock::Server
-        } else {
-            Clock::Client(SystemTime::now())
-        }
-    }
-
-    /// "Now", as an expression.
-    fn now(self) -> Bson {
-        match self {
-            Clock::Server => Bson::from("$$NOW"),
-            Clock::Client(now) => Bson::DateTime(to_bson(now)),
-        }
-    }
-
-    /// "Now + `duration`", as an expression.
-    fn after(self, duration: Duration) -> Bson {
-        match self {
-            Clock::Server => plus_millis("$$NOW", millis(duration)),
-            Clock::Client(now) => {
-                let at = to_bson(now)
-                    .timestamp_millis()
-                    .saturating_add(millis(duration));
-                Bson::DateTime(DateTime::from_millis(at))
-            }
-        }
-    }
-}
 
 /// `{$toDate: {$add: [{$toLong: <date>}, ms]}}`: date plus milliseconds, without `$add` on dates.
 fn plus_millis(date: impl Into<Bson>, ms: i64) -> Bson {
     Bson::Document(doc! { "$toDate": { "$add": [ { "$toLong": date.into() }, ms ] } })
+}
+
+/// The next fencing token: `max(stored + 1, server time in microseconds)` (the server's
+/// clock has millisecond precision, so the time part is `ms × 1000`). A missing or
+/// rolled-back counter — the document deleted by an operator or a TTL index, restored
+/// from a backup — therefore never makes a token repeat or go back.
+fn next_token() -> Document {
+    doc! { "$max": [
+        { "$add": [ { "$toLong": { "$ifNull": [ path::FENCING_TOKEN, 0_i64 ] } }, 1_i64 ] },
+        { "$multiply": [ { "$toLong": NOW }, 1000_i64 ] },
+    ] }
 }
 
 /// A filter and an update pipeline.
@@ -110,44 +88,39 @@ fn well_formed() -> Document {
 /// One `$replaceWith` stage, so that each condition is evaluated once (`$let`):
 /// - `ok`: every lock field has the type and range this backend writes;
 /// - `free`: the document is the bare `{_id}` the upsert just made, or it is `ok` and
-///   released (`owner: null`) or expired;
+///   released (`owner: null`) or expired on the server's clock;
 /// - `ours`: it is `ok`, unexpired and held by `owner`.
 ///
-/// When `free`, the lock is taken: new owner, node id and times, `fencing_token` plus one.
-/// When `ours`, it is renewed: only `expires_at` moves. Otherwise the document stays as it
-/// is (`$$ROOT`), including a document of the wrong shape, and decoding the returned
-/// document tells the holder, or the shape error. The document holds exactly the six
-/// lock fields afterwards.
+/// When `free`, the lock is taken: new owner, node id and times, and the next fencing
+/// token ([`next_token`]). When `ours`, it is renewed: only `expires_at` moves. Otherwise
+/// the document stays as it is (`$$ROOT`), including a document of the wrong shape, and
+/// decoding the returned document tells the holder, or the shape error. The document holds
+/// exactly the six lock fields afterwards.
 pub(crate) fn acquire(
     key: &LockName,
     owner: OwnerToken,
     leader_id: &str,
     lease_time: Duration,
-    clock: Clock,
 ) -> Plan {
-    let now = clock.now();
     let owner = owner.to_string();
     let fresh = doc! { "$eq": [ "$$ROOT", { "$literal": { ID: key.as_str() } } ] };
     let expired = doc! { "$or": [
         { "$eq": [ path::OWNER, Bson::Null ] },
-        { "$lte": [ path::EXPIRES_AT, now.clone() ] },
+        { "$lte": [ path::EXPIRES_AT, NOW ] },
     ] };
     let free = doc! { "$or": [ fresh, { "$and": [ "$$ok", expired ] } ] };
     let ours = doc! { "$and": [
         "$$ok",
         { "$eq": [ path::OWNER, &owner ] },
-        { "$gt": [ path::EXPIRES_AT, now.clone() ] },
+        { "$gt": [ path::EXPIRES_AT, NOW ] },
     ] };
-    let next_token = doc! {
-        "$add": [ { "$toLong": { "$ifNull": [ path::FENCING_TOKEN, 0_i64 ] } }, 1_i64 ]
-    };
     let taken = doc! {
         ID: path::ID,
         OWNER: { "$literal": &owner },
         LEADER_ID: { "$cond": [ "$$free", { "$literal": leader_id }, path::LEADER_ID ] },
-        FENCING_TOKEN: { "$cond": [ "$$free", next_token, path::FENCING_TOKEN ] },
-        ACQUIRED_AT: { "$cond": [ "$$free", now, path::ACQUIRED_AT ] },
-        EXPIRES_AT: clock.after(lease_time),
+        FENCING_TOKEN: { "$cond": [ "$$free", next_token(), path::FENCING_TOKEN ] },
+        ACQUIRED_AT: { "$cond": [ "$$free", NOW, path::ACQUIRED_AT ] },
+        EXPIRES_AT: plus_millis(NOW, millis(lease_time)),
     };
     let update = vec![doc! { "$replaceWith": { "$let": {
         "vars": { "ok": well_formed() },
@@ -163,25 +136,16 @@ pub(crate) fn acquire(
 }
 
 /// Extend: one `findOneAndUpdate` (no upsert, return the new document) that matches only
-/// `owner`'s unexpired lease and moves `expires_at` to now + `lease_time`.
-pub(crate) fn extend(
-    key: &LockName,
-    owner: OwnerToken,
-    lease_time: Duration,
-    clock: Clock,
-) -> Plan {
-    let mut filter = doc! { ID: key.as_str(), OWNER: owner.to_string() };
-    match clock {
-        Clock::Server => {
-            filter.insert("$expr", doc! { "$gt": [ path::EXPIRES_AT, "$$NOW" ] });
-        }
-        Clock::Client(_) => {
-            filter.insert(EXPIRES_AT, doc! { "$gt": clock.now() });
-        }
-    }
+/// `owner`'s lease unexpired on the server's clock and moves `expires_at` to now +
+/// `lease_time`.
+pub(crate) fn extend(key: &LockName, owner: OwnerToken, lease_time: Duration) -> Plan {
     Plan {
-        filter,
-        update: vec![doc! { "$set": { EXPIRES_AT: clock.after(lease_time) } }],
+        filter: doc! {
+            ID: key.as_str(),
+            OWNER: owner.to_string(),
+            "$expr": { "$gt": [ path::EXPIRES_AT, NOW ] },
+        },
+        update: vec![doc! { "$set": { EXPIRES_AT: plus_millis(NOW, millis(lease_time)) } }],
     }
 }
 
@@ -189,9 +153,8 @@ pub(crate) fn extend(
 /// `min(expires_at, acquired_at + min_lease_time)`.
 ///
 /// Without a minimum lease the owner is cleared too. With one the owner stays, so the lock
-/// stays held until the new expiry on the clock the acquisition used, and needs no "now"
-/// (`release` is not told which clock that was). The document stays either way, so the
-/// fencing counter survives.
+/// stays held until the new expiry, and needs no "now". The document stays either way, so
+/// the fencing counter survives.
 pub(crate) fn release(key: &LockName, owner: OwnerToken, min_lease_time: Duration) -> Plan {
     let keep_until = plus_millis(path::ACQUIRED_AT, millis(min_lease_time));
     let mut set = doc! { EXPIRES_AT: { "$min": [ path::EXPIRES_AT, keep_until ] } };
@@ -215,8 +178,6 @@ pub(crate) fn state(key: &LockName) -> Vec<Document> {
 
 #[cfg(test)]
 mod tests {
-    use std::time::UNIX_EPOCH;
-
     use super::*;
 
     fn key() -> LockName {
@@ -250,23 +211,18 @@ mod tests {
     }
 
     #[test]
-    fn acquire_with_node_time_passes_literal_dates() {
-        let now = UNIX_EPOCH + Duration::from_millis(10_000);
+    fn acquire_takes_every_time_from_the_server_and_quotes_the_node_id() {
         let owner = OwnerToken::from_u128(1);
-        let plan = acquire(
-            &key(),
-            owner,
-            "$node",
-            Duration::from_secs(30),
-            Clock::Client(now),
-        );
+        let plan = acquire(&key(), owner, "$node", Duration::from_millis(1500));
         assert_eq!(plan.filter, doc! { "_id": "nightly" });
         let (ok, vars, taken) = parts(&plan);
         assert!(ok.contains_key("ok"));
         assert!(vars.contains_key("free") && vars.contains_key("ours"));
         assert_eq!(
             taken.get(EXPIRES_AT),
-            Some(&Bson::DateTime(DateTime::from_millis(40_000)))
+            Some(&Bson::Document(
+                doc! { "$toDate": { "$add": [ { "$toLong": "$$NOW" }, 1500_i64 ] } }
+            ))
         );
         let leader = taken
             .get_document(LEADER_ID)
@@ -279,49 +235,47 @@ mod tests {
             &doc! { "$literal": owner.to_string() }
         );
         let text = format!("{:?}", plan.update);
-        assert!(
-            !text.contains("$dateAdd") && !text.contains("$$NOW"),
-            "{text}"
-        );
+        assert!(!text.contains("$dateAdd"), "{text}");
+        assert!(!text.contains("DateTime"), "no node clock: {text}");
     }
 
     #[test]
-    fn acquire_with_server_time_uses_now_through_to_long() {
+    fn the_next_token_is_never_below_the_server_clock_in_microseconds() {
         let plan = acquire(
             &key(),
             OwnerToken::from_u128(1),
             "n",
-            Duration::from_millis(1500),
-            Clock::Server,
+            Duration::from_secs(1),
         );
         let (_, _, taken) = parts(&plan);
-        assert_eq!(
-            taken.get(EXPIRES_AT),
-            Some(&Bson::Document(
-                doc! { "$toDate": { "$add": [ { "$toLong": "$$NOW" }, 1500_i64 ] } }
-            ))
-        );
+        let token = taken
+            .get_document(FENCING_TOKEN)
+            .unwrap()
+            .get_array("$cond")
+            .unwrap();
+        assert_eq!(token[1], Bson::Document(next_token()));
+        let text = format!("{:?}", next_token());
+        assert!(text.contains("$max") && text.contains("$$NOW"), "{text}");
     }
 
     #[test]
-    fn extend_checks_owner_and_expiry_on_the_chosen_clock() {
+    fn extend_checks_owner_and_expiry_on_the_server_clock() {
         let owner = OwnerToken::from_u128(0xabc);
-        let now = UNIX_EPOCH + Duration::from_secs(1);
-        let plan = extend(&key(), owner, Duration::from_secs(2), Clock::Client(now));
+        let plan = extend(&key(), owner, Duration::from_secs(2));
         assert_eq!(
             plan.filter,
             doc! {
                 "_id": "nightly",
                 "owner": owner.to_string(),
-                "expires_at": { "$gt": DateTime::from_millis(1000) },
+                "$expr": { "$gt": [ "$expires_at", "$$NOW" ] },
             }
         );
         assert_eq!(
             plan.update,
-            vec![doc! { "$set": { "expires_at": DateTime::from_millis(3000) } }]
+            vec![doc! { "$set": { "expires_at": {
+                "$toDate": { "$add": [ { "$toLong": "$$NOW" }, 2000_i64 ] }
+            } } }]
         );
-        let plan = extend(&key(), owner, Duration::from_secs(2), Clock::Server);
-        assert!(plan.filter.contains_key("$expr"));
     }
 
     #[test]

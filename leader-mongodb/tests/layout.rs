@@ -57,8 +57,13 @@ fn one_document_per_lock_kept_across_release_with_the_node_id_verbatim() {
     assert_eq!(doc.get_str("_id").unwrap(), key.as_str());
     assert_eq!(doc.get_str("owner").unwrap(), owner.to_string());
     assert_eq!(doc.get_str("leader_id").unwrap(), node);
-    assert_eq!(doc.get_i64("fencing_token").unwrap(), 1);
-    assert!(doc.get_datetime("acquired_at").is_ok());
+    let acquired_ms = doc.get_datetime("acquired_at").unwrap().timestamp_millis();
+    let token = doc.get_i64("fencing_token").unwrap();
+    assert_eq!(u64::try_from(token).unwrap(), lease.fencing_token);
+    assert!(
+        token >= acquired_ms * 1000,
+        "a new lock's first token is the server's clock in microseconds: {token}"
+    );
     assert!(doc.get_datetime("expires_at").is_ok());
 
     assert_eq!(
@@ -67,7 +72,7 @@ fn one_document_per_lock_kept_across_release_with_the_node_id_verbatim() {
     );
     let released = raw.find(COLLECTION, key.as_str()).unwrap();
     assert_eq!(released.get("owner"), Some(&Bson::Null));
-    assert_eq!(released.get_i64("fencing_token").unwrap(), 1);
+    assert_eq!(released.get_i64("fencing_token").unwrap(), token);
     assert_eq!(
         LockBackend::state(&backend, &key).unwrap().status(),
         LockStatus::Empty
@@ -78,7 +83,7 @@ fn one_document_per_lock_kept_across_release_with_the_node_id_verbatim() {
     else {
         panic!("not acquired after release")
     };
-    assert_eq!(next.fencing_token, 2);
+    assert!(next.fencing_token > lease.fencing_token);
 }
 
 #[test]
