@@ -21,7 +21,8 @@
 #   LEADER_TEST_REDIS_URL, LEADER_TEST_REDIS_CLUSTER_URLS (comma-separated),
 #   LEADER_TEST_REDIS_TLS_URL, LEADER_TEST_REDIS_TLS_CA, LEADER_TEST_MONGODB_URI,
 #   LEADER_TEST_REDIS_SERVER_BIN, LEADER_TEST_MONGODB_SERVER_BIN (so fault tests
-#   can run private server instances) and LEADER_TEST_REQUIRE_SERVERS=1.
+#   can run private server instances), LEADER_TEST_FAKETIME_LIB (libfaketime, for
+#   the clock-skew tests) and LEADER_TEST_REQUIRE_SERVERS=1.
 #
 # Layout of DIR:
 #   .leader-test-services   marker: `stop` only deletes a DIR that has it
@@ -38,7 +39,8 @@ readonly SECANTUS_VERSION=0.5.3-beta.196
 readonly SECANTUS_BIN=secantusd-rs
 
 # Debian packages the servers and the secantus build need.
-readonly APT_PACKAGES=(redis-server redis-tools cmake openssl)
+# libfaketime lets the clock-skew tests run a node whose wall clock is off.
+readonly APT_PACKAGES=(redis-server redis-tools cmake openssl libfaketime)
 
 # Name of the marker file that identifies a directory made by `start`.
 readonly MARKER=.leader-test-services
@@ -131,6 +133,14 @@ install_apt_packages() {
     log "installing Debian packages: ${missing[*]}"
     apt_get update
     apt_get install --no-install-recommends "${missing[@]}"
+}
+
+# The path of libfaketime's shared library (Debian puts it under the multiarch dir).
+faketime_lib() {
+    local lib
+    lib=$(dpkg -L libfaketime 2>/dev/null | grep '/libfaketime\.so\.1$' | head -n 1)
+    [[ -n $lib && -e $lib ]] || die "libfaketime is not installed (run: scripts/services.sh install)"
+    printf '%s' "$lib"
 }
 
 install_secantus() {
@@ -557,6 +567,8 @@ cmd_start() {
     local started
     started=$(now)
     local -a p
+    local faketime
+    faketime=$(faketime_lib)
     # standalone, 3 cluster nodes + their bus ports, TLS, mongodb
     read -r -a p <<<"$(free_ports 9)"
     ((${#p[@]} == 9)) || die "could not pick free ports"
@@ -583,6 +595,7 @@ cmd_start() {
         env_line LEADER_TEST_MONGODB_URI "mongodb://127.0.0.1:${p[8]}/?directConnection=true"
         env_line LEADER_TEST_REDIS_SERVER_BIN "$(command -v redis-server)"
         env_line LEADER_TEST_MONGODB_SERVER_BIN "$(command -v "$SECANTUS_BIN")"
+        env_line LEADER_TEST_FAKETIME_LIB "$faketime"
     } >"$dir/env.tmp"
     mv "$dir/env.tmp" "$dir/env"
 
