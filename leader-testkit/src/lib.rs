@@ -23,6 +23,8 @@ pub mod checks;
 mod faulty;
 mod harness;
 mod macros;
+#[cfg(feature = "tokio")]
+mod proxy;
 mod runner;
 mod sampler;
 mod servers;
@@ -30,6 +32,8 @@ mod wait;
 
 pub use faulty::{Fault, FaultyBackend, Op};
 pub use harness::{Blocking, BlockingAsAsync, Harness, MemoryHarness, fresh_name};
+#[cfg(feature = "tokio")]
+pub use proxy::FaultProxy;
 #[cfg(feature = "async-std")]
 pub use runner::AsyncStdRunner;
 #[cfg(feature = "smol")]
