@@ -6,14 +6,14 @@ use std::sync::Arc;
 
 use leader_core::{Backend, LockName};
 use mongodb::Client;
-use mongodb::bson::Document;
 use mongodb::error::ErrorKind;
 use mongodb::options::ClientOptions;
 
+use crate::clients::Clients;
 use crate::config::MongoConfig;
 use crate::error::{ConnectError, OpError};
 use crate::ops::Store;
-use crate::runtime::Background;
+use crate::runtime::{Background, Stopped};
 
 /// Locks in a MongoDB collection, one document per lock; blocking and async.
 ///
@@ -52,7 +52,7 @@ pub struct MongoBackend {
 }
 
 struct Inner {
-    store: Store,
+    clients: Clients,
     database: String,
     config: MongoConfig,
     // Declared last: dropped after the client handles above.
@@ -95,20 +95,28 @@ impl MongoBackend {
         let built = background.block_on(config.operation_timeout(), async move {
             let mut options = ClientOptions::parse(uri).await.map_err(connect_error)?;
             driver_config.apply_to(&mut options);
-            let database = options.default_database.clone();
-            let client = Client::with_options(options).map_err(ConnectError::InvalidUri)?;
-            Ok::<_, ConnectError>((client, database))
+            let client = Client::with_options(options.clone()).map_err(ConnectError::InvalidUri)?;
+            Ok::<_, ConnectError>((client, options))
         });
-        let (client, database) = built??;
-        Ok(MongoBackend::assemble(
+        let (client, options) = built??;
+        let database = config.database_or(options.default_database.as_deref());
+        let clients = Clients::owned(
             &client,
-            database.as_deref(),
-            config,
-            background,
+            options,
+            database.clone(),
+            config.clone(),
+            background.handle().clone(),
+        );
+        Ok(MongoBackend::assemble(
+            clients, database, config, background,
         ))
     }
 
     /// A backend on an existing client (its timeouts and pool are kept).
+    ///
+    /// Unlike a backend built by [`connect`](Self::connect), it never replaces the client
+    /// when operations stop getting answers (after a partition that lost bytes): recovery
+    /// is then up to the driver's own monitoring.
     ///
     /// Under tokio the operations run on the caller's runtime; elsewhere, and for the
     /// blocking API, on the backend's background runtime. Either way the client's own tasks
@@ -120,33 +128,23 @@ impl MongoBackend {
     /// [`ConnectError::Runtime`] when the background runtime cannot start.
     pub fn from_client(client: Client, config: MongoConfig) -> Result<Self, ConnectError> {
         let background = Background::new().map_err(ConnectError::Runtime)?;
-        let database = client.default_database().map(|db| db.name().to_owned());
+        let uri_database = client.default_database().map(|db| db.name().to_owned());
+        let database = config.database_or(uri_database.as_deref());
+        let clients = Clients::borrowed(&client, &database, &config);
         Ok(MongoBackend::assemble(
-            &client,
-            database.as_deref(),
-            config,
-            background,
+            clients, database, config, background,
         ))
     }
 
     fn assemble(
-        client: &Client,
-        uri_database: Option<&str>,
+        clients: Clients,
+        database: String,
         config: MongoConfig,
         background: Background,
     ) -> Self {
-        let database = config.database_or(uri_database);
-        let collection = client
-            .database(&database)
-            .collection::<Document>(config.collection());
-        let store = Store {
-            collection,
-            write_concern: config.write_concern().clone(),
-            max_time: config.max_time(),
-        };
         MongoBackend {
             inner: Arc::new(Inner {
-                store,
+                clients,
                 database,
                 config,
                 background,
@@ -164,9 +162,17 @@ impl MongoBackend {
         &self.inner.database
     }
 
-    /// A handle on the store for one operation (cheap: the collection is reference-counted).
+    /// A handle on the store for one operation (cheap: the collection is reference-counted),
+    /// on a fresh client when the last one stopped answering (see [`Clients`]).
     pub(crate) fn store(&self) -> Store {
-        self.inner.store.clone()
+        self.inner.clients.store()
+    }
+
+    fn failed(&self, stopped: Stopped, key: &LockName) -> leader_core::Error {
+        if matches!(stopped, Stopped::TimedOut(_)) {
+            self.inner.clients.no_answer();
+        }
+        OpError::from(stopped).into_core(key)
     }
 
     /// Runs `op` to completion on the background runtime, blocking the calling thread.
@@ -178,7 +184,7 @@ impl MongoBackend {
         let deadline = self.inner.config.operation_timeout();
         match self.inner.background.block_on(deadline, op) {
             Ok(result) => result.map_err(|err| err.into_core(key)),
-            Err(stopped) => Err(OpError::from(stopped).into_core(key)),
+            Err(stopped) => Err(self.failed(stopped, key)),
         }
     }
 
@@ -192,7 +198,7 @@ impl MongoBackend {
         let deadline = self.inner.config.operation_timeout();
         match self.inner.background.run(deadline, op).await {
             Ok(result) => result.map_err(|err| err.into_core(&key)),
-            Err(stopped) => Err(OpError::from(stopped).into_core(&key)),
+            Err(stopped) => Err(self.failed(stopped, &key)),
         }
     }
 }

@@ -52,6 +52,9 @@ impl MongoConfig {
     pub const DEFAULT_DATABASE: &'static str = "leader";
     /// The default collection.
     pub const DEFAULT_COLLECTION: &'static str = "leader_locks";
+    /// The driver's default connection pool size (`maxPoolSize`).
+    const DRIVER_POOL_SIZE: u32 = 10;
+
     /// The default driver timeouts (server selection, connect) when the URI sets none.
     pub const DEFAULT_DRIVER_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -155,6 +158,13 @@ impl MongoConfig {
             options.server_selection_timeout,
         );
         options.connect_timeout = pick(self.connect_timeout, options.connect_timeout);
+        // The driver's handshake has no timeout: a connection being made when a partition
+        // drops its bytes never finishes. With the driver's default of two at a time, two
+        // such connections stopped the pool from ever making another one; allow as many
+        // as the pool holds, so calls after the partition get new connections.
+        if options.max_connecting.is_none() {
+            options.max_connecting = Some(options.max_pool_size.unwrap_or(Self::DRIVER_POOL_SIZE));
+        }
     }
 
     /// The database to use: this config's, else the URI's, else [`Self::DEFAULT_DATABASE`].
@@ -196,6 +206,18 @@ mod tests {
             options.connect_timeout,
             Some(MongoConfig::DEFAULT_DRIVER_TIMEOUT)
         );
+        assert_eq!(
+            options.max_connecting,
+            Some(10),
+            "as many as the pool holds"
+        );
+        let mut options = ClientOptions::default();
+        options.max_pool_size = Some(3);
+        MongoConfig::new().apply_to(&mut options);
+        assert_eq!(options.max_connecting, Some(3));
+        options.max_connecting = Some(1);
+        MongoConfig::new().apply_to(&mut options);
+        assert_eq!(options.max_connecting, Some(1), "the URI's setting wins");
     }
 
     #[test]

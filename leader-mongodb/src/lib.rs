@@ -2,6 +2,7 @@
 
 mod backend;
 mod blocking;
+mod clients;
 mod config;
 mod document;
 mod error;

@@ -54,6 +54,11 @@ impl Background {
         })
     }
 
+    /// The background runtime's handle.
+    pub(crate) fn handle(&self) -> &Handle {
+        &self.handle
+    }
+
     /// Runs `op` as a task on the caller's tokio runtime, or on the background runtime
     /// when the caller is on another executor; waits at most `deadline` for it.
     pub(crate) async fn run<T, F>(&self, deadline: Duration, op: F) -> Result<T, Stopped>
