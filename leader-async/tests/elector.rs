@@ -10,11 +10,9 @@ use std::time::{Duration, Instant};
 use futures_lite::FutureExt;
 use leader_async::AsyncLeaderElector;
 use leader_core::{
-    AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, BackendError, BackendErrorKind,
-    Error, ExtendOutcome, InMemoryBackend, LeaderElectionOptions, LeaderRunResult, LeaderState,
-    Lease, LockName, LockStatus, ReleaseEvents, ReleaseOutcome,
+    AsyncLockBackend, Error, InMemoryBackend, LeaderElectionOptions, LeaderRunResult, LockStatus,
 };
-use leader_testkit::{Runner, sleep, within};
+use leader_testkit::{Fault, FaultyBackend, Op, Runner, sleep, within};
 
 leader_testkit::on_every_runtime!(
     the_winner_runs_and_a_contender_skips,
@@ -108,8 +106,8 @@ fn a_panic_releases_then_propagates<R: Runner>(runner: &R) {
 }
 
 fn backend_trouble_is_an_error_and_the_action_does_not_run<R: Runner>(runner: &R) {
-    let backend = Flaky::default();
-    backend.down.store(true, Ordering::SeqCst);
+    let backend = FaultyBackend::new(InMemoryBackend::new());
+    backend.set_all(Fault::Fail);
     let a = elector(backend, options("a"));
     runner.block_on(async {
         let err = a
@@ -182,8 +180,8 @@ fn auto_extend_keeps_the_lock_past_its_lease<R: Runner>(runner: &R) {
 }
 
 fn a_failed_renewal_resolves_the_lost_signal<R: Runner>(runner: &R) {
-    let backend = Flaky::default();
-    let extend_down = Arc::clone(&backend.extend_down);
+    let backend = FaultyBackend::new(InMemoryBackend::new());
+    let extend_down = backend.clone();
     let a = elector(
         backend,
         options("a")
@@ -193,7 +191,7 @@ fn a_failed_renewal_resolves_the_lost_signal<R: Runner>(runner: &R) {
     runner.block_on(async {
         let outcome = a
             .run_if_leader_with("job", |lease| async move {
-                extend_down.store(true, Ordering::SeqCst);
+                extend_down.set(Op::Extend, Fault::Fail);
                 let lost = within(Duration::from_millis(250), lease.lost()).await;
                 assert!(lost.is_some(), "lost at the first failed renewal (lease/3)");
                 assert!(lease.is_lost());
@@ -314,59 +312,6 @@ fn snapshots_and_prefixes<R: Runner>(runner: &R) {
             Err(Error::InvalidName(_))
         ));
     });
-}
-
-/// An in-memory backend whose calls can be made to fail, as if the server went away.
-#[derive(Debug, Clone, Default)]
-struct Flaky {
-    inner: InMemoryBackend,
-    down: Arc<AtomicBool>,
-    extend_down: Arc<AtomicBool>,
-}
-
-impl Flaky {
-    fn check(&self, key: &LockName, flag: &AtomicBool) -> Result<(), Error> {
-        if flag.load(Ordering::SeqCst) || self.down.load(Ordering::SeqCst) {
-            let io = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
-            return Err(
-                BackendError::new("flaky", key.as_str(), BackendErrorKind::Transient, io).into(),
-            );
-        }
-        Ok(())
-    }
-}
-
-impl Backend for Flaky {
-    fn name(&self) -> &'static str {
-        "flaky"
-    }
-    fn release_events(&self) -> Option<&ReleaseEvents> {
-        Backend::release_events(&self.inner)
-    }
-}
-
-impl AsyncLockBackend for Flaky {
-    async fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
-        self.check(request.key, &self.down)?;
-        AsyncLockBackend::try_acquire(&self.inner, request).await
-    }
-    async fn extend(
-        &self,
-        lease: &Lease,
-        lease_time: Duration,
-        db: bool,
-    ) -> Result<ExtendOutcome, Error> {
-        self.check(&lease.key, &self.extend_down)?;
-        AsyncLockBackend::extend(&self.inner, lease, lease_time, db).await
-    }
-    async fn release(&self, lease: &Lease, min: Duration) -> Result<ReleaseOutcome, Error> {
-        self.check(&lease.key, &self.down)?;
-        AsyncLockBackend::release(&self.inner, lease, min).await
-    }
-    async fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
-        self.check(key, &self.down)?;
-        AsyncLockBackend::state(&self.inner, key).await
-    }
 }
 
 #[test]

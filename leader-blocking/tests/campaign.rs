@@ -1,9 +1,6 @@
 //! Continuous leadership: one leader, standbys take over on crash and on resignation.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
-
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -12,8 +9,8 @@ use leader_core::{
     CampaignConfig, DeploymentMode, Error, EventCallback, InMemoryBackend, LeaderElectionOptions,
     LeadershipEvent, OptionsError, RevokeReason,
 };
+use leader_testkit::{Fault, FaultyBackend};
 use leader_testkit::{LeaderSampler, wait_until};
-use support::FlakyBackend;
 
 fn config() -> CampaignConfig {
     CampaignConfig::default()
@@ -22,15 +19,14 @@ fn config() -> CampaignConfig {
         .with_poll_interval(Duration::from_millis(50))
 }
 
-fn elector(backend: FlakyBackend, node: &str) -> LeaderElector<FlakyBackend> {
+type Flaky = FaultyBackend<InMemoryBackend>;
+
+fn elector(backend: Flaky, node: &str) -> LeaderElector<Flaky> {
     LeaderElector::new(backend, LeaderElectionOptions::default().with_node_id(node)).unwrap()
 }
 
-fn flaky(shared: &InMemoryBackend) -> FlakyBackend {
-    FlakyBackend {
-        inner: shared.clone(),
-        ..FlakyBackend::default()
-    }
+fn flaky(shared: &InMemoryBackend) -> Flaky {
+    FaultyBackend::new(shared.clone())
 }
 
 #[test]
@@ -107,7 +103,7 @@ fn a_standby_stops_at_once_however_long_its_poll() {
 fn a_crashed_leader_steps_down_at_once_and_a_standby_takes_over_after_the_lease() {
     let shared = InMemoryBackend::new();
     let a_backend = flaky(&shared);
-    let a_down = Arc::clone(&a_backend.down);
+    let a_down = a_backend.clone();
     let a = elector(a_backend, "a")
         .campaign("stream", config())
         .unwrap();
@@ -118,7 +114,7 @@ fn a_crashed_leader_steps_down_at_once_and_a_standby_takes_over_after_the_lease(
         .unwrap();
 
     let t = Instant::now();
-    a_down.store(true, Ordering::SeqCst); // a can no longer reach the store: renewals fail, no release
+    a_down.set_all(Fault::Fail); // a can no longer reach the store: renewals fail, no release
     let stepped_down = wait_until("a steps down", Duration::from_secs(2), || !a.is_leader());
     assert!(
         stepped_down <= config().heartbeat() + Duration::from_millis(100),
@@ -235,7 +231,7 @@ fn all_instances_mode_makes_every_instance_lead() {
 
 #[test]
 fn an_inconsistent_config_is_a_typed_error() {
-    let e = elector(FlakyBackend::default(), "a");
+    let e = elector(flaky(&InMemoryBackend::new()), "a");
     let err = e
         .campaign(
             "stream",

@@ -1,10 +1,8 @@
 //! `LeaderElector` semantics on the in-memory backend (DESIGN §4).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use leader_blocking::LeaderElector;
@@ -12,7 +10,7 @@ use leader_core::{
     Error, InMemoryBackend, LeaderElectionOptions, LeaderRunResult, LockStatus, NameError,
     OptionsError,
 };
-use support::FlakyBackend;
+use leader_testkit::{Fault, FaultyBackend, Op};
 
 fn options(node: &str) -> LeaderElectionOptions {
     LeaderElectionOptions::default()
@@ -88,14 +86,14 @@ fn a_panicking_action_releases_and_the_panic_continues() {
 
 #[test]
 fn backend_trouble_is_an_error_and_the_action_does_not_run() {
-    let backend = FlakyBackend::default();
-    backend.down.store(true, Ordering::SeqCst);
+    let backend = FaultyBackend::new(InMemoryBackend::new());
+    backend.set_all(Fault::Fail);
     let elector = LeaderElector::new(backend, options("n")).unwrap();
     let err = elector
         .run_if_leader("job", || unreachable!("must not run"))
         .unwrap_err();
     assert!(
-        matches!(&err, Error::Backend(e) if e.key() == "job" && e.backend() == "flaky"),
+        matches!(&err, Error::Backend(e) if e.key() == "job" && e.backend() == "faulty"),
         "{err}"
     );
     assert!(err.is_transient());
@@ -191,8 +189,8 @@ fn without_auto_extend_the_context_reports_the_lease_running_out() {
 
 #[test]
 fn a_failed_renewal_shows_in_the_context_at_once() {
-    let backend = FlakyBackend::default();
-    let extend_down = Arc::clone(&backend.extend_down);
+    let backend = FaultyBackend::new(InMemoryBackend::new());
+    let extend_down = backend.clone();
     let a = LeaderElector::new(
         backend,
         options("a")
@@ -201,7 +199,7 @@ fn a_failed_renewal_shows_in_the_context_at_once() {
     )
     .unwrap();
     let outcome = a.run_if_leader_with("job", |ctx| {
-        extend_down.store(true, Ordering::SeqCst);
+        extend_down.set(Op::Extend, Fault::Fail);
         assert!(
             ctx.wait_lost_timeout(Duration::from_millis(250)),
             "lost at the first failed renewal (lease/3)"

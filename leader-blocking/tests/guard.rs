@@ -1,14 +1,11 @@
 //! The must-run lock guard fails closed: an error, never a skip.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
-
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use leader_blocking::LeaderElector;
 use leader_core::{Error, InMemoryBackend, LeaderElectionOptions, LeaseMode, LockStatus};
-use support::FlakyBackend;
+use leader_testkit::{Fault, FaultyBackend};
 
 fn options(node: &str) -> LeaderElectionOptions {
     LeaderElectionOptions::default()
@@ -88,8 +85,8 @@ fn a_fixed_lease_expires_while_held_and_the_guard_reports_it() {
 
 #[test]
 fn backend_down_is_a_backend_error_and_the_section_never_runs() {
-    let backend = FlakyBackend::default();
-    backend.down.store(true, Ordering::SeqCst);
+    let backend = FaultyBackend::new(InMemoryBackend::new());
+    backend.set_all(Fault::Fail);
     let a = LeaderElector::new(backend, options("a")).unwrap();
     let err = a
         .with_lock("bill", LeaseMode::watchdog(), |_| {

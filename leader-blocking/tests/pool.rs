@@ -1,14 +1,13 @@
 //! `ThreadPoolLeaderElector`: tasks on workers, handles to wait on or await.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use leader_blocking::{LeaderElector, ThreadPoolLeaderElector};
 use leader_core::{Error, InMemoryBackend, LeaderElectionOptions, LeaderRunResult, LockStatus};
+use leader_testkit::{Fault, FaultyBackend};
 
 fn pool(backend: &InMemoryBackend, workers: usize) -> ThreadPoolLeaderElector<InMemoryBackend> {
     let options = LeaderElectionOptions::default().with_wait_time(Duration::ZERO);
@@ -80,8 +79,8 @@ fn invalid_names_fail_at_submission_and_backend_errors_come_through_the_handle()
         Err(Error::InvalidName(_))
     ));
 
-    let flaky = support::FlakyBackend::default();
-    flaky.down.store(true, Ordering::SeqCst);
+    let flaky = FaultyBackend::new(InMemoryBackend::new());
+    flaky.set_all(Fault::Fail);
     let options = LeaderElectionOptions::default().with_wait_time(Duration::ZERO);
     let pool = ThreadPoolLeaderElector::new(flaky, options, 1).unwrap();
     let task = pool

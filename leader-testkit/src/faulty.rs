@@ -126,6 +126,13 @@ impl<B> FaultyBackend<B> {
         self.shared.changed.notify(usize::MAX);
     }
 
+    /// Injects `fault` into every operation (`Fault::Fail`: the store is unreachable).
+    pub fn set_all(&self, fault: Fault) {
+        for op in Op::ALL {
+            self.set(op, fault);
+        }
+    }
+
     /// Clears the fault of `op`: stalled calls of it go on.
     pub fn clear(&self, op: Op) {
         self.shared.faults.lock()[op.index()] = None;
