@@ -19,7 +19,11 @@
 //! Dropping a `run_if_leader` future while it holds the lease (a timeout, a `select!`
 //! that lost, a shutdown) stops the renewals and releases the lease at once through a
 //! task spawned on the runtime; the lock does not stay taken until the lease runs out.
-//! A cancelled call is not an `ActionFailed`: it simply has no outcome.
+//! Dropping it while the acquire request is still on its way releases that request's
+//! owner token in the background (the server may apply the request anyway), as does an
+//! acquire that fails after it was sent. A release whose task a shutting-down tokio
+//! runtime drops is finished on a thread of its own. A cancelled call is not an
+//! `ActionFailed`: it simply has no outcome.
 //!
 //! # Examples
 //!
