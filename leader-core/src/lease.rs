@@ -4,14 +4,14 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::SystemTime;
 
-use rand::Rng;
-
 use crate::name::LockName;
 
 /// A 128-bit random token that identifies one acquisition.
 ///
 /// It comes from rand's thread-local generator (ChaCha, seeded from the OS random source),
-/// so it is unpredictable and unique per acquisition. Ownership checks in every backend
+/// so it is unpredictable and unique per acquisition — and per process: after a `fork()`
+/// the child's generator is reseeded before its first token, so a pre-fork server never
+/// hands out its parent's tokens. Ownership checks in every backend
 /// compare this token, never the node id: two electors on one node are different owners.
 ///
 /// `Debug` shows only its first 8 hex digits; `Display` shows all 32 (backends store that).
@@ -21,7 +21,7 @@ pub struct OwnerToken(u128);
 impl OwnerToken {
     /// A fresh random token.
     pub fn random() -> Self {
-        OwnerToken(rand::rng().random())
+        OwnerToken(crate::token_source::next_token())
     }
 
     /// The token's bits.

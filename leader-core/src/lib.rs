@@ -48,6 +48,7 @@ mod result;
 mod retry;
 mod settings;
 mod state;
+mod token_source;
 
 pub use async_channel;
 pub use attempts::{Attempts, Step};
