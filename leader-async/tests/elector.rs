@@ -11,6 +11,7 @@ use futures_lite::FutureExt;
 use leader_async::AsyncLeaderElector;
 use leader_core::{
     AsyncLockBackend, Error, InMemoryBackend, LeaderElectionOptions, LeaderRunResult, LockStatus,
+    NameError,
 };
 use leader_testkit::{Fault, FaultyBackend, Op, Runner, sleep, within};
 
@@ -293,12 +294,20 @@ fn fifty_waiting_tasks_each_run_once_one_at_a_time<R: Runner>(runner: &R) {
 
 fn snapshots_and_prefixes<R: Runner>(runner: &R) {
     let plain = elector(InMemoryBackend::new(), options("a"));
-    let scoped = plain.with_name_prefix("tenant:acme:");
+    let scoped = plain.with_name_prefix("billing:").unwrap();
+    assert!(matches!(
+        plain.with_name_prefix("tenant:acme:"),
+        Err(Error::InvalidName(NameError::Reserved { .. }))
+    ));
     runner.block_on(async {
+        assert!(matches!(
+            plain.run_if_leader("tenant:acme:sync", || async {}).await,
+            Err(Error::InvalidName(NameError::Reserved { .. }))
+        ));
         scoped
             .run_if_leader("sync", || async {
                 assert_eq!(
-                    plain.state("tenant:acme:sync").await.unwrap().status(),
+                    plain.state("billing:sync").await.unwrap().status(),
                     LockStatus::Occupied
                 );
                 let state = scoped.state("sync").await.unwrap();

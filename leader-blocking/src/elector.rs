@@ -96,12 +96,28 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         self.settings.name_prefix()
     }
 
-    /// A clone whose lock names all start with `prefix`. Low level: prefer
-    /// `leader_tenant`'s `for_tenant`, which validates the tenant id and refuses to nest.
-    pub fn with_name_prefix(&self, prefix: impl Into<Arc<str>>) -> Self {
+    /// A clone whose lock names all start with `prefix` (an application's own namespace,
+    /// such as `billing:`). For tenants use `leader_tenant`'s `for_tenant`: the `tenant:`
+    /// namespace is reserved for it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`] for an empty prefix, a forbidden character, whitespace at
+    /// either end, or a prefix in the tenant namespace ([`LockName::check_prefix`]).
+    pub fn with_name_prefix(&self, prefix: impl Into<Arc<str>>) -> Result<Self, Error> {
+        Ok(LeaderElector {
+            backend: Arc::clone(&self.backend),
+            settings: self.settings.with_name_prefix(prefix)?,
+        })
+    }
+
+    /// A clone scoped to a tenant: for `leader_tenant`, which builds `prefix` (`tenant:<id>:`)
+    /// from a validated tenant id. Use `for_tenant` instead.
+    #[doc(hidden)]
+    pub fn with_tenant_prefix(&self, prefix: impl Into<Arc<str>>) -> Self {
         LeaderElector {
             backend: Arc::clone(&self.backend),
-            settings: self.settings.with_name_prefix(prefix),
+            settings: self.settings.with_tenant_prefix(prefix),
         }
     }
 

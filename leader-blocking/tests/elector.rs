@@ -309,11 +309,21 @@ fn bad_input_gets_typed_errors() {
 fn a_name_prefix_is_applied_to_the_key_and_hidden_in_snapshots() {
     let backend = InMemoryBackend::new();
     let plain = LeaderElector::new(backend, options("a")).unwrap();
-    let scoped = plain.with_name_prefix("tenant:acme:");
+    let scoped = plain.with_name_prefix("billing:").unwrap();
+    for reserved in ["tenant:", "tenant:acme:"] {
+        assert!(matches!(
+            plain.with_name_prefix(reserved),
+            Err(Error::InvalidName(NameError::Reserved { .. }))
+        ));
+    }
+    assert!(matches!(
+        plain.run_if_leader("tenant:acme:sync", || ()),
+        Err(Error::InvalidName(NameError::Reserved { .. }))
+    ));
     scoped
         .run_if_leader("sync", || {
             assert_eq!(
-                plain.state("tenant:acme:sync").unwrap().status(),
+                plain.state("billing:sync").unwrap().status(),
                 LockStatus::Occupied
             );
             let state = scoped.state("sync").unwrap();

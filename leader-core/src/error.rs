@@ -107,6 +107,24 @@ pub enum NameError {
         /// Its byte offset in the name.
         index: usize,
     },
+    /// The name starts or ends with whitespace (or is only whitespace).
+    #[error(
+        "lock name {name:?} starts or ends with whitespace; trim it (\"job\" and \"job \" would be two locks)"
+    )]
+    SurroundingWhitespace {
+        /// The rejected name (or name prefix), cut to the first 64 characters.
+        name: String,
+    },
+    /// An unscoped name (or a name prefix) starts with the namespace of tenant-scoped locks.
+    #[error(
+        "lock name {name:?} starts with `{namespace}`, which is reserved for tenant-scoped locks; scope the elector to the tenant (`for_tenant`) instead"
+    )]
+    Reserved {
+        /// The rejected name (or name prefix), cut to the first 64 characters.
+        name: String,
+        /// The reserved namespace, [`LockName::TENANT_NAMESPACE`](crate::LockName::TENANT_NAMESPACE).
+        namespace: &'static str,
+    },
 }
 
 /// Why [`LeaderElectionOptions`](crate::LeaderElectionOptions) were rejected.

@@ -8,8 +8,15 @@ use crate::error::NameError;
 /// A validated lock name.
 ///
 /// Rules (DESIGN §3): not empty, at most [`LockName::MAX_LEN`] bytes (counting any tenant
-/// prefix), no control characters, and no `{` or `}` (the Redis backend wraps names in a
-/// cluster hash tag). Any other UTF-8 is fine, `:` included.
+/// prefix), no control characters, no `{` or `}` (the Redis backend wraps names in a
+/// cluster hash tag), and no whitespace at either end (`"job"` and `"job "` from a config
+/// file would otherwise be two locks). Any other UTF-8 is fine, `:` and inner spaces
+/// included.
+///
+/// The namespace [`LockName::TENANT_NAMESPACE`] (`tenant:`) belongs to tenant scoping: the
+/// locks of tenant `acme` are `tenant:acme:<name>`. The names electors take from callers
+/// are checked with [`LockName::unscoped`], which refuses that prefix, so an unscoped
+/// `run_if_leader("tenant:acme:job")` can never be tenant `acme`'s lock `job`.
 ///
 /// # Examples
 ///
@@ -30,6 +37,9 @@ impl LockName {
     /// The longest accepted name, in bytes.
     pub const MAX_LEN: usize = 255;
 
+    /// The namespace of tenant-scoped lock names: `tenant:<id>:<name>`.
+    pub const TENANT_NAMESPACE: &'static str = "tenant:";
+
     /// Validates `name`.
     ///
     /// # Errors
@@ -39,7 +49,46 @@ impl LockName {
         let name = name.into();
         check_chars(&name, 0)?;
         check_len(&name)?;
+        check_ends(&name)?;
         Ok(LockName(name))
+    }
+
+    /// Validates a name a caller gives an elector that is not tenant-scoped: the rules of
+    /// [`new`](Self::new), and it must not start with [`TENANT_NAMESPACE`](Self::TENANT_NAMESPACE).
+    ///
+    /// # Errors
+    ///
+    /// A [`NameError`]; [`NameError::Reserved`] for a name in the tenant namespace.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_core::{LockName, NameError};
+    ///
+    /// assert!(LockName::unscoped("nightly").is_ok());
+    /// assert!(matches!(LockName::unscoped("tenant:acme:job"), Err(NameError::Reserved { .. })));
+    /// assert!(matches!(LockName::unscoped(" nightly"), Err(NameError::SurroundingWhitespace { .. })));
+    /// ```
+    pub fn unscoped(name: impl Into<String>) -> Result<Self, NameError> {
+        let name = LockName::new(name)?;
+        check_not_reserved(name.as_str())?;
+        Ok(name)
+    }
+
+    /// Validates a name prefix set by hand on an elector (`with_name_prefix`): not empty,
+    /// no forbidden characters, no whitespace at either end, and not in the tenant
+    /// namespace (tenant scoping sets those prefixes itself).
+    ///
+    /// # Errors
+    ///
+    /// A [`NameError`] naming the problem.
+    pub fn check_prefix(prefix: &str) -> Result<(), NameError> {
+        if prefix.is_empty() {
+            return Err(NameError::Empty);
+        }
+        check_chars(prefix, 0)?;
+        check_ends(prefix)?;
+        check_not_reserved(prefix)
     }
 
     /// Builds `prefix + name`, validating both parts and the length of the whole.
@@ -64,6 +113,7 @@ impl LockName {
         }
         check_chars(prefix, 0)?;
         check_chars(name, prefix.len())?;
+        check_ends(name)?;
         let full = format!("{prefix}{name}");
         check_len(&full)?;
         Ok(LockName(full))
@@ -100,6 +150,28 @@ fn check_chars(s: &str, offset: usize) -> Result<(), NameError> {
                 index: offset + index,
             });
         }
+    }
+    Ok(())
+}
+
+/// No whitespace at either end (a whitespace-only name included).
+fn check_ends(s: &str) -> Result<(), NameError> {
+    let starts = s.chars().next().is_some_and(char::is_whitespace);
+    let ends = s.chars().next_back().is_some_and(char::is_whitespace);
+    if starts || ends {
+        return Err(NameError::SurroundingWhitespace {
+            name: s.chars().take(64).collect(),
+        });
+    }
+    Ok(())
+}
+
+fn check_not_reserved(s: &str) -> Result<(), NameError> {
+    if s.starts_with(LockName::TENANT_NAMESPACE) {
+        return Err(NameError::Reserved {
+            name: s.chars().take(64).collect(),
+            namespace: LockName::TENANT_NAMESPACE,
+        });
     }
     Ok(())
 }
@@ -190,6 +262,49 @@ mod tests {
             LockName::new("ab}"),
             Err(NameError::Brace { ch: '}', index: 2 })
         );
+        for padded in [" job", "job ", "job\u{a0}", "\u{2003}job", " ", "\u{3000}"] {
+            assert!(
+                matches!(
+                    LockName::new(padded),
+                    Err(NameError::SurroundingWhitespace { .. })
+                ),
+                "{padded:?}"
+            );
+        }
+        assert!(
+            LockName::new("nightly report").is_ok(),
+            "inner spaces are fine"
+        );
+    }
+
+    #[test]
+    fn the_tenant_namespace_is_reserved_for_scoped_names() {
+        assert!(LockName::new("tenant:acme:job").is_ok(), "a full key");
+        assert!(matches!(
+            LockName::unscoped("tenant:acme:job"),
+            Err(NameError::Reserved {
+                namespace: "tenant:",
+                ..
+            })
+        ));
+        assert!(LockName::unscoped("tenants:job").is_ok());
+        assert!(LockName::unscoped("my-tenant:job").is_ok());
+        assert!(
+            LockName::prefixed("tenant:acme:", "tenant:x").is_ok(),
+            "inside a scope"
+        );
+        assert!(matches!(
+            LockName::check_prefix("tenant:acme:"),
+            Err(NameError::Reserved { .. })
+        ));
+        assert!(matches!(
+            LockName::check_prefix("team "),
+            Err(NameError::SurroundingWhitespace { .. })
+        ));
+        assert_eq!(LockName::check_prefix(""), Err(NameError::Empty));
+        assert!(LockName::check_prefix("team-x:").is_ok());
+        let err = LockName::unscoped("tenant:acme:job").unwrap_err();
+        assert!(err.to_string().contains("for_tenant"), "{err}");
     }
 
     #[test]
@@ -200,6 +315,10 @@ mod tests {
             Err(NameError::TooLong { len: 256, .. })
         ));
         assert_eq!(LockName::prefixed("tenant:a:", ""), Err(NameError::Empty));
+        assert!(matches!(
+            LockName::prefixed("tenant:a:", " job"),
+            Err(NameError::SurroundingWhitespace { .. })
+        ));
         assert_eq!(
             LockName::prefixed("p:", "a\u{7f}"),
             Err(NameError::ControlCharacter {
@@ -214,7 +333,8 @@ mod tests {
         fn never_panics_and_accepts_exactly_the_valid_names(s in "\\PC{0,300}|[\\x00-\\x7f]{0,10}") {
             let valid = !s.is_empty()
                 && s.len() <= 255
-                && !s.chars().any(|c| c.is_control() || c == '{' || c == '}');
+                && !s.chars().any(|c| c.is_control() || c == '{' || c == '}')
+                && s.trim() == s;
             proptest::prop_assert_eq!(LockName::new(s.clone()).is_ok(), valid);
         }
     }

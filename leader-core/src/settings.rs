@@ -14,8 +14,10 @@ use crate::options::LeaderElectionOptions;
 /// use leader_core::{ElectorSettings, LeaderElectionOptions};
 ///
 /// let settings = ElectorSettings::new(LeaderElectionOptions::default())?;
-/// let scoped = settings.with_name_prefix("tenant:acme:");
-/// assert_eq!(scoped.lock_key("sync")?.as_str(), "tenant:acme:sync");
+/// let scoped = settings.with_name_prefix("billing:")?;
+/// assert_eq!(scoped.lock_key("sync")?.as_str(), "billing:sync");
+/// assert!(settings.with_name_prefix("tenant:acme:").is_err()); // for_tenant's namespace
+/// assert!(settings.lock_key("tenant:acme:sync").is_err());
 /// # Ok::<(), leader_core::Error>(())
 /// ```
 #[derive(Debug, Clone)]
@@ -48,15 +50,30 @@ impl ElectorSettings {
         self.name_prefix.as_deref()
     }
 
-    /// The same settings with every lock name prefixed by `prefix`.
-    pub fn with_name_prefix(&self, prefix: impl Into<Arc<str>>) -> Self {
+    /// The same settings with every lock name prefixed by `prefix`, a prefix chosen by hand
+    /// (see [`LockName::check_prefix`]: never one in the tenant namespace).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`] naming the problem with `prefix`.
+    pub fn with_name_prefix(&self, prefix: impl Into<Arc<str>>) -> Result<Self, Error> {
+        let prefix = prefix.into();
+        LockName::check_prefix(&prefix)?;
+        Ok(self.with_tenant_prefix(prefix))
+    }
+
+    /// The same settings scoped to a tenant: `prefix` is `tenant:<id>:` for an id that tenant
+    /// scoping (`leader-tenant`) has validated. Not for other prefixes: use
+    /// [`with_name_prefix`](Self::with_name_prefix).
+    pub fn with_tenant_prefix(&self, prefix: impl Into<Arc<str>>) -> Self {
         ElectorSettings {
             options: Arc::clone(&self.options),
             name_prefix: Some(prefix.into()),
         }
     }
 
-    /// The full lock key for `name`, prefix included.
+    /// The full lock key for `name`, prefix included. Without a prefix, `name` must not be
+    /// in the tenant namespace ([`LockName::unscoped`]).
     ///
     /// # Errors
     ///
@@ -64,7 +81,7 @@ impl ElectorSettings {
     pub fn lock_key(&self, name: &str) -> Result<LockName, Error> {
         Ok(match &self.name_prefix {
             Some(prefix) => LockName::prefixed(prefix, name)?,
-            None => LockName::new(name)?,
+            None => LockName::unscoped(name)?,
         })
     }
 }

@@ -50,7 +50,9 @@ impl<R: Reseed, D: ForkDetector> TokenSource<R, D> {
             } else {
                 // No fresh seed: keep the child's tokens apart from the parent's by mixing
                 // the process id into each (read once, at the fork).
-                tracing::warn!("could not reseed the owner-token generator after a fork; mixing in the process id");
+                tracing::warn!(
+                    "could not reseed the owner-token generator after a fork; mixing in the process id"
+                );
                 u128::from(std::process::id()) << 96
             };
         }

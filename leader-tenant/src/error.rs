@@ -57,6 +57,13 @@ pub enum TenantError {
         /// Its byte offset in the id.
         index: usize,
     },
+    /// The tenant id starts or ends with whitespace (or is only whitespace): `"acme"` and
+    /// `"acme "` from a tenant list would otherwise be two tenants.
+    #[error("tenant id {id:?} starts or ends with whitespace; trim it")]
+    SurroundingWhitespace {
+        /// The rejected id, cut to its first 64 characters.
+        id: String,
+    },
     /// `for_tenant` was called on an elector that is already scoped. Scopes do not nest:
     /// call `for_tenant` on the unscoped elector instead.
     #[error("the elector is already scoped by the prefix `{prefix}`; tenant scopes do not nest")]

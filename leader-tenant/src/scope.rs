@@ -78,7 +78,7 @@ pub(crate) fn tenant_prefix(
 impl<B: LockBackend + 'static> ForTenant for LeaderElector<B> {
     fn for_tenant(&self, tenant: impl IntoTenantId) -> Result<Self, TenantError> {
         let prefix = tenant_prefix(self.name_prefix(), tenant)?;
-        Ok(self.with_name_prefix(prefix))
+        Ok(self.with_tenant_prefix(prefix))
     }
 
     fn tenant(&self) -> Option<TenantId> {
@@ -100,7 +100,7 @@ impl<B: LockBackend + 'static> ForTenant for ThreadPoolLeaderElector<B> {
 impl<B: leader_core::AsyncLockBackend + 'static> ForTenant for leader_async::AsyncLeaderElector<B> {
     fn for_tenant(&self, tenant: impl IntoTenantId) -> Result<Self, TenantError> {
         let prefix = tenant_prefix(self.name_prefix(), tenant)?;
-        Ok(self.with_name_prefix(prefix))
+        Ok(self.with_tenant_prefix(prefix))
     }
 
     fn tenant(&self) -> Option<TenantId> {

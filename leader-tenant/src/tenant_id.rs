@@ -15,8 +15,10 @@ pub const TENANT_PREFIX: &str = "tenant:";
 ///
 /// Rules: not empty, at most [`TenantId::MAX_LEN`] bytes, no `:` (it separates the tenant
 /// from the lock name, so `a:b` + `c` can never collide with `a` + `b:c`), no control
-/// characters, and no `{` or `}` (reserved for Redis Cluster hash tags). Any other UTF-8 is
-/// fine. Ids are compared byte for byte: `Acme` and `acme` are two tenants.
+/// characters, no `{` or `}` (reserved for Redis Cluster hash tags), and no whitespace at
+/// either end (a tenant list with `"acme "` would otherwise run a second, separate `acme`).
+/// Any other UTF-8 is fine, inner spaces included. Ids are compared byte for byte: `Acme`
+/// and `acme` are two tenants.
 ///
 /// The length limit leaves room for the lock name: the longest prefix,
 /// `tenant:` + 128 bytes + `:`, is 136 bytes, so every tenant can use job names of up to
@@ -52,7 +54,8 @@ impl TenantId {
     /// # Errors
     ///
     /// [`TenantError::EmptyId`], [`TenantError::Colon`], [`TenantError::ControlCharacter`],
-    /// [`TenantError::Brace`] or [`TenantError::IdTooLong`], for the first problem found.
+    /// [`TenantError::Brace`], [`TenantError::SurroundingWhitespace`] or
+    /// [`TenantError::IdTooLong`], for the first problem found.
     pub fn new(id: impl AsRef<str>) -> Result<Self, TenantError> {
         let id = id.as_ref();
         check(id)?;
@@ -97,6 +100,11 @@ fn check(id: &str) -> Result<(), TenantError> {
             ch if ch.is_control() => return Err(TenantError::ControlCharacter { ch, index }),
             _ => {}
         }
+    }
+    if id.trim() != id {
+        return Err(TenantError::SurroundingWhitespace {
+            id: id.chars().take(64).collect(),
+        });
     }
     if id.len() > TenantId::MAX_LEN {
         return Err(TenantError::IdTooLong {
@@ -241,6 +249,15 @@ mod tests {
             TenantId::new(format!("{}:", "x".repeat(200))),
             Err(TenantError::Colon { index: 200 })
         ));
+        for padded in ["acme ", " acme", " ", "\u{a0}acme", "acme\u{3000}"] {
+            assert!(
+                matches!(
+                    TenantId::new(padded),
+                    Err(TenantError::SurroundingWhitespace { .. })
+                ),
+                "{padded:?}"
+            );
+        }
     }
 
     #[test]

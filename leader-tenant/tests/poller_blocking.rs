@@ -194,8 +194,12 @@ fn a_failing_or_panicking_tenant_does_not_affect_the_others() {
         }
         assert!(!report.interrupted);
         // The panicking tenant's lease was released (no min lease here).
-        let unscoped = LeaderElector::new(backend.clone(), options("observer")).unwrap();
-        let state = unscoped.state("tenant:tenant-003:sync").unwrap();
+        let observer = LeaderElector::new(backend.clone(), options("observer")).unwrap();
+        let state = observer
+            .for_tenant("tenant-003")
+            .unwrap()
+            .state("sync")
+            .unwrap();
         assert_eq!(state.status(), LockStatus::Empty);
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::{Runs, assert_one_winner_per_tenant, options, tenants, unique_job};
 use leader_async::AsyncLeaderElector;
 use leader_blocking::{LeaderElector, ThreadPoolLeaderElector};
-use leader_core::{LeaseContext, LockStatus};
+use leader_core::{LeaseContext, LockBackend, LockName, LockStatus};
 use leader_redis::RedisBackend;
 use leader_tenant::{AsyncTenantPoller, ForTenant, OutcomeKind, PollerConfig, TenantId};
 use leader_testkit::server_from_env;
@@ -96,7 +96,8 @@ fn the_tenant_prefix_is_physical_in_redis() {
     let acme = elector.for_tenant("acme").unwrap();
     let job = unique_job("physical");
     acme.run_if_leader(&job, || {
-        let physical = elector.state(&format!("tenant:acme:{job}")).unwrap();
+        let key = LockName::new(format!("tenant:acme:{job}")).unwrap();
+        let physical = LockBackend::state(elector.backend().as_ref(), &key).unwrap();
         assert_eq!(physical.status(), LockStatus::Occupied);
         assert_eq!(physical.lock_name(), format!("tenant:acme:{job}"));
         assert_eq!(acme.state(&job).unwrap().lock_name(), job);

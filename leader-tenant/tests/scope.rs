@@ -8,7 +8,8 @@ use std::time::Duration;
 use leader_async::AsyncLeaderElector;
 use leader_blocking::{LeaderElector, ThreadPoolLeaderElector};
 use leader_core::{
-    Error, InMemoryBackend, LeaderElectionOptions, LeaderRunResult, LockStatus, NameError,
+    Error, InMemoryBackend, LeaderElectionOptions, LeaderRunResult, LockBackend, LockName,
+    LockStatus, NameError,
 };
 use leader_tenant::{ForTenant, TenantError, TenantId};
 
@@ -39,12 +40,38 @@ fn two_tenants_with_the_same_job_name_never_contend() {
 }
 
 #[test]
+fn an_unscoped_elector_cannot_reach_into_a_tenants_namespace() {
+    let backend = InMemoryBackend::new();
+    let node_a = LeaderElector::new(backend.clone(), options("a")).unwrap();
+    let node_b = LeaderElector::new(backend, options("b")).unwrap();
+    let acme = node_a.for_tenant("acme").unwrap();
+    acme.run_if_leader("sync", || {
+        // Without the rule this was acme's very lock: a skip here, a second holder after.
+        let reached = node_b.run_if_leader("tenant:acme:sync", || unreachable!());
+        assert!(
+            matches!(
+                reached,
+                Err(Error::InvalidName(NameError::Reserved {
+                    namespace: "tenant:",
+                    ..
+                }))
+            ),
+            "{reached:?}"
+        );
+        assert!(node_b.state("tenant:acme:sync").is_err());
+        assert!(node_b.with_name_prefix("tenant:acme:").is_err());
+    })
+    .unwrap();
+}
+
+#[test]
 fn the_prefix_is_physical_and_state_strips_it() {
     let backend = InMemoryBackend::new();
-    let elector = LeaderElector::new(backend, options("node-a")).unwrap();
+    let elector = LeaderElector::new(backend.clone(), options("node-a")).unwrap();
     let acme = elector.for_tenant("acme").unwrap();
     acme.run_if_leader("sync", || {
-        let physical = elector.state("tenant:acme:sync").unwrap();
+        let key = LockName::new("tenant:acme:sync").unwrap();
+        let physical = LockBackend::state(&backend, &key).unwrap();
         assert_eq!(physical.status(), LockStatus::Occupied);
         assert_eq!(physical.lock_name(), "tenant:acme:sync");
         assert_eq!(physical.leader().unwrap().leader_id, "node-a");
@@ -80,7 +107,8 @@ fn the_thread_pool_elector_scopes_and_shares_its_pool() {
         })
         .unwrap();
     started_rx.recv().unwrap();
-    let state = unscoped.state("tenant:acme:sync").unwrap();
+    let physical = LockName::new("tenant:acme:sync").unwrap();
+    let state = LockBackend::state(unscoped.backend().as_ref(), &physical).unwrap();
     assert_eq!(state.leader().unwrap().leader_id, "pool");
     assert_eq!(acme.state("sync").unwrap().lock_name(), "sync");
     // Another tenant on the same pool runs beside it.
@@ -104,8 +132,11 @@ fn the_async_elector_scopes_the_same_way() {
         let globex = elector.for_tenant("globex").unwrap();
         let ran = acme
             .run_if_leader("sync", || async {
+                let physical = LockName::new("tenant:acme:sync").unwrap();
                 assert_eq!(
-                    unscoped.state("tenant:acme:sync").unwrap().status(),
+                    LockBackend::state(unscoped.backend().as_ref(), &physical)
+                        .unwrap()
+                        .status(),
                     LockStatus::Occupied
                 );
                 assert_eq!(acme.state("sync").await.unwrap().lock_name(), "sync");
@@ -173,14 +204,10 @@ fn over_long_prefixed_names_are_typed_errors_and_the_limit_is_exact() {
     let room = 255 - "tenant:acme:".len();
     let fits = "n".repeat(room);
     assert_eq!(acme.run_if_leader(&fits, || ()).unwrap(), Some(()));
-    assert_eq!(
-        elector
-            .state(&format!("tenant:acme:{fits}"))
-            .unwrap()
-            .lock_name()
-            .len(),
-        255
-    );
+    let physical = LockName::new(format!("tenant:acme:{fits}")).unwrap();
+    let state = LockBackend::state(elector.backend().as_ref(), &physical).unwrap();
+    assert_eq!(state.lock_name().len(), 255);
+    assert_eq!(state.status(), LockStatus::Empty);
 
     let too_long = "n".repeat(room + 1);
     let err = acme.run_if_leader(&too_long, || ()).unwrap_err();
@@ -220,7 +247,7 @@ fn scoping_twice_is_an_error_whatever_the_prefix() {
         Err(TenantError::AlreadyScoped { prefix }) => assert_eq!(prefix, "tenant:acme:"),
         other => panic!("expected AlreadyScoped, got {other:?}"),
     }
-    let manual = elector.with_name_prefix("team-x:");
+    let manual = elector.with_name_prefix("team-x:").unwrap();
     assert!(matches!(
         manual.for_tenant("acme"),
         Err(TenantError::AlreadyScoped { .. })
