@@ -98,10 +98,10 @@ impl LeaseContext {
         }
     }
 
-    /// Blocks until the lease is lost (`true`) or `timeout` passes (`false`).
+    /// Blocks until the lease is lost (`true`) or `timeout` passes (`false`). A renewal
+    /// during the wait moves the deadline on; the wait still lasts the whole `timeout`.
     pub fn wait_lost_timeout(&self, timeout: Duration) -> bool {
-        let until =
-            Instant::now() + timeout.min(self.deadline().saturating_duration_since(Instant::now()));
+        let give_up = Instant::now().checked_add(timeout);
         loop {
             if self.is_lost() {
                 return true;
@@ -110,11 +110,13 @@ impl LeaseContext {
             if self.is_lost() {
                 return true;
             }
-            let now = Instant::now();
-            if now >= until {
-                return self.is_lost();
-            }
-            listener.wait_timeout(until - now);
+            // Wake at the deadline (lost then, unless renewed meanwhile) or at the timeout.
+            let wake = match give_up {
+                Some(give_up) if Instant::now() >= give_up => return false,
+                Some(give_up) => give_up.min(self.deadline()),
+                None => self.deadline(),
+            };
+            listener.wait_deadline(wake);
         }
     }
 }
@@ -285,6 +287,26 @@ mod tests {
         assert!(matches!(ctx.check(), Err(Error::LeaseLost { key }) if key == "k"));
         futures::executor::block_on(ctx.lost());
         assert!(ctx.wait_lost_timeout(Duration::from_secs(5)));
+    }
+
+    #[test]
+    fn wait_lost_timeout_waits_the_whole_timeout_across_renewals() {
+        let lease = Duration::from_millis(300);
+        let t = Arc::new(tracker(lease));
+        let renewing = Arc::clone(&t);
+        let renewer = std::thread::spawn(move || {
+            for _ in 0..6 {
+                std::thread::sleep(Duration::from_millis(50));
+                assert!(renewing.renewed(Instant::now(), lease));
+            }
+        });
+        let started = Instant::now();
+        // Past the first deadline (300 ms), which the renewals moved on.
+        assert!(!t.context().wait_lost_timeout(Duration::from_millis(500)));
+        let waited = started.elapsed();
+        assert!(waited >= Duration::from_millis(500), "returned after {waited:?}");
+        renewer.join().unwrap();
+        assert!(t.context().wait_lost_timeout(Duration::from_secs(5)), "lost once renewals stop");
     }
 
     #[test]
