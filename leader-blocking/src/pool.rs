@@ -169,6 +169,41 @@ impl<B: LockBackend + 'static> ThreadPoolLeaderElector<B> {
         })
     }
 
+    /// Queues `work` to run on a worker with this pool's elector; the handle yields what it
+    /// returns. For work that must decide something when a worker starts it rather than
+    /// when it is queued — the blocking tenant poller builds each tenant's elector there,
+    /// so that a minimum lease counted to the end of a cycle is counted from the moment of
+    /// acquiring, however long the task waited for a worker.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ShutDown`]. What `work` returns, and a panic in it, come through the handle.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_blocking::ThreadPoolLeaderElector;
+    /// use leader_core::{InMemoryBackend, LeaderElectionOptions};
+    ///
+    /// let pool = ThreadPoolLeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default(), 1)?;
+    /// let task = pool.spawn_with_elector(|elector| elector.run_if_leader("job", || 7))?;
+    /// assert_eq!(task.wait()?, Some(7));
+    /// # Ok::<(), leader_core::Error>(())
+    /// ```
+    pub fn spawn_with_elector<T, F>(&self, work: F) -> Result<TaskHandle<T>, Error>
+    where
+        T: Send + 'static,
+        F: FnOnce(&LeaderElector<B>) -> Result<T, Error> + Send + 'static,
+    {
+        let slot = Slot::new();
+        let handle = TaskHandle::new(Arc::clone(&slot));
+        let elector = self.elector.clone();
+        self.pool.submit(Box::new(move || {
+            slot.finish(catch_unwind(AssertUnwindSafe(|| work(&elector))));
+        }))?;
+        Ok(handle)
+    }
+
     /// A best-effort snapshot of who leads `name`, read on the calling thread.
     ///
     /// # Errors
@@ -190,14 +225,8 @@ impl<B: LockBackend + 'static> ThreadPoolLeaderElector<B> {
         F: FnOnce(&LeaderElector<B>, &str) -> Result<T, Error> + Send + 'static,
     {
         self.elector.lock_key(name)?;
-        let slot = Slot::new();
-        let handle = TaskHandle::new(Arc::clone(&slot));
-        let elector = self.elector.clone();
         let name = name.to_owned();
-        self.pool.submit(Box::new(move || {
-            slot.finish(catch_unwind(AssertUnwindSafe(|| run(&elector, &name))));
-        }))?;
-        Ok(handle)
+        self.spawn_with_elector(move |elector| run(elector, &name))
     }
 }
 

@@ -205,6 +205,43 @@ fn a_failing_or_panicking_tenant_does_not_affect_the_others() {
 }
 
 #[test]
+fn a_task_that_waited_for_a_busy_pool_still_frees_its_lock_before_the_cycle_ends() {
+    let (backend, clock) = manual_backend();
+    clock.advance(Duration::from_secs(1));
+    // One worker, two tenants handed over at once: `b` waits while `a`'s job takes half
+    // the cycle (on the manual clock).
+    let pool = ThreadPoolLeaderElector::new(backend.clone(), options("node"), 1).unwrap();
+    let observer = LeaderElector::new(backend, options("observer")).unwrap();
+    let config = PollerConfig::new("sync", INTERVAL).with_concurrency(2);
+    let job = {
+        let clock = clock.clone();
+        move |tenant: TenantId, _lease: &LeaseContext| {
+            if tenant.as_str() == "a" {
+                clock.advance(INTERVAL / 2);
+            }
+            Ok::<_, String>(())
+        }
+    };
+    let poller = BlockingTenantPoller::new(&pool, config, || ["a", "b"], job)
+        .unwrap()
+        .with_clock(clock.clone());
+    for cycle in 0..3 {
+        let report = poller.run_cycle();
+        assert_eq!(report.count(OutcomeKind::Elected), 2, "cycle {cycle}");
+        // On to the next cycle, one second in: both locks are free again.
+        clock.advance(INTERVAL / 2);
+        for tenant in ["a", "b"] {
+            let state = observer.for_tenant(tenant).unwrap().state("sync").unwrap();
+            assert_eq!(
+                state.status(),
+                LockStatus::Empty,
+                "cycle {cycle}: {tenant}'s lock outlived its cycle: {state:?}"
+            );
+        }
+    }
+}
+
+#[test]
 fn at_most_concurrency_jobs_run_at_once() {
     let pool = ThreadPoolLeaderElector::new(InMemoryBackend::new(), options("node"), 8).unwrap();
     let config = PollerConfig::new("sync", INTERVAL).with_concurrency(3);

@@ -171,7 +171,7 @@ where
     ) -> Result<LeaderRunResult<J::Output, J::Error>, TenantError> {
         let backend = Arc::clone(&self.backend);
         let elector =
-            AsyncLeaderElector::with_shared_backend(backend, self.core.run_options(cycle))?;
+            AsyncLeaderElector::with_shared_backend(backend, self.core.run_options().at(cycle))?;
         let scoped = elector.for_tenant(&tenant)?;
         let job = &self.job;
         let outcome = scoped

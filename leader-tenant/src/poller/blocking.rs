@@ -12,7 +12,6 @@ use crate::poller::Core;
 use crate::poller::config::PollerConfig;
 use crate::poller::cycle::drive;
 use crate::report::CycleReport;
-use crate::scope::ForTenant;
 use crate::shutdown::Shutdown;
 use crate::source::TenantSource;
 use crate::tenant_id::TenantId;
@@ -155,14 +154,20 @@ where
         tenant: TenantId,
         cycle: u64,
     ) -> Result<LeaderRunResult<J::Output, J::Error>, TenantError> {
-        let backend = Arc::clone(self.pool.elector().backend());
-        let elector = LeaderElector::with_shared_backend(backend, self.core.run_options(cycle))?;
-        let scoped = self.pool.with_elector(elector.for_tenant(&tenant)?);
+        let name = self.core.config().job_name().to_owned();
+        // Checked now, so a bad name is this tenant's error at once.
+        let prefix = tenant.lock_prefix();
+        tenant.lock_name(&name)?;
+        let options = self.core.run_options();
         let job = Arc::clone(&self.job);
-        let task = scoped
-            .run_async_if_leader_with(self.core.config().job_name(), move |lease| {
-                job.run(tenant, lease)
-            })?;
+        let task = self.pool.spawn_with_elector(move |pool_elector| {
+            // The options are computed on the worker, right before acquiring: a task that
+            // waited for a busy pool still frees its tenant's lock before the cycle ends.
+            let backend = Arc::clone(pool_elector.backend());
+            let elector = LeaderElector::with_shared_backend(backend, options.at(cycle))?
+                .with_tenant_prefix(prefix);
+            elector.run_if_leader_with(&name, |lease| job.run(tenant, lease))
+        })?;
         Ok(task.await?)
     }
 }

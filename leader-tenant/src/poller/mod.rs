@@ -36,6 +36,24 @@ pub(crate) struct Core<S> {
     clock: Arc<dyn Clock>,
 }
 
+/// What one tenant's run options are computed from; cheap to clone into a worker's task.
+#[derive(Debug, Clone)]
+pub(crate) struct RunOptions {
+    config: PollerConfig,
+    base_options: LeaderElectionOptions,
+    clock: Arc<dyn Clock>,
+}
+
+impl RunOptions {
+    /// The elector options of one tenant's run in cycle `cycle`, acquiring now: its minimum
+    /// lease lasts until shortly before the cycle ends (see [`PollerConfig`]). Call it
+    /// right before acquiring: the minimum lease is counted from the acquisition.
+    pub(crate) fn at(&self, cycle: u64) -> LeaderElectionOptions {
+        let min_lease = self.config.min_lease_at(cycle, self.clock.now());
+        self.config.elector_options(&self.base_options, min_lease)
+    }
+}
+
 impl<S> fmt::Debug for Core<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Core")
@@ -77,11 +95,13 @@ impl<S: TenantSource> Core<S> {
         self.clock = Arc::new(clock);
     }
 
-    /// The elector options of one tenant's run in cycle `cycle`, starting now: its minimum
-    /// lease lasts until shortly before the cycle ends (see [`PollerConfig`]).
-    pub(crate) fn run_options(&self, cycle: u64) -> LeaderElectionOptions {
-        let min_lease = self.config.min_lease_at(cycle, self.clock.now());
-        self.config.elector_options(&self.base_options, min_lease)
+    /// How tenants' run options are computed (see [`RunOptions::at`]).
+    pub(crate) fn run_options(&self) -> RunOptions {
+        RunOptions {
+            config: self.config.clone(),
+            base_options: self.base_options.clone(),
+            clock: Arc::clone(&self.clock),
+        }
     }
 
     pub(crate) fn config(&self) -> &PollerConfig {
