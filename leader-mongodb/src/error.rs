@@ -105,22 +105,30 @@ pub(crate) fn is_duplicate_key(err: &DriverError) -> bool {
 const DUPLICATE_KEY: i32 = 11000;
 
 /// Server error codes that mean "try again later": time limits, elections, shutdowns,
-/// network trouble seen by the server, write conflicts, write concern timeouts.
+/// network trouble seen by the server, stale routing in a sharded cluster, write
+/// conflicts, write concern timeouts. The retryable codes of the drivers' retryable-writes
+/// and retryable-reads specifications are all here.
 const TRANSIENT_CODES: &[i32] = &[
     6,     // HostUnreachable
     7,     // HostNotFound
     50,    // MaxTimeMSExpired
+    63,    // StaleShardVersion
     64,    // WriteConcernFailed (wtimeout)
     89,    // NetworkTimeout
     91,    // ShutdownInProgress
     112,   // WriteConflict
+    133,   // FailedToSatisfyReadPreference
+    134,   // ReadConcernMajorityNotAvailableYet
+    150,   // StaleEpoch
     189,   // PrimarySteppedDown
     262,   // ExceededTimeLimit
     9001,  // SocketException
+    10058, // LegacyNotPrimary
     10107, // NotWritablePrimary
     11000, // DuplicateKey (a racing upsert that lost twice)
     11600, // InterruptedAtShutdown
     11602, // InterruptedDueToReplStateChange
+    13388, // StaleConfig
     13435, // NotPrimaryNoSecondaryOk
     13436, // NotPrimaryOrSecondary
 ];
@@ -173,6 +181,73 @@ mod tests {
         let invalid = mongodb::options::ConnectionString::parse("postgres://x").unwrap_err();
         assert_eq!(driver_kind(&invalid), BackendErrorKind::Permanent);
         assert!(!is_duplicate_key(&invalid));
+    }
+
+    fn command_error(code: i32, name: &str) -> DriverError {
+        let doc = mongodb::bson::doc! { "code": code, "codeName": name, "errmsg": name };
+        let command = mongodb::bson::from_document(doc).unwrap();
+        DriverError::from(ErrorKind::Command(command))
+    }
+
+    fn write_concern_error(code: i32, name: &str) -> DriverError {
+        let doc = mongodb::bson::doc! { "code": code, "codeName": name, "errmsg": name };
+        let concern = mongodb::bson::from_document(doc).unwrap();
+        DriverError::from(ErrorKind::Write(WriteFailure::WriteConcernError(concern)))
+    }
+
+    #[test]
+    fn each_server_code_gets_its_class() {
+        let transient = [
+            (10107, "NotWritablePrimary"),
+            (13388, "StaleConfig"),
+            (11600, "InterruptedAtShutdown"),
+            (11602, "InterruptedDueToReplStateChange"),
+            (13435, "NotPrimaryNoSecondaryOk"),
+            (13436, "NotPrimaryOrSecondary"),
+            (189, "PrimarySteppedDown"),
+            (91, "ShutdownInProgress"),
+            (7, "HostNotFound"),
+            (6, "HostUnreachable"),
+            (89, "NetworkTimeout"),
+            (9001, "SocketException"),
+            (262, "ExceededTimeLimit"),
+            (63, "StaleShardVersion"),
+            (150, "StaleEpoch"),
+            (133, "FailedToSatisfyReadPreference"),
+            (134, "ReadConcernMajorityNotAvailableYet"),
+            (10058, "LegacyNotPrimary"),
+            (50, "MaxTimeMSExpired"),
+            (112, "WriteConflict"),
+        ];
+        for (code, name) in transient {
+            assert_eq!(
+                driver_kind(&command_error(code, name)),
+                BackendErrorKind::Transient,
+                "{name}"
+            );
+        }
+        assert_eq!(
+            driver_kind(&write_concern_error(64, "WriteConcernFailed")),
+            BackendErrorKind::Transient
+        );
+        assert_eq!(
+            driver_kind(&write_concern_error(91, "ShutdownInProgress")),
+            BackendErrorKind::Transient
+        );
+        let permanent = [
+            (13, "Unauthorized"),
+            (18, "AuthenticationFailed"),
+            (2, "BadValue"),
+            (9, "FailedToParse"),
+            (40324, "Unrecognized pipeline stage name"),
+        ];
+        for (code, name) in permanent {
+            assert_eq!(
+                driver_kind(&command_error(code, name)),
+                BackendErrorKind::Permanent,
+                "{name}"
+            );
+        }
     }
 
     #[test]

@@ -103,15 +103,22 @@ pub(crate) enum Failure {
 
 impl Failure {
     /// Classifies a driver error from the `op` call.
+    ///
+    /// Transient: the network (refused, reset, closed, timed out — also during a TLS
+    /// handshake) and a server that is starting, failing over or overloaded (`LOADING`,
+    /// `BUSY`, `TRYAGAIN`, `CLUSTERDOWN`, `MASTERDOWN`, `READONLY`, `MOVED`/`ASK`,
+    /// `NOSCRIPT` after a restart emptied the script cache, `OOM`, `NOREPLICAS`,
+    /// `MISCONF`, `max number of clients reached`). Permanent: what needs a person — a
+    /// certificate, credentials, permissions, foreign data at a lock key, a script error.
     pub(crate) fn from_redis(op: &'static str, err: RedisError) -> Self {
+        // The network first: a reset or timeout in a TLS handshake is the network's too.
+        if err.is_timeout() || err.is_connection_dropped() || err.is_connection_refusal() {
+            return Failure::Unreachable(err);
+        }
         if is_tls_error(&err) {
             return Failure::Tls(err);
         }
-        if err.is_io_error()
-            || err.is_timeout()
-            || err.is_connection_dropped()
-            || err.is_connection_refusal()
-        {
+        if err.is_io_error() {
             return Failure::Unreachable(err);
         }
         match err.kind() {
@@ -123,16 +130,18 @@ impl Failure {
                 | ServerErrorKind::MasterDown
                 | ServerErrorKind::ReadOnly
                 | ServerErrorKind::Moved
-                | ServerErrorKind::Ask,
+                | ServerErrorKind::Ask
+                | ServerErrorKind::NoScript,
             ) => Failure::Unavailable(err),
-            ErrorKind::Extension => match err.code() {
+            _ => match err.code() {
                 Some("WRONGTYPE") => Failure::WrongType(err),
-                Some("BUSY" | "OOM" | "NOREPLICAS" | "LOADING") => Failure::Unavailable(err),
+                Some("BUSY" | "OOM" | "NOREPLICAS" | "LOADING" | "MISCONF") => {
+                    Failure::Unavailable(err)
+                }
+                _ if is_client_limit(&err) => Failure::Unavailable(err),
                 _ if is_script_error(&err) => Failure::Script { op, source: err },
                 _ => Failure::Refused { op, source: err },
             },
-            _ if is_script_error(&err) => Failure::Script { op, source: err },
-            _ => Failure::Refused { op, source: err },
         }
     }
 
@@ -180,6 +189,11 @@ fn is_tls_error(err: &RedisError) -> bool {
     text.contains("certificate") || text.contains("handshake")
 }
 
+/// `ERR max number of clients reached`: the server is full now, not refusing for good.
+fn is_client_limit(err: &RedisError) -> bool {
+    err.to_string().contains("max number of clients reached")
+}
+
 fn is_script_error(err: &RedisError) -> bool {
     let text = err.to_string();
     text.contains("@user_script") || text.contains("script:")
@@ -201,6 +215,77 @@ mod tests {
         );
         assert_eq!(mask_password("redis://host/"), "redis://host/");
         assert_eq!(mask_password("not a url"), "not a url");
+    }
+
+    /// A server's error reply, as the driver hands it over.
+    fn reply(line: &str) -> RedisError {
+        let value = redis::parse_redis_value(format!("-{line}\r\n").as_bytes()).unwrap();
+        value.extract_error().unwrap_err()
+    }
+
+    fn io(kind: std::io::ErrorKind, message: &str) -> RedisError {
+        RedisError::from(std::io::Error::new(kind, message.to_owned()))
+    }
+
+    #[test]
+    fn each_kind_of_trouble_gets_its_class() {
+        use std::io::ErrorKind as Io;
+        let transient = [
+            reply("NOSCRIPT No matching script. Please use EVAL."),
+            reply("LOADING Redis is loading the dataset in memory"),
+            reply(
+                "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
+            ),
+            reply("TRYAGAIN Multiple keys request during rehashing of slot"),
+            reply(
+                "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+            ),
+            reply("READONLY You can't write against a read only replica."),
+            reply("ERR max number of clients reached"),
+            reply(
+                "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk.",
+            ),
+            reply("CLUSTERDOWN The cluster is down"),
+            reply("MOVED 3999 127.0.0.1:6381"),
+            reply("OOM command not allowed when used memory > 'maxmemory'."),
+            reply("NOREPLICAS Not enough good replicas to write."),
+            io(Io::ConnectionRefused, "connection refused"),
+            io(
+                Io::ConnectionReset,
+                "connection reset by peer during the TLS handshake",
+            ),
+            io(
+                Io::UnexpectedEof,
+                "peer closed connection without sending TLS close_notify: handshake",
+            ),
+            io(Io::TimedOut, "TLS handshake timed out"),
+            io(Io::BrokenPipe, "broken pipe"),
+        ];
+        for err in transient {
+            let text = err.to_string();
+            assert_eq!(
+                Failure::from_redis("acquire", err).kind(),
+                BackendErrorKind::Transient,
+                "{text}"
+            );
+        }
+        let permanent = [
+            reply("WRONGTYPE Operation against a key holding the wrong kind of value"),
+            reply("NOPERM User has no permissions to run the 'evalsha' command"),
+            reply("NOAUTH Authentication required."),
+            reply("WRONGPASS invalid username-password pair or user is disabled."),
+            reply("ERR unknown command 'EVALSHA'"),
+            reply("ERR user_script:12: Script attempted to access nonexistent global variable"),
+            io(Io::InvalidData, "invalid peer certificate: UnknownIssuer"),
+        ];
+        for err in permanent {
+            let text = err.to_string();
+            assert_eq!(
+                Failure::from_redis("acquire", err).kind(),
+                BackendErrorKind::Permanent,
+                "{text}"
+            );
+        }
     }
 
     #[test]
