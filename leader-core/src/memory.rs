@@ -82,9 +82,16 @@ struct Holder {
     /// Expiry bookkeeping, always on the backend's monotonic clock (like a server's `PX`).
     acquired_on_clock: Instant,
     deadline: Instant,
+    /// Released with a minimum lease: kept until the deadline, but no longer the owner's
+    /// to renew or release (a renewal that was in flight must not stretch it).
+    released: bool,
 }
 
 impl Holder {
+    fn is_live_for(&self, owner: OwnerToken, now: Instant) -> bool {
+        self.owner == owner && !self.released && self.deadline > now
+    }
+
     fn snapshot(&self) -> LeaderLease {
         LeaderLease::new(
             self.leader_id.clone(),
@@ -147,7 +154,9 @@ impl InMemoryBackend {
             None => slots.entry(request.key.as_str().to_owned()).or_default(),
         };
         let holder = match slot.holder.take() {
-            Some(holder) if holder.deadline > clock_now && holder.owner != request.owner => {
+            Some(holder)
+                if holder.deadline > clock_now && !holder.is_live_for(request.owner, clock_now) =>
+            {
                 let snapshot = holder.snapshot();
                 slot.holder = Some(holder);
                 return AcquireOutcome::Held(Some(snapshot));
@@ -175,6 +184,7 @@ impl InMemoryBackend {
                     expires_at: reported_now + request.lease_time,
                     acquired_on_clock: clock_now,
                     deadline: clock_now + request.lease_time,
+                    released: false,
                 }
             }
         };
@@ -200,9 +210,7 @@ impl InMemoryBackend {
         let mut slots = self.inner.slots.lock();
         let slot = slots.get_mut(lease.key.as_str())?;
         match &slot.holder {
-            Some(holder) if holder.owner == lease.owner && holder.deadline > clock_now => {
-                Some(f(slot, clock_now))
-            }
+            Some(holder) if holder.is_live_for(lease.owner, clock_now) => Some(f(slot, clock_now)),
             _ => None,
         }
     }
@@ -233,7 +241,11 @@ impl InMemoryBackend {
         let Some(slot) = slots.get_mut(lease.key.as_str()) else {
             return ReleaseOutcome::NotHeld;
         };
-        let Some(holder) = slot.holder.as_mut().filter(|h| h.owner == lease.owner) else {
+        let Some(holder) = slot
+            .holder
+            .as_mut()
+            .filter(|h| h.owner == lease.owner && !h.released)
+        else {
             return ReleaseOutcome::NotHeld;
         };
         if let Some(now) = clock_now {
@@ -241,6 +253,7 @@ impl InMemoryBackend {
             if keep_until > now && holder.deadline > now {
                 holder.deadline = holder.deadline.min(keep_until);
                 holder.expires_at = holder.expires_at.min(holder.acquired_at + min_lease_time);
+                holder.released = true;
                 return ReleaseOutcome::Released;
             }
         }

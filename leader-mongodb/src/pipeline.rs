@@ -149,17 +149,24 @@ pub(crate) fn extend(key: &LockName, owner: OwnerToken, lease_time: Duration) ->
     }
 }
 
+/// The `owner` of a lock kept for its minimum lease after its release: held, but no longer
+/// by anyone who could renew or release it.
+pub(crate) const RELEASED: &str = "released";
+
 /// Release: one `updateOne` that matches `owner`'s document and moves `expires_at` to
 /// `min(expires_at, acquired_at + min_lease_time)`.
 ///
-/// Without a minimum lease the owner is cleared too. With one the owner stays, so the lock
-/// stays held until the new expiry, and needs no "now". The document stays either way, so
-/// the fencing counter survives.
+/// Without a minimum lease the owner is cleared too. With one the owner becomes
+/// [`RELEASED`], so the lock stays held until the new expiry (and needs no "now"), while a
+/// renewal that was still on its way no longer matches and cannot stretch it. The document
+/// stays either way, so the fencing counter survives.
 pub(crate) fn release(key: &LockName, owner: OwnerToken, min_lease_time: Duration) -> Plan {
     let keep_until = plus_millis(path::ACQUIRED_AT, millis(min_lease_time));
     let mut set = doc! { EXPIRES_AT: { "$min": [ path::EXPIRES_AT, keep_until ] } };
     if min_lease_time.is_zero() {
         set.insert(OWNER, Bson::Null);
+    } else {
+        set.insert(OWNER, RELEASED);
     }
     Plan {
         filter: doc! { ID: key.as_str(), OWNER: owner.to_string() },
@@ -279,14 +286,14 @@ mod tests {
     }
 
     #[test]
-    fn release_clears_the_owner_only_without_a_minimum_lease() {
+    fn release_clears_the_owner_or_marks_the_lock_released() {
         let owner = OwnerToken::from_u128(5);
         let plain = release(&key(), owner, Duration::ZERO);
         let set = plain.update[0].get_document("$set").unwrap();
         assert_eq!(set.get(OWNER), Some(&Bson::Null));
         let min = release(&key(), owner, Duration::from_secs(1));
         let set = min.update[0].get_document("$set").unwrap();
-        assert!(!set.contains_key(OWNER));
+        assert_eq!(set.get_str(OWNER), Ok(RELEASED));
         assert_eq!(
             set.get_document(EXPIRES_AT).unwrap(),
             &doc! { "$min": [ "$expires_at", {

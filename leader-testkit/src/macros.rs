@@ -30,6 +30,7 @@ macro_rules! contract_tests {
                 release_by_owner_frees,
                 release_by_non_owner_changes_nothing,
                 min_lease_keeps_the_lock_without_blocking,
+                min_lease_release_is_final,
                 min_lease_already_passed_frees_at_once,
                 tokens_strictly_increase,
                 state_reports_holder_and_hides_expired,

@@ -13,7 +13,9 @@
 --
 -- The minimum lease is counted from `sacq`, the acquisition time on the server's clock,
 -- and compared with the server's TIME: the client's clock (which `acq` may come from)
--- never decides how long the key lives.
+-- never decides how long the key lives. A lock kept for the minimum lease is no longer
+-- its owner's: `owner` becomes 'released', so a renewal that was still on its way cannot
+-- stretch it, and the owner cannot re-acquire it.
 local min_ms = tonumber(ARGV[2])
 if min_ms > 0 then
   local cur = redis.call('HMGET', KEYS[1], 'owner', 'sacq', 'acq', 'exp')
@@ -42,7 +44,9 @@ if min_ms > 0 then
     end
     local until_us = acq + min_ms * 1000
     if until_us < exp then
-      redis.call('HSET', KEYS[1], 'exp', string.format('%.0f', until_us))
+      redis.call('HSET', KEYS[1], 'owner', 'released', 'exp', string.format('%.0f', until_us))
+    else
+      redis.call('HSET', KEYS[1], 'owner', 'released')
     end
     return {2}
   end

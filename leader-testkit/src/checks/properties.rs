@@ -67,6 +67,50 @@ where
     });
 }
 
+/// §4.6: a release that keeps the lock for the minimum lease is final: a renewal that
+/// arrives after it (one that was in flight when the action ended) neither renews nor
+/// stretches the lease, and the same owner cannot re-acquire it.
+pub fn min_lease_release_is_final<H: Harness, R: Runner>(harness: &H, runner: &R)
+where
+    H::Backend: AsyncLockBackend,
+{
+    runner.block_on(async {
+        let backend = harness.backend().await;
+        let key = fresh_name("min-lease-final");
+        let min_lease = harness.short_lease();
+        let owner = OwnerToken::random();
+        let lease = must_acquire(&backend, request(&key, owner, "node-a", LONG_LEASE)).await;
+        assert_eq!(
+            backend.release(&lease, min_lease).await.unwrap(),
+            ReleaseOutcome::Released
+        );
+        let late = backend.extend(&lease, LONG_LEASE, false).await.unwrap();
+        assert_eq!(
+            late,
+            ExtendOutcome::NotHeld,
+            "a renewal after the release must not land"
+        );
+        match acquire(&backend, request(&key, owner, "node-a", LONG_LEASE)).await {
+            AcquireOutcome::Held(Some(holder)) => {
+                assert_eq!(holder.fencing_token, lease.fencing_token);
+                let kept = holder.expires_at.duration_since(holder.acquired_at).unwrap();
+                assert!(
+                    kept.abs_diff(min_lease) <= Duration::from_millis(5),
+                    "still kept for the minimum lease only, got {kept:?}"
+                );
+            }
+            other => panic!("the released owner must not get the lock back, got {other:?}"),
+        }
+        harness.advance(min_lease + min_lease / 2);
+        let next = must_acquire(
+            &backend,
+            request(&key, OwnerToken::random(), "node-b", LONG_LEASE),
+        )
+        .await;
+        assert!(next.fencing_token > lease.fencing_token);
+    });
+}
+
 /// §4.6: a release after the minimum lease has passed frees at once.
 pub fn min_lease_already_passed_frees_at_once<H: Harness, R: Runner>(harness: &H, runner: &R)
 where
