@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use mongodb::options::{ClientOptions, WriteConcern};
+use mongodb::options::{Acknowledgment, ClientOptions, WriteConcern};
 
 /// Where [`MongoBackend`](crate::MongoBackend) keeps its lock documents, and its time limits.
 ///
@@ -10,7 +10,7 @@ use mongodb::options::{ClientOptions, WriteConcern};
 /// |---|---|---|
 /// | `database` | the connection string's database, else `leader` | database of the lock collection |
 /// | `collection` | `leader_locks` | one document per lock |
-/// | `write_concern` | majority | write concern of acquire, extend and release |
+/// | `write_concern` | majority, journaled | write concern of acquire, extend and release: a lock a failover or a crash can roll back is no lock |
 /// | `max_time` | 5 s | server-side limit (`maxTimeMS`) of acquire, extend and state |
 /// | `server_selection_timeout` | the URI's, else 5 s | how long to look for a usable server |
 /// | `connect_timeout` | the URI's, else 5 s | how long one connection attempt may take |
@@ -63,7 +63,10 @@ impl MongoConfig {
         MongoConfig {
             database: None,
             collection: Self::DEFAULT_COLLECTION.to_owned(),
-            write_concern: WriteConcern::majority(),
+            write_concern: WriteConcern::builder()
+                .w(Acknowledgment::Majority)
+                .journal(true)
+                .build(),
             max_time: Duration::from_secs(5),
             server_selection_timeout: None,
             connect_timeout: None,
@@ -230,9 +233,8 @@ mod tests {
                 .database_or(Some("app")),
             "x"
         );
-        assert_eq!(
-            MongoConfig::new().write_concern(),
-            &WriteConcern::majority()
-        );
+        let concern = MongoConfig::new().write_concern().clone();
+        assert_eq!(concern.w, Some(Acknowledgment::Majority));
+        assert_eq!(concern.journal, Some(true));
     }
 }

@@ -11,7 +11,9 @@ use leader_core::{
 };
 use mongodb::Collection;
 use mongodb::bson::Document;
-use mongodb::options::{ReturnDocument, WriteConcern};
+use mongodb::options::{
+    AggregateOptions, ReadConcern, ReadPreference, ReturnDocument, SelectionCriteria, WriteConcern,
+};
 
 use crate::document::{LockRecord, ShapeError, decode};
 use crate::error::{OpError, is_duplicate_key};
@@ -37,6 +39,30 @@ pub(crate) struct Acquire {
     pub(crate) owner: OwnerToken,
     pub(crate) leader_id: String,
     pub(crate) lease_time: Duration,
+}
+
+/// How a lock document is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Read {
+    /// With the collection's defaults: a best-effort snapshot.
+    Snapshot,
+    /// From the primary, with majority read concern: to settle an acquire by what the
+    /// upsert's majority write left, never a lagging secondary's copy or a write that a
+    /// failover could still roll back.
+    Settled,
+}
+
+impl Read {
+    fn options(self, max_time: Duration) -> AggregateOptions {
+        let mut options = AggregateOptions::default();
+        options.max_time = Some(max_time);
+        if self == Read::Settled {
+            options.selection_criteria =
+                Some(SelectionCriteria::ReadPreference(ReadPreference::Primary));
+            options.read_concern = Some(ReadConcern::majority());
+        }
+        options
+    }
 }
 
 /// Why the last acquire attempt settled nothing.
@@ -106,7 +132,7 @@ impl Store {
     /// After an upsert that returned no document: what the stored document says, or
     /// `None` when it settles nothing (absent, or free) and the update must be sent again.
     async fn reread(&self, request: &Acquire) -> Result<Option<AcquireOutcome>, OpError> {
-        let Some((record, server_now)) = self.read(&request.key).await? else {
+        let Some((record, server_now)) = self.read(&request.key, Read::Settled).await? else {
             return Ok(None);
         };
         Ok(if record.is_owned_by(request.owner) {
@@ -121,11 +147,15 @@ impl Store {
     }
 
     /// The lock document and the server's time, read together ([`pipeline::state`]).
-    async fn read(&self, key: &LockName) -> Result<Option<(LockRecord, SystemTime)>, OpError> {
+    async fn read(
+        &self,
+        key: &LockName,
+        read: Read,
+    ) -> Result<Option<(LockRecord, SystemTime)>, OpError> {
         let mut cursor = self
             .collection
             .aggregate(pipeline::state(key))
-            .max_time(self.max_time)
+            .with_options(read.options(self.max_time))
             .await?;
         if !cursor.advance().await? {
             return Ok(None);
@@ -203,7 +233,7 @@ impl Store {
     /// One aggregation; see [`pipeline::state`]. A holder counts as gone once its lease
     /// has run out on the server's clock, the clock that decides it.
     pub(crate) async fn state(self, key: LockName) -> Result<LeaderState, OpError> {
-        Ok(match self.read(&key).await? {
+        Ok(match self.read(&key, Read::Snapshot).await? {
             Some((record, server_now)) if record.is_live_at(server_now) => {
                 LeaderState::occupied(key.as_str(), record.holder())
             }
@@ -230,5 +260,24 @@ impl From<leader_core::AcquireRequest<'_>> for Acquire {
             leader_id: request.leader_id.to_owned(),
             lease_time: request.lease_time,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_acquire_is_settled_by_a_majority_read_on_the_primary() {
+        let settled = Read::Settled.options(Duration::from_secs(5));
+        assert_eq!(settled.read_concern, Some(ReadConcern::majority()));
+        assert!(matches!(
+            settled.selection_criteria,
+            Some(SelectionCriteria::ReadPreference(ReadPreference::Primary))
+        ));
+        assert_eq!(settled.max_time, Some(Duration::from_secs(5)));
+        let snapshot = Read::Snapshot.options(Duration::from_secs(5));
+        assert_eq!(snapshot.read_concern, None);
+        assert!(snapshot.selection_criteria.is_none());
     }
 }
