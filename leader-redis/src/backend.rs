@@ -1,7 +1,7 @@
 //! [`RedisBackend`]: construction, the shared plumbing of every call, and the SPI traits.
 
-use std::sync::{Arc, OnceLock};
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use leader_core::{Backend, Error, LockName, ReleaseEvents};
 use redis::{RedisResult, Value};
@@ -14,7 +14,11 @@ use crate::error::{ConfigError, Failure};
 use crate::keys::{LockKeys, release_channel};
 use crate::ops::Op;
 use crate::pubsub::Subscriber;
+use crate::started::Started;
 use crate::sync_conn::SyncPool;
+
+/// How long after a failed start of the release subscription the next use tries again.
+const SUBSCRIPTION_RETRY: Duration = Duration::from_secs(1);
 
 /// Locks in Redis (a single server or a Redis Cluster), for the blocking and the async
 /// electors alike.
@@ -61,7 +65,7 @@ struct Inner {
     #[cfg(any(feature = "tokio", feature = "smol"))]
     async_pool: AsyncPool,
     events: ReleaseEvents,
-    subscriber: OnceLock<Option<Subscriber>>,
+    subscriber: Started<Subscriber>,
 }
 
 impl RedisBackend {
@@ -156,7 +160,7 @@ impl RedisBackend {
                 target,
                 config,
                 events: ReleaseEvents::new(),
-                subscriber: OnceLock::new(),
+                subscriber: Started::new(SUBSCRIPTION_RETRY),
             }),
         }
     }
@@ -191,7 +195,6 @@ impl RedisBackend {
         self.inner
             .subscriber
             .get()
-            .and_then(Option::as_ref)
             .is_some_and(Subscriber::is_subscribed)
     }
 
@@ -214,22 +217,15 @@ impl RedisBackend {
         finish(op, &keys, reply, started)
     }
 
-    fn start_subscriber(&self) -> Option<Subscriber> {
+    fn start_subscriber(&self) -> std::io::Result<Subscriber> {
         let inner = &self.inner;
-        let spawned = Subscriber::spawn(
+        Subscriber::spawn(
             inner.target.subscription_clients(),
             inner.channel.clone(),
             inner.events.clone(),
             inner.config.connect_timeout(),
             inner.config.response_timeout(),
-        );
-        match spawned {
-            Ok(subscriber) => Some(subscriber),
-            Err(err) => {
-                tracing::warn!(error = %err, "could not start the release subscription; waiters will poll");
-                None
-            }
-        }
+        )
     }
 }
 
@@ -271,14 +267,15 @@ impl Backend for RedisBackend {
     }
 
     /// The shared release notifications (`None` when turned off in [`RedisConfig`]).
-    /// The first call starts the subscription thread.
+    /// The first call starts the subscription thread; if it cannot start, a later call
+    /// tries again (at most once per [`SUBSCRIPTION_RETRY`]), and waiters poll meanwhile.
     fn release_events(&self) -> Option<&ReleaseEvents> {
         if !self.inner.config.release_notifications() {
             return None;
         }
         self.inner
             .subscriber
-            .get_or_init(|| self.start_subscriber());
+            .get_or_start(|| self.start_subscriber());
         Some(&self.inner.events)
     }
 }

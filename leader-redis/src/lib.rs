@@ -14,6 +14,7 @@ mod keys;
 mod ops;
 mod pubsub;
 mod scripts;
+mod started;
 mod sync_conn;
 
 pub use backend::RedisBackend;
