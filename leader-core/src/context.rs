@@ -304,9 +304,15 @@ mod tests {
         // Past the first deadline (300 ms), which the renewals moved on.
         assert!(!t.context().wait_lost_timeout(Duration::from_millis(500)));
         let waited = started.elapsed();
-        assert!(waited >= Duration::from_millis(500), "returned after {waited:?}");
+        assert!(
+            waited >= Duration::from_millis(500),
+            "returned after {waited:?}"
+        );
         renewer.join().unwrap();
-        assert!(t.context().wait_lost_timeout(Duration::from_secs(5)), "lost once renewals stop");
+        assert!(
+            t.context().wait_lost_timeout(Duration::from_secs(5)),
+            "lost once renewals stop"
+        );
     }
 
     #[test]

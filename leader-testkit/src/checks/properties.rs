@@ -93,7 +93,10 @@ where
         match acquire(&backend, request(&key, owner, "node-a", LONG_LEASE)).await {
             AcquireOutcome::Held(Some(holder)) => {
                 assert_eq!(holder.fencing_token, lease.fencing_token);
-                let kept = holder.expires_at.duration_since(holder.acquired_at).unwrap();
+                let kept = holder
+                    .expires_at
+                    .duration_since(holder.acquired_at)
+                    .unwrap();
                 assert!(
                     kept.abs_diff(min_lease) <= Duration::from_millis(5),
                     "still kept for the minimum lease only, got {kept:?}"
