@@ -268,7 +268,7 @@ impl Backend for RedisBackend {
 
     /// The shared release notifications (`None` when turned off in [`RedisConfig`]).
     /// The first call starts the subscription thread; if it cannot start, a later call
-    /// tries again (at most once per [`SUBSCRIPTION_RETRY`]), and waiters poll meanwhile.
+    /// tries again (at most once a second), and waiters poll meanwhile.
     fn release_events(&self) -> Option<&ReleaseEvents> {
         if !self.inner.config.release_notifications() {
             return None;
