@@ -227,3 +227,29 @@ fn an_action_that_outlived_its_lease_says_so_in_the_result() {
     assert_eq!(slow.value(), Some(&2));
     assert!(slow.lease_lost());
 }
+
+/// While the store is down every failed call leaves a possibly orphaned lease to release
+/// for as long as a lease; one shared thread does that, not a thread per call.
+#[cfg(target_os = "linux")]
+#[test]
+fn failed_calls_while_the_store_is_down_do_not_start_a_thread_each() {
+    /// Threads of this process that release orphans (other tests' threads come and go).
+    fn orphan_threads() -> usize {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+            .filter(|name| name.starts_with("leader-orphan"))
+            .count()
+    }
+    let (faulty, a) = faulty_elector("a", options("a"));
+    faulty.set_all(Fault::Fail);
+    for i in 0..200 {
+        let err = a.run_if_leader(&format!("job-{i}"), || ()).unwrap_err();
+        assert!(err.is_transient());
+    }
+    wait_until("the releases are attempted", Duration::from_secs(5), || {
+        faulty.calls(Op::Release) >= 200
+    });
+    let threads = orphan_threads();
+    assert_eq!(threads, 1, "{threads} threads release 200 orphans");
+}
