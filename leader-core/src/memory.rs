@@ -22,7 +22,8 @@ use crate::state::{LeaderLease, LeaderState};
 ///
 /// For a single process with many workers, for tests, and for the quickstart. It keeps one
 /// small record per lock name ever used, so fencing tokens keep growing across release and
-/// expiry. Expiry follows the monotonic reading of the backend's [`Clock`], so a step of the
+/// expiry for the life of the backend value (nothing it holds outlives the process, holders
+/// included, so there is no data loss to survive). Expiry follows the monotonic reading of the backend's [`Clock`], so a step of the
 /// wall clock never frees or stretches a lease; give it a [`ManualClock`](crate::ManualClock)
 /// to move time in tests. `use_db_time` makes the reported `acquired_at`/`expires_at` come
 /// from that clock's wall time (otherwise from the system clock of the caller), like a
