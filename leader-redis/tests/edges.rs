@@ -43,6 +43,7 @@ fn another_node_takes_over(server: &PrivateServer) {
     .unwrap();
     let started = Instant::now();
     assert_eq!(b.run_if_leader("job", || ()).unwrap(), Some(()));
+    eprintln!("another node took the lock after {:?}", started.elapsed());
     assert!(
         started.elapsed() < Duration::from_secs(1),
         "the lock stayed taken for {:?}",
@@ -97,6 +98,7 @@ fn an_async_acquire_that_timed_out_on_a_paused_server_leaves_no_orphan() {
 #[track_caller]
 fn lost_in_time(acquired: Instant, lost_at: Instant) {
     let took = lost_at - acquired;
+    eprintln!("a {LEASE:?} lease was reported lost {took:?} after acquiring it");
     assert!(
         took <= LEASE + LOSS_BOUND,
         "lost {took:?} after acquiring a {LEASE:?} lease"
