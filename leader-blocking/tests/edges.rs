@@ -162,16 +162,22 @@ fn a_campaign_term_ends_at_the_deadline_when_a_renewal_never_answers() {
     assert!(started.elapsed() < Duration::from_millis(500));
 }
 
+/// A campaign whose 30 s lease an orphan would hold far longer than the tests wait.
+fn long_lease_campaign(poll_interval: Duration) -> CampaignConfig {
+    CampaignConfig::default()
+        .with_lease_time(Duration::from_secs(30))
+        .with_heartbeat(Duration::from_millis(100))
+        .with_renew_deadline(Duration::from_secs(20))
+        .with_poll_interval(poll_interval)
+}
+
 #[test]
 fn a_campaign_adopts_what_its_failed_attempt_took() {
     let (faulty, a) = faulty_elector("a", options("a"));
     faulty.set(Op::Acquire, Fault::ApplyThenFail);
-    let config = CampaignConfig::default()
-        .with_lease_time(Duration::from_secs(30))
-        .with_heartbeat(Duration::from_millis(100))
-        .with_renew_deadline(Duration::from_secs(20))
-        .with_poll_interval(Duration::from_millis(50));
-    let leadership = a.campaign("job", config).unwrap();
+    let leadership = a
+        .campaign("job", long_lease_campaign(Duration::from_millis(50)))
+        .unwrap();
     wait_until("a failed attempt", Duration::from_secs(2), || {
         faulty.calls(Op::Acquire) >= 1
     });
@@ -196,12 +202,9 @@ fn a_campaign_adopts_what_its_failed_attempt_took() {
 fn a_campaign_stopped_after_a_failed_attempt_leaves_no_orphan() {
     let (faulty, a) = faulty_elector("a", options("a"));
     faulty.set(Op::Acquire, Fault::ApplyThenFail);
-    let config = CampaignConfig::default()
-        .with_lease_time(Duration::from_secs(30))
-        .with_heartbeat(Duration::from_millis(100))
-        .with_renew_deadline(Duration::from_secs(20))
-        .with_poll_interval(Duration::from_secs(10));
-    let leadership = a.campaign("job", config).unwrap();
+    let leadership = a
+        .campaign("job", long_lease_campaign(Duration::from_secs(10)))
+        .unwrap();
     wait_until("a failed attempt", Duration::from_secs(2), || {
         faulty.calls(Op::Acquire) >= 1
     });

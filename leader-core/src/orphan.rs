@@ -2,12 +2,11 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use rand::Rng;
-
 use crate::backend::ReleaseOutcome;
 use crate::error::Error;
 use crate::lease::{Lease, OwnerToken};
 use crate::name::LockName;
+use crate::retry::Backoff;
 
 /// An acquisition that may exist without anyone holding it: the acquire request was sent,
 /// then it failed (a response timeout, a dropped connection, a write-concern error) or
@@ -40,7 +39,7 @@ use crate::name::LockName;
 pub struct Orphan {
     lease: Lease,
     until: Instant,
-    next: Duration,
+    backoff: Backoff,
 }
 
 impl Orphan {
@@ -63,7 +62,7 @@ impl Orphan {
                 SystemTime::UNIX_EPOCH,
             ),
             until: sent_at.checked_add(lease_time).unwrap_or(sent_at),
-            next: Self::INITIAL,
+            backoff: Backoff::with_bounds(sent_at, lease_time, Self::INITIAL, Self::MAX),
         }
     }
 
@@ -95,14 +94,7 @@ impl Orphan {
                 return None;
             }
         }
-        let left = self.until.checked_duration_since(Instant::now())?;
-        if left.is_zero() {
-            return None;
-        }
-        let upper = self.next;
-        self.next = (self.next * 2).min(Self::MAX);
-        let jittered = rand::rng().random_range(upper / 2..=upper);
-        Some(jittered.min(left))
+        self.backoff.next_delay()
     }
 }
 

@@ -27,6 +27,7 @@ use rand::Rng;
 pub struct Backoff {
     deadline: Instant,
     next: Duration,
+    max: Duration,
 }
 
 impl Backoff {
@@ -42,9 +43,21 @@ impl Backoff {
 
     /// Backoff for a wait of `wait_time` that started at `start`.
     pub fn starting_at(start: Instant, wait_time: Duration) -> Self {
+        Backoff::with_bounds(start, wait_time, Self::INITIAL, Self::MAX)
+    }
+
+    /// Backoff for a wait of `wait_time` that started at `start`, with delays starting
+    /// at `initial` and doubling up to `max`.
+    pub fn with_bounds(
+        start: Instant,
+        wait_time: Duration,
+        initial: Duration,
+        max: Duration,
+    ) -> Self {
         Backoff {
             deadline: start.checked_add(wait_time).unwrap_or(start),
-            next: Self::INITIAL,
+            next: initial,
+            max,
         }
     }
 
@@ -55,7 +68,7 @@ impl Backoff {
             return None;
         }
         let upper = self.next;
-        self.next = (self.next * 2).min(Self::MAX);
+        self.next = (self.next * 2).min(self.max);
         let jittered = rand::rng().random_range(upper / 2..=upper);
         Some(jittered.min(left))
     }
