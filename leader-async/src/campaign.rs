@@ -209,13 +209,7 @@ async fn run<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &Ar
         }
         let sent_at = Instant::now();
         let answer = backend.try_acquire(campaign.request()).await;
-        campaign.attempt_answered(&answer, sent_at);
-        match state.after_attempt(
-            answer,
-            sent_at,
-            &campaign.name,
-            campaign.config.renew_deadline(),
-        ) {
+        match campaign.after_attempt(answer, sent_at) {
             Some(_) => {
                 lead(campaign, backend).await;
                 campaign.term_ended();

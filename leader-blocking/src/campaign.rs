@@ -187,13 +187,7 @@ fn run<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
         }
         let sent_at = Instant::now();
         let answer = backend.try_acquire(campaign.request());
-        campaign.attempt_answered(&answer, sent_at);
-        match state.after_attempt(
-            answer,
-            sent_at,
-            &campaign.name,
-            campaign.config.renew_deadline(),
-        ) {
+        match campaign.after_attempt(answer, sent_at) {
             Some(_) => {
                 lead(campaign, backend);
                 campaign.term_ended();

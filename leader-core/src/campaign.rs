@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::backend::{AcquireOutcome, AcquireRequest};
+use crate::context::LeaseTracker;
 use crate::error::{Error, OptionsError};
 use crate::leadership::{EventCallback, LeadershipState};
 use crate::lease::OwnerToken;
@@ -247,16 +248,25 @@ impl CampaignRun {
         }
     }
 
-    /// Records the answer to an attempt sent at `sent_at` (before handing it to
-    /// [`LeadershipState::after_attempt`]).
-    pub fn attempt_answered(&self, answer: &Result<AcquireOutcome, Error>, sent_at: Instant) {
-        let mut attempts = self.attempts.lock();
-        match answer {
-            Err(_) => attempts.unsettled_since = Some(sent_at),
-            // The term now owns whatever an earlier attempt with this token took.
-            Ok(AcquireOutcome::Acquired(_)) => attempts.unsettled_since = None,
-            Ok(AcquireOutcome::Held(_)) => {}
+    /// Records a standby's attempt sent at `sent_at` — an error leaves its token possibly
+    /// holding the lock (see [`unsettled_attempt`](Self::unsettled_attempt)) — and hands
+    /// the answer to [`LeadershipState::after_attempt`]: the term that began, if one did.
+    pub fn after_attempt(
+        &self,
+        answer: Result<AcquireOutcome, Error>,
+        sent_at: Instant,
+    ) -> Option<Arc<LeaseTracker>> {
+        {
+            let mut attempts = self.attempts.lock();
+            match &answer {
+                Err(_) => attempts.unsettled_since = Some(sent_at),
+                // The term now owns whatever an earlier attempt with this token took.
+                Ok(AcquireOutcome::Acquired(_)) => attempts.unsettled_since = None,
+                Ok(AcquireOutcome::Held(_)) => {}
+            }
         }
+        self.state
+            .after_attempt(answer, sent_at, &self.name, self.config.renew_deadline())
     }
 
     /// A term ended (it was released, lost or abandoned): the next term gets a new token.

@@ -38,7 +38,7 @@ use crate::retry::Backoff;
 #[derive(Debug, Clone)]
 pub struct Orphan {
     lease: Lease,
-    until: Instant,
+    /// Paces the releases, and ends them when a lease the request took would be over.
     backoff: Backoff,
 }
 
@@ -61,7 +61,6 @@ impl Orphan {
                 SystemTime::UNIX_EPOCH,
                 SystemTime::UNIX_EPOCH,
             ),
-            until: sent_at.checked_add(lease_time).unwrap_or(sent_at),
             backoff: Backoff::with_bounds(sent_at, lease_time, Self::INITIAL, Self::MAX),
         }
     }
@@ -69,11 +68,6 @@ impl Orphan {
     /// The lease to pass to `release` (with no minimum lease: the action never ran).
     pub fn lease(&self) -> &Lease {
         &self.lease
-    }
-
-    /// Until when a lease taken by the request could be live.
-    pub fn until(&self) -> Instant {
-        self.until
     }
 
     /// What follows a release attempt: `Some(delay)` to release again after `delay`,
