@@ -3,9 +3,12 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use leader_core::{AsyncLockBackend, Attempts, Error, LeaderElectionOptions, LockName, Step};
+use leader_core::{
+    AsyncLockBackend, Attempts, Error, LeaderElectionOptions, LockName, Orphan, Step,
+};
 
-use crate::orphan::InFlight;
+use crate::on_drop::OnDrop;
+use crate::orphan::release_orphan;
 use crate::rt;
 
 /// Tries to acquire `key` within `options.wait_time()`; never returns `Step::RetryAfter`.
@@ -25,10 +28,15 @@ pub(crate) async fn acquire<B: AsyncLockBackend + 'static>(
         let listener = attempts.listen(&**backend);
         let request = attempts.request();
         let sent_at = Instant::now();
-        let in_flight = InFlight::new(backend, request, sent_at);
-        // On an error `in_flight` is dropped unsettled, which releases the owner token.
+        // Unless answered, the request may take the lock anyway: if this future is dropped
+        // while it is on its way, or it fails, its owner token is released.
+        let in_flight = OnDrop::new(|| {
+            tracing::debug!(lock = %key, "an acquire was cancelled or failed after it was sent: releasing its owner token");
+            let orphan = Orphan::new(key.clone(), request.owner, sent_at, request.lease_time);
+            release_orphan(Arc::clone(backend), orphan);
+        });
         let outcome = backend.try_acquire(request).await?;
-        in_flight.settled();
+        in_flight.disarm();
         match attempts.on_outcome(outcome, sent_at) {
             Step::RetryAfter(delay) => match listener {
                 Some(listener) => {

@@ -11,6 +11,7 @@ use leader_core::{
 };
 
 use crate::elector::AsyncLeaderElector;
+use crate::on_drop::OnDrop;
 use crate::orphan::release_orphan;
 use crate::release::{release, release_in_background};
 use crate::rt;
@@ -149,44 +150,24 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
 }
 
 fn spawn_campaign<C: AsyncLockBackend + 'static>(backend: Arc<C>, campaign: CampaignRun) {
-    let task = CampaignTask {
-        backend,
-        campaign: Arc::new(campaign),
-        finished: false,
-    };
     rt::spawn_detached(async move {
-        run(&task.campaign, &task.backend).await;
-        task.finish();
+        // However the task ends, what a failed attempt may have taken is released and
+        // the handle learns the campaign is over.
+        let finish = OnDrop::new(|| {
+            stop_standing_by(&campaign, &backend);
+            campaign.state.mark_finished();
+        });
+        // Dropped half-way, the runtime shut down under the campaign: the term ends and
+        // its lease is released from a thread, so standbys take over at once.
+        let shut_down = OnDrop::new(|| {
+            if let Some(term) = campaign.state.revoke(RevokeReason::ShutDown) {
+                release_in_background(&backend, &term, Duration::ZERO);
+            }
+        });
+        run(&campaign, &backend).await;
+        shut_down.disarm();
+        drop(finish);
     });
-}
-
-/// The campaign's task. Dropped unfinished — its runtime shut down under it — it still
-/// ends the term and releases the lease from a thread, so standbys take over at once.
-struct CampaignTask<C: AsyncLockBackend + 'static> {
-    backend: Arc<C>,
-    campaign: Arc<CampaignRun>,
-    finished: bool,
-}
-
-impl<C: AsyncLockBackend + 'static> CampaignTask<C> {
-    fn finish(mut self) {
-        self.finished = true;
-        stop_standing_by(&self.campaign, &self.backend);
-        self.campaign.state.mark_finished();
-    }
-}
-
-impl<C: AsyncLockBackend + 'static> Drop for CampaignTask<C> {
-    fn drop(&mut self) {
-        if self.finished {
-            return;
-        }
-        if let Some(term) = self.campaign.state.revoke(RevokeReason::ShutDown) {
-            release_in_background(&self.backend, &term, Duration::ZERO);
-        }
-        stop_standing_by(&self.campaign, &self.backend);
-        self.campaign.state.mark_finished();
-    }
 }
 
 /// Releases what a failed standby attempt may have taken (see `CampaignRun::unsettled_attempt`).

@@ -50,6 +50,7 @@ mod campaign;
 mod elector;
 mod guard;
 mod held;
+mod on_drop;
 mod orphan;
 mod release;
 mod rt;

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use leader_core::{AsyncLockBackend, Error, LeaseTracker, ReleaseOutcome};
 
+use crate::on_drop::OnDrop;
 use crate::rt;
 
 /// Releases `term`'s lease (keeping the lock until `acquired_at + min_lease_time`). If this
@@ -15,14 +16,9 @@ pub(crate) async fn release<B: AsyncLockBackend + 'static>(
     term: &Arc<LeaseTracker>,
     min_lease_time: Duration,
 ) -> Result<ReleaseOutcome, Error> {
-    let unfinished = Unfinished {
-        backend,
-        term,
-        min_lease_time,
-        done: false,
-    };
+    let unfinished = OnDrop::new(|| release_in_background(backend, term, min_lease_time));
     let answer = backend.release(term.lease(), min_lease_time).await;
-    unfinished.done();
+    unfinished.disarm();
     answer
 }
 
@@ -39,25 +35,4 @@ pub(crate) fn release_in_background<B: AsyncLockBackend + 'static>(
             tracing::warn!(lock = %term.lease().key, error = %err, "background release failed; the lease will run out by itself");
         }
     });
-}
-
-struct Unfinished<'a, B: AsyncLockBackend + 'static> {
-    backend: &'a Arc<B>,
-    term: &'a Arc<LeaseTracker>,
-    min_lease_time: Duration,
-    done: bool,
-}
-
-impl<B: AsyncLockBackend + 'static> Unfinished<'_, B> {
-    fn done(mut self) {
-        self.done = true;
-    }
-}
-
-impl<B: AsyncLockBackend + 'static> Drop for Unfinished<'_, B> {
-    fn drop(&mut self) {
-        if !self.done {
-            release_in_background(self.backend, self.term, self.min_lease_time);
-        }
-    }
 }

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use futures_lite::FutureExt;
 
+use crate::on_drop::OnDrop;
+
 /// Sleeps for `duration` without blocking the executor thread.
 pub(crate) async fn sleep(duration: Duration) {
     #[cfg(feature = "tokio")]
@@ -73,42 +75,17 @@ where
     F: FnOnce() -> Fut + Clone + Send + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    let unfinished = Unfinished(Some(make.clone()));
+    let again = make.clone();
+    let rerun = OnDrop::new(move || {
+        tracing::debug!(
+            "the runtime dropped a release before it finished; finishing it on a thread"
+        );
+        run_on_thread(async move { again().await });
+    });
     spawn_detached(async move {
         make().await;
-        unfinished.finished();
+        rerun.disarm();
     });
-}
-
-/// Re-runs the work on a thread if dropped before it was done.
-struct Unfinished<F, Fut>(Option<F>)
-where
-    F: FnOnce() -> Fut + Send + 'static,
-    Fut: Future<Output = ()> + Send + 'static;
-
-impl<F, Fut> Unfinished<F, Fut>
-where
-    F: FnOnce() -> Fut + Send + 'static,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    fn finished(mut self) {
-        self.0 = None;
-    }
-}
-
-impl<F, Fut> Drop for Unfinished<F, Fut>
-where
-    F: FnOnce() -> Fut + Send + 'static,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    fn drop(&mut self) {
-        if let Some(make) = self.0.take() {
-            tracing::debug!(
-                "the runtime dropped a release before it finished; finishing it on a thread"
-            );
-            run_on_thread(async move { make().await });
-        }
-    }
 }
 
 /// Drives `future` on a new thread: inside a current-thread tokio runtime of its own when
