@@ -49,20 +49,20 @@ fn millis_now() -> u128 {
 }
 
 /// The child's side: report its clock, try to take the lock, report the outcome.
-#[test]
-#[ignore = "run as a child process by nodes_with_clocks_30_s_apart_never_share_a_lock"]
-fn skewed_node() {
-    let name = std::env::var(CHILD_LOCK).expect("started by the parent test");
-    let backend = backend().expect("the parent has a server");
-    let took = try_take(&backend, &name);
+fn skewed_node(name: &str, backend: &MongoBackend) {
+    let took = try_take(backend, name);
     println!("{CHILD_SAYS} {} {took}", millis_now());
 }
 
-/// Runs [`skewed_node`] in a child whose wall clock is off by `offset` (`-30s`, `+30s`);
-/// whether it took the lock. Checks the child's clock really was off.
+/// Runs this test again in a child whose wall clock is off by `offset_secs`, as a
+/// [`skewed_node`]; whether it took the lock. Checks the child's clock really was off.
 fn skewed_node_takes(faketime: &str, offset_secs: i64, name: &str) -> bool {
     let output = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "skewed_node", "--ignored", "--nocapture"])
+        .args([
+            "--exact",
+            "nodes_with_clocks_30_s_apart_never_share_a_lock",
+            "--nocapture",
+        ])
         .env("LD_PRELOAD", faketime)
         .env("FAKETIME", format!("{offset_secs:+}s"))
         .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
@@ -92,6 +92,9 @@ fn skewed_node_takes(faketime: &str, offset_secs: i64, name: &str) -> bool {
 #[test]
 fn nodes_with_clocks_30_s_apart_never_share_a_lock() {
     let Some(backend) = backend() else { return };
+    if let Ok(name) = std::env::var(CHILD_LOCK) {
+        return skewed_node(&name, &backend);
+    }
     let Some(faketime) = server_from_env("LEADER_TEST_FAKETIME_LIB") else {
         return;
     };
