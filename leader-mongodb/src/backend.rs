@@ -100,13 +100,8 @@ impl MongoBackend {
         });
         let (client, options) = built??;
         let database = config.database_or(options.default_database.as_deref());
-        let clients = Clients::owned(
-            &client,
-            options,
-            database.clone(),
-            config.clone(),
-            background.handle().clone(),
-        );
+        let store = Store::on(&client, &database, &config);
+        let clients = Clients::owned(store, options, background.handle().clone());
         Ok(MongoBackend::assemble(
             clients, database, config, background,
         ))
@@ -130,7 +125,7 @@ impl MongoBackend {
         let background = Background::new().map_err(ConnectError::Runtime)?;
         let uri_database = client.default_database().map(|db| db.name().to_owned());
         let database = config.database_or(uri_database.as_deref());
-        let clients = Clients::borrowed(&client, &database, &config);
+        let clients = Clients::borrowed(Store::on(&client, &database, &config));
         Ok(MongoBackend::assemble(
             clients, database, config, background,
         ))

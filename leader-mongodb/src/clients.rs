@@ -14,13 +14,11 @@
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use mongodb::bson::Document;
+use mongodb::Client;
 use mongodb::options::ClientOptions;
-use mongodb::{Client, Collection};
 use parking_lot::Mutex;
 use tokio::runtime::Handle;
 
-use crate::config::MongoConfig;
 use crate::ops::Store;
 
 /// The current [`Store`], and how to make a new one.
@@ -33,8 +31,6 @@ pub(crate) struct Clients {
 /// What a fresh client is built from.
 struct Rebuild {
     options: ClientOptions,
-    database: String,
-    config: MongoConfig,
     background: Handle,
 }
 
@@ -48,32 +44,23 @@ impl fmt::Debug for Clients {
 }
 
 impl Clients {
-    /// Clients for a backend that built `client` from `options` itself (on `background`),
-    /// and may build it again.
-    pub(crate) fn owned(
-        client: &Client,
-        options: ClientOptions,
-        database: String,
-        config: MongoConfig,
-        background: Handle,
-    ) -> Self {
-        let current = Mutex::new(store(client, &database, &config));
+    /// Clients for a backend that built the client of `store` from `options` itself (on
+    /// `background`), and may build it again.
+    pub(crate) fn owned(store: Store, options: ClientOptions, background: Handle) -> Self {
         Clients {
-            current,
+            current: Mutex::new(store),
             wedged: AtomicBool::new(false),
             rebuild: Some(Rebuild {
                 options,
-                database,
-                config,
                 background,
             }),
         }
     }
 
     /// Clients for a caller's client, which is never replaced.
-    pub(crate) fn borrowed(client: &Client, database: &str, config: &MongoConfig) -> Self {
+    pub(crate) fn borrowed(store: Store) -> Self {
         Clients {
-            current: Mutex::new(store(client, database, config)),
+            current: Mutex::new(store),
             wedged: AtomicBool::new(false),
             rebuild: None,
         }
@@ -81,7 +68,8 @@ impl Clients {
 
     /// The store for the next operation, on a fresh client if the current one is wedged.
     pub(crate) fn store(&self) -> Store {
-        if self.wedged.swap(false, Ordering::AcqRel) {
+        // A load first: the common case writes nothing to the shared flag.
+        if self.wedged.load(Ordering::Acquire) && self.wedged.swap(false, Ordering::AcqRel) {
             self.replace();
         }
         self.current.lock().clone()
@@ -105,25 +93,23 @@ impl Clients {
                 return;
             }
         };
-        let fresh = store(&client, &rebuild.database, &rebuild.config);
-        let old = std::mem::replace(&mut *self.current.lock(), fresh);
+        let old_client = {
+            let mut current = self.current.lock();
+            let namespace = current.collection.namespace();
+            let fresh = Store {
+                collection: client.database(&namespace.db).collection(&namespace.coll),
+                ..current.clone()
+            };
+            std::mem::replace(&mut *current, fresh)
+                .collection
+                .client()
+                .clone()
+        };
         tracing::info!(
             "MongoDB gave no answer in time: replaced the client and closed its connections"
         );
-        let old_client = old.collection.client().clone();
-        drop(old);
         rebuild
             .background
             .spawn(async move { old_client.shutdown().immediate(true).await });
-    }
-}
-
-fn store(client: &Client, database: &str, config: &MongoConfig) -> Store {
-    let collection: Collection<Document> =
-        client.database(database).collection(config.collection());
-    Store {
-        collection,
-        write_concern: config.write_concern().clone(),
-        max_time: config.max_time(),
     }
 }

@@ -9,12 +9,13 @@ use std::time::{Duration, SystemTime};
 use leader_core::{
     AcquireOutcome, ExtendOutcome, LeaderState, LockName, OwnerToken, ReleaseOutcome,
 };
-use mongodb::Collection;
 use mongodb::bson::Document;
 use mongodb::options::{
     AggregateOptions, ReadConcern, ReadPreference, ReturnDocument, SelectionCriteria, WriteConcern,
 };
+use mongodb::{Client, Collection};
 
+use crate::config::MongoConfig;
 use crate::document::{LockRecord, ShapeError, decode};
 use crate::error::{OpError, is_duplicate_key};
 use crate::pipeline::{self, SERVER_NOW};
@@ -72,6 +73,15 @@ enum Unsettled {
 }
 
 impl Store {
+    /// The lock collection of `config` in `database`, through `client`.
+    pub(crate) fn on(client: &Client, database: &str, config: &MongoConfig) -> Self {
+        Store {
+            collection: client.database(database).collection(config.collection()),
+            write_concern: config.write_concern().clone(),
+            max_time: config.max_time(),
+        }
+    }
+
     /// One `findOneAndUpdate` per attempt; see [`pipeline::acquire`].
     pub(crate) async fn acquire(self, request: Acquire) -> Result<AcquireOutcome, OpError> {
         let result = self.try_acquire(&request).await;
