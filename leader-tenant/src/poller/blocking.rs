@@ -158,7 +158,7 @@ where
         // Checked now, so a bad name is this tenant's error at once.
         let prefix = tenant.lock_prefix();
         tenant.lock_name(&name)?;
-        let options = self.core.run_options();
+        let options = Arc::clone(self.core.run_options());
         let job = Arc::clone(&self.job);
         let task = self.pool.spawn_with_elector(move |pool_elector| {
             // The options are computed on the worker, right before acquiring: a task that

@@ -29,14 +29,13 @@ use schedule::{Schedule, Tick};
 /// What both pollers hold besides their elector and job: the settings, the source, the
 /// elector's own options and the clock that numbers cycles.
 pub(crate) struct Core<S> {
-    config: PollerConfig,
+    run: Arc<RunOptions>,
     concurrency: usize,
     source: S,
-    base_options: LeaderElectionOptions,
-    clock: Arc<dyn Clock>,
 }
 
-/// What one tenant's run options are computed from; cheap to clone into a worker's task.
+/// The settings, the elector's own options and the clock: what one tenant's run options
+/// are computed from. Shared (an `Arc`) with the workers' tasks that compute them.
 #[derive(Debug, Clone)]
 pub(crate) struct RunOptions {
     config: PollerConfig,
@@ -57,10 +56,8 @@ impl RunOptions {
 impl<S> fmt::Debug for Core<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Core")
-            .field("config", &self.config)
+            .field("run", &self.run)
             .field("concurrency", &self.concurrency)
-            .field("base_options", &self.base_options)
-            .field("clock", &self.clock)
             .finish_non_exhaustive()
     }
 }
@@ -84,28 +81,26 @@ impl<S: TenantSource> Core<S> {
         }
         Ok(Core {
             concurrency: config.concurrency().unwrap_or(default_concurrency).max(1),
-            config,
+            run: Arc::new(RunOptions {
+                config,
+                base_options: base_options.clone(),
+                clock: Arc::new(SystemClock),
+            }),
             source,
-            base_options: base_options.clone(),
-            clock: Arc::new(SystemClock),
         })
     }
 
     pub(crate) fn set_clock(&mut self, clock: impl Clock + 'static) {
-        self.clock = Arc::new(clock);
+        Arc::make_mut(&mut self.run).clock = Arc::new(clock);
     }
 
     /// How tenants' run options are computed (see [`RunOptions::at`]).
-    pub(crate) fn run_options(&self) -> RunOptions {
-        RunOptions {
-            config: self.config.clone(),
-            base_options: self.base_options.clone(),
-            clock: Arc::clone(&self.clock),
-        }
+    pub(crate) fn run_options(&self) -> &Arc<RunOptions> {
+        &self.run
     }
 
     pub(crate) fn config(&self) -> &PollerConfig {
-        &self.config
+        &self.run.config
     }
 
     /// How many tenants may be in flight at once: the configured number or the poller's
@@ -126,23 +121,24 @@ impl<S: TenantSource> Core<S> {
         shutdown: Option<&'a Shutdown>,
     ) -> CycleRun<'a> {
         CycleRun {
-            started_at: self.clock.now(),
-            cycle: cycle
-                .unwrap_or_else(|| schedule::cycle_at(self.clock.now(), self.config.interval())),
-            job_name: self.config.job_name(),
+            started_at: self.run.clock.now(),
+            cycle: cycle.unwrap_or_else(|| {
+                schedule::cycle_at(self.run.clock.now(), self.run.config.interval())
+            }),
+            job_name: self.run.config.job_name(),
             concurrency: self.concurrency,
-            mode: self.config.shutdown_mode(),
+            mode: self.run.config.shutdown_mode(),
             shutdown,
         }
     }
 
     pub(crate) fn schedule(&self) -> Schedule {
-        Schedule::new(self.config.interval())
+        Schedule::new(self.run.config.interval())
     }
 
     /// The next tick of `schedule`, with a warning when cycles were missed.
     pub(crate) fn next_tick(&self, schedule: &mut Schedule) -> Tick {
-        next_tick(schedule, self.clock.now())
+        next_tick(schedule, self.run.clock.now())
     }
 }
 
