@@ -11,7 +11,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use leader_async::{AsyncLeaderElector, AsyncLeadershipHandle};
-use leader_core::{CampaignConfig, LeaderElectionOptions, LeadershipEvent};
+use leader_core::{
+    CampaignConfig, LeaderElectionOptions, LeadershipEvent, LeadershipEvents, LeadershipWatcher,
+};
 use leader_redis::RedisBackend;
 
 const STREAM: &str = "orders-stream";
@@ -32,7 +34,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let elector = AsyncLeaderElector::with_shared_backend(Arc::clone(&backend), options)?;
         let handle = elector.campaign(STREAM, config)?;
         tokio::spawn(print_events(format!("consumer-{i}"), handle.events()));
-        tokio::spawn(consume(format!("consumer-{i}"), Arc::clone(handle.state())));
+        tokio::spawn(consume(format!("consumer-{i}"), handle.watcher()));
         instances.push(Some(handle));
     }
 
@@ -70,9 +72,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// The work loop: consume while leading; stop the moment the term ends.
-async fn consume(node: String, state: Arc<leader_core::LeadershipState>) {
+async fn consume(node: String, leadership: LeadershipWatcher) {
     loop {
-        let term = state.wait_for_term().await;
+        let term = leadership.wait_for_term().await;
         let mut batch = 0u64;
         loop {
             tokio::select! {
@@ -89,8 +91,8 @@ async fn consume(node: String, state: Arc<leader_core::LeadershipState>) {
     }
 }
 
-async fn print_events(node: String, events: leader_core::async_channel::Receiver<LeadershipEvent>) {
-    while let Ok(event) = events.recv().await {
+async fn print_events(node: String, events: LeadershipEvents) {
+    while let Some(event) = events.recv().await {
         match event {
             LeadershipEvent::Elected { fencing_token } => {
                 println!("{node}: elected (fencing token {fencing_token})")
@@ -99,6 +101,7 @@ async fn print_events(node: String, events: leader_core::async_channel::Receiver
             LeadershipEvent::LeaderChanged { leader_id } => {
                 println!("{node}: sees leader {leader_id:?}")
             }
+            other => println!("{node}: {other:?}"),
         }
     }
 }

@@ -121,11 +121,5 @@ pub fn try_once_options() -> LeaderElectionOptions {
 /// # Ok::<(), leader_core::NameError>(())
 /// ```
 pub fn request(key: &LockName) -> AcquireRequest<'_> {
-    AcquireRequest {
-        key,
-        owner: OwnerToken::random(),
-        leader_id: "bench-node",
-        lease_time: LEASE,
-        use_db_time: false,
-    }
+    AcquireRequest::new(key, OwnerToken::random(), "bench-node", LEASE)
 }

@@ -3,9 +3,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use leader_core::{
-    AsyncLockBackend, Attempts, Error, LeaderElectionOptions, LockName, Orphan, Step,
-};
+use leader_core::__private::{Attempts, Orphan, Step};
+use leader_core::{AsyncLockBackend, Error, LeaderElectionOptions, LockName};
 
 use crate::on_drop::OnDrop;
 use crate::orphan::release_orphan;

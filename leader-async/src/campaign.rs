@@ -4,10 +4,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_lite::FutureExt;
+use leader_core::__private::{CampaignRun, LeadershipState, LeaseTracker};
 use leader_core::{
-    AsyncLockBackend, CampaignConfig, CampaignRun, DeploymentMode, Error, EventCallback,
-    LeadershipEvent, LeadershipState, LeaseContext, LeaseTracker, NoopBackend, RevokeReason,
-    async_channel,
+    AsyncLockBackend, CampaignConfig, DeploymentMode, Error, EventCallback, LeadershipEvents,
+    LeadershipWatcher, LeaseContext, NoopBackend, RevokeReason,
 };
 
 use crate::elector::AsyncLeaderElector;
@@ -56,11 +56,26 @@ impl AsyncLeadershipHandle {
     /// Each event is sent just *after* the state it describes becomes visible, so a
     /// callback or subscriber that reads `is_leader()` on `Elected` sees `true`; the other
     /// way round, `is_leader()` may turn true a moment before the `Elected` event arrives.
-    pub fn events(&self) -> async_channel::Receiver<LeadershipEvent> {
+    ///
+    /// The stream is bounded: a reader that lags loses the oldest events, counted by
+    /// [`LeadershipEvents::missed`]; the handle's `is_leader()` is always current.
+    pub fn events(&self) -> LeadershipEvents {
         self.state.subscribe()
     }
 
-    /// The shared state (for callbacks registered after the start).
+    /// A read-only, cloneable view of this campaign for the code doing the leader's work;
+    /// dropping it does not stop the campaign (dropping the handle does).
+    pub fn watcher(&self) -> LeadershipWatcher {
+        self.state.watcher()
+    }
+
+    /// Calls `callback` on every event from now on, on the campaign's loop (keep it short).
+    pub fn on_event(&self, callback: EventCallback) {
+        self.state.on_event(callback);
+    }
+
+    /// The shared state. Not public API: for the project's own test kit.
+    #[doc(hidden)]
     pub fn state(&self) -> &Arc<LeadershipState> {
         &self.state
     }
@@ -140,10 +155,11 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
         let campaign = CampaignRun::new(self.settings(), name, config, callbacks)?;
         let state = Arc::clone(&campaign.state);
         match config.mode() {
-            DeploymentMode::SingleLeader => spawn_campaign(Arc::clone(self.backend()), campaign),
             DeploymentMode::AllInstances => {
                 spawn_campaign(Arc::new(NoopBackend::new()), campaign);
             }
+            // `SingleLeader`, and any mode added later unless it says otherwise.
+            _ => spawn_campaign(Arc::clone(self.backend()), campaign),
         }
         Ok(AsyncLeadershipHandle { state })
     }

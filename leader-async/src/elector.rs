@@ -3,9 +3,10 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use leader_core::__private::{ElectorSettings, Keepalive, Step};
 use leader_core::{
-    AsyncLockBackend, ElectorSettings, Error, Keepalive, LeaderElectionOptions, LeaderRunResult,
-    LeaderState, LeaseContext, LockName, Step,
+    AsyncLockBackend, Error, LeaderElectionOptions, LeaderRunResult, LeaderState, LeaseContext,
+    LockName,
 };
 
 use crate::acquire::acquire;
@@ -209,16 +210,10 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
         );
         let outcome = held.run(action(held.context().clone())).await;
         let lease_lost = held.lost_before_return();
-        let leader_id = held.lease().leader_id.clone();
-        let fencing_token = held.lease().fencing_token;
+        let lease = held.lease().clone();
         held.release().await;
         Ok(match outcome {
-            Ok(Ok(value)) => LeaderRunResult::Elected {
-                value,
-                leader_id,
-                fencing_token,
-                lease_lost,
-            },
+            Ok(Ok(value)) => LeaderRunResult::elected(value, &lease, lease_lost),
             Ok(Err(error)) => LeaderRunResult::ActionFailed(error),
             Err(panic) => std::panic::resume_unwind(panic),
         })

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures_lite::FutureExt;
-use leader_core::{AsyncLockBackend, Keepalive, Lease, LeaseContext, LeaseTracker};
+use leader_core::__private::{Keepalive, LeaseTracker};
+use leader_core::{AsyncLockBackend, Lease, LeaseContext};
 
 use crate::release::{release, release_in_background};
 use crate::rt;

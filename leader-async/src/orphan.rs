@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use leader_core::{AsyncLockBackend, Orphan};
+use leader_core::__private::Orphan;
+use leader_core::AsyncLockBackend;
 
 use crate::rt;
 

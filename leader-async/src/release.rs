@@ -3,7 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use leader_core::{AsyncLockBackend, Error, LeaseTracker, ReleaseOutcome};
+use leader_core::__private::LeaseTracker;
+use leader_core::{AsyncLockBackend, Error, ReleaseOutcome};
 
 use crate::on_drop::OnDrop;
 use crate::rt;

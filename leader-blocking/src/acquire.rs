@@ -3,7 +3,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use leader_core::{Attempts, Error, LeaderElectionOptions, LockBackend, LockName, Orphan, Step};
+use leader_core::__private::{Attempts, Orphan, Step};
+use leader_core::{Error, LeaderElectionOptions, LockBackend, LockName};
 
 use crate::orphan::release_orphan;
 

@@ -5,10 +5,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use event_listener::Listener;
+use leader_core::__private::{CampaignRun, LeadershipState, LeaseTracker};
 use leader_core::{
-    CampaignConfig, CampaignRun, DeploymentMode, Error, EventCallback, LeadershipEvent,
-    LeadershipState, LeaseContext, LockBackend, NoopBackend, ReleaseEvents, RevokeReason,
-    async_channel,
+    CampaignConfig, DeploymentMode, Error, EventCallback, LeadershipEvents, LeadershipWatcher,
+    LeaseContext, LockBackend, NoopBackend, ReleaseEvents, RevokeReason,
 };
 
 use crate::elector::LeaderElector;
@@ -57,11 +57,26 @@ impl LeadershipHandle {
     /// Each event is sent just *after* the state it describes becomes visible, so a
     /// callback or subscriber that reads `is_leader()` on `Elected` sees `true`; the other
     /// way round, `is_leader()` may turn true a moment before the `Elected` event arrives.
-    pub fn events(&self) -> async_channel::Receiver<LeadershipEvent> {
+    ///
+    /// The stream is bounded: a reader that lags loses the oldest events, counted by
+    /// [`LeadershipEvents::missed`]; the handle's `is_leader()` is always current.
+    pub fn events(&self) -> LeadershipEvents {
         self.state.subscribe()
     }
 
-    /// The shared state (for callbacks registered after the start).
+    /// A read-only, cloneable view of this campaign for the code doing the leader's work;
+    /// dropping it does not stop the campaign (dropping the handle does).
+    pub fn watcher(&self) -> LeadershipWatcher {
+        self.state.watcher()
+    }
+
+    /// Calls `callback` on every event from now on, on the campaign's loop (keep it short).
+    pub fn on_event(&self, callback: EventCallback) {
+        self.state.on_event(callback);
+    }
+
+    /// The shared state. Not public API: for the project's own test kit.
+    #[doc(hidden)]
     pub fn state(&self) -> &Arc<LeadershipState> {
         &self.state
     }
@@ -137,15 +152,16 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         let campaign = CampaignRun::new(self.settings(), name, config, callbacks)?;
         let state = Arc::clone(&campaign.state);
         let (wake, spawned) = match config.mode() {
-            DeploymentMode::SingleLeader => (
+            DeploymentMode::AllInstances => {
+                (None, spawn_campaign(Arc::new(NoopBackend::new()), campaign))
+            }
+            // `SingleLeader`, and any mode added later unless it says otherwise.
+            _ => (
                 self.backend()
                     .release_events()
                     .map(|events| (events.clone(), campaign.key.as_str().to_owned())),
                 spawn_campaign(Arc::clone(self.backend()), campaign),
             ),
-            DeploymentMode::AllInstances => {
-                (None, spawn_campaign(Arc::new(NoopBackend::new()), campaign))
-            }
         };
         let thread = spawned.map_err(|err| {
             tracing::warn!(error = %err, "could not start the campaign thread");
@@ -252,7 +268,7 @@ fn lead<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
 }
 
 /// Best-effort release of an ended term (it may already be gone).
-fn release<C: LockBackend>(backend: &C, term: &leader_core::LeaseTracker) {
+fn release<C: LockBackend>(backend: &C, term: &LeaseTracker) {
     if let Err(err) = backend.release(term.lease(), Duration::ZERO) {
         tracing::debug!(lock = %term.lease().key, error = %err, "release after the term ended failed; the lease will run out");
     }

@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
+use leader_core::__private::{ElectorSettings, Keepalive, Step};
 use leader_core::{
-    ElectorSettings, Error, Keepalive, LeaderElectionOptions, LeaderRunResult, LeaderState,
-    LeaseContext, LockBackend, LockName, Step,
+    Error, LeaderElectionOptions, LeaderRunResult, LeaderState, LeaseContext, LockBackend, LockName,
 };
 
 use crate::acquire::acquire;
@@ -206,19 +206,13 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         );
         let outcome = action(held.context());
         let lease_lost = held.lost_before_return();
-        let leader_id = held.lease().leader_id.clone();
-        let fencing_token = held.lease().fencing_token;
+        let lease = held.lease().clone();
         if let Err(err) = held.release() {
             // The action has run and its result is real; the lease will run out by itself.
             tracing::warn!(lock = %key, error = %err, "release after the action failed");
         }
         Ok(match outcome {
-            Ok(value) => LeaderRunResult::Elected {
-                value,
-                leader_id,
-                fencing_token,
-                lease_lost,
-            },
+            Ok(value) => LeaderRunResult::elected(value, &lease, lease_lost),
             Err(error) => LeaderRunResult::ActionFailed(error),
         })
     }

@@ -3,9 +3,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use leader_core::{
-    Error, Keepalive, Lease, LeaseContext, LeaseTracker, LockBackend, ReleaseOutcome,
-};
+use leader_core::__private::{Keepalive, LeaseTracker};
+use leader_core::{Error, Lease, LeaseContext, LockBackend, ReleaseOutcome};
 
 use crate::watchdog::Watchdog;
 

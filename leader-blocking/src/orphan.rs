@@ -10,7 +10,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
-use leader_core::{LockBackend, Orphan};
+use leader_core::__private::Orphan;
+use leader_core::LockBackend;
 
 /// One release attempt; `Some(delay)` to be run again after `delay`.
 type Attempt = Box<dyn FnMut() -> Option<Duration> + Send>;

@@ -5,7 +5,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{RecvTimeoutError, Sender, TryRecvError};
-use leader_core::{LeaseTracker, LockBackend};
+use leader_core::__private::LeaseTracker;
+use leader_core::LockBackend;
 
 use crate::renew::{Renewal, extend_before};
 

@@ -59,7 +59,7 @@ fn one_leader_is_elected_and_a_resignation_hands_over_at_once() {
     // `is_leader()` turns true: wait for it rather than peek.
     let mut got = Vec::new();
     wait_until("b's Elected event", Duration::from_secs(1), || {
-        got.extend(std::iter::from_fn(|| events.try_recv().ok()));
+        got.extend(std::iter::from_fn(|| events.try_recv()));
         got.iter()
             .any(|e| matches!(e, LeadershipEvent::Elected { .. }))
     });
@@ -121,7 +121,7 @@ fn a_crashed_leader_steps_down_at_once_and_a_standby_takes_over_after_the_lease(
         "{stepped_down:?}"
     );
     // `a_events` may still hold a's own `Elected` (events trail the state they describe).
-    let revoked = std::iter::from_fn(|| a_events.recv_blocking().ok())
+    let revoked = std::iter::from_fn(|| a_events.recv_blocking())
         .find(|e| {
             !matches!(
                 e,

@@ -44,14 +44,13 @@ fn the_winner_runs_and_a_contender_skips() {
             Ok::<_, String>("ran")
         })
         .unwrap();
-    assert_eq!(
-        outcome,
-        LeaderRunResult::Elected {
-            value: "ran",
-            leader_id: "node-a".into(),
-            fencing_token: 1,
-            lease_lost: false,
-        }
+    assert!(
+        matches!(
+            &outcome,
+            LeaderRunResult::Elected { value: "ran", leader_id, fencing_token: 1, lease_lost: false, .. }
+                if leader_id == "node-a"
+        ),
+        "{outcome:?}"
     );
     assert_eq!(
         a.state("job").unwrap().status(),

@@ -23,7 +23,8 @@ use crate::state::LeaderLease;
 ///
 /// ```
 /// use std::time::Instant;
-/// use leader_core::{Attempts, InMemoryBackend, LeaderElectionOptions, LockBackend, LockName, Step};
+/// use leader_core::__private::{Attempts, Step};
+/// use leader_core::{InMemoryBackend, LeaderElectionOptions, LockBackend, LockName};
 ///
 /// let backend = InMemoryBackend::new();
 /// let options = LeaderElectionOptions::default();
@@ -84,13 +85,13 @@ impl<'a> Attempts<'a> {
     /// Attempts on `key` with a fresh owner token and `options`' lease, node id and wait.
     pub fn new(key: &'a LockName, options: &'a LeaderElectionOptions) -> Self {
         Attempts {
-            request: AcquireRequest {
+            request: AcquireRequest::new(
                 key,
-                owner: OwnerToken::random(),
-                leader_id: options.node_id(),
-                lease_time: options.lease_time(),
-                use_db_time: options.use_db_time(),
-            },
+                OwnerToken::random(),
+                options.node_id(),
+                options.lease_time(),
+            )
+            .with_db_time(options.use_db_time()),
             wait_time: options.wait_time(),
             backoff: None,
         }

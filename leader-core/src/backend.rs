@@ -12,7 +12,24 @@ use crate::name::LockName;
 use crate::state::{LeaderLease, LeaderState};
 
 /// What `try_acquire` asks of a backend.
+///
+/// Backends read its fields; callers build it with [`AcquireRequest::new`] (more fields
+/// may be added, each with a default).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use leader_core::{AcquireRequest, LockName, OwnerToken};
+///
+/// let key = LockName::new("nightly")?;
+/// let request = AcquireRequest::new(&key, OwnerToken::random(), "node-a", Duration::from_secs(30))
+///     .with_db_time(true);
+/// assert!(request.use_db_time);
+/// # Ok::<(), leader_core::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct AcquireRequest<'a> {
     /// The full lock key.
     pub key: &'a LockName,
@@ -26,8 +43,42 @@ pub struct AcquireRequest<'a> {
     pub use_db_time: bool,
 }
 
+impl<'a> AcquireRequest<'a> {
+    /// A request for `key` by `owner`, recording `leader_id`, for `lease_time`, on the
+    /// node's clock.
+    pub fn new(
+        key: &'a LockName,
+        owner: OwnerToken,
+        leader_id: &'a str,
+        lease_time: Duration,
+    ) -> Self {
+        AcquireRequest {
+            key,
+            owner,
+            leader_id,
+            lease_time,
+            use_db_time: false,
+        }
+    }
+
+    /// The same request for another key: for backends that wrap another and map names.
+    pub fn with_key<'b>(self, key: &'b LockName) -> AcquireRequest<'b>
+    where
+        'a: 'b,
+    {
+        AcquireRequest { key, ..self }
+    }
+
+    /// The same request, taking timestamps from the backend server's clock when `on`.
+    pub fn with_db_time(mut self, on: bool) -> Self {
+        self.use_db_time = on;
+        self
+    }
+}
+
 /// The answer to `try_acquire`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum AcquireOutcome {
     /// The caller holds the lock now.
     Acquired(Lease),
@@ -37,6 +88,7 @@ pub enum AcquireOutcome {
 
 /// The answer to `extend`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ExtendOutcome {
     /// The lease was renewed; it now runs out at `expires_at` (backend or node clock).
     Extended {
@@ -49,11 +101,42 @@ pub enum ExtendOutcome {
 
 /// The answer to `release`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ReleaseOutcome {
     /// The lock was freed (or shortened to `acquired_at + min_lease_time`).
     Released,
     /// The caller did not hold the lock; nothing changed.
     NotHeld,
+}
+
+impl AcquireOutcome {
+    /// A short label for logs and metrics: `"acquired"` or `"held"`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            AcquireOutcome::Acquired(_) => "acquired",
+            AcquireOutcome::Held(_) => "held",
+        }
+    }
+}
+
+impl ExtendOutcome {
+    /// A short label for logs and metrics: `"extended"` or `"not_held"`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ExtendOutcome::Extended { .. } => "extended",
+            ExtendOutcome::NotHeld => "not_held",
+        }
+    }
+}
+
+impl ReleaseOutcome {
+    /// A short label for logs and metrics: `"released"` or `"not_held"`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ReleaseOutcome::Released => "released",
+            ReleaseOutcome::NotHeld => "not_held",
+        }
+    }
 }
 
 /// What both backend traits share: a name for errors and an optional release notifier.
@@ -81,7 +164,7 @@ pub trait Backend: Send + Sync {
 /// 2. **Ownership**: `extend` and `release` act only when the stored owner token equals
 ///    the lease's; otherwise they return `NotHeld` and change nothing. They identify the
 ///    lease by its key and owner token alone (electors release a possibly orphaned
-///    acquisition knowing only those, see [`Orphan`](crate::Orphan)). `try_acquire` with
+///    acquisition knowing only those, the electors' orphan release). `try_acquire` with
 ///    the current owner's token re-acquires (renews) and keeps the fencing token, so a
 ///    retried acquire whose first answer was lost is harmless.
 /// 3. **Fencing**: every new owner gets a fencing token strictly greater than every earlier
@@ -144,7 +227,7 @@ pub trait LockBackend: Backend {
 ///
 /// A dropped `try_acquire` future may or may not have taken the lock (and the request may
 /// still land later). Electors that are cancelled mid-acquire release the owner token they
-/// sent in the background (see [`Orphan`](crate::Orphan)), so a backend needs nothing more
+/// sent in the background, so a backend needs nothing more
 /// than its ownership rule for that.
 pub trait AsyncLockBackend: Backend {
     /// See [`LockBackend::try_acquire`].

@@ -17,6 +17,7 @@ use crate::settings::ElectorSettings;
 
 /// Whether a campaign elects one leader or lets every instance lead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum DeploymentMode {
     /// One instance leads; the others stand by and take over when it goes.
     #[default]
@@ -239,13 +240,13 @@ impl CampaignRun {
     /// late), and the next attempt with the same token then re-acquires that lease as its
     /// own instead of waiting for it to run out.
     pub fn request(&self) -> AcquireRequest<'_> {
-        AcquireRequest {
-            key: &self.key,
-            owner: self.attempts.lock().owner,
-            leader_id: &self.node_id,
-            lease_time: self.config.lease_time,
-            use_db_time: self.use_db_time,
-        }
+        AcquireRequest::new(
+            &self.key,
+            self.attempts.lock().owner,
+            &self.node_id,
+            self.config.lease_time,
+        )
+        .with_db_time(self.use_db_time)
     }
 
     /// Records a standby's attempt sent at `sent_at` — an error leaves its token possibly

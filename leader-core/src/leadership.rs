@@ -13,9 +13,11 @@ use parking_lot::Mutex;
 use crate::backend::{AcquireOutcome, ExtendOutcome};
 use crate::context::{LeaseContext, LeaseTracker};
 use crate::error::Error;
+use crate::leadership_events::{EventSender, LeadershipEvents};
 
 /// Something that happened to a campaign.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum LeadershipEvent {
     /// This instance became leader.
     Elected {
@@ -80,7 +82,7 @@ pub struct LeadershipState {
     term_started: Event,
     current_leader: Mutex<Option<String>>,
     callbacks: Mutex<Vec<EventCallback>>,
-    subscribers: Mutex<Vec<async_channel::Sender<LeadershipEvent>>>,
+    subscribers: Mutex<Vec<EventSender>>,
     stop: AtomicBool,
     abandon: AtomicBool,
     stop_event: Event,
@@ -164,15 +166,20 @@ impl LeadershipState {
         }
     }
 
-    /// A stream of events from now on (also usable blocking: `recv_blocking`).
+    /// A stream of events from now on (also usable blocking: `recv_blocking`); bounded,
+    /// see [`LeadershipEvents`] for what happens when its reader lags.
     ///
     /// Each event is sent just *after* the state it describes becomes visible, so a
     /// callback or subscriber that reads `is_leader()` on `Elected` sees `true`; the other
     /// way round, `is_leader()` may turn true a moment before the `Elected` event arrives.
-    pub fn subscribe(&self) -> async_channel::Receiver<LeadershipEvent> {
-        let (sender, receiver) = async_channel::unbounded();
-        self.subscribers.lock().push(sender);
-        receiver
+    pub fn subscribe(&self) -> LeadershipEvents {
+        let (sender, events) = LeadershipEvents::channel();
+        let mut subscribers = self.subscribers.lock();
+        // Checked under the lock `mark_finished` clears it with, so no sender outlives it.
+        if !self.finished.load(Ordering::Acquire) {
+            subscribers.push(sender);
+        }
+        events
     }
 
     /// Calls `callback` on every event from now on.
@@ -289,7 +296,7 @@ impl LeadershipState {
         }
         self.subscribers
             .lock()
-            .retain(|sender| sender.try_send(event.clone()).is_ok());
+            .retain(|sender| sender.send(event.clone()));
     }
 
     /// Asks the campaign loop to resign and stop.
@@ -328,7 +335,12 @@ impl LeadershipState {
 
     /// Campaign loops: the loop has ended (after releasing).
     pub fn mark_finished(&self) {
-        self.finished.store(true, Ordering::Release);
+        {
+            // Dropping the senders ends every stream once its buffer is read.
+            let mut subscribers = self.subscribers.lock();
+            self.finished.store(true, Ordering::Release);
+            subscribers.clear();
+        }
         self.finished_event.notify(usize::MAX);
     }
 

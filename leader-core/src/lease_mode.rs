@@ -20,6 +20,7 @@ use crate::options::LeaderElectionOptions;
 /// # let _ = fixed;
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LeaseMode {
     /// A lease of `timeout`, renewed every `timeout / 3` while the guard lives. If the
     /// process dies the lock frees itself within `timeout`.

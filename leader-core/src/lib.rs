@@ -37,6 +37,7 @@ mod error;
 mod events;
 mod keepalive;
 mod leadership;
+mod leadership_events;
 mod lease;
 mod lease_mode;
 mod memory;
@@ -49,28 +50,41 @@ mod retry;
 mod settings;
 mod state;
 mod token_source;
+mod watcher;
 
-pub use async_channel;
-pub use attempts::{Attempts, Step};
 pub use backend::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, ExtendOutcome, LockBackend,
     ReleaseOutcome,
 };
-pub use campaign::{CampaignConfig, CampaignRun, DeploymentMode};
+pub use campaign::{CampaignConfig, DeploymentMode};
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use context::{LeaseContext, LeaseTracker};
+pub use context::LeaseContext;
 pub use error::{BackendError, BackendErrorKind, BoxError, Error, NameError, OptionsError};
 pub use events::{ReleaseEvents, ReleaseListener};
-pub use keepalive::Keepalive;
-pub use leadership::{EventCallback, LeadershipEvent, LeadershipState, RevokeReason};
+pub use leadership::{EventCallback, LeadershipEvent, RevokeReason};
+pub use leadership_events::LeadershipEvents;
 pub use lease::{Lease, OwnerToken, ParseOwnerTokenError};
 pub use lease_mode::LeaseMode;
 pub use memory::InMemoryBackend;
 pub use name::LockName;
 pub use noop::NoopBackend;
 pub use options::LeaderElectionOptions;
-pub use orphan::Orphan;
 pub use result::LeaderRunResult;
-pub use retry::Backoff;
-pub use settings::ElectorSettings;
 pub use state::{LeaderLease, LeaderState, LockStatus};
+pub use watcher::LeadershipWatcher;
+
+/// The machinery the electors of `leader-blocking` and `leader-async` share.
+///
+/// **Not public API.** It is `pub` only so those sibling crates can use it; it is hidden
+/// from the docs and exempt from semver: anything here may change in any release.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::attempts::{Attempts, Step};
+    pub use crate::campaign::CampaignRun;
+    pub use crate::context::LeaseTracker;
+    pub use crate::keepalive::Keepalive;
+    pub use crate::leadership::LeadershipState;
+    pub use crate::orphan::Orphan;
+    pub use crate::retry::Backoff;
+    pub use crate::settings::ElectorSettings;
+}

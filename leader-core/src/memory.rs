@@ -39,13 +39,7 @@ use crate::state::{LeaderLease, LeaderState};
 ///
 /// let backend = InMemoryBackend::new();
 /// let key = LockName::new("nightly")?;
-/// let request = AcquireRequest {
-///     key: &key,
-///     owner: OwnerToken::random(),
-///     leader_id: "node-a",
-///     lease_time: Duration::from_secs(30),
-///     use_db_time: false,
-/// };
+/// let request = AcquireRequest::new(&key, OwnerToken::random(), "node-a", Duration::from_secs(30));
 /// let AcquireOutcome::Acquired(lease) = backend.try_acquire(request)? else { unreachable!() };
 /// assert_eq!(lease.fencing_token, 1);
 /// backend.release(&lease, Duration::ZERO)?;
@@ -351,13 +345,7 @@ mod tests {
     use crate::clock::ManualClock;
 
     fn request(key: &LockName, lease_time: Duration) -> AcquireRequest<'_> {
-        AcquireRequest {
-            key,
-            owner: OwnerToken::random(),
-            leader_id: "node",
-            lease_time,
-            use_db_time: true,
-        }
+        AcquireRequest::new(key, OwnerToken::random(), "node", lease_time).with_db_time(true)
     }
 
     #[test]

@@ -26,8 +26,7 @@ use crate::state::LeaderState;
 /// use leader_core::{AcquireOutcome, AcquireRequest, LockBackend, LockName, NoopBackend, OwnerToken};
 /// let backend = NoopBackend::new();
 /// let key = LockName::new("job")?;
-/// let request = AcquireRequest { key: &key, owner: OwnerToken::random(), leader_id: "n",
-///     lease_time: Duration::from_secs(1), use_db_time: false };
+/// let request = AcquireRequest::new(&key, OwnerToken::random(), "n", Duration::from_secs(1));
 /// assert!(matches!(backend.try_acquire(request)?, AcquireOutcome::Acquired(_)));
 /// assert!(matches!(backend.try_acquire(request)?, AcquireOutcome::Acquired(_)));
 /// # Ok::<(), leader_core::Error>(())

@@ -25,7 +25,8 @@ use crate::retry::Backoff;
 ///
 /// ```
 /// use std::time::{Duration, Instant};
-/// use leader_core::{LockName, Orphan, OwnerToken, ReleaseOutcome};
+/// use leader_core::__private::Orphan;
+/// use leader_core::{LockName, OwnerToken, ReleaseOutcome};
 ///
 /// let key = LockName::new("nightly")?;
 /// let mut orphan = Orphan::new(key, OwnerToken::random(), Instant::now(), Duration::from_secs(30));

@@ -1,5 +1,7 @@
 //! [`LeaderRunResult`]: the outcome of running an action only if elected.
 
+use crate::lease::Lease;
+
 /// What happened to an action submitted with `run_if_leader_result`.
 ///
 /// The same type comes back from every elector, blocking, thread-pool and async.
@@ -7,23 +9,30 @@
 /// # Examples
 ///
 /// ```
-/// use leader_core::LeaderRunResult;
+/// use std::time::{Duration, SystemTime};
+/// use leader_core::{LeaderRunResult, Lease, LockName, OwnerToken};
 ///
-/// let outcome: LeaderRunResult<u32, String> = LeaderRunResult::Elected {
-///     value: 7,
-///     leader_id: "node-a".into(),
-///     fencing_token: 42,
-///     lease_lost: false,
-/// };
+/// let now = SystemTime::now();
+/// let lease = Lease::new(LockName::new("job")?, OwnerToken::random(), "node-a", 42, now, now + Duration::from_secs(30));
+/// let outcome: LeaderRunResult<u32, String> = LeaderRunResult::elected(7, &lease, false);
+/// match &outcome {
+///     LeaderRunResult::Elected { value, fencing_token, .. } => assert_eq!((*value, *fencing_token), (7, 42)),
+///     LeaderRunResult::Skipped => println!("another node led"),
+///     LeaderRunResult::ActionFailed(error) => println!("the job failed: {error}"),
+/// }
 /// assert!(outcome.is_elected());
 /// assert!(!outcome.lease_lost());
 /// assert_eq!(outcome.fencing_token(), Some(42));
 /// assert_eq!(outcome.map(|v| v * 2).into_value(), Some(14));
+/// # Ok::<(), leader_core::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[must_use = "the action may not have run; check whether it was elected"]
 pub enum LeaderRunResult<T, E> {
     /// This node held the lock and the action returned `Ok(value)`.
+    ///
+    /// More fields may be added: match with `..`, build with [`LeaderRunResult::elected`].
+    #[non_exhaustive]
     Elected {
         /// What the action returned.
         value: T,
@@ -45,6 +54,17 @@ pub enum LeaderRunResult<T, E> {
 }
 
 impl<T, E> LeaderRunResult<T, E> {
+    /// An elected outcome: the action returned `value` under `lease`; `lease_lost` tells
+    /// whether the lease was lost before it returned.
+    pub fn elected(value: T, lease: &Lease, lease_lost: bool) -> Self {
+        LeaderRunResult::Elected {
+            value,
+            leader_id: lease.leader_id.clone(),
+            fencing_token: lease.fencing_token,
+            lease_lost,
+        }
+    }
+
     /// `true` if the action ran and succeeded.
     pub fn is_elected(&self) -> bool {
         matches!(self, LeaderRunResult::Elected { .. })

@@ -14,7 +14,7 @@ use rand::Rng;
 ///
 /// ```
 /// use std::time::Duration;
-/// use leader_core::Backoff;
+/// use leader_core::__private::Backoff;
 ///
 /// let mut backoff = Backoff::new(Duration::from_millis(50));
 /// let first = backoff.next_delay().expect("time is left");

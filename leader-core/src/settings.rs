@@ -11,7 +11,8 @@ use crate::options::LeaderElectionOptions;
 /// # Examples
 ///
 /// ```
-/// use leader_core::{ElectorSettings, LeaderElectionOptions};
+/// use leader_core::__private::ElectorSettings;
+/// use leader_core::LeaderElectionOptions;
 ///
 /// let settings = ElectorSettings::new(LeaderElectionOptions::default())?;
 /// let scoped = settings.with_name_prefix("billing:")?;

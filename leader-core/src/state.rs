@@ -4,6 +4,7 @@ use std::time::SystemTime;
 
 /// Whether a lock is held right now (as far as a snapshot can tell).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum LockStatus {
     /// Nobody holds the lock.
     Empty,

@@ -33,13 +33,8 @@ use crate::runtime::{Background, Stopped};
 /// let config = MongoConfig::new().with_database("ops");
 /// let backend = MongoBackend::connect_with("mongodb://127.0.0.1:27017/", config)?;
 /// let key = LockName::new("nightly-report")?;
-/// let request = AcquireRequest {
-///     key: &key,
-///     owner: OwnerToken::random(),
-///     leader_id: "node-a",
-///     lease_time: Duration::from_secs(30),
-///     use_db_time: true,
-/// };
+/// let request = AcquireRequest::new(&key, OwnerToken::random(), "node-a", Duration::from_secs(30))
+///     .with_db_time(true);
 /// if let AcquireOutcome::Acquired(lease) = backend.try_acquire(request)? {
 ///     // ... the work only one node may do ...
 ///     backend.release(&lease, Duration::ZERO)?;

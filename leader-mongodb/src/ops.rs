@@ -92,8 +92,8 @@ impl Store {
                 fencing_token = lease.fencing_token,
                 "mongodb acquire"
             ),
-            Ok(AcquireOutcome::Held(_)) => {
-                tracing::debug!(lock = %request.key, outcome = "held", "mongodb acquire")
+            Ok(other) => {
+                tracing::debug!(lock = %request.key, outcome = other.as_str(), "mongodb acquire")
             }
             Err(err) => {
                 tracing::debug!(lock = %request.key, outcome = "error", error = %err, "mongodb acquire")
@@ -204,11 +204,7 @@ impl Store {
             })
         }
         .await;
-        let outcome = match &result {
-            Ok(ExtendOutcome::Extended { .. }) => "extended",
-            Ok(ExtendOutcome::NotHeld) => "not-held",
-            Err(_) => "error",
-        };
+        let outcome = result.as_ref().map_or("error", ExtendOutcome::as_str);
         tracing::debug!(lock = %key, outcome, "mongodb extend");
         result
     }
@@ -231,11 +227,7 @@ impl Store {
                 0 => ReleaseOutcome::NotHeld,
                 _ => ReleaseOutcome::Released,
             });
-        let outcome = match &result {
-            Ok(ReleaseOutcome::Released) => "released",
-            Ok(ReleaseOutcome::NotHeld) => "not-held",
-            Err(_) => "error",
-        };
+        let outcome = result.as_ref().map_or("error", ReleaseOutcome::as_str);
         tracing::debug!(lock = %key, outcome, "mongodb release");
         result
     }

@@ -28,13 +28,8 @@ fn backend() -> Option<MongoBackend> {
 fn try_take(backend: &MongoBackend, name: &str) -> bool {
     let key = leader_core::LockName::new(name).unwrap();
     let options = LeaderElectionOptions::default();
-    let request = AcquireRequest {
-        key: &key,
-        owner: OwnerToken::random(),
-        leader_id: "node",
-        lease_time: Duration::from_secs(10),
-        use_db_time: options.use_db_time(),
-    };
+    let request = AcquireRequest::new(&key, OwnerToken::random(), "node", Duration::from_secs(10))
+        .with_db_time(options.use_db_time());
     matches!(
         LockBackend::try_acquire(backend, request).unwrap(),
         AcquireOutcome::Acquired(_)

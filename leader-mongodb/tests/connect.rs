@@ -66,13 +66,7 @@ fn unreachable_backend() -> MongoBackend {
 }
 
 fn request(key: &LockName) -> AcquireRequest<'_> {
-    AcquireRequest {
-        key,
-        owner: OwnerToken::random(),
-        leader_id: "node-a",
-        lease_time: Duration::from_secs(30),
-        use_db_time: false,
-    }
+    AcquireRequest::new(key, OwnerToken::random(), "node-a", Duration::from_secs(30))
 }
 
 fn assert_transient_within<T: std::fmt::Debug>(

@@ -21,13 +21,7 @@ use mongodb::bson::{Bson, DateTime, Document, doc};
 const LEASE: Duration = Duration::from_secs(30);
 
 fn request<'a>(key: &'a LockName, owner: OwnerToken, node: &'a str) -> AcquireRequest<'a> {
-    AcquireRequest {
-        key,
-        owner,
-        leader_id: node,
-        lease_time: LEASE,
-        use_db_time: false,
-    }
+    AcquireRequest::new(key, owner, node, LEASE)
 }
 
 fn must_acquire(backend: &MongoBackend, key: &LockName) -> Lease {

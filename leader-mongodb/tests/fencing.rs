@@ -16,13 +16,7 @@ const COLLECTION: &str = "fencing";
 
 /// Acquires and releases `key` once; checks the token is above every earlier one.
 fn cycle(backend: &MongoBackend, key: &LockName, seen: &mut Vec<u64>) {
-    let request = AcquireRequest {
-        key,
-        owner: OwnerToken::random(),
-        leader_id: "node",
-        lease_time: Duration::from_secs(30),
-        use_db_time: false,
-    };
+    let request = AcquireRequest::new(key, OwnerToken::random(), "node", Duration::from_secs(30));
     let lease = match LockBackend::try_acquire(backend, request).unwrap() {
         AcquireOutcome::Acquired(lease) => lease,
         other => panic!("expected to acquire {key}, got {other:?}"),

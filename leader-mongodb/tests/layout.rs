@@ -18,13 +18,7 @@ use mongodb::bson::Bson;
 const COLLECTION: &str = "layout";
 
 fn request<'a>(key: &'a LockName, owner: OwnerToken, node: &'a str) -> AcquireRequest<'a> {
-    AcquireRequest {
-        key,
-        owner,
-        leader_id: node,
-        lease_time: Duration::from_secs(30),
-        use_db_time: true,
-    }
+    AcquireRequest::new(key, owner, node, Duration::from_secs(30)).with_db_time(true)
 }
 
 #[test]

@@ -20,13 +20,7 @@ fn server_addr(uri: &str) -> SocketAddr {
 }
 
 fn acquire(backend: &MongoBackend, key: &LockName) -> Result<AcquireOutcome, leader_core::Error> {
-    let request = AcquireRequest {
-        key,
-        owner: OwnerToken::random(),
-        leader_id: "node",
-        lease_time: Duration::from_secs(30),
-        use_db_time: false,
-    };
+    let request = AcquireRequest::new(key, OwnerToken::random(), "node", Duration::from_secs(30));
     LockBackend::try_acquire(backend, request)
 }
 

@@ -38,13 +38,7 @@ const SUBSCRIPTION_RETRY: Duration = Duration::from_secs(1);
 ///
 /// let backend = RedisBackend::connect("redis://127.0.0.1/")?;
 /// let key = LockName::new("nightly-report")?;
-/// let request = AcquireRequest {
-///     key: &key,
-///     owner: OwnerToken::random(),
-///     leader_id: "node-a",
-///     lease_time: Duration::from_secs(30),
-///     use_db_time: false,
-/// };
+/// let request = AcquireRequest::new(&key, OwnerToken::random(), "node-a", Duration::from_secs(30));
 /// if let AcquireOutcome::Acquired(lease) = backend.try_acquire(request)? {
 ///     // ... the critical section, passing lease.fencing_token along with every write ...
 ///     backend.release(&lease, Duration::ZERO)?;

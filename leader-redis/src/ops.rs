@@ -95,10 +95,7 @@ impl Op for Acquire<'_> {
     }
 
     fn outcome(output: &AcquireOutcome) -> &'static str {
-        match output {
-            AcquireOutcome::Acquired(_) => "acquired",
-            AcquireOutcome::Held(_) => "held",
-        }
+        output.as_str()
     }
 }
 
@@ -142,10 +139,7 @@ impl Op for Extend<'_> {
     }
 
     fn outcome(output: &ExtendOutcome) -> &'static str {
-        match output {
-            ExtendOutcome::Extended { .. } => "extended",
-            ExtendOutcome::NotHeld => "not_held",
-        }
+        output.as_str()
     }
 }
 
@@ -295,13 +289,12 @@ mod tests {
     fn acquire_decodes_both_outcomes_and_rejects_garbage() {
         let key = LockName::new("job").unwrap();
         let op = Acquire {
-            request: AcquireRequest {
-                key: &key,
-                owner: OwnerToken::random(),
-                leader_id: "node-a",
-                lease_time: Duration::from_secs(1),
-                use_db_time: false,
-            },
+            request: AcquireRequest::new(
+                &key,
+                OwnerToken::random(),
+                "node-a",
+                Duration::from_secs(1),
+            ),
             now: SystemTime::now(),
         };
         let acquired = Value::Array(vec![

@@ -24,13 +24,7 @@ fn fast_config() -> RedisConfig {
 }
 
 fn request<'a>(key: &'a LockName, owner: OwnerToken) -> AcquireRequest<'a> {
-    AcquireRequest {
-        key,
-        owner,
-        leader_id: "node-a",
-        lease_time: Duration::from_secs(30),
-        use_db_time: false,
-    }
+    AcquireRequest::new(key, owner, "node-a", Duration::from_secs(30))
 }
 
 fn must_acquire(backend: &RedisBackend, key: &LockName) -> Lease {

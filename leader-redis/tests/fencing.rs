@@ -14,13 +14,7 @@ use leader_testkit::fresh_name;
 
 /// Acquires and releases `key` once; the token of that acquisition.
 fn cycle(backend: &RedisBackend, key: &LockName) -> u64 {
-    let request = AcquireRequest {
-        key,
-        owner: OwnerToken::random(),
-        leader_id: "node",
-        lease_time: Duration::from_secs(30),
-        use_db_time: false,
-    };
+    let request = AcquireRequest::new(key, OwnerToken::random(), "node", Duration::from_secs(30));
     let lease: Lease = match LockBackend::try_acquire(backend, request).unwrap() {
         AcquireOutcome::Acquired(lease) => lease,
         other => panic!("expected to acquire {key}, got {other:?}"),

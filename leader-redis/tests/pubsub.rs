@@ -16,13 +16,7 @@ use leader_redis::{RedisBackend, RedisConfig};
 use leader_testkit::fresh_name;
 
 fn acquire(backend: &RedisBackend, key: &LockName, lease_time: Duration) -> Lease {
-    let request = AcquireRequest {
-        key,
-        owner: OwnerToken::random(),
-        leader_id: "holder",
-        lease_time,
-        use_db_time: false,
-    };
+    let request = AcquireRequest::new(key, OwnerToken::random(), "holder", lease_time);
     match LockBackend::try_acquire(backend, request).unwrap() {
         AcquireOutcome::Acquired(lease) => lease,
         other => panic!("expected to acquire, got {other:?}"),

@@ -25,12 +25,8 @@ fn locks_work_over_tls() {
         return;
     };
     let key = fresh_name("tls");
-    let request = |owner, node| AcquireRequest {
-        key: &key,
-        owner,
-        leader_id: node,
-        lease_time: Duration::from_secs(30),
-        use_db_time: true,
+    let request = |owner, node| {
+        AcquireRequest::new(&key, owner, node, Duration::from_secs(30)).with_db_time(true)
     };
     let AcquireOutcome::Acquired(lease) =
         LockBackend::try_acquire(&backend, request(OwnerToken::random(), "a")).unwrap()
@@ -65,13 +61,7 @@ fn locks_work_over_tls() {
 async fn async_cycle(backend: RedisBackend) {
     use leader_core::AsyncLockBackend;
     let key = fresh_name("tls-async");
-    let request = AcquireRequest {
-        key: &key,
-        owner: OwnerToken::random(),
-        leader_id: "a",
-        lease_time: Duration::from_secs(30),
-        use_db_time: false,
-    };
+    let request = AcquireRequest::new(&key, OwnerToken::random(), "a", Duration::from_secs(30));
     let AcquireOutcome::Acquired(lease) = AsyncLockBackend::try_acquire(&backend, request)
         .await
         .unwrap()
@@ -116,13 +106,7 @@ fn an_untrusted_certificate_is_an_error() {
     // The system roots do not include the test CA.
     let backend = RedisBackend::connect(&url).unwrap();
     let key = fresh_name("tls-untrusted");
-    let request = AcquireRequest {
-        key: &key,
-        owner: OwnerToken::random(),
-        leader_id: "a",
-        lease_time: Duration::from_secs(30),
-        use_db_time: false,
-    };
+    let request = AcquireRequest::new(&key, OwnerToken::random(), "a", Duration::from_secs(30));
     let err = LockBackend::try_acquire(&backend, request).unwrap_err();
     assert_eq!(err.lock_key(), Some(backend.lock_key(&key).as_str()));
     assert!(

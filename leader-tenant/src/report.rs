@@ -93,6 +93,7 @@ impl<T, E> TenantOutcome<T, E> {
                 leader_id,
                 fencing_token,
                 lease_lost,
+                ..
             })) => TenantOutcome::Elected {
                 value,
                 leader_id,

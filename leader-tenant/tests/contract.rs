@@ -65,10 +65,7 @@ impl<B: Backend> Backend for Scoped<B> {
 impl<B: LockBackend> LockBackend for Scoped<B> {
     fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
         let key = self.key(request.key)?;
-        let outcome = self.inner.try_acquire(AcquireRequest {
-            key: &key,
-            ..request
-        })?;
+        let outcome = self.inner.try_acquire(request.with_key(&key))?;
         Ok(self.outward(outcome, request.key))
     }
 
@@ -95,10 +92,7 @@ impl<B: LockBackend> LockBackend for Scoped<B> {
 impl<B: AsyncLockBackend> AsyncLockBackend for Scoped<B> {
     async fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
         let key = self.key(request.key)?;
-        let scoped = AcquireRequest {
-            key: &key,
-            ..request
-        };
+        let scoped = request.with_key(&key);
         let outcome = AsyncLockBackend::try_acquire(&self.inner, scoped).await?;
         Ok(self.outward(outcome, request.key))
     }
@@ -184,13 +178,12 @@ fn long_scoped_names_work_up_to_the_limit() {
     };
     let room = LockName::MAX_LEN - backend.prefix.len();
     let fits = LockName::new(format!("zählung-{}", "x".repeat(room - "zählung-".len()))).unwrap();
-    let request = AcquireRequest {
-        key: &fits,
-        owner: OwnerToken::random(),
-        leader_id: "node-ü",
-        lease_time: Duration::from_secs(30),
-        use_db_time: false,
-    };
+    let request = AcquireRequest::new(
+        &fits,
+        OwnerToken::random(),
+        "node-ü",
+        Duration::from_secs(30),
+    );
     let AcquireOutcome::Acquired(lease) = LockBackend::try_acquire(&backend, request).unwrap()
     else {
         panic!("a scoped name of exactly 255 bytes must be accepted");

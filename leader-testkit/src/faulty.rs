@@ -73,13 +73,7 @@ pub enum Fault {
 /// let backend = FaultyBackend::new(InMemoryBackend::new());
 /// backend.set(Op::Acquire, Fault::ApplyThenFail);
 /// let key = LockName::new("job")?;
-/// let request = AcquireRequest {
-///     key: &key,
-///     owner: OwnerToken::random(),
-///     leader_id: "node",
-///     lease_time: Duration::from_secs(30),
-///     use_db_time: false,
-/// };
+/// let request = AcquireRequest::new(&key, OwnerToken::random(), "node", Duration::from_secs(30));
 /// assert!(backend.try_acquire(request).is_err()); // ... yet the lock is taken:
 /// assert!(backend.inner().state(&key)?.leader().is_some());
 /// # Ok::<(), leader_core::Error>(())

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
-use leader_core::LeadershipState;
+use leader_core::__private::LeadershipState;
 
 /// Watches every campaign state it is given, from its own thread, and records the first
 /// moment two of them lead at once.

@@ -21,13 +21,7 @@ pub(super) fn request<'a>(
     node: &'a str,
     lease: Duration,
 ) -> AcquireRequest<'a> {
-    AcquireRequest {
-        key,
-        owner,
-        leader_id: node,
-        lease_time: lease,
-        use_db_time: false,
-    }
+    AcquireRequest::new(key, owner, node, lease)
 }
 
 pub(super) async fn acquire<B: AsyncLockBackend>(
@@ -46,9 +40,7 @@ pub(super) async fn must_acquire<B: AsyncLockBackend>(
 ) -> Lease {
     match acquire(backend, request).await {
         AcquireOutcome::Acquired(lease) => lease,
-        AcquireOutcome::Held(holder) => {
-            panic!("expected to acquire {}, held by {holder:?}", request.key)
-        }
+        other => panic!("expected to acquire {}, got {other:?}", request.key),
     }
 }
 
