@@ -45,6 +45,7 @@ mod name;
 mod noop;
 mod options;
 mod orphan;
+mod redact;
 mod result;
 mod retry;
 mod settings;
@@ -85,6 +86,7 @@ pub mod __private {
     pub use crate::keepalive::Keepalive;
     pub use crate::leadership::LeadershipState;
     pub use crate::orphan::Orphan;
+    pub use crate::redact::mask_password;
     pub use crate::retry::Backoff;
     pub use crate::settings::ElectorSettings;
 }

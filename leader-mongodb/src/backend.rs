@@ -85,21 +85,37 @@ impl MongoBackend {
     /// As for [`connect`](Self::connect).
     pub fn connect_with(uri: &str, config: MongoConfig) -> Result<Self, ConnectError> {
         let background = Background::new().map_err(ConnectError::Runtime)?;
-        let uri = uri.to_owned();
-        let driver_config = config.clone();
-        let built = background.block_on(config.operation_timeout(), async move {
-            let mut options = ClientOptions::parse(uri).await.map_err(connect_error)?;
-            driver_config.apply_to(&mut options);
-            let client = Client::with_options(options.clone()).map_err(ConnectError::InvalidUri)?;
-            Ok::<_, ConnectError>((client, options))
-        });
-        let (client, options) = built??;
+        let parse = parse_options(uri.to_owned(), config.clone());
+        let parsed = background.block_on(config.operation_timeout(), parse)??;
+        Ok(MongoBackend::from_parsed(parsed, config, background))
+    }
+
+    /// [`connect_with`](Self::connect_with) for async callers: the connection string is
+    /// parsed (a `mongodb+srv://` name resolved) without blocking the caller's thread.
+    /// Works on any async runtime.
+    ///
+    /// # Errors
+    ///
+    /// As for [`connect`](Self::connect).
+    pub async fn connect_async(uri: &str, config: MongoConfig) -> Result<Self, ConnectError> {
+        let background = Background::new().map_err(ConnectError::Runtime)?;
+        let parse = parse_options(uri.to_owned(), config.clone());
+        // On the background runtime: the client's monitor tasks must not live on the caller's.
+        let parsed = background
+            .run_here(config.operation_timeout(), parse)
+            .await??;
+        Ok(MongoBackend::from_parsed(parsed, config, background))
+    }
+
+    fn from_parsed(
+        (client, options): (Client, ClientOptions),
+        config: MongoConfig,
+        background: Background,
+    ) -> Self {
         let database = config.database_or(options.default_database.as_deref());
         let store = Store::on(&client, &database, &config);
         let clients = Clients::owned(store, options, background.handle().clone());
-        Ok(MongoBackend::assemble(
-            clients, database, config, background,
-        ))
+        MongoBackend::assemble(clients, database, config, background)
     }
 
     /// A backend on an existing client (its timeouts and pool are kept).
@@ -191,6 +207,18 @@ impl MongoBackend {
             Err(stopped) => Err(self.failed(stopped, &key)),
         }
     }
+}
+
+/// Parses `uri` (resolving a `mongodb+srv://` name) and builds the driver's client; runs
+/// on the background runtime.
+async fn parse_options(
+    uri: String,
+    config: MongoConfig,
+) -> Result<(Client, ClientOptions), ConnectError> {
+    let mut options = ClientOptions::parse(uri).await.map_err(connect_error)?;
+    config.apply_to(&mut options);
+    let client = Client::with_options(options.clone()).map_err(ConnectError::InvalidUri)?;
+    Ok((client, options))
 }
 
 fn connect_error(err: mongodb::error::Error) -> ConnectError {

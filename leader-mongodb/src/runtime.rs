@@ -74,6 +74,17 @@ impl Background {
         }
     }
 
+    /// Runs `op` as a task on the background runtime itself, whatever the caller runs on,
+    /// and waits at most `deadline` for it without blocking the caller's thread. For work
+    /// whose tasks must outlive the caller's runtime (building the driver's client).
+    pub(crate) async fn run_here<T, F>(&self, deadline: Duration, op: F) -> Result<T, Stopped>
+    where
+        F: Future<Output = T> + Send + 'static,
+        T: Send + 'static,
+    {
+        flatten(spawn_with_deadline(&self.handle, deadline, op).await)
+    }
+
     /// Runs `op` as a task on the background runtime and blocks the calling thread until it
     /// finishes or `deadline` passes. Safe to call from inside an async runtime (it then
     /// blocks that runtime's thread, as any blocking call would).

@@ -1,6 +1,7 @@
 //! Errors: [`ConfigError`] at construction, and the crate's detailed failures, which
 //! become `leader_core::Error::Backend` with the lock key and a classification.
 
+use leader_core::__private::mask_password;
 use leader_core::{BackendError, BackendErrorKind, BoxError, Error};
 use redis::{ErrorKind, RedisError, ServerErrorKind};
 
@@ -40,24 +41,6 @@ impl ConfigError {
             source: Box::new(source),
         }
     }
-}
-
-/// `redis://user:secret@host/` → `redis://user:***@host/`.
-pub(crate) fn mask_password(url: &str) -> String {
-    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
-        return url.to_owned();
-    };
-    let rest = &url[scheme_end..];
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let Some(at) = rest[..authority_end].rfind('@') else {
-        return url.to_owned();
-    };
-    let user_info = &rest[..at];
-    let user = match user_info.find(':') {
-        Some(colon) => &user_info[..colon],
-        None => "",
-    };
-    format!("{}{user}:***{}", &url[..scheme_end], &rest[at..])
 }
 
 /// What went wrong in one backend call, in detail. Converted to
@@ -202,20 +185,6 @@ fn is_script_error(err: &RedisError) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn passwords_are_masked() {
-        assert_eq!(
-            mask_password("redis://user:secret@host:6379/0"),
-            "redis://user:***@host:6379/0"
-        );
-        assert_eq!(
-            mask_password("rediss://:secret@host/"),
-            "rediss://:***@host/"
-        );
-        assert_eq!(mask_password("redis://host/"), "redis://host/");
-        assert_eq!(mask_password("not a url"), "not a url");
-    }
 
     /// A server's error reply, as the driver hands it over.
     fn reply(line: &str) -> RedisError {

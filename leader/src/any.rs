@@ -1,0 +1,143 @@
+//! [`AnyBackend`]: one backend type for whichever backend a URL chose.
+
+use std::time::Duration;
+
+use leader_core::{
+    AcquireOutcome, AcquireRequest, Backend, Error, ExtendOutcome, InMemoryBackend, LeaderState,
+    Lease, LockBackend, LockName, ReleaseEvents, ReleaseOutcome,
+};
+
+/// The backend [`connect`](crate::connect) returns: one of the built-in backends, usable
+/// with every elector (blocking, thread-pool, and async on every runtime).
+///
+/// Cloning is cheap and clones share the store and its connections. Build one directly
+/// from a configured backend with `From` (`RedisBackend::connect_with(url, config)?.into()`).
+///
+/// # Examples
+///
+/// ```
+/// use leader::{AnyBackend, InMemoryBackend, LeaderElectionOptions, LeaderElector};
+///
+/// let backend: AnyBackend = InMemoryBackend::new().into();
+/// assert_eq!(backend.kind(), "memory");
+/// let elector = LeaderElector::new(backend, LeaderElectionOptions::default())?;
+/// assert_eq!(elector.run_if_leader("job", || 1)?, Some(1));
+/// # Ok::<(), leader::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum AnyBackend {
+    /// `memory://`: [`InMemoryBackend`].
+    Memory(InMemoryBackend),
+    /// `redis://`, `rediss://`, `redis+cluster://`: [`RedisBackend`](leader_redis::RedisBackend).
+    #[cfg(feature = "redis")]
+    Redis(leader_redis::RedisBackend),
+    /// `mongodb://`, `mongodb+srv://`: [`MongoBackend`](leader_mongodb::MongoBackend).
+    #[cfg(feature = "mongodb")]
+    Mongo(leader_mongodb::MongoBackend),
+}
+
+/// Runs `$body` with `$backend` bound to the backend inside `$any`, whichever it is.
+macro_rules! on_backend {
+    ($any:expr, $backend:ident => $body:expr) => {
+        match $any {
+            AnyBackend::Memory($backend) => $body,
+            #[cfg(feature = "redis")]
+            AnyBackend::Redis($backend) => $body,
+            #[cfg(feature = "mongodb")]
+            AnyBackend::Mongo($backend) => $body,
+        }
+    };
+}
+
+impl AnyBackend {
+    /// The backend's name: `"memory"`, `"redis"` or `"mongodb"`.
+    pub fn kind(&self) -> &'static str {
+        on_backend!(self, backend => backend.name())
+    }
+}
+
+impl From<InMemoryBackend> for AnyBackend {
+    fn from(backend: InMemoryBackend) -> Self {
+        AnyBackend::Memory(backend)
+    }
+}
+
+#[cfg(feature = "redis")]
+impl From<leader_redis::RedisBackend> for AnyBackend {
+    fn from(backend: leader_redis::RedisBackend) -> Self {
+        AnyBackend::Redis(backend)
+    }
+}
+
+#[cfg(feature = "mongodb")]
+impl From<leader_mongodb::MongoBackend> for AnyBackend {
+    fn from(backend: leader_mongodb::MongoBackend) -> Self {
+        AnyBackend::Mongo(backend)
+    }
+}
+
+impl Backend for AnyBackend {
+    fn name(&self) -> &'static str {
+        self.kind()
+    }
+
+    fn release_events(&self) -> Option<&ReleaseEvents> {
+        on_backend!(self, backend => backend.release_events())
+    }
+}
+
+impl LockBackend for AnyBackend {
+    fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
+        on_backend!(self, backend => LockBackend::try_acquire(backend, request))
+    }
+
+    fn extend(
+        &self,
+        lease: &Lease,
+        lease_time: Duration,
+        use_db_time: bool,
+    ) -> Result<ExtendOutcome, Error> {
+        on_backend!(self, backend => LockBackend::extend(backend, lease, lease_time, use_db_time))
+    }
+
+    fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {
+        on_backend!(self, backend => LockBackend::release(backend, lease, min_lease_time))
+    }
+
+    fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
+        on_backend!(self, backend => LockBackend::state(backend, key))
+    }
+}
+
+#[cfg(any(feature = "tokio", feature = "smol", feature = "async-std"))]
+impl leader_core::AsyncLockBackend for AnyBackend {
+    async fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
+        use leader_core::AsyncLockBackend as Async;
+        on_backend!(self, backend => Async::try_acquire(backend, request).await)
+    }
+
+    async fn extend(
+        &self,
+        lease: &Lease,
+        lease_time: Duration,
+        use_db_time: bool,
+    ) -> Result<ExtendOutcome, Error> {
+        use leader_core::AsyncLockBackend as Async;
+        on_backend!(self, backend => Async::extend(backend, lease, lease_time, use_db_time).await)
+    }
+
+    async fn release(
+        &self,
+        lease: &Lease,
+        min_lease_time: Duration,
+    ) -> Result<ReleaseOutcome, Error> {
+        use leader_core::AsyncLockBackend as Async;
+        on_backend!(self, backend => Async::release(backend, lease, min_lease_time).await)
+    }
+
+    async fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
+        use leader_core::AsyncLockBackend as Async;
+        on_backend!(self, backend => Async::state(backend, key).await)
+    }
+}

@@ -1,0 +1,332 @@
+//! [`connect`] and [`connect_async`]: a backend chosen by URL.
+
+use leader_core::__private::mask_password;
+
+use crate::any::AnyBackend;
+use crate::error::ConnectError;
+
+/// Every URL scheme [`connect`] knows (some need a feature).
+pub(crate) const SCHEMES: &[&str] = &[
+    "memory",
+    "redis",
+    "rediss",
+    "redis+cluster",
+    "rediss+cluster",
+    "mongodb",
+    "mongodb+srv",
+];
+
+/// A backend for `url`, usable with every elector, blocking or async.
+///
+/// | URL | backend | feature |
+/// |---|---|---|
+/// | `memory://` | a new [`InMemoryBackend`](crate::InMemoryBackend) (this process only) | — |
+/// | `redis://[user:password@]host[:port][/db]` | [`RedisBackend`](crate::RedisBackend), one server | `redis` |
+/// | `rediss://...` | the same over TLS | `redis-tls` |
+/// | `redis+cluster://[user:password@]host1:port1,host2:port2` | a Redis Cluster, reached through any listed node | `redis` |
+/// | `rediss+cluster://...` | the same over TLS | `redis-tls` |
+/// | `mongodb://...`, `mongodb+srv://...` | [`MongoBackend`](crate::MongoBackend), any MongoDB connection string | `mongodb` |
+///
+/// Nothing is sent to a server here: connections open on first use, so the server may
+/// start after the application, and an unreachable server shows up as a transient
+/// [`Error::Backend`](crate::Error::Backend) from the first call that needs it. Each
+/// `memory://` backend is a separate store; clone the backend to share it.
+///
+/// `rediss://` trusts the platform's root certificates (and the files named by
+/// `SSL_CERT_FILE` / `SSL_CERT_DIR`); for a private CA, build the backend with
+/// `RedisBackend::connect_with(url, RedisConfig::new().with_tls_root_certificate(pem))` and
+/// convert it with `.into()`.
+///
+/// A `mongodb+srv://` name is resolved here, blocking the thread for that lookup: from async
+/// code, prefer [`connect_async`].
+///
+/// # Errors
+///
+/// A [`ConnectError`] naming the problem, the URL shown with its password masked: not a
+/// URL, an unknown scheme, a scheme whose feature is off, or a URL the backend rejects.
+///
+/// # Examples
+///
+/// ```
+/// use leader::{ConnectError, LeaderElectionOptions, LeaderElector};
+///
+/// let url = std::env::var("LEADER_URL").unwrap_or_else(|_| "memory://".into());
+/// let elector = LeaderElector::new(leader::connect(&url)?, LeaderElectionOptions::default())?;
+/// # let _ = elector;
+///
+/// let err = leader::connect("postgres://app:hunter2@db/app").unwrap_err();
+/// assert!(matches!(err, ConnectError::UnknownScheme { .. }));
+/// assert!(!err.to_string().contains("hunter2"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn connect(url: &str) -> Result<AnyBackend, ConnectError> {
+    match Target::parse(url)?.enabled()? {
+        Target::Memory => Ok(AnyBackend::Memory(leader_core::InMemoryBackend::new())),
+        #[cfg(feature = "redis")]
+        Target::Redis { url, .. } => {
+            Ok(AnyBackend::Redis(leader_redis::RedisBackend::connect(url)?))
+        }
+        #[cfg(feature = "redis")]
+        Target::RedisCluster { nodes, .. } => Ok(AnyBackend::Redis(
+            leader_redis::RedisBackend::connect_cluster(nodes, leader_redis::RedisConfig::new())?,
+        )),
+        #[cfg(feature = "mongodb")]
+        Target::Mongo { uri, .. } => leader_mongodb::MongoBackend::connect(uri)
+            .map(AnyBackend::Mongo)
+            .map_err(|source| mongo_error(uri, source)),
+        // `enabled` refused every target whose feature is off.
+        #[allow(unreachable_patterns)]
+        _ => Err(invalid(url, "this backend is not built in")),
+    }
+}
+
+/// [`connect`] for async code: the same URLs and errors, and a `mongodb+srv://` name is
+/// resolved without blocking the caller's thread. Works on every runtime.
+///
+/// # Errors
+///
+/// As for [`connect`].
+///
+/// # Examples
+///
+/// ```
+/// use leader::{AsyncLeaderElector, LeaderElectionOptions};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let backend = leader::connect_async("memory://").await?;
+/// let elector = AsyncLeaderElector::new(backend, LeaderElectionOptions::default())?;
+/// let ran = elector.run_if_leader("rebalance", || async { "done" }).await?;
+/// assert_eq!(ran, Some("done"));
+/// # Ok(())
+/// # }
+/// ```
+pub async fn connect_async(url: &str) -> Result<AnyBackend, ConnectError> {
+    match Target::parse(url)?.enabled()? {
+        #[cfg(feature = "mongodb")]
+        Target::Mongo { uri, .. } => {
+            leader_mongodb::MongoBackend::connect_async(uri, leader_mongodb::MongoConfig::new())
+                .await
+                .map(AnyBackend::Mongo)
+                .map_err(|source| mongo_error(uri, source))
+        }
+        // The other backends do no I/O when built.
+        _ => connect(url),
+    }
+}
+
+#[cfg(feature = "mongodb")]
+fn mongo_error(uri: &str, source: leader_mongodb::ConnectError) -> ConnectError {
+    ConnectError::Mongo {
+        url: mask_password(uri),
+        source,
+    }
+}
+
+fn invalid(url: &str, reason: &'static str) -> ConnectError {
+    ConnectError::InvalidUrl {
+        url: mask_password(url),
+        reason,
+    }
+}
+
+/// What a URL asks for. Parsing does not depend on the features this crate was built
+/// with; [`Target::enabled`] checks them.
+#[derive(Debug, PartialEq, Eq)]
+enum Target<'a> {
+    Memory,
+    Redis { url: &'a str, tls: bool },
+    RedisCluster { nodes: Vec<String>, tls: bool },
+    Mongo { uri: &'a str, srv: bool },
+}
+
+impl<'a> Target<'a> {
+    fn parse(url: &'a str) -> Result<Self, ConnectError> {
+        let url = url.trim();
+        let Some((scheme, rest)) = url.split_once("://") else {
+            return Err(ConnectError::NotAUrl {
+                url: mask_password(url),
+            });
+        };
+        match scheme.to_ascii_lowercase().as_str() {
+            "memory" if rest.is_empty() || rest == "/" => Ok(Target::Memory),
+            "memory" => Err(invalid(url, "`memory://` takes no host, path or options")),
+            "redis" => Ok(Target::Redis { url, tls: false }),
+            "rediss" => Ok(Target::Redis { url, tls: true }),
+            "redis+cluster" => cluster(url, rest, "redis", false),
+            "rediss+cluster" => cluster(url, rest, "rediss", true),
+            "mongodb" => Ok(Target::Mongo {
+                uri: url,
+                srv: false,
+            }),
+            "mongodb+srv" => Ok(Target::Mongo {
+                uri: url,
+                srv: true,
+            }),
+            _ => Err(ConnectError::UnknownScheme {
+                scheme: scheme.to_owned(),
+                url: mask_password(url),
+            }),
+        }
+    }
+
+    /// The target, or the feature it needs when that is off.
+    fn enabled(self) -> Result<Self, ConnectError> {
+        let needs = |scheme, feature| Err(ConnectError::FeatureDisabled { scheme, feature });
+        match &self {
+            Target::Redis { tls: false, .. } | Target::RedisCluster { tls: false, .. }
+                if !cfg!(feature = "redis") =>
+            {
+                needs("redis", "redis")
+            }
+            Target::Redis { tls: true, .. } | Target::RedisCluster { tls: true, .. }
+                if !cfg!(feature = "redis-tls") =>
+            {
+                needs("rediss", "redis-tls")
+            }
+            Target::Mongo { srv, .. } if !cfg!(feature = "mongodb") => {
+                needs(if *srv { "mongodb+srv" } else { "mongodb" }, "mongodb")
+            }
+            _ => Ok(self),
+        }
+    }
+}
+
+/// `redis+cluster://[userinfo@]h1:p1,h2:p2[/db][?query]` → one `redis://` URL per node,
+/// each with the same user info, path and query.
+fn cluster<'a>(
+    url: &'a str,
+    rest: &str,
+    node_scheme: &str,
+    tls: bool,
+) -> Result<Target<'a>, ConnectError> {
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let (user_info, hosts) = match authority.rfind('@') {
+        Some(at) => (&authority[..=at], &authority[at + 1..]),
+        None => ("", authority),
+    };
+    if hosts.is_empty() {
+        return Err(invalid(url, "a cluster URL needs at least one `host:port`"));
+    }
+    let nodes = hosts
+        .split(',')
+        .map(|host| match host.trim() {
+            "" => Err(invalid(url, "an empty host in the cluster's node list")),
+            host => Ok(format!("{node_scheme}://{user_info}{host}{tail}")),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Target::RedisCluster { nodes, tls })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(url: &str) -> Result<Target<'_>, ConnectError> {
+        Target::parse(url)
+    }
+
+    #[test]
+    fn memory_urls() {
+        assert_eq!(parse("memory://").ok(), Some(Target::Memory));
+        assert_eq!(parse("MEMORY:///").ok(), Some(Target::Memory));
+        assert!(matches!(
+            parse("memory://somewhere"),
+            Err(ConnectError::InvalidUrl { .. })
+        ));
+    }
+
+    #[test]
+    fn not_urls_and_unknown_schemes_mask_the_password() {
+        for text in ["", "127.0.0.1:6379", "redis:/host"] {
+            assert!(
+                matches!(parse(text), Err(ConnectError::NotAUrl { .. })),
+                "{text}"
+            );
+        }
+        let err = parse("postgres://app:hunter2@db/app").unwrap_err();
+        assert!(matches!(&err, ConnectError::UnknownScheme { scheme, .. } if scheme == "postgres"));
+        let text = err.to_string();
+        assert!(text.contains("postgres://app:***@db/app"), "{text}");
+        assert!(!text.contains("hunter2"), "{text}");
+    }
+
+    #[test]
+    fn cluster_urls_become_one_url_per_node() {
+        assert_eq!(
+            parse("redis+cluster://:pw@a:7000, b:7001/0?protocol=resp3").ok(),
+            Some(Target::RedisCluster {
+                nodes: vec![
+                    "redis://:pw@a:7000/0?protocol=resp3".into(),
+                    "redis://:pw@b:7001/0?protocol=resp3".into(),
+                ],
+                tls: false
+            })
+        );
+        assert_eq!(
+            parse("rediss+cluster://a:7000").ok(),
+            Some(Target::RedisCluster {
+                nodes: vec!["rediss://a:7000".into()],
+                tls: true
+            })
+        );
+        for bad in [
+            "redis+cluster://",
+            "redis+cluster://:pw@/",
+            "redis+cluster://a:1,,b:2",
+        ] {
+            let err = parse(bad).unwrap_err();
+            assert!(
+                matches!(err, ConnectError::InvalidUrl { .. }),
+                "{bad}: {err}"
+            );
+            assert!(!err.to_string().contains("pw@"), "{err}");
+        }
+    }
+
+    #[cfg(not(feature = "redis"))]
+    #[test]
+    fn redis_urls_without_the_feature_name_it() {
+        let err = parse("redis://127.0.0.1/")
+            .and_then(Target::enabled)
+            .unwrap_err();
+        assert!(matches!(
+            err,
+            ConnectError::FeatureDisabled {
+                feature: "redis",
+                ..
+            }
+        ));
+    }
+
+    #[cfg(not(feature = "redis-tls"))]
+    #[test]
+    fn tls_urls_without_the_feature_name_it() {
+        let err = parse("rediss://127.0.0.1/")
+            .and_then(Target::enabled)
+            .unwrap_err();
+        assert!(matches!(
+            err,
+            ConnectError::FeatureDisabled {
+                feature: "redis-tls",
+                ..
+            }
+        ));
+    }
+
+    #[cfg(not(feature = "mongodb"))]
+    #[test]
+    fn mongodb_urls_without_the_feature_name_it() {
+        let err = parse("mongodb+srv://cluster0.example.net/")
+            .and_then(Target::enabled)
+            .unwrap_err();
+        assert!(matches!(
+            err,
+            ConnectError::FeatureDisabled {
+                scheme: "mongodb+srv",
+                feature: "mongodb"
+            }
+        ));
+    }
+}

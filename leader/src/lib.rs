@@ -1,0 +1,56 @@
+#![doc = include_str!("../README.md")]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod any;
+mod connect;
+mod error;
+pub mod fencing;
+
+pub use any::AnyBackend;
+pub use connect::{connect, connect_async};
+pub use error::ConnectError;
+
+// What a user names: options, results, errors, snapshots, names, campaigns.
+pub use leader_core::{
+    CampaignConfig, DeploymentMode, Error, EventCallback, InMemoryBackend, LeaderElectionOptions,
+    LeaderLease, LeaderRunResult, LeaderState, LeadershipEvent, LeadershipEvents,
+    LeadershipWatcher, LeaseContext, LeaseMode, LockName, LockStatus, NameError, NoopBackend,
+    OptionsError, RevokeReason,
+};
+
+// The electors.
+#[cfg(any(feature = "tokio", feature = "smol", feature = "async-std"))]
+pub use leader_async::{AsyncLeaderElector, AsyncLeadershipHandle, AsyncLockGuard};
+pub use leader_blocking::{
+    LeaderElector, LeadershipHandle, LockGuard, TaskHandle, ThreadPoolLeaderElector,
+};
+
+// The server backends, and their crates (configs, errors, fencing helpers, the driver).
+#[cfg(feature = "mongodb")]
+pub use leader_mongodb::{self as mongodb, MongoBackend, MongoConfig};
+#[cfg(feature = "redis")]
+pub use leader_redis::{self as redis, RedisBackend, RedisConfig};
+
+/// Tenant scoping and per-tenant pollers: the `leader-tenant` crate.
+#[cfg(feature = "tenant")]
+pub use leader_tenant as tenant;
+#[cfg(feature = "tenant")]
+pub use leader_tenant::ForTenant;
+
+/// The backend SPI, for implementing a backend of your own: the two traits, the four
+/// primitives' request and outcome types, and release notifications.
+///
+/// Every backend must keep the numbered guarantees of [`LockBackend`](backend::LockBackend)'s
+/// `# Contract`; the `leader-testkit` crate's contract suite checks them.
+pub mod backend {
+    pub use leader_core::{
+        AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, BackendError, BackendErrorKind,
+        BoxError, ExtendOutcome, LeaderLease, LeaderState, Lease, LockBackend, LockName,
+        OwnerToken, ParseOwnerTokenError, ReleaseEvents, ReleaseListener, ReleaseOutcome,
+    };
+}
+
+/// Clocks, for tests of code that uses tenant pollers or leases with a manual clock.
+pub mod clock {
+    pub use leader_core::{Clock, ManualClock, SystemClock};
+}

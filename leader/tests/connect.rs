@@ -1,0 +1,169 @@
+//! `connect(url)` against every backend: the backend a URL gives works with the blocking
+//! and the async elector, and is the real store (a second backend on the same server, built
+//! by hand, sees its locks).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::time::Duration;
+
+use leader::backend::LockBackend;
+use leader::{
+    AnyBackend, AsyncLeaderElector, LeaderElectionOptions, LeaderElector, LeaseMode, LockStatus,
+};
+use leader_testkit::{fresh_name, server_from_env};
+
+fn options(node: &str) -> LeaderElectionOptions {
+    LeaderElectionOptions::default()
+        .with_node_id(node)
+        .with_wait_time(Duration::ZERO)
+        .with_lease_time(Duration::from_secs(10))
+}
+
+/// Runs jobs through both electors on `backend`, checks contention and fencing, and checks
+/// that `witness` (another backend on the same store) sees the lock taken through it.
+fn exercise(backend: AnyBackend, witness: Option<&dyn LockBackend>) {
+    let key = fresh_name("connect");
+    let name = key.as_str();
+    let a = LeaderElector::new(backend.clone(), options("a")).unwrap();
+    let b = LeaderElector::new(backend.clone(), options("b")).unwrap();
+
+    let first = a.run_if_leader_with(name, |lease| Ok::<_, String>(lease.fencing_token()));
+    let first = first.unwrap().fencing_token().expect("a led");
+
+    let guard = a
+        .acquire(name, LeaseMode::Fixed(Duration::from_secs(10)))
+        .unwrap();
+    assert!(guard.fencing_token() > first, "fencing tokens grow");
+    assert_eq!(
+        b.run_if_leader(name, || ()).unwrap(),
+        None,
+        "b must skip while a holds"
+    );
+    if let Some(witness) = witness {
+        let state = witness.state(&key).unwrap();
+        assert_eq!(state.status(), LockStatus::Occupied, "{state:?}");
+        assert_eq!(state.leader().unwrap().fencing_token, guard.fencing_token());
+    }
+    let held = guard.fencing_token();
+    guard.release().unwrap();
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let async_elector = AsyncLeaderElector::new(backend, options("c")).unwrap();
+    let outcome = runtime
+        .block_on(async_elector.run_if_leader_with(name, |lease| async move {
+            Ok::<_, String>(lease.fencing_token())
+        }))
+        .unwrap();
+    assert!(outcome.fencing_token().unwrap() > held, "{outcome:?}");
+    assert_eq!(a.state(name).unwrap().status(), LockStatus::Empty);
+}
+
+#[test]
+fn memory_urls_give_a_working_store() {
+    let backend = leader::connect("memory://").unwrap();
+    assert_eq!(backend.kind(), "memory");
+    exercise(backend, None);
+}
+
+#[test]
+fn redis_urls_give_the_redis_backend() {
+    let Some(url) = server_from_env("LEADER_TEST_REDIS_URL") else {
+        return;
+    };
+    let backend = leader::connect(&url).unwrap();
+    assert_eq!(backend.kind(), "redis");
+    let witness = leader::RedisBackend::connect(&url).unwrap();
+    exercise(backend, Some(&witness));
+}
+
+#[test]
+fn redis_cluster_urls_give_a_cluster_backend() {
+    let Some(urls) = server_from_env("LEADER_TEST_REDIS_CLUSTER_URLS") else {
+        return;
+    };
+    let nodes: Vec<&str> = urls.split(',').map(str::trim).collect();
+    let hosts: Vec<&str> = nodes
+        .iter()
+        .map(|url| url.trim_start_matches("redis://").trim_end_matches('/'))
+        .collect();
+    let url = format!("redis+cluster://{}", hosts.join(","));
+    let backend = leader::connect(&url).unwrap();
+    let witness =
+        leader::RedisBackend::connect_cluster(&nodes, leader::RedisConfig::default()).unwrap();
+    exercise(backend, Some(&witness));
+}
+
+/// `rediss://` trusts the system's roots, which include `SSL_CERT_FILE`: the test re-runs
+/// itself in a child process with the test CA there (the environment of a running test
+/// process cannot be changed safely).
+#[test]
+fn rediss_urls_give_a_tls_backend() {
+    const CHILD_RUN: &str = "LEADER_TEST_TLS_CHILD";
+    let Some(url) = server_from_env("LEADER_TEST_REDIS_TLS_URL") else {
+        return;
+    };
+    if std::env::var_os(CHILD_RUN).is_some() {
+        let backend = leader::connect(&url).unwrap();
+        exercise(backend, None);
+        return;
+    }
+    let Some(ca) = server_from_env("LEADER_TEST_REDIS_TLS_CA") else {
+        return;
+    };
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "rediss_urls_give_a_tls_backend", "--nocapture"])
+        .env(CHILD_RUN, "1")
+        .env("SSL_CERT_FILE", ca)
+        .env_remove("SSL_CERT_DIR")
+        .status()
+        .unwrap();
+    assert!(status.success(), "the child run failed: {status}");
+}
+
+#[test]
+fn mongodb_urls_give_the_mongodb_backend_sync_and_async() {
+    let Some(uri) = server_from_env("LEADER_TEST_MONGODB_URI") else {
+        return;
+    };
+    let backend = leader::connect(&uri).unwrap();
+    assert_eq!(backend.kind(), "mongodb");
+    let witness = leader::MongoBackend::connect(&uri).unwrap();
+    exercise(backend, Some(&witness));
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let backend = runtime.block_on(leader::connect_async(&uri)).unwrap();
+    // The client lives on the backend's own runtime: it outlives the caller's.
+    drop(runtime);
+    exercise(backend, Some(&witness));
+}
+
+#[test]
+fn a_wrong_password_is_a_backend_error_that_does_not_show_it() {
+    let Some(url) = server_from_env("LEADER_TEST_REDIS_URL") else {
+        return;
+    };
+    let host = url.trim_start_matches("redis://");
+    let backend = leader::connect(&format!("redis://nobody:sesame-9f3@{host}")).unwrap();
+    let elector = LeaderElector::new(backend, options("a")).unwrap();
+    let err = elector
+        .run_if_leader(fresh_name("auth").as_str(), || ())
+        .unwrap_err();
+    assert!(matches!(err, leader::Error::Backend(_)), "{err:?}");
+    let mut chain = err.to_string();
+    let mut source = std::error::Error::source(&err);
+    while let Some(cause) = source {
+        chain.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    assert!(!chain.contains("sesame-9f3"), "{chain}");
+}
+
+#[test]
+fn bad_mongodb_uris_are_typed_errors_without_the_password() {
+    let err = leader::connect("mongodb://user:sesame-9f3@/?replicaSet=").unwrap_err();
+    assert!(matches!(err, leader::ConnectError::Mongo { .. }), "{err:?}");
+    let text = format!("{err} {err:?}");
+    assert!(!text.contains("sesame-9f3"), "{text}");
+}
