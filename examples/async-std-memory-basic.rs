@@ -1,13 +1,13 @@
 //! The async elector on async-std: two nodes compete, one runs, one skips.
 //!
 //! ```text
-//! cargo run -p leader-examples --example async-std-memory-basic
+//! cargo run -p leader-examples --features async-std --example async-std-memory-basic
 //! ```
 
 use std::time::Duration;
 
-use leader_async::AsyncLeaderElector;
-use leader_core::{Error, InMemoryBackend, LeaderElectionOptions};
+use leader::AsyncLeaderElector;
+use leader::{Error, InMemoryBackend, LeaderElectionOptions};
 
 #[async_std::main]
 async fn main() -> Result<(), Error> {

@@ -5,9 +5,9 @@
 //! half-way through. Each instance prints its report for every cycle.
 //!
 //! ```text
-//! cargo run -p leader-examples --example blocking-redis-saas-poller                 # in memory
-//! cargo run -p leader-examples --example blocking-redis-saas-poller redis://127.0.0.1/
-//! LEADER_REDIS_URL=redis://127.0.0.1/ cargo run -p leader-examples --example blocking-redis-saas-poller
+//! cargo run -p leader-examples --features redis,tenant --example blocking-redis-saas-poller   # in memory
+//! cargo run -p leader-examples --features redis,tenant --example blocking-redis-saas-poller redis://127.0.0.1/
+//! LEADER_URL=redis://127.0.0.1/ cargo run -p leader-examples --features redis,tenant --example blocking-redis-saas-poller
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(clippy::panic)] // one tenant's job panics on purpose, to show it is isolated
@@ -18,10 +18,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use leader_blocking::ThreadPoolLeaderElector;
-use leader_core::{InMemoryBackend, LeaderElectionOptions, LeaseContext, LockBackend};
-use leader_redis::RedisBackend;
-use leader_tenant::{BlockingTenantPoller, PollerConfig, Shutdown, TenantId};
+use leader::tenant::{BlockingTenantPoller, PollerConfig, Shutdown, TenantId};
+use leader::{AnyBackend, LeaderElectionOptions, LeaseContext, ThreadPoolLeaderElector};
 
 const INSTANCES: usize = 3;
 const CYCLES: u32 = 4;
@@ -32,24 +30,23 @@ fn main() -> Result<(), Box<dyn Error>> {
     std::panic::set_hook(Box::new(|info| eprintln!("a job panicked: {info}")));
     let url = std::env::args()
         .nth(1)
-        .or_else(|| std::env::var("LEADER_REDIS_URL").ok());
+        .or_else(|| std::env::var("LEADER_URL").ok());
     match url {
         Some(url) => {
-            println!("backend: Redis at {url}");
+            println!("backend: {url}");
             // One backend (one set of connections) per instance, as separate processes have.
-            run(|| Ok(RedisBackend::connect(&url)?))
+            run(|| Ok(leader::connect(&url)?))
         }
         None => {
             println!("backend: in memory (pass a redis:// URL to use Redis)");
-            let backend = InMemoryBackend::new();
+            // One store shared by the three instances: they are in one process here.
+            let backend = leader::connect("memory://")?;
             run(|| Ok(backend.clone()))
         }
     }
 }
 
-fn run<B: LockBackend + 'static>(
-    backend: impl Fn() -> Result<B, Box<dyn Error>>,
-) -> Result<(), Box<dyn Error>> {
+fn run(backend: impl Fn() -> Result<AnyBackend, Box<dyn Error>>) -> Result<(), Box<dyn Error>> {
     // The tenant list, re-read every cycle: a tenant signs up while the service runs.
     let tenants: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(
         (1..=20).map(|i| format!("tenant-{i:02}")).collect(),

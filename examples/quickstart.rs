@@ -9,8 +9,8 @@
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::Duration;
 
-use leader_blocking::LeaderElector;
-use leader_core::{Error, InMemoryBackend, LeaderElectionOptions, LeaderRunResult};
+use leader::LeaderElector;
+use leader::{Error, InMemoryBackend, LeaderElectionOptions, LeaderRunResult};
 
 const NODES: usize = 5;
 const ROUNDS: usize = 6;

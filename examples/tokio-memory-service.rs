@@ -2,15 +2,15 @@
 //! of the service) share one backend, and every tick exactly one of them runs the job.
 //!
 //! ```text
-//! cargo run -p leader-examples --example tokio-memory-service
+//! cargo run -p leader-examples --features tokio --example tokio-memory-service
 //! ```
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use leader_async::AsyncLeaderElector;
-use leader_core::{Error, InMemoryBackend, LeaderElectionOptions, LeaderRunResult};
+use leader::AsyncLeaderElector;
+use leader::{Error, InMemoryBackend, LeaderElectionOptions, LeaderRunResult};
 
 const TICKS: u32 = 5;
 

@@ -4,25 +4,23 @@
 //! leader resign gracefully (a standby takes over at once, woken by pub/sub).
 //!
 //! ```text
-//! LEADER_REDIS_URL=redis://127.0.0.1:6379/ cargo run -p leader-examples --example tokio-redis-stream-consumer
+//! LEADER_URL=redis://127.0.0.1:6379/ cargo run -p leader-examples --features tokio,redis --example tokio-redis-stream-consumer
 //! ```
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use leader_async::{AsyncLeaderElector, AsyncLeadershipHandle};
-use leader_core::{
+use leader::{AsyncLeaderElector, AsyncLeadershipHandle};
+use leader::{
     CampaignConfig, LeaderElectionOptions, LeadershipEvent, LeadershipEvents, LeadershipWatcher,
 };
-use leader_redis::RedisBackend;
 
 const STREAM: &str = "orders-stream";
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let url =
-        std::env::var("LEADER_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
-    let backend = Arc::new(RedisBackend::connect(&url)?);
+    let url = std::env::var("LEADER_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
+    let backend = Arc::new(leader::connect(&url)?);
     let config = CampaignConfig::default()
         .with_lease_time(Duration::from_secs(2))
         .with_heartbeat(Duration::from_millis(400))

@@ -31,10 +31,9 @@ type Outcome<T> = Result<Result<T, Error>, Box<dyn Any + Send + 'static>>;
 ///
 /// let pool = ThreadPoolLeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default(), 2)?;
 /// let task = pool.run_async_if_leader("report", || 6 * 7)?;
-/// let task = match task.wait_timeout(Duration::from_secs(5)) {
-///     Ok(done) => return done.map(|v| assert_eq!(v, Some(42))),
-///     Err(still_running) => still_running,
-/// };
+/// if !task.wait_timeout(Duration::from_secs(5)) {
+///     println!("still running; waiting for it");
+/// }
 /// assert_eq!(task.wait()?, Some(42));
 /// # Ok::<(), leader_core::Error>(())
 /// ```
@@ -124,33 +123,34 @@ impl<T> TaskHandle<T> {
         }
     }
 
-    /// Waits up to `timeout`: `Ok(result)` if the task finished, `Err(self)` (the handle
-    /// back, to wait again) if not.
+    /// Waits up to `timeout` for the task to finish: `true` if it has (its result is then
+    /// ready: [`wait`](Self::wait) returns at once), `false` if it is still running (the
+    /// handle stays usable; wait again, or later).
     ///
-    /// # Errors
+    /// # Examples
     ///
-    /// `Err(self)` on timeout.
+    /// ```
+    /// use std::time::Duration;
+    /// use leader_blocking::ThreadPoolLeaderElector;
+    /// use leader_core::{InMemoryBackend, LeaderElectionOptions};
     ///
-    /// # Panics
-    ///
-    /// Resumes the action's panic, if it panicked.
-    pub fn wait_timeout(self, timeout: Duration) -> Result<Result<T, Error>, Self> {
+    /// let pool = ThreadPoolLeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default(), 2)?;
+    /// let task = pool.run_async_if_leader("report", || 6 * 7)?;
+    /// while !task.wait_timeout(Duration::from_millis(100)) {
+    ///     println!("still running");
+    /// }
+    /// assert_eq!(task.wait()?, Some(42));
+    /// # Ok::<(), leader_core::Error>(())
+    /// ```
+    pub fn wait_timeout(&self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
-        {
-            let mut state = self.slot.state.lock();
-            loop {
-                if let Some(outcome) = state.outcome.take() {
-                    return Ok(unwrap_outcome(outcome));
-                }
-                if self.slot.done.wait_until(&mut state, deadline).timed_out() {
-                    if let Some(outcome) = state.outcome.take() {
-                        return Ok(unwrap_outcome(outcome));
-                    }
-                    break;
-                }
+        let mut state = self.slot.state.lock();
+        while state.outcome.is_none() {
+            if self.slot.done.wait_until(&mut state, deadline).timed_out() {
+                return state.outcome.is_some();
             }
         }
-        Err(self)
+        true
     }
 }
 

@@ -31,7 +31,7 @@ fn tasks_run_on_workers_and_can_be_waited_or_awaited() {
 }
 
 #[test]
-fn wait_timeout_gives_the_handle_back_and_the_lease_lives_until_the_action_ends() {
+fn wait_timeout_reports_a_running_task_and_the_lease_lives_until_the_action_ends() {
     let backend = InMemoryBackend::new();
     let pool = pool(&backend, 1);
     let (release, released) = crossbeam_like_channel();
@@ -41,10 +41,15 @@ fn wait_timeout_gives_the_handle_back_and_the_lease_lives_until_the_action_ends(
             "done"
         })
         .unwrap();
-    let task = task.wait_timeout(Duration::from_millis(50)).unwrap_err();
+    assert!(!task.wait_timeout(Duration::from_millis(50)));
     assert!(!task.is_finished());
     assert_eq!(pool.state("slow").unwrap().status(), LockStatus::Occupied);
     release.send(()).unwrap();
+    assert!(
+        task.wait_timeout(Duration::from_secs(10)),
+        "finished once released"
+    );
+    assert!(task.is_finished());
     assert_eq!(task.wait().unwrap(), Some("done"));
     assert_eq!(pool.state("slow").unwrap().status(), LockStatus::Empty);
 }
