@@ -11,7 +11,11 @@
 #   1. cargo fmt --all -- --check
 #   2. cargo clippy --workspace --all-targets --all-features -- -D warnings
 #   3. cargo doc --workspace --no-deps --all-features with RUSTDOCFLAGS=-D warnings
-#   4. cargo test --workspace --all-features [EXTRA ARGS]   (doctests included)
+#   4. cargo check --lib of each publishable crate with its default features, with each
+#      runtime feature alone, and with none where that is meant to build
+#   5. cargo package of every publishable crate (each package built on its own), after a
+#      check that each package holds its README, its licence files and its Lua scripts
+#   6. cargo test --workspace --all-features [EXTRA ARGS]   (doctests included)
 # Every step runs even if an earlier one failed, so one run shows every
 # problem; the script exits non-zero if any step failed. The servers are
 # stopped on every exit: success, failure or Ctrl-C.
@@ -69,6 +73,81 @@ run_step() {
 run_step cargo fmt --all -- --check
 run_step cargo clippy --workspace --all-targets --all-features -- -D warnings
 run_step env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features
+# The feature matrix. The steps above build the workspace with every feature of every
+# crate on at once; here each crate builds alone, so a feature it needs but does not turn
+# on (its own or a dependency's) fails. Libraries only, to stay quick; the target dir is
+# the one the steps above use. A new crate or feature is one line here.
+check_lib() {
+    run_step cargo check --lib -p "$@"
+}
+check_lib leader-core
+check_lib leader-blocking
+check_lib leader-mongodb
+check_lib leader-testkit # no default features
+check_lib leader-testkit --no-default-features --features tokio
+check_lib leader-testkit --no-default-features --features smol
+check_lib leader-testkit --no-default-features --features async-std
+# leader-async without a runtime feature does not compile by design (a compile_error!
+# naming the features), so it is not built with --no-default-features alone.
+check_lib leader-async
+check_lib leader-async --no-default-features --features tokio
+check_lib leader-async --no-default-features --features smol
+check_lib leader-async --no-default-features --features async-std
+check_lib leader-tenant
+check_lib leader-tenant --no-default-features # the blocking half only
+check_lib leader-tenant --no-default-features --features tokio
+check_lib leader-tenant --no-default-features --features smol
+check_lib leader-tenant --no-default-features --features async-std
+check_lib leader-redis
+check_lib leader-redis --no-default-features # the blocking backend only
+check_lib leader-redis --no-default-features --features tokio
+check_lib leader-redis --no-default-features --features smol
+check_lib leader-redis --no-default-features --features async-std
+check_lib leader-redis --no-default-features --features tls
+
+# Packaging. Every workspace member without `publish = false` is packaged, so a new
+# published crate needs no line here. `cargo package --workspace` (cargo >= 1.90) builds
+# each package from its .crate file, with its path dependencies resolved to the other
+# packages of the same run (a local overlay), before anything is on crates.io.
+# --allow-dirty: the test command also runs on working trees with uncommitted changes.
+unpublished=()
+published_dirs=()
+for manifest in */Cargo.toml; do
+    if grep -qx 'publish = false' "$manifest"; then
+        unpublished+=(--exclude "$(sed -n 's/^name = "\(.*\)"$/\1/p' "$manifest" | head -n 1)")
+    else
+        published_dirs+=("${manifest%/Cargo.toml}")
+    fi
+done
+
+# What each package must hold: its README, both licence files (symlinks to the root
+# ones; cargo packages their contents), and every file its sources read with
+# include_str! (leader-redis' Lua scripts, the READMEs that are crate docs).
+package_contents() {
+    local dir listing file match source status=0
+    for dir in "${published_dirs[@]}"; do
+        listing=$(cargo package --list --allow-dirty --quiet --manifest-path "$dir/Cargo.toml") ||
+            return 1
+        local needed=(README.md LICENSE-MIT LICENSE-APACHE)
+        while IFS= read -r match; do
+            source=${match%%:*}
+            file=$(sed -E 's/.*include_str!\("([^"]+)"\).*/\1/' <<<"${match#*:}")
+            needed+=("$(realpath -m --relative-to="$dir" "$(dirname "$source")/$file")")
+        done < <(grep -roE 'include_str!\("[^"]+"\)' --include='*.rs' "$dir/src" || true)
+        mapfile -t needed < <(printf '%s\n' "${needed[@]}" | sort -u)
+        for file in "${needed[@]}"; do
+            if ! grep -qxF "$file" <<<"$listing"; then
+                printf '%s: %s is not in the package\n' "$dir" "$file"
+                status=1
+            fi
+        done
+        printf '%s: %d files, including %s\n' "$dir" "$(wc -l <<<"$listing")" "${needed[*]}"
+    done
+    return "$status"
+}
+run_step package_contents
+run_step cargo package --workspace "${unpublished[@]}" --allow-dirty
+
 run_step cargo test --workspace --all-features "$@"
 
 if ((${#failed[@]} > 0)); then

@@ -1,3 +1,4 @@
+#![cfg_attr(docsrs, feature(doc_cfg))]
 //! The async leader elector of the `leader` toolkit, on tokio, async-std or smol.
 //!
 //! [`AsyncLeaderElector`] has exactly the semantics of the blocking elector (DESIGN §4):

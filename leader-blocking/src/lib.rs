@@ -1,3 +1,4 @@
+#![cfg_attr(docsrs, feature(doc_cfg))]
 //! Blocking leader electors for the `leader` toolkit.
 //!
 //! - [`LeaderElector`] runs the action on the calling thread, only if this node wins the

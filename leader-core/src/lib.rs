@@ -1,3 +1,4 @@
+#![cfg_attr(docsrs, feature(doc_cfg))]
 //! Core of the `leader` toolkit: the shared value types, the one error type, the backend
 //! SPI, and the in-memory and no-op backends.
 //!

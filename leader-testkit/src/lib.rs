@@ -1,4 +1,6 @@
+#![cfg_attr(docsrs, feature(doc_cfg))]
 //! The backend contract suite of the `leader` toolkit.
+//! Its API is exempt from semver: use it as a dev-dependency, at an exact version (`=`).
 //!
 //! Every backend must keep the guarantees of DESIGN §4 (listed under `# Contract` on
 //! [`LockBackend`](leader_core::LockBackend)). The checks in [`checks`] verify them one by
