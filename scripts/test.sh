@@ -80,6 +80,13 @@ run_step env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-fe
 check_lib() {
     run_step cargo check --lib -p "$@"
 }
+check_lib leader # the facade: tokio by default
+check_lib leader --no-default-features # blocking electors only
+check_lib leader --no-default-features --features tokio
+check_lib leader --no-default-features --features smol
+check_lib leader --no-default-features --features async-std
+check_lib leader --no-default-features --features redis,mongodb,tenant # no async runtime
+check_lib leader --no-default-features --features smol,redis-tls,tenant
 check_lib leader-core
 check_lib leader-blocking
 check_lib leader-mongodb

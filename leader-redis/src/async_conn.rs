@@ -1,10 +1,13 @@
 //! The async side: redis' `ConnectionManager` (one multiplexed connection that reconnects
 //! by itself) or its async cluster connection.
 //!
-//! The connection is created on the first async call, not at construction: the driver
-//! spawns its I/O task on the runtime it finds then (tokio when called inside a tokio
-//! runtime, otherwise smol's executor, which async-std shares), so a backend can be
-//! built outside any runtime. It stays bound to that runtime: use one backend per runtime.
+//! Connections are created on the first async call, not at construction, so a backend can
+//! be built outside any runtime. The driver spawns a connection's I/O task on the runtime
+//! it finds then (tokio when called inside a tokio runtime, otherwise smol's executor,
+//! which async-std shares), and a connection only makes progress while that runtime runs.
+//! So the pool keeps one connection per runtime that uses it: a backend shared by two
+//! runtimes (a current-thread runtime per test, a service and its admin runtime) never
+//! waits on a runtime that is not running.
 //! Reconnection makes a single attempt per call (bounded by the connect timeout), so a
 //! dead server gives an error within the configured timeouts instead of a long retry loop.
 
@@ -24,17 +27,40 @@ enum AsyncConn {
     Cluster(ClusterConnection),
 }
 
-/// The lazily created async connection.
+/// At most this many runtimes keep a connection; a further runtime replaces the oldest
+/// (a runtime that has shut down cannot be detected, so the list is bounded instead).
+const MAX_RUNTIMES: usize = 8;
+
+/// The runtime an async call runs on, as the driver chooses it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RuntimeKey {
+    #[cfg(feature = "tokio")]
+    Tokio(tokio::runtime::Id),
+    /// smol's global executor (async-std shares it).
+    Smol,
+}
+
+impl RuntimeKey {
+    fn current() -> Self {
+        #[cfg(feature = "tokio")]
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            return RuntimeKey::Tokio(handle.id());
+        }
+        RuntimeKey::Smol
+    }
+}
+
+/// The lazily created async connections, one per runtime.
 pub(crate) struct AsyncPool {
     target: Target,
     config: RedisConfig,
-    conn: Mutex<Option<AsyncConn>>,
+    conns: Mutex<Vec<(RuntimeKey, AsyncConn)>>,
 }
 
 impl std::fmt::Debug for AsyncPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AsyncPool")
-            .field("connected", &self.conn.lock().is_some())
+            .field("runtimes", &self.conns.lock().len())
             .finish_non_exhaustive()
     }
 }
@@ -44,7 +70,7 @@ impl AsyncPool {
         AsyncPool {
             target,
             config: config.clone(),
-            conn: Mutex::new(None),
+            conns: Mutex::new(Vec::new()),
         }
     }
 
@@ -65,9 +91,11 @@ impl AsyncPool {
         }
     }
 
+    /// The connection of the calling runtime, created on its first call.
     fn connection(&self) -> RedisResult<AsyncConn> {
-        let mut slot = self.conn.lock();
-        if let Some(conn) = slot.as_ref() {
+        let runtime = RuntimeKey::current();
+        let mut conns = self.conns.lock();
+        if let Some((_, conn)) = conns.iter().find(|(key, _)| *key == runtime) {
             return Ok(conn.clone());
         }
         let connect_timeout = self.config.connect_timeout();
@@ -90,7 +118,10 @@ impl AsyncPool {
                 AsyncConn::Cluster(client.get_pending_async_connection_with_config(config))
             }
         };
-        *slot = Some(conn.clone());
+        if conns.len() == MAX_RUNTIMES {
+            conns.remove(0);
+        }
+        conns.push((runtime, conn.clone()));
         Ok(conn)
     }
 }
