@@ -11,7 +11,7 @@ use common::RedisHarness;
 use leader_core::{AcquireOutcome, AcquireRequest, Lease, LockBackend, LockName, OwnerToken};
 use leader_redis::RedisBackend;
 use leader_redis::fence::{Fence, FenceError, FenceOutcome};
-use leader_testkit::{fresh_name, server_from_env};
+use leader_testkit::fresh_name;
 
 /// Acquires `key` for `holder`, waiting (up to 10 s) for an earlier lease to run out.
 fn acquire(backend: &RedisBackend, key: &LockName, holder: &str, lease_time: Duration) -> Lease {
@@ -244,7 +244,7 @@ fn on_a_cluster_the_async_path_rejects_a_stale_holder_too() {
     let Some(harness) = RedisHarness::cluster() else {
         return;
     };
-    let Some(urls) = server_from_env("LEADER_TEST_REDIS_CLUSTER_URLS") else {
+    let Some(urls) = leader_testkit::server_from_env("LEADER_TEST_REDIS_CLUSTER_URLS") else {
         return;
     };
     let urls: Vec<&str> = urls.split(',').filter(|u| !u.is_empty()).collect();
