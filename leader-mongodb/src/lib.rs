@@ -7,6 +7,7 @@ mod clients;
 mod config;
 mod document;
 mod error;
+pub mod fence;
 mod nonblocking;
 mod ops;
 mod pipeline;

@@ -130,13 +130,10 @@ impl Failure {
 
     /// A reply that does not match what the script returns.
     pub(crate) fn bad_reply(op: &'static str, reply: &redis::Value) -> Self {
-        let mut reply = format!("{reply:?}");
-        if reply.len() > 200 {
-            let cut = (0..=200).rev().find(|i| reply.is_char_boundary(*i));
-            reply.truncate(cut.unwrap_or(0));
-            reply.push('…');
+        Failure::BadReply {
+            op,
+            reply: reply_text(reply),
         }
-        Failure::BadReply { op, reply }
     }
 
     /// Transient when retrying later may work.
@@ -152,6 +149,17 @@ impl Failure {
         let kind = self.kind();
         Error::Backend(BackendError::new("redis", key, kind, self))
     }
+}
+
+/// A reply for an error message, cut to about 200 bytes.
+pub(crate) fn reply_text(reply: &redis::Value) -> String {
+    let mut text = format!("{reply:?}");
+    if text.len() > 200 {
+        let cut = (0..=200).rev().find(|i| text.is_char_boundary(*i));
+        text.truncate(cut.unwrap_or(0));
+        text.push('…');
+    }
+    text
 }
 
 /// A connection found dead when used (closed, reset, refused by a restarted server), as

@@ -11,6 +11,7 @@ mod clients;
 mod config;
 mod decode;
 mod error;
+pub mod fence;
 mod keys;
 mod ops;
 mod pubsub;

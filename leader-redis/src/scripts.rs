@@ -20,3 +20,7 @@ pub(crate) static RELEASE: LazyLock<Script> =
 /// Read the holder and remaining time: see `lua/state.lua`.
 pub(crate) static STATE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/state.lua")));
+
+/// A write fenced by a token, for the resource side: see `lua/fence.lua`.
+pub(crate) static FENCE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/fence.lua")));
