@@ -46,6 +46,8 @@ mod options;
 mod orphan;
 mod result;
 mod retry;
+#[cfg(feature = "serde")]
+mod serde_support;
 mod settings;
 mod state;
 mod token_source;
