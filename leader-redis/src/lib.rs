@@ -8,6 +8,8 @@ mod backend;
 mod blocking;
 mod clients;
 mod config;
+#[cfg(feature = "serde")]
+mod config_serde;
 mod decode;
 mod error;
 mod keys;
