@@ -18,6 +18,11 @@ use crate::settings::ElectorSettings;
 /// Whether a campaign elects one leader or lets every instance lead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "snake_case")
+)]
 pub enum DeploymentMode {
     /// One instance leads; the others stand by and take over when it goes.
     #[default]
@@ -47,6 +52,34 @@ pub enum DeploymentMode {
 /// being leader when `renew_deadline` has passed since the last successful one, or at once
 /// when a renewal fails or finds the lease gone — always before the lease could have passed
 /// to another instance (`renew_deadline < lease_time`, like client-go's `RenewDeadline`).
+///
+/// # Configuration files
+///
+/// With the `serde` feature the config reads from (and writes to) any serde format, with
+/// the settings above as fields, durations in human form (`"10s"`, `"1m 30s"`, `"250ms"`)
+/// and `mode` as `"single_leader"` or `"all_instances"`. A field left out keeps its default
+/// (`renew_deadline`: two thirds of the lease), an unknown field is an error, and the result
+/// is validated: a bad value is a deserialize error carrying the [`OptionsError`] message.
+///
+/// ```
+/// # #[cfg(feature = "serde")] {
+/// use std::time::Duration;
+/// use leader_core::CampaignConfig;
+///
+/// let config: CampaignConfig = toml::from_str(
+///     r#"
+///     lease_time = "10s"
+///     heartbeat = "2s"
+///     "#,
+/// )?;
+/// assert_eq!(config.renew_deadline(), Duration::from_secs(10) * 2 / 3);
+/// assert_eq!(config.poll_interval(), Duration::from_millis(500));
+///
+/// let bad = toml::from_str::<CampaignConfig>(r#"heartbeat = "4s""#).unwrap_err();
+/// assert!(bad.to_string().contains("at most a third of the lease"));
+/// # }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// # Examples
 ///
@@ -126,6 +159,12 @@ impl CampaignConfig {
     /// How long the leader may go without a successful renewal (default: 2/3 of the lease).
     pub fn renew_deadline(&self) -> Duration {
         self.renew_deadline.unwrap_or(self.lease_time * 2 / 3)
+    }
+
+    /// The renew deadline if one was set (a config file leaves the default one out).
+    #[cfg(feature = "serde")]
+    pub(crate) fn explicit_renew_deadline(&self) -> Option<Duration> {
+        self.renew_deadline
     }
 
     /// How often standbys retry.

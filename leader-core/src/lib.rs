@@ -49,6 +49,8 @@ mod orphan;
 mod redact;
 mod result;
 mod retry;
+#[cfg(feature = "serde")]
+mod serde_support;
 mod settings;
 mod state;
 mod token_source;

@@ -22,6 +22,36 @@ use crate::error::OptionsError;
 /// reports; MongoDB always reports the server's, since its stored times are the ones that
 /// decide. The in-memory backend expires by its monotonic clock.
 ///
+/// # Configuration files
+///
+/// With the `serde` feature the options read from (and write to) any serde format (TOML,
+/// YAML, JSON, ...), with the options above as fields and durations in human form (`"30s"`,
+/// `"1m 30s"`, `"250ms"`). A field left out keeps its default (the node id stays
+/// `hostname:pid`), an unknown field is an error, and the result is validated: a bad value
+/// is a deserialize error carrying the [`OptionsError`] message. Serializing writes every
+/// field, the node id included.
+///
+/// ```
+/// # #[cfg(feature = "serde")] {
+/// use std::time::Duration;
+/// use leader_core::LeaderElectionOptions;
+///
+/// let options: LeaderElectionOptions = toml::from_str(
+///     r#"
+///     wait_time = "0s"
+///     lease_time = "1m 30s"
+///     auto_extend = true
+///     "#,
+/// )?;
+/// assert_eq!(options.lease_time(), Duration::from_secs(90));
+/// assert!(options.node_id().ends_with(&format!(":{}", std::process::id())));
+///
+/// let typo = toml::from_str::<LeaderElectionOptions>(r#"lease_tme = "30s""#);
+/// assert!(typo.unwrap_err().to_string().contains("unknown field"));
+/// # }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
 /// # Examples
 ///
 /// ```

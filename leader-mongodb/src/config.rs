@@ -22,6 +22,48 @@ use mongodb::options::{Acknowledgment, ClientOptions, WriteConcern};
 /// driver has no socket timeout): when it runs out the caller gets a transient error and the
 /// operation itself finishes in the background (it is never cut off mid-flight).
 ///
+/// # Configuration files
+///
+/// With the `serde` feature the config reads from (and writes to) any self-describing
+/// serde format (TOML, YAML, JSON, ...), with the settings above as fields and durations in
+/// human form (`"5s"`, `"1m 30s"`, `"250ms"`). A field left out keeps its default and an
+/// unknown field is an error. A zero duration, an empty name and `w = 0` are rejected.
+///
+/// `write_concern` is a table of `w` (`"majority"`, a number of nodes, or the name of a
+/// custom write concern), `journal` (a bool) and `w_timeout` (a duration). A field the
+/// table leaves out takes this crate's default (majority, journaled, no timeout), never
+/// the server's weaker one. (So a write concern built in code with `w` or `journal` unset
+/// is written without them and reads back with the defaults.)
+///
+/// ```
+/// # #[cfg(feature = "serde")] {
+/// use std::time::Duration;
+/// use leader_mongodb::MongoConfig;
+/// use leader_mongodb::mongodb::options::Acknowledgment;
+///
+/// let config: MongoConfig = toml::from_str(
+///     r#"
+///     database = "ops"
+///     operation_timeout = "10s"
+///     server_selection_timeout = "2s"
+///
+///     [write_concern]
+///     w = "majority"
+///     journal = true
+///     w_timeout = "5s"
+///     "#,
+/// )?;
+/// assert_eq!(config.database(), Some("ops"));
+/// assert_eq!(config.collection(), "leader_locks"); // the default
+/// assert_eq!(config.write_concern().w, Some(Acknowledgment::Majority));
+/// assert_eq!(config.write_concern().w_timeout, Some(Duration::from_secs(5)));
+///
+/// let bad = toml::from_str::<MongoConfig>(r#"operation_timeout = "0s""#).unwrap_err();
+/// assert!(bad.to_string().contains("operation_timeout must be greater than zero"));
+/// # }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
 /// # Examples
 ///
 /// ```

@@ -5,6 +5,8 @@ mod backend;
 mod blocking;
 mod clients;
 mod config;
+#[cfg(feature = "serde")]
+mod config_serde;
 mod document;
 mod error;
 pub mod fence;
@@ -17,3 +19,18 @@ mod time;
 pub use backend::MongoBackend;
 pub use config::MongoConfig;
 pub use error::ConnectError;
+
+/// The `mongodb` driver this crate is built on, re-exported: use this to match the driver
+/// version when you build the [`Client`](mongodb::Client) you pass to
+/// [`MongoBackend::from_client`] or the write concern of a [`MongoConfig`], so that your
+/// types are the ones this crate takes even when your own `mongodb` dependency is of
+/// another version (or absent).
+///
+/// ```
+/// use leader_mongodb::MongoConfig;
+/// use leader_mongodb::mongodb::options::WriteConcern;
+///
+/// let config = MongoConfig::new().with_write_concern(WriteConcern::majority());
+/// # let _ = config;
+/// ```
+pub use mongodb;

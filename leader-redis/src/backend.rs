@@ -144,7 +144,7 @@ impl RedisBackend {
         Ok(RedisBackend::build(target, config))
     }
 
-    fn build(target: Target, config: RedisConfig) -> Self {
+    pub(crate) fn build(target: Target, config: RedisConfig) -> Self {
         RedisBackend {
             inner: Arc::new(Inner {
                 channel: release_channel(config.key_prefix()),

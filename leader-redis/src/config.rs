@@ -16,6 +16,46 @@ use crate::error::ConfigError;
 /// | `max_idle_connections` | 8 | blocking connections kept open between calls |
 /// | `tls_root_certificate` | none | a PEM CA to trust for `rediss://` instead of the system roots (feature `tls`) |
 ///
+/// # Configuration files
+///
+/// With the `serde` feature the config reads from (and writes to) any serde format, with
+/// the settings above as fields and durations in human form (`"2s"`, `"1m 30s"`,
+/// `"250ms"`). A field left out keeps its default, an unknown field is an error, and the
+/// result is validated: a zero timeout or a bad key prefix is a deserialize error carrying
+/// the [`ConfigError`] message.
+///
+/// `tls_root_certificate` holds the PEM text itself (a TOML multi-line string, say), not
+/// a path: reading a file is left to the application, which knows where paths are relative
+/// to. A value that does not contain `-----BEGIN ` is rejected as the likely path it is.
+/// To keep the CA in a file, leave the field out and add the file's contents after
+/// reading the config: `config.with_tls_root_certificate(std::fs::read(path)?)`.
+///
+/// ```
+/// # #[cfg(feature = "serde")] {
+/// use std::time::Duration;
+/// use leader_redis::RedisConfig;
+///
+/// let config: RedisConfig = toml::from_str(
+///     r#"
+///     key_prefix = "billing"
+///     response_timeout = "500ms"
+///     tls_root_certificate = """
+///     -----BEGIN CERTIFICATE-----
+///     MIIBszCCAVmgAwIBAgIU...
+///     -----END CERTIFICATE-----
+///     """
+///     "#,
+/// )?;
+/// assert_eq!(config.key_prefix(), "billing");
+/// assert_eq!(config.response_timeout(), Duration::from_millis(500));
+/// assert_eq!(config.connect_timeout(), Duration::from_secs(2)); // the default
+///
+/// let bad = toml::from_str::<RedisConfig>(r#"key_prefix = "a{b}""#).unwrap_err();
+/// assert!(bad.to_string().contains("braces are reserved"));
+/// # }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
 /// # Examples
 ///
 /// ```

@@ -21,6 +21,12 @@ pub enum ConfigError {
     /// A cluster was given no node URLs.
     #[error("a redis cluster needs at least one node URL")]
     NoClusterNodes,
+    /// A backend on a caller's cluster client was given no node clients for its release
+    /// subscription while release notifications are on.
+    #[error(
+        "release notifications on a redis cluster client need at least one node client to subscribe through (or turn release notifications off)"
+    )]
+    NoSubscriptionNodes,
     /// The key prefix cannot be used.
     #[error("invalid key prefix {prefix:?}: {reason}")]
     InvalidKeyPrefix {

@@ -9,9 +9,12 @@ mod backend;
 mod blocking;
 mod clients;
 mod config;
+#[cfg(feature = "serde")]
+mod config_serde;
 mod decode;
 mod error;
 pub mod fence;
+mod from_client;
 mod keys;
 mod ops;
 mod pubsub;
@@ -22,3 +25,20 @@ mod sync_conn;
 pub use backend::RedisBackend;
 pub use config::RedisConfig;
 pub use error::ConfigError;
+
+/// The `redis` driver this crate is built on, re-exported: use this to match the driver
+/// version when you build the clients you pass to
+/// [`RedisBackend::from_client`] and [`RedisBackend::from_cluster_client`], so that your
+/// `redis::Client` is the type this crate takes even when your own `redis` dependency is
+/// of another version (or absent).
+///
+/// ```
+/// use leader_redis::redis;
+/// use leader_redis::{RedisBackend, RedisConfig};
+///
+/// let client: redis::Client = leader_redis::redis::Client::open("redis://127.0.0.1/")?;
+/// let backend = RedisBackend::from_client(client, RedisConfig::default())?;
+/// # let _ = backend;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub use redis;

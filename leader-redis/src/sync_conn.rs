@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use parking_lot::Mutex;
+use redis::cluster::ClusterConfig;
 use redis::{Connection, ConnectionLike, ErrorKind, RedisResult, ScriptInvocation, Value};
 
 use crate::clients::Target;
@@ -95,9 +96,14 @@ impl SyncPool {
                 conn.set_write_timeout(Some(self.response_timeout))?;
                 Ok(SyncConn::Single(conn))
             }
-            // Timeouts come from the cluster client's settings.
+            // Set here too, not only on the builder: a caller's cluster client
+            // (`from_cluster_client`) gets the config's timeouts as well.
             Target::Cluster { client, .. } => {
-                Ok(SyncConn::Cluster(Box::new(client.get_connection()?)))
+                let config = ClusterConfig::new()
+                    .set_connection_timeout(self.connect_timeout)
+                    .set_response_timeout(self.response_timeout);
+                let conn = client.get_connection_with_config(config)?;
+                Ok(SyncConn::Cluster(Box::new(conn)))
             }
         }
     }

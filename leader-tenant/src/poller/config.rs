@@ -11,6 +11,11 @@ use crate::poller::schedule;
 ///
 /// Either way no new tenant is started, and every lease is released.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "snake_case")
+)]
 #[non_exhaustive]
 pub enum ShutdownMode {
     /// Wait for the jobs in flight to finish and report them (the default).
@@ -60,6 +65,44 @@ pub enum ShutdownMode {
 /// that `wait_time` becomes zero (a held tenant lock means "another instance has it", not
 /// "wait"), `min_lease_time` becomes the poller's, and `lease_time` is raised to it if
 /// shorter. A job that can outlive `lease_time` should run with `auto_extend`.
+///
+/// # Configuration files
+///
+/// With the `serde` feature the config reads from (and writes to) any serde format, with
+/// fields `job_name` and `interval` (both required), and `concurrency` (at least 1),
+/// `min_lease_time` (a fixed minimum lease), `cycle_end_guard` and `shutdown_mode`
+/// (`"finish"` or `"abandon"`), which keep their defaults when left out. Durations are in
+/// human form (`"1m"`, `"1m 30s"`, `"250ms"`). An unknown field is an error, and the result
+/// is validated: a bad value is a deserialize error carrying the [`TenantError`] message.
+///
+/// ```
+/// # #[cfg(feature = "serde")] {
+/// use std::time::Duration;
+/// use leader_tenant::{PollerConfig, ShutdownMode};
+///
+/// let config: PollerConfig = toml::from_str(
+///     r#"
+///     job_name = "sync-invoices"
+///     interval = "1m"
+///     concurrency = 16
+///     shutdown_mode = "abandon"
+///     "#,
+/// )?;
+/// assert_eq!(config.interval(), Duration::from_secs(60));
+/// assert_eq!(config.shutdown_mode(), ShutdownMode::Abandon);
+/// assert_eq!(config.cycle_end_guard(), Duration::from_secs(1)); // the default
+///
+/// let bad = toml::from_str::<PollerConfig>(
+///     r#"
+///     job_name = "sync-invoices"
+///     interval = "1m"
+///     min_lease_time = "2m"
+///     "#,
+/// );
+/// assert!(bad.unwrap_err().to_string().contains("must not exceed the poll interval"));
+/// # }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// # Examples
 ///
@@ -149,6 +192,12 @@ impl PollerConfig {
     pub fn cycle_end_guard(&self) -> Duration {
         self.cycle_end_guard
             .unwrap_or_else(|| (self.interval / 10).min(Duration::from_secs(1)))
+    }
+
+    /// The cycle-end guard if one was set (a config file leaves the derived one out).
+    #[cfg(feature = "serde")]
+    pub(crate) fn explicit_cycle_end_guard(&self) -> Option<Duration> {
+        self.cycle_end_guard
     }
 
     /// The fixed minimum lease, if one was set.

@@ -7,6 +7,8 @@
 
 pub(crate) mod blocking;
 pub(crate) mod config;
+#[cfg(feature = "serde")]
+mod config_serde;
 pub(crate) mod cycle;
 pub(crate) mod schedule;
 

@@ -1,0 +1,152 @@
+//! Config files (feature `serde`): [`RedisConfig`] read from and written to any serde
+//! format, through a plain mirror of its settings (see the type's `# Configuration files`).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer, de, ser};
+
+use crate::config::RedisConfig;
+
+/// The settings of [`RedisConfig`] as a file holds them.
+#[derive(Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct RedisConfigFile {
+    #[serde(with = "humantime_serde")]
+    connect_timeout: Duration,
+    #[serde(with = "humantime_serde")]
+    response_timeout: Duration,
+    key_prefix: String,
+    release_notifications: bool,
+    max_idle_connections: usize,
+    /// The PEM text itself (not a path).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tls_root_certificate: Option<String>,
+}
+
+impl Default for RedisConfigFile {
+    fn default() -> Self {
+        let config = RedisConfig::default();
+        RedisConfigFile {
+            connect_timeout: config.connect_timeout(),
+            response_timeout: config.response_timeout(),
+            key_prefix: config.key_prefix().to_owned(),
+            release_notifications: config.release_notifications(),
+            max_idle_connections: config.max_idle_connections(),
+            tls_root_certificate: None,
+        }
+    }
+}
+
+/// What starts every PEM block; a value without it is most likely a file path.
+const PEM_BEGIN: &str = "-----BEGIN ";
+
+impl Serialize for RedisConfig {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let pem = self
+            .tls_root_certificate()
+            .map(|pem| String::from_utf8(pem.to_vec()))
+            .transpose()
+            .map_err(|_| ser::Error::custom("tls_root_certificate is not PEM text (not UTF-8)"))?;
+        RedisConfigFile {
+            connect_timeout: self.connect_timeout(),
+            response_timeout: self.response_timeout(),
+            key_prefix: self.key_prefix().to_owned(),
+            release_notifications: self.release_notifications(),
+            max_idle_connections: self.max_idle_connections(),
+            tls_root_certificate: pem,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for RedisConfig {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let file = RedisConfigFile::deserialize(deserializer)?;
+        let mut config = RedisConfig::new()
+            .with_connect_timeout(file.connect_timeout)
+            .with_response_timeout(file.response_timeout)
+            .with_key_prefix(file.key_prefix)
+            .with_release_notifications(file.release_notifications)
+            .with_max_idle_connections(file.max_idle_connections);
+        if let Some(pem) = file.tls_root_certificate {
+            if !pem.contains(PEM_BEGIN) {
+                return Err(de::Error::custom(
+                    "tls_root_certificate must hold the PEM text (-----BEGIN CERTIFICATE-----...), not a file path",
+                ));
+            }
+            config = config.with_tls_root_certificate(pem);
+        }
+        config.validate().map_err(de::Error::custom)?;
+        Ok(config)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::ConfigError;
+
+    const PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+
+    fn read(text: &str) -> Result<RedisConfig, toml::de::Error> {
+        toml::from_str(text)
+    }
+
+    /// `RedisConfig` has no `PartialEq`: compare what it shows, and the certificate.
+    fn same(a: &RedisConfig, b: &RedisConfig) -> bool {
+        format!("{a:?}") == format!("{b:?}") && a.tls_root_certificate() == b.tls_root_certificate()
+    }
+
+    #[test]
+    fn round_trips_through_toml() {
+        let original = RedisConfig::default()
+            .with_connect_timeout(Duration::from_millis(1500))
+            .with_response_timeout(Duration::from_millis(250))
+            .with_key_prefix("billing")
+            .with_release_notifications(false)
+            .with_max_idle_connections(3)
+            .with_tls_root_certificate(PEM);
+        let text = toml::to_string(&original).unwrap();
+        assert!(text.contains("connect_timeout = \"1s 500ms\""), "{text}");
+        assert!(same(&read(&text).unwrap(), &original), "{text}");
+        let plain = RedisConfig::default();
+        let text = toml::to_string(&plain).unwrap();
+        assert!(!text.contains("tls_root_certificate"), "{text}");
+        assert!(same(&read(&text).unwrap(), &plain));
+    }
+
+    #[test]
+    fn human_durations_and_defaults() {
+        let config = read("response_timeout = \"1m 30s\"").unwrap();
+        assert_eq!(config.response_timeout(), Duration::from_secs(90));
+        assert!(same(&read("").unwrap(), &RedisConfig::default()));
+        let config = read(&format!("tls_root_certificate = '''\n{PEM}'''")).unwrap();
+        assert_eq!(config.tls_root_certificate(), Some(PEM.as_bytes()));
+    }
+
+    #[test]
+    fn unknown_fields_and_paths_for_certificates_are_rejected() {
+        let err = read("key_prefx = \"x\"").unwrap_err();
+        assert!(
+            err.to_string().contains("unknown field `key_prefx`"),
+            "{err}"
+        );
+        let err = read("tls_root_certificate = \"/etc/ssl/ca.pem\"").unwrap_err();
+        assert!(err.to_string().contains("not a file path"), "{err}");
+    }
+
+    #[test]
+    fn invalid_values_carry_the_typed_message() {
+        let err = read("connect_timeout = \"0s\"").unwrap_err();
+        let expected = ConfigError::ZeroTimeout("connect_timeout").to_string();
+        assert!(err.to_string().contains(&expected), "{err}");
+        let err = read("key_prefix = \"a{b}\"").unwrap_err();
+        let expected = RedisConfig::default()
+            .with_key_prefix("a{b}")
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(err.to_string().contains(&expected), "{err}");
+    }
+}

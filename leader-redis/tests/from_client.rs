@@ -1,0 +1,134 @@
+//! Backends built on the caller's driver clients (`from_client`, `from_cluster_client`)
+//! take, hold and release locks, and run the release subscription, like URL-built ones.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::time::{Duration, Instant};
+
+#[cfg(feature = "tokio")]
+use leader_core::AsyncLockBackend;
+use leader_core::{
+    AcquireOutcome, AcquireRequest, Backend, LockBackend, LockName, LockStatus, OwnerToken,
+    ReleaseOutcome,
+};
+use leader_redis::redis::{self, cluster::ClusterClient};
+use leader_redis::{ConfigError, RedisBackend, RedisConfig};
+use leader_testkit::{fresh_name, server_from_env};
+
+fn request(key: &LockName) -> AcquireRequest<'_> {
+    AcquireRequest {
+        key,
+        owner: OwnerToken::random(),
+        leader_id: "from-client",
+        lease_time: Duration::from_secs(30),
+        use_db_time: false,
+    }
+}
+
+/// Acquires (blocking), sees the lock held by another owner and in the state, releases,
+/// then acquires and releases once more on the async side (with tokio).
+fn takes_and_releases(backend: &RedisBackend) {
+    let key = fresh_name("from-client");
+    let AcquireOutcome::Acquired(lease) = LockBackend::try_acquire(backend, request(&key)).unwrap()
+    else {
+        panic!("a fresh lock was not acquired");
+    };
+    assert!(matches!(
+        LockBackend::try_acquire(backend, request(&key)).unwrap(),
+        AcquireOutcome::Held(_)
+    ));
+    let state = LockBackend::state(backend, &key).unwrap();
+    assert_eq!(state.status(), LockStatus::Occupied);
+    assert_eq!(
+        LockBackend::release(backend, &lease, Duration::ZERO).unwrap(),
+        ReleaseOutcome::Released
+    );
+    #[cfg(feature = "tokio")]
+    takes_and_releases_async(backend, &key);
+}
+
+#[cfg(feature = "tokio")]
+fn takes_and_releases_async(backend: &RedisBackend, key: &LockName) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let AcquireOutcome::Acquired(lease) = AsyncLockBackend::try_acquire(backend, request(key))
+            .await
+            .unwrap()
+        else {
+            panic!("the released lock was not acquired on the async side");
+        };
+        assert_eq!(
+            AsyncLockBackend::release(backend, &lease, Duration::ZERO)
+                .await
+                .unwrap(),
+            ReleaseOutcome::Released
+        );
+    });
+}
+
+fn comes_up_subscribed(backend: &RedisBackend) {
+    assert!(backend.release_events().is_some());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !backend.is_subscribed() {
+        assert!(
+            Instant::now() < deadline,
+            "the subscription did not come up"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn a_backend_from_a_client_locks_and_subscribes() {
+    let Some(url) = server_from_env("LEADER_TEST_REDIS_URL") else {
+        return;
+    };
+    let client = redis::Client::open(url.as_str()).unwrap();
+    let backend = RedisBackend::from_client(client.clone(), RedisConfig::default()).unwrap();
+    takes_and_releases(&backend);
+    comes_up_subscribed(&backend);
+    // The caller's client is still theirs to use.
+    let pong: String = redis::cmd("PING")
+        .query(&mut client.get_connection().unwrap())
+        .unwrap();
+    assert_eq!(pong, "PONG");
+}
+
+#[test]
+fn a_backend_from_a_cluster_client_locks_and_subscribes() {
+    let Some(urls) = server_from_env("LEADER_TEST_REDIS_CLUSTER_URLS") else {
+        return;
+    };
+    let urls: Vec<&str> = urls.split(',').map(str::trim).collect();
+    let cluster = ClusterClient::new(urls.clone()).unwrap();
+    let nodes: Vec<redis::Client> = urls
+        .iter()
+        .map(|url| redis::Client::open(*url).unwrap())
+        .collect();
+    let backend =
+        RedisBackend::from_cluster_client(cluster, nodes, RedisConfig::default()).unwrap();
+    takes_and_releases(&backend);
+    comes_up_subscribed(&backend);
+}
+
+#[test]
+fn a_cluster_client_needs_subscription_nodes_only_for_notifications() {
+    let cluster = || ClusterClient::new(vec!["redis://127.0.0.1:7000/"]).unwrap();
+    let err = RedisBackend::from_cluster_client(cluster(), [], RedisConfig::default()).unwrap_err();
+    assert!(matches!(err, ConfigError::NoSubscriptionNodes), "{err}");
+    let quiet = RedisConfig::default().with_release_notifications(false);
+    let backend = RedisBackend::from_cluster_client(cluster(), [], quiet).unwrap();
+    assert!(backend.release_events().is_none());
+}
+
+#[test]
+fn the_config_is_checked_as_for_urls() {
+    let client = redis::Client::open("redis://127.0.0.1/").unwrap();
+    let config = RedisConfig::default().with_response_timeout(Duration::ZERO);
+    assert!(matches!(
+        RedisBackend::from_client(client, config),
+        Err(ConfigError::ZeroTimeout("response_timeout"))
+    ));
+}
