@@ -2,24 +2,23 @@
 //! the next leader wrote.
 //!
 //! Two nodes compete for the lock `nightly-report` and write the report to Redis through
-//! `leader_redis::fence`, each passing the fencing token of its lease. node-a wins, writes,
+//! `leader::redis::fence`, each passing the fencing token of its lease. node-a wins, writes,
 //! then stalls (a GC pause, a swapped-out process) longer than its one-second lease.
 //! node-b acquires the lock once that lease has run out, with a newer token, and writes.
 //! When node-a wakes up and writes again, Redis refuses: the report stays node-b's.
 //!
 //! ```text
-//! cargo run -p leader-examples --example blocking-redis-fencing                 # redis://127.0.0.1:6379/
-//! LEADER_REDIS_URL=redis://127.0.0.1:6380/ cargo run -p leader-examples --example blocking-redis-fencing
+//! cargo run -p leader-examples --features redis --example blocking-redis-fencing   # redis://127.0.0.1:6379/
+//! LEADER_URL=redis://127.0.0.1:6380/ cargo run -p leader-examples --features redis --example blocking-redis-fencing
 //! ```
 
 use std::error::Error;
 use std::sync::mpsc::{self, Sender};
 use std::time::Duration;
 
-use leader_blocking::LeaderElector;
-use leader_core::{LeaderElectionOptions, LeaderRunResult, LeaseContext};
-use leader_redis::RedisBackend;
-use leader_redis::fence::{Fence, FenceOutcome};
+use leader::redis::fence::{Fence, FenceOutcome};
+use leader::redis::redis;
+use leader::{LeaderElectionOptions, LeaderElector, LeaderRunResult, LeaseContext, RedisBackend};
 
 const LOCK: &str = "nightly-report";
 // One hash tag, so both keys live in one cluster slot.
@@ -29,8 +28,7 @@ const LEASE: Duration = Duration::from_secs(1);
 const PATIENCE: Duration = Duration::from_secs(10);
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let url =
-        std::env::var("LEADER_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
+    let url = std::env::var("LEADER_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into());
     println!("Redis at {url}");
     let client = redis::Client::open(url.as_str())?;
     let mut con = client.get_connection()?;

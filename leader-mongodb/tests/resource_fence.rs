@@ -21,13 +21,7 @@ const REPORTS: &str = "resource_fence_reports";
 fn acquire(backend: &MongoBackend, key: &LockName, holder: &str, lease_time: Duration) -> Lease {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let request = AcquireRequest {
-            key,
-            owner: OwnerToken::random(),
-            leader_id: holder,
-            lease_time,
-            use_db_time: false,
-        };
+        let request = AcquireRequest::new(key, OwnerToken::random(), holder, lease_time);
         match LockBackend::try_acquire(backend, request).unwrap() {
             AcquireOutcome::Acquired(lease) => return lease,
             AcquireOutcome::Held(_) if Instant::now() < deadline => {

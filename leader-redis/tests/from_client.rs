@@ -15,13 +15,12 @@ use leader_redis::{ConfigError, RedisBackend, RedisConfig};
 use leader_testkit::{fresh_name, server_from_env};
 
 fn request(key: &LockName) -> AcquireRequest<'_> {
-    AcquireRequest {
+    AcquireRequest::new(
         key,
-        owner: OwnerToken::random(),
-        leader_id: "from-client",
-        lease_time: Duration::from_secs(30),
-        use_db_time: false,
-    }
+        OwnerToken::random(),
+        "from-client",
+        Duration::from_secs(30),
+    )
 }
 
 /// Acquires (blocking), sees the lock held by another owner and in the state, releases,

@@ -52,7 +52,9 @@ fn prepare<'c>(
 
 /// Runs a documented write; the number of rows it changed.
 fn write(conn: &Connection, label: &str, id: &str, value: &str, token: i64) -> usize {
-    prepare(conn, label, id, value, token).raw_execute().unwrap()
+    prepare(conn, label, id, value, token)
+        .raw_execute()
+        .unwrap()
 }
 
 /// The documented "rejected or missing" read: the row's fence, or `None` when missing.
