@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use leader_core::__private::{ElectorSettings, Keepalive, Step};
 use leader_core::{
-    Error, LeaderElectionOptions, LeaderRunResult, LeaderState, LeaseContext, LockBackend, LockName,
+    Error, IntoTenantId, LeaderElectionOptions, LeaderRunResult, LeaderState, LeaseContext,
+    LockBackend, LockName, TenantId,
 };
 
 use crate::acquire::acquire;
@@ -81,7 +82,8 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         self.settings.options()
     }
 
-    /// The options and name prefix, as one value.
+    /// The options and name prefix, as one value. Not public API (the type is internal).
+    #[doc(hidden)]
     pub fn settings(&self) -> &ElectorSettings {
         &self.settings
     }
@@ -97,7 +99,7 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     }
 
     /// A clone whose lock names all start with `prefix` (an application's own namespace,
-    /// such as `billing:`). For tenants use `leader_tenant`'s `for_tenant`: the `tenant:`
+    /// such as `billing:`). For tenants use [`for_tenant`](Self::for_tenant): the `tenant:`
     /// namespace is reserved for it.
     ///
     /// # Errors
@@ -111,14 +113,62 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         })
     }
 
-    /// A clone scoped to a tenant: for `leader_tenant`, which builds `prefix` (`tenant:<id>:`)
-    /// from a validated tenant id. Use `for_tenant` instead.
-    #[doc(hidden)]
-    pub fn with_tenant_prefix(&self, prefix: impl Into<Arc<str>>) -> Self {
-        LeaderElector {
+    /// A clone scoped to `tenant`: every lock name it is given becomes
+    /// `tenant:<id>:<name>` in the backend, so two tenants running the same job never
+    /// contend. It shares the backend; its results and errors are the usual ones, and its
+    /// `state` snapshots carry the name as the caller gave it. Scopes do not nest: scope
+    /// the unscoped elector once per tenant (cheap: a few `Arc` clones).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidTenant`] naming the problem with the id, or [`Error::AlreadyScoped`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_blocking::LeaderElector;
+    /// use leader_core::{Error, InMemoryBackend, LeaderElectionOptions};
+    ///
+    /// let elector = LeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default())?;
+    /// let acme = elector.for_tenant("acme")?;
+    /// assert_eq!(acme.lock_key("sync-invoices")?.as_str(), "tenant:acme:sync-invoices");
+    /// assert_eq!(acme.run_if_leader("sync-invoices", || "synced")?, Some("synced"));
+    /// assert!(matches!(elector.for_tenant("acme:eu"), Err(Error::InvalidTenant(_))));
+    /// assert!(matches!(acme.for_tenant("globex"), Err(Error::AlreadyScoped { .. })));
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn for_tenant(&self, tenant: impl IntoTenantId) -> Result<Self, Error> {
+        Ok(LeaderElector {
             backend: Arc::clone(&self.backend),
-            settings: self.settings.with_tenant_prefix(prefix),
-        }
+            settings: self.settings.for_tenant(tenant)?,
+        })
+    }
+
+    /// The tenant this elector is scoped to, if any.
+    pub fn tenant(&self) -> Option<TenantId> {
+        self.settings.tenant()
+    }
+
+    /// Where the lock `name` lives in the backend's store (a Redis key, a MongoDB document
+    /// id), tenant prefix included: one call from a job name to what an operator looks up.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`] naming the problem.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_blocking::LeaderElector;
+    /// use leader_core::{InMemoryBackend, LeaderElectionOptions};
+    ///
+    /// let elector = LeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default())?;
+    /// // A Redis backend answers `leader:{tenant:acme:sync-invoices}` here.
+    /// assert_eq!(elector.for_tenant("acme")?.storage_key("sync-invoices")?, "tenant:acme:sync-invoices");
+    /// # Ok::<(), leader_core::Error>(())
+    /// ```
+    pub fn storage_key(&self, name: &str) -> Result<String, Error> {
+        Ok(self.backend.storage_key(&self.settings.lock_key(name)?))
     }
 
     /// The full lock key for `name`, prefix included.

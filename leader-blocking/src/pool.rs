@@ -6,7 +6,8 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender};
 use leader_core::{
-    Error, LeaderElectionOptions, LeaderRunResult, LeaderState, LeaseContext, LockBackend,
+    Error, IntoTenantId, LeaderElectionOptions, LeaderRunResult, LeaderState, LeaseContext,
+    LockBackend, TenantId,
 };
 use parking_lot::Mutex;
 
@@ -100,8 +101,31 @@ impl<B: LockBackend + 'static> ThreadPoolLeaderElector<B> {
         &self.elector
     }
 
-    /// A clone sharing this pool, with `elector` in place of the current one (used by
-    /// tenant scoping).
+    /// Where the lock `name` lives in the backend's store; see
+    /// [`LeaderElector::storage_key`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`] naming the problem.
+    pub fn storage_key(&self, name: &str) -> Result<String, Error> {
+        self.elector.storage_key(name)
+    }
+
+    /// A clone sharing this pool and scoped to `tenant`; see [`LeaderElector::for_tenant`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidTenant`] or [`Error::AlreadyScoped`].
+    pub fn for_tenant(&self, tenant: impl IntoTenantId) -> Result<Self, Error> {
+        Ok(self.with_elector(self.elector.for_tenant(tenant)?))
+    }
+
+    /// The tenant this elector is scoped to, if any.
+    pub fn tenant(&self) -> Option<TenantId> {
+        self.elector.tenant()
+    }
+
+    /// A clone sharing this pool, with `elector` in place of the current one.
     pub fn with_elector(&self, elector: LeaderElector<B>) -> Self {
         ThreadPoolLeaderElector {
             elector,

@@ -150,6 +150,13 @@ pub trait Backend: Send + Sync {
     fn release_events(&self) -> Option<&ReleaseEvents> {
         None
     }
+
+    /// Where the lock `name` lives in the store, for operators and logs (a Redis key, a
+    /// document id): the name itself unless the backend maps it. Electors expose it as
+    /// `storage_key(name)`, tenant prefix included.
+    fn storage_key(&self, name: &LockName) -> String {
+        name.as_str().to_owned()
+    }
 }
 
 /// A blocking lock backend.

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::state::LeaderLease;
+use crate::tenant::TenantIdError;
 
 /// A boxed error from a backend's driver, kept as the source of a [`BackendError`].
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -18,6 +19,16 @@ pub enum Error {
     /// A lock name was rejected; the inner error names the problem.
     #[error(transparent)]
     InvalidName(#[from] NameError),
+    /// A tenant id was rejected (by `for_tenant`); the inner error names the problem.
+    #[error(transparent)]
+    InvalidTenant(#[from] TenantIdError),
+    /// `for_tenant` was called on an elector that is already scoped. Scopes do not nest:
+    /// call `for_tenant` on the unscoped elector instead.
+    #[error("the elector is already scoped by the prefix `{prefix}`; scopes do not nest")]
+    AlreadyScoped {
+        /// The prefix the elector already has.
+        prefix: String,
+    },
     /// [`LeaderElectionOptions`](crate::LeaderElectionOptions) were rejected.
     #[error(transparent)]
     InvalidOptions(#[from] OptionsError),

@@ -53,6 +53,7 @@ mod retry;
 mod serde_support;
 mod settings;
 mod state;
+mod tenant;
 mod token_source;
 mod watcher;
 
@@ -75,6 +76,7 @@ pub use noop::NoopBackend;
 pub use options::LeaderElectionOptions;
 pub use result::LeaderRunResult;
 pub use state::{LeaderLease, LeaderState, LockStatus};
+pub use tenant::{IntoTenantId, TENANT_PREFIX, TenantId, TenantIdError};
 pub use watcher::LeadershipWatcher;
 
 /// The machinery the electors of `leader-blocking` and `leader-async` share.

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use crate::error::Error;
 use crate::name::LockName;
 use crate::options::LeaderElectionOptions;
+use crate::tenant::{IntoTenantId, TenantId};
 
 /// Validated options plus the lock-name prefix (tenant scoping) shared by every elector.
 ///
@@ -63,10 +64,28 @@ impl ElectorSettings {
         Ok(self.with_tenant_prefix(prefix))
     }
 
-    /// The same settings scoped to a tenant: `prefix` is `tenant:<id>:` for an id that tenant
-    /// scoping (`leader-tenant`) has validated. Not for other prefixes: use
-    /// [`with_name_prefix`](Self::with_name_prefix).
-    pub fn with_tenant_prefix(&self, prefix: impl Into<Arc<str>>) -> Self {
+    /// The same settings scoped to `tenant`: every lock name becomes `tenant:<id>:<name>`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidTenant`] for an invalid id, [`Error::AlreadyScoped`] when these
+    /// settings already have a prefix (scopes do not nest).
+    pub fn for_tenant(&self, tenant: impl IntoTenantId) -> Result<Self, Error> {
+        let tenant = tenant.into_tenant_id()?;
+        if let Some(prefix) = &self.name_prefix {
+            return Err(Error::AlreadyScoped {
+                prefix: prefix.to_string(),
+            });
+        }
+        Ok(self.with_tenant_prefix(tenant.lock_prefix()))
+    }
+
+    /// The tenant these settings are scoped to, if any.
+    pub fn tenant(&self) -> Option<TenantId> {
+        self.name_prefix.as_deref().and_then(TenantId::from_prefix)
+    }
+
+    fn with_tenant_prefix(&self, prefix: impl Into<Arc<str>>) -> Self {
         ElectorSettings {
             options: Arc::clone(&self.options),
             name_prefix: Some(prefix.into()),

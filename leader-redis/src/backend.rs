@@ -260,6 +260,11 @@ impl Backend for RedisBackend {
         "redis"
     }
 
+    /// The hash's key, `{prefix}:{<name>}`: see [`RedisBackend::lock_key`].
+    fn storage_key(&self, name: &LockName) -> String {
+        self.lock_key(name)
+    }
+
     /// The shared release notifications (`None` when turned off in [`RedisConfig`]).
     /// The first call starts the subscription thread; if it cannot start, a later call
     /// tries again (at most once a second), and waiters poll meanwhile.

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use leader_core::{BoxError, Error, NameError};
+use leader_core::{BoxError, Error, NameError, TenantIdError};
 
 /// Everything tenant scoping and the tenant pollers can report.
 ///
@@ -14,63 +14,17 @@ use leader_core::{BoxError, Error, NameError};
 /// # Examples
 ///
 /// ```
-/// use leader_tenant::{TenantError, TenantId};
+/// use leader_tenant::{TenantError, TenantId, TenantIdError};
 ///
-/// assert!(matches!(TenantId::new("acme:eu"), Err(TenantError::Colon { index: 4 })));
-/// assert!(matches!(TenantId::new(""), Err(TenantError::EmptyId)));
+/// let err = TenantError::from(TenantId::new("acme:eu").unwrap_err());
+/// assert!(matches!(err, TenantError::Id(TenantIdError::Colon { index: 4 })));
 /// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TenantError {
-    /// The tenant id is empty.
-    #[error("tenant id is empty")]
-    EmptyId,
-    /// The tenant id is longer than [`TenantId::MAX_LEN`](crate::TenantId::MAX_LEN) bytes.
-    #[error("tenant id `{id}` is {len} bytes long; the limit is {max} bytes")]
-    IdTooLong {
-        /// The rejected id, cut to its first 64 characters.
-        id: String,
-        /// Its length in bytes.
-        len: usize,
-        /// The limit in bytes.
-        max: usize,
-    },
-    /// The tenant id contains `:`, the separator of `tenant:<id>:<lock>`.
-    #[error("tenant id contains ':' at byte {index}; ':' separates the tenant from the lock name")]
-    Colon {
-        /// Its byte offset in the id.
-        index: usize,
-    },
-    /// The tenant id contains a control character.
-    #[error("tenant id contains the control character {ch:?} at byte {index}")]
-    ControlCharacter {
-        /// The character.
-        ch: char,
-        /// Its byte offset in the id.
-        index: usize,
-    },
-    /// The tenant id contains `{` or `}`, which are reserved for Redis Cluster hash tags.
-    #[error("tenant id contains {ch:?} at byte {index}; braces are reserved for cluster hash tags")]
-    Brace {
-        /// The brace.
-        ch: char,
-        /// Its byte offset in the id.
-        index: usize,
-    },
-    /// The tenant id starts or ends with whitespace (or is only whitespace): `"acme"` and
-    /// `"acme "` from a tenant list would otherwise be two tenants.
-    #[error("tenant id {id:?} starts or ends with whitespace; trim it")]
-    SurroundingWhitespace {
-        /// The rejected id, cut to its first 64 characters.
-        id: String,
-    },
-    /// `for_tenant` was called on an elector that is already scoped. Scopes do not nest:
-    /// call `for_tenant` on the unscoped elector instead.
-    #[error("the elector is already scoped by the prefix `{prefix}`; tenant scopes do not nest")]
-    AlreadyScoped {
-        /// The prefix the elector already has.
-        prefix: String,
-    },
+    /// A tenant id (from the tenant source) was rejected; the inner error names the problem.
+    #[error(transparent)]
+    Id(#[from] TenantIdError),
     /// A lock name was rejected, for example `tenant:<id>:<lock>` is over 255 bytes.
     #[error(transparent)]
     Name(#[from] NameError),
@@ -99,6 +53,7 @@ impl From<Error> for TenantError {
     fn from(err: Error) -> Self {
         match err {
             Error::InvalidName(name) => TenantError::Name(name),
+            Error::InvalidTenant(id) => TenantError::Id(id),
             other => TenantError::Elector(other),
         }
     }
@@ -110,7 +65,8 @@ impl TenantError {
     ///
     /// ```
     /// use leader_tenant::TenantError;
-    /// assert!(!TenantError::EmptyId.is_transient());
+    /// use leader_tenant::TenantIdError;
+    /// assert!(!TenantError::Id(TenantIdError::Empty).is_transient());
     /// ```
     pub fn is_transient(&self) -> bool {
         match self {

@@ -5,7 +5,7 @@ use std::future::Future;
 
 use leader_core::LeaseContext;
 
-use crate::tenant_id::TenantId;
+use leader_core::TenantId;
 
 /// A blocking job run for one tenant, under that tenant's lock, on a pool worker.
 ///

@@ -15,8 +15,8 @@ use leader_async::AsyncLeaderElector;
 use leader_blocking::LeaderElector;
 use leader_core::{InMemoryBackend, LeaseContext, LockStatus};
 use leader_tenant::{
-    AsyncTenantPoller, ForTenant, JobFailure, OutcomeKind, PollerConfig, Shutdown, ShutdownMode,
-    TenantId, TenantOutcome,
+    AsyncTenantPoller, JobFailure, OutcomeKind, PollerConfig, Shutdown, ShutdownMode, TenantId,
+    TenantOutcome,
 };
 
 /// Runs the same test body on a tokio multi-thread runtime and on smol.

@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use common::{INTERVAL, Runs, assert_one_winner_per_tenant, manual_backend, options, tenants};
 use leader_blocking::{LeaderElector, ThreadPoolLeaderElector};
-use leader_core::{InMemoryBackend, LeaseContext, LockStatus, ManualClock};
+use leader_core::{Error, InMemoryBackend, LeaseContext, LockStatus, ManualClock};
 use leader_tenant::{
-    BlockingTenantPoller, FallibleSource, ForTenant, JobFailure, OutcomeKind, PollerConfig,
-    Shutdown, ShutdownMode, TenantError, TenantId, TenantOutcome,
+    BlockingTenantPoller, FallibleSource, JobFailure, OutcomeKind, PollerConfig, Shutdown,
+    ShutdownMode, TenantError, TenantId, TenantIdError, TenantOutcome,
 };
 use leader_testkit::wait_until;
 
@@ -301,7 +301,7 @@ fn tenants_come_and_go_between_cycles_and_bad_ids_are_reported() {
     assert_eq!(second.count(OutcomeKind::Elected), 2);
     assert!(matches!(
         second.tenant("eu:acme").unwrap().outcome,
-        TenantOutcome::Error(TenantError::Colon { index: 2 })
+        TenantOutcome::Error(TenantError::Id(TenantIdError::Colon { index: 2 }))
     ));
 }
 
@@ -470,7 +470,7 @@ fn a_scoped_pool_or_a_bad_config_is_refused() {
     let config = PollerConfig::new("sync", INTERVAL);
     assert!(matches!(
         BlockingTenantPoller::new(&scoped, config, || ["a"], job),
-        Err(TenantError::AlreadyScoped { .. })
+        Err(TenantError::Elector(Error::AlreadyScoped { .. }))
     ));
     let bad = PollerConfig::new("sy{nc}", INTERVAL);
     assert!(matches!(

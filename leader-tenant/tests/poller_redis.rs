@@ -11,7 +11,7 @@ use leader_async::AsyncLeaderElector;
 use leader_blocking::{LeaderElector, ThreadPoolLeaderElector};
 use leader_core::{LeaseContext, LockBackend, LockName, LockStatus};
 use leader_redis::RedisBackend;
-use leader_tenant::{AsyncTenantPoller, ForTenant, OutcomeKind, PollerConfig, TenantId};
+use leader_tenant::{AsyncTenantPoller, OutcomeKind, PollerConfig, TenantId};
 use leader_testkit::server_from_env;
 
 fn redis_url() -> Option<String> {

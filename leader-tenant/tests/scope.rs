@@ -11,7 +11,7 @@ use leader_core::{
     Error, InMemoryBackend, LeaderElectionOptions, LeaderRunResult, LockBackend, LockName,
     LockStatus, NameError,
 };
-use leader_tenant::{ForTenant, TenantError, TenantId};
+use leader_tenant::{TenantError, TenantId, TenantIdError};
 
 fn options(node: &str) -> LeaderElectionOptions {
     LeaderElectionOptions::default()
@@ -150,7 +150,7 @@ fn the_async_elector_scopes_the_same_way() {
         assert_eq!(ran, Some(Some("globex")));
         assert!(matches!(
             acme.for_tenant("x"),
-            Err(TenantError::AlreadyScoped { .. })
+            Err(Error::AlreadyScoped { .. })
         ));
         assert_eq!(acme.tenant().unwrap().as_str(), "acme");
     });
@@ -163,20 +163,22 @@ fn invalid_tenant_ids_are_typed_errors_on_every_elector() {
     let pool = ThreadPoolLeaderElector::from_elector(blocking.clone(), 1);
     let asynchronous = AsyncLeaderElector::new(backend, options("a")).unwrap();
     let long = "x".repeat(TenantId::MAX_LEN + 1);
-    type Expect = fn(&TenantError) -> bool;
+    type Expect = fn(&TenantIdError) -> bool;
     let cases: [(&str, Expect); 5] = [
-        ("", |e| matches!(e, TenantError::EmptyId)),
-        ("eu:acme", |e| matches!(e, TenantError::Colon { index: 2 })),
+        ("", |e| matches!(e, TenantIdError::Empty)),
+        ("eu:acme", |e| {
+            matches!(e, TenantIdError::Colon { index: 2 })
+        }),
         ("ac\tme", |e| {
-            matches!(e, TenantError::ControlCharacter { ch: '\t', index: 2 })
+            matches!(e, TenantIdError::ControlCharacter { ch: '\t', index: 2 })
         }),
         ("{acme}", |e| {
-            matches!(e, TenantError::Brace { ch: '{', index: 0 })
+            matches!(e, TenantIdError::Brace { ch: '{', index: 0 })
         }),
         (&long, |e| {
             matches!(
                 e,
-                TenantError::IdTooLong {
+                TenantIdError::TooLong {
                     len: 129,
                     max: 128,
                     ..
@@ -191,7 +193,10 @@ fn invalid_tenant_ids_are_typed_errors_on_every_elector() {
             asynchronous.for_tenant(id).err().unwrap(),
         ];
         for err in errors {
-            assert!(expected(&err), "{id:?}: unexpected {err:?}");
+            let Error::InvalidTenant(id_error) = &err else {
+                panic!("{id:?}: expected InvalidTenant, got {err:?}");
+            };
+            assert!(expected(id_error), "{id:?}: unexpected {err:?}");
             assert!(!err.to_string().is_empty());
         }
     }
@@ -222,11 +227,11 @@ fn over_long_prefixed_names_are_typed_errors_and_the_limit_is_exact() {
         ),
         "{err:?}"
     );
-    // The same problem through this crate's error type.
+    // The same problem from the tenant id, and through the pollers' error type.
     let tenant = TenantId::new("acme").unwrap();
     assert!(matches!(
         tenant.lock_name(&too_long),
-        Err(TenantError::Name(NameError::TooLong { len: 256, .. }))
+        Err(NameError::TooLong { len: 256, .. })
     ));
     assert!(matches!(
         TenantError::from(err),
@@ -244,18 +249,18 @@ fn scoping_twice_is_an_error_whatever_the_prefix() {
     let elector = LeaderElector::new(InMemoryBackend::new(), options("a")).unwrap();
     let acme = elector.for_tenant("acme").unwrap();
     match acme.for_tenant("acme") {
-        Err(TenantError::AlreadyScoped { prefix }) => assert_eq!(prefix, "tenant:acme:"),
+        Err(Error::AlreadyScoped { prefix }) => assert_eq!(prefix, "tenant:acme:"),
         other => panic!("expected AlreadyScoped, got {other:?}"),
     }
     let manual = elector.with_name_prefix("team-x:").unwrap();
     assert!(matches!(
         manual.for_tenant("acme"),
-        Err(TenantError::AlreadyScoped { .. })
+        Err(Error::AlreadyScoped { .. })
     ));
     assert_eq!(manual.tenant(), None);
     let pool = ThreadPoolLeaderElector::from_elector(acme, 1);
     assert!(matches!(
         pool.for_tenant("globex"),
-        Err(TenantError::AlreadyScoped { .. })
+        Err(Error::AlreadyScoped { .. })
     ));
 }

@@ -244,6 +244,10 @@ impl<B: Backend> Backend for FaultyBackend<B> {
     fn release_events(&self) -> Option<&ReleaseEvents> {
         self.inner.release_events()
     }
+
+    fn storage_key(&self, name: &LockName) -> String {
+        self.inner.storage_key(name)
+    }
 }
 
 impl<B: LockBackend> LockBackend for FaultyBackend<B> {

@@ -85,6 +85,10 @@ impl Backend for AnyBackend {
     fn release_events(&self) -> Option<&ReleaseEvents> {
         on_backend!(self, backend => backend.release_events())
     }
+
+    fn storage_key(&self, name: &LockName) -> String {
+        on_backend!(self, backend => backend.storage_key(name))
+    }
 }
 
 impl LockBackend for AnyBackend {

@@ -12,10 +12,10 @@ pub use error::ConnectError;
 
 // What a user names: options, results, errors, snapshots, names, campaigns.
 pub use leader_core::{
-    CampaignConfig, DeploymentMode, Error, EventCallback, InMemoryBackend, LeaderElectionOptions,
-    LeaderLease, LeaderRunResult, LeaderState, LeadershipEvent, LeadershipEvents,
-    LeadershipWatcher, LeaseContext, LeaseMode, LockName, LockStatus, NameError, NoopBackend,
-    OptionsError, RevokeReason,
+    CampaignConfig, DeploymentMode, Error, EventCallback, InMemoryBackend, IntoTenantId,
+    LeaderElectionOptions, LeaderLease, LeaderRunResult, LeaderState, LeadershipEvent,
+    LeadershipEvents, LeadershipWatcher, LeaseContext, LeaseMode, LockName, LockStatus, NameError,
+    NoopBackend, OptionsError, RevokeReason, TenantId, TenantIdError,
 };
 
 // The electors.
@@ -34,8 +34,6 @@ pub use leader_redis::{self as redis, RedisBackend, RedisConfig};
 /// Tenant scoping and per-tenant pollers: the `leader-tenant` crate.
 #[cfg(feature = "tenant")]
 pub use leader_tenant as tenant;
-#[cfg(feature = "tenant")]
-pub use leader_tenant::ForTenant;
 
 /// The backend SPI, for implementing a backend of your own: the two traits, the four
 /// primitives' request and outcome types, and release notifications.

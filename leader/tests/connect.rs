@@ -75,6 +75,9 @@ fn redis_urls_give_the_redis_backend() {
     let backend = leader::connect(&url).unwrap();
     assert_eq!(backend.kind(), "redis");
     let witness = leader::RedisBackend::connect(&url).unwrap();
+    let elector = LeaderElector::new(backend.clone(), options("a")).unwrap();
+    let acme = elector.for_tenant("acme").unwrap();
+    assert_eq!(acme.storage_key("job").unwrap(), "leader:{tenant:acme:job}");
     exercise(backend, Some(&witness));
 }
 

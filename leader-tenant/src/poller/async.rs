@@ -11,10 +11,9 @@ use crate::poller::Core;
 use crate::poller::config::PollerConfig;
 use crate::poller::cycle::drive;
 use crate::report::CycleReport;
-use crate::scope::ForTenant;
 use crate::shutdown::Shutdown;
 use crate::source::TenantSource;
-use crate::tenant_id::TenantId;
+use leader_core::TenantId;
 
 /// Runs an async job for every tenant once per interval, each under its tenant's lock,
 /// with at most [`concurrency`](PollerConfig::concurrency) tenants in flight.
@@ -74,7 +73,7 @@ where
     ///
     /// # Errors
     ///
-    /// An invalid `config`, or [`TenantError::AlreadyScoped`] if `elector` is tenant-scoped.
+    /// An invalid `config`, or `TenantError::Elector(Error::AlreadyScoped)` if `elector` is tenant-scoped.
     pub fn new(
         elector: &AsyncLeaderElector<B>,
         config: PollerConfig,

@@ -14,7 +14,7 @@ use crate::poller::cycle::drive;
 use crate::report::CycleReport;
 use crate::shutdown::Shutdown;
 use crate::source::TenantSource;
-use crate::tenant_id::TenantId;
+use leader_core::TenantId;
 
 /// Runs a job for every tenant once per interval, each under its tenant's lock, on the
 /// worker threads of a [`ThreadPoolLeaderElector`].
@@ -67,7 +67,7 @@ where
     ///
     /// # Errors
     ///
-    /// An invalid `config`, or [`TenantError::AlreadyScoped`] if `pool` is tenant-scoped.
+    /// An invalid `config`, or `TenantError::Elector(Error::AlreadyScoped)` if `pool` is tenant-scoped.
     pub fn new(
         pool: &ThreadPoolLeaderElector<B>,
         config: PollerConfig,
@@ -156,7 +156,6 @@ where
     ) -> Result<LeaderRunResult<J::Output, J::Error>, TenantError> {
         let name = self.core.config().job_name().to_owned();
         // Checked now, so a bad name is this tenant's error at once.
-        let prefix = tenant.lock_prefix();
         tenant.lock_name(&name)?;
         let options = Arc::clone(self.core.run_options());
         let job = Arc::clone(&self.job);
@@ -165,7 +164,7 @@ where
             // waited for a busy pool still frees its tenant's lock before the cycle ends.
             let backend = Arc::clone(pool_elector.backend());
             let elector = LeaderElector::with_shared_backend(backend, options.at(cycle))?
-                .with_tenant_prefix(prefix);
+                .for_tenant(&tenant)?;
             elector.run_if_leader_with(&name, |lease| job.run(tenant, lease))
         })?;
         Ok(task.await?)

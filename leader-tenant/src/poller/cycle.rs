@@ -16,7 +16,7 @@ use crate::poller::config::ShutdownMode;
 use crate::report::{CycleReport, TenantOutcome, TenantReport};
 use crate::shutdown::Shutdown;
 use crate::source::TenantSource;
-use crate::tenant_id::TenantId;
+use leader_core::TenantId;
 
 /// The tenants of one cycle, in the source's order, each validated.
 #[derive(Debug)]
@@ -35,7 +35,7 @@ impl Plan {
                     .into_iter()
                     .filter(|id| seen.insert(id.clone()))
                     .map(|id| {
-                        let valid = TenantId::new(&id);
+                        let valid = TenantId::new(&id).map_err(TenantError::from);
                         (id, valid)
                     })
                     .collect();

@@ -19,7 +19,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use leader_core::{Clock, LeaderElectionOptions, SystemClock};
+use leader_core::{Clock, Error, LeaderElectionOptions, SystemClock};
 
 use crate::error::TenantError;
 use crate::shutdown::Shutdown;
@@ -77,9 +77,10 @@ impl<S: TenantSource> Core<S> {
     ) -> Result<Self, TenantError> {
         config.validate()?;
         if let Some(prefix) = elector_prefix {
-            return Err(TenantError::AlreadyScoped {
+            return Err(Error::AlreadyScoped {
                 prefix: prefix.to_owned(),
-            });
+            }
+            .into());
         }
         Ok(Core {
             concurrency: config.concurrency().unwrap_or(default_concurrency).max(1),

@@ -1,15 +1,72 @@
-//! [`TenantId`]: a validated tenant id, and [`IntoTenantId`] for the calls that take one.
+//! [`TenantId`]: a validated tenant id, [`IntoTenantId`] for the calls that take one, and
+//! [`TenantIdError`] for an id that is not valid.
 
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use leader_core::LockName;
-
-use crate::error::TenantError;
+use crate::error::NameError;
+use crate::name::LockName;
 
 /// The prefix of every tenant-scoped lock name: `tenant:<id>:<lock>`.
-pub const TENANT_PREFIX: &str = "tenant:";
+pub const TENANT_PREFIX: &str = LockName::TENANT_NAMESPACE;
+
+/// Why a tenant id was rejected.
+///
+/// # Examples
+///
+/// ```
+/// use leader_core::{TenantId, TenantIdError};
+///
+/// assert!(matches!(TenantId::new("acme:eu"), Err(TenantIdError::Colon { index: 4 })));
+/// assert!(matches!(TenantId::new(""), Err(TenantIdError::Empty)));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TenantIdError {
+    /// The tenant id is empty.
+    #[error("tenant id is empty")]
+    Empty,
+    /// The tenant id is longer than [`TenantId::MAX_LEN`] bytes.
+    #[error("tenant id `{id}` is {len} bytes long; the limit is {max} bytes")]
+    TooLong {
+        /// The rejected id, cut to its first 64 characters.
+        id: String,
+        /// Its length in bytes.
+        len: usize,
+        /// The limit in bytes.
+        max: usize,
+    },
+    /// The tenant id contains `:`, the separator of `tenant:<id>:<lock>`.
+    #[error("tenant id contains ':' at byte {index}; ':' separates the tenant from the lock name")]
+    Colon {
+        /// Its byte offset in the id.
+        index: usize,
+    },
+    /// The tenant id contains a control character.
+    #[error("tenant id contains the control character {ch:?} at byte {index}")]
+    ControlCharacter {
+        /// The character.
+        ch: char,
+        /// Its byte offset in the id.
+        index: usize,
+    },
+    /// The tenant id contains `{` or `}`, which are reserved for Redis Cluster hash tags.
+    #[error("tenant id contains {ch:?} at byte {index}; braces are reserved for cluster hash tags")]
+    Brace {
+        /// The brace.
+        ch: char,
+        /// Its byte offset in the id.
+        index: usize,
+    },
+    /// The tenant id starts or ends with whitespace (or is only whitespace): `"acme"` and
+    /// `"acme "` from a tenant list would otherwise be two tenants.
+    #[error("tenant id {id:?} starts or ends with whitespace; trim it")]
+    SurroundingWhitespace {
+        /// The rejected id, cut to its first 64 characters.
+        id: String,
+    },
+}
 
 /// A validated tenant id.
 ///
@@ -23,7 +80,7 @@ pub const TENANT_PREFIX: &str = "tenant:";
 /// The length limit leaves room for the lock name: the longest prefix,
 /// `tenant:` + 128 bytes + `:`, is 136 bytes, so every tenant can use job names of up to
 /// 119 bytes within [`LockName::MAX_LEN`]. The whole `tenant:<id>:<lock>` is checked when a
-/// scoped elector builds it ([`LockName::prefixed`]), with a [`NameError::TooLong`](leader_core::NameError::TooLong)
+/// scoped elector builds it ([`LockName::prefixed`]), with a [`NameError::TooLong`](NameError::TooLong)
 /// naming the length.
 ///
 /// Cloning is cheap (the id is shared).
@@ -31,16 +88,16 @@ pub const TENANT_PREFIX: &str = "tenant:";
 /// # Examples
 ///
 /// ```
-/// use leader_tenant::{TenantError, TenantId};
+/// use leader_core::{TenantId, TenantIdError};
 ///
 /// let acme = TenantId::new("acme")?;
 /// assert_eq!(acme.as_str(), "acme");
 /// assert_eq!(acme.lock_name("sync-invoices")?.as_str(), "tenant:acme:sync-invoices");
 ///
-/// assert!(matches!(TenantId::new("a\nb"), Err(TenantError::ControlCharacter { ch: '\n', index: 1 })));
-/// assert!(matches!(TenantId::new("{a}"), Err(TenantError::Brace { ch: '{', index: 0 })));
-/// assert!(matches!(TenantId::new("x".repeat(129)), Err(TenantError::IdTooLong { len: 129, .. })));
-/// # Ok::<(), TenantError>(())
+/// assert!(matches!(TenantId::new("a\nb"), Err(TenantIdError::ControlCharacter { ch: '\n', index: 1 })));
+/// assert!(matches!(TenantId::new("{a}"), Err(TenantIdError::Brace { ch: '{', index: 0 })));
+/// assert!(matches!(TenantId::new("x".repeat(129)), Err(TenantIdError::TooLong { len: 129, .. })));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TenantId(Arc<str>);
@@ -53,10 +110,10 @@ impl TenantId {
     ///
     /// # Errors
     ///
-    /// [`TenantError::EmptyId`], [`TenantError::Colon`], [`TenantError::ControlCharacter`],
-    /// [`TenantError::Brace`], [`TenantError::SurroundingWhitespace`] or
-    /// [`TenantError::IdTooLong`], for the first problem found.
-    pub fn new(id: impl AsRef<str>) -> Result<Self, TenantError> {
+    /// [`TenantIdError::Empty`], [`TenantIdError::Colon`], [`TenantIdError::ControlCharacter`],
+    /// [`TenantIdError::Brace`], [`TenantIdError::SurroundingWhitespace`] or
+    /// [`TenantIdError::TooLong`], for the first problem found.
+    pub fn new(id: impl AsRef<str>) -> Result<Self, TenantIdError> {
         let id = id.as_ref();
         check(id)?;
         Ok(TenantId(Arc::from(id)))
@@ -76,10 +133,10 @@ impl TenantId {
     ///
     /// # Errors
     ///
-    /// [`TenantError::Name`] when `name` is empty or has a forbidden character, or the
-    /// whole is over [`LockName::MAX_LEN`] bytes.
-    pub fn lock_name(&self, name: &str) -> Result<LockName, TenantError> {
-        Ok(LockName::prefixed(&self.lock_prefix(), name)?)
+    /// A [`NameError`] when `name` is empty or has a forbidden character, or the whole is
+    /// over [`LockName::MAX_LEN`] bytes.
+    pub fn lock_name(&self, name: &str) -> Result<LockName, NameError> {
+        LockName::prefixed(&self.lock_prefix(), name)
     }
 
     /// The tenant of a `tenant:<id>:` prefix, if `prefix` is one.
@@ -89,25 +146,25 @@ impl TenantId {
     }
 }
 
-fn check(id: &str) -> Result<(), TenantError> {
+fn check(id: &str) -> Result<(), TenantIdError> {
     if id.is_empty() {
-        return Err(TenantError::EmptyId);
+        return Err(TenantIdError::Empty);
     }
     for (index, ch) in id.char_indices() {
         match ch {
-            ':' => return Err(TenantError::Colon { index }),
-            '{' | '}' => return Err(TenantError::Brace { ch, index }),
-            ch if ch.is_control() => return Err(TenantError::ControlCharacter { ch, index }),
+            ':' => return Err(TenantIdError::Colon { index }),
+            '{' | '}' => return Err(TenantIdError::Brace { ch, index }),
+            ch if ch.is_control() => return Err(TenantIdError::ControlCharacter { ch, index }),
             _ => {}
         }
     }
     if id.trim() != id {
-        return Err(TenantError::SurroundingWhitespace {
+        return Err(TenantIdError::SurroundingWhitespace {
             id: id.chars().take(64).collect(),
         });
     }
     if id.len() > TenantId::MAX_LEN {
-        return Err(TenantError::IdTooLong {
+        return Err(TenantIdError::TooLong {
             id: id.chars().take(64).collect(),
             len: id.len(),
             max: TenantId::MAX_LEN,
@@ -135,7 +192,7 @@ impl AsRef<str> for TenantId {
 }
 
 impl FromStr for TenantId {
-    type Err = TenantError;
+    type Err = TenantIdError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         TenantId::new(s)
@@ -143,7 +200,7 @@ impl FromStr for TenantId {
 }
 
 impl TryFrom<&str> for TenantId {
-    type Error = TenantError;
+    type Error = TenantIdError;
 
     fn try_from(s: &str) -> Result<Self, Self::Error> {
         TenantId::new(s)
@@ -151,7 +208,7 @@ impl TryFrom<&str> for TenantId {
 }
 
 impl TryFrom<String> for TenantId {
-    type Error = TenantError;
+    type Error = TenantIdError;
 
     fn try_from(s: String) -> Result<Self, Self::Error> {
         TenantId::new(s)
@@ -163,47 +220,47 @@ impl TryFrom<String> for TenantId {
 /// # Examples
 ///
 /// ```
-/// use leader_tenant::{IntoTenantId, TenantId};
+/// use leader_core::{IntoTenantId, TenantId};
 /// let id = TenantId::new("acme")?;
 /// assert_eq!("acme".into_tenant_id()?, id);
 /// assert_eq!((&id).into_tenant_id()?, id);
-/// # Ok::<(), leader_tenant::TenantError>(())
+/// # Ok::<(), leader_core::TenantIdError>(())
 /// ```
 pub trait IntoTenantId {
     /// The validated id.
     ///
     /// # Errors
     ///
-    /// The [`TenantError`] of [`TenantId::new`] for an invalid string.
-    fn into_tenant_id(self) -> Result<TenantId, TenantError>;
+    /// The [`TenantIdError`] of [`TenantId::new`] for an invalid string.
+    fn into_tenant_id(self) -> Result<TenantId, TenantIdError>;
 }
 
 impl IntoTenantId for TenantId {
-    fn into_tenant_id(self) -> Result<TenantId, TenantError> {
+    fn into_tenant_id(self) -> Result<TenantId, TenantIdError> {
         Ok(self)
     }
 }
 
 impl IntoTenantId for &TenantId {
-    fn into_tenant_id(self) -> Result<TenantId, TenantError> {
+    fn into_tenant_id(self) -> Result<TenantId, TenantIdError> {
         Ok(self.clone())
     }
 }
 
 impl IntoTenantId for &str {
-    fn into_tenant_id(self) -> Result<TenantId, TenantError> {
+    fn into_tenant_id(self) -> Result<TenantId, TenantIdError> {
         TenantId::new(self)
     }
 }
 
 impl IntoTenantId for String {
-    fn into_tenant_id(self) -> Result<TenantId, TenantError> {
+    fn into_tenant_id(self) -> Result<TenantId, TenantIdError> {
         TenantId::new(self)
     }
 }
 
 impl IntoTenantId for &String {
-    fn into_tenant_id(self) -> Result<TenantId, TenantError> {
+    fn into_tenant_id(self) -> Result<TenantId, TenantIdError> {
         TenantId::new(self)
     }
 }
@@ -232,28 +289,28 @@ mod tests {
     fn reports_the_first_problem_with_its_offset() {
         assert!(matches!(
             TenantId::new("é:x"),
-            Err(TenantError::Colon { index: 2 })
+            Err(TenantIdError::Colon { index: 2 })
         ));
         assert!(matches!(
             TenantId::new("ab\u{7f}"),
-            Err(TenantError::ControlCharacter {
+            Err(TenantIdError::ControlCharacter {
                 ch: '\u{7f}',
                 index: 2
             })
         ));
         assert!(matches!(
             TenantId::new("a}"),
-            Err(TenantError::Brace { ch: '}', index: 1 })
+            Err(TenantIdError::Brace { ch: '}', index: 1 })
         ));
         assert!(matches!(
             TenantId::new(format!("{}:", "x".repeat(200))),
-            Err(TenantError::Colon { index: 200 })
+            Err(TenantIdError::Colon { index: 200 })
         ));
         for padded in ["acme ", " acme", " ", "\u{a0}acme", "acme\u{3000}"] {
             assert!(
                 matches!(
                     TenantId::new(padded),
-                    Err(TenantError::SurroundingWhitespace { .. })
+                    Err(TenantIdError::SurroundingWhitespace { .. })
                 ),
                 "{padded:?}"
             );
@@ -267,10 +324,7 @@ mod tests {
         assert!(id.lock_name(&"n".repeat(119)).is_ok());
         assert!(matches!(
             id.lock_name(&"n".repeat(120)),
-            Err(TenantError::Name(leader_core::NameError::TooLong {
-                len: 256,
-                ..
-            }))
+            Err(NameError::TooLong { len: 256, .. })
         ));
     }
 
