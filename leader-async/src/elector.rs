@@ -178,6 +178,32 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     /// Runs `action` if this node wins the lock `name`; `Ok(None)` if another node holds it
     /// for the whole `wait_time`.
     ///
+    /// # Fencing
+    ///
+    /// This form keeps the simple case simple and so does not hand out the fencing token.
+    /// When the action writes to storage that a paused, stale leader could also write to,
+    /// use [`run_if_leader_with`](Self::run_if_leader_with): the action gets the lease's
+    /// [`LeaseContext`] (its token, and whether it is still held), and the result carries
+    /// the token too:
+    ///
+    /// ```
+    /// use leader_async::AsyncLeaderElector;
+    /// use leader_core::{InMemoryBackend, LeaderElectionOptions};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), leader_core::Error> {
+    /// let elector = AsyncLeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default())?;
+    /// // The token rides along with the value, for writes that storage fences:
+    /// let outcome = elector
+    ///     .run_if_leader_with("billing", |lease| async move {
+    ///         Ok::<_, std::io::Error>(format!("write fenced by {}", lease.fencing_token()))
+    ///     })
+    ///     .await?;
+    /// assert_eq!(outcome.fencing_token(), Some(1));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
     /// # Errors
     ///
     /// An invalid name, or a backend failure (the action then does not run).

@@ -183,6 +183,27 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     /// Runs `action` if this node wins the lock `name`; `Ok(None)` if another node holds it
     /// for the whole `wait_time`.
     ///
+    /// # Fencing
+    ///
+    /// This form keeps the simple case simple and so does not hand out the fencing token.
+    /// When the action writes to storage that a paused, stale leader could also write to,
+    /// use [`run_if_leader_with`](Self::run_if_leader_with): the action gets the lease's
+    /// [`LeaseContext`] (its token, and whether it is still held), and the result carries
+    /// the token too:
+    ///
+    /// ```
+    /// use leader_blocking::LeaderElector;
+    /// use leader_core::{InMemoryBackend, LeaderElectionOptions};
+    ///
+    /// let elector = LeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default())?;
+    /// // The token rides along with the value, for writes that storage fences:
+    /// let outcome = elector.run_if_leader_with("billing", |lease| {
+    ///     Ok::<_, std::io::Error>(format!("write fenced by {}", lease.fencing_token()))
+    /// })?;
+    /// assert_eq!(outcome.fencing_token(), Some(1));
+    /// # Ok::<(), leader_core::Error>(())
+    /// ```
+    ///
     /// # Errors
     ///
     /// An invalid name, or a backend failure (the action then does not run).
