@@ -108,7 +108,7 @@ async fn wait_for_leader(instances: &[Option<AsyncLeadershipHandle>]) -> usize {
     loop {
         if let Some(i) = instances
             .iter()
-            .position(|h| h.as_ref().is_some_and(AsyncLeadershipHandle::is_leader))
+            .position(|h| h.as_ref().is_some_and(|h| h.is_leader()))
         {
             return i;
         }

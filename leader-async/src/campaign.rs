@@ -1,13 +1,14 @@
 //! Continuous leadership in a background task: one leader renews, standbys wait to take over.
 
+use std::ops::Deref;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_lite::FutureExt;
 use leader_core::__private::{CampaignRun, LeadershipState, LeaseTracker};
 use leader_core::{
-    AsyncLockBackend, CampaignConfig, DeploymentMode, Error, EventCallback, LeadershipEvents,
-    LeadershipWatcher, LeaseContext, NoopBackend, RevokeReason,
+    AsyncLockBackend, CampaignConfig, DeploymentMode, Error, EventCallback, LeadershipWatcher,
+    NoopBackend, RevokeReason,
 };
 
 use crate::elector::AsyncLeaderElector;
@@ -18,8 +19,8 @@ use crate::rt;
 
 /// A running campaign for continuous leadership, driven by a task on the runtime.
 ///
-/// Ask [`is_leader`](Self::is_leader) / [`current_leader`](Self::current_leader), watch
-/// [`events`](Self::events) (a `Stream`), and scope your work loop to the current term:
+/// It dereferences to its [`LeadershipWatcher`]: ask `is_leader()` / `current_leader()`,
+/// watch `events()` (a `Stream`), and scope your work loop to the current term:
 /// `let term = leadership.wait_for_term().await;` then select your work against
 /// `term.lost()`. [`resign`](Self::resign) releases the lease and waits for the task to
 /// end; dropping the handle asks the task to resign and release in the background.
@@ -28,45 +29,22 @@ use crate::rt;
 #[derive(Debug)]
 pub struct AsyncLeadershipHandle {
     state: Arc<LeadershipState>,
+    watcher: LeadershipWatcher,
+}
+
+impl Deref for AsyncLeadershipHandle {
+    type Target = LeadershipWatcher;
+
+    fn deref(&self) -> &LeadershipWatcher {
+        &self.watcher
+    }
 }
 
 impl AsyncLeadershipHandle {
-    /// `true` while this instance leads (and its renew deadline has not passed).
-    pub fn is_leader(&self) -> bool {
-        self.state.is_leader()
-    }
-
-    /// The leader this instance last observed (itself while it leads).
-    pub fn current_leader(&self) -> Option<String> {
-        self.state.current_leader()
-    }
-
-    /// The current term's signal while this instance leads.
-    pub fn term(&self) -> Option<LeaseContext> {
-        self.state.term()
-    }
-
-    /// Waits until this instance leads and returns the term's signal.
-    pub async fn wait_for_term(&self) -> LeaseContext {
-        self.state.wait_for_term().await
-    }
-
-    /// Events from now on, as a `Stream` (or `recv().await`).
-    ///
-    /// Each event is sent just *after* the state it describes becomes visible, so a
-    /// callback or subscriber that reads `is_leader()` on `Elected` sees `true`; the other
-    /// way round, `is_leader()` may turn true a moment before the `Elected` event arrives.
-    ///
-    /// The stream is bounded: a reader that lags loses the oldest events, counted by
-    /// [`LeadershipEvents::missed`]; the handle's `is_leader()` is always current.
-    pub fn events(&self) -> LeadershipEvents {
-        self.state.subscribe()
-    }
-
     /// A read-only, cloneable view of this campaign for the code doing the leader's work;
     /// dropping it does not stop the campaign (dropping the handle does).
     pub fn watcher(&self) -> LeadershipWatcher {
-        self.state.watcher()
+        self.watcher.clone()
     }
 
     /// Calls `callback` on every event from now on, on the campaign's loop (keep it short).
@@ -161,7 +139,10 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
             // `SingleLeader`, and any mode added later unless it says otherwise.
             _ => spawn_campaign(Arc::clone(self.backend()), campaign),
         }
-        Ok(AsyncLeadershipHandle { state })
+        Ok(AsyncLeadershipHandle {
+            watcher: state.watcher(),
+            state,
+        })
     }
 }
 

@@ -1,5 +1,6 @@
 //! Continuous leadership on a thread: one leader renews, standbys wait to take over.
 
+use std::ops::Deref;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -7,8 +8,8 @@ use std::time::{Duration, Instant};
 use event_listener::Listener;
 use leader_core::__private::{CampaignRun, LeadershipState, LeaseTracker};
 use leader_core::{
-    CampaignConfig, DeploymentMode, Error, EventCallback, LeadershipEvents, LeadershipWatcher,
-    LeaseContext, LockBackend, NoopBackend, ReleaseEvents, RevokeReason,
+    CampaignConfig, DeploymentMode, Error, EventCallback, LeadershipWatcher, LockBackend,
+    NoopBackend, ReleaseEvents, RevokeReason,
 };
 
 use crate::elector::LeaderElector;
@@ -17,57 +18,34 @@ use crate::renew::{Renewal, extend_before};
 
 /// A running campaign for continuous leadership, driven by a background thread.
 ///
-/// Ask [`is_leader`](Self::is_leader) / [`current_leader`](Self::current_leader), watch
-/// [`events`](Self::events), and scope your work loop to the current term with
-/// [`term`](Self::term) / [`wait_for_term`](Self::wait_for_term): the term's context turns
-/// lost the moment leadership ends. [`resign`](Self::resign) (or dropping the handle)
-/// releases the lease so a standby takes over at once; both wait for the thread to end.
+/// It dereferences to its [`LeadershipWatcher`]: ask `is_leader()` / `current_leader()`,
+/// watch `events()`, and scope your work loop to the current term with `term()` /
+/// `wait_for_term_timeout(..)`: the term's context turns lost the moment leadership ends.
+/// [`resign`](Self::resign) (or dropping the handle) releases the lease so a standby takes
+/// over at once; both wait for the thread to end.
 ///
 /// See [`CampaignConfig`] for the failover bounds and the fail-stop rule.
 #[derive(Debug)]
 pub struct LeadershipHandle {
     state: Arc<LeadershipState>,
+    watcher: LeadershipWatcher,
     wake: Option<(ReleaseEvents, String)>,
     thread: Option<JoinHandle<()>>,
 }
 
+impl Deref for LeadershipHandle {
+    type Target = LeadershipWatcher;
+
+    fn deref(&self) -> &LeadershipWatcher {
+        &self.watcher
+    }
+}
+
 impl LeadershipHandle {
-    /// `true` while this instance leads (and its renew deadline has not passed).
-    pub fn is_leader(&self) -> bool {
-        self.state.is_leader()
-    }
-
-    /// The leader this instance last observed (itself while it leads).
-    pub fn current_leader(&self) -> Option<String> {
-        self.state.current_leader()
-    }
-
-    /// The current term's signal while this instance leads.
-    pub fn term(&self) -> Option<LeaseContext> {
-        self.state.term()
-    }
-
-    /// Blocks until this instance leads (`Some(term)`) or `timeout` passes.
-    pub fn wait_for_term(&self, timeout: Duration) -> Option<LeaseContext> {
-        self.state.wait_for_term_timeout(timeout)
-    }
-
-    /// Events from now on; `recv_blocking()` for blocking code, or use it as a `Stream`.
-    ///
-    /// Each event is sent just *after* the state it describes becomes visible, so a
-    /// callback or subscriber that reads `is_leader()` on `Elected` sees `true`; the other
-    /// way round, `is_leader()` may turn true a moment before the `Elected` event arrives.
-    ///
-    /// The stream is bounded: a reader that lags loses the oldest events, counted by
-    /// [`LeadershipEvents::missed`]; the handle's `is_leader()` is always current.
-    pub fn events(&self) -> LeadershipEvents {
-        self.state.subscribe()
-    }
-
     /// A read-only, cloneable view of this campaign for the code doing the leader's work;
     /// dropping it does not stop the campaign (dropping the handle does).
     pub fn watcher(&self) -> LeadershipWatcher {
-        self.state.watcher()
+        self.watcher.clone()
     }
 
     /// Calls `callback` on every event from now on, on the campaign's loop (keep it short).
@@ -126,7 +104,7 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     ///
     /// let elector = LeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default())?;
     /// let leadership = elector.campaign("orders-stream", CampaignConfig::default())?;
-    /// let term = leadership.wait_for_term(Duration::from_secs(5)).expect("alone, so elected");
+    /// let term = leadership.wait_for_term_timeout(Duration::from_secs(5)).expect("alone, so elected");
     /// while !term.is_lost() {
     ///     // consume a batch, passing term.fencing_token() along with writes ...
     ///     break;
@@ -168,6 +146,7 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
             Error::ShutDown
         })?;
         Ok(LeadershipHandle {
+            watcher: state.watcher(),
             state,
             wake,
             thread: Some(thread),

@@ -204,7 +204,7 @@ fn wait_until_some_leader(nodes: &[Option<LeadershipHandle>]) -> usize {
     loop {
         if let Some(i) = nodes
             .iter()
-            .position(|n| n.as_ref().is_some_and(LeadershipHandle::is_leader))
+            .position(|n| n.as_ref().is_some_and(|n| n.is_leader()))
         {
             return i;
         }
@@ -226,7 +226,7 @@ fn all_instances_mode_makes_every_instance_lead() {
     wait_until("both lead", Duration::from_secs(2), || {
         a.is_leader() && b.is_leader()
     });
-    assert!(a.wait_for_term(Duration::from_secs(1)).is_some());
+    assert!(a.wait_for_term_timeout(Duration::from_secs(1)).is_some());
 }
 
 #[test]

@@ -134,7 +134,7 @@ fn a_campaign_term_ends_at_the_deadline_when_a_renewal_never_answers() {
     let leadership = a.campaign("job", config).unwrap();
     let events = leadership.events();
     let term = leadership
-        .wait_for_term(Duration::from_secs(2))
+        .wait_for_term_timeout(Duration::from_secs(2))
         .expect("elected");
     faulty.set(Op::Extend, Fault::Stall);
     // A renewal in flight when the fault was set may still move the deadline once.
@@ -183,7 +183,7 @@ fn a_campaign_adopts_what_its_failed_attempt_took() {
     });
     faulty.heal();
     let term = leadership
-        .wait_for_term(Duration::from_secs(1))
+        .wait_for_term_timeout(Duration::from_secs(1))
         .expect("elected at the next poll, not after the 30 s lease");
     let key = a.lock_key("job").unwrap();
     let stored = LockBackend::state(faulty.inner(), &key).unwrap();

@@ -78,7 +78,12 @@ impl LeadershipWatcher {
         self.state.wait_for_term_timeout(timeout)
     }
 
-    /// Events from now on; see [`LeadershipEvents`].
+    /// Events from now on, bounded; see [`LeadershipEvents`] for what happens when the
+    /// reader lags.
+    ///
+    /// Each event is sent just *after* the state it describes becomes visible, so a
+    /// callback or subscriber that reads `is_leader()` on `Elected` sees `true`; the other
+    /// way round, `is_leader()` may turn true a moment before the `Elected` event arrives.
     pub fn events(&self) -> LeadershipEvents {
         self.state.subscribe()
     }

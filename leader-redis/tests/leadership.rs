@@ -114,7 +114,7 @@ fn never_two_leaders_through_handovers_and_tokens_grow_across_terms() {
     for round in 0..6 {
         let t = Instant::now();
         let leader = loop {
-            if let Some(i) = nodes.iter().position(LeadershipHandle::is_leader) {
+            if let Some(i) = nodes.iter().position(|n| n.is_leader()) {
                 break i;
             }
             assert!(
