@@ -20,7 +20,7 @@ use leader_core::__private::LeadershipState;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use leader_core::LeadershipState;
+/// use leader_core::__private::LeadershipState;
 /// use leader_testkit::LeaderSampler;
 ///
 /// let sampler = LeaderSampler::start();
