@@ -1,6 +1,9 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 //! The async leader elector of the `leader` toolkit, on tokio, async-std or smol.
 //!
+//! Most applications add the facade crate `leader` instead: it re-exports these types and
+//! picks the backend by URL.
+//!
 //! [`AsyncLeaderElector`] has exactly the semantics of the blocking elector (DESIGN §4):
 //! the same [`LeaderElectionOptions`], the same [`LeaderRunResult`], over any
 //! [`AsyncLockBackend`](leader_core::AsyncLockBackend). Waiting and backoff are async

@@ -1,6 +1,9 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 //! Blocking leader electors for the `leader` toolkit.
 //!
+//! Most applications add the facade crate `leader` instead: it re-exports these types and
+//! picks the backend by URL.
+//!
 //! - [`LeaderElector`] runs the action on the calling thread, only if this node wins the
 //!   lock; the others skip.
 //! - [`ThreadPoolLeaderElector`] runs it on a fixed pool of worker threads and hands back a

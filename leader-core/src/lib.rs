@@ -5,6 +5,9 @@
 //! Electors live in `leader-blocking` and `leader-async`; backends for servers in
 //! `leader-redis` and `leader-mongodb`. This crate depends on no async runtime.
 //!
+//! Most applications add the facade crate `leader` instead: it re-exports these types and
+//! picks the backend by URL.
+//!
 //! | item | what it is |
 //! |---|---|
 //! | [`LeaderElectionOptions`] | wait / lease / node id / min lease / auto-extend / db time |
