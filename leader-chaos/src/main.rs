@@ -1,0 +1,3 @@
+//! `leader-chaos`: see the crate README.
+
+fn main() {}
