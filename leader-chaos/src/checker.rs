@@ -148,7 +148,9 @@ fn overlaps(all: &[Section], faults: &[FaultSpan], report: &mut Report) {
             } else {
                 report.unexplained_overlaps += 1;
                 if report.examples.len() < EXAMPLES {
-                    report.examples.push(format!("unexplained overlap: {a:?} and {b:?}"));
+                    report
+                        .examples
+                        .push(format!("unexplained overlap: {a:?} and {b:?}"));
                 }
             }
         }

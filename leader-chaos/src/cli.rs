@@ -124,13 +124,25 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
     };
     let known: &[&str] = if worker {
         &[
-            "--lock-url", "--resource-url", "--worker", "--incarnation", "--log", "--seed",
-            "--lease-ms", "--broken",
+            "--lock-url",
+            "--resource-url",
+            "--worker",
+            "--incarnation",
+            "--log",
+            "--seed",
+            "--lease-ms",
+            "--broken",
         ]
     } else {
         &[
-            "--backend", "--workers", "--seconds", "--seed", "--lease-ms", "--faults",
-            "--broken", "--dir",
+            "--backend",
+            "--workers",
+            "--seconds",
+            "--seed",
+            "--lease-ms",
+            "--faults",
+            "--broken",
+            "--dir",
         ]
     };
     if let Some((flag, _)) = flags.iter().find(|(f, _)| !known.contains(&f.as_str())) {
@@ -225,7 +237,11 @@ fn classes(value: &str) -> Result<Vec<Class>, UsageError> {
         .collect()
 }
 
-fn number<T: std::str::FromStr>(value: Option<&str>, flag: &str, default: T) -> Result<T, UsageError> {
+fn number<T: std::str::FromStr>(
+    value: Option<&str>,
+    flag: &str,
+    default: T,
+) -> Result<T, UsageError> {
     value.map_or(Ok(default), |v| v.parse().map_err(|_| bad(flag)))
 }
 
@@ -246,7 +262,10 @@ mod tests {
         let Command::Run(run) = parsed("").unwrap() else {
             panic!("not a run")
         };
-        assert_eq!((run.backend, run.workers, run.seconds, run.seed), (Backend::Redis, 5, 60, 1));
+        assert_eq!(
+            (run.backend, run.workers, run.seconds, run.seed),
+            (Backend::Redis, 5, 60, 1)
+        );
         assert_eq!(run.faults, Class::ALL.to_vec());
         let Command::Run(run) =
             parsed("--backend mongodb --faults pause,kill --broken no-fence --seed 7").unwrap()

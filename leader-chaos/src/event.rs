@@ -2,9 +2,10 @@
 //! tab-separated, `<wall-clock µs>\t<kind>\t<key>=<value>...`.
 //!
 //! ```text
-//! 1767000000000000	start	token=1767000000000123	req=1766999999998000
-//! 1767000000000900	write	token=1767000000000123	phase=start	outcome=accepted
-//! 1767000000400000	fault	kind=pause	worker=3	start=1767000000000100	end=1767000000400000
+//! (tabs shown as two spaces)
+//! 1767000000000000  start  token=1767000000000123  req=1766999999998000
+//! 1767000000000900  write  token=1767000000000123  phase=start  outcome=accepted
+//! 1767000000400000  fault  kind=pause  worker=3  start=1767000000000100  end=1767000000400000
 //! ```
 //!
 //! A writer emits each line with one `write` call, so a process killed with SIGKILL leaves
@@ -260,11 +261,13 @@ pub fn parse_log(text: &str) -> Result<ParsedLog, ParseError> {
         if line.is_empty() {
             continue;
         }
-        parsed.events.push(parse_line(line).map_err(|reason| ParseError {
-            line: number,
-            reason,
-            text: line.chars().take(200).collect(),
-        })?);
+        parsed
+            .events
+            .push(parse_line(line).map_err(|reason| ParseError {
+                line: number,
+                reason,
+                text: line.chars().take(200).collect(),
+            })?);
     }
     Ok(parsed)
 }
@@ -272,7 +275,10 @@ pub fn parse_log(text: &str) -> Result<ParsedLog, ParseError> {
 /// One line, without its newline.
 fn parse_line(line: &str) -> Result<Stamped, &'static str> {
     let mut fields = line.split('\t');
-    let at = fields.next().and_then(|at| at.parse().ok()).ok_or("no time")?;
+    let at = fields
+        .next()
+        .and_then(|at| at.parse().ok())
+        .ok_or("no time")?;
     let kind = fields.next().ok_or("no kind")?;
     let pairs: Vec<(&str, &str)> = fields.filter_map(|f| f.split_once('=')).collect();
     let get = |key: &str| {
@@ -365,8 +371,12 @@ pub fn describe(kind: FaultKind) -> String {
     let _ = match kind {
         FaultKind::Kill { worker } => write!(text, "kill -9 worker {worker}, then restart it"),
         FaultKind::Pause { worker } => write!(text, "SIGSTOP worker {worker}, then SIGCONT"),
-        FaultKind::Restart { data_lost: true } => write!(text, "restart the lock server, data lost"),
-        FaultKind::Restart { data_lost: false } => write!(text, "restart the lock server, data kept"),
+        FaultKind::Restart { data_lost: true } => {
+            write!(text, "restart the lock server, data lost")
+        }
+        FaultKind::Restart { data_lost: false } => {
+            write!(text, "restart the lock server, data kept")
+        }
         FaultKind::Blackhole => write!(text, "blackhole the proxy, then heal"),
         FaultKind::Reset => write!(text, "reset the proxy's connections"),
     };

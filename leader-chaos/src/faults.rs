@@ -166,10 +166,9 @@ impl Schedule {
 /// proxy), retried for about a second while the lock is free.
 fn holder(lab: &Lab) -> Option<u32> {
     for _ in 0..10 {
-        if let Ok(state) = lab.observer.state(LOCK) {
-            if let Some(worker) = state.leader().and_then(|l| worker_of(&l.leader_id)) {
-                return Some(worker);
-            }
+        let state = lab.observer.state(LOCK).ok();
+        if let Some(worker) = state.and_then(|s| s.leader().and_then(|l| worker_of(&l.leader_id))) {
+            return Some(worker);
         }
         thread::sleep(Duration::from_millis(100));
     }

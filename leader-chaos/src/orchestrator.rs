@@ -86,7 +86,11 @@ pub fn run(args: &RunArgs) -> Result<Report, Box<dyn Error>> {
         run_end,
     };
     let report = check(&record);
-    let text = format!("{}\n{}\n{report}\n", report.examples.join("\n"), report.details());
+    let text = format!(
+        "{}\n{}\n{report}\n",
+        report.examples.join("\n"),
+        report.details()
+    );
     std::fs::write(dir.join("report.txt"), text.trim_start())?;
     Ok(report)
 }
@@ -151,7 +155,11 @@ fn describe_run(args: &RunArgs, dir: &Path) -> String {
         args.seconds,
         args.seed,
         args.lease.as_millis(),
-        if faults.is_empty() { "none".to_owned() } else { faults.join(",") },
+        if faults.is_empty() {
+            "none".to_owned()
+        } else {
+            faults.join(",")
+        },
         args.broken.map_or("none", broken_name),
         dir.display()
     )

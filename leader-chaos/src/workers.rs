@@ -203,7 +203,8 @@ impl Workers {
     }
 
     fn slot(&self, worker: u32) -> Option<&Option<Running>> {
-        self.running.get(usize::try_from(worker.checked_sub(1)?).ok()?)
+        self.running
+            .get(usize::try_from(worker.checked_sub(1)?).ok()?)
     }
 
     fn slot_mut(&mut self, worker: u32) -> Option<&mut Option<Running>> {

@@ -3,6 +3,7 @@
 //! They need `redis-server` (and `secantusd-rs` for MongoDB) on `PATH`: without them a
 //! test prints a skip line, or fails under `LEADER_TEST_REQUIRE_SERVERS=1`. The runs go
 //! one at a time (each starts several processes and servers).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -73,7 +74,16 @@ fn workers_without_the_lock_are_caught() {
     }
     let (code, line) = run(
         "no-lock",
-        &["--broken", "no-lock", "--workers", "3", "--seconds", "5", "--faults", "none"],
+        &[
+            "--broken",
+            "no-lock",
+            "--workers",
+            "3",
+            "--seconds",
+            "5",
+            "--faults",
+            "none",
+        ],
     );
     assert_eq!(code, Some(1), "{line}");
     assert!(figure(&line, "unexplained_overlaps") > 0, "{line}");
@@ -88,7 +98,16 @@ fn writes_without_the_fence_are_caught() {
     // Pauses of the holder make stale writes: the fence is what refuses them.
     let (code, line) = run(
         "no-fence",
-        &["--broken", "no-fence", "--workers", "3", "--seconds", "15", "--faults", "pause"],
+        &[
+            "--broken",
+            "no-fence",
+            "--workers",
+            "3",
+            "--seconds",
+            "15",
+            "--faults",
+            "pause",
+        ],
     );
     assert_eq!(code, Some(1), "{line}");
     assert!(figure(&line, "stale_writes_accepted") > 0, "{line}");
@@ -102,7 +121,16 @@ fn a_healthy_redis_run_passes() {
     }
     let (code, line) = run(
         "redis",
-        &["--backend", "redis", "--workers", "4", "--seconds", "15", "--seed", "11"],
+        &[
+            "--backend",
+            "redis",
+            "--workers",
+            "4",
+            "--seconds",
+            "15",
+            "--seed",
+            "11",
+        ],
     );
     assert_eq!(code, Some(0), "{line}");
     assert!(figure(&line, "acquisitions") > 0, "{line}");
@@ -116,7 +144,16 @@ fn a_healthy_mongodb_run_passes() {
     }
     let (code, line) = run(
         "mongodb",
-        &["--backend", "mongodb", "--workers", "4", "--seconds", "15", "--seed", "12"],
+        &[
+            "--backend",
+            "mongodb",
+            "--workers",
+            "4",
+            "--seconds",
+            "15",
+            "--seed",
+            "12",
+        ],
     );
     assert_eq!(code, Some(0), "{line}");
     assert!(figure(&line, "acquisitions") > 0, "{line}");

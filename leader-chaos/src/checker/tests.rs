@@ -32,8 +32,14 @@ fn fault(kind: FaultKind, start: u64, end: u64) -> FaultSpan {
 fn back_to_back_sections_pass() {
     let report = run(
         vec![
-            life(1, "10\tstart\ttoken=5\treq=9\n20\tend\ttoken=5\n40\tskip\treq=30\n"),
-            life(2, "15\tskip\treq=5\n21\tstart\ttoken=6\treq=19\n30\tend\ttoken=6\n"),
+            life(
+                1,
+                "10\tstart\ttoken=5\treq=9\n20\tend\ttoken=5\n40\tskip\treq=30\n",
+            ),
+            life(
+                2,
+                "15\tskip\treq=5\n21\tstart\ttoken=6\treq=19\n30\tend\ttoken=6\n",
+            ),
         ],
         vec![],
         &["1:5:start", "1:5:end", "2:6:start", "2:6:end"],
@@ -86,18 +92,36 @@ fn the_same_worker_never_overlaps_itself() {
 fn a_pause_of_a_holder_explains_an_overlap() {
     let holders = || {
         vec![
-            life(1, "10\tstart\ttoken=5\treq=9\n60\tlost\ttoken=5\n61\tend\ttoken=5\n"),
+            life(
+                1,
+                "10\tstart\ttoken=5\treq=9\n60\tlost\ttoken=5\n61\tend\ttoken=5\n",
+            ),
             life(2, "40\tstart\ttoken=6\treq=35\n70\tend\ttoken=6\n"),
         ]
     };
     // Worker 1 stopped from 20 to 59: worker 2 took the lock meanwhile.
-    let report = run(holders(), vec![fault(FaultKind::Pause { worker: 1 }, 20, 59)], &[]);
-    assert_eq!((report.explained_overlaps, report.unexplained_overlaps), (1, 0));
+    let report = run(
+        holders(),
+        vec![fault(FaultKind::Pause { worker: 1 }, 20, 59)],
+        &[],
+    );
+    assert_eq!(
+        (report.explained_overlaps, report.unexplained_overlaps),
+        (1, 0)
+    );
     // A pause of a bystander explains nothing.
-    let report = run(holders(), vec![fault(FaultKind::Pause { worker: 3 }, 20, 59)], &[]);
+    let report = run(
+        holders(),
+        vec![fault(FaultKind::Pause { worker: 3 }, 20, 59)],
+        &[],
+    );
     assert_eq!(report.unexplained_overlaps, 1);
     // Nor does a pause over before the holder asked for the lock.
-    let report = run(holders(), vec![fault(FaultKind::Pause { worker: 1 }, 1, 8)], &[]);
+    let report = run(
+        holders(),
+        vec![fault(FaultKind::Pause { worker: 1 }, 1, 8)],
+        &[],
+    );
     assert_eq!(report.unexplained_overlaps, 1);
 }
 
@@ -113,7 +137,10 @@ fn a_pause_between_acquiring_and_logging_explains_a_late_start() {
         vec![fault(FaultKind::Pause { worker: 1 }, 8, 50)],
         &[],
     );
-    assert_eq!((report.explained_overlaps, report.unexplained_overlaps), (1, 0));
+    assert_eq!(
+        (report.explained_overlaps, report.unexplained_overlaps),
+        (1, 0)
+    );
     // Its call began before worker 2's section ended: not a token order violation.
     assert_eq!(report.token_order_violations, 0);
 }
@@ -140,7 +167,10 @@ fn only_a_data_losing_restart_explains_an_overlap() {
 
 #[test]
 fn an_unfinished_section_ends_at_the_death_or_the_run_end() {
-    let mut killed = life(1, "10\tstart\ttoken=5\treq=9\n12\twrite\ttoken=5\tphase=start\toutcome=accepted\n13\tsta");
+    let mut killed = life(
+        1,
+        "10\tstart\ttoken=5\treq=9\n12\twrite\ttoken=5\tphase=start\toutcome=accepted\n13\tsta",
+    );
     killed.died_at = Some(30);
     let report = run(
         vec![killed, life(2, "31\tstart\ttoken=6\treq=20\n")],
@@ -208,7 +238,14 @@ fn stale_writes_are_read_from_the_resource_in_order() {
     let report = run(
         vec![],
         vec![],
-        &["1:5:start", "2:7:start", "2:7:end", "1:5:end", "3:8:start", "1:6:end"],
+        &[
+            "1:5:start",
+            "2:7:start",
+            "2:7:end",
+            "1:5:end",
+            "3:8:start",
+            "1:6:end",
+        ],
     );
     assert_eq!(report.stale_writes_accepted, 2);
     assert!(report.examples.iter().any(|e| e.contains("entry 3")));
