@@ -6,16 +6,16 @@
 //! it they keep the lock, so a lease is lost only to a fault (a pause, a partition, a
 //! server restart), which is what the run is about. The work waits with
 //! [`LeaseContext::wait_lost_timeout`], so a worker whose renewal fails or whose deadline
-//! passes stops at once and logs `lost`. It then still makes its `end` write, as a stale
-//! holder that checked too early would: the fence has to refuse it once a newer token
-//! has written.
+//! passes stops at once and logs `lost`, stamped with the moment the lease ended. It then
+//! still makes its `end` write, as a stale holder that checked too early would: the fence
+//! has to refuse it once a newer token has written.
 
 use std::error::Error;
 use std::io::{self, Read};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use leader::{LeaderElectionOptions, LeaderElector, LeaseContext};
 use rand::rngs::StdRng;
@@ -84,7 +84,9 @@ pub fn run(args: &WorkerArgs) -> Result<(), Box<dyn Error>> {
         let requested = now_us();
         let ran = elector.run_if_leader_with(LOCK, |lease: &LeaseContext| {
             let token = lease.fencing_token();
-            worker.section(token, requested, |work| lease.wait_lost_timeout(work))
+            worker.section(token, requested, |work| {
+                lease.wait_lost_timeout(work).then(|| lease_end(lease))
+            })
         });
         match ran {
             Ok(outcome) if outcome.is_skipped() => {
@@ -115,42 +117,52 @@ impl Worker {
             let requested = now_us();
             self.section(token, requested, |work| {
                 thread::sleep(work);
-                false
+                None
             })?;
             self.pause_between();
         }
         Ok(())
     }
 
-    /// One section: `start`, fenced start write, work (stopping early when `wait_lost` says
-    /// the lease is gone), fenced end write, `end`.
+    /// One section: `start`, fenced start write, work (stopping early when `wait_lost`
+    /// returns when the lease ended), fenced end write, `end`.
+    ///
+    /// The `lost` line is stamped with the moment the lease ended, not when the worker woke
+    /// to see it (a worker descheduled or stopped past its deadline did nothing meanwhile),
+    /// but never before its start write returned: the section covers every write it made
+    /// believing it held the lock.
     fn section(
         &mut self,
         token: u64,
         requested: u64,
-        wait_lost: impl FnOnce(Duration) -> bool,
+        wait_lost: impl FnOnce(Duration) -> Option<u64>,
     ) -> Result<(), io::Error> {
         self.log.record(Event::Start { token, requested })?;
-        let first = self.write(token, Phase::Start)?;
+        let (first, wrote_at) = self.write(token, Phase::Start)?;
         let work = self.work_time();
         // A refused start write means a newer holder exists: the lease is gone too.
-        let lost = matches!(first, WriteOutcome::Rejected { .. }) || wait_lost(work);
-        if lost {
-            self.log.record(Event::Lost { token })?;
+        let lost = match first {
+            WriteOutcome::Rejected { .. } => Some(wrote_at),
+            _ => wait_lost(work),
+        };
+        if let Some(ended) = lost {
+            self.log
+                .record_at(ended.max(wrote_at).min(now_us()), Event::Lost { token })?;
         }
         self.write(token, Phase::End)?;
         self.log.record(Event::End { token })?;
         Ok(())
     }
 
-    fn write(&mut self, token: u64, phase: Phase) -> Result<WriteOutcome, io::Error> {
+    /// A resource write, logged; its outcome and when it returned.
+    fn write(&mut self, token: u64, phase: Phase) -> Result<(WriteOutcome, u64), io::Error> {
         let outcome = self.resource.write(self.id, token, phase);
-        self.log.record(Event::Write {
+        let line = self.log.record(Event::Write {
             token,
             phase,
             outcome,
         })?;
-        Ok(outcome)
+        Ok((outcome, line.at))
     }
 
     /// Mostly short work; one section in four works longer than the lease.
@@ -165,6 +177,13 @@ impl Worker {
     fn pause_between(&mut self) {
         thread::sleep(Duration::from_millis(self.rng.random_range(0..30)));
     }
+}
+
+/// When the lease ended, wall-clock µs: its deadline if that has passed (the watchdog
+/// may only have noticed later), else now (the watchdog found it gone early).
+fn lease_end(lease: &LeaseContext) -> u64 {
+    let late = Instant::now().saturating_duration_since(lease.deadline());
+    now_us().saturating_sub(u64::try_from(late.as_micros()).unwrap_or(u64::MAX))
 }
 
 /// A flag set when standard input reaches its end (or fails): the orchestrator closes it
