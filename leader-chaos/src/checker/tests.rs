@@ -1,0 +1,281 @@
+//! The checker on hand-made logs.
+
+use super::*;
+use crate::event::parse_log;
+
+/// An incarnation of `worker` from log text.
+fn life(worker: u32, text: &str) -> Incarnation {
+    let parsed = parse_log(text).unwrap();
+    Incarnation {
+        worker,
+        events: parsed.events,
+        died_at: None,
+        torn: parsed.torn,
+    }
+}
+
+fn run(incarnations: Vec<Incarnation>, faults: Vec<FaultSpan>, resource: &[&str]) -> Report {
+    check(&RunRecord {
+        backend: "test".into(),
+        incarnations,
+        faults,
+        resource: resource.iter().map(|s| s.to_string()).collect(),
+        run_end: 1_000,
+    })
+}
+
+fn fault(kind: FaultKind, start: u64, end: u64) -> FaultSpan {
+    FaultSpan { kind, start, end }
+}
+
+#[test]
+fn back_to_back_sections_pass() {
+    let report = run(
+        vec![
+            life(
+                1,
+                "10\tstart\ttoken=5\treq=9\n20\tend\ttoken=5\n40\tskip\treq=30\n",
+            ),
+            life(
+                2,
+                "15\tskip\treq=5\n21\tstart\ttoken=6\treq=19\n30\tend\ttoken=6\n",
+            ),
+        ],
+        vec![],
+        &["1:5:start", "1:5:end", "2:6:start", "2:6:end"],
+    );
+    assert_eq!(report.acquisitions, 2);
+    assert_eq!(report.unexplained_overlaps, 0);
+    assert_eq!(report.token_order_violations, 0);
+    assert_eq!(report.duplicate_tokens, 0);
+    assert_eq!(report.stale_writes_accepted, 0);
+    assert_eq!(report.tallies.skips, 2);
+    assert!(report.passed(), "{report:?}");
+    assert_eq!(
+        report.to_string(),
+        "chaos: backend=test acquisitions=2 unexplained_overlaps=0 token_order_violations=0 \
+         duplicate_tokens=0 stale_writes_accepted=0 faults=0"
+    );
+}
+
+#[test]
+fn an_overlap_without_a_fault_is_unexplained() {
+    let report = run(
+        vec![
+            life(1, "10\tstart\ttoken=5\treq=9\n30\tend\ttoken=5\n"),
+            life(2, "20\tstart\ttoken=6\treq=19\n40\tend\ttoken=6\n"),
+        ],
+        vec![fault(FaultKind::Blackhole, 12, 25)],
+        &[],
+    );
+    assert_eq!(report.unexplained_overlaps, 1);
+    assert!(!report.passed());
+    assert!(report.examples[0].contains("unexplained overlap"));
+}
+
+#[test]
+fn the_same_worker_never_overlaps_itself() {
+    // A new start closes the open section (and an `end` for another token is ignored).
+    let report = run(
+        vec![life(
+            1,
+            "10\tstart\ttoken=5\treq=9\n20\tstart\ttoken=6\treq=19\n25\tend\ttoken=5\n30\tend\ttoken=6\n",
+        )],
+        vec![],
+        &[],
+    );
+    assert_eq!(report.acquisitions, 2);
+    assert_eq!(report.unexplained_overlaps + report.explained_overlaps, 0);
+}
+
+#[test]
+fn a_pause_of_a_holder_explains_an_overlap() {
+    let holders = || {
+        vec![
+            life(
+                1,
+                "10\tstart\ttoken=5\treq=9\n60\tlost\ttoken=5\n61\tend\ttoken=5\n",
+            ),
+            life(2, "40\tstart\ttoken=6\treq=35\n70\tend\ttoken=6\n"),
+        ]
+    };
+    // Worker 1 stopped from 20 to 59: worker 2 took the lock meanwhile.
+    let report = run(
+        holders(),
+        vec![fault(FaultKind::Pause { worker: 1 }, 20, 59)],
+        &[],
+    );
+    assert_eq!(
+        (report.explained_overlaps, report.unexplained_overlaps),
+        (1, 0)
+    );
+    // A pause of a bystander explains nothing.
+    let report = run(
+        holders(),
+        vec![fault(FaultKind::Pause { worker: 3 }, 20, 59)],
+        &[],
+    );
+    assert_eq!(report.unexplained_overlaps, 1);
+    // Nor does a pause over before the holder asked for the lock.
+    let report = run(
+        holders(),
+        vec![fault(FaultKind::Pause { worker: 1 }, 1, 8)],
+        &[],
+    );
+    assert_eq!(report.unexplained_overlaps, 1);
+}
+
+#[test]
+fn a_pause_between_acquiring_and_logging_explains_a_late_start() {
+    // Worker 1 acquired (call from 5), was stopped 8..50 before its start line; worker 2
+    // took the lock at 20 once the lease ran out.
+    let report = run(
+        vec![
+            life(1, "51\tstart\ttoken=5\treq=5\n52\tlost\ttoken=5\n"),
+            life(2, "20\tstart\ttoken=6\treq=15\n70\tend\ttoken=6\n"),
+        ],
+        vec![fault(FaultKind::Pause { worker: 1 }, 8, 50)],
+        &[],
+    );
+    assert_eq!(
+        (report.explained_overlaps, report.unexplained_overlaps),
+        (1, 0)
+    );
+    // Its call began before worker 2's section ended: not a token order violation.
+    assert_eq!(report.token_order_violations, 0);
+}
+
+#[test]
+fn only_a_data_losing_restart_explains_an_overlap() {
+    let holders = || {
+        vec![
+            life(1, "10\tstart\ttoken=5\treq=9\n60\tlost\ttoken=5\n"),
+            life(2, "40\tstart\ttoken=6\treq=35\n70\tend\ttoken=6\n"),
+        ]
+    };
+    let lose = fault(FaultKind::Restart { data_lost: true }, 20, 30);
+    let report = run(holders(), vec![lose], &[]);
+    assert_eq!(report.unexplained_overlaps, 0);
+    let keep = fault(FaultKind::Restart { data_lost: false }, 20, 30);
+    let report = run(holders(), vec![keep], &[]);
+    assert_eq!(report.unexplained_overlaps, 1);
+    // A restart after the overlap explains nothing.
+    let late = fault(FaultKind::Restart { data_lost: true }, 65, 68);
+    let report = run(holders(), vec![late], &[]);
+    assert_eq!(report.unexplained_overlaps, 1);
+}
+
+#[test]
+fn an_unfinished_section_ends_at_the_death_or_the_run_end() {
+    let mut killed = life(
+        1,
+        "10\tstart\ttoken=5\treq=9\n12\twrite\ttoken=5\tphase=start\toutcome=accepted\n13\tsta",
+    );
+    killed.died_at = Some(30);
+    let report = run(
+        vec![killed, life(2, "31\tstart\ttoken=6\treq=20\n")],
+        vec![fault(FaultKind::Kill { worker: 1 }, 29, 35)],
+        &["1:5:start"],
+    );
+    assert_eq!(report.unfinished, 2);
+    assert_eq!(report.tallies.torn_lines, 1);
+    assert_eq!(report.unexplained_overlaps, 0);
+    assert!(report.passed());
+    // Had it lived on, its section would reach the end of the run, over worker 2's.
+    let report = run(
+        vec![
+            life(1, "10\tstart\ttoken=5\treq=9\n"),
+            life(2, "31\tstart\ttoken=6\treq=20\n"),
+        ],
+        vec![],
+        &[],
+    );
+    assert_eq!(report.unexplained_overlaps, 1);
+}
+
+#[test]
+fn a_smaller_token_after_a_section_ended_is_a_violation() {
+    let report = run(
+        vec![
+            life(1, "10\tstart\ttoken=9\treq=9\n20\tend\ttoken=9\n"),
+            life(2, "31\tstart\ttoken=7\treq=25\n40\tend\ttoken=7\n"),
+        ],
+        vec![],
+        &[],
+    );
+    assert_eq!(report.token_order_violations, 1);
+    assert!(!report.passed());
+    // A call that began before the other section ended may carry the smaller token.
+    let report = run(
+        vec![
+            life(1, "10\tstart\ttoken=9\treq=9\n20\tend\ttoken=9\n"),
+            life(2, "31\tstart\ttoken=7\treq=15\n40\tend\ttoken=7\n"),
+        ],
+        vec![fault(FaultKind::Pause { worker: 2 }, 16, 30)],
+        &[],
+    );
+    assert_eq!(report.token_order_violations, 0);
+}
+
+#[test]
+fn equal_tokens_are_duplicates() {
+    let report = run(
+        vec![
+            life(1, "10\tstart\ttoken=5\treq=9\n20\tend\ttoken=5\n"),
+            life(2, "30\tstart\ttoken=5\treq=25\n40\tend\ttoken=5\n"),
+            life(1, "50\tstart\ttoken=5\treq=45\n60\tend\ttoken=5\n"),
+        ],
+        vec![],
+        &[],
+    );
+    assert_eq!(report.duplicate_tokens, 2);
+    assert_eq!(report.token_order_violations, 0);
+    assert!(!report.passed());
+}
+
+#[test]
+fn stale_writes_are_read_from_the_resource_in_order() {
+    let report = run(
+        vec![],
+        vec![],
+        &[
+            "1:5:start",
+            "2:7:start",
+            "2:7:end",
+            "1:5:end",
+            "3:8:start",
+            "1:6:end",
+        ],
+    );
+    assert_eq!(report.stale_writes_accepted, 2);
+    assert!(report.examples.iter().any(|e| e.contains("entry 3")));
+    assert!(!report.passed());
+    // Equal tokens are one holder writing twice: fine.
+    let report = run(vec![], vec![], &["1:5:start", "1:5:end", "2:6:start"]);
+    assert_eq!(report.stale_writes_accepted, 0);
+}
+
+#[test]
+fn unreadable_entries_fail_the_run() {
+    let report = run(vec![], vec![], &["1:5:start", "garbage"]);
+    assert_eq!(report.unreadable_entries, 1);
+    assert!(!report.passed());
+}
+
+#[test]
+fn tallies_count_skips_errors_losses_and_write_outcomes() {
+    let report = run(
+        vec![life(
+            1,
+            "1\tskip\treq=0\n2\terror\treq=1\tmsg=boom\n3\tstart\ttoken=5\treq=2\n\
+             4\twrite\ttoken=5\tphase=start\toutcome=failed\n5\tlost\ttoken=5\n\
+             6\twrite\ttoken=5\tphase=end\toutcome=rejected:9\n7\tend\ttoken=5\n",
+        )],
+        vec![],
+        &[],
+    );
+    let t = report.tallies;
+    assert_eq!((t.skips, t.errors, t.lost), (1, 1, 1));
+    assert_eq!((t.writes_failed, t.writes_rejected), (1, 1));
+    assert!(report.details().contains("lost=1"));
+}

@@ -1,0 +1,311 @@
+//! The command line, parsed by hand: a run (the orchestrator), or one worker process (a
+//! hidden subcommand the orchestrator spawns).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::faults::Class;
+
+/// The usage text.
+pub const USAGE: &str = "\
+usage: leader-chaos [--backend redis|mongodb] [--workers N] [--seconds N] [--seed N]
+                    [--lease-ms N] [--faults kill,pause,restart,blackhole,reset|none]
+                    [--broken no-lock|no-fence] [--dir PATH]
+
+Runs N worker processes contending for one lock behind a fault proxy, injects faults on
+a schedule drawn from --seed, then checks the logs and the fenced resource. Prints one
+`chaos: ...` line and exits 1 when a safety figure is not zero.
+Defaults: --backend redis --workers 5 --seconds 60 --seed 1 --lease-ms 1500, every fault.";
+
+/// The lock backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// A Redis server without persistence: a restart loses the locks.
+    Redis,
+    /// A MongoDB-compatible server: a restart keeps them.
+    Mongodb,
+}
+
+/// A deliberately wrong worker, to show that the checker catches it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Broken {
+    /// Acts without the lock, with tokens it counts itself.
+    NoLock,
+    /// Takes the lock but writes to the resource without the fence.
+    NoFence,
+}
+
+/// What to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// Print the usage.
+    Help,
+    /// Run the orchestrator.
+    Run(RunArgs),
+    /// Be one worker.
+    Worker(WorkerArgs),
+}
+
+/// The orchestrator's arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunArgs {
+    /// The lock backend.
+    pub backend: Backend,
+    /// How many worker processes.
+    pub workers: u32,
+    /// How long the fault schedule runs.
+    pub seconds: u64,
+    /// Seeds the fault schedule (and the workers' random choices).
+    pub seed: u64,
+    /// The workers' lease time.
+    pub lease: Duration,
+    /// The faults to draw from.
+    pub faults: Vec<Class>,
+    /// A broken worker mode.
+    pub broken: Option<Broken>,
+    /// Where the logs go (default: a new directory under the temp dir).
+    pub dir: Option<PathBuf>,
+}
+
+/// One worker's arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerArgs {
+    /// The lock server's URL (through the proxy), for `leader::connect`.
+    pub lock_url: String,
+    /// The resource Redis URL.
+    pub resource_url: String,
+    /// The worker id.
+    pub worker: u32,
+    /// Which life of this worker (0, then one more per restart).
+    pub incarnation: u32,
+    /// Its log file.
+    pub log: PathBuf,
+    /// The run's seed.
+    pub seed: u64,
+    /// The lease time.
+    pub lease: Duration,
+    /// A broken mode.
+    pub broken: Option<Broken>,
+}
+
+/// A command line that cannot be run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}\n\n{USAGE}")]
+pub struct UsageError(String);
+
+/// The hidden subcommand that makes the process a worker.
+const WORKER: &str = "__worker";
+
+/// Parses the arguments after the program name.
+///
+/// # Errors
+///
+/// An unknown flag, a missing or bad value.
+pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageError> {
+    let mut args = args.into_iter().peekable();
+    let worker = args.next_if(|first| first == WORKER).is_some();
+    let mut flags = Vec::new();
+    while let Some(flag) = args.next() {
+        if flag == "-h" || flag == "--help" {
+            return Ok(Command::Help);
+        }
+        let value = args
+            .next()
+            .ok_or_else(|| UsageError(format!("{flag} needs a value")))?;
+        flags.push((flag, value));
+    }
+    let get = |name: &str| {
+        flags
+            .iter()
+            .rev()
+            .find(|(flag, _)| flag == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let known: &[&str] = if worker {
+        &[
+            "--lock-url",
+            "--resource-url",
+            "--worker",
+            "--incarnation",
+            "--log",
+            "--seed",
+            "--lease-ms",
+            "--broken",
+        ]
+    } else {
+        &[
+            "--backend",
+            "--workers",
+            "--seconds",
+            "--seed",
+            "--lease-ms",
+            "--faults",
+            "--broken",
+            "--dir",
+        ]
+    };
+    if let Some((flag, _)) = flags.iter().find(|(f, _)| !known.contains(&f.as_str())) {
+        return Err(UsageError(format!("unknown option {flag}")));
+    }
+    let broken = get("--broken").map(broken).transpose()?;
+    let seed = number(get("--seed"), "--seed", 1)?;
+    let lease = Duration::from_millis(number(get("--lease-ms"), "--lease-ms", 1500)?);
+    if lease < Duration::from_millis(100) {
+        return Err(UsageError("--lease-ms must be at least 100".into()));
+    }
+    if worker {
+        let need = |name: &str| {
+            get(name)
+                .map(str::to_owned)
+                .ok_or_else(|| UsageError(format!("{name} is required")))
+        };
+        return Ok(Command::Worker(WorkerArgs {
+            lock_url: need("--lock-url")?,
+            resource_url: need("--resource-url")?,
+            worker: need("--worker")?.parse().map_err(|_| bad("--worker"))?,
+            incarnation: number(get("--incarnation"), "--incarnation", 0)?,
+            log: PathBuf::from(need("--log")?),
+            seed,
+            lease,
+            broken,
+        }));
+    }
+    let backend = match get("--backend").unwrap_or("redis") {
+        "redis" => Backend::Redis,
+        "mongodb" | "mongo" => Backend::Mongodb,
+        other => return Err(UsageError(format!("unknown backend {other}"))),
+    };
+    let workers = number(get("--workers"), "--workers", 5)?;
+    if workers == 0 {
+        return Err(UsageError("--workers must be at least 1".into()));
+    }
+    Ok(Command::Run(RunArgs {
+        backend,
+        workers,
+        seconds: number(get("--seconds"), "--seconds", 60)?,
+        seed,
+        lease,
+        faults: get("--faults").map_or(Ok(Class::ALL.to_vec()), classes)?,
+        broken,
+        dir: get("--dir").map(PathBuf::from),
+    }))
+}
+
+impl WorkerArgs {
+    /// The command line that makes a process this worker (after the program name).
+    pub fn to_args(&self) -> Vec<OsString> {
+        let mut args: Vec<OsString> = vec![WORKER.into()];
+        let mut push = |flag: &str, value: OsString| args.extend([flag.into(), value]);
+        push("--lock-url", self.lock_url.clone().into());
+        push("--resource-url", self.resource_url.clone().into());
+        push("--worker", self.worker.to_string().into());
+        push("--incarnation", self.incarnation.to_string().into());
+        push("--log", self.log.clone().into_os_string());
+        push("--seed", self.seed.to_string().into());
+        push("--lease-ms", self.lease.as_millis().to_string().into());
+        if let Some(mode) = self.broken {
+            push("--broken", broken_name(mode).into());
+        }
+        args
+    }
+}
+
+/// The flag value of a broken mode.
+pub fn broken_name(mode: Broken) -> &'static str {
+    match mode {
+        Broken::NoLock => "no-lock",
+        Broken::NoFence => "no-fence",
+    }
+}
+
+fn broken(value: &str) -> Result<Broken, UsageError> {
+    match value {
+        "no-lock" => Ok(Broken::NoLock),
+        "no-fence" => Ok(Broken::NoFence),
+        other => Err(UsageError(format!("unknown broken mode {other}"))),
+    }
+}
+
+fn classes(value: &str) -> Result<Vec<Class>, UsageError> {
+    if value == "none" {
+        return Ok(Vec::new());
+    }
+    value
+        .split(',')
+        .map(|name| Class::from_name(name.trim()).ok_or_else(|| bad("--faults")))
+        .collect()
+}
+
+fn number<T: std::str::FromStr>(
+    value: Option<&str>,
+    flag: &str,
+    default: T,
+) -> Result<T, UsageError> {
+    value.map_or(Ok(default), |v| v.parse().map_err(|_| bad(flag)))
+}
+
+fn bad(flag: &str) -> UsageError {
+    UsageError(format!("bad value for {flag}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(line: &str) -> Result<Command, UsageError> {
+        parse(line.split_whitespace().map(str::to_owned))
+    }
+
+    #[test]
+    fn a_run_takes_defaults() {
+        let Command::Run(run) = parsed("").unwrap() else {
+            panic!("not a run")
+        };
+        assert_eq!(
+            (run.backend, run.workers, run.seconds, run.seed),
+            (Backend::Redis, 5, 60, 1)
+        );
+        assert_eq!(run.faults, Class::ALL.to_vec());
+        let Command::Run(run) =
+            parsed("--backend mongodb --faults pause,kill --broken no-fence --seed 7").unwrap()
+        else {
+            panic!("not a run")
+        };
+        assert_eq!(run.backend, Backend::Mongodb);
+        assert_eq!(run.faults, vec![Class::Pause, Class::Kill]);
+        assert_eq!((run.broken, run.seed), (Some(Broken::NoFence), 7));
+    }
+
+    #[test]
+    fn worker_args_round_trip() {
+        let args = WorkerArgs {
+            lock_url: "redis://127.0.0.1:1/".into(),
+            resource_url: "redis://127.0.0.1:2/".into(),
+            worker: 3,
+            incarnation: 2,
+            log: "/tmp/w3.2.log".into(),
+            seed: 9,
+            lease: Duration::from_millis(1200),
+            broken: Some(Broken::NoLock),
+        };
+        let line = args.to_args().into_iter().map(|a| a.into_string().unwrap());
+        assert_eq!(parse(line).unwrap(), Command::Worker(args));
+    }
+
+    #[test]
+    fn mistakes_are_usage_errors() {
+        for line in [
+            "--backend etcd",
+            "--workers",
+            "--workers 0",
+            "--bogus 1",
+            "--faults pause,fire",
+            "--lease-ms 5",
+            "__worker --worker 1",
+        ] {
+            assert!(parsed(line).is_err(), "{line}");
+        }
+        assert_eq!(parsed("--help").unwrap(), Command::Help);
+    }
+}

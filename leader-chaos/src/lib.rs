@@ -1,0 +1,13 @@
+#![doc = include_str!("../README.md")]
+
+pub mod checker;
+pub mod cli;
+pub mod event;
+pub mod faults;
+pub mod journal;
+pub mod logfile;
+pub mod orchestrator;
+pub mod resource;
+pub mod servers;
+pub mod worker;
+pub mod workers;

@@ -1,0 +1,173 @@
+//! The orchestrator: starts the servers, the proxy and the workers, runs the fault
+//! schedule, stops everything, and hands the logs and the resource to the checker.
+
+use std::error::Error;
+use std::path::{Path, PathBuf};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use leader::{AnyBackend, LeaderElectionOptions, LeaderElector};
+use leader_testkit::FaultProxy;
+use leader_testkit::fixtures::RedisServer;
+
+use crate::checker::{Incarnation, Report, RunRecord, check};
+use crate::cli::{Backend, RunArgs, WorkerArgs, broken_name};
+use crate::event::{now_us, parse_log};
+use crate::faults::Schedule;
+use crate::journal::Journal;
+use crate::resource;
+use crate::servers::LockServer;
+use crate::workers::{Life, Workers};
+
+/// What faults act on.
+#[derive(Debug)]
+pub struct Lab {
+    pub(crate) server: LockServer,
+    pub(crate) proxy: FaultProxy,
+    /// Reads the lock's state from the server directly, to find the holder.
+    pub(crate) observer: LeaderElector<AnyBackend>,
+    pub(crate) workers: Workers,
+    pub(crate) journal: Journal,
+    pub(crate) lease: Duration,
+    pub(crate) restart_loses_data: bool,
+}
+
+/// Runs the whole thing and returns the checker's report (also written to
+/// `report.txt` in the run's directory).
+///
+/// # Errors
+///
+/// When a server, the proxy or a worker cannot start, a fault cannot be injected, or the
+/// logs or the resource cannot be read.
+pub fn run(args: &RunArgs) -> Result<Report, Box<dyn Error>> {
+    let dir = run_dir(args)?;
+    let mut journal = Journal::create(&dir.join("orchestrator.log"))?;
+    journal.say(&describe_run(args, &dir));
+    let server = LockServer::start(args.backend)?;
+    let resource = RedisServer::start()?;
+    let proxy = FaultProxy::start(server.addr())?;
+    let direct = leader::connect(&server.url_at(server.addr()))?;
+    let observer = LeaderElector::new(
+        direct,
+        LeaderElectionOptions::new().with_wait_time(Duration::ZERO),
+    )?;
+    let template = WorkerArgs {
+        lock_url: server.url_at(proxy.addr()),
+        resource_url: resource.url(),
+        worker: 0,
+        incarnation: 0,
+        log: PathBuf::new(),
+        seed: args.seed,
+        lease: args.lease,
+        broken: args.broken,
+    };
+    let workers = Workers::start(args.workers, template, &dir, &mut journal)?;
+    let mut lab = Lab {
+        server,
+        proxy,
+        observer,
+        workers,
+        journal,
+        lease: args.lease,
+        restart_loses_data: args.backend == Backend::Redis,
+    };
+    let outcome = run_schedule(args, &mut lab);
+    // Long sections last up to two leases; then a kill ends the stragglers.
+    let grace = args.lease * 2 + Duration::from_secs(3);
+    lab.proxy.heal();
+    lab.workers.stop_all(grace, &mut lab.journal);
+    outcome?;
+    let run_end = now_us();
+    let record = RunRecord {
+        backend: backend_name(args.backend).to_owned(),
+        incarnations: read_logs(lab.workers.lives())?,
+        faults: lab.journal.faults().to_vec(),
+        resource: resource::entries(&resource.url())?,
+        run_end,
+    };
+    let report = check(&record);
+    let text = format!(
+        "{}\n{}\n{report}\n",
+        report.examples.join("\n"),
+        report.details()
+    );
+    std::fs::write(dir.join("report.txt"), text.trim_start())?;
+    Ok(report)
+}
+
+/// Injects faults until `--seconds` have passed, restarting workers that died meanwhile.
+fn run_schedule(args: &RunArgs, lab: &mut Lab) -> Result<(), Box<dyn Error>> {
+    let mut schedule = Schedule::new(args.seed, args.faults.clone());
+    let end = Instant::now() + Duration::from_secs(args.seconds);
+    loop {
+        let next = Instant::now() + schedule.gap();
+        while Instant::now() < next.min(end) {
+            lab.workers.reap(&mut lab.journal)?;
+            thread::sleep(Duration::from_millis(100));
+        }
+        if Instant::now() >= end {
+            return Ok(());
+        }
+        if let Some(class) = schedule.next_class() {
+            schedule.inject(class, lab)?;
+        }
+    }
+}
+
+/// Reads every worker life's log; a partial last line is dropped and counted.
+fn read_logs(lives: &[Life]) -> Result<Vec<Incarnation>, Box<dyn Error>> {
+    let mut incarnations = Vec::with_capacity(lives.len());
+    for life in lives {
+        // A worker killed before its first line leaves no file.
+        let bytes = std::fs::read(&life.log).unwrap_or_default();
+        let parsed = parse_log(&String::from_utf8_lossy(&bytes))
+            .map_err(|err| format!("{}: {err}", life.log.display()))?;
+        incarnations.push(Incarnation {
+            worker: life.worker,
+            events: parsed.events,
+            died_at: life.died_at,
+            torn: parsed.torn,
+        });
+    }
+    Ok(incarnations)
+}
+
+fn run_dir(args: &RunArgs) -> std::io::Result<PathBuf> {
+    let dir = match &args.dir {
+        Some(dir) => dir.clone(),
+        None => std::env::temp_dir().join(format!(
+            "leader-chaos-{}-{}-{}",
+            backend_name(args.backend),
+            args.seed,
+            std::process::id()
+        )),
+    };
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+fn describe_run(args: &RunArgs, dir: &Path) -> String {
+    let faults: Vec<&str> = args.faults.iter().map(|c| c.name()).collect();
+    format!(
+        "run: backend={} workers={} seconds={} seed={} lease_ms={} faults={} broken={} dir={}",
+        backend_name(args.backend),
+        args.workers,
+        args.seconds,
+        args.seed,
+        args.lease.as_millis(),
+        if faults.is_empty() {
+            "none".to_owned()
+        } else {
+            faults.join(",")
+        },
+        args.broken.map_or("none", broken_name),
+        dir.display()
+    )
+}
+
+fn backend_name(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Redis => "redis",
+        Backend::Mongodb => "mongodb",
+    }
+}

@@ -1,0 +1,98 @@
+//! The resource the workers write to: a list on a Redis server of its own (not behind the
+//! fault proxy), each write fenced by the writer's token through [`leader::redis::fence`].
+
+use std::time::Duration;
+
+use leader::redis::fence::{Fence, FenceOutcome};
+use leader::redis::redis::{self, RedisError};
+
+use crate::event::{Phase, WriteOutcome};
+
+/// The list of accepted writes, `worker:token:phase`, oldest first.
+pub const LIST_KEY: &str = "{chaos}:writes";
+/// The highest token the list has accepted (same hash tag: one cluster slot).
+pub const FENCE_KEY: &str = "{chaos}:fence";
+/// How long a resource call may take.
+const TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A worker's connection to the resource.
+#[allow(missing_debug_implementations)] // the driver's connection is not Debug
+pub struct Resource {
+    url: String,
+    con: Option<redis::Connection>,
+    fenced: bool,
+}
+
+impl Resource {
+    /// A resource at `url`; `fenced: false` writes with a plain `RPUSH` (the broken
+    /// `no-fence` mode). Connects on first use.
+    pub fn new(url: &str, fenced: bool) -> Self {
+        Resource {
+            url: url.to_owned(),
+            con: None,
+            fenced,
+        }
+    }
+
+    /// Appends `worker:token:phase` to the list, fenced by `token` unless unfenced.
+    /// A failed call drops the connection; the next write opens a new one.
+    pub fn write(&mut self, worker: u32, token: u64, phase: Phase) -> WriteOutcome {
+        let phase = match phase {
+            Phase::Start => "start",
+            Phase::End => "end",
+        };
+        let entry = format!("{worker}:{token}:{phase}");
+        let fenced = self.fenced;
+        let answer = self.connection().and_then(|con| {
+            if fenced {
+                Fence::new(FENCE_KEY, token)
+                    .command(("RPUSH", LIST_KEY, entry), [LIST_KEY])
+                    .invoke(con)
+                    .map_err(|err| err.to_string())
+            } else {
+                redis::cmd("RPUSH")
+                    .arg(LIST_KEY)
+                    .arg(entry)
+                    .query::<i64>(con)
+                    .map(|_| FenceOutcome::Accepted)
+                    .map_err(|err| err.to_string())
+            }
+        });
+        match answer {
+            Ok(FenceOutcome::Accepted) => WriteOutcome::Accepted,
+            Ok(FenceOutcome::Rejected { highest_seen }) => WriteOutcome::Rejected { highest_seen },
+            Err(_) => {
+                self.con = None;
+                WriteOutcome::Failed
+            }
+        }
+    }
+
+    fn connection(&mut self) -> Result<&mut redis::Connection, String> {
+        if self.con.is_none() {
+            self.con = Some(connect(&self.url).map_err(|err| err.to_string())?);
+        }
+        self.con.as_mut().ok_or_else(|| "no connection".to_owned())
+    }
+}
+
+/// The list of accepted writes at `url`, oldest first.
+///
+/// # Errors
+///
+/// When the server cannot be reached or the list cannot be read.
+pub fn entries(url: &str) -> Result<Vec<String>, RedisError> {
+    let mut con = connect(url)?;
+    redis::cmd("LRANGE")
+        .arg(LIST_KEY)
+        .arg(0)
+        .arg(-1)
+        .query(&mut con)
+}
+
+fn connect(url: &str) -> Result<redis::Connection, RedisError> {
+    let con = redis::Client::open(url)?.get_connection_with_timeout(TIMEOUT)?;
+    con.set_read_timeout(Some(TIMEOUT))?;
+    con.set_write_timeout(Some(TIMEOUT))?;
+    Ok(con)
+}

@@ -1,0 +1,212 @@
+//! One worker process: contends for the lock in a loop and, while it holds it, writes to
+//! the resource fenced by its token, logging every step.
+//!
+//! The lease is short (`--lease-ms`, 1.5 s by default) and **auto-extended**: some sections
+//! deliberately work longer than the lease, and with the watchdog renewing every third of
+//! it they keep the lock, so a lease is lost only to a fault (a pause, a partition, a
+//! server restart), which is what the run is about. The work waits with
+//! [`LeaseContext::wait_lost_timeout`], so a worker whose renewal fails or whose deadline
+//! passes stops at once and logs `lost`, stamped with the moment the lease ended. It then
+//! still makes its `end` write, as a stale holder that checked too early would: the fence
+//! has to refuse it once a newer token has written.
+
+use std::error::Error;
+use std::io::{self, Read};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use leader::{LeaderElectionOptions, LeaderElector, LeaseContext};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::cli::{Broken, WorkerArgs};
+use crate::event::{Event, Phase, WriteOutcome, now_us};
+use crate::logfile::LogFile;
+use crate::resource::Resource;
+
+/// The lock every worker contends for.
+pub const LOCK: &str = "chaos";
+/// How long a worker waits for the lock before it counts a skip.
+const WAIT_TIME: Duration = Duration::from_millis(300);
+
+/// The node id of `worker`: the orchestrator maps a leader id back to a worker with
+/// [`worker_of`].
+pub fn node_id(worker: u32) -> String {
+    format!("chaos-w{worker}")
+}
+
+/// The worker a leader id names.
+pub fn worker_of(leader_id: &str) -> Option<u32> {
+    leader_id.strip_prefix("chaos-w")?.parse().ok()
+}
+
+/// What a section needs: the log, the resource, the random source.
+struct Worker {
+    id: u32,
+    lease: Duration,
+    log: LogFile,
+    resource: Resource,
+    rng: StdRng,
+}
+
+/// Runs the worker until its standard input closes (the orchestrator's stop signal).
+///
+/// # Errors
+///
+/// When the log cannot be written, or the elector cannot be built.
+pub fn run(args: &WorkerArgs) -> Result<(), Box<dyn Error>> {
+    let mut log = LogFile::append(&args.log)?;
+    log.record(Event::Hello {
+        worker: args.worker,
+        pid: std::process::id(),
+    })?;
+    let stop = stop_on_stdin_close();
+    let seed = args.seed ^ (u64::from(args.worker) << 32) ^ u64::from(args.incarnation);
+    let mut worker = Worker {
+        id: args.worker,
+        lease: args.lease,
+        log,
+        resource: Resource::new(&args.resource_url, args.broken != Some(Broken::NoFence)),
+        rng: StdRng::seed_from_u64(seed),
+    };
+    if args.broken == Some(Broken::NoLock) {
+        return worker.without_lock(&stop);
+    }
+    let options = LeaderElectionOptions::new()
+        .with_lease_time(args.lease)
+        .with_wait_time(WAIT_TIME)
+        .with_auto_extend(true)
+        .with_node_id(node_id(args.worker));
+    let elector = LeaderElector::new(leader::connect(&args.lock_url)?, options)?;
+    while !stop.load(Ordering::SeqCst) {
+        let requested = now_us();
+        let ran = elector.run_if_leader_with(LOCK, |lease: &LeaseContext| {
+            let token = lease.fencing_token();
+            worker.section(token, requested, |work| {
+                lease.wait_lost_timeout(work).then(|| lease_end(lease))
+            })
+        });
+        match ran {
+            Ok(outcome) if outcome.is_skipped() => {
+                worker.log.record(Event::Skip { requested })?;
+            }
+            Ok(outcome) => {
+                if let Some(err) = outcome.into_result().err() {
+                    return Err(err.into());
+                }
+            }
+            Err(err) => {
+                let message = err.to_string();
+                worker.log.record(Event::Error { requested, message })?;
+                thread::sleep(Duration::from_millis(100));
+            }
+        }
+        worker.pause_between();
+    }
+    Ok(())
+}
+
+impl Worker {
+    /// The broken `no-lock` mode: every iteration is a section, with a token counted here.
+    fn without_lock(&mut self, stop: &AtomicBool) -> Result<(), Box<dyn Error>> {
+        let mut token = 0;
+        while !stop.load(Ordering::SeqCst) {
+            token += 1;
+            let requested = now_us();
+            self.section(token, requested, |work| {
+                thread::sleep(work);
+                None
+            })?;
+            self.pause_between();
+        }
+        Ok(())
+    }
+
+    /// One section: `start`, fenced start write, work (stopping early when `wait_lost`
+    /// returns when the lease ended), fenced end write, `end`.
+    ///
+    /// The `lost` line is stamped with the moment the lease ended, not when the worker woke
+    /// to see it (a worker descheduled or stopped past its deadline did nothing meanwhile),
+    /// but never before its start write returned: the section covers every write it made
+    /// believing it held the lock.
+    fn section(
+        &mut self,
+        token: u64,
+        requested: u64,
+        wait_lost: impl FnOnce(Duration) -> Option<u64>,
+    ) -> Result<(), io::Error> {
+        self.log.record(Event::Start { token, requested })?;
+        let (first, wrote_at) = self.write(token, Phase::Start)?;
+        let work = self.work_time();
+        // A refused start write means a newer holder exists: the lease is gone too.
+        let lost = match first {
+            WriteOutcome::Rejected { .. } => Some(wrote_at),
+            _ => wait_lost(work),
+        };
+        if let Some(ended) = lost {
+            self.log
+                .record_at(ended.max(wrote_at).min(now_us()), Event::Lost { token })?;
+        }
+        self.write(token, Phase::End)?;
+        self.log.record(Event::End { token })?;
+        Ok(())
+    }
+
+    /// A resource write, logged; its outcome and when it returned.
+    fn write(&mut self, token: u64, phase: Phase) -> Result<(WriteOutcome, u64), io::Error> {
+        let outcome = self.resource.write(self.id, token, phase);
+        let line = self.log.record(Event::Write {
+            token,
+            phase,
+            outcome,
+        })?;
+        Ok((outcome, line.at))
+    }
+
+    /// Mostly short work; one section in four works longer than the lease.
+    fn work_time(&mut self) -> Duration {
+        if self.rng.random_bool(0.25) {
+            self.lease.mul_f64(self.rng.random_range(1.0..2.0))
+        } else {
+            Duration::from_millis(self.rng.random_range(20..300))
+        }
+    }
+
+    fn pause_between(&mut self) {
+        thread::sleep(Duration::from_millis(self.rng.random_range(0..30)));
+    }
+}
+
+/// When the lease ended, wall-clock µs: its deadline if that has passed (the watchdog
+/// may only have noticed later), else now (the watchdog found it gone early).
+fn lease_end(lease: &LeaseContext) -> u64 {
+    let late = Instant::now().saturating_duration_since(lease.deadline());
+    now_us().saturating_sub(u64::try_from(late.as_micros()).unwrap_or(u64::MAX))
+}
+
+/// A flag set when standard input reaches its end (or fails): the orchestrator closes it
+/// to ask the worker to stop after its current section.
+fn stop_on_stdin_close() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    thread::spawn(move || {
+        let mut sink = [0_u8; 64];
+        let mut stdin = io::stdin();
+        while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
+        flag.store(true, Ordering::SeqCst);
+    });
+    stop
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_ids_map_back_to_workers() {
+        assert_eq!(worker_of(&node_id(7)), Some(7));
+        assert_eq!(worker_of("host:123"), None);
+    }
+}
