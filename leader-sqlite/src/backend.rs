@@ -79,6 +79,21 @@ impl SqliteBackend {
         })
     }
 
+    /// [`open_with`](Self::open_with) for async code: the file is opened and prepared on
+    /// a thread of the `blocking` crate's pool, so no executor thread waits on the disk or
+    /// on another process's lock. Works on every runtime.
+    ///
+    /// # Errors
+    ///
+    /// As for [`open`](Self::open).
+    pub async fn open_async(
+        path: impl Into<PathBuf>,
+        config: SqliteConfig,
+    ) -> Result<Self, OpenError> {
+        let path = path.into();
+        ::blocking::unblock(move || SqliteBackend::open_with(path, config)).await
+    }
+
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.inner.path
