@@ -35,6 +35,9 @@ pub enum AnyBackend {
     /// `mongodb://`, `mongodb+srv://`: [`MongoBackend`](leader_mongodb::MongoBackend).
     #[cfg(feature = "mongodb")]
     Mongo(leader_mongodb::MongoBackend),
+    /// `sqlite://path`: [`SqliteBackend`](leader_sqlite::SqliteBackend).
+    #[cfg(feature = "sqlite")]
+    Sqlite(leader_sqlite::SqliteBackend),
 }
 
 /// Runs `$body` with `$backend` bound to the backend inside `$any`, whichever it is.
@@ -46,12 +49,14 @@ macro_rules! on_backend {
             AnyBackend::Redis($backend) => $body,
             #[cfg(feature = "mongodb")]
             AnyBackend::Mongo($backend) => $body,
+            #[cfg(feature = "sqlite")]
+            AnyBackend::Sqlite($backend) => $body,
         }
     };
 }
 
 impl AnyBackend {
-    /// The backend's name: `"memory"`, `"redis"` or `"mongodb"`.
+    /// The backend's name: `"memory"`, `"redis"`, `"mongodb"` or `"sqlite"`.
     pub fn kind(&self) -> &'static str {
         on_backend!(self, backend => backend.name())
     }
@@ -74,6 +79,13 @@ impl From<leader_redis::RedisBackend> for AnyBackend {
 impl From<leader_mongodb::MongoBackend> for AnyBackend {
     fn from(backend: leader_mongodb::MongoBackend) -> Self {
         AnyBackend::Mongo(backend)
+    }
+}
+
+#[cfg(feature = "sqlite")]
+impl From<leader_sqlite::SqliteBackend> for AnyBackend {
+    fn from(backend: leader_sqlite::SqliteBackend) -> Self {
+        AnyBackend::Sqlite(backend)
     }
 }
 

@@ -14,6 +14,7 @@ pub(crate) const SCHEMES: &[&str] = &[
     "rediss+cluster",
     "mongodb",
     "mongodb+srv",
+    "sqlite",
 ];
 
 /// A backend for `url`, usable with every elector, blocking or async.
@@ -26,6 +27,7 @@ pub(crate) const SCHEMES: &[&str] = &[
 /// | `redis+cluster://[user:password@]host1:port1,host2:port2` | a Redis Cluster, reached through any listed node | `redis` |
 /// | `rediss+cluster://...` | the same over TLS | `redis-tls` |
 /// | `mongodb://...`, `mongodb+srv://...` | [`MongoBackend`](crate::MongoBackend), any MongoDB connection string | `mongodb` |
+/// | `sqlite://path/to/locks.db` (relative), `sqlite:///var/lib/app/locks.db` (absolute) | `SqliteBackend`: one file shared by the processes of a host; created if missing | `sqlite` |
 ///
 /// Nothing is sent to a server here: connections open on first use, so the server may
 /// start after the application, and an unreachable server shows up as a transient
@@ -74,6 +76,10 @@ pub fn connect(url: &str) -> Result<AnyBackend, ConnectError> {
         Target::Mongo { uri, .. } => leader_mongodb::MongoBackend::connect(uri)
             .map(AnyBackend::Mongo)
             .map_err(|source| mongo_error(uri, source)),
+        #[cfg(feature = "sqlite")]
+        Target::Sqlite { path } => Ok(AnyBackend::Sqlite(leader_sqlite::SqliteBackend::open(
+            path,
+        )?)),
         // `enabled` refused every target whose feature is off.
         #[allow(unreachable_patterns)]
         _ => Err(invalid(url, "this backend is not built in")),
@@ -110,6 +116,11 @@ pub async fn connect_async(url: &str) -> Result<AnyBackend, ConnectError> {
                 .map(AnyBackend::Mongo)
                 .map_err(|source| mongo_error(uri, source))
         }
+        #[cfg(feature = "sqlite")]
+        Target::Sqlite { path } => Ok(AnyBackend::Sqlite(
+            leader_sqlite::SqliteBackend::open_async(path, leader_sqlite::SqliteConfig::new())
+                .await?,
+        )),
         // The other backends do no I/O when built.
         _ => connect(url),
     }
@@ -138,6 +149,7 @@ enum Target<'a> {
     Redis { url: &'a str, tls: bool },
     RedisCluster { nodes: Vec<String>, tls: bool },
     Mongo { uri: &'a str, srv: bool },
+    Sqlite { path: &'a str },
 }
 
 impl<'a> Target<'a> {
@@ -163,6 +175,8 @@ impl<'a> Target<'a> {
                 uri: url,
                 srv: true,
             }),
+            "sqlite" if rest.is_empty() => Err(invalid(url, "`sqlite://` needs a file path")),
+            "sqlite" => Ok(Target::Sqlite { path: rest }),
             _ => Err(ConnectError::UnknownScheme {
                 scheme: scheme.to_owned(),
                 url: mask_password(url),
@@ -187,6 +201,7 @@ impl<'a> Target<'a> {
             Target::Mongo { srv, .. } if !cfg!(feature = "mongodb") => {
                 needs(if *srv { "mongodb+srv" } else { "mongodb" }, "mongodb")
             }
+            Target::Sqlite { .. } if !cfg!(feature = "sqlite") => needs("sqlite", "sqlite"),
             _ => Ok(self),
         }
     }
@@ -250,6 +265,24 @@ mod tests {
         let text = err.to_string();
         assert!(text.contains("postgres://app:***@db/app"), "{text}");
         assert!(!text.contains("hunter2"), "{text}");
+    }
+
+    #[test]
+    fn sqlite_urls_are_paths() {
+        assert_eq!(
+            parse("sqlite://locks.db").ok(),
+            Some(Target::Sqlite { path: "locks.db" })
+        );
+        assert_eq!(
+            parse("sqlite:///var/lib/app/locks.db").ok(),
+            Some(Target::Sqlite {
+                path: "/var/lib/app/locks.db"
+            })
+        );
+        assert!(matches!(
+            parse("sqlite://"),
+            Err(ConnectError::InvalidUrl { .. })
+        ));
     }
 
     #[test]

@@ -42,6 +42,10 @@ pub enum ConnectError {
     #[cfg(feature = "redis")]
     #[error(transparent)]
     Redis(#[from] leader_redis::ConfigError),
+    /// The SQLite database could not be used (its path is in the error).
+    #[cfg(feature = "sqlite")]
+    #[error(transparent)]
+    Sqlite(#[from] leader_sqlite::OpenError),
     /// The MongoDB backend rejected the connection string or could not start.
     #[cfg(feature = "mongodb")]
     #[error("{source} (connection string `{url}`)")]

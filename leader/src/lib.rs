@@ -30,6 +30,8 @@ pub use leader_blocking::{
 pub use leader_mongodb::{self as mongodb, MongoBackend, MongoConfig};
 #[cfg(feature = "redis")]
 pub use leader_redis::{self as redis, RedisBackend, RedisConfig};
+#[cfg(feature = "sqlite")]
+pub use leader_sqlite::{self as sqlite, SqliteBackend, SqliteConfig};
 
 /// Tenant scoping and per-tenant pollers: the `leader-tenant` crate.
 #[cfg(feature = "tenant")]

@@ -68,6 +68,33 @@ fn memory_urls_give_a_working_store() {
 }
 
 #[test]
+fn sqlite_urls_give_a_backend_on_that_file_sync_and_async() {
+    let dir = std::env::temp_dir().join(format!("leader-connect-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("locks.db");
+    let url = format!("sqlite://{}", path.display());
+    let backend = leader::connect(&url).unwrap();
+    assert_eq!(backend.kind(), "sqlite");
+    let witness = leader::SqliteBackend::open(&path).unwrap();
+    exercise(backend, Some(&witness));
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let backend = runtime.block_on(leader::connect_async(&url)).unwrap();
+    exercise(backend, Some(&witness));
+
+    let missing = format!("sqlite://{}/no/such/dir/locks.db", dir.display());
+    let err = leader::connect(&missing).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            leader::ConnectError::Sqlite(leader::sqlite::OpenError::CannotOpen { .. })
+        ),
+        "{err:?}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn redis_urls_give_the_redis_backend() {
     let Some(server) = fixtures::shared_redis() else {
         return;

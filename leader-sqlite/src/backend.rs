@@ -1,0 +1,156 @@
+//! [`SqliteBackend`]: one database file, and how every call reaches it.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use leader_core::{Backend, Error, LockName, ReleaseEvents};
+use parking_lot::Mutex;
+use rusqlite::Connection;
+
+use crate::config::SqliteConfig;
+use crate::error::{BACKEND, OpFailure, OpenError};
+use crate::ops::Released;
+use crate::schema;
+
+/// Locks in one SQLite database file, shared by the processes of a host: the embedded
+/// cross-process backend, with no server to run.
+///
+/// Build it once per process and share it: cloning is cheap, and clones share one
+/// connection, on which calls from all threads take turns (SQLite lets one writer in at a
+/// time anyway). Processes coordinate through the file's locks; a call waits at most the
+/// busy timeout for another process's write.
+///
+/// See the [crate docs](crate) for the guarantees, the clock and the tables.
+///
+/// # Examples
+///
+/// ```
+/// use leader_core::LockBackend;
+/// use leader_sqlite::SqliteBackend;
+///
+/// let dir = std::env::temp_dir().join(format!("leader-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let backend = SqliteBackend::open(dir.join("locks.db"))?;
+/// let state = backend.state(&leader_core::LockName::new("nightly-report")?)?;
+/// assert!(state.leader().is_none());
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct SqliteBackend {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+    events: ReleaseEvents,
+}
+
+impl SqliteBackend {
+    /// The database at `path`, created if missing, with the default [`SqliteConfig`].
+    ///
+    /// # Errors
+    ///
+    /// An [`OpenError`] naming the problem: a missing directory or no permission
+    /// ([`OpenError::CannotOpen`]), a file that is not an SQLite database
+    /// ([`OpenError::NotADatabase`]), a read-only database ([`OpenError::ReadOnly`]), a
+    /// database another connection keeps locked ([`OpenError::Locked`]). The file is never
+    /// rewritten or removed on an error.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, OpenError> {
+        SqliteBackend::open_with(path, SqliteConfig::new())
+    }
+
+    /// The database at `path` with `config`. See [`open`](Self::open).
+    ///
+    /// # Errors
+    ///
+    /// As for [`open`](Self::open).
+    pub fn open_with(path: impl AsRef<Path>, config: SqliteConfig) -> Result<Self, OpenError> {
+        let path = path.as_ref().to_owned();
+        let conn = schema::open(&path, &config)?;
+        Ok(SqliteBackend {
+            inner: Arc::new(Inner {
+                path,
+                conn: Mutex::new(conn),
+                events: ReleaseEvents::new(),
+            }),
+        })
+    }
+
+    /// [`open_with`](Self::open_with) for async code: the file is opened and prepared on
+    /// a thread of the `blocking` crate's pool, so no executor thread waits on the disk or
+    /// on another process's lock. Works on every runtime.
+    ///
+    /// # Errors
+    ///
+    /// As for [`open`](Self::open).
+    pub async fn open_async(
+        path: impl Into<PathBuf>,
+        config: SqliteConfig,
+    ) -> Result<Self, OpenError> {
+        let path = path.into();
+        ::blocking::unblock(move || SqliteBackend::open_with(path, config)).await
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Runs `op` on the connection, on the calling thread.
+    pub(crate) fn run<T>(
+        &self,
+        key: &LockName,
+        op: impl FnOnce(&mut Connection) -> Result<T, OpFailure>,
+    ) -> Result<T, Error> {
+        let mut conn = self.inner.conn.lock();
+        op(&mut conn).map_err(|failure| failed(key, failure))
+    }
+
+    /// Runs `op` on the connection, on a thread of the `blocking` crate's pool, so no
+    /// executor thread waits for the file's locks; any async runtime can await it.
+    pub(crate) async fn run_async<T, F>(&self, key: &LockName, op: F) -> Result<T, Error>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, OpFailure> + Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        let result = ::blocking::unblock(move || op(&mut inner.conn.lock())).await;
+        result.map_err(|failure| failed(key, failure))
+    }
+
+    /// After a release: wakes this process's waiters when the lock became free.
+    /// (Other processes cannot be told; their waiters find the lock free at their next
+    /// poll.)
+    pub(crate) fn released(&self, key: &LockName, released: &Released) {
+        if matches!(released, Released::Freed) {
+            self.inner.events.notify(key.as_str());
+        }
+    }
+}
+
+fn failed(key: &LockName, failure: OpFailure) -> Error {
+    tracing::debug!(lock = %key, error = %failure, "sqlite lock call failed");
+    failure.into_core(key.as_str())
+}
+
+impl Backend for SqliteBackend {
+    fn name(&self) -> &'static str {
+        BACKEND
+    }
+
+    /// Releases made through this backend value (and its clones), in this process.
+    fn release_events(&self) -> Option<&ReleaseEvents> {
+        Some(&self.inner.events)
+    }
+}
+
+impl fmt::Debug for SqliteBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqliteBackend")
+            .field("path", &self.inner.path)
+            .finish_non_exhaustive()
+    }
+}

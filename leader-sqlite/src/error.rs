@@ -1,0 +1,132 @@
+//! Errors: [`OpenError`] when a database cannot be used, and the classification of a
+//! failed call into `leader_core::Error::Backend`.
+
+use std::path::PathBuf;
+
+use leader_core::{BackendError, BackendErrorKind, Error};
+use rusqlite::ErrorCode;
+
+/// The backend name in errors and traces.
+pub(crate) const BACKEND: &str = "sqlite";
+
+/// Why [`SqliteBackend::open`](crate::SqliteBackend::open) could not use a database file.
+///
+/// Nothing is deleted or rewritten on any of these: a corrupted or foreign file stays as
+/// it was for someone to look at.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// The file cannot be opened or created: a missing directory, no permission, a path
+    /// that is a directory.
+    #[error("cannot open the SQLite database `{}`: {source}", path.display())]
+    CannotOpen {
+        /// The path given.
+        path: PathBuf,
+        /// What SQLite said.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The file exists but is not an SQLite database, or is corrupted.
+    #[error("`{}` is not a usable SQLite database (corrupted, or another kind of file): {source}", path.display())]
+    NotADatabase {
+        /// The path given.
+        path: PathBuf,
+        /// What SQLite said.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The database can only be read (a read-only file or directory, a read-only mount):
+    /// the backend must write.
+    #[error("the SQLite database `{}` is read-only: {source}", path.display())]
+    ReadOnly {
+        /// The path given.
+        path: PathBuf,
+        /// What SQLite said.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// Another connection held the database locked for longer than the busy timeout.
+    #[error("the SQLite database `{}` stayed locked by another connection: {source}", path.display())]
+    Locked {
+        /// The path given.
+        path: PathBuf,
+        /// What SQLite said.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The database holds a `leader_locks` or `leader_fences` table of another shape.
+    #[error("the SQLite database `{}` has a `{table}` table this backend did not create", path.display())]
+    ForeignTable {
+        /// The path given.
+        path: PathBuf,
+        /// The table.
+        table: &'static str,
+    },
+    /// Any other failure while preparing the database.
+    #[error("cannot prepare the SQLite database `{}`: {source}", path.display())]
+    Other {
+        /// The path given.
+        path: PathBuf,
+        /// What SQLite said.
+        #[source]
+        source: rusqlite::Error,
+    },
+}
+
+impl OpenError {
+    pub(crate) fn classify(path: PathBuf, source: rusqlite::Error) -> Self {
+        match source.sqlite_error_code() {
+            Some(ErrorCode::CannotOpen | ErrorCode::PermissionDenied) => {
+                OpenError::CannotOpen { path, source }
+            }
+            Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => {
+                OpenError::NotADatabase { path, source }
+            }
+            Some(ErrorCode::ReadOnly) => OpenError::ReadOnly { path, source },
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
+                OpenError::Locked { path, source }
+            }
+            _ => OpenError::Other { path, source },
+        }
+    }
+}
+
+/// A failed call, in detail.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum OpFailure {
+    /// SQLite failed.
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+    /// A lock row holds values this backend never writes.
+    #[error("corrupted lock record: {0}")]
+    Corrupt(&'static str),
+    /// The host's clock reads before 1970 or beyond what the tables hold.
+    #[error("the host's clock is out of range")]
+    Clock,
+}
+
+impl OpFailure {
+    /// `Transient` when another connection holds the database (busy, locked) or the
+    /// disk or memory ran short; `Permanent` for what needs someone to intervene.
+    fn kind(&self) -> BackendErrorKind {
+        match self {
+            OpFailure::Sqlite(err) => match err.sqlite_error_code() {
+                Some(
+                    ErrorCode::DatabaseBusy
+                    | ErrorCode::DatabaseLocked
+                    | ErrorCode::SystemIoFailure
+                    | ErrorCode::DiskFull
+                    | ErrorCode::OutOfMemory,
+                ) => BackendErrorKind::Transient,
+                _ => BackendErrorKind::Permanent,
+            },
+            OpFailure::Corrupt(_) | OpFailure::Clock => BackendErrorKind::Permanent,
+        }
+    }
+
+    /// The core error, naming the lock `key`.
+    pub(crate) fn into_core(self, key: &str) -> Error {
+        let kind = self.kind();
+        Error::Backend(BackendError::new(BACKEND, key, kind, self))
+    }
+}

@@ -1,0 +1,15 @@
+#![doc = include_str!("../README.md")]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod backend;
+mod blocking;
+mod config;
+mod error;
+mod nonblocking;
+mod ops;
+mod schema;
+mod time;
+
+pub use backend::SqliteBackend;
+pub use config::SqliteConfig;
+pub use error::OpenError;
