@@ -24,10 +24,10 @@ const ROUND: Duration = Duration::from_millis(500);
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
-    if let [_, command, node, database, first] = args.as_slice() {
-        if command == "node" {
-            return node_main(node, Path::new(database), first.parse()?);
-        }
+    if let [_, command, node, database, first] = args.as_slice()
+        && command == "node"
+    {
+        return node_main(node, Path::new(database), first.parse()?);
     }
     let dir = std::env::temp_dir().join(format!("leader-quickstart-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
