@@ -1,26 +1,31 @@
 //! DESIGN §4.1 under clock skew: nodes whose wall clocks are 30 s apart never hold one lock
 //! at once, with the default options. Each skewed node is a child process of this test
-//! binary whose clock libfaketime sets off (`LEADER_TEST_FAKETIME_LIB`).
+//! binary whose clock libfaketime (`leader_testkit::fixtures::faketime_library`) sets off,
+//! talking to the parent's server.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::{config, uri};
 use leader_core::{AcquireOutcome, AcquireRequest, LeaderElectionOptions, LockBackend, OwnerToken};
 use leader_mongodb::MongoBackend;
-use leader_testkit::{fresh_name, server_from_env};
+use leader_testkit::{fixtures, fresh_name};
 
 const COLLECTION: &str = "clock_skew";
 /// The lock name a child process competes for.
 const CHILD_LOCK: &str = "LEADER_SKEW_LOCK";
+/// The server a child process uses: its parent's (a child must not start one of its own,
+/// the less so under libfaketime).
+const CHILD_URI: &str = "LEADER_SKEW_URI";
 /// What a child prints before its answer.
 const CHILD_SAYS: &str = "skewed-node:";
 
-fn backend() -> Option<MongoBackend> {
-    Some(MongoBackend::connect_with(&uri()?, config(COLLECTION)).unwrap())
+fn backend(uri: &str) -> MongoBackend {
+    MongoBackend::connect_with(uri, config(COLLECTION)).unwrap()
 }
 
 /// Tries once to take `name` the way a node with default options does (node clock, no
@@ -51,7 +56,7 @@ fn skewed_node(name: &str, backend: &MongoBackend) {
 
 /// Runs this test again in a child whose wall clock is off by `offset_secs`, as a
 /// [`skewed_node`]; whether it took the lock. Checks the child's clock really was off.
-fn skewed_node_takes(faketime: &str, offset_secs: i64, name: &str) -> bool {
+fn skewed_node_takes(faketime: &Path, uri: &str, offset_secs: i64, name: &str) -> bool {
     let output = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
@@ -62,6 +67,7 @@ fn skewed_node_takes(faketime: &str, offset_secs: i64, name: &str) -> bool {
         .env("FAKETIME", format!("{offset_secs:+}s"))
         .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
         .env(CHILD_LOCK, name)
+        .env(CHILD_URI, uri)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -86,17 +92,18 @@ fn skewed_node_takes(faketime: &str, offset_secs: i64, name: &str) -> bool {
 
 #[test]
 fn nodes_with_clocks_30_s_apart_never_share_a_lock() {
-    let Some(backend) = backend() else { return };
-    if let Ok(name) = std::env::var(CHILD_LOCK) {
-        return skewed_node(&name, &backend);
+    if let (Ok(name), Ok(uri)) = (std::env::var(CHILD_LOCK), std::env::var(CHILD_URI)) {
+        return skewed_node(&name, &backend(&uri));
     }
-    let Some(faketime) = server_from_env("LEADER_TEST_FAKETIME_LIB") else {
+    let Some(uri) = uri() else { return };
+    let Some(faketime) = fixtures::faketime_library() else {
         return;
     };
+    let backend = backend(&uri);
 
     // A node 30 s behind takes the lock; to a node with the right clock it is held.
     let behind = fresh_name("skew-behind");
-    assert!(skewed_node_takes(&faketime, -30, behind.as_str()));
+    assert!(skewed_node_takes(&faketime, &uri, -30, behind.as_str()));
     assert!(
         !try_take(&backend, behind.as_str()),
         "a node 30 s behind and this node both held the lock"
@@ -106,7 +113,7 @@ fn nodes_with_clocks_30_s_apart_never_share_a_lock() {
     let ahead = fresh_name("skew-ahead");
     assert!(try_take(&backend, ahead.as_str()));
     assert!(
-        !skewed_node_takes(&faketime, 30, ahead.as_str()),
+        !skewed_node_takes(&faketime, &uri, 30, ahead.as_str()),
         "a node 30 s ahead and this node both held the lock"
     );
 }

@@ -8,13 +8,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant, SystemTime};
 
-use common::{PrivateServer, Raw, config, uri};
+use common::{Raw, config, private_server, uri, uri_of};
 use leader_blocking::LeaderElector;
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, LeaderElectionOptions, Lease,
     LockBackend, LockName, OwnerToken,
 };
 use leader_mongodb::{MongoBackend, MongoConfig};
+use leader_testkit::fixtures::Data;
 use leader_testkit::fresh_name;
 use mongodb::bson::{Bson, DateTime, Document, doc};
 
@@ -68,18 +69,18 @@ fn fails_fast<T: std::fmt::Debug>(
 
 #[test]
 fn stopped_server_fails_closed_within_the_timeout_and_the_action_does_not_run() {
-    let Some(mut server) = PrivateServer::start() else {
+    let Some(mut server) = private_server() else {
         return;
     };
     let config = fast("faults_stopped");
     let bound = config.operation_timeout() + Duration::from_secs(1);
-    let backend = MongoBackend::connect_with(&server.uri(), config).unwrap();
+    let backend = MongoBackend::connect_with(&uri_of(&server), config).unwrap();
     let key = fresh_name("stopped");
     let lease = must_acquire(&backend, &key);
     let options = LeaderElectionOptions::default().with_wait_time(Duration::ZERO);
     let elector = LeaderElector::new(backend.clone(), options).unwrap();
 
-    server.stop();
+    server.kill();
 
     let other = OwnerToken::random();
     fails_fast("blocking try_acquire", &key, bound, || {
@@ -118,18 +119,18 @@ fn stopped_server_fails_closed_within_the_timeout_and_the_action_does_not_run() 
 
 #[test]
 fn restarted_server_is_used_again_by_the_same_backend() {
-    let Some(mut server) = PrivateServer::start() else {
+    let Some(mut server) = private_server() else {
         return;
     };
     let config = fast("faults_restart");
-    let backend = MongoBackend::connect_with(&server.uri(), config).unwrap();
+    let backend = MongoBackend::connect_with(&uri_of(&server), config).unwrap();
     let before = fresh_name("restart");
     must_acquire(&backend, &before);
 
-    server.stop();
+    server.kill();
     let key = fresh_name("restart");
     assert_backend_error(LockBackend::state(&backend, &key), &key, true);
-    server.restart();
+    server.restart(Data::Keep).unwrap();
 
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {

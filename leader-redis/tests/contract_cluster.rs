@@ -1,4 +1,5 @@
-//! The backend contract suite against a three-master Redis Cluster (`LEADER_TEST_REDIS_CLUSTER_URLS`),
+//! The backend contract suite against a three-master Redis Cluster (the test process's
+//! shared `leader_testkit::fixtures::shared_redis_cluster`),
 //! on the blocking API and on the async API under every runtime.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

@@ -1,4 +1,5 @@
-//! The backend contract suite against a standalone Redis (`LEADER_TEST_REDIS_URL`),
+//! The backend contract suite against a standalone Redis (the test process's shared
+//! `leader_testkit::fixtures::shared_redis`),
 //! on the blocking API and on the async API under every runtime.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

@@ -7,11 +7,11 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::server::PrivateServer;
 use leader_async::AsyncLeaderElector;
 use leader_blocking::LeaderElector;
 use leader_core::{Error, LeaderElectionOptions, LeaseContext};
 use leader_redis::{RedisBackend, RedisConfig};
+use leader_testkit::fixtures::RedisServer;
 use leader_testkit::within;
 
 /// The lease of the holders these tests pause the server under.
@@ -19,7 +19,7 @@ const LEASE: Duration = Duration::from_millis(900);
 /// How late after its deadline a lost lease may be reported.
 const LOSS_BOUND: Duration = Duration::from_millis(150);
 
-fn backend(server: &PrivateServer, response_timeout: Duration) -> RedisBackend {
+fn backend(server: &RedisServer, response_timeout: Duration) -> RedisBackend {
     let config = RedisConfig::default()
         .with_connect_timeout(Duration::from_secs(1))
         .with_response_timeout(response_timeout);
@@ -35,7 +35,7 @@ fn options(node: &str) -> LeaderElectionOptions {
 
 /// A second node (its own backend) gets the lock within a second, not after the 30 s
 /// lease an orphaned acquisition would hold it for.
-fn another_node_takes_over(server: &PrivateServer) {
+fn another_node_takes_over(server: &RedisServer) {
     let b = LeaderElector::new(
         backend(server, Duration::from_secs(1)),
         options("b").with_wait_time(Duration::from_secs(5)),
@@ -53,16 +53,16 @@ fn another_node_takes_over(server: &PrivateServer) {
 
 #[test]
 fn a_blocking_acquire_that_timed_out_on_a_paused_server_leaves_no_orphan() {
-    let Some(server) = PrivateServer::start() else {
+    let Some(server) = common::private_server() else {
         return;
     };
     let a = LeaderElector::new(backend(&server, Duration::from_millis(300)), options("a")).unwrap();
     // Load the scripts first, so the queued request is an acquire the server runs on
     // resume (not an EVALSHA it does not know yet).
     assert_eq!(a.run_if_leader("warm-up", || ()).unwrap(), Some(()));
-    server.signal("STOP");
+    server.pause();
     let outcome = a.run_if_leader("job", || unreachable!("not elected"));
-    server.signal("CONT");
+    server.resume();
     let err = outcome.expect_err("a paused server is an error");
     assert!(err.is_transient(), "{err}");
     another_node_takes_over(&server);
@@ -70,7 +70,7 @@ fn a_blocking_acquire_that_timed_out_on_a_paused_server_leaves_no_orphan() {
 
 #[test]
 fn an_async_acquire_that_timed_out_on_a_paused_server_leaves_no_orphan() {
-    let Some(server) = PrivateServer::start() else {
+    let Some(server) = common::private_server() else {
         return;
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -85,10 +85,10 @@ fn an_async_acquire_that_timed_out_on_a_paused_server_leaves_no_orphan() {
         // server runs on resume.
         let warm_up = a.run_if_leader("warm-up", || async {}).await.unwrap();
         assert_eq!(warm_up, Some(()));
-        server.signal("STOP");
+        server.pause();
         let outcome = a.run_if_leader("job", || async { unreachable!() }).await;
         // The request stays queued on the open connection and runs on resume.
-        server.signal("CONT");
+        server.resume();
         assert!(matches!(outcome, Err(Error::Backend(_))), "{outcome:?}");
     });
     another_node_takes_over(&server);
@@ -107,7 +107,7 @@ fn lost_in_time(acquired: Instant, lost_at: Instant) {
 
 #[test]
 fn a_blocking_lease_is_lost_at_its_deadline_while_the_server_is_paused() {
-    let Some(server) = PrivateServer::start() else {
+    let Some(server) = common::private_server() else {
         return;
     };
     let a = LeaderElector::new(
@@ -117,10 +117,10 @@ fn a_blocking_lease_is_lost_at_its_deadline_while_the_server_is_paused() {
     .unwrap();
     let started = Instant::now();
     let outcome = a.run_if_leader_with("job", |lease: &LeaseContext| {
-        server.signal("STOP");
+        server.pause();
         let lost = futures::executor::block_on(within(Duration::from_secs(10), lease.lost()));
         let lost_at = Instant::now();
-        server.signal("CONT");
+        server.resume();
         assert!(lost.is_some(), "lost() resolved");
         lost_in_time(started, lost_at);
         Ok::<_, ()>(())
@@ -130,7 +130,7 @@ fn a_blocking_lease_is_lost_at_its_deadline_while_the_server_is_paused() {
 
 #[test]
 fn an_async_lease_is_lost_at_its_deadline_while_the_server_is_paused() {
-    let Some(server) = PrivateServer::start() else {
+    let Some(server) = common::private_server() else {
         return;
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -149,10 +149,10 @@ fn an_async_lease_is_lost_at_its_deadline_while_the_server_is_paused() {
             .run_if_leader_with("job", |lease| {
                 let server = &server;
                 async move {
-                    server.signal("STOP");
+                    server.pause();
                     let lost = tokio::time::timeout(Duration::from_secs(10), lease.lost()).await;
                     let lost_at = Instant::now();
-                    server.signal("CONT");
+                    server.resume();
                     assert!(lost.is_ok(), "lost() resolved");
                     lost_in_time(started, lost_at);
                     Ok::<_, ()>(())

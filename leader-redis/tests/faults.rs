@@ -7,12 +7,12 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::RedisHarness;
-use common::server::PrivateServer;
 use leader_core::{
     AcquireOutcome, AcquireRequest, BackendErrorKind, Error, LeaderElectionOptions, Lease,
     LockBackend, LockName, LockStatus, OwnerToken, ReleaseOutcome,
 };
 use leader_redis::{ConfigError, RedisBackend, RedisConfig};
+use leader_testkit::fixtures::Data;
 use leader_testkit::fresh_name;
 
 const TIMEOUT: Duration = Duration::from_millis(500);
@@ -58,14 +58,14 @@ fn assert_backend_error<T: std::fmt::Debug>(
 
 #[test]
 fn a_dead_server_fails_closed_in_time_and_the_same_backend_recovers() {
-    let Some(mut server) = PrivateServer::start() else {
+    let Some(mut server) = common::private_server() else {
         return;
     };
     let backend = RedisBackend::connect_with(&server.url(), fast_config()).unwrap();
     let key = fresh_name("fault");
     let lease = must_acquire(&backend, &key);
 
-    server.stop();
+    server.kill();
     let started = Instant::now();
     let extended = LockBackend::extend(&backend, &lease, Duration::from_secs(30), false);
     assert_backend_error(extended, &backend, &key, BackendErrorKind::Transient);
@@ -92,7 +92,7 @@ fn a_dead_server_fails_closed_in_time_and_the_same_backend_recovers() {
 
     // Same port, no data (persistence is off): the same backend reconnects, and the
     // fencing counter, re-seeded from the server's clock, still grows.
-    server.restart();
+    server.restart(Data::Keep).unwrap();
     let again = must_acquire(&backend, &key);
     assert!(
         again.fencing_token > lease.fencing_token,
@@ -111,7 +111,7 @@ fn a_dead_server_fails_closed_in_time_and_the_same_backend_recovers() {
 fn a_dead_server_fails_closed_on_the_async_side_and_it_recovers() {
     use leader_core::AsyncLockBackend;
 
-    let Some(mut server) = PrivateServer::start() else {
+    let Some(mut server) = common::private_server() else {
         return;
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -130,7 +130,7 @@ fn a_dead_server_fails_closed_on_the_async_side_and_it_recovers() {
             panic!("acquire")
         };
 
-        server.stop();
+        server.kill();
         let started = Instant::now();
         for _ in 0..3 {
             let extended =
@@ -145,7 +145,7 @@ fn a_dead_server_fails_closed_on_the_async_side_and_it_recovers() {
             started.elapsed()
         );
 
-        server.restart();
+        server.restart(Data::Keep).unwrap();
         // The first call after the server is back succeeds: the dead connection is
         // noticed and replaced within the call.
         let again = match AsyncLockBackend::try_acquire(
@@ -163,18 +163,18 @@ fn a_dead_server_fails_closed_on_the_async_side_and_it_recovers() {
 
 #[test]
 fn a_frozen_server_times_out_instead_of_hanging() {
-    let Some(server) = PrivateServer::start() else {
+    let Some(server) = common::private_server() else {
         return;
     };
     let backend = RedisBackend::connect_with(&server.url(), fast_config()).unwrap();
     let key = fresh_name("frozen");
     let lease = must_acquire(&backend, &key);
 
-    server.signal("STOP");
+    server.pause();
     let started = Instant::now();
     let extended = LockBackend::extend(&backend, &lease, Duration::from_secs(30), false);
     let took = started.elapsed();
-    server.signal("CONT");
+    server.resume();
     assert_backend_error(extended, &backend, &key, BackendErrorKind::Transient);
     assert!(
         took >= TIMEOUT / 2 && took < TIMEOUT + TIMEOUT,
@@ -196,11 +196,11 @@ fn a_frozen_server_times_out_instead_of_hanging() {
         runtime.block_on(async {
             let state = AsyncLockBackend::state(&backend, &key).await.unwrap();
             assert_eq!(state.status(), LockStatus::Occupied);
-            server.signal("STOP");
+            server.pause();
             let started = Instant::now();
             let state = AsyncLockBackend::state(&backend, &key).await;
             let took = started.elapsed();
-            server.signal("CONT");
+            server.resume();
             assert_backend_error(state, &backend, &key, BackendErrorKind::Transient);
             assert!(
                 took < TIMEOUT + TIMEOUT,
@@ -317,15 +317,15 @@ fn corrupted_records_are_permanent_errors_and_never_overwritten() {
 
 #[test]
 fn the_first_blocking_call_after_a_restart_succeeds() {
-    let Some(mut server) = PrivateServer::start() else {
+    let Some(mut server) = common::private_server() else {
         return;
     };
     let backend = RedisBackend::connect_with(&server.url(), fast_config()).unwrap();
     let key = fresh_name("restart");
     let lease = must_acquire(&backend, &key);
     // The pooled connection is idle across the restart.
-    server.stop();
-    server.restart();
+    server.kill();
+    server.restart(Data::Keep).unwrap();
     let again = must_acquire(&backend, &key);
     assert!(again.fencing_token > lease.fencing_token);
 }

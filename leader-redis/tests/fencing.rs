@@ -7,9 +7,9 @@ mod common;
 use std::time::Duration;
 
 use common::RedisHarness;
-use common::server::PrivateServer;
 use leader_core::{AcquireOutcome, AcquireRequest, Lease, LockBackend, LockName, OwnerToken};
 use leader_redis::RedisBackend;
+use leader_testkit::fixtures::Data;
 use leader_testkit::fresh_name;
 
 /// Acquires and releases `key` once; the token of that acquisition.
@@ -66,7 +66,7 @@ fn a_counter_set_back_or_deleted_never_makes_a_token_go_back() {
 
 #[test]
 fn a_restart_on_an_older_snapshot_never_makes_a_token_go_back() {
-    let Some(mut server) = PrivateServer::start() else {
+    let Some(mut server) = common::private_server() else {
         return;
     };
     let backend = RedisBackend::connect(&server.url()).unwrap();
@@ -81,8 +81,8 @@ fn a_restart_on_an_older_snapshot_never_makes_a_token_go_back() {
     cycles(&backend, &key, 3, &mut seen);
 
     // kill -9: the last three acquisitions are lost, the counter comes back behind.
-    server.stop();
-    server.restart();
+    server.kill();
+    server.restart(Data::Keep).unwrap();
     let mut raw = redis::Client::open(server.url())
         .unwrap()
         .get_connection()

@@ -12,7 +12,8 @@ use leader_core::{
 };
 use leader_redis::redis::{self, cluster::ClusterClient};
 use leader_redis::{ConfigError, RedisBackend, RedisConfig};
-use leader_testkit::{fresh_name, server_from_env};
+use leader_testkit::fixtures;
+use leader_testkit::fresh_name;
 
 fn request(key: &LockName) -> AcquireRequest<'_> {
     AcquireRequest::new(
@@ -81,10 +82,10 @@ fn comes_up_subscribed(backend: &RedisBackend) {
 
 #[test]
 fn a_backend_from_a_client_locks_and_subscribes() {
-    let Some(url) = server_from_env("LEADER_TEST_REDIS_URL") else {
+    let Some(server) = fixtures::shared_redis() else {
         return;
     };
-    let client = redis::Client::open(url.as_str()).unwrap();
+    let client = redis::Client::open(server.url()).unwrap();
     let backend = RedisBackend::from_client(client.clone(), RedisConfig::default()).unwrap();
     takes_and_releases(&backend);
     comes_up_subscribed(&backend);
@@ -97,14 +98,14 @@ fn a_backend_from_a_client_locks_and_subscribes() {
 
 #[test]
 fn a_backend_from_a_cluster_client_locks_and_subscribes() {
-    let Some(urls) = server_from_env("LEADER_TEST_REDIS_CLUSTER_URLS") else {
+    let Some(servers) = fixtures::shared_redis_cluster() else {
         return;
     };
-    let urls: Vec<&str> = urls.split(',').map(str::trim).collect();
+    let urls = servers.urls();
     let cluster = ClusterClient::new(urls.clone()).unwrap();
     let nodes: Vec<redis::Client> = urls
         .iter()
-        .map(|url| redis::Client::open(*url).unwrap())
+        .map(|url| redis::Client::open(url.as_str()).unwrap())
         .collect();
     let backend =
         RedisBackend::from_cluster_client(cluster, nodes, RedisConfig::default()).unwrap();

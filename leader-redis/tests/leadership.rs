@@ -9,13 +9,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::RedisHarness;
-use common::server::PrivateServer;
 use leader_blocking::{LeaderElector, LeadershipHandle};
 use leader_core::{
     CampaignConfig, Error, EventCallback, LeaderElectionOptions, LeadershipEvent, LeaseMode,
     RevokeReason,
 };
 use leader_redis::{RedisBackend, RedisConfig};
+use leader_testkit::fixtures::Data;
 use leader_testkit::{LeaderSampler, fresh_name, wait_until};
 
 fn config() -> CampaignConfig {
@@ -142,7 +142,7 @@ fn never_two_leaders_through_handovers_and_tokens_grow_across_terms() {
 
 #[test]
 fn a_leader_steps_down_when_redis_stops_and_one_leads_again_after_a_restart() {
-    let Some(mut server) = PrivateServer::start() else {
+    let Some(mut server) = common::private_server() else {
         return;
     };
     let backend = Arc::new(RedisBackend::connect_with(&server.url(), fast()).unwrap());
@@ -151,7 +151,7 @@ fn a_leader_steps_down_when_redis_stops_and_one_leads_again_after_a_restart() {
     let events = a.events();
     let b = elector(&backend, "b").campaign("stream", config()).unwrap();
 
-    server.stop();
+    server.kill();
     let stepped_down = wait_until("a steps down", Duration::from_secs(3), || !a.is_leader());
     assert!(
         stepped_down < config().lease_time(),
@@ -171,7 +171,7 @@ fn a_leader_steps_down_when_redis_stops_and_one_leads_again_after_a_restart() {
     );
     assert!(!b.is_leader());
 
-    server.restart();
+    server.restart(Data::Keep).unwrap();
     wait_until("one leader again", Duration::from_secs(10), || {
         a.is_leader() || b.is_leader()
     });
@@ -184,7 +184,7 @@ fn a_leader_steps_down_when_redis_stops_and_one_leads_again_after_a_restart() {
 
 #[test]
 fn the_guard_names_the_holder_and_fails_closed_when_redis_is_down() {
-    let Some(mut server) = PrivateServer::start() else {
+    let Some(mut server) = common::private_server() else {
         return;
     };
     let backend = Arc::new(RedisBackend::connect_with(&server.url(), fast()).unwrap());
@@ -209,7 +209,7 @@ fn the_guard_names_the_holder_and_fails_closed_when_redis_is_down() {
     }
     drop(guard);
 
-    server.stop();
+    server.kill();
     let ran = b.with_lock("bill-run", LeaseMode::watchdog(), |_| {
         panic!("must not run")
     });

@@ -7,12 +7,12 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::RedisHarness;
-use common::server::PrivateServer;
 use leader_core::{
     AcquireOutcome, AcquireRequest, Backend, LeaderElectionOptions, Lease, LockBackend, LockName,
     OwnerToken,
 };
 use leader_redis::{RedisBackend, RedisConfig};
+use leader_testkit::fixtures::Data;
 use leader_testkit::fresh_name;
 
 fn acquire(backend: &RedisBackend, key: &LockName, lease_time: Duration) -> Lease {
@@ -134,7 +134,7 @@ fn notifications_can_be_turned_off() {
 
 #[test]
 fn a_resubscription_wakes_every_waiter() {
-    let Some(mut server) = PrivateServer::start() else {
+    let Some(mut server) = common::private_server() else {
         return;
     };
     let backend = RedisBackend::connect_with(
@@ -147,7 +147,7 @@ fn a_resubscription_wakes_every_waiter() {
     subscribed(&backend);
     let listener = backend.release_events().unwrap().listen("anything");
 
-    server.stop();
+    server.kill();
     let deadline = Instant::now() + Duration::from_secs(5);
     while backend.is_subscribed() {
         assert!(
@@ -156,7 +156,7 @@ fn a_resubscription_wakes_every_waiter() {
         );
         std::thread::sleep(Duration::from_millis(5));
     }
-    server.restart();
+    server.restart(Data::Keep).unwrap();
     // Releases may have been missed while it was down: waiters are told to retry.
     assert!(listener.wait_timeout(Duration::from_secs(10)));
     assert!(backend.is_subscribed());

@@ -238,10 +238,10 @@ fn on_a_cluster_the_async_path_rejects_a_stale_holder_too() {
     let Some(harness) = RedisHarness::cluster() else {
         return;
     };
-    let Some(urls) = leader_testkit::server_from_env("LEADER_TEST_REDIS_CLUSTER_URLS") else {
+    let Some(cluster) = leader_testkit::fixtures::shared_redis_cluster() else {
         return;
     };
-    let urls: Vec<&str> = urls.split(',').filter(|u| !u.is_empty()).collect();
+    let urls = cluster.urls();
     let backend = harness.make();
     let key = fresh_name("resource-fence-cluster");
     let (fence_key, data) = resource(&key);

@@ -1,5 +1,5 @@
-//! `rediss://` against a redis-server with a self-signed CA (`LEADER_TEST_REDIS_TLS_URL`,
-//! `LEADER_TEST_REDIS_TLS_CA`), blocking and async.
+//! `rediss://` against a TLS-only redis-server with a CA of its own (the test process's
+//! shared `leader_testkit::fixtures::shared_redis_tls`), blocking and async.
 #![cfg(feature = "tls")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -9,14 +9,13 @@ use leader_core::{
     AcquireOutcome, AcquireRequest, Backend, LockBackend, LockStatus, OwnerToken, ReleaseOutcome,
 };
 use leader_redis::{RedisBackend, RedisConfig};
-use leader_testkit::{fresh_name, server_from_env};
+use leader_testkit::{fixtures, fresh_name};
 
 fn tls_backend() -> Option<RedisBackend> {
-    let url = server_from_env("LEADER_TEST_REDIS_TLS_URL")?;
-    let ca = server_from_env("LEADER_TEST_REDIS_TLS_CA")?;
-    let pem = std::fs::read(ca).unwrap();
+    let server = fixtures::shared_redis_tls()?;
+    let pem = server.ca_certificate_pem().unwrap().to_vec();
     let config = RedisConfig::default().with_tls_root_certificate(pem);
-    Some(RedisBackend::connect_with(&url, config).unwrap())
+    Some(RedisBackend::connect_with(&server.url(), config).unwrap())
 }
 
 #[test]
@@ -100,11 +99,11 @@ fn async_locks_work_over_tls_on_smol() {
 
 #[test]
 fn an_untrusted_certificate_is_an_error() {
-    let Some(url) = server_from_env("LEADER_TEST_REDIS_TLS_URL") else {
+    let Some(server) = fixtures::shared_redis_tls() else {
         return;
     };
     // The system roots do not include the test CA.
-    let backend = RedisBackend::connect(&url).unwrap();
+    let backend = RedisBackend::connect(&server.url()).unwrap();
     let key = fresh_name("tls-untrusted");
     let request = AcquireRequest::new(&key, OwnerToken::random(), "a", Duration::from_secs(30));
     let err = LockBackend::try_acquire(&backend, request).unwrap_err();

@@ -23,6 +23,7 @@
 
 pub mod checks;
 mod faulty;
+pub mod fixtures;
 mod harness;
 mod macros;
 #[cfg(feature = "tokio")]

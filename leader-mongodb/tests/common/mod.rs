@@ -1,17 +1,16 @@
 //! Test support: the contract harness, a raw client for inspecting and corrupting lock
-//! documents, and private servers that the fault tests may stop.
+//! documents, and the servers (the process's shared one, private ones that the fault
+//! tests may stop).
 #![allow(dead_code, unreachable_pub)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::future::{Future, ready};
-use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use leader_mongodb::{MongoBackend, MongoConfig};
-use leader_testkit::{Harness, server_from_env};
+use leader_testkit::Harness;
+use leader_testkit::fixtures::{self, MongoServer};
 use mongodb::bson::{Document, doc};
 use mongodb::{Client, Collection};
 use tokio::runtime::Runtime;
@@ -19,9 +18,21 @@ use tokio::runtime::Runtime;
 /// The database every test uses; each test file picks its own collections.
 pub const DATABASE: &str = "leader_test";
 
-/// The shared test server's URI, or `None` (after a skip line) when it is not configured.
+/// The test process's shared server's URI, or `None` (after a skip line) when
+/// `secantusd-rs` is not installed and servers are not required.
 pub fn uri() -> Option<String> {
-    server_from_env("LEADER_TEST_MONGODB_URI")
+    fixtures::shared_mongo().map(uri_of)
+}
+
+/// A server of the test's own, for a test that stops or restarts it.
+pub fn private_server() -> Option<MongoServer> {
+    fixtures::require("secantusd-rs", MongoServer::start())
+}
+
+/// `server`'s URI for the driver: `directConnection=true` keeps it on this one server,
+/// without the topology discovery of the one-node replica set the server reports.
+pub fn uri_of(server: &MongoServer) -> String {
+    format!("{}?directConnection=true", server.uri())
 }
 
 /// Short driver timeouts, so broken servers fail fast.
@@ -159,86 +170,5 @@ impl Harness for MongoHarness {
     /// A round trip or two between the timestamp and the reading it is compared with.
     fn clock_tolerance(&self) -> Duration {
         Duration::from_millis(500)
-    }
-}
-
-/// A secantusd-rs of the test's own, on a free loopback port and a temporary directory,
-/// that the test may stop (by PID) and start again. Stopped and removed on drop.
-pub struct PrivateServer {
-    bin: String,
-    dir: PathBuf,
-    port: u16,
-    child: Option<Child>,
-}
-
-impl PrivateServer {
-    /// Starts a server, or `None` when `LEADER_TEST_MONGODB_SERVER_BIN` is not set.
-    pub fn start() -> Option<PrivateServer> {
-        let bin = server_from_env("LEADER_TEST_MONGODB_SERVER_BIN")?;
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let suffix: u64 = rand::random();
-        let dir = std::env::temp_dir().join(format!("leader-mongodb-{port}-{suffix:016x}"));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("secantusd.toml"), "").unwrap();
-        let mut server = PrivateServer {
-            bin,
-            dir,
-            port,
-            child: None,
-        };
-        server.restart();
-        Some(server)
-    }
-
-    pub fn uri(&self) -> String {
-        format!("mongodb://127.0.0.1:{}/?directConnection=true", self.port)
-    }
-
-    /// Starts the server process (again) and waits until it accepts connections.
-    pub fn restart(&mut self) {
-        assert!(self.child.is_none(), "already running");
-        let log = std::fs::File::create(self.dir.join("server.log")).unwrap();
-        let child = Command::new(&self.bin)
-            .current_dir(&self.dir)
-            .arg("--config")
-            .arg(self.dir.join("secantusd.toml"))
-            .args(["--host", "127.0.0.1", "--port", &self.port.to_string()])
-            .arg("--storage-path")
-            .arg(self.dir.join("data"))
-            .args(["--cache-size", "256M", "--log-file-max", "16MB"])
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(Instant::now() < deadline, "secantusd-rs did not start");
-            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
-                let log = std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
-                panic!("secantusd-rs exited with {status}:\n{log}");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// Kills the server process (by its PID) and reaps it.
-    pub fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for PrivateServer {
-    fn drop(&mut self) {
-        self.stop();
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

@@ -1,14 +1,13 @@
-//! Shared by the integration tests: the contract-suite harness for Redis and a private
-//! redis-server for fault tests.
+//! Shared by the integration tests: the contract-suite harness for Redis (on the test
+//! process's shared servers) and private redis-servers for fault tests.
 #![allow(dead_code, unreachable_pub, missing_docs)]
-
-pub mod server;
 
 use std::future::{Future, ready};
 use std::time::{Duration, SystemTime};
 
 use leader_redis::{RedisBackend, RedisConfig};
-use leader_testkit::{Harness, server_from_env};
+use leader_testkit::Harness;
+use leader_testkit::fixtures::{self, RedisServer};
 
 /// Where the tests' servers are.
 #[derive(Debug, Clone)]
@@ -26,22 +25,16 @@ pub struct RedisHarness {
 }
 
 impl RedisHarness {
-    /// Standalone Redis from `LEADER_TEST_REDIS_URL` (skips when unset, unless required).
+    /// The test process's shared standalone Redis (skips without `redis-server`, unless
+    /// servers are required).
     pub fn standalone() -> Option<Self> {
-        server_from_env("LEADER_TEST_REDIS_URL").map(|url| RedisHarness::new(Servers::Single(url)))
+        fixtures::shared_redis().map(|server| RedisHarness::new(Servers::Single(server.url())))
     }
 
-    /// The cluster from `LEADER_TEST_REDIS_CLUSTER_URLS` (comma-separated).
+    /// The test process's shared three-master Redis Cluster.
     pub fn cluster() -> Option<Self> {
-        server_from_env("LEADER_TEST_REDIS_CLUSTER_URLS").map(|urls| {
-            let urls = urls
-                .split(',')
-                .map(str::trim)
-                .filter(|u| !u.is_empty())
-                .map(str::to_owned)
-                .collect();
-            RedisHarness::new(Servers::Cluster(urls))
-        })
+        fixtures::shared_redis_cluster()
+            .map(|cluster| RedisHarness::new(Servers::Cluster(cluster.urls())))
     }
 
     pub fn new(servers: Servers) -> Self {
@@ -102,6 +95,12 @@ impl Harness for RedisHarness {
     fn backend_now(&self) -> SystemTime {
         server_time(&mut self.raw())
     }
+}
+
+/// A redis-server of the test's own, for a test that kills, pauses or restarts it (skips
+/// without `redis-server`, unless servers are required).
+pub fn private_server() -> Option<RedisServer> {
+    fixtures::require("redis-server", RedisServer::start())
 }
 
 /// The server's `TIME`.
