@@ -40,7 +40,7 @@ readonly SECANTUS_BIN=secantusd-rs
 
 # Debian packages the servers and the secantus build need.
 # libfaketime lets the clock-skew tests run a node whose wall clock is off.
-readonly APT_PACKAGES=(redis-server redis-tools cmake openssl libfaketime)
+readonly APT_PACKAGES=(redis-server redis-tools cmake openssl libfaketime postgresql)
 
 # Name of the marker file that identifies a directory made by `start`.
 readonly MARKER=.leader-test-services
