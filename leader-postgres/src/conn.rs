@@ -25,12 +25,18 @@ pub(crate) struct Statements {
 }
 
 impl Conn {
+    pub(crate) fn new(client: Client, driver: Driver, statements: Statements) -> Conn {
+        Conn {
+            client,
+            statements,
+            _driver: driver,
+        }
+    }
+}
+
+impl Statements {
     /// Prepares the statements on `client` (one round trip: they are pipelined).
-    pub(crate) async fn prepare(
-        client: Client,
-        driver: Driver,
-        sql: &Sql,
-    ) -> Result<Conn, OpError> {
+    pub(crate) async fn prepare(client: &Client, sql: &Sql) -> Result<Statements, OpError> {
         let (text, int8) = (Type::TEXT, Type::INT8);
         let (acquire, holder, extend, release) = futures_util::future::try_join4(
             client.prepare_typed(
@@ -42,15 +48,11 @@ impl Conn {
             client.prepare_typed(&sql.release, &[text.clone(), text.clone(), int8, text]),
         )
         .await?;
-        Ok(Conn {
-            client,
-            statements: Statements {
-                acquire,
-                holder,
-                extend,
-                release,
-            },
-            _driver: driver,
+        Ok(Statements {
+            acquire,
+            holder,
+            extend,
+            release,
         })
     }
 }

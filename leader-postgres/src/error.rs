@@ -52,7 +52,7 @@ pub enum ConnectError {
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum OpError {
     /// The driver failed: the network, the server, or an SQL error.
-    #[error(transparent)]
+    #[error("{}", describe(.0))]
     Driver(#[from] tokio_postgres::Error),
     /// A column of a returned row could not be read as this backend wrote it.
     #[error("cannot read a lock row: {0}")]
@@ -123,6 +123,15 @@ impl OpError {
     pub(crate) fn into_core(self, key: &LockName) -> leader_core::Error {
         let kind = self.kind();
         BackendError::new(BACKEND, key.as_str(), kind, self).into()
+    }
+}
+
+/// The driver's error with the server's message and SQLSTATE, when the server sent one
+/// (the driver's own text is only "db error" then).
+fn describe(err: &tokio_postgres::Error) -> String {
+    match err.as_db_error() {
+        Some(db) => format!("{} {}: {}", db.severity(), db.code().code(), db.message()),
+        None => err.to_string(),
     }
 }
 

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use parking_lot::Mutex;
 use tokio::sync::{Semaphore, SemaphorePermit};
 
-use crate::conn::Conn;
+use crate::conn::{Conn, Statements};
 use crate::connector::Connector;
 use crate::error::OpError;
 use crate::schema;
@@ -74,7 +74,16 @@ impl Pool {
             schema::ensure(&client, &self.table, &self.sql).await?;
             self.table_checked.store(true, Ordering::Release);
         }
-        Conn::prepare(client, driver, &self.sql).await
+        let statements = match Statements::prepare(&client, &self.sql).await {
+            // The table went away since it was checked (dropped, a server that lost its
+            // data): make it again.
+            Err(err) if err.table_changed() => {
+                schema::ensure(&client, &self.table, &self.sql).await?;
+                Statements::prepare(&client, &self.sql).await?
+            }
+            prepared => prepared?,
+        };
+        Ok(Conn::new(client, driver, statements))
     }
 }
 

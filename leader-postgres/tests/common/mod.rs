@@ -143,3 +143,31 @@ impl Harness for PostgresHarness {
         Duration::from_millis(300)
     }
 }
+
+/// Takes `key` for `node` for `lease_time`, or panics.
+pub fn must_acquire(
+    backend: &PostgresBackend,
+    key: &leader_core::LockName,
+    node: &str,
+    lease_time: Duration,
+) -> leader_core::Lease {
+    use leader_core::{AcquireOutcome, AcquireRequest, LockBackend, OwnerToken};
+    let request = AcquireRequest::new(key, OwnerToken::random(), node, lease_time);
+    match LockBackend::try_acquire(backend, request) {
+        Ok(AcquireOutcome::Acquired(lease)) => lease,
+        other => panic!("expected to acquire {key}: {other:?}"),
+    }
+}
+
+/// A backend error on `key`, of the given kind, naming the backend.
+pub fn assert_backend_error<T: std::fmt::Debug>(
+    result: Result<T, leader_core::Error>,
+    key: &leader_core::LockName,
+    transient: bool,
+) {
+    let err = result.expect_err("expected a backend error");
+    assert!(matches!(err, leader_core::Error::Backend(_)), "{err:?}");
+    assert_eq!(err.lock_key(), Some(key.as_str()), "{err}");
+    assert_eq!(err.is_transient(), transient, "{err}");
+    assert!(err.to_string().contains("postgres"), "{err}");
+}
