@@ -37,15 +37,13 @@ impl Conn {
 impl Statements {
     /// Prepares the statements on `client` (one round trip: they are pipelined).
     pub(crate) async fn prepare(client: &Client, sql: &Sql) -> Result<Statements, OpError> {
-        let (text, int8) = (Type::TEXT, Type::INT8);
+        const TEXT: Type = Type::TEXT;
+        const INT8: Type = Type::INT8;
         let (acquire, holder, extend, release) = futures_util::future::try_join4(
-            client.prepare_typed(
-                &sql.acquire,
-                &[text.clone(), text.clone(), text.clone(), int8.clone()],
-            ),
-            client.prepare_typed(&sql.holder, &[text.clone()]),
-            client.prepare_typed(&sql.extend, &[text.clone(), text.clone(), int8.clone()]),
-            client.prepare_typed(&sql.release, &[text.clone(), text.clone(), int8, text]),
+            client.prepare_typed(&sql.acquire, &[TEXT, TEXT, TEXT, INT8]),
+            client.prepare_typed(&sql.holder, &[TEXT]),
+            client.prepare_typed(&sql.extend, &[TEXT, TEXT, INT8]),
+            client.prepare_typed(&sql.release, &[TEXT, TEXT, INT8, TEXT]),
         )
         .await?;
         Ok(Statements {

@@ -106,10 +106,11 @@ impl Lent<'_> {
 
 impl Drop for Lent<'_> {
     fn drop(&mut self) {
-        if let Some(conn) = self.conn.take() {
-            if self.keep && !conn.client.is_closed() {
-                self.pool.idle.lock().push(conn);
-            }
+        if let Some(conn) = self.conn.take()
+            && self.keep
+            && !conn.client.is_closed()
+        {
+            self.pool.idle.lock().push(conn);
         }
     }
 }
