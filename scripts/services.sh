@@ -24,7 +24,7 @@ readonly SECANTUS_BIN=secantusd-rs
 
 # Debian packages the servers and the secantus build need.
 # libfaketime lets the clock-skew tests run a node whose wall clock is off.
-readonly APT_PACKAGES=(redis-server redis-tools cmake openssl libfaketime)
+readonly APT_PACKAGES=(redis-server redis-tools cmake openssl libfaketime postgresql)
 
 # `cargo install` puts binaries here; make sure we find what it installed.
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"

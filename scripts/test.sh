@@ -68,7 +68,10 @@ check_lib leader --no-default-features --features async-std
 check_lib leader --no-default-features --features redis,mongodb,tenant # no async runtime
 check_lib leader --no-default-features --features smol,redis-tls,tenant
 check_lib leader --no-default-features --features sqlite # the embedded backend alone
+check_lib leader --no-default-features --features postgres
 check_lib leader-sqlite
+check_lib leader-postgres
+check_lib leader-postgres --features tls
 check_lib leader-core
 check_lib leader-blocking
 check_lib leader-mongodb

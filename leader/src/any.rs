@@ -38,6 +38,9 @@ pub enum AnyBackend {
     /// `sqlite://path`: [`SqliteBackend`](leader_sqlite::SqliteBackend).
     #[cfg(feature = "sqlite")]
     Sqlite(leader_sqlite::SqliteBackend),
+    /// `postgres://`, `postgresql://`: [`PostgresBackend`](leader_postgres::PostgresBackend).
+    #[cfg(feature = "postgres")]
+    Postgres(leader_postgres::PostgresBackend),
 }
 
 /// Runs `$body` with `$backend` bound to the backend inside `$any`, whichever it is.
@@ -51,12 +54,14 @@ macro_rules! on_backend {
             AnyBackend::Mongo($backend) => $body,
             #[cfg(feature = "sqlite")]
             AnyBackend::Sqlite($backend) => $body,
+            #[cfg(feature = "postgres")]
+            AnyBackend::Postgres($backend) => $body,
         }
     };
 }
 
 impl AnyBackend {
-    /// The backend's name: `"memory"`, `"redis"`, `"mongodb"` or `"sqlite"`.
+    /// The backend's name: `"memory"`, `"redis"`, `"mongodb"`, `"sqlite"` or `"postgres"`.
     pub fn kind(&self) -> &'static str {
         on_backend!(self, backend => backend.name())
     }
@@ -86,6 +91,13 @@ impl From<leader_mongodb::MongoBackend> for AnyBackend {
 impl From<leader_sqlite::SqliteBackend> for AnyBackend {
     fn from(backend: leader_sqlite::SqliteBackend) -> Self {
         AnyBackend::Sqlite(backend)
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl From<leader_postgres::PostgresBackend> for AnyBackend {
+    fn from(backend: leader_postgres::PostgresBackend) -> Self {
+        AnyBackend::Postgres(backend)
     }
 }
 

@@ -15,6 +15,8 @@ pub(crate) const SCHEMES: &[&str] = &[
     "mongodb",
     "mongodb+srv",
     "sqlite",
+    "postgres",
+    "postgresql",
 ];
 
 /// A backend for `url`, usable with every elector, blocking or async.
@@ -28,6 +30,8 @@ pub(crate) const SCHEMES: &[&str] = &[
 /// | `rediss+cluster://...` | the same over TLS | `redis-tls` |
 /// | `mongodb://...`, `mongodb+srv://...` | [`MongoBackend`](crate::MongoBackend), any MongoDB connection string | `mongodb` |
 /// | `sqlite://path/to/locks.db` (relative), `sqlite:///var/lib/app/locks.db` (absolute) | `SqliteBackend`: one file shared by the processes of a host; created if missing | `sqlite` |
+/// | `postgres://[user[:password]@]host[:port]/db[?...]`, `postgresql://...` | `PostgresBackend`: table `leader_locks`, created on first use | `postgres` |
+/// | `postgres://...?sslmode=require` | the same over TLS, the certificate verified | `postgres-tls` |
 ///
 /// Nothing is sent to a server here: connections open on first use, so the server may
 /// start after the application, and an unreachable server shows up as a transient
@@ -56,7 +60,7 @@ pub(crate) const SCHEMES: &[&str] = &[
 /// let elector = LeaderElector::new(leader::connect(&url)?, LeaderElectionOptions::default())?;
 /// # let _ = elector;
 ///
-/// let err = leader::connect("postgres://app:hunter2@db/app").unwrap_err();
+/// let err = leader::connect("mysql://app:hunter2@db/app").unwrap_err();
 /// assert!(matches!(err, ConnectError::UnknownScheme { .. }));
 /// assert!(!err.to_string().contains("hunter2"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -80,6 +84,13 @@ pub fn connect(url: &str) -> Result<AnyBackend, ConnectError> {
         Target::Sqlite { path } => Ok(AnyBackend::Sqlite(leader_sqlite::SqliteBackend::open(
             path,
         )?)),
+        #[cfg(feature = "postgres")]
+        Target::Postgres { url, .. } => leader_postgres::PostgresBackend::connect(url)
+            .map(AnyBackend::Postgres)
+            .map_err(|source| ConnectError::Postgres {
+                url: mask_password(url),
+                source,
+            }),
         // `enabled` refused every target whose feature is off.
         #[allow(unreachable_patterns)]
         _ => Err(invalid(url, "this backend is not built in")),
@@ -150,6 +161,7 @@ enum Target<'a> {
     RedisCluster { nodes: Vec<String>, tls: bool },
     Mongo { uri: &'a str, srv: bool },
     Sqlite { path: &'a str },
+    Postgres { url: &'a str, tls: bool },
 }
 
 impl<'a> Target<'a> {
@@ -177,6 +189,10 @@ impl<'a> Target<'a> {
             }),
             "sqlite" if rest.is_empty() => Err(invalid(url, "`sqlite://` needs a file path")),
             "sqlite" => Ok(Target::Sqlite { path: rest }),
+            "postgres" | "postgresql" => Ok(Target::Postgres {
+                url,
+                tls: requires_tls(rest),
+            }),
             _ => Err(ConnectError::UnknownScheme {
                 scheme: scheme.to_owned(),
                 url: mask_password(url),
@@ -202,9 +218,24 @@ impl<'a> Target<'a> {
                 needs(if *srv { "mongodb+srv" } else { "mongodb" }, "mongodb")
             }
             Target::Sqlite { .. } if !cfg!(feature = "sqlite") => needs("sqlite", "sqlite"),
+            Target::Postgres { tls: false, .. } if !cfg!(feature = "postgres") => {
+                needs("postgres", "postgres")
+            }
+            Target::Postgres { tls: true, .. } if !cfg!(feature = "postgres-tls") => {
+                needs("postgres", "postgres-tls")
+            }
             _ => Ok(self),
         }
     }
+}
+
+/// Whether a PostgreSQL URL's query asks for TLS (`sslmode=require`).
+fn requires_tls(rest: &str) -> bool {
+    rest.split_once('?').is_some_and(|(_, query)| {
+        query
+            .split('&')
+            .any(|pair| pair.eq_ignore_ascii_case("sslmode=require"))
+    })
 }
 
 /// `redis+cluster://[userinfo@]h1:p1,h2:p2[/db][?query]` → one `redis://` URL per node,
@@ -260,10 +291,10 @@ mod tests {
                 "{text}"
             );
         }
-        let err = parse("postgres://app:hunter2@db/app").unwrap_err();
-        assert!(matches!(&err, ConnectError::UnknownScheme { scheme, .. } if scheme == "postgres"));
+        let err = parse("mysql://app:hunter2@db/app").unwrap_err();
+        assert!(matches!(&err, ConnectError::UnknownScheme { scheme, .. } if scheme == "mysql"));
         let text = err.to_string();
-        assert!(text.contains("postgres://app:***@db/app"), "{text}");
+        assert!(text.contains("mysql://app:***@db/app"), "{text}");
         assert!(!text.contains("hunter2"), "{text}");
     }
 
@@ -282,6 +313,46 @@ mod tests {
         assert!(matches!(
             parse("sqlite://"),
             Err(ConnectError::InvalidUrl { .. })
+        ));
+    }
+
+    #[test]
+    fn postgres_urls_and_their_tls_mode() {
+        let url = "postgres://app:pw@db:5432/app";
+        assert_eq!(parse(url).ok(), Some(Target::Postgres { url, tls: false }));
+        let url = "postgresql://db/app?application_name=x&sslmode=require";
+        assert_eq!(parse(url).ok(), Some(Target::Postgres { url, tls: true }));
+        let url = "postgres://db/app?sslmode=prefer";
+        assert_eq!(parse(url).ok(), Some(Target::Postgres { url, tls: false }));
+    }
+
+    #[cfg(not(feature = "postgres"))]
+    #[test]
+    fn postgres_urls_without_the_feature_name_it() {
+        let err = parse("postgresql://app:hunter2@db/app")
+            .and_then(Target::enabled)
+            .unwrap_err();
+        assert!(matches!(
+            err,
+            ConnectError::FeatureDisabled {
+                feature: "postgres",
+                ..
+            }
+        ));
+    }
+
+    #[cfg(not(feature = "postgres-tls"))]
+    #[test]
+    fn postgres_tls_urls_without_the_feature_name_it() {
+        let err = parse("postgres://db/app?sslmode=require")
+            .and_then(Target::enabled)
+            .unwrap_err();
+        assert!(matches!(
+            err,
+            ConnectError::FeatureDisabled {
+                feature: "postgres-tls",
+                ..
+            }
         ));
     }
 

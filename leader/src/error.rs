@@ -56,4 +56,14 @@ pub enum ConnectError {
         #[source]
         source: leader_mongodb::ConnectError,
     },
+    /// The PostgreSQL backend rejected the URL or its settings, or could not start.
+    #[cfg(feature = "postgres")]
+    #[error("{source} (URL `{url}`)")]
+    Postgres {
+        /// The URL, password masked.
+        url: String,
+        /// What the PostgreSQL backend said.
+        #[source]
+        source: leader_postgres::ConnectError,
+    },
 }

@@ -28,6 +28,8 @@ pub use leader_blocking::{
 // The server backends, and their crates (configs, errors, fencing helpers, the driver).
 #[cfg(feature = "mongodb")]
 pub use leader_mongodb::{self as mongodb, MongoBackend, MongoConfig};
+#[cfg(feature = "postgres")]
+pub use leader_postgres::{self as postgres, PostgresBackend, PostgresConfig};
 #[cfg(feature = "redis")]
 pub use leader_redis::{self as redis, RedisBackend, RedisConfig};
 #[cfg(feature = "sqlite")]

@@ -199,3 +199,37 @@ fn bad_mongodb_uris_are_typed_errors_without_the_password() {
     let text = format!("{err} {err:?}");
     assert!(!text.contains("sesame-9f3"), "{text}");
 }
+
+#[test]
+fn postgres_urls_give_the_postgres_backend_sync_and_async() {
+    let Some(server) = leader_testkit::fixtures::shared_postgres() else {
+        return;
+    };
+    let url = server.url();
+    let backend = leader::connect(&url).unwrap();
+    assert_eq!(backend.kind(), "postgres");
+    let witness = leader::PostgresBackend::connect(&url).unwrap();
+    exercise(backend, Some(&witness));
+
+    let postgresql = url.replacen("postgres://", "postgresql://", 1);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let backend = runtime
+        .block_on(leader::connect_async(&postgresql))
+        .unwrap();
+    // The connections live on the backend's own runtime: it outlives the caller's.
+    drop(runtime);
+    exercise(backend, Some(&witness));
+}
+
+#[test]
+fn bad_postgres_urls_are_typed_errors_without_the_password() {
+    let err = leader::connect("postgres://user:sesame-9f3@db:notaport/app").unwrap_err();
+    assert!(
+        matches!(err, leader::ConnectError::Postgres { .. }),
+        "{err:?}"
+    );
+    let text = format!("{err} {err:?}");
+    assert!(!text.contains("sesame-9f3"), "{text}");
+    let backend = leader::connect("postgresql://user:sesame-9f3@127.0.0.1:1/app").unwrap();
+    assert!(!format!("{backend:?}").contains("sesame-9f3"));
+}

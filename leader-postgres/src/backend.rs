@@ -1,0 +1,285 @@
+//! [`PostgresBackend`]: construction, and the plumbing both SPI implementations share.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use leader_core::{Backend, Error, LockName, ReleaseEvents};
+
+use crate::config::PostgresConfig;
+use crate::connector::Connector;
+use crate::error::{BACKEND, ConnectError, OpError};
+use crate::listener::Listener;
+use crate::ops::{Op, Released};
+use crate::pool::Pool;
+use crate::runtime::Background;
+use crate::table::Table;
+
+/// Locks in one PostgreSQL table, one row per lock; blocking and async.
+///
+/// Implements [`LockBackend`](leader_core::LockBackend) and
+/// [`AsyncLockBackend`](leader_core::AsyncLockBackend). Build it once and share it:
+/// cloning is cheap, and clones share the connection pool, the `LISTEN` session and the
+/// background runtime. Connections open on first use, so the server may start later than
+/// the application; until then every call is a transient [`Error::Backend`].
+///
+/// See the [crate docs](crate) for the table, the clock and the runtimes.
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use leader_core::{AcquireOutcome, AcquireRequest, LockBackend, LockName, OwnerToken};
+/// use leader_postgres::PostgresBackend;
+///
+/// let backend = PostgresBackend::connect("postgres://app@127.0.0.1/app")?;
+/// let key = LockName::new("nightly-report")?;
+/// let request = AcquireRequest::new(&key, OwnerToken::random(), "node-a", Duration::from_secs(30));
+/// if let AcquireOutcome::Acquired(lease) = backend.try_acquire(request)? {
+///     // ... the work only one node may do, passing lease.fencing_token along ...
+///     backend.release(&lease, Duration::ZERO)?;
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct PostgresBackend {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: Arc<Pool>,
+    connector: Arc<Connector>,
+    table: Table,
+    config: PostgresConfig,
+    events: ReleaseEvents,
+    listener: OnceLock<Listener>,
+    // Declared last: shut down after the sessions above are dropped.
+    background: Background,
+}
+
+impl PostgresBackend {
+    /// A backend for the server at `url`, with the default [`PostgresConfig`].
+    ///
+    /// `url` is `postgres://[user[:password]@]host[:port][/database][?param=value...]`
+    /// (or `postgresql://`, or libpq's `key=value` form). `sslmode=require` asks for TLS
+    /// (feature `tls`); otherwise connections are plain. Nothing is sent yet.
+    ///
+    /// # Errors
+    ///
+    /// [`ConnectError::InvalidUrl`] when the URL is not understood,
+    /// [`ConnectError::TlsNotBuilt`] for `sslmode=require` without the `tls` feature, or
+    /// [`ConnectError::Runtime`] when the background runtime cannot start.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_postgres::{ConnectError, PostgresBackend};
+    ///
+    /// let backend = PostgresBackend::connect("postgres://app@127.0.0.1:5432/app")?; // nothing sent yet
+    /// assert_eq!(backend.table(), "leader_locks");
+    /// assert!(matches!(
+    ///     PostgresBackend::connect("postgres://h:port/db"),
+    ///     Err(ConnectError::InvalidUrl(_))
+    /// ));
+    /// # Ok::<(), ConnectError>(())
+    /// ```
+    pub fn connect(url: &str) -> Result<Self, ConnectError> {
+        PostgresBackend::connect_with(url, PostgresConfig::new())
+    }
+
+    /// A backend for the server at `url`, with `config`. See [`connect`](Self::connect).
+    ///
+    /// # Errors
+    ///
+    /// As for [`connect`](Self::connect), and [`ConnectError::InvalidTable`] or
+    /// [`ConnectError::InvalidConfig`] for a setting that cannot work.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_postgres::{ConnectError, PostgresBackend, PostgresConfig};
+    ///
+    /// let config = PostgresConfig::new().with_table("ops.locks");
+    /// let backend = PostgresBackend::connect_with("postgres://app@127.0.0.1/app", config)?;
+    /// assert_eq!(backend.table(), "ops.locks");
+    ///
+    /// let bad = PostgresConfig::new().with_table("locks; DROP TABLE users");
+    /// assert!(matches!(
+    ///     PostgresBackend::connect_with("postgres://app@127.0.0.1/app", bad),
+    ///     Err(ConnectError::InvalidTable { .. })
+    /// ));
+    /// # Ok::<(), ConnectError>(())
+    /// ```
+    pub fn connect_with(url: &str, config: PostgresConfig) -> Result<Self, ConnectError> {
+        if let Some(problem) = config.problem() {
+            return Err(ConnectError::InvalidConfig(problem));
+        }
+        let table = Table::parse(config.table()).map_err(|reason| ConnectError::InvalidTable {
+            table: config.table().to_owned(),
+            reason,
+        })?;
+        let connector = Arc::new(Connector::new(url, &config)?);
+        let background = Background::new().map_err(ConnectError::Runtime)?;
+        let pool = Arc::new(Pool::new(
+            Arc::clone(&connector),
+            table.clone(),
+            config.pool_size(),
+        ));
+        Ok(PostgresBackend {
+            inner: Arc::new(Inner {
+                pool,
+                connector,
+                table,
+                config,
+                events: ReleaseEvents::new(),
+                listener: OnceLock::new(),
+                background,
+            }),
+        })
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &PostgresConfig {
+        &self.inner.config
+    }
+
+    /// The lock table, as configured (`table` or `schema.table`).
+    pub fn table(&self) -> &str {
+        self.inner.table.name()
+    }
+
+    /// The channel releases are notified on: `<table>_released`.
+    pub fn channel(&self) -> String {
+        self.inner.table.channel()
+    }
+
+    /// `true` while the `LISTEN` session for release notifications is up. It starts with
+    /// the first call of [`Backend::release_events`] (waiting electors make it), and is
+    /// never up when release notifications are off.
+    pub fn is_listening(&self) -> bool {
+        self.inner
+            .listener
+            .get()
+            .is_some_and(Listener::is_listening)
+    }
+
+    /// Runs `op` on a pooled session within the operation timeout, on the calling thread.
+    pub(crate) fn block_on<O: Op>(&self, op: O) -> Result<O::Output, Error> {
+        let key = op.key().clone();
+        let started = Instant::now();
+        let result = self.inner.background.block_on(self.call(op));
+        finish::<O>(&key, result, started)
+    }
+
+    /// Runs `op` on a pooled session within the operation timeout, on the background
+    /// runtime, awaited from any executor.
+    pub(crate) async fn run<O: Op>(&self, op: O) -> Result<O::Output, Error> {
+        let key = op.key().clone();
+        let started = Instant::now();
+        let result = self.inner.background.run(self.call(op)).await;
+        finish::<O>(&key, result, started)
+    }
+
+    /// The call as a future owning what it needs, bounded by the operation timeout.
+    fn call<O: Op>(
+        &self,
+        op: O,
+    ) -> impl Future<Output = Result<O::Output, OpError>> + Send + 'static {
+        let pool = Arc::clone(&self.inner.pool);
+        let deadline = self.inner.config.operation_timeout();
+        async move {
+            let call = async {
+                let mut lent = pool.get().await?;
+                let result = match lent.conn() {
+                    Some(conn) => op.run(conn).await,
+                    None => Err(OpError::ShutDown),
+                };
+                lent.finish(result.as_ref().err());
+                result
+            };
+            tokio::time::timeout(deadline, call)
+                .await
+                .unwrap_or(Err(OpError::TimedOut(deadline)))
+        }
+    }
+
+    /// After a release: waiters in this process wake at once, without waiting for the
+    /// server's notification to come back.
+    pub(crate) fn released(&self, key: &LockName, released: Released) {
+        if released == Released::Freed {
+            self.inner.events.notify(key.as_str());
+        }
+    }
+
+    /// The channel a release notifies.
+    pub(crate) fn release_channel(&self) -> String {
+        self.inner.table.channel()
+    }
+
+    fn start_listener(&self) -> Listener {
+        let inner = &self.inner;
+        Listener::start(
+            inner.background.handle(),
+            Arc::clone(&inner.connector),
+            inner.table.listen(),
+            inner.events.clone(),
+            inner.config.operation_timeout(),
+        )
+    }
+}
+
+/// Traces the outcome and names the lock in any error.
+fn finish<O: Op>(
+    key: &LockName,
+    result: Result<O::Output, OpError>,
+    started: Instant,
+) -> Result<O::Output, Error> {
+    let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+    match &result {
+        Ok(output) => tracing::debug!(
+            lock = %key,
+            op = O::NAME,
+            outcome = O::outcome(output),
+            micros,
+            "postgres lock call"
+        ),
+        Err(err) => tracing::debug!(
+            lock = %key,
+            op = O::NAME,
+            outcome = "error",
+            transient = matches!(err.kind(), leader_core::BackendErrorKind::Transient),
+            error = %err,
+            micros,
+            "postgres lock call failed"
+        ),
+    }
+    result.map_err(|err| err.into_core(key))
+}
+
+impl Backend for PostgresBackend {
+    fn name(&self) -> &'static str {
+        BACKEND
+    }
+
+    /// The shared release notifications (`None` when turned off in [`PostgresConfig`]).
+    /// The first call starts the `LISTEN` session on the background runtime; it connects
+    /// (and reconnects) on its own, and waiters poll while it is down.
+    fn release_events(&self) -> Option<&ReleaseEvents> {
+        if !self.inner.config.release_notifications() {
+            return None;
+        }
+        self.inner.listener.get_or_init(|| self.start_listener());
+        Some(&self.inner.events)
+    }
+}
+
+impl fmt::Debug for PostgresBackend {
+    // The URL may hold a password: show only where the locks are.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PostgresBackend")
+            .field("table", &self.table())
+            .field("listening", &self.is_listening())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,51 @@
+//! The blocking SPI: each call is driven on the calling thread, its I/O on the backend's
+//! runtime.
+
+use std::time::Duration;
+
+use leader_core::{
+    AcquireOutcome, AcquireRequest, Error, ExtendOutcome, LeaderState, Lease, LockBackend,
+    LockName, ReleaseOutcome,
+};
+
+use crate::backend::PostgresBackend;
+use crate::ops::{Acquire, Extend, Release, State};
+
+/// Blocks the calling thread for at most the configured `operation_timeout` per call.
+/// Callable from any thread, including one that runs an async runtime (which it then
+/// blocks for that long, like any blocking call).
+///
+/// `use_db_time` changes nothing: every time is the server's clock, always.
+impl LockBackend for PostgresBackend {
+    fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
+        self.block_on(Acquire::from(request))
+    }
+
+    fn extend(
+        &self,
+        lease: &Lease,
+        lease_time: Duration,
+        _use_db_time: bool,
+    ) -> Result<ExtendOutcome, Error> {
+        self.block_on(Extend {
+            key: lease.key.clone(),
+            owner: lease.owner,
+            lease_time,
+        })
+    }
+
+    fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {
+        let released = self.block_on(Release {
+            key: lease.key.clone(),
+            owner: lease.owner,
+            min_lease_time,
+            channel: self.release_channel(),
+        })?;
+        self.released(&lease.key, released);
+        Ok(released.outcome())
+    }
+
+    fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
+        self.block_on(State { key: key.clone() })
+    }
+}

@@ -1,0 +1,56 @@
+//! [`Conn`]: one pooled session with the lock statements prepared on it.
+
+use tokio_postgres::types::Type;
+use tokio_postgres::{Client, Statement};
+
+use crate::connector::Driver;
+use crate::error::OpError;
+use crate::sql::Sql;
+
+/// A session and its statements. Dropping it aborts its driver, closing the socket.
+#[derive(Debug)]
+pub(crate) struct Conn {
+    pub(crate) client: Client,
+    pub(crate) statements: Statements,
+    _driver: Driver,
+}
+
+/// The prepared lock statements of one session.
+#[derive(Debug)]
+pub(crate) struct Statements {
+    pub(crate) acquire: Statement,
+    pub(crate) holder: Statement,
+    pub(crate) extend: Statement,
+    pub(crate) release: Statement,
+}
+
+impl Conn {
+    pub(crate) fn new(client: Client, driver: Driver, statements: Statements) -> Conn {
+        Conn {
+            client,
+            statements,
+            _driver: driver,
+        }
+    }
+}
+
+impl Statements {
+    /// Prepares the statements on `client` (one round trip: they are pipelined).
+    pub(crate) async fn prepare(client: &Client, sql: &Sql) -> Result<Statements, OpError> {
+        const TEXT: Type = Type::TEXT;
+        const INT8: Type = Type::INT8;
+        let (acquire, holder, extend, release) = futures_util::future::try_join4(
+            client.prepare_typed(&sql.acquire, &[TEXT, TEXT, TEXT, INT8]),
+            client.prepare_typed(&sql.holder, &[TEXT]),
+            client.prepare_typed(&sql.extend, &[TEXT, TEXT, INT8]),
+            client.prepare_typed(&sql.release, &[TEXT, TEXT, INT8, TEXT]),
+        )
+        .await?;
+        Ok(Statements {
+            acquire,
+            holder,
+            extend,
+            release,
+        })
+    }
+}

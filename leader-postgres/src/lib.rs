@@ -1,0 +1,40 @@
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![doc = include_str!("../README.md")]
+
+mod backend;
+mod blocking;
+mod config;
+mod conn;
+mod connector;
+mod error;
+mod listener;
+mod nonblocking;
+mod ops;
+mod pool;
+mod runtime;
+mod schema;
+mod sql;
+mod table;
+mod time;
+#[cfg(feature = "tls")]
+mod tls;
+
+pub use backend::PostgresBackend;
+pub use config::PostgresConfig;
+pub use error::ConnectError;
+
+/// Not public API: for the benches, which measure the backend against its own statements
+/// run raw. Exempt from semver.
+#[doc(hidden)]
+pub mod __private {
+    use crate::sql::Sql;
+    use crate::table::Table;
+
+    /// The acquire and release statements for `table`: acquire takes `$1` name, `$2`
+    /// owner, `$3` leader id, `$4` lease µs; release `$1` name, `$2` owner, `$3` minimum
+    /// lease µs, `$4` channel.
+    pub fn statements(table: &str) -> Result<(String, String), &'static str> {
+        let sql = Sql::new(&Table::parse(table)?);
+        Ok((sql.acquire, sql.release))
+    }
+}

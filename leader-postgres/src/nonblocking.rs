@@ -1,0 +1,60 @@
+//! The async SPI: each call runs as a task on the backend's runtime, awaited from any
+//! executor.
+
+use std::time::Duration;
+
+use leader_core::{
+    AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, LeaderState, Lease,
+    LockName, ReleaseOutcome,
+};
+
+use crate::backend::PostgresBackend;
+use crate::ops::{Acquire, Extend, Release, State};
+
+/// # Cancel safety
+///
+/// The call runs in a task of its own; dropping one of these futures only stops waiting
+/// for it. A dropped `try_acquire` may still take the lock (the electors release it with
+/// the same owner token); a dropped `release` still releases.
+///
+/// `use_db_time` changes nothing: every time is the server's clock, always.
+impl AsyncLockBackend for PostgresBackend {
+    async fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
+        self.run(Acquire::from(request)).await
+    }
+
+    async fn extend(
+        &self,
+        lease: &Lease,
+        lease_time: Duration,
+        _use_db_time: bool,
+    ) -> Result<ExtendOutcome, Error> {
+        self.run(Extend {
+            key: lease.key.clone(),
+            owner: lease.owner,
+            lease_time,
+        })
+        .await
+    }
+
+    async fn release(
+        &self,
+        lease: &Lease,
+        min_lease_time: Duration,
+    ) -> Result<ReleaseOutcome, Error> {
+        let released = self
+            .run(Release {
+                key: lease.key.clone(),
+                owner: lease.owner,
+                min_lease_time,
+                channel: self.release_channel(),
+            })
+            .await?;
+        self.released(&lease.key, released);
+        Ok(released.outcome())
+    }
+
+    async fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
+        self.run(State { key: key.clone() }).await
+    }
+}

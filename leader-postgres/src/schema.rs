@@ -1,0 +1,143 @@
+//! The lock table: made when missing, checked when found. Nothing is ever altered or
+//! dropped: a table of another shape is an error for someone to look at.
+
+use std::fmt;
+
+use tokio_postgres::Client;
+use tokio_postgres::error::SqlState;
+
+use crate::error::OpError;
+use crate::sql::{COLUMNS, EXISTS, SHAPE, Sql};
+use crate::table::Table;
+
+/// How a found table differs from the one this backend makes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ShapeError {
+    /// A column is missing.
+    Missing(&'static str),
+    /// A column has another type.
+    WrongType {
+        column: &'static str,
+        found: String,
+        expected: &'static str,
+    },
+    /// A column this backend does not write.
+    Extra(String),
+    /// `name` is not the primary key.
+    NoPrimaryKey,
+}
+
+impl fmt::Display for ShapeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ShapeError::Missing(column) => write!(f, "no column `{column}`"),
+            ShapeError::WrongType {
+                column,
+                found,
+                expected,
+            } => write!(f, "column `{column}` is {found}, expected {expected}"),
+            ShapeError::Extra(column) => write!(f, "an unexpected column `{column}`"),
+            ShapeError::NoPrimaryKey => write!(f, "`name` is not its primary key"),
+        }
+    }
+}
+
+/// Makes the table if it is missing, then checks its columns and key.
+///
+/// The existence check comes first so that a role without `CREATE` on the schema can use
+/// a table someone else made.
+pub(crate) async fn ensure(client: &Client, table: &Table, sql: &Sql) -> Result<(), OpError> {
+    let exists: bool = client
+        .query_one(EXISTS, &[&table.quoted()])
+        .await?
+        .try_get(0)
+        .map_err(OpError::Decode)?;
+    if !exists {
+        match client.batch_execute(&sql.create).await {
+            Ok(()) => {}
+            // Another session made it at the same moment (the type or the table).
+            Err(err)
+                if err.code() == Some(&SqlState::UNIQUE_VIOLATION)
+                    || err.code() == Some(&SqlState::DUPLICATE_TABLE) => {}
+            Err(err) => return Err(err.into()),
+        }
+    }
+    let rows = client.query(SHAPE, &[&table.quoted()]).await?;
+    let mut found = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let name: String = row.try_get(0).map_err(OpError::Decode)?;
+        let kind: String = row.try_get(1).map_err(OpError::Decode)?;
+        let primary: bool = row.try_get(2).map_err(OpError::Decode)?;
+        found.push((name, kind, primary));
+    }
+    check(&found).map_err(|problem| OpError::Shape {
+        table: table.name().to_owned(),
+        problem,
+    })
+}
+
+/// Compares the `(name, type, is the primary key)` of each column with the table this
+/// backend makes.
+fn check(found: &[(String, String, bool)]) -> Result<(), ShapeError> {
+    for (column, expected) in COLUMNS {
+        match found.iter().find(|(name, _, _)| name == column) {
+            None => return Err(ShapeError::Missing(column)),
+            Some((_, kind, _)) if kind != expected => {
+                return Err(ShapeError::WrongType {
+                    column,
+                    found: kind.clone(),
+                    expected,
+                });
+            }
+            Some(_) => {}
+        }
+    }
+    if let Some((extra, _, _)) = found
+        .iter()
+        .find(|(name, _, _)| !COLUMNS.iter().any(|(column, _)| column == name))
+    {
+        return Err(ShapeError::Extra(extra.clone()));
+    }
+    if !found
+        .iter()
+        .any(|(name, _, primary)| name == "name" && *primary)
+    {
+        return Err(ShapeError::NoPrimaryKey);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ours() -> Vec<(String, String, bool)> {
+        COLUMNS
+            .iter()
+            .map(|(name, kind)| ((*name).to_owned(), (*kind).to_owned(), *name == "name"))
+            .collect()
+    }
+
+    #[test]
+    fn accepts_its_own_table_and_names_each_difference() {
+        assert_eq!(check(&ours()), Ok(()));
+        let mut other = ours();
+        other.retain(|(name, _, _)| name != "owner");
+        assert_eq!(check(&other), Err(ShapeError::Missing("owner")));
+        let mut other = ours();
+        other[3].1 = "integer".into();
+        assert!(matches!(
+            check(&other),
+            Err(ShapeError::WrongType {
+                column: "fencing_token",
+                ..
+            })
+        ));
+        let mut other = ours();
+        other.push(("note".into(), "text".into(), false));
+        assert_eq!(check(&other), Err(ShapeError::Extra("note".into())));
+        let mut other = ours();
+        other[0].2 = false;
+        assert_eq!(check(&other), Err(ShapeError::NoPrimaryKey));
+    }
+}

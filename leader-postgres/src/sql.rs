@@ -1,0 +1,127 @@
+//! The statements, as text built from the table name: no I/O here.
+//!
+//! Every time is the server's `clock_timestamp()`, read once per statement (the `clock`
+//! CTE or subquery), so expiry never depends on a client's clock. Lease lengths travel
+//! as microseconds (`bigint`).
+
+use crate::table::Table;
+
+/// The `owner` of a lock released before its minimum lease ran out: held, by nobody, so
+/// the releaser can neither extend nor re-acquire it. Owner tokens are 32 hex digits.
+pub(crate) const RELEASED: &str = "released";
+
+/// The statements of one table.
+#[derive(Debug, Clone)]
+pub(crate) struct Sql {
+    /// Creates the table when it is missing.
+    pub(crate) create: String,
+    /// `$1` name, `$2` owner, `$3` leader id, `$4` lease µs → the new lease, or no row
+    /// when someone else holds the lock.
+    pub(crate) acquire: String,
+    /// `$1` name → the live holder (a released lock in its minimum lease included).
+    pub(crate) holder: String,
+    /// `$1` name, `$2` owner, `$3` lease µs → the new expiry, or no row when not held.
+    pub(crate) extend: String,
+    /// `$1` name, `$2` owner, `$3` minimum lease µs, `$4` channel → `freed`, or no row
+    /// when not held. Notifies `$4` with the name when it freed the lock.
+    pub(crate) release: String,
+}
+
+/// The six columns, with the type `format_type` gives each, in table order.
+pub(crate) const COLUMNS: [(&str, &str); 6] = [
+    ("name", "text"),
+    ("owner", "text"),
+    ("leader_id", "text"),
+    ("fencing_token", "bigint"),
+    ("acquired_at", "timestamp with time zone"),
+    ("expires_at", "timestamp with time zone"),
+];
+
+/// `$1` the quoted table name → whether it exists.
+pub(crate) const EXISTS: &str = "SELECT to_regclass($1) IS NOT NULL";
+
+/// `$1` the quoted table name → each column's name and type, and whether it is the whole
+/// primary key.
+pub(crate) const SHAPE: &str = "SELECT a.attname::text, format_type(a.atttypid, a.atttypmod),
+        EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisprimary
+                AND i.indnkeyatts = 1 AND i.indkey[0] = a.attnum)
+    FROM pg_attribute a
+    WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped
+    ORDER BY a.attnum";
+
+impl Sql {
+    pub(crate) fn new(table: &Table) -> Sql {
+        let t = table.quoted();
+        let create = format!(
+            "CREATE TABLE IF NOT EXISTS {t} (
+                name text PRIMARY KEY,
+                owner text,
+                leader_id text NOT NULL,
+                fencing_token bigint NOT NULL,
+                acquired_at timestamptz NOT NULL,
+                expires_at timestamptz NOT NULL
+            )"
+        );
+        // One statement, one round trip. A missing row is inserted with a token seeded
+        // from the clock; an existing one is taken only when free, expired or ours (the
+        // conflict update's WHERE), and a new owner's token is max(stored + 1, clock µs).
+        // A renewal (ours, unexpired) keeps token, leader id and acquisition time.
+        let acquire = format!(
+            "WITH clock AS (SELECT clock_timestamp() AS now)
+            INSERT INTO {t} AS held (name, owner, leader_id, fencing_token, acquired_at, expires_at)
+            SELECT $1::text, $2::text, $3::text,
+                (extract(epoch FROM clock.now) * 1000000)::bigint,
+                clock.now, clock.now + $4::bigint * interval '1 microsecond'
+            FROM clock
+            ON CONFLICT (name) DO UPDATE SET
+                owner = excluded.owner,
+                leader_id = CASE WHEN {renewal} THEN held.leader_id ELSE excluded.leader_id END,
+                fencing_token = CASE WHEN {renewal} THEN held.fencing_token
+                    ELSE GREATEST(held.fencing_token + 1, excluded.fencing_token) END,
+                acquired_at = CASE WHEN {renewal} THEN held.acquired_at ELSE excluded.acquired_at END,
+                expires_at = excluded.expires_at
+            WHERE held.owner IS NULL OR held.owner = excluded.owner
+                OR held.expires_at <= excluded.acquired_at
+            RETURNING held.leader_id, held.fencing_token, held.acquired_at, held.expires_at",
+            renewal = "(held.owner = excluded.owner AND held.expires_at > excluded.acquired_at)"
+        );
+        let holder = format!(
+            "SELECT leader_id, fencing_token, acquired_at, expires_at FROM {t}
+            WHERE name = $1::text AND owner IS NOT NULL AND expires_at > clock_timestamp()"
+        );
+        let extend = format!(
+            "UPDATE {t} AS held SET expires_at = clock.now + $3::bigint * interval '1 microsecond'
+            FROM (SELECT clock_timestamp() AS now) AS clock
+            WHERE held.name = $1::text AND held.owner = $2::text AND held.expires_at > clock.now
+            RETURNING held.expires_at"
+        );
+        // Kept for the minimum lease when it is still ahead (and the lease is live):
+        // owner `released`, expiry at acquired_at + min. Else freed: owner NULL, expiry
+        // now. The row stays either way, and with it the fencing counter. The NOTIFY is
+        // sent when the transaction commits, only for a freed lock.
+        let release = format!(
+            "WITH clock AS (SELECT clock_timestamp() AS now),
+            released AS (
+                UPDATE {t} AS held SET
+                    owner = CASE WHEN {keep} THEN '{RELEASED}' END,
+                    expires_at = CASE WHEN {keep}
+                        THEN LEAST(held.expires_at, held.acquired_at + $3::bigint * interval '1 microsecond')
+                        ELSE clock.now END
+                FROM clock
+                WHERE held.name = $1::text AND held.owner = $2::text
+                RETURNING held.owner IS NULL AS freed
+            )
+            SELECT freed, CASE WHEN freed THEN (SELECT 1 FROM pg_notify($4::text, $1::text)) END
+            FROM released",
+            keep = "($3::bigint > 0 AND held.expires_at > clock.now
+                AND held.acquired_at + $3::bigint * interval '1 microsecond' > clock.now)"
+        );
+        Sql {
+            create,
+            acquire,
+            holder,
+            extend,
+            release,
+        }
+    }
+}

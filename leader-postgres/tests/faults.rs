@@ -1,0 +1,163 @@
+//! Faults: a server killed or paused under a held lease gives typed, transient errors
+//! naming the lock within the operation timeout, never a hang; the same backend recovers
+//! when the server comes back, with its data or without.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use common::{assert_backend_error, config, must_acquire, private_server};
+use leader_core::{
+    AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, LeaderElectionOptions,
+    LockBackend, LockName, OwnerToken,
+};
+use leader_postgres::{PostgresBackend, PostgresConfig};
+use leader_testkit::fixtures::Data;
+use leader_testkit::fresh_name;
+
+const LEASE: Duration = Duration::from_secs(30);
+
+/// Connect in one second, any call in three.
+fn fast() -> PostgresConfig {
+    config("fault_locks")
+        .with_connect_timeout(Duration::from_secs(1))
+        .with_operation_timeout(Duration::from_secs(3))
+}
+
+/// Runs `f`, checks it failed with a transient error on `key` within `bound`.
+fn fails_fast<T: std::fmt::Debug>(
+    what: &str,
+    key: &LockName,
+    bound: Duration,
+    f: impl FnOnce() -> Result<T, Error>,
+) {
+    let started = Instant::now();
+    let result = f();
+    let took = started.elapsed();
+    assert!(took < bound, "{what} took {took:?}, bound {bound:?}");
+    assert_backend_error(result, key, true);
+}
+
+/// Retries `f` until it succeeds (transient errors in between), at most `within`.
+fn recovers<T>(within: Duration, mut f: impl FnMut() -> Result<T, Error>) -> T {
+    let deadline = Instant::now() + within;
+    loop {
+        match f() {
+            Ok(value) => return value,
+            Err(err) => {
+                assert!(err.is_transient(), "{err}");
+                assert!(Instant::now() < deadline, "no recovery: {err}");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+}
+
+#[test]
+fn a_killed_server_fails_closed_within_the_timeout_and_the_action_does_not_run() {
+    let Some(mut server) = private_server() else {
+        return;
+    };
+    let config = fast();
+    let bound = config.operation_timeout() + Duration::from_secs(1);
+    let backend = PostgresBackend::connect_with(&server.url(), config).unwrap();
+    let key = fresh_name("killed");
+    let lease = must_acquire(&backend, &key, "node-a", LEASE);
+
+    server.kill();
+    fails_fast("extend", &key, bound, || {
+        LockBackend::extend(&backend, &lease, LEASE, true)
+    });
+    fails_fast("release", &key, bound, || {
+        LockBackend::release(&backend, &lease, Duration::ZERO)
+    });
+    fails_fast("state", &key, bound, || LockBackend::state(&backend, &key));
+    let other = fresh_name("killed-other");
+    fails_fast("acquire", &other, bound, || {
+        let request = AcquireRequest::new(&other, OwnerToken::random(), "node-b", LEASE);
+        LockBackend::try_acquire(&backend, request)
+    });
+    let async_key = key.clone();
+    fails_fast("async state", &key, bound, || {
+        futures::executor::block_on(AsyncLockBackend::state(&backend, &async_key))
+    });
+
+    let ran = AtomicBool::new(false);
+    let options = LeaderElectionOptions::default().with_wait_time(Duration::ZERO);
+    let elector = leader_blocking::LeaderElector::new(backend.clone(), options).unwrap();
+    let started = Instant::now();
+    let result = elector.run_if_leader(other.as_str(), || ran.store(true, Ordering::SeqCst));
+    assert!(started.elapsed() < bound);
+    assert!(matches!(result, Err(Error::Backend(_))), "{result:?}");
+    assert!(!ran.load(Ordering::SeqCst), "the action must not run");
+
+    // The same backend recovers once the server is back, with the lease it held.
+    server.restart(Data::Keep).unwrap();
+    let extended = recovers(Duration::from_secs(15), || {
+        LockBackend::extend(&backend, &lease, LEASE, true)
+    });
+    assert!(
+        matches!(extended, ExtendOutcome::Extended { .. }),
+        "{extended:?}"
+    );
+    assert_eq!(
+        LockBackend::release(&backend, &lease, Duration::ZERO).unwrap(),
+        leader_core::ReleaseOutcome::Released
+    );
+}
+
+#[test]
+fn a_paused_server_gives_an_error_within_the_timeout_and_the_backend_recovers() {
+    let Some(server) = private_server() else {
+        return;
+    };
+    let config = fast();
+    let bound = config.operation_timeout() + Duration::from_secs(1);
+    let backend = PostgresBackend::connect_with(&server.url(), config).unwrap();
+    let key = fresh_name("paused");
+    let lease = must_acquire(&backend, &key, "node-a", LEASE);
+
+    server.pause();
+    fails_fast("extend", &key, bound, || {
+        LockBackend::extend(&backend, &lease, LEASE, true)
+    });
+    let async_key = key.clone();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    fails_fast("async state", &key, bound, || {
+        runtime.block_on(AsyncLockBackend::state(&backend, &async_key))
+    });
+    server.resume();
+
+    // The connection stuck behind the paused server was closed: the next call is served.
+    let state = recovers(Duration::from_secs(10), || {
+        LockBackend::state(&backend, &key)
+    });
+    assert_eq!(state.leader().unwrap().fencing_token, lease.fencing_token);
+}
+
+#[test]
+fn a_server_that_lost_its_data_still_never_hands_out_a_smaller_token() {
+    let Some(mut server) = private_server() else {
+        return;
+    };
+    let backend = PostgresBackend::connect_with(&server.url(), fast()).unwrap();
+    let key = fresh_name("lost");
+    let before = must_acquire(&backend, &key, "node-a", LEASE);
+
+    server.restart(Data::Lose).unwrap();
+    // A fresh cluster: the table is made again by the same backend, the row is gone, and
+    // the token is seeded from the server's clock.
+    let after = recovers(Duration::from_secs(15), || {
+        let request = AcquireRequest::new(&key, OwnerToken::random(), "node-b", LEASE);
+        LockBackend::try_acquire(&backend, request)
+    });
+    let AcquireOutcome::Acquired(after) = after else {
+        panic!("the lock is free on a fresh server: {after:?}")
+    };
+    assert!(after.fencing_token > before.fencing_token);
+}
