@@ -1,9 +1,10 @@
 //! Continuous-leadership takeover times: after a graceful resignation (the standby is
 //! notified) and after a crash (the lease must run out), on the in-memory backend and, when
-//! `LEADER_TEST_REDIS_URL` is set, on Redis.
+//! `redis-server` is installed, on Redis (a server of the bench's own, from
+//! `leader_testkit::fixtures`).
 //!
 //! ```text
-//! LEADER_TEST_REDIS_URL=redis://127.0.0.1:6379/ cargo bench -p leader-benches --bench failover
+//! cargo bench -p leader-benches --bench failover
 //! ```
 //!
 //! The crash case uses a 300 ms lease and a 50 ms poll: its floor is the lease itself.
@@ -13,10 +14,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, SamplingMode, criterion_group, criterion_main};
-use leader_benches::server_from_env;
 use leader_blocking::{LeaderElector, LeadershipHandle};
 use leader_core::{CampaignConfig, InMemoryBackend, LeaderElectionOptions, LockBackend};
 use leader_redis::RedisBackend;
+use leader_testkit::fixtures::{self, RedisServer};
 
 fn config() -> CampaignConfig {
     CampaignConfig::default()
@@ -98,8 +99,9 @@ fn bench_backend<B: LockBackend + 'static>(c: &mut Criterion, label: &str, backe
 
 fn failover(c: &mut Criterion) {
     bench_backend(c, "memory", Arc::new(InMemoryBackend::new()));
-    if let Some(url) = server_from_env("LEADER_TEST_REDIS_URL", "the Redis failover bench") {
-        bench_backend(c, "redis", Arc::new(RedisBackend::connect(&url).unwrap()));
+    if let Some(server) = fixtures::require("redis-server", RedisServer::start()) {
+        let backend = RedisBackend::connect(&server.url()).unwrap();
+        bench_backend(c, "redis", Arc::new(backend));
     }
 }
 

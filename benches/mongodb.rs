@@ -1,4 +1,4 @@
-//! The MongoDB backend against a local test server (`LEADER_TEST_MONGODB_URI`), one
+//! The MongoDB backend against a test server of the bench's own (`leader_testkit::fixtures`), one
 //! uncontended acquire + release cycle per iteration, everything on one driver client:
 //!
 //! - `mongodb/blocking` (the client on a one-worker multi-thread runtime): the floor (one
@@ -14,9 +14,7 @@
 //!   each case's median and its ratio to the floor's median.
 //!
 //! ```text
-//! bash scripts/services.sh start /tmp/leader-bench && source /tmp/leader-bench/env
 //! cargo bench -p leader-benches --bench mongodb
-//! bash scripts/services.sh stop /tmp/leader-bench
 //! ```
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -27,10 +25,11 @@ use criterion::Criterion;
 use distributed_lock_core::traits::{DistributedLock, LockHandle};
 use distributed_lock_mongo::MongoDistributedLock;
 use leader_async::AsyncLeaderElector;
-use leader_benches::{Case, LEASE, interleaved, request, server_from_env, try_once_options};
+use leader_benches::{Case, LEASE, interleaved, request, try_once_options};
 use leader_blocking::LeaderElector;
 use leader_core::{AcquireOutcome, AsyncLockBackend, LockBackend, LockName, OwnerToken};
 use leader_mongodb::{MongoBackend, MongoConfig};
+use leader_testkit::fixtures::{self, MongoServer};
 use mongodb::bson::{DateTime, Document, doc};
 use mongodb::options::{ReturnDocument, WriteConcern};
 use mongodb::{Client, Collection};
@@ -280,9 +279,11 @@ fn interleaved_all(blocking: &BlockingSetup, asynchronous: &AsyncSetup, rounds: 
 }
 
 fn main() {
-    let Some(uri) = server_from_env("LEADER_TEST_MONGODB_URI", "the MongoDB bench") else {
+    let Some(server) = fixtures::require("secantusd-rs", MongoServer::start()) else {
         return;
     };
+    // One server, not the one-node replica set it reports: no topology discovery.
+    let uri = format!("{}?directConnection=true", server.uri());
     let blocking_setup = BlockingSetup::new(&uri);
     let async_setup = AsyncSetup::new(&uri);
     let mut criterion = Criterion::default().configure_from_args();

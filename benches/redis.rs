@@ -1,4 +1,4 @@
-//! The Redis backend against a local redis-server (`LEADER_TEST_REDIS_URL`):
+//! The Redis backend against a redis-server of the bench's own (`leader_testkit::fixtures`):
 //!
 //! - `redis/blocking`: one uncontended acquire + release cycle — the floor (two raw
 //!   EVALSHA round trips of the same scripts on one connection), the backend's
@@ -13,9 +13,7 @@
 //!   with polling only (p50 / p90 / max over 40 handoffs each).
 //!
 //! ```text
-//! bash scripts/services.sh start /tmp/leader-bench && source /tmp/leader-bench/env
 //! cargo bench -p leader-benches --bench redis
-//! bash scripts/services.sh stop /tmp/leader-bench
 //! ```
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -25,12 +23,11 @@ use std::time::{Duration, Instant, SystemTime};
 
 use criterion::Criterion;
 use leader_async::AsyncLeaderElector;
-use leader_benches::{
-    Case, LEASE, interleaved, percentile, request, server_from_env, try_once_options,
-};
+use leader_benches::{Case, LEASE, interleaved, percentile, request, try_once_options};
 use leader_blocking::LeaderElector;
 use leader_core::{AcquireOutcome, AsyncLockBackend, Backend, LockBackend, LockName, OwnerToken};
 use leader_redis::{RedisBackend, RedisConfig};
+use leader_testkit::fixtures::{self, RedisServer};
 use rand::Rng;
 
 const ACQUIRE_LUA: &str = include_str!("../leader-redis/src/lua/acquire.lua");
@@ -382,9 +379,10 @@ fn paired(url: &str, rounds: usize) {
 }
 
 fn main() {
-    let Some(url) = server_from_env("LEADER_TEST_REDIS_URL", "the Redis bench") else {
+    let Some(server) = fixtures::require("redis-server", RedisServer::start()) else {
         return;
     };
+    let url = server.url();
     load_scripts(&url);
     let mut criterion = Criterion::default().configure_from_args();
     blocking(&mut criterion, &url);

@@ -4,7 +4,7 @@
 //!
 //! - `tenant/memory-1000` and `tenant/memory-10000`: the in-memory backend (a manual clock
 //!   moves one interval between iterations, so every cycle starts with free locks);
-//! - `tenant/redis-10000`: Redis at `LEADER_TEST_REDIS_URL` (skipped without it); every
+//! - `tenant/redis-10000`: a redis-server of the bench's own (skipped without one); every
 //!   iteration uses a fresh job name, and the keys are deleted at the end;
 //! - printed after each group: backend calls per instance for one cycle, counted by a
 //!   wrapper backend (acquire calls per tenant, release calls per elected tenant), and for
@@ -12,9 +12,7 @@
 //!   instance, beside the commands the scripts ran inside the server.
 //!
 //! ```text
-//! bash scripts/services.sh start /tmp/leader-bench && source /tmp/leader-bench/env
 //! cargo bench -p leader-benches --bench tenant
-//! bash scripts/services.sh stop /tmp/leader-bench
 //! ```
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -23,7 +21,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use criterion::Criterion;
-use leader_benches::server_from_env;
 use leader_blocking::ThreadPoolLeaderElector;
 use leader_core::{
     AcquireOutcome, AcquireRequest, Backend, Error, ExtendOutcome, InMemoryBackend,
@@ -32,6 +29,7 @@ use leader_core::{
 };
 use leader_redis::{RedisBackend, RedisConfig};
 use leader_tenant::{BlockingTenantPoller, CycleReport, OutcomeKind, PollerConfig, TenantId};
+use leader_testkit::fixtures::{self, RedisServer};
 
 const INSTANCES: usize = 3;
 const WORKERS: usize = 4;
@@ -209,9 +207,10 @@ fn memory(c: &mut Criterion) {
 }
 
 fn redis(c: &mut Criterion) {
-    let Some(url) = server_from_env("LEADER_TEST_REDIS_URL", "tenant/redis-10000") else {
+    let Some(server) = fixtures::require("redis-server", RedisServer::start()) else {
         return;
     };
+    let url = server.url();
     let config = RedisConfig::default()
         .with_key_prefix(REDIS_PREFIX)
         .with_max_idle_connections(WORKERS);

@@ -3,11 +3,12 @@
 #
 #   scripts/test.sh [EXTRA CARGO TEST ARGS...]
 #
-# It installs what the tests need (scripts/services.sh install), starts the
-# Redis and MongoDB-compatible test servers in a temporary directory, exports
-# the LEADER_TEST_* variables they are found by (including
-# LEADER_TEST_REQUIRE_SERVERS=1, so a missing server is a failure, never a
-# skip), then runs, in order:
+# It installs what the tests need (scripts/services.sh install) and exports
+# LEADER_TEST_REQUIRE_SERVERS=1, so a test whose server cannot start fails
+# instead of skipping. The tests start their Redis, Redis Cluster, TLS Redis
+# and MongoDB-compatible servers themselves (leader_testkit::fixtures), on free
+# ports of 127.0.0.1, and no server outlives the test process that started it.
+# Then it runs, in order:
 #   1. cargo fmt --all -- --check
 #   2. cargo clippy --workspace --all-targets --all-features -- -D warnings
 #   3. cargo doc --workspace --no-deps --all-features with RUSTDOCFLAGS=-D warnings
@@ -17,46 +18,23 @@
 #      check that each package holds its README, its licence files and its Lua scripts
 #   6. cargo test --workspace --all-features [EXTRA ARGS]   (doctests included)
 # Every step runs even if an earlier one failed, so one run shows every
-# problem; the script exits non-zero if any step failed. The servers are
-# stopped on every exit: success, failure or Ctrl-C.
+# problem; the script exits non-zero if any step failed.
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$repo_root"
 
-services=("bash" "$repo_root/scripts/services.sh")
-
-# cargo install puts the MongoDB-compatible server here.
+# cargo install puts the MongoDB-compatible server here; the fixtures find it on PATH.
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+# A test whose server is missing fails rather than skips.
+export LEADER_TEST_REQUIRE_SERVERS=1
 
 step() {
     printf '\n==> %s\n' "$*"
 }
 
 step "Installing test dependencies (scripts/services.sh install)"
-"${services[@]}" install
-
-svc_dir=$(mktemp -d "${TMPDIR:-/tmp}/leader-test-services.XXXXXX")
-
-cleanup() {
-    local status=$?
-    # Ignore further Ctrl-C while the servers are being stopped.
-    trap '' INT TERM
-    step "Stopping test servers"
-    "${services[@]}" stop "$svc_dir" || status=1
-    exit "$status"
-}
-trap cleanup EXIT
-# Turn signals into an ordinary exit, so the EXIT trap stops the servers.
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
-
-step "Starting test servers in $svc_dir"
-"${services[@]}" start "$svc_dir"
-# shellcheck source=/dev/null
-source "$svc_dir/env"
-grep '^export ' "$svc_dir/env" | sed 's/^export /    /'
+bash "$repo_root/scripts/services.sh" install
 
 failed=()
 

@@ -74,29 +74,6 @@ pub fn percentile(sorted: &[Duration], p: usize) -> Duration {
     sorted.get(index).copied().unwrap_or_default()
 }
 
-/// The server address in the environment variable `var` (such as `LEADER_TEST_REDIS_URL`,
-/// which `scripts/services.sh start DIR` writes to `DIR/env`), or `None` after printing
-/// why the bench that needs it is skipped.
-///
-/// # Examples
-///
-/// ```
-/// use leader_benches::server_from_env;
-///
-/// assert_eq!(server_from_env("LEADER_BENCH_DOC_EXAMPLE_UNSET", "the example"), None);
-/// ```
-pub fn server_from_env(var: &str, bench: &str) -> Option<String> {
-    let address = std::env::var(var)
-        .ok()
-        .filter(|address| !address.trim().is_empty());
-    if address.is_none() {
-        println!(
-            "skipped {bench}: {var} is not set (start a server with `bash scripts/services.sh start DIR` and `source DIR/env`)"
-        );
-    }
-    address
-}
-
 /// The lease every uncontended bench cycle asks for: long enough never to run out mid-run.
 pub const LEASE: Duration = Duration::from_secs(60);
 

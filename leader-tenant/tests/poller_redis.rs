@@ -1,5 +1,6 @@
-//! The tenant pollers over Redis (`LEADER_TEST_REDIS_URL`; skipped when unset unless
-//! `LEADER_TEST_REQUIRE_SERVERS=1`): three instances x 50 tenants, exactly once per cycle.
+//! The tenant pollers over Redis (the test process's shared redis-server; skipped without
+//! one unless `LEADER_TEST_REQUIRE_SERVERS=1`): three instances x 50 tenants, exactly once
+//! per cycle.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -12,10 +13,10 @@ use leader_blocking::{LeaderElector, ThreadPoolLeaderElector};
 use leader_core::{LeaseContext, LockBackend, LockName, LockStatus};
 use leader_redis::RedisBackend;
 use leader_tenant::{AsyncTenantPoller, OutcomeKind, PollerConfig, TenantId};
-use leader_testkit::server_from_env;
+use leader_testkit::fixtures;
 
 fn redis_url() -> Option<String> {
-    server_from_env("LEADER_TEST_REDIS_URL")
+    fixtures::shared_redis().map(|server| server.url())
 }
 
 #[test]

@@ -30,7 +30,6 @@ mod macros;
 mod proxy;
 mod runner;
 mod sampler;
-mod servers;
 mod wait;
 
 pub use faulty::{Fault, FaultyBackend, Op};
@@ -45,5 +44,4 @@ pub use runner::SmolRunner;
 pub use runner::TokioRunner;
 pub use runner::{Runner, ThreadRunner};
 pub use sampler::LeaderSampler;
-pub use servers::server_from_env;
 pub use wait::{eventually, sleep, wait_until, within};

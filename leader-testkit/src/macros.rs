@@ -5,8 +5,9 @@
 /// `contract_tests!(module, blocking | async, harness_option, runner)`:
 /// - `blocking` runs the checks on the harness's blocking API (through
 ///   [`Blocking`](crate::Blocking)), `async` on its async API;
-/// - `harness_option` is an expression giving `Option<impl Harness>`; `None` skips (use
-///   [`server_from_env`](crate::server_from_env) so CI never skips);
+/// - `harness_option` is an expression giving `Option<impl Harness>`; `None` skips (build
+///   it on a [`fixtures`](crate::fixtures) server, which is `None` only when servers are
+///   not required, so CI never skips);
 /// - `runner` is an expression giving a [`Runner`](crate::Runner).
 #[macro_export]
 macro_rules! contract_tests {

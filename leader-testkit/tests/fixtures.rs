@@ -231,15 +231,18 @@ fn a_mongodb_server_restarts_on_its_store() {
     assert!(server.uri().starts_with("mongodb://127.0.0.1:"));
 }
 
-/// The child half of the next test: starts a server, prints its PID, and exits without
-/// running any destructor.
+/// The child half of the next test: starts a server, prints its PID and working directory
+/// (inside the fixture's), and exits without running any destructor.
 #[test]
 fn leaves_a_server_behind_when_run_as_a_child() {
     if std::env::var_os("LEADER_TEST_FIXTURE_CHILD").is_none() {
         return;
     }
     let server = RedisServer::start().unwrap();
-    println!("server-pid={}", server.pid().unwrap());
+    let pid = server.pid().unwrap();
+    println!("server-pid={pid}");
+    let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap();
+    println!("server-cwd={}", cwd.display());
     std::process::exit(0);
 }
 
@@ -265,11 +268,22 @@ fn no_server_outlives_the_process_that_started_it() {
         .trim()
         .parse()
         .unwrap();
+    let cwd = stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("server-cwd="))
+        .unwrap_or_else(|| panic!("the child printed no directory: {stdout}"));
+    // The server runs in the fixture's data directory; the fixture's own is its parent.
+    let fixture_dir = std::path::Path::new(cwd.trim())
+        .parent()
+        .unwrap()
+        .to_owned();
+    assert!(fixture_dir.starts_with(std::env::temp_dir()), "{cwd}");
     let deadline = Instant::now() + Duration::from_secs(5);
-    while alive(pid) {
+    while alive(pid) || fixture_dir.exists() {
         assert!(
             Instant::now() < deadline,
-            "redis-server {pid} outlived its test process"
+            "redis-server {pid} or its directory {} outlived its test process",
+            fixture_dir.display()
         );
         std::thread::sleep(Duration::from_millis(20));
     }

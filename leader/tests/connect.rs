@@ -9,7 +9,7 @@ use leader::backend::LockBackend;
 use leader::{
     AnyBackend, AsyncLeaderElector, LeaderElectionOptions, LeaderElector, LeaseMode, LockStatus,
 };
-use leader_testkit::{fresh_name, server_from_env};
+use leader_testkit::{fixtures, fresh_name};
 
 fn options(node: &str) -> LeaderElectionOptions {
     LeaderElectionOptions::default()
@@ -96,9 +96,10 @@ fn sqlite_urls_give_a_backend_on_that_file_sync_and_async() {
 
 #[test]
 fn redis_urls_give_the_redis_backend() {
-    let Some(url) = server_from_env("LEADER_TEST_REDIS_URL") else {
+    let Some(server) = fixtures::shared_redis() else {
         return;
     };
+    let url = server.url();
     let backend = leader::connect(&url).unwrap();
     assert_eq!(backend.kind(), "redis");
     let witness = leader::RedisBackend::connect(&url).unwrap();
@@ -110,10 +111,11 @@ fn redis_urls_give_the_redis_backend() {
 
 #[test]
 fn redis_cluster_urls_give_a_cluster_backend() {
-    let Some(urls) = server_from_env("LEADER_TEST_REDIS_CLUSTER_URLS") else {
+    let Some(cluster) = fixtures::shared_redis_cluster() else {
         return;
     };
-    let nodes: Vec<&str> = urls.split(',').map(str::trim).collect();
+    let urls = cluster.urls();
+    let nodes: Vec<&str> = urls.iter().map(String::as_str).collect();
     let hosts: Vec<&str> = nodes
         .iter()
         .map(|url| url.trim_start_matches("redis://").trim_end_matches('/'))
@@ -127,25 +129,22 @@ fn redis_cluster_urls_give_a_cluster_backend() {
 
 /// `rediss://` trusts the system's roots, which include `SSL_CERT_FILE`: the test re-runs
 /// itself in a child process with the test CA there (the environment of a running test
-/// process cannot be changed safely).
+/// process cannot be changed safely), given the URL of the parent's server.
 #[test]
 fn rediss_urls_give_a_tls_backend() {
-    const CHILD_RUN: &str = "LEADER_TEST_TLS_CHILD";
-    let Some(url) = server_from_env("LEADER_TEST_REDIS_TLS_URL") else {
-        return;
-    };
-    if std::env::var_os(CHILD_RUN).is_some() {
+    const CHILD_RUN: &str = "LEADER_TEST_TLS_CHILD_URL";
+    if let Ok(url) = std::env::var(CHILD_RUN) {
         let backend = leader::connect(&url).unwrap();
         exercise(backend, None);
         return;
     }
-    let Some(ca) = server_from_env("LEADER_TEST_REDIS_TLS_CA") else {
+    let Some(server) = fixtures::shared_redis_tls() else {
         return;
     };
     let status = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "rediss_urls_give_a_tls_backend", "--nocapture"])
-        .env(CHILD_RUN, "1")
-        .env("SSL_CERT_FILE", ca)
+        .env(CHILD_RUN, server.url())
+        .env("SSL_CERT_FILE", server.ca_certificate_path().unwrap())
         .env_remove("SSL_CERT_DIR")
         .status()
         .unwrap();
@@ -154,9 +153,11 @@ fn rediss_urls_give_a_tls_backend() {
 
 #[test]
 fn mongodb_urls_give_the_mongodb_backend_sync_and_async() {
-    let Some(uri) = server_from_env("LEADER_TEST_MONGODB_URI") else {
+    let Some(server) = fixtures::shared_mongo() else {
         return;
     };
+    // One server, not the one-node replica set it reports: no topology discovery.
+    let uri = format!("{}?directConnection=true", server.uri());
     let backend = leader::connect(&uri).unwrap();
     assert_eq!(backend.kind(), "mongodb");
     let witness = leader::MongoBackend::connect(&uri).unwrap();
@@ -171,9 +172,10 @@ fn mongodb_urls_give_the_mongodb_backend_sync_and_async() {
 
 #[test]
 fn a_wrong_password_is_a_backend_error_that_does_not_show_it() {
-    let Some(url) = server_from_env("LEADER_TEST_REDIS_URL") else {
+    let Some(server) = fixtures::shared_redis() else {
         return;
     };
+    let url = server.url();
     let host = url.trim_start_matches("redis://");
     let backend = leader::connect(&format!("redis://nobody:sesame-9f3@{host}")).unwrap();
     let elector = LeaderElector::new(backend, options("a")).unwrap();
