@@ -12,9 +12,8 @@
 //!   group in turn, rotating the order, so that load from elsewhere hits all cases alike;
 //!   each case's median and its ratio to the floor's median.
 //!
-//! The server is one of the bench's own (leader-testkit's fixture: `initdb` into a temporary
-//! directory), unless `LEADER_BENCH_POSTGRES_URL` names one. It inherits the bench's CPU
-//! affinity, so `taskset` pins both:
+//! The server is one of the bench's own (`leader_testkit::fixtures`: `initdb` into a
+//! temporary directory). It inherits the bench's CPU affinity, so `taskset` pins both:
 //!
 //! ```text
 //! cargo bench -p leader-benches --bench postgres
@@ -32,7 +31,7 @@ use leader_benches::{Case, LEASE, interleaved, request, try_once_options};
 use leader_blocking::LeaderElector;
 use leader_core::{AcquireOutcome, AsyncLockBackend, LockBackend, LockName, OwnerToken};
 use leader_postgres::{PostgresBackend, PostgresConfig};
-use leader_testkit::fixtures::PostgresServer;
+use leader_testkit::fixtures::{self, PostgresServer};
 use tokio::runtime::Runtime;
 use tokio_postgres::types::Type;
 use tokio_postgres::{Client, NoTls, Statement};
@@ -255,17 +254,10 @@ fn interleaved_all(s: &Setup, rounds: usize) {
 }
 
 fn main() {
-    let (url, _server) = match std::env::var("LEADER_BENCH_POSTGRES_URL") {
-        Ok(url) if !url.trim().is_empty() => (url, None),
-        _ => match PostgresServer::start() {
-            Ok(server) => (server.url(), Some(server)),
-            Err(err) => {
-                println!("skipped the PostgreSQL bench: could not start a server: {err}");
-                return;
-            }
-        },
+    let Some(server) = fixtures::require("postgres", PostgresServer::start()) else {
+        return;
     };
-    let setup = Setup::new(&url);
+    let setup = Setup::new(&server.url());
     let mut criterion = Criterion::default().configure_from_args();
     groups(&mut criterion, &setup);
     criterion.final_summary();
