@@ -23,9 +23,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use criterion::Criterion;
 use leader_blocking::ThreadPoolLeaderElector;
 use leader_core::{
-    AcquireOutcome, AcquireRequest, Backend, Error, ExtendOutcome, InMemoryBackend,
-    LeaderElectionOptions, LeaderState, Lease, LeaseContext, LockBackend, LockName, ManualClock,
-    ReleaseEvents, ReleaseOutcome,
+    AcquireOutcome, AcquireRequest, Backend, Error, ExtendOutcome, ForceReleaseOutcome,
+    InMemoryBackend, LeaderElectionOptions, LeaderState, Lease, LeaseContext, ListPage,
+    ListRequest, LockBackend, LockName, ManualClock, ReleaseEvents, ReleaseOutcome,
 };
 use leader_redis::{RedisBackend, RedisConfig};
 use leader_tenant::{BlockingTenantPoller, CycleReport, OutcomeKind, PollerConfig, TenantId};
@@ -85,6 +85,16 @@ impl<B: LockBackend> LockBackend for Counting<B> {
     fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
         self.calls.other.fetch_add(1, Ordering::Relaxed);
         self.inner.state(key)
+    }
+
+    fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
+        self.calls.other.fetch_add(1, Ordering::Relaxed);
+        self.inner.list(request)
+    }
+
+    fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
+        self.calls.other.fetch_add(1, Ordering::Relaxed);
+        self.inner.force_release(key)
     }
 }
 

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use leader_core::__private::{ElectorSettings, Keepalive, Step};
 use leader_core::{
-    AsyncLockBackend, Error, IntoTenantId, LeaderElectionOptions, LeaderRunResult, LeaderState,
-    LeaseContext, LockName, TenantId,
+    AsyncLockBackend, Error, ForceReleaseOutcome, IntoTenantId, LeaderElectionOptions,
+    LeaderRunResult, LeaderState, LeaseContext, ListPage, ListRequest, LockName, TenantId,
 };
 
 use crate::acquire::acquire;
@@ -289,5 +289,32 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     pub async fn state(&self, name: &str) -> Result<LeaderState, Error> {
         let key = self.lock_key(name)?;
         Ok(self.backend.state(&key).await?.with_lock_name(name))
+    }
+
+    /// One page of the locks held under `request.prefix` (inside this elector's tenant
+    /// scope, names reported without it), best-effort like [`state`](Self::state): see
+    /// [`ListPage`]. Pass the page's `next` cursor back with [`ListRequest::after`].
+    ///
+    /// # Errors
+    ///
+    /// A backend failure, or a cursor the backend did not make.
+    pub async fn list(&self, request: ListRequest) -> Result<ListPage, Error> {
+        let page = self
+            .backend
+            .list(&self.settings.scoped_list(request))
+            .await?;
+        Ok(self.settings.unscoped_page(page))
+    }
+
+    /// Frees the lock `name` whoever holds it, and returns the holder it removed: an
+    /// operator's action for a stuck holder. The holder finds out at its next renewal
+    /// (its lease is lost); its fencing token stays spent.
+    ///
+    /// # Errors
+    ///
+    /// An invalid name, or a backend failure.
+    pub async fn force_release(&self, name: &str) -> Result<ForceReleaseOutcome, Error> {
+        let key = self.lock_key(name)?;
+        self.backend.force_release(&key).await
     }
 }

@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use leader_core::__private::{ElectorSettings, Keepalive, Step};
 use leader_core::{
-    Error, IntoTenantId, LeaderElectionOptions, LeaderRunResult, LeaderState, LeaseContext,
-    LockBackend, LockName, TenantId,
+    Error, ForceReleaseOutcome, IntoTenantId, LeaderElectionOptions, LeaderRunResult, LeaderState,
+    LeaseContext, ListPage, ListRequest, LockBackend, LockName, TenantId,
 };
 
 use crate::acquire::acquire;
@@ -296,5 +296,48 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     pub fn state(&self, name: &str) -> Result<LeaderState, Error> {
         let key = self.lock_key(name)?;
         Ok(self.backend.state(&key)?.with_lock_name(name))
+    }
+
+    /// One page of the locks held under `request.prefix` (inside this elector's tenant
+    /// scope, names reported without it), best-effort like [`state`](Self::state): see
+    /// [`ListPage`]. Pass the page's `next` cursor back with [`ListRequest::after`].
+    ///
+    /// # Errors
+    ///
+    /// A backend failure, or a cursor the backend did not make.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_blocking::LeaderElector;
+    /// use leader_core::{InMemoryBackend, LeaderElectionOptions, ListRequest};
+    ///
+    /// let elector = LeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default())?;
+    /// let acme = elector.for_tenant("acme")?;
+    /// let held = acme.acquire("sync", leader_core::LeaseMode::watchdog())?;
+    /// let page = acme.list(ListRequest::new(""))?;
+    /// assert_eq!(page.locks[0].lock_name(), "sync");
+    /// // The unscoped elector sees the full key.
+    /// let page = elector.list(ListRequest::new("tenant:"))?;
+    /// assert_eq!(page.locks[0].lock_name(), "tenant:acme:sync");
+    /// # drop(held);
+    /// # Ok::<(), leader_core::Error>(())
+    /// ```
+    pub fn list(&self, request: ListRequest) -> Result<ListPage, Error> {
+        let page = self.backend.list(&self.settings.scoped_list(request))?;
+        Ok(self.settings.unscoped_page(page))
+    }
+
+    /// Frees the lock `name` whoever holds it, and returns the holder it removed: an
+    /// operator's action for a stuck holder. The holder finds out at its next renewal
+    /// (its lease is lost); its fencing token stays spent, so a late write of its is
+    /// still refused by a fenced resource.
+    ///
+    /// # Errors
+    ///
+    /// An invalid name, or a backend failure.
+    pub fn force_release(&self, name: &str) -> Result<ForceReleaseOutcome, Error> {
+        let key = self.lock_key(name)?;
+        self.backend.force_release(&key)
     }
 }

@@ -6,8 +6,8 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender};
 use leader_core::{
-    Error, IntoTenantId, LeaderElectionOptions, LeaderRunResult, LeaderState, LeaseContext,
-    LockBackend, TenantId,
+    Error, ForceReleaseOutcome, IntoTenantId, LeaderElectionOptions, LeaderRunResult, LeaderState,
+    LeaseContext, ListPage, ListRequest, LockBackend, TenantId,
 };
 use parking_lot::Mutex;
 
@@ -235,6 +235,26 @@ impl<B: LockBackend + 'static> ThreadPoolLeaderElector<B> {
     /// An invalid name, or a backend failure.
     pub fn state(&self, name: &str) -> Result<LeaderState, Error> {
         self.elector.state(name)
+    }
+
+    /// One page of the locks held under `request.prefix`, read on the calling thread (see
+    /// [`LeaderElector::list`]).
+    ///
+    /// # Errors
+    ///
+    /// A backend failure, or a cursor the backend did not make.
+    pub fn list(&self, request: ListRequest) -> Result<ListPage, Error> {
+        self.elector.list(request)
+    }
+
+    /// Frees the lock `name` whoever holds it, on the calling thread (see
+    /// [`LeaderElector::force_release`]).
+    ///
+    /// # Errors
+    ///
+    /// An invalid name, or a backend failure.
+    pub fn force_release(&self, name: &str) -> Result<ForceReleaseOutcome, Error> {
+        self.elector.force_release(name)
     }
 
     /// Stops taking tasks, lets the queued ones finish and joins the workers. Later

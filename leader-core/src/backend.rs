@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 use crate::error::Error;
 use crate::events::ReleaseEvents;
 use crate::lease::{Lease, OwnerToken};
+use crate::listing::{ForceReleaseOutcome, ListPage, ListRequest};
 use crate::name::LockName;
 use crate::state::{LeaderLease, LeaderState};
 
@@ -184,6 +185,15 @@ pub trait Backend: Send + Sync {
 /// 6. **Min lease**: `release` keeps the lock until `acquired_at + min_lease_time` in the
 ///    store, and returns without waiting for it.
 /// 8. **Clock**: with `use_db_time`, timestamps come from the backend's clock.
+///
+/// And for operators (not numbered in DESIGN §4):
+///
+/// - **Listing**: `list` pages through the unexpired holders whose key starts with the
+///   prefix, holding at most about one page in memory, without a command that blocks the
+///   server (no Redis `KEYS`).
+/// - **Force release**: `force_release` frees a lock whoever holds it. The fencing counter
+///   stays, waiters are woken as on a normal release, and the holder's next `extend` or
+///   `release` is `NotHeld` (its elector reports the lease lost).
 pub trait LockBackend: Backend {
     /// Takes the lock if it is free, expired, or already owned by `request.owner`.
     ///
@@ -221,6 +231,22 @@ pub trait LockBackend: Backend {
     ///
     /// [`Error::Backend`] on any failure of the store.
     fn state(&self, key: &LockName) -> Result<LeaderState, Error>;
+
+    /// One page of the held locks whose key starts with `request.prefix` (see
+    /// [`ListPage`] for what best-effort means here).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Backend`] on any failure of the store, or a cursor this backend did not make.
+    fn list(&self, request: &ListRequest) -> Result<ListPage, Error>;
+
+    /// Frees the lock `key` whoever holds it: an operator's action, for a holder that is
+    /// stuck. Returns the holder it removed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Backend`] on any failure of the store.
+    fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error>;
 }
 
 /// An async lock backend: the same four primitives as [`LockBackend`], as futures.
@@ -260,4 +286,13 @@ pub trait AsyncLockBackend: Backend {
 
     /// See [`LockBackend::state`].
     fn state(&self, key: &LockName) -> impl Future<Output = Result<LeaderState, Error>> + Send;
+
+    /// See [`LockBackend::list`].
+    fn list(&self, request: &ListRequest) -> impl Future<Output = Result<ListPage, Error>> + Send;
+
+    /// See [`LockBackend::force_release`].
+    fn force_release(
+        &self,
+        key: &LockName,
+    ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send;
 }

@@ -15,6 +15,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::Error;
 use crate::events::ReleaseEvents;
 use crate::lease::{Lease, OwnerToken};
+use crate::listing::{ForceReleaseOutcome, ListCursor, ListPage, ListRequest};
 use crate::name::LockName;
 use crate::state::{LeaderLease, LeaderState};
 
@@ -273,6 +274,50 @@ impl InMemoryBackend {
             _ => LeaderState::empty(key.as_str()),
         }
     }
+
+    /// The held locks under the prefix, in key order, resuming after the cursor's key.
+    fn list_page(&self, request: &ListRequest) -> ListPage {
+        let clock_now = self.monotonic();
+        let after = request.cursor.as_ref().map(ListCursor::as_str);
+        let slots = self.inner.slots.lock();
+        let mut held: Vec<(&String, &Holder)> = slots
+            .iter()
+            .filter(|(key, _)| {
+                key.starts_with(&request.prefix) && after.is_none_or(|after| key.as_str() > after)
+            })
+            .filter_map(|(key, slot)| Some((key, slot.holder.as_ref()?)))
+            .filter(|(_, holder)| holder.deadline > clock_now)
+            .collect();
+        held.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let next = (held.len() > request.limit)
+            .then(|| ListCursor::new(held[request.limit - 1].0.as_str()));
+        held.truncate(request.limit);
+        let locks = held
+            .into_iter()
+            .map(|(key, holder)| LeaderState::occupied(key.as_str(), holder.snapshot()))
+            .collect();
+        ListPage::new(locks, next)
+    }
+
+    fn force_free(&self, key: &LockName) -> ForceReleaseOutcome {
+        let clock_now = self.monotonic();
+        let mut slots = self.inner.slots.lock();
+        let Some(slot) = slots.get_mut(key.as_str()) else {
+            return ForceReleaseOutcome::NotHeld;
+        };
+        let Some(holder) = slot.holder.take() else {
+            return ForceReleaseOutcome::NotHeld;
+        };
+        let live = holder.deadline > clock_now;
+        let snapshot = holder.snapshot();
+        slot.spare_leader_id = holder.leader_id;
+        drop(slots);
+        if !live {
+            return ForceReleaseOutcome::NotHeld;
+        }
+        self.inner.events.notify(key.as_str());
+        ForceReleaseOutcome::Released(snapshot)
+    }
 }
 
 impl Backend for InMemoryBackend {
@@ -306,6 +351,14 @@ impl LockBackend for InMemoryBackend {
     fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
         Ok(self.snapshot(key))
     }
+
+    fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
+        Ok(self.list_page(request))
+    }
+
+    fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
+        Ok(self.force_free(key))
+    }
 }
 
 /// The async side answers at once: the work is a short critical section on a mutex.
@@ -336,6 +389,17 @@ impl AsyncLockBackend for InMemoryBackend {
 
     fn state(&self, key: &LockName) -> impl Future<Output = Result<LeaderState, Error>> + Send {
         ready(Ok(self.snapshot(key)))
+    }
+
+    fn list(&self, request: &ListRequest) -> impl Future<Output = Result<ListPage, Error>> + Send {
+        ready(Ok(self.list_page(request)))
+    }
+
+    fn force_release(
+        &self,
+        key: &LockName,
+    ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
+        ready(Ok(self.force_free(key)))
     }
 }
 

@@ -11,6 +11,7 @@ use crate::backend::{
 };
 use crate::error::Error;
 use crate::lease::Lease;
+use crate::listing::{ForceReleaseOutcome, ListPage, ListRequest};
 use crate::name::LockName;
 use crate::state::LeaderState;
 
@@ -79,6 +80,15 @@ impl LockBackend for NoopBackend {
     fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
         Ok(LeaderState::empty(key.as_str()))
     }
+
+    /// Nothing is ever held here, so nothing is listed.
+    fn list(&self, _: &ListRequest) -> Result<ListPage, Error> {
+        Ok(ListPage::default())
+    }
+
+    fn force_release(&self, _: &LockName) -> Result<ForceReleaseOutcome, Error> {
+        Ok(ForceReleaseOutcome::NotHeld)
+    }
 }
 
 impl AsyncLockBackend for NoopBackend {
@@ -108,5 +118,16 @@ impl AsyncLockBackend for NoopBackend {
 
     fn state(&self, key: &LockName) -> impl Future<Output = Result<LeaderState, Error>> + Send {
         ready(LockBackend::state(self, key))
+    }
+
+    fn list(&self, request: &ListRequest) -> impl Future<Output = Result<ListPage, Error>> + Send {
+        ready(LockBackend::list(self, request))
+    }
+
+    fn force_release(
+        &self,
+        key: &LockName,
+    ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
+        ready(LockBackend::force_release(self, key))
     }
 }

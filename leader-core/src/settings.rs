@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use crate::error::Error;
+use crate::listing::{ListPage, ListRequest};
 use crate::name::LockName;
 use crate::options::LeaderElectionOptions;
 use crate::tenant::{IntoTenantId, TenantId};
@@ -103,5 +104,31 @@ impl ElectorSettings {
             Some(prefix) => LockName::prefixed(prefix, name)?,
             None => LockName::unscoped(name)?,
         })
+    }
+
+    /// `request` with this scope's prefix in front of its own.
+    pub fn scoped_list(&self, request: ListRequest) -> ListRequest {
+        match &self.name_prefix {
+            Some(scope) => {
+                let prefix = format!("{scope}{}", request.prefix);
+                request.with_prefix(prefix)
+            }
+            None => request,
+        }
+    }
+
+    /// `page` with this scope's prefix taken off every lock name, as `state` reports them.
+    pub fn unscoped_page(&self, mut page: ListPage) -> ListPage {
+        if let Some(scope) = &self.name_prefix {
+            page.locks = std::mem::take(&mut page.locks)
+                .into_iter()
+                .map(|state| {
+                    let name = state.lock_name();
+                    let name = name.strip_prefix(&**scope).unwrap_or(name).to_owned();
+                    state.with_lock_name(name)
+                })
+                .collect();
+        }
+        page
     }
 }

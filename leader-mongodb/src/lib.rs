@@ -11,6 +11,7 @@ mod document;
 mod error;
 pub mod fence;
 mod nonblocking;
+mod not_yet;
 mod ops;
 mod pipeline;
 mod runtime;

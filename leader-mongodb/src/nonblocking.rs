@@ -52,4 +52,18 @@ impl AsyncLockBackend for MongoBackend {
     fn state(&self, key: &LockName) -> impl Future<Output = Result<LeaderState, Error>> + Send {
         self.run(key.clone(), self.store().state(key.clone()))
     }
+
+    async fn list(
+        &self,
+        request: &leader_core::ListRequest,
+    ) -> Result<leader_core::ListPage, Error> {
+        Err(crate::not_yet::not_yet(&request.prefix))
+    }
+
+    async fn force_release(
+        &self,
+        key: &LockName,
+    ) -> Result<leader_core::ForceReleaseOutcome, Error> {
+        Err(crate::not_yet::not_yet(key.as_str()))
+    }
 }

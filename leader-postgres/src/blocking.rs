@@ -48,4 +48,12 @@ impl LockBackend for PostgresBackend {
     fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
         self.block_on(State { key: key.clone() })
     }
+
+    fn list(&self, request: &leader_core::ListRequest) -> Result<leader_core::ListPage, Error> {
+        Err(crate::not_yet::not_yet(&request.prefix))
+    }
+
+    fn force_release(&self, key: &LockName) -> Result<leader_core::ForceReleaseOutcome, Error> {
+        Err(crate::not_yet::not_yet(key.as_str()))
+    }
 }

@@ -9,6 +9,7 @@ mod connector;
 mod error;
 mod listener;
 mod nonblocking;
+mod not_yet;
 mod ops;
 mod pool;
 mod runtime;

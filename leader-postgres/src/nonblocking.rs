@@ -57,4 +57,18 @@ impl AsyncLockBackend for PostgresBackend {
     async fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
         self.run(State { key: key.clone() }).await
     }
+
+    async fn list(
+        &self,
+        request: &leader_core::ListRequest,
+    ) -> Result<leader_core::ListPage, Error> {
+        Err(crate::not_yet::not_yet(&request.prefix))
+    }
+
+    async fn force_release(
+        &self,
+        key: &LockName,
+    ) -> Result<leader_core::ForceReleaseOutcome, Error> {
+        Err(crate::not_yet::not_yet(key.as_str()))
+    }
 }

@@ -44,4 +44,12 @@ impl LockBackend for RedisBackend {
     fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
         self.run_blocking(State { key })
     }
+
+    fn list(&self, request: &leader_core::ListRequest) -> Result<leader_core::ListPage, Error> {
+        Err(crate::not_yet::not_yet(&request.prefix))
+    }
+
+    fn force_release(&self, key: &LockName) -> Result<leader_core::ForceReleaseOutcome, Error> {
+        Err(crate::not_yet::not_yet(key.as_str()))
+    }
 }

@@ -1,7 +1,6 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc = include_str!("../README.md")]
 
-#[cfg(any(feature = "tokio", feature = "smol"))]
 mod async_conn;
 #[cfg(any(feature = "tokio", feature = "smol"))]
 mod asynchronous;
@@ -16,6 +15,8 @@ mod error;
 pub mod fence;
 mod from_client;
 mod keys;
+#[cfg(any(feature = "tokio", feature = "smol"))]
+mod not_yet;
 mod ops;
 mod pubsub;
 mod scripts;

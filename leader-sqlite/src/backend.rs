@@ -4,7 +4,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use leader_core::{Backend, Error, LockName, ReleaseEvents};
+use leader_core::{Backend, Error, ForceReleaseOutcome, LockName, ReleaseEvents};
 use parking_lot::Mutex;
 use rusqlite::Connection;
 
@@ -102,7 +102,7 @@ impl SqliteBackend {
     /// Runs `op` on the connection, on the calling thread.
     pub(crate) fn run<T>(
         &self,
-        key: &LockName,
+        key: &str,
         op: impl FnOnce(&mut Connection) -> Result<T, OpFailure>,
     ) -> Result<T, Error> {
         let mut conn = self.inner.conn.lock();
@@ -111,7 +111,7 @@ impl SqliteBackend {
 
     /// Runs `op` on the connection, on a thread of the `blocking` crate's pool, so no
     /// executor thread waits for the file's locks; any async runtime can await it.
-    pub(crate) async fn run_async<T, F>(&self, key: &LockName, op: F) -> Result<T, Error>
+    pub(crate) async fn run_async<T, F>(&self, key: &str, op: F) -> Result<T, Error>
     where
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<T, OpFailure> + Send + 'static,
@@ -129,11 +129,19 @@ impl SqliteBackend {
             self.inner.events.notify(key.as_str());
         }
     }
+
+    /// After a force release: wakes this process's waiters as a release does.
+    pub(crate) fn force_released(&self, key: &LockName, outcome: &ForceReleaseOutcome) {
+        if matches!(outcome, ForceReleaseOutcome::Released(_)) {
+            self.inner.events.notify(key.as_str());
+        }
+    }
 }
 
-fn failed(key: &LockName, failure: OpFailure) -> Error {
+/// `key` names the lock (or, for a listing, the prefix) in the error.
+fn failed(key: &str, failure: OpFailure) -> Error {
     tracing::debug!(lock = %key, error = %failure, "sqlite lock call failed");
-    failure.into_core(key.as_str())
+    failure.into_core(key)
 }
 
 impl Backend for SqliteBackend {

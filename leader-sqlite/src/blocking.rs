@@ -3,17 +3,18 @@
 use std::time::Duration;
 
 use leader_core::{
-    AcquireOutcome, AcquireRequest, Error, ExtendOutcome, LeaderState, Lease, LockBackend,
-    LockName, ReleaseOutcome,
+    AcquireOutcome, AcquireRequest, Error, ExtendOutcome, ForceReleaseOutcome, LeaderState, Lease,
+    ListPage, ListRequest, LockBackend, LockName, ReleaseOutcome,
 };
 
 use crate::backend::SqliteBackend;
+use crate::operator;
 use crate::ops::{self, Acquire};
 
 impl LockBackend for SqliteBackend {
     fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
         let request = Acquire::from(request);
-        self.run(&request.key, |conn| ops::acquire(conn, &request))
+        self.run(request.key.as_str(), |conn| ops::acquire(conn, &request))
     }
 
     /// `use_db_time` changes nothing: every time comes from the host's clock.
@@ -23,13 +24,13 @@ impl LockBackend for SqliteBackend {
         lease_time: Duration,
         _use_db_time: bool,
     ) -> Result<ExtendOutcome, Error> {
-        self.run(&lease.key, |conn| {
+        self.run(lease.key.as_str(), |conn| {
             ops::extend(conn, &lease.key, lease.owner, lease_time)
         })
     }
 
     fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {
-        let released = self.run(&lease.key, |conn| {
+        let released = self.run(lease.key.as_str(), |conn| {
             ops::release(conn, &lease.key, lease.owner, min_lease_time)
         })?;
         self.released(&lease.key, &released);
@@ -37,6 +38,16 @@ impl LockBackend for SqliteBackend {
     }
 
     fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
-        self.run(key, |conn| ops::state(conn, key))
+        self.run(key.as_str(), |conn| ops::state(conn, key))
+    }
+
+    fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
+        self.run(&request.prefix, |conn| operator::list(conn, request))
+    }
+
+    fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
+        let outcome = self.run(key.as_str(), |conn| operator::force_release(conn, key))?;
+        self.force_released(key, &outcome);
+        Ok(outcome)
     }
 }

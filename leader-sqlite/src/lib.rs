@@ -6,6 +6,7 @@ mod blocking;
 mod config;
 mod error;
 mod nonblocking;
+mod operator;
 mod ops;
 mod schema;
 mod time;

@@ -7,18 +7,19 @@
 use std::time::Duration;
 
 use leader_core::{
-    AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, LeaderState, Lease,
-    LockName, ReleaseOutcome,
+    AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, ForceReleaseOutcome,
+    LeaderState, Lease, ListPage, ListRequest, LockName, ReleaseOutcome,
 };
 
 use crate::backend::SqliteBackend;
+use crate::operator;
 use crate::ops::{self, Acquire};
 
 impl AsyncLockBackend for SqliteBackend {
     async fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
         let request = Acquire::from(request);
         let key = request.key.clone();
-        self.run_async(&key, move |conn| ops::acquire(conn, &request))
+        self.run_async(key.as_str(), move |conn| ops::acquire(conn, &request))
             .await
     }
 
@@ -29,7 +30,7 @@ impl AsyncLockBackend for SqliteBackend {
         _use_db_time: bool,
     ) -> Result<ExtendOutcome, Error> {
         let (key, owner) = (lease.key.clone(), lease.owner);
-        self.run_async(&lease.key, move |conn| {
+        self.run_async(lease.key.as_str(), move |conn| {
             ops::extend(conn, &key, owner, lease_time)
         })
         .await
@@ -42,7 +43,7 @@ impl AsyncLockBackend for SqliteBackend {
     ) -> Result<ReleaseOutcome, Error> {
         let (key, owner) = (lease.key.clone(), lease.owner);
         let released = self
-            .run_async(&lease.key, move |conn| {
+            .run_async(lease.key.as_str(), move |conn| {
                 ops::release(conn, &key, owner, min_lease_time)
             })
             .await?;
@@ -52,7 +53,24 @@ impl AsyncLockBackend for SqliteBackend {
 
     async fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
         let owned = key.clone();
-        self.run_async(key, move |conn| ops::state(conn, &owned))
+        self.run_async(key.as_str(), move |conn| ops::state(conn, &owned))
             .await
+    }
+
+    async fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
+        let owned = request.clone();
+        self.run_async(&request.prefix, move |conn| operator::list(conn, &owned))
+            .await
+    }
+
+    async fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
+        let owned = key.clone();
+        let outcome = self
+            .run_async(key.as_str(), move |conn| {
+                operator::force_release(conn, &owned)
+            })
+            .await?;
+        self.force_released(key, &outcome);
+        Ok(outcome)
     }
 }

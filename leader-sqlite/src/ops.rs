@@ -36,7 +36,7 @@ impl From<AcquireRequest<'_>> for Acquire {
 }
 
 /// A live lock row.
-struct Holder {
+pub(crate) struct Holder {
     owner: Option<String>,
     leader_id: String,
     fencing_token: i64,
@@ -45,7 +45,7 @@ struct Holder {
 }
 
 impl Holder {
-    fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+    pub(crate) fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
         Ok(Holder {
             owner: row.get(0)?,
             leader_id: row.get(1)?,
@@ -55,7 +55,7 @@ impl Holder {
         })
     }
 
-    fn snapshot(&self) -> Result<LeaderLease, OpFailure> {
+    pub(crate) fn snapshot(&self) -> Result<LeaderLease, OpFailure> {
         Ok(LeaderLease::new(
             self.leader_id.clone(),
             time(self.acquired_at)?,
@@ -70,7 +70,11 @@ fn token(stored: i64) -> Result<u64, OpFailure> {
 }
 
 /// The lock's row while someone holds it (a released-but-minimum-lease row included).
-fn live_holder(conn: &Connection, key: &LockName, now: i64) -> Result<Option<Holder>, OpFailure> {
+pub(crate) fn live_holder(
+    conn: &Connection,
+    key: &LockName,
+    now: i64,
+) -> Result<Option<Holder>, OpFailure> {
     Ok(conn
         .query_row(
             "SELECT owner, leader_id, fencing_token, acquired_at, expires_at FROM leader_locks

@@ -11,8 +11,8 @@ use std::time::{Duration, SystemTime};
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, Error, ExtendOutcome,
-    InMemoryBackend, LeaderState, Lease, LockBackend, LockName, NameError, OwnerToken,
-    ReleaseOutcome,
+    ForceReleaseOutcome, InMemoryBackend, LeaderState, Lease, ListPage, ListRequest, LockBackend,
+    LockName, NameError, OwnerToken, ReleaseOutcome,
 };
 use leader_tenant::TenantId;
 use leader_testkit::{Harness, MemoryHarness, ThreadRunner, TokioRunner};
@@ -48,6 +48,22 @@ impl<B> Scoped<B> {
             }
             held => held,
         }
+    }
+
+    fn list_inward(&self, request: &ListRequest) -> ListRequest {
+        let prefix = format!("{}{}", self.prefix, request.prefix);
+        request.clone().with_prefix(prefix)
+    }
+
+    fn page_outward(&self, mut page: ListPage) -> ListPage {
+        for state in &mut page.locks {
+            let name = state
+                .lock_name()
+                .strip_prefix(&self.prefix)
+                .expect("under the prefix");
+            *state = state.clone().with_lock_name(name);
+        }
+        page
     }
 
     fn state_outward(&self, state: LeaderState, key: &LockName) -> LeaderState {
@@ -87,6 +103,15 @@ impl<B: LockBackend> LockBackend for Scoped<B> {
         let state = self.inner.state(&self.key(key)?)?;
         Ok(self.state_outward(state, key))
     }
+
+    fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
+        let page = self.inner.list(&self.list_inward(request))?;
+        Ok(self.page_outward(page))
+    }
+
+    fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
+        self.inner.force_release(&self.key(key)?)
+    }
 }
 
 impl<B: AsyncLockBackend> AsyncLockBackend for Scoped<B> {
@@ -119,6 +144,15 @@ impl<B: AsyncLockBackend> AsyncLockBackend for Scoped<B> {
     async fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
         let state = AsyncLockBackend::state(&self.inner, &self.key(key)?).await?;
         Ok(self.state_outward(state, key))
+    }
+
+    async fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
+        let page = AsyncLockBackend::list(&self.inner, &self.list_inward(request)).await?;
+        Ok(self.page_outward(page))
+    }
+
+    async fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
+        AsyncLockBackend::force_release(&self.inner, &self.key(key)?).await
     }
 }
 

@@ -11,7 +11,8 @@ use std::time::Duration;
 use event_listener::{Event, Listener};
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, BackendError, BackendErrorKind,
-    Error, ExtendOutcome, LeaderState, Lease, LockBackend, LockName, ReleaseEvents, ReleaseOutcome,
+    Error, ExtendOutcome, ForceReleaseOutcome, LeaderState, Lease, ListPage, ListRequest,
+    LockBackend, LockName, ReleaseEvents, ReleaseOutcome,
 };
 use parking_lot::Mutex;
 
@@ -275,6 +276,15 @@ impl<B: LockBackend> LockBackend for FaultyBackend<B> {
     fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
         self.blocking(Op::State, key, || self.inner.state(key))
     }
+
+    /// Operator calls pass through unfaulted.
+    fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
+        self.inner.list(request)
+    }
+
+    fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
+        self.inner.force_release(key)
+    }
 }
 
 impl<B: AsyncLockBackend> AsyncLockBackend for FaultyBackend<B> {
@@ -310,5 +320,16 @@ impl<B: AsyncLockBackend> AsyncLockBackend for FaultyBackend<B> {
 
     fn state(&self, key: &LockName) -> impl Future<Output = Result<LeaderState, Error>> + Send {
         self.nonblocking(Op::State, key, move || self.inner.state(key))
+    }
+
+    fn list(&self, request: &ListRequest) -> impl Future<Output = Result<ListPage, Error>> + Send {
+        self.inner.list(request)
+    }
+
+    fn force_release(
+        &self,
+        key: &LockName,
+    ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
+        self.inner.force_release(key)
     }
 }

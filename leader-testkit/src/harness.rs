@@ -5,8 +5,8 @@ use std::time::{Duration, SystemTime};
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, Error, ExtendOutcome,
-    InMemoryBackend, LeaderState, Lease, LockBackend, LockName, ManualClock, ReleaseEvents,
-    ReleaseOutcome,
+    ForceReleaseOutcome, InMemoryBackend, LeaderState, Lease, ListPage, ListRequest, LockBackend,
+    LockName, ManualClock, ReleaseEvents, ReleaseOutcome,
 };
 use rand::Rng;
 
@@ -168,5 +168,16 @@ impl<B: LockBackend> AsyncLockBackend for BlockingAsAsync<B> {
 
     fn state(&self, key: &LockName) -> impl Future<Output = Result<LeaderState, Error>> + Send {
         ready(self.0.state(key))
+    }
+
+    fn list(&self, request: &ListRequest) -> impl Future<Output = Result<ListPage, Error>> + Send {
+        ready(self.0.list(request))
+    }
+
+    fn force_release(
+        &self,
+        key: &LockName,
+    ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
+        ready(self.0.force_release(key))
     }
 }

@@ -38,6 +38,8 @@ macro_rules! contract_tests {
                 racing_acquire_has_one_winner,
                 long_and_unicode_names_work,
                 use_db_time_takes_the_backend_clock,
+                list_pages_through_held_locks_under_a_prefix,
+                force_release_frees_whoever_holds,
             );
         }
     };

@@ -3,8 +3,9 @@
 use std::time::Duration;
 
 use leader_core::{
-    AcquireOutcome, AcquireRequest, Backend, Error, ExtendOutcome, InMemoryBackend, LeaderState,
-    Lease, LockBackend, LockName, ReleaseEvents, ReleaseOutcome,
+    AcquireOutcome, AcquireRequest, Backend, Error, ExtendOutcome, ForceReleaseOutcome,
+    InMemoryBackend, LeaderState, Lease, ListPage, ListRequest, LockBackend, LockName,
+    ReleaseEvents, ReleaseOutcome,
 };
 
 /// The backend [`connect`](crate::connect) returns: one of the built-in backends, usable
@@ -136,6 +137,14 @@ impl LockBackend for AnyBackend {
     fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
         on_backend!(self, backend => LockBackend::state(backend, key))
     }
+
+    fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
+        on_backend!(self, backend => LockBackend::list(backend, request))
+    }
+
+    fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
+        on_backend!(self, backend => LockBackend::force_release(backend, key))
+    }
 }
 
 #[cfg(any(feature = "tokio", feature = "smol", feature = "async-std"))]
@@ -167,5 +176,15 @@ impl leader_core::AsyncLockBackend for AnyBackend {
     async fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
         use leader_core::AsyncLockBackend as Async;
         on_backend!(self, backend => Async::state(backend, key).await)
+    }
+
+    async fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
+        use leader_core::AsyncLockBackend as Async;
+        on_backend!(self, backend => Async::list(backend, request).await)
+    }
+
+    async fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
+        use leader_core::AsyncLockBackend as Async;
+        on_backend!(self, backend => Async::force_release(backend, key).await)
     }
 }

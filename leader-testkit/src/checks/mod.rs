@@ -3,9 +3,11 @@
 //! Each check makes a fresh random lock name, drives the backend through a [`Runner`](crate::Runner) and
 //! panics with a message naming the broken guarantee.
 
+mod operator;
 mod ownership;
 mod properties;
 
+pub use operator::*;
 pub use ownership::*;
 pub use properties::*;
 
