@@ -10,12 +10,13 @@ pub use any::AnyBackend;
 pub use connect::{connect, connect_async};
 pub use error::ConnectError;
 
-// What a user names: options, results, errors, snapshots, names, campaigns.
+// What a user names: options, results, errors, snapshots, names, campaigns, listings.
 pub use leader_core::{
-    CampaignConfig, DeploymentMode, Error, EventCallback, InMemoryBackend, IntoTenantId,
-    LeaderElectionOptions, LeaderLease, LeaderRunResult, LeaderState, LeadershipEvent,
-    LeadershipEvents, LeadershipWatcher, LeaseContext, LeaseMode, LockName, LockStatus, NameError,
-    NoopBackend, OptionsError, RevokeReason, TenantId, TenantIdError,
+    CampaignConfig, DeploymentMode, Error, EventCallback, ForceReleaseOutcome, InMemoryBackend,
+    IntoTenantId, LeaderElectionOptions, LeaderLease, LeaderRunResult, LeaderState,
+    LeadershipEvent, LeadershipEvents, LeadershipWatcher, LeaseContext, LeaseMode, ListCursor,
+    ListPage, ListRequest, LockName, LockStatus, NameError, NoopBackend, OptionsError,
+    RevokeReason, TenantId, TenantIdError,
 };
 
 // The electors.
