@@ -168,7 +168,7 @@ mod tests {
     #[test]
     fn timestamps_are_rfc3339_utc() {
         let (lease, _) = lease(Duration::ZERO);
-        assert_eq!(timestamp(lease.acquired_at), "2026-11-30T07:33:20.000Z");
+        assert_eq!(timestamp(lease.acquired_at), "2026-11-30T00:53:20.000Z");
     }
 
     #[test]

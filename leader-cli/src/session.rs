@@ -87,14 +87,18 @@ fn split_tenant(name: &str) -> Option<(&str, &str)> {
     (!tenant.is_empty() && !rest.is_empty()).then_some((tenant, rest))
 }
 
-/// The password of a `scheme://user:password@host...` URL, if it has one.
+/// The password of a `scheme://user:password@host...` URL, if it has one. Text that is not
+/// quite a URL (`redis:/user:pw@host`) is searched too: it ends up in error messages as well.
 pub(crate) fn password(url: &str) -> Option<&str> {
-    let (_, rest) = url.split_once("://")?;
-    // The user info ends at the last `@` before the path (a cluster URL lists its hosts
-    // after it).
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let at = rest[..authority_end].rfind('@')?;
-    let (_, password) = rest[..at].split_once(':')?;
+    let authority = match url.split_once("://") {
+        // The user info ends at the last `@` before the path (a cluster URL lists its
+        // hosts after it).
+        Some((_, rest)) => &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())],
+        None => url,
+    };
+    let user_info = &authority[..authority.rfind('@')?];
+    let user_info = user_info.rsplit('/').next().unwrap_or(user_info);
+    let (_, password) = user_info.split_once(':')?;
     (!password.is_empty()).then_some(password)
 }
 
@@ -118,6 +122,8 @@ mod tests {
         assert_eq!(password("redis://127.0.0.1/"), None);
         assert_eq!(password("redis://user@h/"), None);
         assert_eq!(password("sqlite:///tmp/a@b:c"), None);
+        assert_eq!(password("redis:/user:pw@h/"), Some("pw"));
+        assert_eq!(password("redis//user:pw@h/"), Some("pw"));
         assert_eq!(
             mask("redis://user:secret@h/", Some("secret")),
             "redis://user:***@h/"
