@@ -96,6 +96,8 @@ check_lib leader-redis --no-default-features --features tokio
 check_lib leader-redis --no-default-features --features smol
 check_lib leader-redis --no-default-features --features async-std
 check_lib leader-redis --no-default-features --features tls
+# leader-cli is a binary crate (no --lib): it builds alone with the features it turns on.
+run_step cargo check -p leader-cli
 
 # Packaging. Every workspace member without `publish = false` is packaged, so a new
 # published crate needs no line here. `cargo package --workspace` (cargo >= 1.90) builds
