@@ -91,7 +91,8 @@ impl CliError {
         matches!(self, CliError::Io { source, .. } if source.kind() == io::ErrorKind::BrokenPipe)
     }
 
-    /// The message and its causes on one line, each cause once.
+    /// The message and its causes on one line, each cause once (a driver's multi-line
+    /// message is joined into the line).
     pub(crate) fn render(&self) -> String {
         let mut message = self.to_string();
         let mut cause = self.source();
@@ -103,7 +104,7 @@ impl CliError {
             }
             cause = err.source();
         }
-        message
+        one_line(&message)
     }
 
     /// The error for `err` from a call to the backend at `url` (masked).
@@ -135,6 +136,15 @@ impl CliError {
     pub(crate) fn io(what: &'static str) -> impl FnOnce(io::Error) -> Self {
         move |source| CliError::Io { what, source }
     }
+}
+
+/// `text` with its line breaks (and the blanks around them) turned into single spaces.
+fn one_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A URL that does not parse or names no backend is a usage error; a backend that could
@@ -174,6 +184,14 @@ mod tests {
             source: io::Error::other("closed"),
         };
         assert_eq!(err.render(), "cannot read the answer: closed");
+        let err = CliError::Io {
+            what: "cannot parse",
+            source: io::Error::other("Parse error at 1\nUnexpected `84`\n\n"),
+        };
+        assert_eq!(
+            err.render(),
+            "cannot parse: Parse error at 1 Unexpected `84`"
+        );
         assert_eq!(err.exit_code(), FAILURE);
     }
 
