@@ -42,6 +42,9 @@ pub(crate) enum CliError {
         #[source]
         source: leader::Error,
     },
+    /// `list`: the backend handed back the cursor it was given, so paging would not end.
+    #[error("the backend at `{url}` returned the list cursor it was given; stopped paging")]
+    CursorStuck { url: String },
     /// `acquire`: another node held the lock for all of `--wait`.
     #[error("{0}")]
     HeldElsewhere(#[source] leader::Error),
@@ -78,6 +81,7 @@ impl CliError {
             CliError::Io { source, .. } if source.kind() == io::ErrorKind::BrokenPipe => 0,
             CliError::Unreachable { .. }
             | CliError::Backend { .. }
+            | CliError::CursorStuck { .. }
             | CliError::HeldElsewhere(_)
             | CliError::LeaseLost { .. }
             | CliError::Declined { .. }

@@ -69,6 +69,11 @@ impl Session {
         &self.elector
     }
 
+    /// The URL, its password masked.
+    pub(crate) fn url(&self) -> &str {
+        &self.url
+    }
+
     /// `err` from this session's backend as a [`CliError`], the URL masked.
     pub(crate) fn error(&self, err: leader::Error) -> CliError {
         CliError::from_leader(err, &self.url)

@@ -54,6 +54,12 @@ fn fetch(
             locks.insert(state.lock_name().to_owned(), state);
         }
         match page.next {
+            // A cursor that does not move would page forever.
+            Some(cursor) if request.cursor.as_ref() == Some(&cursor) => {
+                return Err(CliError::CursorStuck {
+                    url: session.url().to_owned(),
+                });
+            }
             Some(cursor) => request = request.after(cursor),
             None => return Ok(locks),
         }
