@@ -17,7 +17,7 @@ impl LockBackend for MongoBackend {
     fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
         let request = Acquire::from(request);
         let key = request.key.clone();
-        self.block_on(&key, self.store().acquire(request))
+        self.block_on(key.as_str(), self.store().acquire(request))
     }
 
     fn extend(
@@ -29,18 +29,18 @@ impl LockBackend for MongoBackend {
         let op = self
             .store()
             .extend(lease.key.clone(), lease.owner, lease_time);
-        self.block_on(&lease.key, op)
+        self.block_on(lease.key.as_str(), op)
     }
 
     fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {
         let op = self
             .store()
             .release(lease.key.clone(), lease.owner, min_lease_time);
-        self.block_on(&lease.key, op)
+        self.block_on(lease.key.as_str(), op)
     }
 
     fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
-        self.block_on(key, self.store().state(key.clone()))
+        self.block_on(key.as_str(), self.store().state(key.clone()))
     }
 
     fn list(&self, request: &leader_core::ListRequest) -> Result<leader_core::ListPage, Error> {

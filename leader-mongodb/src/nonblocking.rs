@@ -22,7 +22,7 @@ impl AsyncLockBackend for MongoBackend {
         request: AcquireRequest<'_>,
     ) -> impl Future<Output = Result<AcquireOutcome, Error>> + Send {
         let request = Acquire::from(request);
-        let key = request.key.clone();
+        let key = request.key.to_string();
         self.run(key, self.store().acquire(request))
     }
 
@@ -35,7 +35,7 @@ impl AsyncLockBackend for MongoBackend {
         let op = self
             .store()
             .extend(lease.key.clone(), lease.owner, lease_time);
-        self.run(lease.key.clone(), op)
+        self.run(lease.key.to_string(), op)
     }
 
     fn release(
@@ -46,11 +46,11 @@ impl AsyncLockBackend for MongoBackend {
         let op = self
             .store()
             .release(lease.key.clone(), lease.owner, min_lease_time);
-        self.run(lease.key.clone(), op)
+        self.run(lease.key.to_string(), op)
     }
 
     fn state(&self, key: &LockName) -> impl Future<Output = Result<LeaderState, Error>> + Send {
-        self.run(key.clone(), self.store().state(key.clone()))
+        self.run(key.to_string(), self.store().state(key.clone()))
     }
 
     async fn list(
