@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use leader_core::{
-    AcquireOutcome, AcquireRequest, Error, ExtendOutcome, LeaderState, Lease, LockBackend,
-    LockName, ReleaseOutcome,
+    AcquireOutcome, AcquireRequest, Error, ExtendOutcome, ForceReleaseOutcome, LeaderState, Lease,
+    ListPage, ListRequest, LockBackend, LockName, ReleaseOutcome,
 };
 
 use crate::backend::MongoBackend;
@@ -43,11 +43,11 @@ impl LockBackend for MongoBackend {
         self.block_on(key.as_str(), self.store().state(key.clone()))
     }
 
-    fn list(&self, request: &leader_core::ListRequest) -> Result<leader_core::ListPage, Error> {
-        Err(crate::not_yet::not_yet(&request.prefix))
+    fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
+        self.block_on(&request.prefix, self.store().list(request.clone()))
     }
 
-    fn force_release(&self, key: &LockName) -> Result<leader_core::ForceReleaseOutcome, Error> {
-        Err(crate::not_yet::not_yet(key.as_str()))
+    fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
+        self.block_on(key.as_str(), self.store().force_release(key.clone()))
     }
 }

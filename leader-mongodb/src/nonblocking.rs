@@ -4,8 +4,8 @@ use std::future::Future;
 use std::time::Duration;
 
 use leader_core::{
-    AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, LeaderState, Lease,
-    LockName, ReleaseOutcome,
+    AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, ForceReleaseOutcome,
+    LeaderState, Lease, ListPage, ListRequest, LockName, ReleaseOutcome,
 };
 
 use crate::backend::MongoBackend;
@@ -53,17 +53,14 @@ impl AsyncLockBackend for MongoBackend {
         self.run(key.to_string(), self.store().state(key.clone()))
     }
 
-    async fn list(
-        &self,
-        request: &leader_core::ListRequest,
-    ) -> Result<leader_core::ListPage, Error> {
-        Err(crate::not_yet::not_yet(&request.prefix))
+    fn list(&self, request: &ListRequest) -> impl Future<Output = Result<ListPage, Error>> + Send {
+        self.run(request.prefix.clone(), self.store().list(request.clone()))
     }
 
-    async fn force_release(
+    fn force_release(
         &self,
         key: &LockName,
-    ) -> Result<leader_core::ForceReleaseOutcome, Error> {
-        Err(crate::not_yet::not_yet(key.as_str()))
+    ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
+        self.run(key.to_string(), self.store().force_release(key.clone()))
     }
 }
