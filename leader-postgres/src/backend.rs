@@ -166,7 +166,7 @@ impl PostgresBackend {
 
     /// Runs `op` on a pooled session within the operation timeout, on the calling thread.
     pub(crate) fn block_on<O: Op>(&self, op: O) -> Result<O::Output, Error> {
-        let key = op.key().clone();
+        let key = op.key().to_owned();
         let started = Instant::now();
         let result = self.inner.background.block_on(self.call(op));
         finish::<O>(&key, result, started)
@@ -175,7 +175,7 @@ impl PostgresBackend {
     /// Runs `op` on a pooled session within the operation timeout, on the background
     /// runtime, awaited from any executor.
     pub(crate) async fn run<O: Op>(&self, op: O) -> Result<O::Output, Error> {
-        let key = op.key().clone();
+        let key = op.key().to_owned();
         let started = Instant::now();
         let result = self.inner.background.run(self.call(op)).await;
         finish::<O>(&key, result, started)
@@ -231,7 +231,7 @@ impl PostgresBackend {
 
 /// Traces the outcome and names the lock in any error.
 fn finish<O: Op>(
-    key: &LockName,
+    key: &str,
     result: Result<O::Output, OpError>,
     started: Instant,
 ) -> Result<O::Output, Error> {

@@ -21,8 +21,8 @@ pub(crate) trait Op: Send + 'static {
     type Output: Send + 'static;
     /// Its name in traces.
     const NAME: &'static str;
-    /// The lock it is about.
-    fn key(&self) -> &LockName;
+    /// The lock it is about (for a listing, the prefix): named in traces and errors.
+    fn key(&self) -> &str;
     /// Runs it on `conn`.
     fn run(self, conn: &Conn) -> impl Future<Output = Result<Self::Output, OpError>> + Send;
     /// A short label of `output` for traces.
@@ -87,8 +87,8 @@ impl Op for Acquire {
     type Output = AcquireOutcome;
     const NAME: &'static str = "acquire";
 
-    fn key(&self) -> &LockName {
-        &self.key
+    fn key(&self) -> &str {
+        self.key.as_str()
     }
 
     /// The upsert; when it takes nothing (the conflict update's WHERE was false, so
@@ -149,8 +149,8 @@ impl Op for Extend {
     type Output = ExtendOutcome;
     const NAME: &'static str = "extend";
 
-    fn key(&self) -> &LockName {
-        &self.key
+    fn key(&self) -> &str {
+        self.key.as_str()
     }
 
     async fn run(self, conn: &Conn) -> Result<ExtendOutcome, OpError> {
@@ -211,8 +211,8 @@ impl Op for Release {
     type Output = Released;
     const NAME: &'static str = "release";
 
-    fn key(&self) -> &LockName {
-        &self.key
+    fn key(&self) -> &str {
+        self.key.as_str()
     }
 
     async fn run(self, conn: &Conn) -> Result<Released, OpError> {
@@ -254,8 +254,8 @@ impl Op for State {
     type Output = LeaderState;
     const NAME: &'static str = "state";
 
-    fn key(&self) -> &LockName {
-        &self.key
+    fn key(&self) -> &str {
+        self.key.as_str()
     }
 
     async fn run(self, conn: &Conn) -> Result<LeaderState, OpError> {
