@@ -52,9 +52,11 @@ pub(crate) const SHAPE: &str = "SELECT a.attname::text, format_type(a.atttypid, 
 impl Sql {
     pub(crate) fn new(table: &Table) -> Sql {
         let t = table.quoted();
+        // `name` sorts byte-wise (`C`) whatever the database's collation, so the primary
+        // key's index serves a listing's prefix as one range, in the order it pages by.
         let create = format!(
             "CREATE TABLE IF NOT EXISTS {t} (
-                name text PRIMARY KEY,
+                name text COLLATE \"C\" PRIMARY KEY,
                 owner text,
                 leader_id text NOT NULL,
                 fencing_token bigint NOT NULL,
