@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use leader_core::{Backend, Error, LockName, ReleaseEvents};
+use leader_core::{Backend, Error, ForceReleaseOutcome, LockName, ReleaseEvents};
 
 use crate::config::PostgresConfig;
 use crate::connector::Connector;
@@ -208,6 +208,13 @@ impl PostgresBackend {
     /// server's notification to come back.
     pub(crate) fn released(&self, key: &LockName, released: Released) {
         if released == Released::Freed {
+            self.inner.events.notify(key.as_str());
+        }
+    }
+
+    /// After a force release: waiters in this process wake as after a release.
+    pub(crate) fn force_released(&self, key: &LockName, outcome: &ForceReleaseOutcome) {
+        if matches!(outcome, ForceReleaseOutcome::Released(_)) {
             self.inner.events.notify(key.as_str());
         }
     }

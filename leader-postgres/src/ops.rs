@@ -54,7 +54,7 @@ impl From<AcquireRequest<'_>> for Acquire {
 }
 
 /// A lease as the statements return it: leader id, token, acquired, expires.
-struct LeaseRow {
+pub(crate) struct LeaseRow {
     leader_id: String,
     fencing_token: u64,
     acquired_at: SystemTime,
@@ -62,7 +62,8 @@ struct LeaseRow {
 }
 
 impl LeaseRow {
-    fn read(row: &Row) -> Result<Self, OpError> {
+    /// Reads the first four columns of `row`.
+    pub(crate) fn read(row: &Row) -> Result<Self, OpError> {
         let token: i64 = row.try_get(1).map_err(OpError::Decode)?;
         Ok(LeaseRow {
             leader_id: row.try_get(0).map_err(OpError::Decode)?,
@@ -73,7 +74,8 @@ impl LeaseRow {
         })
     }
 
-    fn snapshot(self) -> LeaderLease {
+    /// The holder it describes.
+    pub(crate) fn snapshot(self) -> LeaderLease {
         LeaderLease::new(
             self.leader_id,
             self.acquired_at,
