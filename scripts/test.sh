@@ -69,6 +69,7 @@ check_lib leader --no-default-features --features redis,mongodb,tenant # no asyn
 check_lib leader --no-default-features --features smol,redis-tls,tenant
 check_lib leader --no-default-features --features sqlite # the embedded backend alone
 check_lib leader --no-default-features --features postgres
+check_lib leader --no-default-features --features metrics
 check_lib leader-sqlite
 check_lib leader-postgres
 check_lib leader-postgres --features tls

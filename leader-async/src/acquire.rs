@@ -3,8 +3,10 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use leader_core::__private::{Attempts, Orphan, Step};
+use leader_core::__private::{AcquireProbe, Attempts, Orphan, Step};
 use leader_core::{AsyncLockBackend, Error, LeaderElectionOptions, LockName};
+
+use tracing::Instrument;
 
 use crate::on_drop::OnDrop;
 use crate::orphan::release_orphan;
@@ -23,27 +25,34 @@ pub(crate) async fn acquire<B: AsyncLockBackend + 'static>(
     key: &LockName,
 ) -> Result<Step, Error> {
     let mut attempts = Attempts::new(key, options);
-    loop {
-        let listener = attempts.listen(&**backend);
-        let request = attempts.request();
-        let sent_at = Instant::now();
-        // Unless answered, the request may take the lock anyway: if this future is dropped
-        // while it is on its way, or it fails, its owner token is released.
-        let in_flight = OnDrop::new(|| {
-            tracing::debug!(lock = %key, "an acquire was cancelled or failed after it was sent: releasing its owner token");
-            let orphan = Orphan::new(key.clone(), request.owner, sent_at, request.lease_time);
-            release_orphan(Arc::clone(backend), orphan);
-        });
-        let outcome = backend.try_acquire(request).await?;
-        in_flight.disarm();
-        match attempts.on_outcome(outcome, sent_at) {
-            Step::RetryAfter(delay) => match listener {
-                Some(listener) => {
-                    rt::timeout(delay, listener).await;
-                }
-                None => rt::sleep(delay).await,
-            },
-            done => return Ok(done),
+    let probe = AcquireProbe::start(backend.name(), &attempts.request());
+    let attempting = async {
+        loop {
+            let listener = attempts.listen(&**backend);
+            let request = attempts.request();
+            let sent_at = Instant::now();
+            // Unless answered, the request may take the lock anyway: if this future is
+            // dropped while it is on its way, or it fails, its owner token is released.
+            let in_flight = OnDrop::new(|| {
+                tracing::debug!(lock = %key, "an acquire was cancelled or failed after it was sent: releasing its owner token");
+                let orphan = Orphan::new(key.clone(), request.owner, sent_at, request.lease_time);
+                release_orphan(Arc::clone(backend), orphan);
+            });
+            let outcome = backend.try_acquire(request).await?;
+            in_flight.disarm();
+            probe.answered(sent_at);
+            match attempts.on_outcome(outcome, sent_at) {
+                Step::RetryAfter(delay) => match listener {
+                    Some(listener) => {
+                        rt::timeout(delay, listener).await;
+                    }
+                    None => rt::sleep(delay).await,
+                },
+                done => return Ok(done),
+            }
         }
-    }
+    };
+    let result = attempting.instrument(probe.span().clone()).await;
+    probe.finish(&result);
+    result
 }

@@ -10,6 +10,7 @@ use leader_core::{
     AsyncLockBackend, CampaignConfig, DeploymentMode, Error, EventCallback, LeadershipWatcher,
     NoopBackend, RevokeReason,
 };
+use tracing::Instrument;
 
 use crate::elector::AsyncLeaderElector;
 use crate::on_drop::OnDrop;
@@ -130,7 +131,13 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
         config: CampaignConfig,
         callbacks: Vec<EventCallback>,
     ) -> Result<AsyncLeadershipHandle, Error> {
-        let campaign = CampaignRun::new(self.settings(), name, config, callbacks)?;
+        let campaign = CampaignRun::new(
+            self.settings(),
+            name,
+            config,
+            callbacks,
+            self.backend().name(),
+        )?;
         let state = Arc::clone(&campaign.state);
         match config.mode() {
             DeploymentMode::AllInstances => {
@@ -188,8 +195,8 @@ async fn run<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &Ar
         let sent_at = Instant::now();
         let answer = backend.try_acquire(campaign.request()).await;
         match campaign.after_attempt(answer, sent_at) {
-            Some(_) => {
-                lead(campaign, backend).await;
+            Some(term) => {
+                lead(campaign, backend).instrument(term.term_span()).await;
                 campaign.term_ended();
             }
             None => {
@@ -228,11 +235,11 @@ async fn lead<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &A
             return;
         }
         let sent_at = Instant::now();
-        let renewal = backend.extend(
+        let renewal = term.traced_extend_async(backend.extend(
             term.lease(),
             campaign.config.lease_time(),
             campaign.use_db_time(),
-        );
+        ));
         let ended = match rt::timeout(term.renewal_budget(), renewal).await {
             Some(answer) => {
                 state.after_renewal(&term, answer, sent_at, campaign.config.renew_deadline())

@@ -10,6 +10,7 @@ use std::time::Instant;
 use futures_lite::FutureExt;
 use leader_core::__private::{Keepalive, LeaseTracker};
 use leader_core::{AsyncLockBackend, Lease, LeaseContext};
+use tracing::Instrument;
 
 use crate::release::{release, release_in_background};
 use crate::rt;
@@ -33,7 +34,13 @@ impl<B: AsyncLockBackend + 'static> AsyncHeld<B> {
         lock_name: &str,
         keepalive: Keepalive,
     ) -> Self {
-        let tracker = LeaseTracker::new(lease, lock_name, sent_at, keepalive.lease_time);
+        let tracker = LeaseTracker::new(
+            lease,
+            lock_name,
+            sent_at,
+            keepalive.lease_time,
+            backend.name(),
+        );
         AsyncHeld {
             backend,
             tracker: Arc::new(tracker),
@@ -66,6 +73,7 @@ impl<B: AsyncLockBackend + 'static> AsyncHeld<B> {
             watch(&*self.backend, &self.tracker, &self.keepalive).await;
             std::future::pending().await
         };
+        let action = action.instrument(self.tracker.run_span());
         AssertUnwindSafe(action).catch_unwind().or(watchdog).await
     }
 
@@ -116,7 +124,11 @@ async fn watch<B: AsyncLockBackend>(backend: &B, tracker: &LeaseTracker, keepali
     loop {
         rt::sleep(interval).await;
         let sent_at = Instant::now();
-        let renewal = backend.extend(tracker.lease(), keepalive.lease_time, keepalive.use_db_time);
+        let renewal = tracker.traced_extend_async(backend.extend(
+            tracker.lease(),
+            keepalive.lease_time,
+            keepalive.use_db_time,
+        ));
         let Some(answer) = rt::timeout(tracker.renewal_budget(), renewal).await else {
             tracker.renewal_unanswered();
             return;

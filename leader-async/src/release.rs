@@ -18,7 +18,9 @@ pub(crate) async fn release<B: AsyncLockBackend + 'static>(
     min_lease_time: Duration,
 ) -> Result<ReleaseOutcome, Error> {
     let unfinished = OnDrop::new(|| release_in_background(backend, term, min_lease_time));
-    let answer = backend.release(term.lease(), min_lease_time).await;
+    let answer = term
+        .traced_release_async(backend.release(term.lease(), min_lease_time))
+        .await;
     unfinished.disarm();
     answer
 }
@@ -32,7 +34,8 @@ pub(crate) fn release_in_background<B: AsyncLockBackend + 'static>(
     let backend = Arc::clone(backend);
     let term = Arc::clone(term);
     rt::spawn_to_completion(move || async move {
-        if let Err(err) = backend.release(term.lease(), min_lease_time).await {
+        let released = term.traced_release_async(backend.release(term.lease(), min_lease_time));
+        if let Err(err) = released.await {
             tracing::warn!(lock = %term.lease().key, error = %err, "background release failed; the lease will run out by itself");
         }
     });

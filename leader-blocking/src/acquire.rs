@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use leader_core::__private::{Attempts, Orphan, Step};
+use leader_core::__private::{AcquireProbe, Attempts, Orphan, Step};
 use leader_core::{Error, LeaderElectionOptions, LockBackend, LockName};
 
 use crate::orphan::release_orphan;
@@ -18,22 +18,28 @@ pub(crate) fn acquire<B: LockBackend + 'static>(
     key: &LockName,
 ) -> Result<Step, Error> {
     let mut attempts = Attempts::new(key, options);
-    loop {
-        let listener = attempts.listen(&**backend);
-        let request = attempts.request();
-        let sent_at = Instant::now();
-        let outcome = backend.try_acquire(request).inspect_err(|_| {
-            let orphan = Orphan::new(key.clone(), request.owner, sent_at, request.lease_time);
-            release_orphan(Arc::clone(backend), orphan);
-        })?;
-        match attempts.on_outcome(outcome, sent_at) {
-            Step::RetryAfter(delay) => match listener {
-                Some(listener) => {
-                    listener.wait_timeout(delay);
-                }
-                None => std::thread::sleep(delay),
-            },
-            done => return Ok(done),
+    let probe = AcquireProbe::start(backend.name(), &attempts.request());
+    let result = probe.span().in_scope(|| {
+        loop {
+            let listener = attempts.listen(&**backend);
+            let request = attempts.request();
+            let sent_at = Instant::now();
+            let outcome = backend.try_acquire(request).inspect_err(|_| {
+                let orphan = Orphan::new(key.clone(), request.owner, sent_at, request.lease_time);
+                release_orphan(Arc::clone(backend), orphan);
+            })?;
+            probe.answered(sent_at);
+            match attempts.on_outcome(outcome, sent_at) {
+                Step::RetryAfter(delay) => match listener {
+                    Some(listener) => {
+                        listener.wait_timeout(delay);
+                    }
+                    None => std::thread::sleep(delay),
+                },
+                done => return Ok(done),
+            }
         }
-    }
+    });
+    probe.finish(&result);
+    result
 }

@@ -127,7 +127,13 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         config: CampaignConfig,
         callbacks: Vec<EventCallback>,
     ) -> Result<LeadershipHandle, Error> {
-        let campaign = CampaignRun::new(self.settings(), name, config, callbacks)?;
+        let campaign = CampaignRun::new(
+            self.settings(),
+            name,
+            config,
+            callbacks,
+            self.backend().name(),
+        )?;
         let state = Arc::clone(&campaign.state);
         let (wake, spawned) = match config.mode() {
             DeploymentMode::AllInstances => {
@@ -183,8 +189,8 @@ fn run<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
         let sent_at = Instant::now();
         let answer = backend.try_acquire(campaign.request());
         match campaign.after_attempt(answer, sent_at) {
-            Some(_) => {
-                lead(campaign, backend);
+            Some(term) => {
+                term.term_span().in_scope(|| lead(campaign, backend));
                 campaign.term_ended();
             }
             // A stop request also wakes the release listener (the handle pokes it).
@@ -225,7 +231,7 @@ fn lead<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
         let sent_at = Instant::now();
         let renewal = extend_before(
             backend,
-            term.lease(),
+            &term,
             campaign.config.lease_time(),
             campaign.use_db_time(),
             term.context().deadline(),
@@ -248,7 +254,7 @@ fn lead<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
 
 /// Best-effort release of an ended term (it may already be gone).
 fn release<C: LockBackend>(backend: &C, term: &LeaseTracker) {
-    if let Err(err) = backend.release(term.lease(), Duration::ZERO) {
+    if let Err(err) = term.traced_release(|| backend.release(term.lease(), Duration::ZERO)) {
         tracing::debug!(lock = %term.lease().key, error = %err, "release after the term ended failed; the lease will run out");
     }
 }

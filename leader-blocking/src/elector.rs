@@ -275,7 +275,7 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
             name,
             Keepalive::from_options(self.settings.options()),
         );
-        let outcome = action(held.context());
+        let outcome = held.run_span().in_scope(|| action(held.context()));
         let lease_lost = held.lost_before_return();
         let lease = held.lease().clone();
         if let Err(err) = held.release() {

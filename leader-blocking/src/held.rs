@@ -32,6 +32,7 @@ impl<B: LockBackend + 'static> HeldLease<B> {
             lock_name,
             requested_at,
             keepalive.lease_time,
+            backend.name(),
         ));
         let watchdog = keepalive.renew_every.map(|interval| {
             Watchdog::start(
@@ -59,6 +60,11 @@ impl<B: LockBackend + 'static> HeldLease<B> {
         self.tracker.lease()
     }
 
+    /// The `leader.run` span, for the action.
+    pub(crate) fn run_span(&self) -> tracing::Span {
+        self.tracker.run_span()
+    }
+
     /// Whether the lease was lost before the action returned (see
     /// [`LeaseTracker::lost_before_return`]).
     pub(crate) fn lost_before_return(&self) -> bool {
@@ -75,9 +81,10 @@ impl<B: LockBackend + 'static> HeldLease<B> {
         if let Some(mut watchdog) = self.watchdog.take() {
             watchdog.stop();
         }
-        let outcome = self
-            .backend
-            .release(self.tracker.lease(), self.min_lease_time);
+        let outcome = self.tracker.traced_release(|| {
+            self.backend
+                .release(self.tracker.lease(), self.min_lease_time)
+        });
         tracing::debug!(lock = %self.tracker.lease().key, outcome = ?outcome.as_ref().ok(), "released");
         outcome
     }

@@ -4,7 +4,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::RecvTimeoutError;
-use leader_core::{Error, ExtendOutcome, Lease, LockBackend};
+use leader_core::__private::LeaseTracker;
+use leader_core::{Error, ExtendOutcome, LockBackend};
 
 /// How often a caller waiting for a renewal's answer checks whether it was asked to stop.
 const STOP_CHECK: Duration = Duration::from_millis(20);
@@ -21,12 +22,12 @@ pub(crate) enum Renewal {
     Stopped,
 }
 
-/// Calls `extend` and waits for its answer until `deadline`, or until `stop_requested`.
+/// Calls `extend` for `tracker`'s lease (inside its `leader.extend` span) and waits for its answer until `deadline`, or until `stop_requested`.
 /// The call runs on a short-lived thread so the caller can stop waiting; a late answer is
 /// dropped.
 pub(crate) fn extend_before<B: LockBackend + 'static>(
     backend: &Arc<B>,
-    lease: &Lease,
+    tracker: &Arc<LeaseTracker>,
     lease_time: Duration,
     use_db_time: bool,
     deadline: Instant,
@@ -34,12 +35,14 @@ pub(crate) fn extend_before<B: LockBackend + 'static>(
 ) -> Renewal {
     let (answer, answered) = crossbeam_channel::bounded(1);
     let renewing = Arc::clone(backend);
-    let lease = lease.clone();
+    let tracker = Arc::clone(tracker);
     let spawned = std::thread::Builder::new()
         .name("leader-renew".into())
         .spawn(move || {
             // The receiver is gone when the caller stopped waiting: the answer is too late.
-            let _ = answer.send(renewing.extend(&lease, lease_time, use_db_time));
+            let renewal =
+                tracker.traced_extend(|| renewing.extend(tracker.lease(), lease_time, use_db_time));
+            let _ = answer.send(renewal);
         });
     if let Err(err) = spawned {
         tracing::warn!(error = %err, "could not start a renewal thread");

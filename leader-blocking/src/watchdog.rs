@@ -37,11 +37,10 @@ impl Watchdog {
                 while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
                     let sent_at = Instant::now();
                     let deadline = renewing.context().deadline();
-                    let lease = renewing.lease();
                     let stop_requested = || stopped.try_recv() != Err(TryRecvError::Empty);
                     let answer = match extend_before(
                         &backend,
-                        lease,
+                        &renewing,
                         lease_time,
                         use_db_time,
                         deadline,

@@ -232,6 +232,7 @@ pub struct CampaignRun {
     pub config: CampaignConfig,
     node_id: String,
     use_db_time: bool,
+    backend: &'static str,
     attempts: Mutex<StandbyAttempts>,
 }
 
@@ -245,7 +246,8 @@ struct StandbyAttempts {
 }
 
 impl CampaignRun {
-    /// Validates `config` and `name` and sets up the state, with `callbacks` registered.
+    /// Validates `config` and `name` and sets up the state, with `callbacks` registered;
+    /// `backend` names the backend in spans and metrics.
     ///
     /// # Errors
     ///
@@ -255,6 +257,7 @@ impl CampaignRun {
         name: &str,
         config: CampaignConfig,
         callbacks: Vec<EventCallback>,
+        backend: &'static str,
     ) -> Result<Self, Error> {
         config.validate()?;
         let node_id = settings.options().node_id().to_owned();
@@ -265,6 +268,7 @@ impl CampaignRun {
             config,
             node_id,
             use_db_time: settings.options().use_db_time(),
+            backend,
             attempts: Mutex::new(StandbyAttempts {
                 owner: OwnerToken::random(),
                 unsettled_since: None,
@@ -305,8 +309,13 @@ impl CampaignRun {
                 Ok(AcquireOutcome::Held(_)) => {}
             }
         }
-        self.state
-            .after_attempt(answer, sent_at, &self.name, self.config.renew_deadline())
+        self.state.after_attempt(
+            answer,
+            sent_at,
+            &self.name,
+            self.config.renew_deadline(),
+            self.backend,
+        )
     }
 
     /// A term ended (it was released, lost or abandoned): the next term gets a new token.

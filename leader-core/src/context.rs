@@ -1,5 +1,6 @@
 //! [`LeaseContext`]: what a running action can see of its lease.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -7,9 +8,10 @@ use std::time::{Duration, Instant};
 use event_listener::{Event, Listener};
 use parking_lot::Mutex;
 
-use crate::backend::ExtendOutcome;
+use crate::backend::{ExtendOutcome, ReleaseOutcome};
 use crate::error::Error;
 use crate::lease::Lease;
+use crate::telemetry::HoldProbe;
 
 /// What an action sees of the lease it runs under: the fencing token, the deadline, and
 /// whether the lease has been lost.
@@ -127,14 +129,23 @@ impl LeaseContext {
 #[derive(Debug)]
 pub struct LeaseTracker {
     context: LeaseContext,
+    probe: HoldProbe,
 }
 
 impl LeaseTracker {
     /// Tracks `lease`, acquired by a request sent at `requested_at` for `lease_time`.
-    /// `lock_name` is the name the caller used (the key without its tenant prefix).
-    pub fn new(lease: Lease, lock_name: &str, requested_at: Instant, lease_time: Duration) -> Self {
+    /// `lock_name` is the name the caller used (the key without its tenant prefix);
+    /// `backend` the backend's name, for spans and metrics.
+    pub fn new(
+        lease: Lease,
+        lock_name: &str,
+        requested_at: Instant,
+        lease_time: Duration,
+        backend: &'static str,
+    ) -> Self {
         let display_name = (lock_name != lease.key.as_str()).then(|| lock_name.to_owned());
         LeaseTracker {
+            probe: HoldProbe::start(backend, &lease),
             context: LeaseContext {
                 shared: Arc::new(Shared {
                     lease,
@@ -155,6 +166,86 @@ impl LeaseTracker {
     /// The reader side, for the action.
     pub fn context(&self) -> &LeaseContext {
         &self.context
+    }
+
+    /// The backend's name, as given to [`new`](Self::new).
+    pub fn backend(&self) -> &'static str {
+        self.probe.backend()
+    }
+
+    /// The `leader.run` span, for the action of `run_if_leader*` (see the crate docs'
+    /// `# Tracing`).
+    pub fn run_span(&self) -> tracing::Span {
+        self.probe.run_span(self.lease())
+    }
+
+    /// The `leader.term` span, for a campaign's term.
+    pub fn term_span(&self) -> tracing::Span {
+        self.probe.term_span(self.lease())
+    }
+
+    /// Runs the blocking `extend` call inside `leader.extend`, recording its outcome.
+    ///
+    /// # Errors
+    ///
+    /// The call's error.
+    pub fn traced_extend(
+        &self,
+        call: impl FnOnce() -> Result<ExtendOutcome, Error>,
+    ) -> Result<ExtendOutcome, Error> {
+        self.probe.extend(self.lease(), call)
+    }
+
+    /// Awaits the async `extend` call inside `leader.extend`, recording its outcome.
+    ///
+    /// # Errors
+    ///
+    /// The call's error.
+    pub async fn traced_extend_async(
+        &self,
+        call: impl Future<Output = Result<ExtendOutcome, Error>>,
+    ) -> Result<ExtendOutcome, Error> {
+        self.probe.extend_async(self.lease(), call).await
+    }
+
+    /// Runs the blocking `release` call inside `leader.release`, recording its outcome
+    /// (and counting a `Released`).
+    ///
+    /// # Errors
+    ///
+    /// The call's error.
+    pub fn traced_release(
+        &self,
+        call: impl FnOnce() -> Result<ReleaseOutcome, Error>,
+    ) -> Result<ReleaseOutcome, Error> {
+        self.probe.release(self.lease(), call)
+    }
+
+    /// Awaits the async `release` call inside `leader.release`, recording its outcome.
+    ///
+    /// # Errors
+    ///
+    /// The call's error.
+    pub async fn traced_release_async(
+        &self,
+        call: impl Future<Output = Result<ReleaseOutcome, Error>>,
+    ) -> Result<ReleaseOutcome, Error> {
+        self.probe.release_async(self.lease(), call).await
+    }
+
+    /// A campaign term began with this lease.
+    pub(crate) fn leadership_gained(&self) {
+        self.probe.leadership_gained(self.lease());
+    }
+
+    /// A campaign term ended for `reason`.
+    pub(crate) fn leadership_lost(&self, reason: &'static str) {
+        self.probe.leadership_lost(self.lease(), reason);
+    }
+
+    /// The lease was lost before its release (counted once).
+    pub(crate) fn count_lost(&self) {
+        self.probe.lost(self.lease());
     }
 
     /// A renewal sent at `requested_at` succeeded: the lease lasts `lease_time` from then.
@@ -194,17 +285,20 @@ impl LeaseTracker {
             Ok(ExtendOutcome::Extended { .. }) => {
                 let in_time = self.renewed(requested_at, lease_time);
                 if !in_time {
+                    self.count_lost();
                     tracing::warn!(lock = %key, "lease lost: the renewal was answered after the deadline");
                 }
                 in_time
             }
             Ok(ExtendOutcome::NotHeld) => {
                 tracing::warn!(lock = %key, "lease lost: renewal found it gone");
+                self.count_lost();
                 self.mark_lost();
                 false
             }
             Err(err) => {
                 tracing::warn!(lock = %key, error = %err, "lease lost: renewal failed");
+                self.count_lost();
                 self.mark_lost();
                 false
             }
@@ -224,6 +318,7 @@ impl LeaseTracker {
     /// since another node may take the lock now.
     pub fn renewal_unanswered(&self) {
         tracing::warn!(lock = %self.lease().key, "lease lost: the renewal was not answered before the deadline");
+        self.count_lost();
         self.mark_lost();
     }
 
@@ -257,6 +352,12 @@ impl LeaseTracker {
     }
 }
 
+impl Drop for LeaseTracker {
+    fn drop(&mut self) {
+        self.probe.end(self.lease());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,7 +373,7 @@ mod tests {
             SystemTime::now(),
             SystemTime::now(),
         );
-        LeaseTracker::new(lease, "k", Instant::now(), lease_time)
+        LeaseTracker::new(lease, "k", Instant::now(), lease_time, "test")
     }
 
     #[test]

@@ -54,6 +54,32 @@ pub enum RevokeReason {
     ShutDown,
 }
 
+impl RevokeReason {
+    /// A short, fixed label for metrics: `resigned`, `abandoned`, `lease_lost`,
+    /// `renewal_failed`, `renew_deadline_passed` or `shut_down`.
+    pub fn as_label(&self) -> &'static str {
+        match self {
+            RevokeReason::Resigned => "resigned",
+            RevokeReason::Abandoned => "abandoned",
+            RevokeReason::LeaseLost => "lease_lost",
+            RevokeReason::RenewalFailed(_) => "renewal_failed",
+            RevokeReason::RenewDeadlinePassed => "renew_deadline_passed",
+            RevokeReason::ShutDown => "shut_down",
+        }
+    }
+
+    /// Whether the term ended against the leader's will (the lease was lost), rather than
+    /// by resigning, abandoning or shutting down.
+    fn is_loss(&self) -> bool {
+        matches!(
+            self,
+            RevokeReason::LeaseLost
+                | RevokeReason::RenewalFailed(_)
+                | RevokeReason::RenewDeadlinePassed
+        )
+    }
+}
+
 impl fmt::Display for RevokeReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -190,6 +216,7 @@ impl LeadershipState {
     /// Campaign loops: a term began.
     pub fn elected(&self, term: Arc<LeaseTracker>) {
         let fencing_token = term.lease().fencing_token;
+        term.leadership_gained();
         *self.term.lock() = Some(term);
         self.term_started.notify(usize::MAX);
         tracing::info!(node = %self.node_id, fencing_token, "elected leader");
@@ -200,6 +227,10 @@ impl LeadershipState {
     /// Campaign loops: the term ended; returns it (to release) if there was one.
     pub fn revoke(&self, reason: RevokeReason) -> Option<Arc<LeaseTracker>> {
         let term = self.term.lock().take()?;
+        if reason.is_loss() {
+            term.count_lost();
+        }
+        term.leadership_lost(reason.as_label());
         term.mark_lost();
         tracing::warn!(node = %self.node_id, %reason, "leadership revoked");
         self.emit(LeadershipEvent::Revoked { reason });
@@ -222,10 +253,17 @@ impl LeadershipState {
         sent_at: Instant,
         lock_name: &str,
         renew_deadline: Duration,
+        backend: &'static str,
     ) -> Option<Arc<LeaseTracker>> {
         match answer {
             Ok(AcquireOutcome::Acquired(lease)) => {
-                let term = Arc::new(LeaseTracker::new(lease, lock_name, sent_at, renew_deadline));
+                let term = Arc::new(LeaseTracker::new(
+                    lease,
+                    lock_name,
+                    sent_at,
+                    renew_deadline,
+                    backend,
+                ));
                 self.elected(Arc::clone(&term));
                 Some(term)
             }

@@ -19,6 +19,22 @@
 //! | [`InMemoryBackend`], [`NoopBackend`] | the embedded backends |
 //! | [`Error`] | the one error enum |
 //!
+//! # Tracing
+//!
+//! The electors open these `tracing` spans (no secret in any field: the owner token is
+//! never recorded), so every log line an action writes carries its lock and token:
+//!
+//! | span | level | fields |
+//! |---|---|---|
+//! | `leader.acquire` | DEBUG | `lock`, `backend`, `node_id`; at the end `outcome` (`acquired` / `skipped` / `failed`) and `fencing_token` |
+//! | `leader.run` | INFO | `lock`, `backend`, `node_id`, `fencing_token`: the action of `run_if_leader*` runs inside it |
+//! | `leader.term` | INFO | the same, around a campaign's term (its renewals and release) |
+//! | `leader.extend` | DEBUG | the same, and `outcome` (`extended` / `not_held` / `error`) |
+//! | `leader.release` | DEBUG | the same, and `outcome` (`released` / `not_held` / `error`) |
+//!
+//! With the `metrics` feature, the electors also report counters, histograms and a gauge
+//! to the [`metrics`](https://docs.rs/metrics) facade: see the `metrics` module.
+//!
 //! # Examples
 //!
 //! ```
@@ -46,6 +62,8 @@ mod lease;
 mod lease_mode;
 mod listing;
 mod memory;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 mod name;
 mod noop;
 mod options;
@@ -57,6 +75,7 @@ mod retry;
 mod serde_support;
 mod settings;
 mod state;
+mod telemetry;
 mod tenant;
 mod token_source;
 mod watcher;
@@ -99,4 +118,5 @@ pub mod __private {
     pub use crate::redact::mask_password;
     pub use crate::retry::Backoff;
     pub use crate::settings::ElectorSettings;
+    pub use crate::telemetry::AcquireProbe;
 }

@@ -4,7 +4,7 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
-use leader_core::{Backend, LockName};
+use leader_core::Backend;
 use mongodb::Client;
 use mongodb::error::ErrorKind;
 use mongodb::options::ClientOptions;
@@ -174,7 +174,7 @@ impl MongoBackend {
         self.inner.clients.store()
     }
 
-    fn failed(&self, stopped: Stopped, key: &LockName) -> leader_core::Error {
+    fn failed(&self, stopped: Stopped, key: &str) -> leader_core::Error {
         if matches!(stopped, Stopped::TimedOut(_)) {
             self.inner.clients.no_answer();
         }
@@ -182,7 +182,8 @@ impl MongoBackend {
     }
 
     /// Runs `op` to completion on the background runtime, blocking the calling thread.
-    pub(crate) fn block_on<T, F>(&self, key: &LockName, op: F) -> Result<T, leader_core::Error>
+    /// `key` names the lock (or, for a listing, the prefix) in an error.
+    pub(crate) fn block_on<T, F>(&self, key: &str, op: F) -> Result<T, leader_core::Error>
     where
         F: Future<Output = Result<T, OpError>> + Send + 'static,
         T: Send + 'static,
@@ -195,8 +196,8 @@ impl MongoBackend {
     }
 
     /// Runs `op` as a task (on the caller's tokio runtime, else the background one) and
-    /// awaits it.
-    pub(crate) async fn run<T, F>(&self, key: LockName, op: F) -> Result<T, leader_core::Error>
+    /// awaits it. `key` names the lock (or, for a listing, the prefix) in an error.
+    pub(crate) async fn run<T, F>(&self, key: String, op: F) -> Result<T, leader_core::Error>
     where
         F: Future<Output = Result<T, OpError>> + Send + 'static,
         T: Send + 'static,

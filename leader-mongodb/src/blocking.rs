@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use leader_core::{
-    AcquireOutcome, AcquireRequest, Error, ExtendOutcome, LeaderState, Lease, LockBackend,
-    LockName, ReleaseOutcome,
+    AcquireOutcome, AcquireRequest, Error, ExtendOutcome, ForceReleaseOutcome, LeaderState, Lease,
+    ListPage, ListRequest, LockBackend, LockName, ReleaseOutcome,
 };
 
 use crate::backend::MongoBackend;
@@ -17,7 +17,7 @@ impl LockBackend for MongoBackend {
     fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
         let request = Acquire::from(request);
         let key = request.key.clone();
-        self.block_on(&key, self.store().acquire(request))
+        self.block_on(key.as_str(), self.store().acquire(request))
     }
 
     fn extend(
@@ -29,25 +29,25 @@ impl LockBackend for MongoBackend {
         let op = self
             .store()
             .extend(lease.key.clone(), lease.owner, lease_time);
-        self.block_on(&lease.key, op)
+        self.block_on(lease.key.as_str(), op)
     }
 
     fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {
         let op = self
             .store()
             .release(lease.key.clone(), lease.owner, min_lease_time);
-        self.block_on(&lease.key, op)
+        self.block_on(lease.key.as_str(), op)
     }
 
     fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
-        self.block_on(key, self.store().state(key.clone()))
+        self.block_on(key.as_str(), self.store().state(key.clone()))
     }
 
-    fn list(&self, request: &leader_core::ListRequest) -> Result<leader_core::ListPage, Error> {
-        Err(crate::not_yet::not_yet(&request.prefix))
+    fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
+        self.block_on(&request.prefix, self.store().list(request.clone()))
     }
 
-    fn force_release(&self, key: &LockName) -> Result<leader_core::ForceReleaseOutcome, Error> {
-        Err(crate::not_yet::not_yet(key.as_str()))
+    fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
+        self.block_on(key.as_str(), self.store().force_release(key.clone()))
     }
 }

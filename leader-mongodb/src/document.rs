@@ -113,6 +113,14 @@ pub(crate) fn decode(doc: &Document) -> Result<LockRecord, ShapeError> {
     })
 }
 
+/// The lock name of a lock document (its `_id`).
+pub(crate) fn lock_name(doc: &Document) -> Result<&str, ShapeError> {
+    match get(doc, field::ID)? {
+        Bson::String(name) => Ok(name),
+        other => Err(wrong_type(field::ID, other, "a string")),
+    }
+}
+
 fn get<'a>(doc: &'a Document, name: &'static str) -> Result<&'a Bson, ShapeError> {
     doc.get(name).ok_or(ShapeError::Missing(name))
 }
@@ -260,6 +268,16 @@ mod tests {
         leader.insert("leader_id", Bson::Null);
         assert!(decode(&leader).is_err());
         assert!(decode(&doc! {"_id": "x"}).is_err());
+    }
+
+    #[test]
+    fn the_lock_name_is_the_string_id() {
+        assert_eq!(lock_name(&good()), Ok("nightly"));
+        assert_eq!(lock_name(&doc! {}), Err(ShapeError::Missing("_id")));
+        assert!(matches!(
+            lock_name(&doc! { "_id": 1 }),
+            Err(ShapeError::WrongType { field: "_id", .. })
+        ));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use leader_core::{BackendError, BackendErrorKind, LockName};
+use leader_core::{BackendError, BackendErrorKind};
 use mongodb::error::{Error as DriverError, ErrorKind, WriteFailure};
 
 use crate::document::ShapeError;
@@ -90,10 +90,11 @@ impl OpError {
         }
     }
 
-    /// The toolkit's error, naming the backend and the lock.
-    pub(crate) fn into_core(self, key: &LockName) -> leader_core::Error {
+    /// The toolkit's error, naming the backend and `key`: the lock, or for a listing the
+    /// prefix.
+    pub(crate) fn into_core(self, key: &str) -> leader_core::Error {
         let kind = self.kind();
-        BackendError::new(BACKEND, key.as_str(), kind, self).into()
+        BackendError::new(BACKEND, key, kind, self).into()
     }
 }
 
@@ -252,8 +253,8 @@ mod tests {
 
     #[test]
     fn converts_to_a_backend_error_naming_the_lock() {
-        let key = LockName::new("nightly").unwrap();
-        let err = OpError::Shape(ShapeError::Missing("owner")).into_core(&key);
+        let key = "nightly";
+        let err = OpError::Shape(ShapeError::Missing("owner")).into_core(key);
         assert_eq!(err.lock_key(), Some("nightly"));
         assert!(!err.is_transient());
         let leader_core::Error::Backend(backend) = &err else {
@@ -262,9 +263,9 @@ mod tests {
         assert_eq!(backend.backend(), "mongodb");
         assert!(err.to_string().contains("owner"), "{err}");
 
-        let err = OpError::TimedOut(Duration::from_secs(1)).into_core(&key);
+        let err = OpError::TimedOut(Duration::from_secs(1)).into_core(key);
         assert!(err.is_transient());
-        let err = OpError::Driver(io_error()).into_core(&key);
+        let err = OpError::Driver(io_error()).into_core(key);
         assert!(err.is_transient());
     }
 }

@@ -4,8 +4,8 @@ use std::future::Future;
 use std::time::Duration;
 
 use leader_core::{
-    AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, LeaderState, Lease,
-    LockName, ReleaseOutcome,
+    AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, ForceReleaseOutcome,
+    LeaderState, Lease, ListPage, ListRequest, LockName, ReleaseOutcome,
 };
 
 use crate::backend::MongoBackend;
@@ -22,7 +22,7 @@ impl AsyncLockBackend for MongoBackend {
         request: AcquireRequest<'_>,
     ) -> impl Future<Output = Result<AcquireOutcome, Error>> + Send {
         let request = Acquire::from(request);
-        let key = request.key.clone();
+        let key = request.key.to_string();
         self.run(key, self.store().acquire(request))
     }
 
@@ -35,7 +35,7 @@ impl AsyncLockBackend for MongoBackend {
         let op = self
             .store()
             .extend(lease.key.clone(), lease.owner, lease_time);
-        self.run(lease.key.clone(), op)
+        self.run(lease.key.to_string(), op)
     }
 
     fn release(
@@ -46,24 +46,21 @@ impl AsyncLockBackend for MongoBackend {
         let op = self
             .store()
             .release(lease.key.clone(), lease.owner, min_lease_time);
-        self.run(lease.key.clone(), op)
+        self.run(lease.key.to_string(), op)
     }
 
     fn state(&self, key: &LockName) -> impl Future<Output = Result<LeaderState, Error>> + Send {
-        self.run(key.clone(), self.store().state(key.clone()))
+        self.run(key.to_string(), self.store().state(key.clone()))
     }
 
-    async fn list(
-        &self,
-        request: &leader_core::ListRequest,
-    ) -> Result<leader_core::ListPage, Error> {
-        Err(crate::not_yet::not_yet(&request.prefix))
+    fn list(&self, request: &ListRequest) -> impl Future<Output = Result<ListPage, Error>> + Send {
+        self.run(request.prefix.clone(), self.store().list(request.clone()))
     }
 
-    async fn force_release(
+    fn force_release(
         &self,
         key: &LockName,
-    ) -> Result<leader_core::ForceReleaseOutcome, Error> {
-        Err(crate::not_yet::not_yet(key.as_str()))
+    ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
+        self.run(key.to_string(), self.store().force_release(key.clone()))
     }
 }

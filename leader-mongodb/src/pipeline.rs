@@ -143,7 +143,7 @@ pub(crate) fn extend(key: &LockName, owner: OwnerToken, lease_time: Duration) ->
         filter: doc! {
             ID: key.as_str(),
             OWNER: owner.to_string(),
-            "$expr": { "$gt": [ path::EXPIRES_AT, NOW ] },
+            "$expr": unexpired(),
         },
         update: vec![doc! { "$set": { EXPIRES_AT: plus_millis(NOW, millis(lease_time)) } }],
     }
@@ -172,6 +172,29 @@ pub(crate) fn release(key: &LockName, owner: OwnerToken, min_lease_time: Duratio
         filter: doc! { ID: key.as_str(), OWNER: owner.to_string() },
         update: vec![doc! { "$set": set }],
     }
+}
+
+/// Force release: one `findOneAndUpdate` (no upsert, return the document *before*) that
+/// matches the lock while anyone holds it — a well-formed document with an owner (a
+/// [`RELEASED`] one kept for its minimum lease included), unexpired on the server's clock —
+/// and frees it as a release without minimum lease does: owner cleared, `expires_at` moved
+/// to now. The document stays, so the fencing counter survives; the holder's next extend
+/// or release no longer matches its owner token. A document of another shape is never
+/// written: it matches nothing.
+pub(crate) fn force_release(key: &LockName) -> Plan {
+    Plan {
+        filter: doc! {
+            ID: key.as_str(),
+            OWNER: { "$type": "string" },
+            "$expr": { "$and": [ well_formed(), unexpired() ] },
+        },
+        update: vec![doc! { "$set": { OWNER: Bson::Null, EXPIRES_AT: NOW } }],
+    }
+}
+
+/// True while the lease runs on the server's clock (`expires_at > $$NOW`).
+pub(crate) fn unexpired() -> Document {
+    doc! { "$gt": [ path::EXPIRES_AT, NOW ] }
 }
 
 /// State: an aggregation returning the lock document with the server's time in [`SERVER_NOW`].
@@ -303,6 +326,31 @@ mod tests {
         assert_eq!(
             min.filter,
             doc! { "_id": "nightly", "owner": owner.to_string() }
+        );
+    }
+
+    #[test]
+    fn force_release_matches_any_live_holder_and_frees_it_on_the_server_clock() {
+        let plan = force_release(&key());
+        assert_eq!(plan.filter.get_str(ID), Ok("nightly"));
+        assert_eq!(
+            plan.filter.get_document(OWNER).unwrap(),
+            &doc! { "$type": "string" }
+        );
+        let checks = plan
+            .filter
+            .get_document("$expr")
+            .unwrap()
+            .get_array("$and")
+            .unwrap();
+        assert_eq!(checks[0], Bson::Document(well_formed()));
+        assert_eq!(
+            checks[1],
+            Bson::Document(doc! { "$gt": [ "$expires_at", "$$NOW" ] })
+        );
+        assert_eq!(
+            plan.update,
+            vec![doc! { "$set": { "owner": Bson::Null, "expires_at": "$$NOW" } }]
         );
     }
 

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use leader_core::{Backend, Error, LockName, ReleaseEvents};
+use leader_core::{Backend, Error, ForceReleaseOutcome, LockName, ReleaseEvents};
 
 use crate::config::PostgresConfig;
 use crate::connector::Connector;
@@ -166,7 +166,7 @@ impl PostgresBackend {
 
     /// Runs `op` on a pooled session within the operation timeout, on the calling thread.
     pub(crate) fn block_on<O: Op>(&self, op: O) -> Result<O::Output, Error> {
-        let key = op.key().clone();
+        let key = op.key().to_owned();
         let started = Instant::now();
         let result = self.inner.background.block_on(self.call(op));
         finish::<O>(&key, result, started)
@@ -175,7 +175,7 @@ impl PostgresBackend {
     /// Runs `op` on a pooled session within the operation timeout, on the background
     /// runtime, awaited from any executor.
     pub(crate) async fn run<O: Op>(&self, op: O) -> Result<O::Output, Error> {
-        let key = op.key().clone();
+        let key = op.key().to_owned();
         let started = Instant::now();
         let result = self.inner.background.run(self.call(op)).await;
         finish::<O>(&key, result, started)
@@ -212,6 +212,13 @@ impl PostgresBackend {
         }
     }
 
+    /// After a force release: waiters in this process wake as after a release.
+    pub(crate) fn force_released(&self, key: &LockName, outcome: &ForceReleaseOutcome) {
+        if matches!(outcome, ForceReleaseOutcome::Released(_)) {
+            self.inner.events.notify(key.as_str());
+        }
+    }
+
     /// The channel a release notifies.
     pub(crate) fn release_channel(&self) -> String {
         self.inner.table.channel()
@@ -231,7 +238,7 @@ impl PostgresBackend {
 
 /// Traces the outcome and names the lock in any error.
 fn finish<O: Op>(
-    key: &LockName,
+    key: &str,
     result: Result<O::Output, OpError>,
     started: Instant,
 ) -> Result<O::Output, Error> {

@@ -4,11 +4,12 @@
 use std::time::Duration;
 
 use leader_core::{
-    AcquireOutcome, AcquireRequest, Error, ExtendOutcome, LeaderState, Lease, LockBackend,
-    LockName, ReleaseOutcome,
+    AcquireOutcome, AcquireRequest, Error, ExtendOutcome, ForceReleaseOutcome, LeaderState, Lease,
+    ListPage, ListRequest, LockBackend, LockName, ReleaseOutcome,
 };
 
 use crate::backend::PostgresBackend;
+use crate::operator::{ForceRelease, List};
 use crate::ops::{Acquire, Extend, Release, State};
 
 /// Blocks the calling thread for at most the configured `operation_timeout` per call.
@@ -49,11 +50,18 @@ impl LockBackend for PostgresBackend {
         self.block_on(State { key: key.clone() })
     }
 
-    fn list(&self, request: &leader_core::ListRequest) -> Result<leader_core::ListPage, Error> {
-        Err(crate::not_yet::not_yet(&request.prefix))
+    fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
+        self.block_on(List {
+            request: request.clone(),
+        })
     }
 
-    fn force_release(&self, key: &LockName) -> Result<leader_core::ForceReleaseOutcome, Error> {
-        Err(crate::not_yet::not_yet(key.as_str()))
+    fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
+        let outcome = self.block_on(ForceRelease {
+            key: key.clone(),
+            channel: self.release_channel(),
+        })?;
+        self.force_released(key, &outcome);
+        Ok(outcome)
     }
 }

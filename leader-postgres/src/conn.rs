@@ -22,6 +22,9 @@ pub(crate) struct Statements {
     pub(crate) holder: Statement,
     pub(crate) extend: Statement,
     pub(crate) release: Statement,
+    pub(crate) list: Statement,
+    pub(crate) list_unbounded: Statement,
+    pub(crate) force_release: Statement,
 }
 
 impl Conn {
@@ -39,18 +42,27 @@ impl Statements {
     pub(crate) async fn prepare(client: &Client, sql: &Sql) -> Result<Statements, OpError> {
         const TEXT: Type = Type::TEXT;
         const INT8: Type = Type::INT8;
-        let (acquire, holder, extend, release) = futures_util::future::try_join4(
+        let locks = futures_util::future::try_join4(
             client.prepare_typed(&sql.acquire, &[TEXT, TEXT, TEXT, INT8]),
             client.prepare_typed(&sql.holder, &[TEXT]),
             client.prepare_typed(&sql.extend, &[TEXT, TEXT, INT8]),
             client.prepare_typed(&sql.release, &[TEXT, TEXT, INT8, TEXT]),
-        )
-        .await?;
+        );
+        let operator = futures_util::future::try_join3(
+            client.prepare_typed(&sql.list, &[TEXT, TEXT, TEXT, INT8]),
+            client.prepare_typed(&sql.list_unbounded, &[TEXT, TEXT, INT8]),
+            client.prepare_typed(&sql.force_release, &[TEXT, TEXT]),
+        );
+        let ((acquire, holder, extend, release), (list, list_unbounded, force_release)) =
+            futures_util::future::try_join(locks, operator).await?;
         Ok(Statements {
             acquire,
             holder,
             extend,
             release,
+            list,
+            list_unbounded,
+            force_release,
         })
     }
 }

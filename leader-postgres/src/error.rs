@@ -5,7 +5,7 @@
 use std::io;
 use std::time::Duration;
 
-use leader_core::{BackendError, BackendErrorKind, LockName};
+use leader_core::{BackendError, BackendErrorKind};
 use tokio_postgres::error::SqlState;
 
 use crate::schema::ShapeError;
@@ -119,10 +119,11 @@ impl OpError {
         ))
     }
 
-    /// The toolkit's error, naming the backend and the lock.
-    pub(crate) fn into_core(self, key: &LockName) -> leader_core::Error {
+    /// The toolkit's error, naming the backend and `key`: the lock, or for a listing the
+    /// prefix.
+    pub(crate) fn into_core(self, key: &str) -> leader_core::Error {
         let kind = self.kind();
-        BackendError::new(BACKEND, key.as_str(), kind, self).into()
+        BackendError::new(BACKEND, key, kind, self).into()
     }
 }
 
@@ -206,12 +207,12 @@ mod tests {
 
     #[test]
     fn converts_to_a_backend_error_naming_the_lock() {
-        let key = LockName::new("nightly").unwrap();
-        let err = OpError::TimedOut(Duration::from_secs(1)).into_core(&key);
+        let key = "nightly";
+        let err = OpError::TimedOut(Duration::from_secs(1)).into_core(key);
         assert_eq!(err.lock_key(), Some("nightly"));
         assert!(err.is_transient());
         assert!(err.to_string().contains("postgres"), "{err}");
-        let err = OpError::Corrupt("a negative fencing token").into_core(&key);
+        let err = OpError::Corrupt("a negative fencing token").into_core(key);
         assert!(!err.is_transient());
     }
 }

@@ -9,7 +9,7 @@ mod connector;
 mod error;
 mod listener;
 mod nonblocking;
-mod not_yet;
+mod operator;
 mod ops;
 mod pool;
 mod runtime;
@@ -25,7 +25,7 @@ pub use config::PostgresConfig;
 pub use error::ConnectError;
 
 /// Not public API: for the benches, which measure the backend against its own statements
-/// run raw. Exempt from semver.
+/// run raw, and the tests that read a statement's plan. Exempt from semver.
 #[doc(hidden)]
 pub mod __private {
     use crate::sql::Sql;
@@ -37,5 +37,11 @@ pub mod __private {
     pub fn statements(table: &str) -> Result<(String, String), &'static str> {
         let sql = Sql::new(&Table::parse(table)?);
         Ok((sql.acquire, sql.release))
+    }
+
+    /// The listing statement for `table`: `$1` prefix, `$2` the name to list after, `$3`
+    /// the prefix's upper bound, `$4` how many rows.
+    pub fn list_statement(table: &str) -> Result<String, &'static str> {
+        Ok(Sql::new(&Table::parse(table)?).list)
     }
 }

@@ -4,11 +4,12 @@
 use std::time::Duration;
 
 use leader_core::{
-    AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, LeaderState, Lease,
-    LockName, ReleaseOutcome,
+    AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, ForceReleaseOutcome,
+    LeaderState, Lease, ListPage, ListRequest, LockName, ReleaseOutcome,
 };
 
 use crate::backend::PostgresBackend;
+use crate::operator::{ForceRelease, List};
 use crate::ops::{Acquire, Extend, Release, State};
 
 /// # Cancel safety
@@ -58,17 +59,21 @@ impl AsyncLockBackend for PostgresBackend {
         self.run(State { key: key.clone() }).await
     }
 
-    async fn list(
-        &self,
-        request: &leader_core::ListRequest,
-    ) -> Result<leader_core::ListPage, Error> {
-        Err(crate::not_yet::not_yet(&request.prefix))
+    async fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
+        self.run(List {
+            request: request.clone(),
+        })
+        .await
     }
 
-    async fn force_release(
-        &self,
-        key: &LockName,
-    ) -> Result<leader_core::ForceReleaseOutcome, Error> {
-        Err(crate::not_yet::not_yet(key.as_str()))
+    async fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
+        let outcome = self
+            .run(ForceRelease {
+                key: key.clone(),
+                channel: self.release_channel(),
+            })
+            .await?;
+        self.force_released(key, &outcome);
+        Ok(outcome)
     }
 }

@@ -21,8 +21,8 @@ pub(crate) trait Op: Send + 'static {
     type Output: Send + 'static;
     /// Its name in traces.
     const NAME: &'static str;
-    /// The lock it is about.
-    fn key(&self) -> &LockName;
+    /// The lock it is about (for a listing, the prefix): named in traces and errors.
+    fn key(&self) -> &str;
     /// Runs it on `conn`.
     fn run(self, conn: &Conn) -> impl Future<Output = Result<Self::Output, OpError>> + Send;
     /// A short label of `output` for traces.
@@ -54,7 +54,7 @@ impl From<AcquireRequest<'_>> for Acquire {
 }
 
 /// A lease as the statements return it: leader id, token, acquired, expires.
-struct LeaseRow {
+pub(crate) struct LeaseRow {
     leader_id: String,
     fencing_token: u64,
     acquired_at: SystemTime,
@@ -62,7 +62,8 @@ struct LeaseRow {
 }
 
 impl LeaseRow {
-    fn read(row: &Row) -> Result<Self, OpError> {
+    /// Reads the first four columns of `row`.
+    pub(crate) fn read(row: &Row) -> Result<Self, OpError> {
         let token: i64 = row.try_get(1).map_err(OpError::Decode)?;
         Ok(LeaseRow {
             leader_id: row.try_get(0).map_err(OpError::Decode)?,
@@ -73,7 +74,8 @@ impl LeaseRow {
         })
     }
 
-    fn snapshot(self) -> LeaderLease {
+    /// The holder it describes.
+    pub(crate) fn snapshot(self) -> LeaderLease {
         LeaderLease::new(
             self.leader_id,
             self.acquired_at,
@@ -87,8 +89,8 @@ impl Op for Acquire {
     type Output = AcquireOutcome;
     const NAME: &'static str = "acquire";
 
-    fn key(&self) -> &LockName {
-        &self.key
+    fn key(&self) -> &str {
+        self.key.as_str()
     }
 
     /// The upsert; when it takes nothing (the conflict update's WHERE was false, so
@@ -149,8 +151,8 @@ impl Op for Extend {
     type Output = ExtendOutcome;
     const NAME: &'static str = "extend";
 
-    fn key(&self) -> &LockName {
-        &self.key
+    fn key(&self) -> &str {
+        self.key.as_str()
     }
 
     async fn run(self, conn: &Conn) -> Result<ExtendOutcome, OpError> {
@@ -211,8 +213,8 @@ impl Op for Release {
     type Output = Released;
     const NAME: &'static str = "release";
 
-    fn key(&self) -> &LockName {
-        &self.key
+    fn key(&self) -> &str {
+        self.key.as_str()
     }
 
     async fn run(self, conn: &Conn) -> Result<Released, OpError> {
@@ -254,8 +256,8 @@ impl Op for State {
     type Output = LeaderState;
     const NAME: &'static str = "state";
 
-    fn key(&self) -> &LockName {
-        &self.key
+    fn key(&self) -> &str {
+        self.key.as_str()
     }
 
     async fn run(self, conn: &Conn) -> Result<LeaderState, OpError> {

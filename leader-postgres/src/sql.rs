@@ -25,6 +25,17 @@ pub(crate) struct Sql {
     /// `$1` name, `$2` owner, `$3` minimum lease µs, `$4` channel → `freed`, or no row
     /// when not held. Notifies `$4` with the name when it freed the lock.
     pub(crate) release: String,
+    /// `$1` prefix, `$2` the name to list after (`''` on the first page), `$3` the
+    /// prefix's upper bound, `$4` how many rows → the live holders under the prefix, in
+    /// name order: leader id, token, acquired, expires, name.
+    pub(crate) list: String,
+    /// [`list`](Self::list) for a prefix without an upper bound (the empty prefix):
+    /// `$1` prefix, `$2` after, `$3` how many rows.
+    pub(crate) list_unbounded: String,
+    /// `$1` name, `$2` channel → the holder it freed (leader id, token, acquired,
+    /// expires), or no row when nobody held the lock. Notifies `$2` with the name when it
+    /// freed it.
+    pub(crate) force_release: String,
 }
 
 /// The six columns, with the type `format_type` gives each, in table order.
@@ -52,9 +63,11 @@ pub(crate) const SHAPE: &str = "SELECT a.attname::text, format_type(a.atttypid, 
 impl Sql {
     pub(crate) fn new(table: &Table) -> Sql {
         let t = table.quoted();
+        // `name` sorts byte-wise (`C`) whatever the database's collation, so the primary
+        // key's index serves a listing's prefix as one range, in the order it pages by.
         let create = format!(
             "CREATE TABLE IF NOT EXISTS {t} (
-                name text PRIMARY KEY,
+                name text COLLATE \"C\" PRIMARY KEY,
                 owner text,
                 leader_id text NOT NULL,
                 fencing_token bigint NOT NULL,
@@ -116,12 +129,55 @@ impl Sql {
             keep = "($3::bigint > 0 AND held.expires_at > clock.now
                 AND held.acquired_at + $3::bigint * interval '1 microsecond' > clock.now)"
         );
+        // Byte-wise (`C`) bounds and order: the strings under a prefix are one range of
+        // them, `[prefix, upper)`, and the cursor compares as the pages are ordered. Each
+        // bound is an index condition even in a generic plan (no `$n IS NULL OR`), so
+        // the scan reads the prefix's range only. `starts_with` rechecks the prefix.
+        let list_from = |upper: &str, limit: &str| {
+            format!(
+                "SELECT leader_id, fencing_token, acquired_at, expires_at, name FROM {t}
+                WHERE name COLLATE \"C\" >= $1::text AND name COLLATE \"C\" > $2::text{upper}
+                    AND starts_with(name COLLATE \"C\", $1::text)
+                    AND owner IS NOT NULL AND expires_at > clock_timestamp()
+                ORDER BY name COLLATE \"C\" LIMIT {limit}::bigint"
+            )
+        };
+        let list = list_from(" AND name COLLATE \"C\" < $3::text", "$4");
+        let list_unbounded = list_from("", "$3");
+        // Frees the live holder's row whoever it is (a lock kept for its minimum lease
+        // included), as a release without minimum lease does: owner NULL, expiry now; the
+        // row, and with it the fencing counter, stays. The subquery locks the row and
+        // reads the holder it replaces (RETURNING only has the new values); the NOTIFY,
+        // sent at commit, goes out once per freed row, so never for a free lock.
+        let force_release = format!(
+            "WITH clock AS (SELECT clock_timestamp() AS now),
+            forced AS (
+                UPDATE {t} AS held SET owner = NULL, expires_at = clock.now
+                FROM clock, (
+                    SELECT cur.name, cur.leader_id, cur.fencing_token, cur.acquired_at,
+                        cur.expires_at
+                    FROM {t} AS cur, clock
+                    WHERE cur.name = $1::text AND cur.owner IS NOT NULL
+                        AND cur.expires_at > clock.now
+                    FOR UPDATE OF cur
+                ) AS prior
+                WHERE held.name = prior.name
+                RETURNING prior.leader_id, prior.fencing_token, prior.acquired_at,
+                    prior.expires_at, held.name
+            )
+            SELECT leader_id, fencing_token, acquired_at, expires_at,
+                (SELECT 1 FROM pg_notify($2::text, forced.name))
+            FROM forced"
+        );
         Sql {
             create,
             acquire,
             holder,
             extend,
             release,
+            list,
+            list_unbounded,
+            force_release,
         }
     }
 }

@@ -30,6 +30,7 @@ mod macros;
 mod proxy;
 mod runner;
 mod sampler;
+pub mod spans;
 mod wait;
 
 pub use faulty::{Fault, FaultyBackend, Op};

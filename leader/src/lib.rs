@@ -36,6 +36,10 @@ pub use leader_redis::{self as redis, RedisBackend, RedisConfig};
 #[cfg(feature = "sqlite")]
 pub use leader_sqlite::{self as sqlite, SqliteBackend, SqliteConfig};
 
+/// Metrics on the `metrics` crate's facade: names, labels, cardinality.
+#[cfg(feature = "metrics")]
+pub use leader_core::metrics;
+
 /// Tenant scoping and per-tenant pollers: the `leader-tenant` crate.
 #[cfg(feature = "tenant")]
 pub use leader_tenant as tenant;

@@ -1,0 +1,208 @@
+//! Spans and metrics, in one place for the blocking and the async electors. The spans are
+//! listed in the crate docs (`# Tracing`), the metrics in [`crate::metrics`] (feature
+//! `metrics`).
+
+mod record;
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use tracing::field::Empty;
+use tracing::{Instrument, Span};
+
+use crate::attempts::Step;
+use crate::backend::{AcquireRequest, ExtendOutcome, ReleaseOutcome};
+use crate::error::Error;
+use crate::lease::Lease;
+use crate::name::LockName;
+
+use record::AcquireEnd;
+
+/// The span and metrics of one acquire call (its whole wait).
+#[derive(Debug)]
+pub struct AcquireProbe<'a> {
+    span: Span,
+    backend: &'static str,
+    key: &'a LockName,
+    started: Instant,
+}
+
+impl<'a> AcquireProbe<'a> {
+    /// Opens `leader.acquire` for `request` on `backend`.
+    pub fn start(backend: &'static str, request: &AcquireRequest<'a>) -> Self {
+        let span = tracing::debug_span!(
+            "leader.acquire",
+            lock = %request.key,
+            backend,
+            node_id = request.leader_id,
+            outcome = Empty,
+            fencing_token = Empty,
+        );
+        AcquireProbe {
+            span,
+            backend,
+            key: request.key,
+            started: Instant::now(),
+        }
+    }
+
+    /// The span, to enter (blocking) or instrument with (async) around the attempts.
+    pub fn span(&self) -> &Span {
+        &self.span
+    }
+
+    /// One attempt sent at `sent_at` was answered now.
+    pub fn answered(&self, sent_at: Instant) {
+        record::acquire_answered(self.backend, self.key.as_str(), sent_at.elapsed());
+    }
+
+    /// The call ended with `result`.
+    pub fn finish(&self, result: &Result<Step, Error>) {
+        let end = match result {
+            Ok(Step::Acquired(lease, _)) => {
+                self.span.record("fencing_token", lease.fencing_token);
+                AcquireEnd::Acquired
+            }
+            Ok(_) => AcquireEnd::Skipped,
+            Err(_) => AcquireEnd::Failed,
+        };
+        self.span.record("outcome", end.as_str());
+        record::acquire_finished(self.backend, self.key.as_str(), end, self.started.elapsed());
+    }
+}
+
+/// The spans and metrics of one held lease or term, kept by its
+/// [`LeaseTracker`](crate::__private::LeaseTracker).
+#[derive(Debug)]
+pub(crate) struct HoldProbe {
+    backend: &'static str,
+    held_since: Instant,
+    lost_counted: AtomicBool,
+}
+
+/// Declares a span named `$name` at `$level` with the fields of a held lease.
+macro_rules! lease_span {
+    ($level:expr, $name:literal, $backend:expr, $lease:expr) => {
+        tracing::span!(
+            $level,
+            $name,
+            lock = %$lease.key,
+            backend = $backend,
+            node_id = %$lease.leader_id,
+            fencing_token = $lease.fencing_token,
+            outcome = Empty,
+        )
+    };
+}
+
+impl HoldProbe {
+    /// A hold of `lease` on `backend` begins.
+    pub(crate) fn start(backend: &'static str, lease: &Lease) -> Self {
+        record::hold_started(backend, lease.key.as_str());
+        HoldProbe {
+            backend,
+            held_since: Instant::now(),
+            lost_counted: AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn backend(&self) -> &'static str {
+        self.backend
+    }
+
+    pub(crate) fn run_span(&self, lease: &Lease) -> Span {
+        lease_span!(tracing::Level::INFO, "leader.run", self.backend, lease)
+    }
+
+    pub(crate) fn term_span(&self, lease: &Lease) -> Span {
+        lease_span!(tracing::Level::INFO, "leader.term", self.backend, lease)
+    }
+
+    /// Runs a blocking `extend` inside `leader.extend` and records its outcome.
+    pub(crate) fn extend(
+        &self,
+        lease: &Lease,
+        call: impl FnOnce() -> Result<ExtendOutcome, Error>,
+    ) -> Result<ExtendOutcome, Error> {
+        let span = lease_span!(tracing::Level::DEBUG, "leader.extend", self.backend, lease);
+        let answer = span.in_scope(call);
+        span.record(
+            "outcome",
+            answer.as_ref().map_or("error", ExtendOutcome::as_str),
+        );
+        answer
+    }
+
+    /// Awaits an async `extend` inside `leader.extend` and records its outcome.
+    pub(crate) async fn extend_async(
+        &self,
+        lease: &Lease,
+        call: impl Future<Output = Result<ExtendOutcome, Error>>,
+    ) -> Result<ExtendOutcome, Error> {
+        let span = lease_span!(tracing::Level::DEBUG, "leader.extend", self.backend, lease);
+        let answer = call.instrument(span.clone()).await;
+        span.record(
+            "outcome",
+            answer.as_ref().map_or("error", ExtendOutcome::as_str),
+        );
+        answer
+    }
+
+    /// Runs a blocking `release` inside `leader.release` and records its outcome.
+    pub(crate) fn release(
+        &self,
+        lease: &Lease,
+        call: impl FnOnce() -> Result<ReleaseOutcome, Error>,
+    ) -> Result<ReleaseOutcome, Error> {
+        let span = lease_span!(tracing::Level::DEBUG, "leader.release", self.backend, lease);
+        let answer = span.in_scope(call);
+        self.released(&span, lease, &answer);
+        answer
+    }
+
+    /// Awaits an async `release` inside `leader.release` and records its outcome.
+    pub(crate) async fn release_async(
+        &self,
+        lease: &Lease,
+        call: impl Future<Output = Result<ReleaseOutcome, Error>>,
+    ) -> Result<ReleaseOutcome, Error> {
+        let span = lease_span!(tracing::Level::DEBUG, "leader.release", self.backend, lease);
+        let answer = call.instrument(span.clone()).await;
+        self.released(&span, lease, &answer);
+        answer
+    }
+
+    fn released(&self, span: &Span, lease: &Lease, answer: &Result<ReleaseOutcome, Error>) {
+        span.record(
+            "outcome",
+            answer.as_ref().map_or("error", ReleaseOutcome::as_str),
+        );
+        if let Ok(ReleaseOutcome::Released) = answer {
+            record::released(self.backend, lease.key.as_str());
+        }
+    }
+
+    /// The lease was lost before its release: counted once per hold.
+    pub(crate) fn lost(&self, lease: &Lease) {
+        if !self.lost_counted.swap(true, Ordering::AcqRel) {
+            record::lease_lost(self.backend, lease.key.as_str());
+        }
+    }
+
+    /// A campaign term began with this hold.
+    pub(crate) fn leadership_gained(&self, lease: &Lease) {
+        record::leadership_gained(self.backend, lease.key.as_str());
+    }
+
+    /// A campaign term ended for `reason`.
+    pub(crate) fn leadership_lost(&self, lease: &Lease, reason: &'static str) {
+        record::leadership_lost(self.backend, lease.key.as_str(), reason);
+    }
+
+    /// The hold is over (its tracker is dropped).
+    pub(crate) fn end(&self, lease: &Lease) {
+        let held: Duration = self.held_since.elapsed();
+        record::hold_ended(self.backend, lease.key.as_str(), held);
+    }
+}

@@ -1,0 +1,193 @@
+//! The listing's query and its page: plain functions, no I/O.
+//!
+//! The names under a prefix are one range of the `_id` index, `[prefix, upper_bound)`:
+//! MongoDB compares strings by their UTF-8 bytes (the simple collation), which is code
+//! point order, so the strings that start with `prefix` are exactly those from `prefix` up
+//! to the prefix with its last character replaced by the next one. No regex: a name's `.`,
+//! `*` or `[` is just a character here.
+
+use leader_core::{LeaderState, ListCursor, ListPage, ListRequest};
+use mongodb::bson::{Bson, Document, doc};
+
+use crate::document::field::{ID, OWNER};
+use crate::document::{ShapeError, decode, lock_name};
+use crate::pipeline;
+
+/// The smallest string above every string that starts with `prefix`: the prefix with its
+/// last character replaced by the next one (dropping trailing U+10FFFF, which has none).
+/// `None` when no string is above them all (an empty prefix, or only U+10FFFF).
+pub(crate) fn upper_bound(prefix: &str) -> Option<String> {
+    let mut rest = prefix.chars();
+    while let Some(last) = rest.next_back() {
+        if let Some(next) = successor(last) {
+            let mut bound = rest.as_str().to_owned();
+            bound.push(next);
+            return Some(bound);
+        }
+    }
+    None
+}
+
+/// The next Unicode scalar value (no surrogates), if any.
+fn successor(c: char) -> Option<char> {
+    match c {
+        '\u{D7FF}' => Some('\u{E000}'),
+        _ => char::from_u32(u32::from(c) + 1),
+    }
+}
+
+/// The `find` filter of one page: the `_id` range of the prefix (after the cursor's name,
+/// exclusive), and only held documents, as `state` decides it: an owner (a lock kept for
+/// its minimum lease included) and unexpired on the server's clock.
+pub(crate) fn filter(request: &ListRequest) -> Document {
+    let prefix = request.prefix.as_str();
+    let mut range = match request.cursor.as_ref().map(ListCursor::as_str) {
+        Some(after) if after >= prefix => doc! { "$gt": after },
+        _ => doc! { "$gte": prefix },
+    };
+    if let Some(upper) = upper_bound(prefix) {
+        range.insert("$lt", upper);
+    }
+    doc! {
+        ID: range,
+        OWNER: { "$ne": Bson::Null },
+        "$expr": pipeline::unexpired(),
+    }
+}
+
+/// The page size of `request` (at least 1).
+pub(crate) fn limit(request: &ListRequest) -> usize {
+    request.limit.max(1)
+}
+
+/// How many documents to fetch for a page: one more than it holds, to know whether another
+/// page follows.
+pub(crate) fn fetch(request: &ListRequest) -> i64 {
+    i64::try_from(limit(request).saturating_add(1)).unwrap_or(i64::MAX)
+}
+
+/// The page of `docs` (in name order, at most [`fetch`] of them): the first `limit`, and a
+/// cursor at the last of them when there were more.
+pub(crate) fn page(docs: &[Document], limit: usize) -> Result<ListPage, ShapeError> {
+    let shown = docs.get(..limit).unwrap_or(docs);
+    let locks = shown
+        .iter()
+        .map(|doc| {
+            Ok(LeaderState::occupied(
+                lock_name(doc)?,
+                decode(doc)?.holder(),
+            ))
+        })
+        .collect::<Result<Vec<_>, ShapeError>>()?;
+    let next = (docs.len() > limit)
+        .then(|| locks.last().map(|last| ListCursor::new(last.lock_name())))
+        .flatten();
+    Ok(ListPage::new(locks, next))
+}
+
+#[cfg(test)]
+mod tests {
+    use mongodb::bson::DateTime;
+
+    use super::*;
+
+    #[test]
+    fn the_upper_bound_is_above_exactly_the_names_under_the_prefix() {
+        assert_eq!(upper_bound("job:"), Some("job;".to_owned()));
+        assert_eq!(upper_bound("a.*[x]%_"), Some("a.*[x]%`".to_owned()));
+        assert_eq!(upper_bound("é"), Some("ê".to_owned()));
+        assert_eq!(upper_bound("a\u{D7FF}"), Some("a\u{E000}".to_owned()));
+        assert_eq!(upper_bound("a\u{10FFFF}\u{10FFFF}"), Some("b".to_owned()));
+        assert_eq!(upper_bound("\u{10FFFF}"), None);
+        assert_eq!(upper_bound(""), None);
+        for prefix in ["job:", "é", "a\u{D7FF}", "z\u{10FFFF}", "a.*[x]%_"] {
+            let upper = upper_bound(prefix).unwrap();
+            for name in [
+                prefix.to_owned(),
+                format!("{prefix}\u{10FFFF}"),
+                format!("{prefix}~~"),
+            ] {
+                assert!(
+                    prefix <= name.as_str() && name < upper,
+                    "{name:?} < {upper:?}"
+                );
+            }
+            let mut beside = prefix.to_owned();
+            beside.pop();
+            assert!(beside.as_str() < prefix);
+            assert!(upper.as_str() > prefix && !upper.starts_with(prefix));
+        }
+    }
+
+    #[test]
+    fn a_page_starts_at_the_prefix_or_after_the_cursor_and_takes_held_locks_only() {
+        let first = filter(&ListRequest::new("job:"));
+        assert_eq!(
+            first.get_document("_id").unwrap(),
+            &doc! { "$gte": "job:", "$lt": "job;" }
+        );
+        assert_eq!(first.get_document("owner").unwrap(), &doc! { "$ne": null });
+        assert_eq!(
+            first.get_document("$expr").unwrap(),
+            &doc! { "$gt": [ "$expires_at", "$$NOW" ] }
+        );
+        let next = filter(&ListRequest::new("job:").after(ListCursor::new("job:7")));
+        assert_eq!(
+            next.get_document("_id").unwrap(),
+            &doc! { "$gt": "job:7", "$lt": "job;" }
+        );
+        // A cursor below the prefix (not one this backend made) starts at the prefix.
+        let stray = filter(&ListRequest::new("job:").after(ListCursor::new("a")));
+        assert_eq!(
+            stray.get_document("_id").unwrap(),
+            &doc! { "$gte": "job:", "$lt": "job;" }
+        );
+        let all = filter(&ListRequest::new(""));
+        assert_eq!(all.get_document("_id").unwrap(), &doc! { "$gte": "" });
+    }
+
+    fn held(name: &str, token: i64) -> Document {
+        doc! {
+            "_id": name,
+            "owner": "released",
+            "leader_id": "node-a",
+            "fencing_token": token,
+            "acquired_at": DateTime::from_millis(1_000),
+            "expires_at": DateTime::from_millis(31_000),
+        }
+    }
+
+    #[test]
+    fn one_document_more_than_the_limit_makes_a_cursor_at_the_last_shown() {
+        let docs = [held("a", 1), held("b", 2), held("c", 3)];
+        let request = ListRequest::new("").with_limit(2);
+        assert_eq!(fetch(&request), 3);
+        let more = page(&docs, limit(&request)).unwrap();
+        let names: Vec<_> = more.locks.iter().map(LeaderState::lock_name).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(more.next, Some(ListCursor::new("b")));
+        assert_eq!(more.locks[1].leader().unwrap().fencing_token, 2);
+
+        let last = page(&docs[..2], 2).unwrap();
+        assert_eq!(last.locks.len(), 2);
+        assert_eq!(last.next, None);
+        assert_eq!(page(&[], 2).unwrap(), ListPage::default());
+    }
+
+    #[test]
+    fn a_zero_limit_counts_as_one_and_a_huge_one_does_not_overflow() {
+        let mut request = ListRequest::new("");
+        request.limit = 0;
+        assert_eq!((limit(&request), fetch(&request)), (1, 2));
+        request.limit = usize::MAX;
+        assert_eq!(fetch(&request), i64::MAX);
+    }
+
+    #[test]
+    fn a_document_of_another_shape_is_an_error() {
+        let mut broken = held("a", 1);
+        broken.remove("leader_id");
+        assert_eq!(page(&[broken], 5), Err(ShapeError::Missing("leader_id")));
+        assert!(page(&[doc! { "_id": 5 }], 5).is_err());
+    }
+}

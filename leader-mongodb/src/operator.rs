@@ -1,0 +1,84 @@
+//! The operator's calls against the collection: listing the held locks under a prefix, and
+//! freeing a lock whoever holds it. Async code, run by both SPI implementations like `ops`.
+
+use leader_core::{ForceReleaseOutcome, ListPage, ListRequest, LockName};
+use mongodb::bson::{Document, doc};
+use mongodb::options::ReturnDocument;
+
+use crate::document::decode;
+use crate::document::field::ID;
+use crate::error::OpError;
+use crate::listing;
+use crate::ops::Store;
+use crate::pipeline;
+
+impl Store {
+    /// One `find` over the `_id` range of the prefix ([`listing::filter`]), in name order,
+    /// one document more than the page holds; see [`listing::page`].
+    pub(crate) async fn list(self, request: ListRequest) -> Result<ListPage, OpError> {
+        let result = async {
+            let fetch = listing::fetch(&request);
+            let mut cursor = self
+                .collection
+                .find(listing::filter(&request))
+                .sort(doc! { ID: 1 })
+                .limit(fetch)
+                .batch_size(u32::try_from(fetch).unwrap_or(u32::MAX))
+                .max_time(self.max_time)
+                .await?;
+            let mut docs = Vec::new();
+            while cursor.advance().await? {
+                docs.push(cursor.deserialize_current()?);
+            }
+            Ok(listing::page(&docs, listing::limit(&request))?)
+        }
+        .await;
+        match &result {
+            Ok(page) => tracing::debug!(
+                prefix = %request.prefix,
+                locks = page.locks.len(),
+                more = page.next.is_some(),
+                "mongodb list"
+            ),
+            Err(err) => {
+                tracing::debug!(prefix = %request.prefix, outcome = "error", error = %err, "mongodb list")
+            }
+        }
+        result
+    }
+
+    /// One `findOneAndUpdate` returning the document before it; see
+    /// [`pipeline::force_release`].
+    pub(crate) async fn force_release(self, key: LockName) -> Result<ForceReleaseOutcome, OpError> {
+        let plan = pipeline::force_release(&key);
+        let result = async {
+            let before: Option<Document> = self
+                .collection
+                .find_one_and_update(plan.filter, plan.update)
+                .return_document(ReturnDocument::Before)
+                .max_time(self.max_time)
+                .write_concern(self.write_concern.clone())
+                .await?;
+            Ok(match before {
+                Some(doc) => ForceReleaseOutcome::Released(decode(&doc)?.holder()),
+                None => ForceReleaseOutcome::NotHeld,
+            })
+        }
+        .await;
+        match &result {
+            Ok(ForceReleaseOutcome::Released(holder)) => tracing::debug!(
+                lock = %key,
+                outcome = "released",
+                fencing_token = holder.fencing_token,
+                "mongodb force release"
+            ),
+            Ok(other) => {
+                tracing::debug!(lock = %key, outcome = other.as_str(), "mongodb force release")
+            }
+            Err(err) => {
+                tracing::debug!(lock = %key, outcome = "error", error = %err, "mongodb force release")
+            }
+        }
+        result
+    }
+}
