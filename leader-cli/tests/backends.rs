@@ -235,7 +235,6 @@ fn mongodb_holds_and_watches() {
 }
 
 #[test]
-#[ignore = "awaits MongoDB list/force_release: branch i15-docdb"]
 fn mongodb_lists_and_force_releases() {
     let Some(server) = fixtures::shared_mongo() else {
         return;
@@ -252,7 +251,6 @@ fn postgres_holds_and_watches() {
 }
 
 #[test]
-#[ignore = "awaits PostgreSQL list/force_release: branch i15-docdb"]
 fn postgres_lists_and_force_releases() {
     let Some(server) = fixtures::shared_postgres() else {
         return;
