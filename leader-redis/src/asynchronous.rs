@@ -4,11 +4,12 @@ use std::future::Future;
 use std::time::{Duration, SystemTime};
 
 use leader_core::{
-    AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, LeaderState, Lease,
-    LockName, ReleaseOutcome,
+    AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, ForceReleaseOutcome,
+    LeaderState, Lease, LockName, ReleaseOutcome,
 };
 
 use crate::backend::RedisBackend;
+use crate::force_release::ForceRelease;
 use crate::ops::{Acquire, Extend, Release, State};
 
 /// # Cancel safety
@@ -63,10 +64,10 @@ impl AsyncLockBackend for RedisBackend {
         Err(crate::not_yet::not_yet(&request.prefix))
     }
 
-    async fn force_release(
+    fn force_release(
         &self,
         key: &LockName,
-    ) -> Result<leader_core::ForceReleaseOutcome, Error> {
-        Err(crate::not_yet::not_yet(key.as_str()))
+    ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
+        self.run_async(ForceRelease { key })
     }
 }

@@ -13,6 +13,7 @@ mod config_serde;
 mod decode;
 mod error;
 pub mod fence;
+mod force_release;
 mod from_client;
 mod keys;
 #[cfg(any(feature = "tokio", feature = "smol"))]
