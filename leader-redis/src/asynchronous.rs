@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime};
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, ForceReleaseOutcome,
-    LeaderState, Lease, LockName, ReleaseOutcome,
+    LeaderState, Lease, ListPage, ListRequest, LockName, ReleaseOutcome,
 };
 
 use crate::backend::RedisBackend;
@@ -57,11 +57,9 @@ impl AsyncLockBackend for RedisBackend {
         self.run_async(State { key })
     }
 
-    async fn list(
-        &self,
-        request: &leader_core::ListRequest,
-    ) -> Result<leader_core::ListPage, Error> {
-        Err(crate::not_yet::not_yet(&request.prefix))
+    /// Pages by `SCAN` (never `KEYS`); see [`RedisBackend`]'s `# Listing`.
+    fn list(&self, request: &ListRequest) -> impl Future<Output = Result<ListPage, Error>> + Send {
+        self.list_async(request)
     }
 
     fn force_release(

@@ -4,7 +4,7 @@ use std::time::{Duration, SystemTime};
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, Error, ExtendOutcome, ForceReleaseOutcome, LeaderState, Lease,
-    LockBackend, LockName, ReleaseOutcome,
+    ListPage, ListRequest, LockBackend, LockName, ReleaseOutcome,
 };
 
 use crate::backend::RedisBackend;
@@ -46,8 +46,9 @@ impl LockBackend for RedisBackend {
         self.run_blocking(State { key })
     }
 
-    fn list(&self, request: &leader_core::ListRequest) -> Result<leader_core::ListPage, Error> {
-        Err(crate::not_yet::not_yet(&request.prefix))
+    /// Pages by `SCAN` (never `KEYS`); see [`RedisBackend`]'s `# Listing`.
+    fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
+        self.list_blocking(request)
     }
 
     fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {

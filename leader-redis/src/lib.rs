@@ -16,8 +16,7 @@ pub mod fence;
 mod force_release;
 mod from_client;
 mod keys;
-#[cfg(any(feature = "tokio", feature = "smol"))]
-mod not_yet;
+mod listing;
 mod ops;
 mod pubsub;
 mod scripts;
