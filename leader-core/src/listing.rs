@@ -76,6 +76,42 @@ impl ListRequest {
         self.prefix = prefix.into();
         self
     }
+
+    /// The page size to serve: `limit`, or 1 if the field was set to 0 by hand.
+    pub fn page_size(&self) -> usize {
+        self.limit.max(1)
+    }
+
+    /// For backends that list by a key range: the smallest string above every string that
+    /// starts with `prefix`, byte-wise (the prefix with its last character replaced by the
+    /// next one, trailing U+10FFFF dropped, since it has none). UTF-8's byte order is code
+    /// point order, so the keys under the prefix are exactly those in
+    /// `[prefix, prefix_end)`. `None` when no string is above them all (an empty prefix, or
+    /// one of U+10FFFF only).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_core::ListRequest;
+    ///
+    /// assert_eq!(ListRequest::new("tenant:acme:").prefix_end().as_deref(), Some("tenant:acme;"));
+    /// assert_eq!(ListRequest::new("").prefix_end(), None);
+    /// ```
+    pub fn prefix_end(&self) -> Option<String> {
+        let mut rest = self.prefix.chars();
+        while let Some(last) = rest.next_back() {
+            let next = match last {
+                '\u{D7FF}' => Some('\u{E000}'),
+                _ => char::from_u32(u32::from(last) + 1),
+            };
+            if let Some(next) = next {
+                let mut end = rest.as_str().to_owned();
+                end.push(next);
+                return Some(end);
+            }
+        }
+        None
+    }
 }
 
 /// Where a listing resumes: opaque, made by the backend that answered the previous page.
@@ -135,5 +171,48 @@ impl ForceReleaseOutcome {
             ForceReleaseOutcome::Released(_) => "released",
             ForceReleaseOutcome::NotHeld => "not_held",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ListRequest;
+
+    fn end(prefix: &str) -> Option<String> {
+        ListRequest::new(prefix).prefix_end()
+    }
+
+    #[test]
+    fn the_prefix_end_bounds_exactly_the_keys_under_the_prefix() {
+        assert_eq!(end("ab").as_deref(), Some("ac"));
+        assert_eq!(end("a\u{D7FF}").as_deref(), Some("a\u{E000}"));
+        assert_eq!(end("a\u{10FFFF}").as_deref(), Some("b"));
+        assert_eq!(end("\u{10FFFF}"), None);
+        for key in ["ab", "ab\u{10FFFF}\u{10FFFF}", "abz", "ab\u{0}"] {
+            let upper = end("ab").unwrap();
+            assert!(key >= "ab" && key < upper.as_str(), "{key:?} is under `ab`");
+        }
+        assert!("ac" >= end("ab").unwrap().as_str());
+        for prefix in ["job:", "é", "a\u{D7FF}", "z\u{10FFFF}", "a.*[x]%_"] {
+            let upper = end(prefix).unwrap();
+            for name in [
+                prefix.to_owned(),
+                format!("{prefix}\u{10FFFF}"),
+                format!("{prefix}~~"),
+            ] {
+                assert!(
+                    prefix <= name.as_str() && name < upper,
+                    "{name:?} < {upper:?}"
+                );
+            }
+            assert!(upper.as_str() > prefix && !upper.starts_with(prefix));
+        }
+    }
+
+    #[test]
+    fn a_zero_limit_serves_pages_of_one() {
+        let mut request = ListRequest::new("x");
+        request.limit = 0;
+        assert_eq!(request.page_size(), 1);
     }
 }

@@ -289,9 +289,10 @@ impl InMemoryBackend {
             .filter(|(_, holder)| holder.deadline > clock_now)
             .collect();
         held.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        let next = (held.len() > request.limit)
-            .then(|| ListCursor::new(held[request.limit - 1].0.as_str()));
-        held.truncate(request.limit);
+        let page_size = request.page_size();
+        let next =
+            (held.len() > page_size).then(|| ListCursor::new(held[page_size - 1].0.as_str()));
+        held.truncate(page_size);
         let locks = held
             .into_iter()
             .map(|(key, holder)| LeaderState::occupied(key.as_str(), holder.snapshot()))

@@ -1,10 +1,9 @@
 //! The listing's query and its page: plain functions, no I/O.
 //!
-//! The names under a prefix are one range of the `_id` index, `[prefix, upper_bound)`:
-//! MongoDB compares strings by their UTF-8 bytes (the simple collation), which is code
-//! point order, so the strings that start with `prefix` are exactly those from `prefix` up
-//! to the prefix with its last character replaced by the next one. No regex: a name's `.`,
-//! `*` or `[` is just a character here.
+//! The names under a prefix are one range of the `_id` index, from the prefix up to
+//! `ListRequest::prefix_end` (excluded): MongoDB compares strings by their UTF-8 bytes (the
+//! simple collation), which is code point order, so that range holds exactly the names
+//! that start with the prefix. No regex: a name's `.`, `*` or `[` is just a character.
 
 use leader_core::{LeaderState, ListCursor, ListPage, ListRequest};
 use mongodb::bson::{Bson, Document, doc};
@@ -12,29 +11,6 @@ use mongodb::bson::{Bson, Document, doc};
 use crate::document::field::{ID, OWNER};
 use crate::document::{ShapeError, decode, lock_name};
 use crate::pipeline;
-
-/// The smallest string above every string that starts with `prefix`: the prefix with its
-/// last character replaced by the next one (dropping trailing U+10FFFF, which has none).
-/// `None` when no string is above them all (an empty prefix, or only U+10FFFF).
-pub(crate) fn upper_bound(prefix: &str) -> Option<String> {
-    let mut rest = prefix.chars();
-    while let Some(last) = rest.next_back() {
-        if let Some(next) = successor(last) {
-            let mut bound = rest.as_str().to_owned();
-            bound.push(next);
-            return Some(bound);
-        }
-    }
-    None
-}
-
-/// The next Unicode scalar value (no surrogates), if any.
-fn successor(c: char) -> Option<char> {
-    match c {
-        '\u{D7FF}' => Some('\u{E000}'),
-        _ => char::from_u32(u32::from(c) + 1),
-    }
-}
 
 /// The `find` filter of one page: the `_id` range of the prefix (after the cursor's name,
 /// exclusive), and only held documents, as `state` decides it: an owner (a lock kept for
@@ -45,7 +21,7 @@ pub(crate) fn filter(request: &ListRequest) -> Document {
         Some(after) if after >= prefix => doc! { "$gt": after },
         _ => doc! { "$gte": prefix },
     };
-    if let Some(upper) = upper_bound(prefix) {
+    if let Some(upper) = request.prefix_end() {
         range.insert("$lt", upper);
     }
     doc! {
@@ -57,7 +33,7 @@ pub(crate) fn filter(request: &ListRequest) -> Document {
 
 /// The page size of `request` (at least 1).
 pub(crate) fn limit(request: &ListRequest) -> usize {
-    request.limit.max(1)
+    request.page_size()
 }
 
 /// How many documents to fetch for a page: one more than it holds, to know whether another
@@ -90,34 +66,6 @@ mod tests {
     use mongodb::bson::DateTime;
 
     use super::*;
-
-    #[test]
-    fn the_upper_bound_is_above_exactly_the_names_under_the_prefix() {
-        assert_eq!(upper_bound("job:"), Some("job;".to_owned()));
-        assert_eq!(upper_bound("a.*[x]%_"), Some("a.*[x]%`".to_owned()));
-        assert_eq!(upper_bound("é"), Some("ê".to_owned()));
-        assert_eq!(upper_bound("a\u{D7FF}"), Some("a\u{E000}".to_owned()));
-        assert_eq!(upper_bound("a\u{10FFFF}\u{10FFFF}"), Some("b".to_owned()));
-        assert_eq!(upper_bound("\u{10FFFF}"), None);
-        assert_eq!(upper_bound(""), None);
-        for prefix in ["job:", "é", "a\u{D7FF}", "z\u{10FFFF}", "a.*[x]%_"] {
-            let upper = upper_bound(prefix).unwrap();
-            for name in [
-                prefix.to_owned(),
-                format!("{prefix}\u{10FFFF}"),
-                format!("{prefix}~~"),
-            ] {
-                assert!(
-                    prefix <= name.as_str() && name < upper,
-                    "{name:?} < {upper:?}"
-                );
-            }
-            let mut beside = prefix.to_owned();
-            beside.pop();
-            assert!(beside.as_str() < prefix);
-            assert!(upper.as_str() > prefix && !upper.starts_with(prefix));
-        }
-    }
 
     #[test]
     fn a_page_starts_at_the_prefix_or_after_the_cursor_and_takes_held_locks_only() {

@@ -28,9 +28,9 @@ impl Op for List {
     async fn run(self, conn: &Conn) -> Result<ListPage, OpError> {
         let prefix = self.request.prefix.as_str();
         let after = self.request.cursor.as_ref().map_or("", ListCursor::as_str);
-        let limit = self.request.limit.max(1);
+        let limit = self.request.page_size();
         let fetch = i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX);
-        let rows = match upper_bound(prefix) {
+        let rows = match self.request.prefix_end() {
             Some(upper) => {
                 let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
                     [&prefix, &after, &upper, &fetch];
@@ -72,27 +72,6 @@ fn page(rows: &[Row], limit: usize) -> Result<ListPage, OpError> {
     Ok(ListPage::new(locks, next))
 }
 
-/// The smallest string above every string that starts with `prefix`, byte-wise: the
-/// prefix with its last character replaced by the next one (dropping trailing U+10FFFF,
-/// which has none). UTF-8's byte order is code point order, so the strings under the
-/// prefix are exactly those in `[prefix, upper)`. `None` when no string is above them all
-/// (an empty prefix, or only U+10FFFF).
-fn upper_bound(prefix: &str) -> Option<String> {
-    let mut rest = prefix.chars();
-    while let Some(last) = rest.next_back() {
-        let next = match last {
-            '\u{D7FF}' => Some('\u{E000}'),
-            _ => char::from_u32(u32::from(last) + 1),
-        };
-        if let Some(next) = next {
-            let mut bound = rest.as_str().to_owned();
-            bound.push(next);
-            return Some(bound);
-        }
-    }
-    None
-}
-
 /// `force_release`'s arguments, and the channel its `NOTIFY` goes to.
 #[derive(Debug, Clone)]
 pub(crate) struct ForceRelease {
@@ -126,35 +105,5 @@ impl Op for ForceRelease {
 
     fn outcome(output: &ForceReleaseOutcome) -> &'static str {
         output.as_str()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_upper_bound_is_above_exactly_the_names_under_the_prefix() {
-        assert_eq!(upper_bound("job:"), Some("job;".to_owned()));
-        assert_eq!(upper_bound("a.*[x]%_"), Some("a.*[x]%`".to_owned()));
-        assert_eq!(upper_bound("é"), Some("ê".to_owned()));
-        assert_eq!(upper_bound("a\u{D7FF}"), Some("a\u{E000}".to_owned()));
-        assert_eq!(upper_bound("a\u{10FFFF}\u{10FFFF}"), Some("b".to_owned()));
-        assert_eq!(upper_bound("\u{10FFFF}"), None);
-        assert_eq!(upper_bound(""), None);
-        for prefix in ["job:", "é", "a\u{D7FF}", "z\u{10FFFF}", "a.*[x]%_"] {
-            let upper = upper_bound(prefix).unwrap();
-            for name in [
-                prefix.to_owned(),
-                format!("{prefix}\u{10FFFF}"),
-                format!("{prefix}~~"),
-            ] {
-                assert!(
-                    prefix <= name.as_str() && name < upper,
-                    "{name:?} < {upper:?}"
-                );
-            }
-            assert!(upper.as_str() > prefix && !upper.starts_with(prefix));
-        }
     }
 }

@@ -20,6 +20,7 @@ use redis::{RedisResult, ScriptInvocation, Value};
 use crate::clients::Target;
 use crate::config::RedisConfig;
 use crate::error::is_dead_connection;
+use crate::listing::{self, Io};
 
 #[derive(Clone)]
 enum AsyncConn {
@@ -88,6 +89,39 @@ impl AsyncPool {
         match self.connection()? {
             AsyncConn::Single(mut conn) => invocation.invoke_async(&mut conn).await,
             AsyncConn::Cluster(mut conn) => invocation.invoke_async(&mut conn).await,
+        }
+    }
+
+    /// Sends one round trip of a listing, as [`run`](Self::run) sends a script (every
+    /// round trip of a listing reads, so sending it twice is harmless).
+    pub(crate) async fn send(&self, io: &Io) -> RedisResult<Value> {
+        match self.send_once(io).await {
+            Err(err) if is_dead_connection(&err) => self.send_once(io).await,
+            result => result,
+        }
+    }
+
+    /// A cluster routes a command, and a pipeline, to the master of its slot.
+    async fn send_once(&self, io: &Io) -> RedisResult<Value> {
+        match (self.connection()?, io) {
+            (AsyncConn::Single(mut conn), Io::Command { cmd, .. }) => {
+                cmd.query_async(&mut conn).await
+            }
+            (AsyncConn::Single(mut conn), Io::Pipeline { cmds, .. }) => listing::pipeline(cmds)
+                .query_async::<Vec<Value>>(&mut conn)
+                .await
+                .map(Value::Array),
+            (AsyncConn::Cluster(mut conn), Io::Command { cmd, slot }) => {
+                conn.route_command(cmd.clone(), listing::routing(*slot))
+                    .await
+            }
+            (AsyncConn::Cluster(mut conn), Io::Pipeline { cmds, slot }) => {
+                let pipe = listing::pipeline(cmds);
+                let values = conn
+                    .route_pipeline(pipe, 0, cmds.len(), listing::node(*slot))
+                    .await?;
+                Value::Array(values).extract_error()
+            }
         }
     }
 

@@ -4,11 +4,12 @@ use std::future::Future;
 use std::time::{Duration, SystemTime};
 
 use leader_core::{
-    AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, LeaderState, Lease,
-    LockName, ReleaseOutcome,
+    AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, ForceReleaseOutcome,
+    LeaderState, Lease, ListPage, ListRequest, LockName, ReleaseOutcome,
 };
 
 use crate::backend::RedisBackend;
+use crate::force_release::ForceRelease;
 use crate::ops::{Acquire, Extend, Release, State};
 
 /// # Cancel safety
@@ -56,17 +57,15 @@ impl AsyncLockBackend for RedisBackend {
         self.run_async(State { key })
     }
 
-    async fn list(
-        &self,
-        request: &leader_core::ListRequest,
-    ) -> Result<leader_core::ListPage, Error> {
-        Err(crate::not_yet::not_yet(&request.prefix))
+    /// Pages by `SCAN` (never `KEYS`); see [`RedisBackend`]'s `# Listing`.
+    fn list(&self, request: &ListRequest) -> impl Future<Output = Result<ListPage, Error>> + Send {
+        self.list_async(request)
     }
 
-    async fn force_release(
+    fn force_release(
         &self,
         key: &LockName,
-    ) -> Result<leader_core::ForceReleaseOutcome, Error> {
-        Err(crate::not_yet::not_yet(key.as_str()))
+    ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
+        self.run_async(ForceRelease { key })
     }
 }

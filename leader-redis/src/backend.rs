@@ -29,6 +29,24 @@ const SUBSCRIPTION_RETRY: Duration = Duration::from_secs(1);
 ///
 /// See the [crate docs](crate) for the data layout, the clocks and the runtimes.
 ///
+/// # Listing
+///
+/// `list` pages with `SCAN <cursor> MATCH {prefix}:{<name prefix>*} COUNT <limit>` (never
+/// `KEYS`, and `COUNT` at most 1000), glob characters of both prefixes escaped so they
+/// match literally. A page keeps scanning until it holds at least `limit` held locks or
+/// the scan is complete, so it may hold up to one `SCAN` batch more than `limit`; the
+/// records of each batch are read in one pipelined round trip. On a cluster it scans
+/// every master in turn (ordered by address, from `CLUSTER SLOTS`), and its cursor is
+/// `"<master index>:<scan cursor>"`; on one server it is the `SCAN` cursor. A cursor of
+/// another shape is a permanent [`Error::Backend`]. As with any `SCAN`, a lock may be
+/// listed on two pages, and one taken or freed meanwhile may or may not be.
+///
+/// # Force release
+///
+/// `force_release` is one script: it deletes the lock hash (a lock kept for its minimum
+/// lease included) and publishes the release, so waiters wake, and reports the holder. The
+/// fencing counter stays. A corrupted record is reported and left in place.
+///
 /// # Examples
 ///
 /// ```no_run
@@ -190,6 +208,22 @@ impl RedisBackend {
             .subscriber
             .get()
             .is_some_and(Subscriber::is_subscribed)
+    }
+
+    /// The blocking connections.
+    pub(crate) fn sync_pool(&self) -> &SyncPool {
+        &self.inner.sync
+    }
+
+    /// The async connections.
+    #[cfg(any(feature = "tokio", feature = "smol"))]
+    pub(crate) fn async_pool(&self) -> &AsyncPool {
+        &self.inner.async_pool
+    }
+
+    /// `true` on a Redis Cluster.
+    pub(crate) fn is_cluster(&self) -> bool {
+        matches!(self.inner.target, Target::Cluster { .. })
     }
 
     /// Runs `op` on the blocking connections.

@@ -3,11 +3,12 @@
 use std::time::{Duration, SystemTime};
 
 use leader_core::{
-    AcquireOutcome, AcquireRequest, Error, ExtendOutcome, LeaderState, Lease, LockBackend,
-    LockName, ReleaseOutcome,
+    AcquireOutcome, AcquireRequest, Error, ExtendOutcome, ForceReleaseOutcome, LeaderState, Lease,
+    ListPage, ListRequest, LockBackend, LockName, ReleaseOutcome,
 };
 
 use crate::backend::RedisBackend;
+use crate::force_release::ForceRelease;
 use crate::ops::{Acquire, Extend, Release, State};
 
 /// Blocking calls wait at most the configured connect timeout plus the response timeout.
@@ -45,11 +46,12 @@ impl LockBackend for RedisBackend {
         self.run_blocking(State { key })
     }
 
-    fn list(&self, request: &leader_core::ListRequest) -> Result<leader_core::ListPage, Error> {
-        Err(crate::not_yet::not_yet(&request.prefix))
+    /// Pages by `SCAN` (never `KEYS`); see [`RedisBackend`]'s `# Listing`.
+    fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
+        self.list_blocking(request)
     }
 
-    fn force_release(&self, key: &LockName) -> Result<leader_core::ForceReleaseOutcome, Error> {
-        Err(crate::not_yet::not_yet(key.as_str()))
+    fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
+        self.run_blocking(ForceRelease { key })
     }
 }

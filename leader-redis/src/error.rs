@@ -88,6 +88,9 @@ pub(crate) enum Failure {
     /// The lock hash exists without an expiry, so it would never be freed.
     #[error("corrupted lock record: the key has no expiry")]
     NoExpiry,
+    /// A listing was given a cursor this backend did not make (cut to 64 characters).
+    #[error("not a cursor of a redis listing here: {cursor:?}")]
+    BadCursor { cursor: String },
 }
 
 impl Failure {

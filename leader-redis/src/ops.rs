@@ -246,26 +246,7 @@ impl Op for State<'_> {
             return Err(bad());
         }
         let pttl = status(items).ok_or_else(bad)?;
-        if pttl == -2 || pttl == 0 {
-            // No key (or one that expires this very millisecond): nobody holds the lock.
-            return Ok(LeaderState::empty(self.key.as_str()));
-        }
-        if items.get(1).is_none_or(is_nil) {
-            // A hash without an owner holds nothing (acquire takes it over).
-            return Ok(LeaderState::empty(self.key.as_str()));
-        }
-        if pttl < 0 {
-            return Err(Failure::NoExpiry);
-        }
-        Ok(LeaderState::occupied(
-            self.key.as_str(),
-            LeaderLease::new(
-                text_field(items.get(2), "leader")?,
-                time_field(items.get(4), "acq")?,
-                time_field(items.get(5), "exp")?,
-                u64_field(items.get(3), "fence")?,
-            ),
-        ))
+        holder_state(self.key.as_str(), pttl, items.get(1..).unwrap_or_default())
     }
 
     fn outcome(output: &LeaderState) -> &'static str {
@@ -274,6 +255,35 @@ impl Op for State<'_> {
             None => "empty",
         }
     }
+}
+
+/// The state of the lock `name` from its key's `pttl` and its hash's `[owner, leader,
+/// fence, acq, exp]` (what `state.lua` returns, and what a listing reads with `PTTL` and
+/// `HMGET`): empty when the key is gone or has no owner, an error for a record without
+/// expiry or with an unreadable field.
+pub(crate) fn holder_state(
+    name: &str,
+    pttl: i64,
+    fields: &[Value],
+) -> Result<LeaderState, Failure> {
+    if pttl == -2 || pttl == 0 {
+        // No key (or one that expires this very millisecond): nobody holds the lock.
+        return Ok(LeaderState::empty(name));
+    }
+    if fields.first().is_none_or(is_nil) {
+        // A hash without an owner holds nothing (acquire takes it over).
+        return Ok(LeaderState::empty(name));
+    }
+    if pttl < 0 {
+        return Err(Failure::NoExpiry);
+    }
+    let lease = LeaderLease::new(
+        text_field(fields.get(1), "leader")?,
+        time_field(fields.get(3), "acq")?,
+        time_field(fields.get(4), "exp")?,
+        u64_field(fields.get(2), "fence")?,
+    );
+    Ok(LeaderState::occupied(name, lease))
 }
 
 #[cfg(test)]

@@ -24,3 +24,7 @@ pub(crate) static STATE: LazyLock<Script> =
 /// A write fenced by a token, for the resource side: see `lua/fence.lua`.
 pub(crate) static FENCE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/fence.lua")));
+
+/// Free a lock whoever holds it (the operator's call): see `lua/force_release.lua`.
+pub(crate) static FORCE_RELEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/force_release.lua")));

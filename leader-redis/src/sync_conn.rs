@@ -8,12 +8,13 @@
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use redis::cluster::ClusterConfig;
+use redis::cluster::{ClusterConfig, ClusterPipeline};
 use redis::{Connection, ConnectionLike, ErrorKind, RedisResult, ScriptInvocation, Value};
 
 use crate::clients::Target;
 use crate::config::RedisConfig;
 use crate::error::is_dead_connection;
+use crate::listing::{self, Io};
 
 /// A pooled blocking connection.
 enum SyncConn {
@@ -26,6 +27,27 @@ impl SyncConn {
         match self {
             SyncConn::Single(conn) => conn,
             SyncConn::Cluster(conn) => conn.as_mut(),
+        }
+    }
+
+    /// One round trip of a listing. A cluster routes a command to the master of its slot;
+    /// its pipeline sends each command to the node of its key (the scanned master).
+    fn send(&mut self, io: &Io) -> RedisResult<Value> {
+        match (self, io) {
+            (SyncConn::Single(conn), Io::Command { cmd, .. }) => cmd.query(conn),
+            (SyncConn::Single(conn), Io::Pipeline { cmds, .. }) => listing::pipeline(cmds)
+                .query::<Vec<Value>>(conn)
+                .map(Value::Array),
+            (SyncConn::Cluster(conn), Io::Command { cmd, slot }) => {
+                conn.route_command(cmd, listing::routing(*slot))
+            }
+            (SyncConn::Cluster(conn), Io::Pipeline { cmds, .. }) => {
+                let mut pipe = ClusterPipeline::with_capacity(cmds.len());
+                for cmd in cmds {
+                    pipe.add_command(cmd.clone());
+                }
+                pipe.query::<Vec<Value>>(conn).map(Value::Array)
+            }
         }
     }
 }
@@ -62,19 +84,33 @@ impl SyncPool {
     /// Runs `invocation` on a pooled connection; once more on a new connection when the
     /// pooled one turned out dead (the server restarted since it was last used).
     pub(crate) fn run(&self, invocation: &ScriptInvocation<'_>) -> RedisResult<Value> {
+        self.call(|conn| invocation.invoke::<Value>(conn.as_dyn()))
+    }
+
+    /// Sends one round trip of a listing, as [`run`](Self::run) sends a script (every
+    /// round trip of a listing reads, so sending it twice is harmless).
+    pub(crate) fn send(&self, io: &Io) -> RedisResult<Value> {
+        self.call(|conn| conn.send(io))
+    }
+
+    fn call(&self, mut f: impl FnMut(&mut SyncConn) -> RedisResult<Value>) -> RedisResult<Value> {
         let pooled = self.idle.lock().pop();
         match pooled {
-            Some(conn) => match self.run_on(conn, invocation) {
-                Err(err) if is_dead_connection(&err) => self.run_on(self.open()?, invocation),
+            Some(conn) => match self.call_on(conn, &mut f) {
+                Err(err) if is_dead_connection(&err) => self.call_on(self.open()?, &mut f),
                 result => result,
             },
-            None => self.run_on(self.open()?, invocation),
+            None => self.call_on(self.open()?, &mut f),
         }
     }
 
-    /// Runs `invocation` on `conn`, and pools `conn` again unless it may be broken.
-    fn run_on(&self, mut conn: SyncConn, invocation: &ScriptInvocation<'_>) -> RedisResult<Value> {
-        let result = invocation.invoke::<Value>(conn.as_dyn());
+    /// Runs `f` on `conn`, and pools `conn` again unless it may be broken.
+    fn call_on(
+        &self,
+        mut conn: SyncConn,
+        f: &mut impl FnMut(&mut SyncConn) -> RedisResult<Value>,
+    ) -> RedisResult<Value> {
+        let result = f(&mut conn);
         let reusable = match &result {
             Ok(_) => true,
             Err(err) => is_server_reply(err),

@@ -14,7 +14,7 @@ use crate::time::now_micros;
 pub(crate) fn list(conn: &Connection, request: &ListRequest) -> Result<ListPage, OpFailure> {
     let now = now_micros()?;
     let after = request.cursor.as_ref().map(ListCursor::as_str);
-    let limit = i64::try_from(request.limit.saturating_add(1)).unwrap_or(i64::MAX);
+    let limit = i64::try_from(request.page_size().saturating_add(1)).unwrap_or(i64::MAX);
     let mut statement = conn.prepare_cached(
         "SELECT owner, leader_id, fencing_token, acquired_at, expires_at, name FROM leader_locks
          WHERE name >= ?1 AND substr(name, 1, length(?1)) = ?1
@@ -27,7 +27,7 @@ pub(crate) fn list(conn: &Connection, request: &ListRequest) -> Result<ListPage,
     let mut next = None;
     while let Some(row) = rows.next()? {
         let name: String = row.get(5)?;
-        if locks.len() == request.limit {
+        if locks.len() == request.page_size() {
             next = locks
                 .last()
                 .map(|last: &LeaderState| ListCursor::new(last.lock_name()));

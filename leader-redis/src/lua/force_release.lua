@@ -1,0 +1,79 @@
+-- Free a lock whoever holds it: the operator's force release.
+--
+-- KEYS[1]  the lock hash
+-- ARGV[1]  the channel to announce a release on
+-- ARGV[2]  the lock name (the message)
+--
+-- Returns {1, leader, fence, acquired_us, expires_us} when the lock was held and is freed
+--         (and the release published, as release.lua does, so waiters wake),
+--         {0} when nobody holds it (no hash, or a hash without an owner),
+--         {-1, field} when the record is corrupted ('expiry' for a key without one); such a
+--         record is left alone, as every other script leaves it.
+--
+-- A lock kept for its minimum lease after a release (`owner` = 'released') is a holder
+-- too. The fence counter is never touched: tokens keep going up. Every field the client
+-- decodes is checked here first, so a record is never deleted and then reported corrupted.
+local I64_MAX = '9223372036854775807'
+
+-- A decimal that the client reads as a non-negative i64.
+local function decimal(s)
+  if not s or not string.find(s, '^%d+$') then
+    return false
+  end
+  return #s < 19 or (#s == 19 and s <= I64_MAX)
+end
+
+-- Well-formed UTF-8, as Rust's str::from_utf8 accepts it.
+local function utf8(s)
+  local i, n = 1, #s
+  while i <= n do
+    local c = string.byte(s, i)
+    local len, lo, hi = 1, 0x80, 0xBF
+    if c < 0x80 then
+      len = 1
+    elseif c >= 0xC2 and c <= 0xDF then
+      len = 2
+    elseif c >= 0xE0 and c <= 0xEF then
+      len = 3
+      if c == 0xE0 then lo = 0xA0 elseif c == 0xED then hi = 0x9F end
+    elseif c >= 0xF0 and c <= 0xF4 then
+      len = 4
+      if c == 0xF0 then lo = 0x90 elseif c == 0xF4 then hi = 0x8F end
+    else
+      return false
+    end
+    for j = i + 1, i + len - 1 do
+      local d = string.byte(s, j)
+      if not d or d < lo or d > hi then
+        return false
+      end
+      lo, hi = 0x80, 0xBF
+    end
+    i = i + len
+  end
+  return true
+end
+
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'leader', 'fence', 'acq', 'exp')
+if not cur[1] then
+  return {0}
+end
+if redis.call('PTTL', KEYS[1]) == -1 then
+  return {-1, 'expiry'}
+end
+if not cur[2] or not utf8(cur[2]) then
+  return {-1, 'leader'}
+end
+if not decimal(cur[3]) then
+  return {-1, 'fence'}
+end
+if not decimal(cur[4]) then
+  return {-1, 'acq'}
+end
+if not decimal(cur[5]) then
+  return {-1, 'exp'}
+end
+
+redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', ARGV[1], ARGV[2])
+return {1, cur[2], cur[3], cur[4], cur[5]}
