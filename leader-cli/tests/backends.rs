@@ -201,7 +201,6 @@ fn redis_holds_and_watches() {
 }
 
 #[test]
-#[ignore = "awaits Redis list/force_release: branch i15-redis"]
 fn redis_lists_and_force_releases() {
     let Some(server) = fixtures::shared_redis() else {
         return;
@@ -218,7 +217,6 @@ fn redis_cluster_holds_and_watches() {
 }
 
 #[test]
-#[ignore = "awaits Redis list/force_release: branch i15-redis"]
 fn redis_cluster_lists_and_force_releases() {
     let Some(cluster) = fixtures::shared_redis_cluster() else {
         return;
