@@ -1,9 +1,10 @@
 //! Masking the password of a connection URL before it goes into an error or a log.
 
 /// `redis://user:secret@host/` → `redis://user:***@host/` (and `redis://token@host/` →
-/// `redis://***@host/`); a URL without a password (or
-/// not a URL) comes back unchanged. Only the authority is looked at, so a `@` in the path
-/// or query is left alone.
+/// `redis://***@host/`); a URL without a password comes back unchanged. Only the authority
+/// is looked at, so a `@` in the path or query is left alone. Text that is almost a URL
+/// (`redis:/user:secret@host/`, a typo an error message repeats) is masked too: there the
+/// user info is what stands between the last `/` and the last `@`.
 ///
 /// ```
 /// use leader_core::__private::mask_password;
@@ -11,12 +12,18 @@
 /// assert_eq!(mask_password("redis://user:secret@host:6379/0"), "redis://user:***@host:6379/0");
 /// ```
 pub fn mask_password(url: &str) -> String {
-    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
-        return url.to_owned();
+    let (scheme_end, authority_end) = match url.find("://") {
+        Some(i) => {
+            let rest = &url[i + 3..];
+            (i + 3, i + 3 + rest.find(['/', '?', '#']).unwrap_or(rest.len()))
+        }
+        None => match url.rfind('@') {
+            Some(at) => (url[..at].rfind('/').map_or(0, |slash| slash + 1), url.len()),
+            None => return url.to_owned(),
+        },
     };
     let rest = &url[scheme_end..];
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let Some(at) = rest[..authority_end].rfind('@') else {
+    let Some(at) = url[scheme_end..authority_end].rfind('@') else {
         return url.to_owned();
     };
     let user_info = &rest[..at];
@@ -53,6 +60,11 @@ mod tests {
             ("redis://host/", "redis://host/"),
             ("redis://host/?x=a@b", "redis://host/?x=a@b"),
             ("not a url", "not a url"),
+            // Almost a URL: still masked.
+            ("redis:/user:pw@h/", "redis:/user:***@h/"),
+            ("redis//user:pw@h/", "redis//user:***@h/"),
+            ("user:pw@h", "user:***@h"),
+            ("a@b", "***@b"),
         ];
         for (url, masked) in cases {
             assert_eq!(mask_password(url), masked, "{url}");

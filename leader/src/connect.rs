@@ -296,6 +296,10 @@ mod tests {
         let text = err.to_string();
         assert!(text.contains("mysql://app:***@db/app"), "{text}");
         assert!(!text.contains("hunter2"), "{text}");
+        // Almost a URL: the error repeats it, without the password.
+        let err = parse("redis:/app:hunter2@db/").unwrap_err();
+        assert!(matches!(&err, ConnectError::NotAUrl { .. }));
+        assert!(!err.to_string().contains("hunter2"), "{err}");
     }
 
     #[test]
