@@ -141,6 +141,13 @@ package_contents() {
     return "$status"
 }
 run_step package_contents
+# The overlay is a local registry, and cargo trusts a registry package of a given version
+# never to change: it unpacks it once under $CARGO_HOME/registry/src/-<hash>/ (the `-`
+# directories are such overlays, never crates.io) and reuses it, and the verification
+# builds in target/package reuse what they compiled. With every version at 0.1.0, a later
+# run would verify its dependents against an earlier run's leader-core. Drop both caches
+# (a fresh CI machine has neither); cargo recreates them.
+rm -rf target/package "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*
 run_step cargo package --workspace "${unpublished[@]}" --allow-dirty
 
 run_step cargo test --workspace --all-features "$@"

@@ -15,7 +15,10 @@ pub fn mask_password(url: &str) -> String {
     let (scheme_end, authority_end) = match url.find("://") {
         Some(i) => {
             let rest = &url[i + 3..];
-            (i + 3, i + 3 + rest.find(['/', '?', '#']).unwrap_or(rest.len()))
+            (
+                i + 3,
+                i + 3 + rest.find(['/', '?', '#']).unwrap_or(rest.len()),
+            )
         }
         None => match url.rfind('@') {
             Some(at) => (url[..at].rfind('/').map_or(0, |slash| slash + 1), url.len()),
