@@ -6,7 +6,7 @@ mod record;
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tracing::field::Empty;
 use tracing::{Instrument, Span};
@@ -17,7 +17,7 @@ use crate::error::Error;
 use crate::lease::Lease;
 use crate::name::LockName;
 
-use record::AcquireEnd;
+use record::{AcquireEnd, Stopwatch};
 
 /// The span and metrics of one acquire call (its whole wait).
 #[derive(Debug)]
@@ -25,7 +25,7 @@ pub struct AcquireProbe<'a> {
     span: Span,
     backend: &'static str,
     key: &'a LockName,
-    started: Instant,
+    started: Stopwatch,
 }
 
 impl<'a> AcquireProbe<'a> {
@@ -43,7 +43,7 @@ impl<'a> AcquireProbe<'a> {
             span,
             backend,
             key: request.key,
-            started: Instant::now(),
+            started: Stopwatch::start(),
         }
     }
 
@@ -54,7 +54,7 @@ impl<'a> AcquireProbe<'a> {
 
     /// One attempt sent at `sent_at` was answered now.
     pub fn answered(&self, sent_at: Instant) {
-        record::acquire_answered(self.backend, self.key.as_str(), sent_at.elapsed());
+        record::acquire_answered(self.backend, self.key.as_str(), Stopwatch::since(sent_at));
     }
 
     /// The call ended with `result`.
@@ -68,7 +68,7 @@ impl<'a> AcquireProbe<'a> {
             Err(_) => AcquireEnd::Failed,
         };
         self.span.record("outcome", end.as_str());
-        record::acquire_finished(self.backend, self.key.as_str(), end, self.started.elapsed());
+        record::acquire_finished(self.backend, self.key.as_str(), end, self.started);
     }
 }
 
@@ -77,7 +77,7 @@ impl<'a> AcquireProbe<'a> {
 #[derive(Debug)]
 pub(crate) struct HoldProbe {
     backend: &'static str,
-    held_since: Instant,
+    held_since: Stopwatch,
     lost_counted: AtomicBool,
 }
 
@@ -102,7 +102,7 @@ impl HoldProbe {
         record::hold_started(backend, lease.key.as_str());
         HoldProbe {
             backend,
-            held_since: Instant::now(),
+            held_since: Stopwatch::start(),
             lost_counted: AtomicBool::new(false),
         }
     }
@@ -202,7 +202,6 @@ impl HoldProbe {
 
     /// The hold is over (its tracker is dropped).
     pub(crate) fn end(&self, lease: &Lease) {
-        let held: Duration = self.held_since.elapsed();
-        record::hold_ended(self.backend, lease.key.as_str(), held);
+        record::hold_ended(self.backend, lease.key.as_str(), self.held_since);
     }
 }
