@@ -77,6 +77,31 @@ impl<'a> AcquireRequest<'a> {
     }
 }
 
+/// An [`AcquireRequest`] that owns its data, for a backend that moves the request to
+/// another thread or task (a blocking pool, a background runtime).
+#[derive(Debug, Clone)]
+pub struct OwnedAcquire {
+    /// The full lock key.
+    pub key: LockName,
+    /// The acquisition's owner token.
+    pub owner: OwnerToken,
+    /// The node id recorded as leader.
+    pub leader_id: String,
+    /// How long the lease lasts.
+    pub lease_time: Duration,
+}
+
+impl From<AcquireRequest<'_>> for OwnedAcquire {
+    fn from(request: AcquireRequest<'_>) -> Self {
+        OwnedAcquire {
+            key: request.key.clone(),
+            owner: request.owner,
+            leader_id: request.leader_id.to_owned(),
+            lease_time: request.lease_time,
+        }
+    }
+}
+
 /// The answer to `try_acquire`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

@@ -110,6 +110,7 @@ pub use watcher::LeadershipWatcher;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::attempts::{Attempts, Step};
+    pub use crate::backend::OwnedAcquire;
     pub use crate::campaign::CampaignRun;
     pub use crate::context::LeaseTracker;
     pub use crate::keepalive::Keepalive;

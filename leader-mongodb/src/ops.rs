@@ -33,14 +33,8 @@ pub(crate) struct Store {
     pub(crate) max_time: Duration,
 }
 
-/// An [`AcquireRequest`](leader_core::AcquireRequest) that owns its data.
-#[derive(Debug, Clone)]
-pub(crate) struct Acquire {
-    pub(crate) key: LockName,
-    pub(crate) owner: OwnerToken,
-    pub(crate) leader_id: String,
-    pub(crate) lease_time: Duration,
-}
+/// `try_acquire`'s arguments, owned: the one type every backend moves to its worker.
+pub(crate) use leader_core::__private::OwnedAcquire as Acquire;
 
 /// How a lock document is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -252,17 +246,6 @@ fn settle(request: &Acquire, doc: &Document) -> Result<AcquireOutcome, OpError> 
     } else {
         AcquireOutcome::Held(Some(record.holder()))
     })
-}
-
-impl From<leader_core::AcquireRequest<'_>> for Acquire {
-    fn from(request: leader_core::AcquireRequest<'_>) -> Self {
-        Acquire {
-            key: request.key.clone(),
-            owner: request.owner,
-            leader_id: request.leader_id.to_owned(),
-            lease_time: request.lease_time,
-        }
-    }
 }
 
 #[cfg(test)]

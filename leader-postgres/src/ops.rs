@@ -6,8 +6,8 @@ use std::future::Future;
 use std::time::{Duration, SystemTime};
 
 use leader_core::{
-    AcquireOutcome, AcquireRequest, ExtendOutcome, LeaderLease, LeaderState, Lease, LockName,
-    OwnerToken, ReleaseOutcome,
+    AcquireOutcome, ExtendOutcome, LeaderLease, LeaderState, Lease, LockName, OwnerToken,
+    ReleaseOutcome,
 };
 use tokio_postgres::Row;
 
@@ -33,25 +33,8 @@ pub(crate) trait Op: Send + 'static {
 /// is tried again before it reports the lock held by someone unknown.
 const ACQUIRE_ATTEMPTS: usize = 2;
 
-/// `try_acquire`'s arguments.
-#[derive(Debug, Clone)]
-pub(crate) struct Acquire {
-    pub(crate) key: LockName,
-    pub(crate) owner: OwnerToken,
-    pub(crate) leader_id: String,
-    pub(crate) lease_time: Duration,
-}
-
-impl From<AcquireRequest<'_>> for Acquire {
-    fn from(request: AcquireRequest<'_>) -> Self {
-        Acquire {
-            key: request.key.clone(),
-            owner: request.owner,
-            leader_id: request.leader_id.to_owned(),
-            lease_time: request.lease_time,
-        }
-    }
-}
+/// `try_acquire`'s arguments, owned: the one type every backend moves to its worker.
+pub(crate) use leader_core::__private::OwnedAcquire as Acquire;
 
 /// A lease as the statements return it: leader id, token, acquired, expires.
 pub(crate) struct LeaseRow {

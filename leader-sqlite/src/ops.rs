@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use leader_core::{
-    AcquireOutcome, AcquireRequest, ExtendOutcome, LeaderLease, LeaderState, Lease, LockName,
-    OwnerToken, ReleaseOutcome,
+    AcquireOutcome, ExtendOutcome, LeaderLease, LeaderState, Lease, LockName, OwnerToken,
+    ReleaseOutcome,
 };
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
@@ -15,25 +15,8 @@ use crate::time::{micros, now_micros, time};
 /// The `owner` of a lock released before its minimum lease ran out: held, by nobody.
 const RELEASED: &str = "released";
 
-/// What `try_acquire` needs, owned, so it can move to a worker thread.
-#[derive(Debug, Clone)]
-pub(crate) struct Acquire {
-    pub(crate) key: LockName,
-    pub(crate) owner: OwnerToken,
-    pub(crate) leader_id: String,
-    pub(crate) lease_time: Duration,
-}
-
-impl From<AcquireRequest<'_>> for Acquire {
-    fn from(request: AcquireRequest<'_>) -> Self {
-        Acquire {
-            key: request.key.clone(),
-            owner: request.owner,
-            leader_id: request.leader_id.to_owned(),
-            lease_time: request.lease_time,
-        }
-    }
-}
+/// `try_acquire`'s arguments, owned: the one type every backend moves to its worker.
+pub(crate) use leader_core::__private::OwnedAcquire as Acquire;
 
 /// A live lock row.
 pub(crate) struct Holder {
