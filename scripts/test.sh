@@ -143,11 +143,21 @@ package_contents() {
 run_step package_contents
 # The overlay is a local registry, and cargo trusts a registry package of a given version
 # never to change: it unpacks it once under $CARGO_HOME/registry/src/-<hash>/ (the `-`
-# directories are such overlays, never crates.io) and reuses it, and the verification
-# builds in target/package reuse what they compiled. With every version at 0.1.0, a later
-# run would verify its dependents against an earlier run's leader-core. Drop both caches
-# (a fresh CI machine has neither); cargo recreates them.
-rm -rf target/package "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*
+# directories are such overlays, never crates.io) and never rebuilds what it compiled from
+# it into target/debug (the verification builds share it). With every version at 0.1.0, a
+# later run would verify its dependents against an earlier run's leader-core. Forget both
+# (a fresh CI machine has neither): the unpacked sources, and the fingerprints of every
+# build whose sources came from an overlay, so cargo compiles those again.
+forget_overlay_builds() {
+    local dep stem
+    rm -rf target/package "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*
+    for dep in target/debug/deps/leader*.d; do
+        [[ -e "$dep" ]] && grep -q '/registry/src/-' "$dep" || continue
+        stem=$(basename "$dep" .d)
+        rm -rf target/debug/.fingerprint/*-"${stem##*-}"
+    done
+}
+forget_overlay_builds
 run_step cargo package --workspace "${unpublished[@]}" --allow-dirty
 
 run_step cargo test --workspace --all-features "$@"
