@@ -292,7 +292,7 @@ fn main() {
     criterion.final_summary();
     // `cargo bench -- <filter>` runs only the matching criterion cases; the interleaved
     // comparison (2,000 rounds of every case) runs unfiltered.
-    let filtered = std::env::args().skip(1).any(|arg| !arg.starts_with('-'));
+    let filtered = leader_benches::name_filter_given();
     if !filtered {
         interleaved_all(&blocking_setup, &async_setup, 2000);
     }

@@ -389,29 +389,7 @@ fn main() {
     asynchronous(&mut criterion, &url);
     criterion.final_summary();
     // `cargo bench -- <filter>` runs only the matching groups; the handoff runs unfiltered.
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let filtered = args.iter().enumerate().any(|(index, arg)| {
-        let takes_value = index > 0
-            && matches!(
-                args[index - 1].as_str(),
-                "--save-baseline"
-                    | "--baseline"
-                    | "--load-baseline"
-                    | "--color"
-                    | "--format"
-                    | "--output-format"
-                    | "--plotting-backend"
-                    | "--profile-time"
-                    | "--warm-up-time"
-                    | "--measurement-time"
-                    | "--sample-size"
-                    | "--nresamples"
-                    | "--noise-threshold"
-                    | "--confidence-level"
-                    | "--significance-level"
-            );
-        !arg.starts_with('-') && !takes_value
-    });
+    let filtered = leader_benches::name_filter_given();
     if !filtered {
         paired(&url, 3000);
         handoffs(&url);

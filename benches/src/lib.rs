@@ -100,3 +100,57 @@ pub fn try_once_options() -> LeaderElectionOptions {
 pub fn request(key: &LockName) -> AcquireRequest<'_> {
     AcquireRequest::new(key, OwnerToken::random(), "bench-node", LEASE)
 }
+
+/// Whether the bench was given a name filter (`cargo bench --bench x -- <filter>`): an
+/// argument that is neither an option nor the value of one of criterion's options that take
+/// a value (`--measurement-time 3`). The benches run their unfiltered extras (interleaved
+/// comparisons, handoffs) only without one.
+pub fn name_filter_given() -> bool {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    names_a_filter(&args)
+}
+
+fn names_a_filter(args: &[String]) -> bool {
+    const TAKES_VALUE: [&str; 15] = [
+        "--save-baseline",
+        "--baseline",
+        "--load-baseline",
+        "--color",
+        "--format",
+        "--output-format",
+        "--plotting-backend",
+        "--profile-time",
+        "--warm-up-time",
+        "--measurement-time",
+        "--sample-size",
+        "--nresamples",
+        "--noise-threshold",
+        "--confidence-level",
+        "--significance-level",
+    ];
+    args.iter().enumerate().any(|(index, arg)| {
+        let is_value = index > 0 && TAKES_VALUE.contains(&args[index - 1].as_str());
+        !arg.starts_with('-') && !is_value
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names_a_filter;
+
+    fn args(text: &str) -> Vec<String> {
+        text.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn option_values_are_not_filters() {
+        assert!(!names_a_filter(&args(
+            "--bench --measurement-time 3 --sample-size 20"
+        )));
+        assert!(!names_a_filter(&args("--bench --measurement-time=3")));
+        assert!(names_a_filter(&args(
+            "--bench --measurement-time 3 blocking"
+        )));
+        assert!(names_a_filter(&args("--bench async")));
+    }
+}
