@@ -118,7 +118,7 @@ impl<B: AsyncLockBackend + 'static> Drop for AsyncHeld<B> {
 async fn watch<B: AsyncLockBackend>(backend: &B, tracker: &LeaseTracker, keepalive: &Keepalive) {
     let Some(interval) = keepalive.renew_every else {
         rt::sleep_until(tracker.context().deadline()).await;
-        tracker.mark_lost();
+        tracker.lose();
         return;
     };
     loop {

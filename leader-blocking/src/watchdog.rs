@@ -62,7 +62,7 @@ impl Watchdog {
             },
             Err(err) => {
                 tracing::warn!(error = %err, "could not start the watchdog thread");
-                tracker.mark_lost();
+                tracker.lose();
                 Watchdog {
                     stop: None,
                     thread: None,

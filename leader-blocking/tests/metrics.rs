@@ -28,6 +28,7 @@ fn a_scripted_sequence_gives_the_expected_metrics() {
 
     let job = fresh_name("metrics-job").to_string();
     let campaign_job = fresh_name("metrics-campaign").to_string();
+    let overrun = fresh_name("metrics-overrun").to_string();
     let backend = FaultyBackend::new(InMemoryBackend::new());
     let options = LeaderElectionOptions::default().with_wait_time(Duration::ZERO);
     let a = LeaderElector::new(backend.clone(), options.clone().with_node_id("a")).unwrap();
@@ -54,6 +55,16 @@ fn a_scripted_sequence_gives_the_expected_metrics() {
     b.force_release(&job).unwrap();
     assert!(guard.context().wait_lost_timeout(Duration::from_secs(10)));
     drop(guard);
+    // An action that outlives its (unrenewed) lease: its lease is lost too.
+    let short = LeaderElectionOptions::default().with_lease_time(Duration::from_millis(100));
+    let c = LeaderElector::new(backend.clone(), short).unwrap();
+    let outcome = c
+        .run_if_leader_with(&overrun, |lease| {
+            assert!(lease.wait_lost_timeout(Duration::from_secs(10)));
+            Ok::<_, std::convert::Infallible>(())
+        })
+        .unwrap();
+    assert!(outcome.lease_lost());
     // A campaign term under a tenant: the `lock` label has no tenant prefix.
     let acme = a.for_tenant("acme").unwrap();
     let config = CampaignConfig::default()
@@ -144,4 +155,9 @@ fn a_scripted_sequence_gives_the_expected_metrics() {
         None,
         "resigning is no loss"
     );
+    assert_eq!(
+        get("leader_lease_lost_total", &overrun),
+        Some(&Seen::Count(1))
+    );
+    assert_eq!(get("leader_locks_held", &overrun), Some(&Seen::Gauge(0.0)));
 }

@@ -248,6 +248,14 @@ impl LeaseTracker {
         self.probe.lost(self.lease());
     }
 
+    /// The lease is lost before its release (its deadline passed unrenewed, or it cannot be
+    /// renewed): marks it lost and counts it in `leader_lease_lost_total`. A resignation
+    /// uses [`mark_lost`](Self::mark_lost) instead, which counts nothing.
+    pub fn lose(&self) {
+        self.count_lost();
+        self.mark_lost();
+    }
+
     /// A renewal sent at `requested_at` succeeded: the lease lasts `lease_time` from then.
     ///
     /// Returns `false`, and marks the lease lost, when the answer came too late: the lease
@@ -337,6 +345,7 @@ impl LeaseTracker {
     pub fn lost_before_return(&self) -> bool {
         let lost = self.context.is_lost();
         if lost {
+            self.count_lost();
             tracing::warn!(
                 lock = %self.lease().key,
                 fencing_token = self.lease().fencing_token,

@@ -8,7 +8,7 @@
 //! | `leader_skipped_total` | counter | calls that gave up: held elsewhere for the whole wait |
 //! | `leader_acquire_failed_total` | counter | calls that failed on a backend error (fail closed) |
 //! | `leader_released_total` | counter | releases answered `Released` (terms and leases) |
-//! | `leader_lease_lost_total` | counter | held leases lost before release (renewal failed, lock gone, deadline passed) |
+//! | `leader_lease_lost_total` | counter | held leases lost before release: a renewal failed or found the lock gone, or the deadline passed unrenewed (an action that outlived its lease included) |
 //! | `leader_leadership_gained_total` | counter | campaign terms begun |
 //! | `leader_leadership_lost_total` | counter | campaign terms ended, label `reason` |
 //! | `leader_acquire_latency_seconds` | histogram | one `try_acquire` round trip |
