@@ -57,15 +57,9 @@ impl Ran {
 }
 
 /// Runs `command` to the end (stdin closed), killing it after [`DEADLINE`].
-pub(crate) fn run(mut command: Command) -> Ran {
+pub(crate) fn run(command: Command) -> Ran {
     let started = Instant::now();
-    let child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start leader");
-    let mut running = Running::new(child);
+    let mut running = Running::spawn(command);
     let (status, stdout, stderr) = running.wait(DEADLINE);
     Ran {
         code: code(status),
