@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use leader_core::__private::{AcquireProbe, Attempts, Orphan, Step};
-use leader_core::{AsyncLockBackend, Error, LeaderElectionOptions, LockName};
+use leader_core::{AsyncLockBackend, Error, GroupKeys, LeaderElectionOptions, LockName};
 
 use tracing::Instrument;
 
@@ -12,7 +12,8 @@ use crate::on_drop::OnDrop;
 use crate::orphan::release_orphan;
 use crate::rt;
 
-/// Tries to acquire `key` within `options.wait_time()`; never returns `Step::RetryAfter`.
+/// Tries to acquire `key` within `options.wait_time()`; never returns `Step::RetryAfter`
+/// or `Step::TryNextSlot`.
 ///
 /// # Cancel safety
 ///
@@ -24,7 +25,27 @@ pub(crate) async fn acquire<B: AsyncLockBackend + 'static>(
     options: &LeaderElectionOptions,
     key: &LockName,
 ) -> Result<Step, Error> {
-    let mut attempts = Attempts::new(key, options);
+    drive(backend, &mut Attempts::new(key, options)).await
+}
+
+/// Tries to acquire one slot of the group `keys` within `options.wait_time()`, starting at
+/// `first_slot`: the step, and the slot an `Acquired` step holds. Cancel safe as
+/// [`acquire`].
+pub(crate) async fn acquire_slot<B: AsyncLockBackend + 'static>(
+    backend: &Arc<B>,
+    options: &LeaderElectionOptions,
+    keys: &GroupKeys,
+    first_slot: usize,
+) -> Result<(Step, u32), Error> {
+    let mut attempts = Attempts::for_group(keys, first_slot, options);
+    let step = drive(backend, &mut attempts).await?;
+    Ok((step, attempts.slot()))
+}
+
+async fn drive<B: AsyncLockBackend + 'static>(
+    backend: &Arc<B>,
+    attempts: &mut Attempts<'_>,
+) -> Result<Step, Error> {
     let probe = AcquireProbe::start(backend.name(), &attempts.request());
     let attempting = async {
         loop {
@@ -34,14 +55,20 @@ pub(crate) async fn acquire<B: AsyncLockBackend + 'static>(
             // Unless answered, the request may take the lock anyway: if this future is
             // dropped while it is on its way, or it fails, its owner token is released.
             let in_flight = OnDrop::new(|| {
-                tracing::debug!(lock = %key, "an acquire was cancelled or failed after it was sent: releasing its owner token");
-                let orphan = Orphan::new(key.clone(), request.owner, sent_at, request.lease_time);
+                tracing::debug!(lock = %request.key, "an acquire was cancelled or failed after it was sent: releasing its owner token");
+                let orphan = Orphan::new(
+                    request.key.clone(),
+                    request.owner,
+                    sent_at,
+                    request.lease_time,
+                );
                 release_orphan(Arc::clone(backend), orphan);
             });
             let outcome = backend.try_acquire(request).await?;
             in_flight.disarm();
             probe.answered(sent_at);
             match attempts.on_outcome(outcome, sent_at) {
+                Step::TryNextSlot => {}
                 Step::RetryAfter(delay) => match listener {
                     Some(listener) => {
                         rt::timeout(delay, listener).await;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_lite::FutureExt;
-use leader_core::__private::{CampaignRun, LeadershipState, LeaseTracker};
+use leader_core::__private::{AfterAttempt, CampaignRun, LeadershipState, LeaseTracker, Standing};
 use leader_core::{
     AsyncLockBackend, CampaignConfig, DeploymentMode, Error, EventCallback, LeadershipWatcher,
     NoopBackend, RevokeReason,
@@ -138,18 +138,23 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
             callbacks,
             self.backend().name(),
         )?;
+        Ok(self.start_campaign(campaign))
+    }
+
+    /// Starts the loop of `campaign` in a task of its own.
+    pub(crate) fn start_campaign(&self, campaign: CampaignRun) -> AsyncLeadershipHandle {
         let state = Arc::clone(&campaign.state);
-        match config.mode() {
+        match campaign.config.mode() {
             DeploymentMode::AllInstances => {
                 spawn_campaign(Arc::new(NoopBackend::new()), campaign);
             }
             // `SingleLeader`, and any mode added later unless it says otherwise.
             _ => spawn_campaign(Arc::clone(self.backend()), campaign),
         }
-        Ok(AsyncLeadershipHandle {
+        AsyncLeadershipHandle {
             watcher: state.watcher(),
             state,
-        })
+        }
     }
 }
 
@@ -192,24 +197,58 @@ async fn run<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &Ar
         if state.stop_requested() {
             break;
         }
-        let sent_at = Instant::now();
-        let answer = backend.try_acquire(campaign.request()).await;
-        match campaign.after_attempt(answer, sent_at) {
-            Some(term) => {
+        let next = if may_lead(campaign, &**backend).await {
+            let sent_at = Instant::now();
+            let answer = backend.try_acquire(campaign.request()).await;
+            campaign.after_attempt(answer, sent_at)
+        } else {
+            AfterAttempt::Wait
+        };
+        match next {
+            AfterAttempt::Elected(term) => {
                 lead(campaign, backend).instrument(term.term_span()).await;
                 campaign.term_ended();
             }
-            None => {
+            AfterAttempt::TryNextSlot => {}
+            _ => {
                 let woken = async {
                     match release {
                         Some(release) => release.await,
                         None => std::future::pending().await,
                     }
                 };
-                rt::timeout(campaign.config.poll_interval(), woken.or(stop)).await;
+                rt::timeout(campaign.standby_wait(), woken.or(stop)).await;
             }
         }
     }
+    if let Some(record) = campaign.candidacy().and_then(|c| c.withdraw())
+        && !state.abandon_requested()
+    {
+        let _ = backend.release(&record, Duration::ZERO).await;
+    }
+}
+
+/// A ranked campaign renews its membership record when due and surveys the live
+/// candidates (see [`Standing`]); `None` for an unranked campaign, which may always lead.
+async fn standing<C: AsyncLockBackend>(campaign: &CampaignRun, backend: &C) -> Option<Standing> {
+    let candidacy = campaign.candidacy()?;
+    if candidacy.heartbeat_due(Instant::now()) {
+        let sent_at = Instant::now();
+        let answer = backend.try_acquire(candidacy.heartbeat()).await;
+        candidacy.after_heartbeat(answer, sent_at);
+    }
+    let mut survey = candidacy.survey();
+    while let Some(request) = survey.next_request() {
+        let answer = backend.list(&request).await;
+        survey.read(answer);
+    }
+    Some(survey.standing())
+}
+
+async fn may_lead<C: AsyncLockBackend>(campaign: &CampaignRun, backend: &C) -> bool {
+    standing(campaign, backend)
+        .await
+        .is_none_or(|standing| standing.may_lead)
 }
 
 /// Renews every heartbeat until the term ends (failure, deadline, or resignation). Each
@@ -242,7 +281,17 @@ async fn lead<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &A
         ));
         let ended = match rt::timeout(term.renewal_budget(), renewal).await {
             Some(answer) => {
-                state.after_renewal(&term, answer, sent_at, campaign.config.renew_deadline())
+                match state.after_renewal(&term, answer, sent_at, campaign.config.renew_deadline())
+                {
+                    Some(ended) => Some(ended),
+                    None => match standing(campaign, &**backend).await {
+                        Some(Standing {
+                            preempted_by: Some(by_rank),
+                            ..
+                        }) => state.revoke(RevokeReason::Preempted { by_rank }),
+                        _ => None,
+                    },
+                }
             }
             None => state.revoke(RevokeReason::RenewDeadlinePassed),
         };

@@ -2,14 +2,15 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Instant;
 
-use leader_core::__private::{ElectorSettings, Keepalive, Step};
+use leader_core::__private::{ElectorSettings, Keepalive, Step, first_slot};
 use leader_core::{
-    AsyncLockBackend, Error, ForceReleaseOutcome, IntoTenantId, LeaderElectionOptions,
-    LeaderRunResult, LeaderState, LeaseContext, ListPage, ListRequest, LockName, TenantId,
+    AsyncLockBackend, Error, ForceReleaseOutcome, GroupSlots, IntoTenantId, LeaderElectionOptions,
+    LeaderRunResult, LeaderState, Lease, LeaseContext, ListPage, ListRequest, LockName, TenantId,
 };
 
-use crate::acquire::acquire;
+use crate::acquire::{acquire, acquire_slot};
 use crate::held::AsyncHeld;
 
 /// Runs async actions only on the node that wins the lock; the others skip.
@@ -263,22 +264,60 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
         else {
             return Ok(LeaderRunResult::Skipped);
         };
+        Ok(self.run_held(name, lease, sent_at, 0, action).await)
+    }
+
+    /// Runs `action` if this node wins a slot of the group `name` with `slots` slots.
+    pub(crate) async fn run_in_group_with<T, E, F, Fut>(
+        &self,
+        name: &str,
+        slots: GroupSlots,
+        action: F,
+    ) -> Result<LeaderRunResult<T, E>, Error>
+    where
+        F: FnOnce(LeaseContext) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let keys = slots.keys(&self.lock_key(name)?)?;
+        let first_slot = first_slot(keys.len());
+        let (step, slot) =
+            acquire_slot(&self.backend, self.settings.options(), &keys, first_slot).await?;
+        let Step::Acquired(lease, sent_at) = step else {
+            return Ok(LeaderRunResult::Skipped);
+        };
+        Ok(self.run_held(name, lease, sent_at, slot, action).await)
+    }
+
+    /// Runs `action` under an acquired lease, then releases it.
+    async fn run_held<T, E, F, Fut>(
+        &self,
+        name: &str,
+        lease: Lease,
+        sent_at: Instant,
+        slot: u32,
+        action: F,
+    ) -> LeaderRunResult<T, E>
+    where
+        F: FnOnce(LeaseContext) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
         let held = AsyncHeld::new(
             Arc::clone(&self.backend),
             lease,
             sent_at,
             name,
+            slot,
             Keepalive::from_options(self.settings.options()),
         );
         let outcome = held.run(action(held.context().clone())).await;
         let lease_lost = held.lost_before_return();
         let lease = held.lease().clone();
         held.release().await;
-        Ok(match outcome {
-            Ok(Ok(value)) => LeaderRunResult::elected(value, &lease, lease_lost),
+        match outcome {
+            Ok(Ok(value)) => LeaderRunResult::elected_in_slot(value, &lease, slot, lease_lost),
             Ok(Err(error)) => LeaderRunResult::ActionFailed(error),
             Err(panic) => std::panic::resume_unwind(panic),
-        })
+        }
     }
 
     /// A best-effort snapshot of who leads `name` (see [`LeaderState`]).

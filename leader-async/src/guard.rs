@@ -87,7 +87,14 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
         let (options, keepalive) = mode.apply(self.options())?;
         let step = acquire(self.backend(), &options, &key).await?;
         let (lease, sent_at) = step.acquired_or_not(&key)?;
-        let held = AsyncHeld::new(Arc::clone(self.backend()), lease, sent_at, name, keepalive);
+        let held = AsyncHeld::new(
+            Arc::clone(self.backend()),
+            lease,
+            sent_at,
+            name,
+            0,
+            keepalive,
+        );
         let watchdog = StopSignal::default();
         held.spawn_watchdog(watchdog.clone().stopped());
         Ok(AsyncLockGuard {

@@ -32,11 +32,13 @@ impl<B: AsyncLockBackend + 'static> AsyncHeld<B> {
         lease: Lease,
         sent_at: Instant,
         lock_name: &str,
+        slot: u32,
         keepalive: Keepalive,
     ) -> Self {
-        let tracker = LeaseTracker::new(
+        let tracker = LeaseTracker::new_in_slot(
             lease,
             lock_name,
+            slot,
             sent_at,
             keepalive.lease_time,
             backend.name(),

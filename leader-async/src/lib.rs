@@ -52,6 +52,7 @@ compile_error!(
 mod acquire;
 mod campaign;
 mod elector;
+mod group;
 mod guard;
 mod held;
 mod on_drop;
@@ -62,5 +63,6 @@ mod stop;
 
 pub use campaign::AsyncLeadershipHandle;
 pub use elector::AsyncLeaderElector;
+pub use group::AsyncLeaderGroupElector;
 pub use guard::AsyncLockGuard;
 pub use leader_core::{Error, LeaderElectionOptions, LeaderRunResult, LeaseContext};

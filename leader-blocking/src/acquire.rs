@@ -4,11 +4,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use leader_core::__private::{AcquireProbe, Attempts, Orphan, Step};
-use leader_core::{Error, LeaderElectionOptions, LockBackend, LockName};
+use leader_core::{Error, GroupKeys, LeaderElectionOptions, LockBackend, LockName};
 
 use crate::orphan::release_orphan;
 
-/// Tries to acquire `key` within `options.wait_time()`; never returns `Step::RetryAfter`.
+/// Tries to acquire `key` within `options.wait_time()`; never returns `Step::RetryAfter`
+/// or `Step::TryNextSlot`.
 ///
 /// A request that fails may still have been applied (its answer was lost), so its owner
 /// token is released in the background before the error is returned (DESIGN §4.5).
@@ -17,7 +18,26 @@ pub(crate) fn acquire<B: LockBackend + 'static>(
     options: &LeaderElectionOptions,
     key: &LockName,
 ) -> Result<Step, Error> {
-    let mut attempts = Attempts::new(key, options);
+    drive(backend, &mut Attempts::new(key, options))
+}
+
+/// Tries to acquire one slot of the group `keys` within `options.wait_time()`, starting at
+/// `first_slot`: the step, and the slot an `Acquired` step holds.
+pub(crate) fn acquire_slot<B: LockBackend + 'static>(
+    backend: &Arc<B>,
+    options: &LeaderElectionOptions,
+    keys: &GroupKeys,
+    first_slot: usize,
+) -> Result<(Step, u32), Error> {
+    let mut attempts = Attempts::for_group(keys, first_slot, options);
+    let step = drive(backend, &mut attempts)?;
+    Ok((step, attempts.slot()))
+}
+
+fn drive<B: LockBackend + 'static>(
+    backend: &Arc<B>,
+    attempts: &mut Attempts<'_>,
+) -> Result<Step, Error> {
     let probe = AcquireProbe::start(backend.name(), &attempts.request());
     let result = probe.span().in_scope(|| {
         loop {
@@ -25,11 +45,17 @@ pub(crate) fn acquire<B: LockBackend + 'static>(
             let request = attempts.request();
             let sent_at = Instant::now();
             let outcome = backend.try_acquire(request).inspect_err(|_| {
-                let orphan = Orphan::new(key.clone(), request.owner, sent_at, request.lease_time);
+                let orphan = Orphan::new(
+                    request.key.clone(),
+                    request.owner,
+                    sent_at,
+                    request.lease_time,
+                );
                 release_orphan(Arc::clone(backend), orphan);
             })?;
             probe.answered(sent_at);
             match attempts.on_outcome(outcome, sent_at) {
+                Step::TryNextSlot => {}
                 Step::RetryAfter(delay) => match listener {
                     Some(listener) => {
                         listener.wait_timeout(delay);

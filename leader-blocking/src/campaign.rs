@@ -6,7 +6,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use event_listener::Listener;
-use leader_core::__private::{CampaignRun, LeadershipState, LeaseTracker};
+use leader_core::__private::{AfterAttempt, CampaignRun, LeadershipState, LeaseTracker, Standing};
 use leader_core::{
     CampaignConfig, DeploymentMode, Error, EventCallback, LeadershipWatcher, LockBackend,
     NoopBackend, ReleaseEvents, RevokeReason,
@@ -134,8 +134,13 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
             callbacks,
             self.backend().name(),
         )?;
+        self.start_campaign(campaign)
+    }
+
+    /// Starts the loop of `campaign` on a thread of its own.
+    pub(crate) fn start_campaign(&self, campaign: CampaignRun) -> Result<LeadershipHandle, Error> {
         let state = Arc::clone(&campaign.state);
-        let (wake, spawned) = match config.mode() {
+        let (wake, spawned) = match campaign.config.mode() {
             DeploymentMode::AllInstances => {
                 (None, spawn_campaign(Arc::new(NoopBackend::new()), campaign))
             }
@@ -186,24 +191,54 @@ fn run<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
         if state.stop_requested() {
             break;
         }
-        let sent_at = Instant::now();
-        let answer = backend.try_acquire(campaign.request());
-        match campaign.after_attempt(answer, sent_at) {
-            Some(term) => {
+        let next = if may_lead(campaign, &**backend) {
+            let sent_at = Instant::now();
+            let answer = backend.try_acquire(campaign.request());
+            campaign.after_attempt(answer, sent_at)
+        } else {
+            AfterAttempt::Wait
+        };
+        match next {
+            AfterAttempt::Elected(term) => {
                 term.term_span().in_scope(|| lead(campaign, backend));
                 campaign.term_ended();
             }
+            AfterAttempt::TryNextSlot => {}
             // A stop request also wakes the release listener (the handle pokes it).
-            None => match release {
+            _ => match release {
                 Some(release) => {
-                    release.wait_timeout(campaign.config.poll_interval());
+                    release.wait_timeout(campaign.standby_wait());
                 }
                 None => {
-                    stop.wait_timeout(campaign.config.poll_interval());
+                    stop.wait_timeout(campaign.standby_wait());
                 }
             },
         }
     }
+    if let Some(record) = campaign.candidacy().and_then(|c| c.withdraw())
+        && !state.abandon_requested()
+    {
+        let _ = backend.release(&record, Duration::ZERO);
+    }
+}
+
+/// A ranked campaign renews its membership record when due and surveys the live
+/// candidates (see [`Standing`]); `None` for an unranked campaign, which may always lead.
+fn standing<C: LockBackend>(campaign: &CampaignRun, backend: &C) -> Option<Standing> {
+    let candidacy = campaign.candidacy()?;
+    if candidacy.heartbeat_due(Instant::now()) {
+        let sent_at = Instant::now();
+        candidacy.after_heartbeat(backend.try_acquire(candidacy.heartbeat()), sent_at);
+    }
+    let mut survey = candidacy.survey();
+    while let Some(request) = survey.next_request() {
+        survey.read(backend.list(&request));
+    }
+    Some(survey.standing())
+}
+
+fn may_lead<C: LockBackend>(campaign: &CampaignRun, backend: &C) -> bool {
+    standing(campaign, backend).is_none_or(|standing| standing.may_lead)
 }
 
 /// Renews every heartbeat until the term ends (failure, deadline, or resignation). Each
@@ -238,9 +273,12 @@ fn lead<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
             || state.stop_requested(),
         );
         let ended = match renewal {
-            Renewal::Answered(answer) => {
-                state.after_renewal(&term, answer, sent_at, campaign.config.renew_deadline())
-            }
+            Renewal::Answered(answer) => state
+                .after_renewal(&term, answer, sent_at, campaign.config.renew_deadline())
+                .or_else(|| {
+                    let by_rank = standing(campaign, &**backend)?.preempted_by?;
+                    state.revoke(RevokeReason::Preempted { by_rank })
+                }),
             Renewal::DeadlinePassed => state.revoke(RevokeReason::RenewDeadlinePassed),
             // Resign at the top of the loop; the renewal's late answer changes nothing.
             Renewal::Stopped => None,

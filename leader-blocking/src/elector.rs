@@ -1,14 +1,15 @@
 //! [`LeaderElector`]: run an action on the calling thread, only if elected.
 
 use std::sync::Arc;
+use std::time::Instant;
 
-use leader_core::__private::{ElectorSettings, Keepalive, Step};
+use leader_core::__private::{ElectorSettings, Keepalive, Step, first_slot};
 use leader_core::{
-    Error, ForceReleaseOutcome, IntoTenantId, LeaderElectionOptions, LeaderRunResult, LeaderState,
-    LeaseContext, ListPage, ListRequest, LockBackend, LockName, TenantId,
+    Error, ForceReleaseOutcome, GroupSlots, IntoTenantId, LeaderElectionOptions, LeaderRunResult,
+    LeaderState, Lease, LeaseContext, ListPage, ListRequest, LockBackend, LockName, TenantId,
 };
 
-use crate::acquire::acquire;
+use crate::acquire::{acquire, acquire_slot};
 use crate::held::HeldLease;
 
 /// Runs actions only on the node that wins the lock; the others skip.
@@ -268,11 +269,40 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         else {
             return Ok(LeaderRunResult::Skipped);
         };
+        Ok(self.run_held(name, lease, requested_at, 0, action))
+    }
+
+    /// Runs `action` if this node wins a slot of the group `name` with `slots` slots.
+    pub(crate) fn run_in_group_with<T, E>(
+        &self,
+        name: &str,
+        slots: GroupSlots,
+        action: impl FnOnce(&LeaseContext) -> Result<T, E>,
+    ) -> Result<LeaderRunResult<T, E>, Error> {
+        let keys = slots.keys(&self.lock_key(name)?)?;
+        let first_slot = first_slot(keys.len());
+        let (step, slot) = acquire_slot(&self.backend, self.settings.options(), &keys, first_slot)?;
+        let Step::Acquired(lease, requested_at) = step else {
+            return Ok(LeaderRunResult::Skipped);
+        };
+        Ok(self.run_held(name, lease, requested_at, slot, action))
+    }
+
+    /// Runs `action` under an acquired lease, then releases it.
+    fn run_held<T, E>(
+        &self,
+        name: &str,
+        lease: Lease,
+        requested_at: Instant,
+        slot: u32,
+        action: impl FnOnce(&LeaseContext) -> Result<T, E>,
+    ) -> LeaderRunResult<T, E> {
         let held = HeldLease::new(
             Arc::clone(&self.backend),
             lease,
             requested_at,
             name,
+            slot,
             Keepalive::from_options(self.settings.options()),
         );
         let outcome = held.run_span().in_scope(|| action(held.context()));
@@ -280,12 +310,12 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         let lease = held.lease().clone();
         if let Err(err) = held.release() {
             // The action has run and its result is real; the lease will run out by itself.
-            tracing::warn!(lock = %key, error = %err, "release after the action failed");
+            tracing::warn!(lock = %lease.key, error = %err, "release after the action failed");
         }
-        Ok(match outcome {
-            Ok(value) => LeaderRunResult::elected(value, &lease, lease_lost),
+        match outcome {
+            Ok(value) => LeaderRunResult::elected_in_slot(value, &lease, slot, lease_lost),
             Err(error) => LeaderRunResult::ActionFailed(error),
-        })
+        }
     }
 
     /// A best-effort snapshot of who leads `name` (see [`LeaderState`]).

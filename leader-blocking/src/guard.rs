@@ -81,7 +81,14 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         let (options, keepalive) = mode.apply(self.options())?;
         let (lease, sent_at) = acquire(self.backend(), &options, &key)?.acquired_or_not(&key)?;
         Ok(LockGuard {
-            held: HeldLease::new(Arc::clone(self.backend()), lease, sent_at, name, keepalive),
+            held: HeldLease::new(
+                Arc::clone(self.backend()),
+                lease,
+                sent_at,
+                name,
+                0,
+                keepalive,
+            ),
         })
     }
 

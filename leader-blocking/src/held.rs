@@ -25,11 +25,13 @@ impl<B: LockBackend + 'static> HeldLease<B> {
         lease: Lease,
         requested_at: Instant,
         lock_name: &str,
+        slot: u32,
         keepalive: Keepalive,
     ) -> Self {
-        let tracker = Arc::new(LeaseTracker::new(
+        let tracker = Arc::new(LeaseTracker::new_in_slot(
             lease,
             lock_name,
+            slot,
             requested_at,
             keepalive.lease_time,
             backend.name(),

@@ -8,6 +8,7 @@
 //!   lock; the others skip.
 //! - [`ThreadPoolLeaderElector`] runs it on a fixed pool of worker threads and hands back a
 //!   [`TaskHandle`] that can be waited on or `.await`ed.
+//! - [`LeaderGroupElector`] lets up to N nodes lead a name at once, each in a slot.
 //!
 //! Both take any [`LockBackend`](leader_core::LockBackend), one
 //! [`LeaderElectionOptions`] and give back the shared
@@ -30,6 +31,7 @@
 mod acquire;
 mod campaign;
 mod elector;
+mod group;
 mod guard;
 mod held;
 mod orphan;
@@ -40,6 +42,7 @@ mod watchdog;
 
 pub use campaign::LeadershipHandle;
 pub use elector::LeaderElector;
+pub use group::LeaderGroupElector;
 pub use guard::LockGuard;
 pub use leader_core::{Error, LeaderElectionOptions, LeaderRunResult, LeaseContext};
 pub use pool::ThreadPoolLeaderElector;

@@ -193,6 +193,42 @@ impl<B: LockBackend + 'static> ThreadPoolLeaderElector<B> {
         })
     }
 
+    /// Submits `action` to run if this node wins one of the `slots` slots of the group
+    /// `name` (see [`LeaderGroupElector`](crate::LeaderGroupElector)); the outcome carries
+    /// the slot.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidOptions`] for a bad slot count, or [`Error::ShutDown`] if the pool
+    /// is shut down. An invalid name, or backend trouble, comes back through the handle.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_blocking::ThreadPoolLeaderElector;
+    /// use leader_core::{InMemoryBackend, LeaderElectionOptions};
+    ///
+    /// let pool = ThreadPoolLeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default(), 2)?;
+    /// let task = pool.run_async_in_group_with("orders", 3, |lease| Ok::<_, String>(lease.slot()))?;
+    /// assert!(task.wait()?.into_value().is_some_and(|slot| slot < 3));
+    /// # Ok::<(), leader_core::Error>(())
+    /// ```
+    pub fn run_async_in_group_with<T, E, F>(
+        &self,
+        name: &str,
+        slots: u32,
+        action: F,
+    ) -> Result<TaskHandle<LeaderRunResult<T, E>>, Error>
+    where
+        T: Send + 'static,
+        E: Send + 'static,
+        F: FnOnce(&LeaseContext) -> Result<T, E> + Send + 'static,
+    {
+        let group = self.elector.group(slots)?;
+        let name = name.to_owned();
+        self.spawn_with_elector(move |_| group.run_if_leader_with(&name, action))
+    }
+
     /// Queues `work` to run on a worker with this pool's elector; the handle yields what it
     /// returns. For work that must decide something when a worker starts it rather than
     /// when it is queued — the blocking tenant poller builds each tenant's elector there,

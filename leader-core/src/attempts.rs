@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use crate::backend::{AcquireOutcome, AcquireRequest, Backend};
 use crate::error::Error;
 use crate::events::ReleaseListener;
+use crate::group::GroupKeys;
 use crate::lease::{Lease, OwnerToken};
 use crate::name::LockName;
 use crate::options::LeaderElectionOptions;
@@ -44,8 +45,20 @@ use crate::state::LeaderLease;
 #[derive(Debug)]
 pub struct Attempts<'a> {
     request: AcquireRequest<'a>,
+    /// The keys tried in turn: the request's own for a single lock, one per slot for a group.
+    keys: Keys<'a>,
+    /// The slot of the next request.
+    slot: usize,
+    /// How many slots the current pass has found held.
+    held_in_pass: usize,
     wait_time: Duration,
     backoff: Option<Backoff>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Keys<'a> {
+    Single,
+    Group(&'a GroupKeys),
 }
 
 /// What to do after an attempt.
@@ -55,6 +68,8 @@ pub enum Step {
     Acquired(Lease, Instant),
     /// Still held elsewhere and the wait is over; the last holder seen.
     GaveUp(Option<LeaderLease>),
+    /// A leader group's slot was held: try the next slot of the pass now.
+    TryNextSlot,
     /// Wait this long (or until a release notification), then try again.
     RetryAfter(Duration),
 }
@@ -73,7 +88,7 @@ impl Step {
                 key: key.to_string(),
                 holder: holder.map(Box::new),
             }),
-            Step::RetryAfter(_) => Err(Error::NotAcquired {
+            Step::RetryAfter(_) | Step::TryNextSlot => Err(Error::NotAcquired {
                 key: key.to_string(),
                 holder: None,
             }),
@@ -92,6 +107,36 @@ impl<'a> Attempts<'a> {
                 options.lease_time(),
             )
             .with_db_time(options.use_db_time()),
+            keys: Keys::Single,
+            slot: 0,
+            held_in_pass: 0,
+            wait_time: options.wait_time(),
+            backoff: None,
+        }
+    }
+
+    /// Attempts on the slots of a leader group (`keys`, slot 0 first, not empty), each pass
+    /// trying every slot once in turn from `first_slot`; one owner token for all of them.
+    ///
+    /// A pass that finds every slot held counts as one failed attempt: the wait and its
+    /// backoff run between passes, not between slots.
+    pub fn for_group(
+        keys: &'a GroupKeys,
+        first_slot: usize,
+        options: &'a LeaderElectionOptions,
+    ) -> Self {
+        let slot = first_slot % keys.len();
+        Attempts {
+            request: AcquireRequest::new(
+                keys.slot(slot),
+                OwnerToken::random(),
+                options.node_id(),
+                options.lease_time(),
+            )
+            .with_db_time(options.use_db_time()),
+            keys: Keys::Group(keys),
+            slot,
+            held_in_pass: 0,
             wait_time: options.wait_time(),
             backoff: None,
         }
@@ -102,15 +147,25 @@ impl<'a> Attempts<'a> {
         self.request
     }
 
+    /// The slot the next request (and so an `Acquired` step) is for: 0 for a single lock.
+    pub fn slot(&self) -> u32 {
+        u32::try_from(self.slot).unwrap_or(u32::MAX)
+    }
+
     /// Listens for a release of the key, when waiting is allowed and the backend notifies.
     /// Call it *before* the attempt, so a release in between is not missed.
     pub fn listen<B: Backend + ?Sized>(&self, backend: &B) -> Option<ReleaseListener> {
         if self.wait_time.is_zero() {
             return None;
         }
+        // A group's waiters listen on its name, which every slot's release also wakes.
+        let key = match self.keys {
+            Keys::Single => self.request.key,
+            Keys::Group(keys) => keys.group(),
+        };
         backend
             .release_events()
-            .map(|events| events.listen(self.request.key.as_str()))
+            .map(|events| events.listen(key.as_str()))
     }
 
     /// Decides what follows an attempt sent at `sent_at`.
@@ -124,10 +179,19 @@ impl<'a> Attempts<'a> {
             AcquireOutcome::Held(holder) => holder,
         };
         let wait_time = self.wait_time;
-        let delay = self
+        let backoff = self
             .backoff
-            .get_or_insert_with(|| Backoff::starting_at(sent_at, wait_time))
-            .next_delay();
+            .get_or_insert_with(|| Backoff::starting_at(sent_at, wait_time));
+        if let Keys::Group(keys) = self.keys {
+            self.slot = (self.slot + 1) % keys.len();
+            self.request = self.request.with_key(keys.slot(self.slot));
+            self.held_in_pass += 1;
+            if self.held_in_pass < keys.len() {
+                return Step::TryNextSlot;
+            }
+            self.held_in_pass = 0;
+        }
+        let delay = backoff.next_delay();
         match delay {
             Some(delay) => Step::RetryAfter(delay),
             None => {

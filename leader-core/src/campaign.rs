@@ -6,8 +6,10 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::backend::{AcquireOutcome, AcquireRequest};
+use crate::candidacy::Candidacy;
 use crate::context::LeaseTracker;
 use crate::error::{Error, OptionsError};
+use crate::group::{GroupKeys, GroupSlots};
 use crate::leadership::{EventCallback, LeadershipState};
 use crate::lease::OwnerToken;
 use crate::name::LockName;
@@ -41,6 +43,21 @@ pub enum DeploymentMode {
 /// | `renew_deadline` | 2/3 of the lease | the leader steps down if no renewal succeeded for this long |
 /// | `poll_interval` | 500 ms | how often standbys retry (they also wake at once on a release notification) |
 /// | `mode` | single leader | or every instance leads |
+/// | `rank` | none | ranked leadership: the live candidate of the highest rank leads |
+/// | `preempt` | on | with a rank: a leader hands over to a higher-ranked candidate |
+///
+/// **Ranked leadership.** With [`with_rank`](Self::with_rank), candidates publish their
+/// rank in the backend: each holds a membership record of its own, the lock
+/// `<name>#rank:<rank>:<id>`, renewed every heartbeat and expired by the backend like any
+/// lease, so a crashed candidate drops out within `lease_time`. A standby only tries for
+/// the lock while no live candidate ranks above it (equal ranks race). With `preempt` on,
+/// a leader that sees a higher-ranked candidate at a heartbeat ends its term
+/// ([`RevokeReason::Preempted`](crate::RevokeReason::Preempted)) and releases, and that
+/// candidate takes over at once (it was waiting for the release): a handover within one
+/// heartbeat plus one round trip. With `preempt` off, rank decides only among the
+/// standbys when the leader goes. The price is one listing per heartbeat and poll, and
+/// one membership renewal per heartbeat. Campaigns on one name should agree on
+/// ranking: an unranked candidate neither publishes a rank nor defers to one.
 ///
 /// **Failover bounds.** A leader that crashes stops renewing; its lock frees when its lease
 /// runs out, and a standby takes it at its next poll: at most `lease_time + poll_interval`
@@ -101,6 +118,8 @@ pub struct CampaignConfig {
     renew_deadline: Option<Duration>,
     poll_interval: Duration,
     mode: DeploymentMode,
+    rank: Option<u32>,
+    preempt: bool,
 }
 
 impl Default for CampaignConfig {
@@ -111,6 +130,8 @@ impl Default for CampaignConfig {
             renew_deadline: None,
             poll_interval: Duration::from_millis(500),
             mode: DeploymentMode::SingleLeader,
+            rank: None,
+            preempt: true,
         }
     }
 }
@@ -144,6 +165,30 @@ impl CampaignConfig {
     pub fn with_mode(mut self, mode: DeploymentMode) -> Self {
         self.mode = mode;
         self
+    }
+
+    /// Makes the campaign ranked: among the live candidates for the name, the highest
+    /// `rank` leads (see the type's docs).
+    pub fn with_rank(mut self, rank: u32) -> Self {
+        self.rank = Some(rank);
+        self
+    }
+
+    /// With a rank: whether a leader hands over to a higher-ranked candidate that appears
+    /// (on by default). Off, rank only decides among standbys when the leader goes.
+    pub fn with_preemption(mut self, preempt: bool) -> Self {
+        self.preempt = preempt;
+        self
+    }
+
+    /// The campaign's rank, if it is ranked.
+    pub fn rank(&self) -> Option<u32> {
+        self.rank
+    }
+
+    /// Whether a ranked leader hands over to a higher-ranked candidate.
+    pub fn preempts(&self) -> bool {
+        self.preempt
     }
 
     /// The lock's TTL.
@@ -224,25 +269,63 @@ impl CampaignConfig {
 pub struct CampaignRun {
     /// The shared state the loop drives and the handle reads.
     pub state: Arc<LeadershipState>,
-    /// The full lock key.
+    /// The full lock key (of a group: its name, slot 0, where release wake-ups arrive).
     pub key: LockName,
     /// The name the caller used (without a tenant prefix).
     pub name: String,
     /// The campaign's settings.
     pub config: CampaignConfig,
+    keys: GroupKeys,
+    candidacy: Option<Candidacy>,
     node_id: String,
     use_db_time: bool,
     backend: &'static str,
     attempts: Mutex<StandbyAttempts>,
 }
 
-/// The owner token a standby's attempts use, and whether one of them may have taken the
-/// lock without the campaign learning of it.
+/// The owner token a standby's attempts use, the slot it tries next, and whether one of
+/// them may have taken a slot without the campaign learning of it.
 #[derive(Debug)]
 struct StandbyAttempts {
     owner: OwnerToken,
-    /// When the last attempt that failed (its answer lost) was sent.
-    unsettled_since: Option<Instant>,
+    /// The slot of the next attempt.
+    slot: usize,
+    /// How many slots the current pass found held.
+    held_in_pass: usize,
+    /// When the last attempt that failed (its answer lost) was sent, and on which slot.
+    unsettled: Option<(Instant, usize)>,
+}
+
+impl StandbyAttempts {
+    fn fresh(slots: usize) -> Self {
+        StandbyAttempts {
+            owner: OwnerToken::random(),
+            slot: first_slot(slots),
+            held_in_pass: 0,
+            unsettled: None,
+        }
+    }
+}
+
+/// Where a pass over a group of `slots` starts: a random slot, so candidates spread over
+/// the slots instead of all trying slot 0 first (0 for a single lock).
+pub fn first_slot(slots: usize) -> usize {
+    if slots <= 1 {
+        return 0;
+    }
+    rand::random_range(0..slots)
+}
+
+/// What a standby does after an attempt.
+#[derive(Debug)]
+pub enum AfterAttempt {
+    /// A term began: lead it.
+    Elected(Arc<LeaseTracker>),
+    /// A slot of the group was held: try the next one now.
+    TryNextSlot,
+    /// Nothing to take (every slot held, or the attempt failed): wait for a release or
+    /// the next poll.
+    Wait,
 }
 
 impl CampaignRun {
@@ -259,33 +342,55 @@ impl CampaignRun {
         callbacks: Vec<EventCallback>,
         backend: &'static str,
     ) -> Result<Self, Error> {
+        CampaignRun::for_group(settings, name, GroupSlots::ONE, config, callbacks, backend)
+    }
+
+    /// Like [`new`](Self::new), for a leader group of `slots`: the campaign holds one slot
+    /// at a time.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidOptions`] or [`Error::InvalidName`].
+    pub fn for_group(
+        settings: &ElectorSettings,
+        name: &str,
+        slots: GroupSlots,
+        config: CampaignConfig,
+        callbacks: Vec<EventCallback>,
+        backend: &'static str,
+    ) -> Result<Self, Error> {
         config.validate()?;
         let node_id = settings.options().node_id().to_owned();
+        let use_db_time = settings.options().use_db_time();
+        let key = settings.lock_key(name)?;
+        let keys = slots.keys(&key)?;
+        let candidacy = Candidacy::new(&key, &config, &node_id, use_db_time, keys.len())?;
         Ok(CampaignRun {
             state: Arc::new(LeadershipState::new(node_id.clone(), callbacks)),
-            key: settings.lock_key(name)?,
+            attempts: Mutex::new(StandbyAttempts::fresh(keys.len())),
+            key,
             name: name.to_owned(),
             config,
+            keys,
+            candidacy,
             node_id,
-            use_db_time: settings.options().use_db_time(),
+            use_db_time,
             backend,
-            attempts: Mutex::new(StandbyAttempts {
-                owner: OwnerToken::random(),
-                unsettled_since: None,
-            }),
         })
     }
 
-    /// A standby's acquire request, with the owner token of the would-be term.
+    /// A standby's acquire request for the slot it tries next, with the owner token of the
+    /// would-be term.
     ///
     /// The token stays the same across attempts until a term ends: an attempt whose answer
-    /// was lost may have taken the lock (or may still take it, when the request lands
-    /// late), and the next attempt with the same token then re-acquires that lease as its
-    /// own instead of waiting for it to run out.
+    /// was lost may have taken the slot (or may still take it, when the request lands
+    /// late), and the next attempt — on that same slot, with the same token — then
+    /// re-acquires that lease as its own instead of waiting for it to run out.
     pub fn request(&self) -> AcquireRequest<'_> {
+        let attempts = self.attempts.lock();
         AcquireRequest::new(
-            &self.key,
-            self.attempts.lock().owner,
+            self.keys.slot(attempts.slot),
+            attempts.owner,
             &self.node_id,
             self.config.lease_time,
         )
@@ -293,46 +398,68 @@ impl CampaignRun {
     }
 
     /// Records a standby's attempt sent at `sent_at` — an error leaves its token possibly
-    /// holding the lock (see [`unsettled_attempt`](Self::unsettled_attempt)) — and hands
-    /// the answer to [`LeadershipState::after_attempt`]: the term that began, if one did.
+    /// holding the slot (see [`unsettled_attempt`](Self::unsettled_attempt)) — and hands
+    /// the answer to [`LeadershipState::after_attempt`]: the term that began, if one did,
+    /// or what to do next.
     pub fn after_attempt(
         &self,
         answer: Result<AcquireOutcome, Error>,
         sent_at: Instant,
-    ) -> Option<Arc<LeaseTracker>> {
-        {
+    ) -> AfterAttempt {
+        let (slot, next) = {
             let mut attempts = self.attempts.lock();
-            match &answer {
-                Err(_) => attempts.unsettled_since = Some(sent_at),
+            let slot = attempts.slot;
+            let next = match &answer {
+                Err(_) => {
+                    // The next pass starts on this slot, with this token (see `request`).
+                    attempts.unsettled = Some((sent_at, slot));
+                    attempts.held_in_pass = 0;
+                    AfterAttempt::Wait
+                }
                 // The term now owns whatever an earlier attempt with this token took.
-                Ok(AcquireOutcome::Acquired(_)) => attempts.unsettled_since = None,
-                Ok(AcquireOutcome::Held(_)) => {}
-            }
-        }
-        self.state.after_attempt(
+                Ok(AcquireOutcome::Acquired(_)) => {
+                    attempts.unsettled = None;
+                    AfterAttempt::Wait
+                }
+                Ok(AcquireOutcome::Held(_)) => {
+                    attempts.slot = (slot + 1) % self.keys.len();
+                    attempts.held_in_pass += 1;
+                    if attempts.held_in_pass < self.keys.len() {
+                        AfterAttempt::TryNextSlot
+                    } else {
+                        attempts.held_in_pass = 0;
+                        AfterAttempt::Wait
+                    }
+                }
+            };
+            (u32::try_from(slot).unwrap_or(u32::MAX), next)
+        };
+        let term = self.state.after_attempt(
             answer,
             sent_at,
             &self.name,
+            slot,
             self.config.renew_deadline(),
             self.backend,
-        )
+        );
+        match term {
+            Some(term) => AfterAttempt::Elected(term),
+            None => next,
+        }
     }
 
     /// A term ended (it was released, lost or abandoned): the next term gets a new token.
     pub fn term_ended(&self) {
-        *self.attempts.lock() = StandbyAttempts {
-            owner: OwnerToken::random(),
-            unsettled_since: None,
-        };
+        *self.attempts.lock() = StandbyAttempts::fresh(self.keys.len());
     }
 
     /// When the campaign stops: the acquisition a failed attempt may have left behind, to
     /// release in the background (see [`Orphan`]).
     pub fn unsettled_attempt(&self) -> Option<Orphan> {
         let attempts = self.attempts.lock();
-        let since = attempts.unsettled_since?;
+        let (since, slot) = attempts.unsettled?;
         Some(Orphan::new(
-            self.key.clone(),
+            self.keys.slot(slot).clone(),
             attempts.owner,
             since,
             self.config.lease_time,
@@ -342,6 +469,20 @@ impl CampaignRun {
     /// Whether renewals take the backend's clock.
     pub fn use_db_time(&self) -> bool {
         self.use_db_time
+    }
+
+    /// A ranked campaign's membership (see [`CampaignConfig::with_rank`]).
+    pub fn candidacy(&self) -> Option<&Candidacy> {
+        self.candidacy.as_ref()
+    }
+
+    /// How long a standby waits between attempts: the poll interval, and no longer than a
+    /// heartbeat for a ranked campaign, whose membership record must not run out.
+    pub fn standby_wait(&self) -> Duration {
+        match self.candidacy {
+            Some(_) => self.config.poll_interval.min(self.config.heartbeat),
+            None => self.config.poll_interval,
+        }
     }
 }
 

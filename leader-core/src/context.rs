@@ -31,8 +31,10 @@ pub struct LeaseContext {
 #[derive(Debug)]
 struct Shared {
     lease: Lease,
-    /// The name the caller used, when it differs from the key (a tenant prefix).
+    /// The name the caller used, when it differs from the key (a tenant prefix, a slot).
     display_name: Option<String>,
+    /// The slot of the group this lease holds (0 for a single lock).
+    slot: u32,
     deadline: Mutex<Instant>,
     lost: AtomicBool,
     lost_event: Event,
@@ -45,6 +47,11 @@ impl LeaseContext {
             .display_name
             .as_deref()
             .unwrap_or(self.shared.lease.key.as_str())
+    }
+
+    /// The slot of the leader group this lease holds: 0 for a single lock.
+    pub fn slot(&self) -> u32 {
+        self.shared.slot
     }
 
     /// This node's id.
@@ -143,6 +150,18 @@ impl LeaseTracker {
         lease_time: Duration,
         backend: &'static str,
     ) -> Self {
+        LeaseTracker::new_in_slot(lease, lock_name, 0, requested_at, lease_time, backend)
+    }
+
+    /// Like [`new`](Self::new), for `slot` of the leader group `lock_name`.
+    pub fn new_in_slot(
+        lease: Lease,
+        lock_name: &str,
+        slot: u32,
+        requested_at: Instant,
+        lease_time: Duration,
+        backend: &'static str,
+    ) -> Self {
         let display_name = (lock_name != lease.key.as_str()).then(|| lock_name.to_owned());
         LeaseTracker {
             probe: HoldProbe::start(backend, &lease),
@@ -150,6 +169,7 @@ impl LeaseTracker {
                 shared: Arc::new(Shared {
                     lease,
                     display_name,
+                    slot,
                     deadline: Mutex::new(requested_at + lease_time),
                     lost: AtomicBool::new(false),
                     lost_event: Event::new(),

@@ -208,6 +208,14 @@ pub enum OptionsError {
         /// Its byte offset.
         index: usize,
     },
+    /// A leader group's slot count is zero or above the limit.
+    #[error("a leader group needs between 1 and {max} slots, got {slots}")]
+    GroupSlotsOutOfRange {
+        /// The slot count given.
+        slots: u32,
+        /// The largest accepted count.
+        max: u32,
+    },
 }
 
 /// Whether a backend failure may go away by itself.

@@ -60,13 +60,24 @@ impl ReleaseEvents {
         }
     }
 
-    /// Wakes every listener of `key`. Cheap when nobody listens.
+    /// Wakes every listener of `key` and, when `key` is slot `i ≥ 1` of a leader group
+    /// (`job#2`), the listeners of its group (`job`). Cheap when nobody listens.
     pub fn notify(&self, key: &str) {
         if self.shared.listeners.load(Ordering::Acquire) == 0 {
             return;
         }
-        let event = self.shared.by_key.lock().get(key).cloned();
-        if let Some(event) = event {
+        // A slot of a leader group (`job#2`) also wakes those waiting for any slot of the
+        // group, who listen on the group's name (`job`).
+        let group = crate::group::group_of_slot(key);
+        let events: Vec<Arc<Event>> = {
+            let by_key = self.shared.by_key.lock();
+            [Some(key), group]
+                .into_iter()
+                .flatten()
+                .filter_map(|key| by_key.get(key).cloned())
+                .collect()
+        };
+        for event in events {
             event.notify(usize::MAX);
         }
     }
@@ -143,6 +154,16 @@ mod tests {
         assert!(!b.wait_timeout(Duration::from_millis(10)));
         assert!(events.shared.by_key.lock().is_empty());
         assert_eq!(events.shared.listeners.load(Ordering::Acquire), 0);
+    }
+
+    #[test]
+    fn a_released_group_slot_wakes_the_waiters_of_its_group() {
+        let events = ReleaseEvents::new();
+        let group = events.listen("consumers");
+        let other = events.listen("consumers#2");
+        events.notify("consumers#1");
+        assert!(group.wait_timeout(Duration::from_secs(1)));
+        assert!(!other.wait_timeout(Duration::from_millis(10)));
     }
 
     #[test]

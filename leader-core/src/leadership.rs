@@ -52,11 +52,19 @@ pub enum RevokeReason {
     RenewDeadlinePassed,
     /// The runtime running the campaign shut down; the lease was released from a thread.
     ShutDown,
+    /// A ranked campaign handed over: a live candidate of a higher rank appeared, so this
+    /// leader ended its term and released for it (see [`CampaignConfig::with_rank`]).
+    ///
+    /// [`CampaignConfig::with_rank`]: crate::CampaignConfig::with_rank
+    Preempted {
+        /// The rank of the best candidate that preempted this leader.
+        by_rank: u32,
+    },
 }
 
 impl RevokeReason {
     /// A short, fixed label for metrics: `resigned`, `abandoned`, `lease_lost`,
-    /// `renewal_failed`, `renew_deadline_passed` or `shut_down`.
+    /// `renewal_failed`, `renew_deadline_passed`, `shut_down` or `preempted`.
     pub fn as_label(&self) -> &'static str {
         match self {
             RevokeReason::Resigned => "resigned",
@@ -65,6 +73,7 @@ impl RevokeReason {
             RevokeReason::RenewalFailed(_) => "renewal_failed",
             RevokeReason::RenewDeadlinePassed => "renew_deadline_passed",
             RevokeReason::ShutDown => "shut_down",
+            RevokeReason::Preempted { .. } => "preempted",
         }
     }
 
@@ -91,6 +100,9 @@ impl fmt::Display for RevokeReason {
                 f.write_str("no renewal succeeded within the renew deadline")
             }
             RevokeReason::ShutDown => f.write_str("the runtime running the campaign shut down"),
+            RevokeReason::Preempted { by_rank } => {
+                write!(f, "handed over to a candidate of rank {by_rank}")
+            }
         }
     }
 }
@@ -243,7 +255,7 @@ impl LeadershipState {
         self.term.lock().clone()
     }
 
-    /// Campaign loops: records a standby's acquire attempt sent at `sent_at`. On
+    /// Campaign loops: records a standby's acquire attempt on `slot` sent at `sent_at`. On
     /// `Acquired` a term begins (its deadline is `renew_deadline` from `sent_at`) and is
     /// returned; on `Held` the observed leader is updated; an error is logged (the standby
     /// just tries again at its next poll).
@@ -252,14 +264,16 @@ impl LeadershipState {
         answer: Result<AcquireOutcome, Error>,
         sent_at: Instant,
         lock_name: &str,
+        slot: u32,
         renew_deadline: Duration,
         backend: &'static str,
     ) -> Option<Arc<LeaseTracker>> {
         match answer {
             Ok(AcquireOutcome::Acquired(lease)) => {
-                let term = Arc::new(LeaseTracker::new(
+                let term = Arc::new(LeaseTracker::new_in_slot(
                     lease,
                     lock_name,
+                    slot,
                     sent_at,
                     renew_deadline,
                     backend,
@@ -348,6 +362,12 @@ impl LeadershipState {
     pub fn request_abandon(&self) {
         self.abandon.store(true, Ordering::Release);
         self.request_stop();
+    }
+
+    /// Whether [`request_abandon`](Self::request_abandon) was called: the campaign must
+    /// leave everything it holds to run out, as if it crashed.
+    pub fn abandon_requested(&self) -> bool {
+        self.abandon.load(Ordering::Acquire)
     }
 
     /// Campaign loops: ends the term because a stop was requested; returns it when it

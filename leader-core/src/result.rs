@@ -38,8 +38,12 @@ pub enum LeaderRunResult<T, E> {
         value: T,
         /// This node's id, as recorded in the lock.
         leader_id: String,
-        /// The fencing token of the acquisition the action ran under.
+        /// The fencing token of the acquisition the action ran under (tokens increase per
+        /// slot of a group: compare them within one slot).
         fencing_token: u64,
+        /// The slot of the group this node led in: `0..slots` for a leader group, always 0
+        /// for a single lock (a group of one).
+        slot: u32,
         /// `true` when the lease was lost before the action returned: its deadline passed
         /// (an action that outlived a lease without `auto_extend`, a renewal answered too
         /// late) or a renewal failed or found the lock gone. Another node may then have run
@@ -57,10 +61,17 @@ impl<T, E> LeaderRunResult<T, E> {
     /// An elected outcome: the action returned `value` under `lease`; `lease_lost` tells
     /// whether the lease was lost before it returned.
     pub fn elected(value: T, lease: &Lease, lease_lost: bool) -> Self {
+        LeaderRunResult::elected_in_slot(value, lease, 0, lease_lost)
+    }
+
+    /// An elected outcome of a leader group: the action returned `value` under `lease`,
+    /// which holds `slot` of the group.
+    pub fn elected_in_slot(value: T, lease: &Lease, slot: u32, lease_lost: bool) -> Self {
         LeaderRunResult::Elected {
             value,
             leader_id: lease.leader_id.clone(),
             fencing_token: lease.fencing_token,
+            slot,
             lease_lost,
         }
     }
@@ -112,6 +123,14 @@ impl<T, E> LeaderRunResult<T, E> {
         }
     }
 
+    /// The slot of the group the action ran in, if elected (0 for a single lock).
+    pub fn slot(&self) -> Option<u32> {
+        match self {
+            LeaderRunResult::Elected { slot, .. } => Some(*slot),
+            _ => None,
+        }
+    }
+
     /// `true` if the action ran but its lease was lost before it returned (see
     /// [`LeaderRunResult::Elected::lease_lost`]).
     pub fn lease_lost(&self) -> bool {
@@ -131,11 +150,13 @@ impl<T, E> LeaderRunResult<T, E> {
                 value,
                 leader_id,
                 fencing_token,
+                slot,
                 lease_lost,
             } => LeaderRunResult::Elected {
                 value: f(value),
                 leader_id,
                 fencing_token,
+                slot,
                 lease_lost,
             },
             LeaderRunResult::Skipped => LeaderRunResult::Skipped,
@@ -150,11 +171,13 @@ impl<T, E> LeaderRunResult<T, E> {
                 value,
                 leader_id,
                 fencing_token,
+                slot,
                 lease_lost,
             } => LeaderRunResult::Elected {
                 value,
                 leader_id,
                 fencing_token,
+                slot,
                 lease_lost,
             },
             LeaderRunResult::Skipped => LeaderRunResult::Skipped,
@@ -192,8 +215,10 @@ mod tests {
             value: 1,
             leader_id: "n".into(),
             fencing_token: 9,
+            slot: 2,
             lease_lost: true,
         };
+        assert_eq!(elected.slot(), Some(2));
         assert!(elected.lease_lost());
         assert_eq!(elected.value(), Some(&1));
         assert_eq!(elected.clone().into_result(), Ok(Some(1)));

@@ -84,6 +84,10 @@ struct CampaignFile {
     #[serde(with = "humantime_serde")]
     poll_interval: Duration,
     mode: DeploymentMode,
+    /// Left out: an unranked campaign (the race decides).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rank: Option<u32>,
+    preempt: bool,
 }
 
 impl Default for CampaignFile {
@@ -100,6 +104,8 @@ impl From<&CampaignConfig> for CampaignFile {
             renew_deadline: config.explicit_renew_deadline(),
             poll_interval: config.poll_interval(),
             mode: config.mode(),
+            rank: config.rank(),
+            preempt: config.preempts(),
         }
     }
 }
@@ -117,7 +123,11 @@ impl<'de> Deserialize<'de> for CampaignConfig {
             .with_lease_time(file.lease_time)
             .with_heartbeat(file.heartbeat)
             .with_poll_interval(file.poll_interval)
-            .with_mode(file.mode);
+            .with_mode(file.mode)
+            .with_preemption(file.preempt);
+        if let Some(rank) = file.rank {
+            config = config.with_rank(rank);
+        }
         if let Some(deadline) = file.renew_deadline {
             config = config.with_renew_deadline(deadline);
         }

@@ -12,18 +12,21 @@ pub use error::ConnectError;
 
 // What a user names: options, results, errors, snapshots, names, campaigns, listings.
 pub use leader_core::{
-    CampaignConfig, DeploymentMode, Error, EventCallback, ForceReleaseOutcome, InMemoryBackend,
-    IntoTenantId, LeaderElectionOptions, LeaderLease, LeaderRunResult, LeaderState,
-    LeadershipEvent, LeadershipEvents, LeadershipWatcher, LeaseContext, LeaseMode, ListCursor,
-    ListPage, ListRequest, LockName, LockStatus, NameError, NoopBackend, OptionsError,
-    RevokeReason, TenantId, TenantIdError,
+    CampaignConfig, DeploymentMode, Error, EventCallback, ForceReleaseOutcome, GroupKeys,
+    GroupSlots, GroupState, InMemoryBackend, IntoTenantId, LeaderElectionOptions, LeaderLease,
+    LeaderRunResult, LeaderState, LeadershipEvent, LeadershipEvents, LeadershipWatcher,
+    LeaseContext, LeaseMode, ListCursor, ListPage, ListRequest, LockName, LockStatus, NameError,
+    NoopBackend, OptionsError, RevokeReason, TenantId, TenantIdError,
 };
 
 // The electors.
 #[cfg(any(feature = "tokio", feature = "smol", feature = "async-std"))]
-pub use leader_async::{AsyncLeaderElector, AsyncLeadershipHandle, AsyncLockGuard};
+pub use leader_async::{
+    AsyncLeaderElector, AsyncLeaderGroupElector, AsyncLeadershipHandle, AsyncLockGuard,
+};
 pub use leader_blocking::{
-    LeaderElector, LeadershipHandle, LockGuard, TaskHandle, ThreadPoolLeaderElector,
+    LeaderElector, LeaderGroupElector, LeadershipHandle, LockGuard, TaskHandle,
+    ThreadPoolLeaderElector,
 };
 
 // The server backends, and their crates (configs, errors, fencing helpers, the driver).

@@ -1,0 +1,325 @@
+//! Ranked leadership: a candidate's membership record, and who outranks it.
+//!
+//! Each ranked candidate holds a lock of its own, `<key>#rank:<rank>:<id>`, renewed every
+//! heartbeat and expired by the backend like any lease: the live candidates of a name are
+//! the held locks under `<key>#rank:`, which every backend can list. The campaign loops do
+//! the I/O (renew the record, list, release it when resigning); the decisions are here.
+
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use crate::backend::{AcquireOutcome, AcquireRequest};
+use crate::campaign::CampaignConfig;
+use crate::error::Error;
+use crate::lease::{Lease, OwnerToken};
+use crate::listing::{ListPage, ListRequest};
+use crate::name::LockName;
+
+/// A ranked campaign's membership: its record, and what it saw of the other candidates.
+#[derive(Debug)]
+pub struct Candidacy {
+    record: LockName,
+    prefix: String,
+    rank: u32,
+    preempt: bool,
+    slots: usize,
+    owner: OwnerToken,
+    node_id: String,
+    lease_time: Duration,
+    heartbeat: Duration,
+    use_db_time: bool,
+    beat: Mutex<Beat>,
+}
+
+#[derive(Debug, Default)]
+struct Beat {
+    /// When the last heartbeat that renewed the record was sent.
+    renewed_at: Option<Instant>,
+    /// The record as last renewed, to release when the campaign resigns.
+    lease: Option<Lease>,
+}
+
+/// What a candidate may do, from the live candidates it listed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Standing {
+    /// Whether this candidate may try for the lock: fewer live candidates than the
+    /// group's slots rank above it. `false` when the listing failed (fail closed).
+    pub may_lead: bool,
+    /// For a leader: the rank to hand over to, when preemption is on and enough live
+    /// candidates rank above this one to fill the group.
+    pub preempted_by: Option<u32>,
+}
+
+/// One look at the live candidates: the listing requests to send, page after page, and
+/// what they add up to.
+#[derive(Debug)]
+pub struct Survey<'a> {
+    candidacy: &'a Candidacy,
+    next: Option<ListRequest>,
+    above: Vec<u32>,
+    failed: bool,
+}
+
+impl Survey<'_> {
+    /// The next listing request to send, until the last page was read or one failed.
+    pub fn next_request(&self) -> Option<ListRequest> {
+        self.next.clone()
+    }
+
+    /// Reads the answer to [`next_request`](Self::next_request).
+    pub fn read(&mut self, answer: Result<ListPage, Error>) {
+        let page = match answer {
+            Ok(page) => page,
+            Err(err) => {
+                tracing::warn!(record = %self.candidacy.record, error = %err, "listing the candidates failed");
+                self.failed = true;
+                self.next = None;
+                return;
+            }
+        };
+        for lock in &page.locks {
+            if lock.lock_name() == self.candidacy.record.as_str() {
+                continue;
+            }
+            match self.candidacy.rank_of(lock.lock_name()) {
+                Some(rank) if rank > self.candidacy.rank => self.above.push(rank),
+                Some(_) => {}
+                None => {
+                    tracing::debug!(lock = lock.lock_name(), "not a membership record; ignored")
+                }
+            }
+        }
+        self.next = page
+            .next
+            .zip(self.next.take())
+            .map(|(cursor, request)| request.after(cursor));
+    }
+
+    /// What the candidate may do, from the pages read.
+    pub fn standing(&self) -> Standing {
+        if self.failed {
+            return Standing {
+                may_lead: false,
+                preempted_by: None,
+            };
+        }
+        let may_lead = self.above.len() < self.candidacy.slots;
+        let best_above = self.above.iter().copied().max();
+        Standing {
+            may_lead,
+            preempted_by: best_above.filter(|_| self.candidacy.preempt && !may_lead),
+        }
+    }
+}
+
+impl Candidacy {
+    /// The membership of a campaign on `key` with `slots` slots, if `config` is ranked.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`] when the record's name would be too long for `key`.
+    pub fn new(
+        key: &LockName,
+        config: &CampaignConfig,
+        node_id: &str,
+        use_db_time: bool,
+        slots: usize,
+    ) -> Result<Option<Self>, Error> {
+        let Some(rank) = config.rank() else {
+            return Ok(None);
+        };
+        let owner = OwnerToken::random();
+        let id = owner.to_string();
+        let prefix = format!("{key}#rank:");
+        let record = LockName::new(format!("{prefix}{rank:010}:{}", &id[..16]))?;
+        Ok(Some(Candidacy {
+            record,
+            prefix,
+            rank,
+            preempt: config.preempts(),
+            slots,
+            owner,
+            node_id: node_id.to_owned(),
+            lease_time: config.lease_time(),
+            heartbeat: config.heartbeat(),
+            use_db_time,
+            beat: Mutex::new(Beat::default()),
+        }))
+    }
+
+    /// This candidate's rank.
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    /// Whether the record is due for renewal at `now` (a heartbeat has passed, or it was
+    /// never written).
+    pub fn heartbeat_due(&self, now: Instant) -> bool {
+        match self.beat.lock().renewed_at {
+            Some(at) => now.saturating_duration_since(at) >= self.heartbeat,
+            None => true,
+        }
+    }
+
+    /// The request that writes or renews the record: an acquire with the candidate's own
+    /// token, which re-acquires (renews) its own lock.
+    pub fn heartbeat(&self) -> AcquireRequest<'_> {
+        AcquireRequest::new(&self.record, self.owner, &self.node_id, self.lease_time)
+            .with_db_time(self.use_db_time)
+    }
+
+    /// Records a heartbeat sent at `sent_at`. A failure is logged; the record stays as it
+    /// was and the next loop turn tries again.
+    pub fn after_heartbeat(&self, answer: Result<AcquireOutcome, Error>, sent_at: Instant) {
+        match answer {
+            Ok(AcquireOutcome::Acquired(lease)) => {
+                *self.beat.lock() = Beat {
+                    renewed_at: Some(sent_at),
+                    lease: Some(lease),
+                };
+            }
+            Ok(AcquireOutcome::Held(holder)) => {
+                tracing::warn!(record = %self.record, holder = ?holder, "a candidate's membership record is held by another owner");
+            }
+            Err(err) => {
+                tracing::warn!(record = %self.record, error = %err, "renewing a candidate's membership record failed");
+            }
+        }
+    }
+
+    /// The record to release when the campaign resigns, if it was written.
+    pub fn withdraw(&self) -> Option<Lease> {
+        self.beat.lock().lease.take()
+    }
+
+    /// A fresh look at the live candidates (send its requests, read their answers).
+    pub fn survey(&self) -> Survey<'_> {
+        Survey {
+            candidacy: self,
+            next: Some(ListRequest::new(self.prefix.clone())),
+            above: Vec::new(),
+            failed: false,
+        }
+    }
+
+    fn rank_of(&self, record: &str) -> Option<u32> {
+        let rest = record.strip_prefix(&self.prefix)?;
+        let (rank, _id) = rest.split_once(':')?;
+        rank.parse().ok()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::time::SystemTime;
+
+    use super::*;
+    use crate::state::{LeaderLease, LeaderState};
+
+    fn candidacy(rank: u32, preempt: bool) -> Candidacy {
+        let config = CampaignConfig::default()
+            .with_rank(rank)
+            .with_preemption(preempt);
+        let key = LockName::new("job").unwrap();
+        Candidacy::new(&key, &config, "node", false, 1)
+            .unwrap()
+            .unwrap()
+    }
+
+    fn page(names: &[&str]) -> ListPage {
+        let now = SystemTime::now();
+        let locks = names
+            .iter()
+            .map(|name| LeaderState::occupied(*name, LeaderLease::new("n", now, now, 1)))
+            .collect();
+        ListPage::new(locks, None)
+    }
+
+    #[test]
+    fn records_sort_by_rank_and_carry_it_in_their_name() {
+        let c = candidacy(7, true);
+        assert!(c.record.as_str().starts_with("job#rank:0000000007:"));
+        assert_eq!(c.rank_of(c.record.as_str()), Some(7));
+        assert_eq!(c.rank_of("job#rank:x:1"), None);
+        assert!(c.heartbeat_due(Instant::now()));
+    }
+
+    #[test]
+    fn only_higher_live_ranks_outrank_and_preempt() {
+        let c = candidacy(2, true);
+        let own = c.record.to_string();
+        let mut survey = c.survey();
+        survey.read(Ok(page(&[
+            &own,
+            "job#rank:0000000001:aa",
+            "job#rank:0000000002:bb",
+            "job#rank:x",
+        ])));
+        assert!(survey.next_request().is_none(), "one page");
+        assert_eq!(
+            survey.standing(),
+            Standing {
+                may_lead: true,
+                preempted_by: None
+            }
+        );
+
+        let mut survey = c.survey();
+        survey.read(Ok(page(&[
+            "job#rank:0000000003:cc",
+            "job#rank:0000000009:dd",
+        ])));
+        assert_eq!(
+            survey.standing(),
+            Standing {
+                may_lead: false,
+                preempted_by: Some(9)
+            }
+        );
+
+        let off = candidacy(2, false);
+        let mut survey = off.survey();
+        survey.read(Ok(page(&["job#rank:0000000003:cc"])));
+        assert_eq!(
+            survey.standing(),
+            Standing {
+                may_lead: false,
+                preempted_by: None
+            }
+        );
+    }
+
+    #[test]
+    fn a_failed_listing_fails_closed_and_pages_follow_their_cursor() {
+        let c = candidacy(1, true);
+        let mut survey = c.survey();
+        let first = survey.next_request().unwrap();
+        assert_eq!(first.prefix, "job#rank:");
+        survey.read(Ok(ListPage::new(
+            Vec::new(),
+            Some(crate::ListCursor::new("p2")),
+        )));
+        assert_eq!(
+            survey.next_request().unwrap().cursor,
+            Some(crate::ListCursor::new("p2"))
+        );
+        survey.read(Err(Error::ShutDown));
+        assert!(survey.next_request().is_none());
+        assert_eq!(
+            survey.standing(),
+            Standing {
+                may_lead: false,
+                preempted_by: None
+            }
+        );
+    }
+
+    #[test]
+    fn unranked_campaigns_have_no_candidacy() {
+        let key = LockName::new("job").unwrap();
+        let c = Candidacy::new(&key, &CampaignConfig::default(), "n", false, 1).unwrap();
+        assert!(c.is_none());
+    }
+}
