@@ -1,0 +1,84 @@
+//! Group and ranked leadership on the blocking elector: bad input is a typed error, and
+//! groups keep tenant scoping.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::time::Duration;
+
+use leader_blocking::{LeaderElector, LeaderGroupElector};
+use leader_core::{
+    CampaignConfig, Error, InMemoryBackend, LeaderElectionOptions, LeaseMode, LockBackend,
+    LockName, OptionsError,
+};
+
+fn options() -> LeaderElectionOptions {
+    LeaderElectionOptions::default().with_wait_time(Duration::ZERO)
+}
+
+#[test]
+fn slot_counts_and_names_that_do_not_fit_are_typed_errors() {
+    let elector = LeaderElector::new(InMemoryBackend::new(), options()).unwrap();
+    for slots in [0, 1025] {
+        assert!(matches!(
+            elector.group(slots),
+            Err(Error::InvalidOptions(
+                OptionsError::GroupSlotsOutOfRange { .. }
+            ))
+        ));
+    }
+    let group = elector.group(2).unwrap();
+    let longest = "x".repeat(LockName::MAX_LEN);
+    assert!(matches!(
+        group.run_if_leader(&longest, || ()),
+        Err(Error::InvalidName(_))
+    ));
+    assert!(matches!(group.state(&longest), Err(Error::InvalidName(_))));
+    let ranked = CampaignConfig::default().with_rank(1);
+    assert!(matches!(
+        elector.campaign(&"y".repeat(240), ranked),
+        Err(Error::InvalidName(_))
+    ));
+    assert!(matches!(
+        group.run_if_leader("tenant:acme:job", || ()),
+        Err(Error::InvalidName(_))
+    ));
+}
+
+#[test]
+fn a_group_of_one_is_the_single_lock() {
+    let backend = InMemoryBackend::new();
+    let elector = LeaderElector::new(backend, options()).unwrap();
+    let one = elector.group(1).unwrap();
+    let guard = elector.acquire("report", LeaseMode::watchdog()).unwrap();
+    assert_eq!(one.run_if_leader("report", || ()).unwrap(), None);
+    drop(guard);
+    let outcome = one
+        .run_if_leader_result("report", || Ok::<_, String>(()))
+        .unwrap();
+    assert_eq!(outcome.slot(), Some(0));
+}
+
+#[test]
+fn tenant_groups_live_under_the_tenant_and_report_the_callers_names() {
+    let backend = InMemoryBackend::new();
+    let group = LeaderGroupElector::new(backend.clone(), options(), 2)
+        .unwrap()
+        .for_tenant("acme")
+        .unwrap();
+    let outcome = group
+        .run_if_leader_with("sync", |lease| {
+            assert_eq!(lease.lock_name(), "sync");
+            let (key, shown) = match lease.slot() {
+                0 => ("tenant:acme:sync".to_owned(), "sync".to_owned()),
+                n => (format!("tenant:acme:sync#{n}"), format!("sync#{n}")),
+            };
+            let raw = backend.state(&LockName::new(key).unwrap()).unwrap();
+            assert_eq!(raw.leader().unwrap().fencing_token, lease.fencing_token());
+            let state = group.state("sync").unwrap();
+            assert_eq!(state.slot(lease.slot()).unwrap().lock_name(), shown);
+            assert_eq!(state.holders().count(), 1);
+            Ok::<_, String>(())
+        })
+        .unwrap();
+    assert!(outcome.is_elected());
+    assert_eq!(group.tenant().unwrap().as_str(), "acme");
+}

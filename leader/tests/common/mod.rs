@@ -1,0 +1,72 @@
+//! Every backend by URL, for the election tests that must hold on all of them.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use leader::AnyBackend;
+use leader_testkit::fixtures;
+
+/// A fresh backend of `kind` (`memory`, `sqlite`, `redis`, `redis_cluster`, `mongodb`,
+/// `postgres`); `None` when its server is not installed and servers are not required.
+pub(crate) fn backend(kind: &str) -> Option<AnyBackend> {
+    let url = match kind {
+        "memory" => "memory://".to_owned(),
+        "sqlite" => {
+            let dir = std::env::temp_dir().join(format!(
+                "leader-election-{}-{}",
+                std::process::id(),
+                rand_suffix()
+            ));
+            std::fs::create_dir_all(&dir).unwrap();
+            format!("sqlite://{}", dir.join("locks.db").display())
+        }
+        "redis" => fixtures::shared_redis()?.url(),
+        "redis_cluster" => {
+            let hosts: Vec<String> = fixtures::shared_redis_cluster()?
+                .urls()
+                .iter()
+                .map(|url| {
+                    url.trim_start_matches("redis://")
+                        .trim_end_matches('/')
+                        .to_owned()
+                })
+                .collect();
+            format!("redis+cluster://{}", hosts.join(","))
+        }
+        "mongodb" => fixtures::shared_mongo()?.uri(),
+        "postgres" => fixtures::shared_postgres()?.url(),
+        other => panic!("no backend {other}"),
+    };
+    Some(leader::connect(&url).unwrap_or_else(|err| panic!("connect {url}: {err}")))
+}
+
+fn rand_suffix() -> u64 {
+    use std::hash::{BuildHasher, RandomState};
+    RandomState::new().hash_one(std::time::SystemTime::now())
+}
+
+/// One `#[test]` per backend for each named check `fn check(backend: AnyBackend)`.
+#[macro_export]
+macro_rules! on_every_backend {
+    ($($check:ident),* $(,)?) => {
+        $(
+            mod $check {
+                fn run(kind: &str) {
+                    if let Some(backend) = $crate::common::backend(kind) {
+                        super::$check(backend);
+                    }
+                }
+                #[test]
+                fn memory() { run("memory") }
+                #[test]
+                fn sqlite() { run("sqlite") }
+                #[test]
+                fn redis() { run("redis") }
+                #[test]
+                fn redis_cluster() { run("redis_cluster") }
+                #[test]
+                fn mongodb() { run("mongodb") }
+                #[test]
+                fn postgres() { run("postgres") }
+            }
+        )*
+    };
+}
