@@ -181,6 +181,8 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderGroupElector<B> {
     /// Starts a campaign for one slot of `name` in a task: continuous leadership for N
     /// long-running consumers. Each campaign holds at most one slot; when a holder goes, a
     /// standby takes its slot, and the term's [`LeaseContext::slot`] says which it leads.
+    /// While it stands by, `current_leader()` is the holder of the last slot it found
+    /// held; ask [`state`](Self::state) for all of them.
     ///
     /// # Errors
     ///

@@ -174,7 +174,9 @@ impl<B: LockBackend + 'static> LeaderGroupElector<B> {
     /// Starts a campaign for one slot of `name` on a background thread: continuous
     /// leadership for N long-running consumers. Each campaign holds at most one slot; when
     /// a holder goes, a standby takes its slot (see [`CampaignConfig`] for the failover
-    /// bounds), and the term's [`LeaseContext::slot`] says which slot it leads.
+    /// bounds), and the term's [`LeaseContext::slot`] says which slot it leads. While it
+    /// stands by, `current_leader()` is the holder of the last slot it found held; ask
+    /// [`state`](Self::state) for all of them.
     ///
     /// # Errors
     ///

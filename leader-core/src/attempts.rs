@@ -99,20 +99,7 @@ impl Step {
 impl<'a> Attempts<'a> {
     /// Attempts on `key` with a fresh owner token and `options`' lease, node id and wait.
     pub fn new(key: &'a LockName, options: &'a LeaderElectionOptions) -> Self {
-        Attempts {
-            request: AcquireRequest::new(
-                key,
-                OwnerToken::random(),
-                options.node_id(),
-                options.lease_time(),
-            )
-            .with_db_time(options.use_db_time()),
-            keys: Keys::Single,
-            slot: 0,
-            held_in_pass: 0,
-            wait_time: options.wait_time(),
-            backoff: None,
-        }
+        Attempts::starting(key, Keys::Single, 0, options)
     }
 
     /// Attempts on the slots of a leader group (`keys`, slot 0 first, not empty), each pass
@@ -126,15 +113,24 @@ impl<'a> Attempts<'a> {
         options: &'a LeaderElectionOptions,
     ) -> Self {
         let slot = first_slot % keys.len();
+        Attempts::starting(keys.slot(slot), Keys::Group(keys), slot, options)
+    }
+
+    fn starting(
+        key: &'a LockName,
+        keys: Keys<'a>,
+        slot: usize,
+        options: &'a LeaderElectionOptions,
+    ) -> Self {
         Attempts {
             request: AcquireRequest::new(
-                keys.slot(slot),
+                key,
                 OwnerToken::random(),
                 options.node_id(),
                 options.lease_time(),
             )
             .with_db_time(options.use_db_time()),
-            keys: Keys::Group(keys),
+            keys,
             slot,
             held_in_pass: 0,
             wait_time: options.wait_time(),
@@ -199,5 +195,62 @@ impl<'a> Attempts<'a> {
                 Step::GaveUp(holder)
             }
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use crate::backend::LockBackend;
+    use crate::group::GroupSlots;
+    use crate::memory::InMemoryBackend;
+
+    fn outcome_of(backend: &InMemoryBackend, attempts: &Attempts<'_>) -> AcquireOutcome {
+        backend.try_acquire(attempts.request()).unwrap()
+    }
+
+    #[test]
+    fn a_group_pass_tries_each_slot_once_then_gives_up() {
+        let backend = InMemoryBackend::new();
+        let key = LockName::new("consumers").unwrap();
+        let keys = GroupSlots::new(3).unwrap().keys(&key).unwrap();
+        let options = LeaderElectionOptions::default().with_wait_time(Duration::ZERO);
+        for slot in [0, 2] {
+            let mut other = Attempts::for_group(&keys, slot, &options);
+            let outcome = outcome_of(&backend, &other);
+            assert!(matches!(other.on_outcome(outcome, Instant::now()), Step::Acquired(..)));
+        }
+
+        // Starting at slot 2: held, then slot 0: held, then slot 1: free.
+        let mut attempts = Attempts::for_group(&keys, 2, &options);
+        let mut tried = Vec::new();
+        let step = loop {
+            tried.push(attempts.slot());
+            let outcome = outcome_of(&backend, &attempts);
+            match attempts.on_outcome(outcome, Instant::now()) {
+                Step::TryNextSlot => continue,
+                step => break step,
+            }
+        };
+        assert_eq!(tried, [2, 0, 1]);
+        let Step::Acquired(lease, _) = step else {
+            panic!("slot 1 was free: {step:?}");
+        };
+        assert_eq!((lease.key.as_str(), attempts.slot()), ("consumers#1", 1));
+
+        // Now full: one pass over the three slots, then the wait (none) is over.
+        let mut attempts = Attempts::for_group(&keys, 1, &options);
+        let mut passes = 0;
+        let step = loop {
+            passes += 1;
+            let outcome = outcome_of(&backend, &attempts);
+            match attempts.on_outcome(outcome, Instant::now()) {
+                Step::TryNextSlot => continue,
+                step => break step,
+            }
+        };
+        assert!(matches!(step, Step::GaveUp(Some(_))), "{step:?}");
+        assert_eq!(passes, 3);
     }
 }
