@@ -82,3 +82,45 @@ fn tenant_groups_live_under_the_tenant_and_report_the_callers_names() {
     assert!(outcome.is_elected());
     assert_eq!(group.tenant().unwrap().as_str(), "acme");
 }
+
+#[test]
+fn group_runs_keep_the_options_of_a_single_lock() {
+    // Auto-extend renews the slot's lease through an action three leases long.
+    let renewed = options()
+        .with_lease_time(Duration::from_millis(150))
+        .with_auto_extend(true);
+    let group = LeaderGroupElector::new(InMemoryBackend::new(), renewed, 2).unwrap();
+    let outcome = group
+        .run_if_leader_with("long", |lease| {
+            std::thread::sleep(Duration::from_millis(450));
+            Ok::<_, String>(lease.is_lost())
+        })
+        .unwrap();
+    assert_eq!(outcome.value(), Some(&false), "{outcome:?}");
+    assert!(!outcome.lease_lost());
+
+    // The minimum lease keeps the slot after a short action returned, then frees it.
+    let kept = options().with_min_lease_time(Duration::from_millis(300));
+    let group = LeaderGroupElector::new(InMemoryBackend::new(), kept, 2).unwrap();
+    let outcome = group
+        .run_if_leader_result("short", || Ok::<_, String>(()))
+        .unwrap();
+    let slot = outcome.slot().unwrap();
+    let state = group.state("short").unwrap();
+    assert!(state.slot(slot).unwrap().leader().is_some(), "{state:?}");
+    let freed = std::time::Instant::now();
+    while group
+        .state("short")
+        .unwrap()
+        .slot(slot)
+        .unwrap()
+        .leader()
+        .is_some()
+    {
+        assert!(
+            freed.elapsed() < Duration::from_secs(5),
+            "the minimum lease ends"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}

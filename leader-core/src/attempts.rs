@@ -219,7 +219,10 @@ mod tests {
         for slot in [0, 2] {
             let mut other = Attempts::for_group(&keys, slot, &options);
             let outcome = outcome_of(&backend, &other);
-            assert!(matches!(other.on_outcome(outcome, Instant::now()), Step::Acquired(..)));
+            assert!(matches!(
+                other.on_outcome(outcome, Instant::now()),
+                Step::Acquired(..)
+            ));
         }
 
         // Starting at slot 2: held, then slot 0: held, then slot 1: free.

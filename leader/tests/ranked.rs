@@ -139,14 +139,17 @@ fn a_higher_rank_takes_over_and_preempts_when_it_returns(backend: AnyBackend) {
 
     // The leader crashes: rank 2, not rank 1, takes over once its lease runs out.
     top.abandon();
-    let took = wait_until("rank 2 takes over", FAILOVER_BOUND, || mid.is_leader());
-    assert!(took <= FAILOVER_BOUND, "{took:?}");
+    let failover = wait_until("rank 2 takes over", FAILOVER_BOUND, || mid.is_leader());
     let second = token(&mid);
     assert!(second > first, "tokens grow: {first} then {second}");
 
     // It comes back: rank 2 ends its term for it, and says why.
     let back = race.start(3, true);
-    wait_until("rank 3 leads again", FAILOVER_BOUND, || back.is_leader());
+    let handover = wait_until("rank 3 leads again", FAILOVER_BOUND, || back.is_leader());
+    // For the issue note: `cargo test -p leader --all-features --test ranked -- --nocapture`.
+    eprintln!(
+        "ranked timings: crash failover {failover:?}, preemption handover {handover:?} (lease {LEASE:?}, heartbeat {HEARTBEAT:?})"
+    );
     let third = token(&back);
     assert!(third > second, "tokens grow: {second} then {third}");
     let seen = events(&mid_events);
