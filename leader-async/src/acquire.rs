@@ -48,8 +48,13 @@ async fn drive<B: AsyncLockBackend + 'static>(
 ) -> Result<Step, Error> {
     let probe = AcquireProbe::start(backend.name(), &attempts.request());
     let attempting = async {
+        // One listener a pass: a group's slot released after it was tried still wakes
+        // the wait that ends the pass.
+        let mut listener = None;
         loop {
-            let listener = attempts.listen(&**backend);
+            if listener.is_none() {
+                listener = attempts.listen(&**backend);
+            }
             let request = attempts.request();
             let sent_at = Instant::now();
             // Unless answered, the request may take the lock anyway: if this future is
@@ -69,7 +74,7 @@ async fn drive<B: AsyncLockBackend + 'static>(
             probe.answered(sent_at);
             match attempts.on_outcome(outcome, sent_at) {
                 Step::TryNextSlot => {}
-                Step::RetryAfter(delay) => match listener {
+                Step::RetryAfter(delay) => match listener.take() {
                     Some(listener) => {
                         rt::timeout(delay, listener).await;
                     }

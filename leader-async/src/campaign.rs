@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_lite::FutureExt;
-use leader_core::__private::{AfterAttempt, CampaignRun, LeadershipState, LeaseTracker, Standing};
+use leader_core::__private::{
+    AfterAttempt, CampaignRun, Candidacy, LeadershipState, LeaseTracker, Standing,
+};
 use leader_core::{
     AsyncLockBackend, CampaignConfig, DeploymentMode, Error, EventCallback, LeadershipWatcher,
     NoopBackend, RevokeReason,
@@ -179,9 +181,10 @@ fn spawn_campaign<C: AsyncLockBackend + 'static>(backend: Arc<C>, campaign: Camp
     });
 }
 
-/// Releases what a failed standby attempt may have taken (see `CampaignRun::unsettled_attempt`).
+/// Releases what failed standby attempts may have taken (see
+/// `CampaignRun::unsettled_attempts`).
 fn stop_standing_by<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
-    if let Some(orphan) = campaign.unsettled_attempt() {
+    for orphan in campaign.unsettled_attempts() {
         release_orphan(Arc::clone(backend), orphan);
     }
 }
@@ -189,15 +192,24 @@ fn stop_standing_by<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backe
 /// Standby until elected, lead until the term ends; again until stopped.
 async fn run<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
     let state = &campaign.state;
+    // Kept across the slots of one pass over a group, so a release of a slot tried earlier
+    // in the pass still wakes the wait that ends it.
+    let mut listening = None;
     while !state.stop_requested() {
-        let release = backend
-            .release_events()
-            .map(|e| e.listen(campaign.key.as_str()));
-        let stop = state.stop_listener();
+        let (release, stop) = listening.take().unwrap_or_else(|| {
+            let release = backend
+                .release_events()
+                .map(|e| e.listen(campaign.key.as_str()));
+            (release, state.stop_listener())
+        });
         if state.stop_requested() {
             break;
         }
-        let next = if may_lead(campaign, &**backend).await {
+        let may_lead = match campaign.candidacy() {
+            Some(candidacy) => survey(candidacy, &**backend).await.may_lead,
+            None => true,
+        };
+        let next = if may_lead {
             let sent_at = Instant::now();
             let answer = backend.try_acquire(campaign.request()).await;
             campaign.after_attempt(answer, sent_at)
@@ -206,10 +218,13 @@ async fn run<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &Ar
         };
         match next {
             AfterAttempt::Elected(term) => {
+                for orphan in campaign.stray_attempts() {
+                    release_orphan(Arc::clone(backend), orphan);
+                }
                 lead(campaign, backend).instrument(term.term_span()).await;
                 campaign.term_ended();
             }
-            AfterAttempt::TryNextSlot => {}
+            AfterAttempt::TryNextSlot => listening = Some((release, stop)),
             _ => {
                 let woken = async {
                     match release {
@@ -221,17 +236,12 @@ async fn run<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &Ar
             }
         }
     }
-    if let Some(record) = campaign.candidacy().and_then(|c| c.withdraw())
-        && !state.abandon_requested()
-    {
-        let _ = backend.release(&record, Duration::ZERO).await;
-    }
+    withdraw(campaign, &**backend).await;
 }
 
-/// A ranked campaign renews its membership record when due and surveys the live
-/// candidates (see [`Standing`]); `None` for an unranked campaign, which may always lead.
-async fn standing<C: AsyncLockBackend>(campaign: &CampaignRun, backend: &C) -> Option<Standing> {
-    let candidacy = campaign.candidacy()?;
+/// A ranked campaign's look at the candidates: renews its membership record when due,
+/// then lists the live ones (see [`Standing`]).
+async fn survey<C: AsyncLockBackend>(candidacy: &Candidacy, backend: &C) -> Standing {
     if candidacy.heartbeat_due(Instant::now()) {
         let sent_at = Instant::now();
         let answer = backend.try_acquire(candidacy.heartbeat()).await;
@@ -242,17 +252,38 @@ async fn standing<C: AsyncLockBackend>(campaign: &CampaignRun, backend: &C) -> O
         let answer = backend.list(&request).await;
         survey.read(answer);
     }
-    Some(survey.standing())
+    survey.standing()
 }
 
-async fn may_lead<C: AsyncLockBackend>(campaign: &CampaignRun, backend: &C) -> bool {
-    standing(campaign, backend)
-        .await
-        .is_none_or(|standing| standing.may_lead)
+/// A leader's survey, raced against its term's deadline like a renewal: a listing that
+/// hangs must not hold up the loop that ends the term. The rank that preempts it, if any.
+async fn preempting_rank<C: AsyncLockBackend>(
+    campaign: &CampaignRun,
+    backend: &C,
+    term: &LeaseTracker,
+) -> Option<u32> {
+    let candidacy = campaign.candidacy()?;
+    let standing = rt::timeout(term.renewal_budget(), survey(candidacy, backend)).await?;
+    standing.preempted_by
 }
 
-/// Renews every heartbeat until the term ends (failure, deadline, or resignation). Each
-/// renewal races the renew deadline: unanswered by then, the term ends at that moment.
+/// Releases a ranked campaign's membership record when it resigns — before the lock, so
+/// the standby that the lock's release wakes no longer sees it. Abandoning leaves it to
+/// run out, as a crash would.
+async fn withdraw<C: AsyncLockBackend>(campaign: &CampaignRun, backend: &C) {
+    if campaign.state.abandon_requested() {
+        return;
+    }
+    if let Some(record) = campaign.candidacy().and_then(|c| c.withdraw())
+        && let Err(err) = backend.release(&record, Duration::ZERO).await
+    {
+        tracing::debug!(record = %record.key, error = %err, "releasing the membership record failed; it will run out");
+    }
+}
+
+/// Renews every heartbeat until the term ends (failure, deadline, resignation, or a
+/// higher rank). Each renewal races the renew deadline: unanswered by then, the term ends
+/// at that moment.
 async fn lead<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
     let state = &campaign.state;
     loop {
@@ -262,6 +293,7 @@ async fn lead<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &A
         }
         if state.stop_requested() {
             if let Some(term) = state.end_on_stop() {
+                withdraw(campaign, &**backend).await;
                 release_term(backend, &term).await;
             }
             return;
@@ -284,12 +316,9 @@ async fn lead<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &A
                 match state.after_renewal(&term, answer, sent_at, campaign.config.renew_deadline())
                 {
                     Some(ended) => Some(ended),
-                    None => match standing(campaign, &**backend).await {
-                        Some(Standing {
-                            preempted_by: Some(by_rank),
-                            ..
-                        }) => state.revoke(RevokeReason::Preempted { by_rank }),
-                        _ => None,
+                    None => match preempting_rank(campaign, &**backend, &term).await {
+                        Some(by_rank) => state.revoke(RevokeReason::Preempted { by_rank }),
+                        None => None,
                     },
                 }
             }

@@ -186,7 +186,8 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderGroupElector<B> {
     ///
     /// # Errors
     ///
-    /// An invalid name or config.
+    /// An invalid name or config (a ranked config too: ranked leadership elects one
+    /// leader).
     pub fn campaign(
         &self,
         name: &str,

@@ -40,8 +40,13 @@ fn drive<B: LockBackend + 'static>(
 ) -> Result<Step, Error> {
     let probe = AcquireProbe::start(backend.name(), &attempts.request());
     let result = probe.span().in_scope(|| {
+        // One listener a pass: a group's slot released after it was tried still wakes
+        // the wait that ends the pass.
+        let mut listener = None;
         loop {
-            let listener = attempts.listen(&**backend);
+            if listener.is_none() {
+                listener = attempts.listen(&**backend);
+            }
             let request = attempts.request();
             let sent_at = Instant::now();
             let outcome = backend.try_acquire(request).inspect_err(|_| {
@@ -56,7 +61,7 @@ fn drive<B: LockBackend + 'static>(
             probe.answered(sent_at);
             match attempts.on_outcome(outcome, sent_at) {
                 Step::TryNextSlot => {}
-                Step::RetryAfter(delay) => match listener {
+                Step::RetryAfter(delay) => match listener.take() {
                     Some(listener) => {
                         listener.wait_timeout(delay);
                     }

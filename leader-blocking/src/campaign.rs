@@ -6,7 +6,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use event_listener::Listener;
-use leader_core::__private::{AfterAttempt, CampaignRun, LeadershipState, LeaseTracker, Standing};
+use leader_core::__private::{
+    AfterAttempt, CampaignRun, Candidacy, LeadershipState, LeaseTracker, Standing,
+};
 use leader_core::{
     CampaignConfig, DeploymentMode, Error, EventCallback, LeadershipWatcher, LockBackend,
     NoopBackend, ReleaseEvents, RevokeReason,
@@ -14,7 +16,7 @@ use leader_core::{
 
 use crate::elector::LeaderElector;
 use crate::orphan::release_orphan;
-use crate::renew::{Renewal, extend_before};
+use crate::renew::{Raced, extend_before, race_deadline};
 
 /// A running campaign for continuous leadership, driven by a background thread.
 ///
@@ -173,8 +175,8 @@ fn spawn_campaign<C: LockBackend + 'static>(
         .name("leader-campaign".into())
         .spawn(move || {
             run(&campaign, &backend);
-            if let Some(orphan) = campaign.unsettled_attempt() {
-                release_orphan(backend, orphan);
+            for orphan in campaign.unsettled_attempts() {
+                release_orphan(Arc::clone(&backend), orphan);
             }
             campaign.state.mark_finished();
         })
@@ -183,15 +185,23 @@ fn spawn_campaign<C: LockBackend + 'static>(
 /// Standby until elected, lead until the term ends; again until stopped.
 fn run<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
     let state = &campaign.state;
+    // Kept across the slots of one pass over a group, so a release of a slot tried earlier
+    // in the pass still wakes the wait that ends it.
+    let mut listening = None;
     while !state.stop_requested() {
-        let release = backend
-            .release_events()
-            .map(|e| e.listen(campaign.key.as_str()));
-        let stop = state.stop_listener();
+        let (release, stop) = listening.take().unwrap_or_else(|| {
+            let release = backend
+                .release_events()
+                .map(|e| e.listen(campaign.key.as_str()));
+            (release, state.stop_listener())
+        });
         if state.stop_requested() {
             break;
         }
-        let next = if may_lead(campaign, &**backend) {
+        let may_lead = campaign
+            .candidacy()
+            .is_none_or(|candidacy| survey(candidacy, &**backend).may_lead);
+        let next = if may_lead {
             let sent_at = Instant::now();
             let answer = backend.try_acquire(campaign.request());
             campaign.after_attempt(answer, sent_at)
@@ -200,10 +210,13 @@ fn run<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
         };
         match next {
             AfterAttempt::Elected(term) => {
+                for orphan in campaign.stray_attempts() {
+                    release_orphan(Arc::clone(backend), orphan);
+                }
                 term.term_span().in_scope(|| lead(campaign, backend));
                 campaign.term_ended();
             }
-            AfterAttempt::TryNextSlot => {}
+            AfterAttempt::TryNextSlot => listening = Some((release, stop)),
             // A stop request also wakes the release listener (the handle pokes it).
             _ => match release {
                 Some(release) => {
@@ -215,17 +228,12 @@ fn run<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
             },
         }
     }
-    if let Some(record) = campaign.candidacy().and_then(|c| c.withdraw())
-        && !state.abandon_requested()
-    {
-        let _ = backend.release(&record, Duration::ZERO);
-    }
+    withdraw(campaign, &**backend);
 }
 
-/// A ranked campaign renews its membership record when due and surveys the live
-/// candidates (see [`Standing`]); `None` for an unranked campaign, which may always lead.
-fn standing<C: LockBackend>(campaign: &CampaignRun, backend: &C) -> Option<Standing> {
-    let candidacy = campaign.candidacy()?;
+/// A ranked campaign's look at the candidates: renews its membership record when due,
+/// then lists the live ones (see [`Standing`]).
+fn survey<C: LockBackend>(candidacy: &Candidacy, backend: &C) -> Standing {
     if candidacy.heartbeat_due(Instant::now()) {
         let sent_at = Instant::now();
         candidacy.after_heartbeat(backend.try_acquire(candidacy.heartbeat()), sent_at);
@@ -234,15 +242,47 @@ fn standing<C: LockBackend>(campaign: &CampaignRun, backend: &C) -> Option<Stand
     while let Some(request) = survey.next_request() {
         survey.read(backend.list(&request));
     }
-    Some(survey.standing())
+    survey.standing()
 }
 
-fn may_lead<C: LockBackend>(campaign: &CampaignRun, backend: &C) -> bool {
-    standing(campaign, backend).is_none_or(|standing| standing.may_lead)
+/// A leader's survey, raced against its term's deadline like a renewal: a listing that
+/// hangs must not hold up the loop that ends the term. The rank that preempts it, if any.
+fn preempting_rank<C: LockBackend + 'static>(
+    campaign: &CampaignRun,
+    backend: &Arc<C>,
+    term: &LeaseTracker,
+) -> Option<u32> {
+    let candidacy = Arc::clone(campaign.candidacy()?);
+    let backend = Arc::clone(backend);
+    let raced = race_deadline(
+        term.context().deadline(),
+        || campaign.state.stop_requested(),
+        move || survey(&candidacy, &*backend),
+    );
+    match raced? {
+        Raced::Answered(standing) => standing.preempted_by,
+        // The loop ends the term at its deadline, or resigns, at its next turn.
+        Raced::DeadlinePassed | Raced::Stopped => None,
+    }
 }
 
-/// Renews every heartbeat until the term ends (failure, deadline, or resignation). Each
-/// renewal races the renew deadline: unanswered by then, the term ends at that moment.
+/// Releases a ranked campaign's membership record when it resigns — before the lock, so
+/// the standby that the lock's release wakes no longer sees it. Abandoning leaves it to
+/// run out, as a crash would.
+fn withdraw<C: LockBackend>(campaign: &CampaignRun, backend: &C) {
+    if campaign.state.abandon_requested() {
+        return;
+    }
+    if let Some(record) = campaign.candidacy().and_then(|c| c.withdraw())
+        && let Err(err) = backend.release(&record, Duration::ZERO)
+    {
+        tracing::debug!(record = %record.key, error = %err, "releasing the membership record failed; it will run out");
+    }
+}
+
+/// Renews every heartbeat until the term ends (failure, deadline, resignation, or a
+/// higher rank). Each renewal races the renew deadline: unanswered by then, the term ends
+/// at that moment.
 fn lead<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
     let state = &campaign.state;
     loop {
@@ -252,6 +292,7 @@ fn lead<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
         }
         if state.stop_requested() {
             if let Some(term) = state.end_on_stop() {
+                withdraw(campaign, &**backend);
                 release(&**backend, &term);
             }
             return;
@@ -273,15 +314,15 @@ fn lead<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
             || state.stop_requested(),
         );
         let ended = match renewal {
-            Renewal::Answered(answer) => state
+            Raced::Answered(answer) => state
                 .after_renewal(&term, answer, sent_at, campaign.config.renew_deadline())
                 .or_else(|| {
-                    let by_rank = standing(campaign, &**backend)?.preempted_by?;
+                    let by_rank = preempting_rank(campaign, backend, &term)?;
                     state.revoke(RevokeReason::Preempted { by_rank })
                 }),
-            Renewal::DeadlinePassed => state.revoke(RevokeReason::RenewDeadlinePassed),
+            Raced::DeadlinePassed => state.revoke(RevokeReason::RenewDeadlinePassed),
             // Resign at the top of the loop; the renewal's late answer changes nothing.
-            Renewal::Stopped => None,
+            Raced::Stopped => None,
         };
         if let Some(ended) = ended {
             release(&**backend, &ended);

@@ -180,7 +180,8 @@ impl<B: LockBackend + 'static> LeaderGroupElector<B> {
     ///
     /// # Errors
     ///
-    /// An invalid name or config, or [`Error::ShutDown`] if no thread could be started.
+    /// An invalid name or config (a ranked config too: ranked leadership elects one
+    /// leader), or [`Error::ShutDown`] if no thread could be started.
     pub fn campaign(&self, name: &str, config: CampaignConfig) -> Result<LeadershipHandle, Error> {
         self.campaign_with_callbacks(name, config, Vec::new())
     }

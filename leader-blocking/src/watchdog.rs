@@ -8,7 +8,7 @@ use crossbeam_channel::{RecvTimeoutError, Sender, TryRecvError};
 use leader_core::__private::LeaseTracker;
 use leader_core::LockBackend;
 
-use crate::renew::{Renewal, extend_before};
+use crate::renew::{Raced, extend_before};
 
 /// Renews a lease every `interval` on its own thread until stopped or the lease is lost
 /// (see [`LeaseTracker::record_renewal`] for why the first failure ends it). Each renewal
@@ -46,9 +46,9 @@ impl Watchdog {
                         deadline,
                         stop_requested,
                     ) {
-                        Renewal::Answered(answer) => answer,
-                        Renewal::DeadlinePassed => return renewing.renewal_unanswered(),
-                        Renewal::Stopped => return,
+                        Raced::Answered(answer) => answer,
+                        Raced::DeadlinePassed => return renewing.renewal_unanswered(),
+                        Raced::Stopped => return,
                     };
                     if !renewing.record_renewal(answer, sent_at, lease_time) {
                         return;

@@ -85,14 +85,14 @@ fn tenant_groups_live_under_the_tenant_and_report_the_callers_names() {
 
 #[test]
 fn group_runs_keep_the_options_of_a_single_lock() {
-    // Auto-extend renews the slot's lease through an action three leases long.
+    // Auto-extend renews the slot's lease through an action 2.5 leases long.
     let renewed = options()
-        .with_lease_time(Duration::from_millis(150))
+        .with_lease_time(Duration::from_millis(600))
         .with_auto_extend(true);
     let group = LeaderGroupElector::new(InMemoryBackend::new(), renewed, 2).unwrap();
     let outcome = group
         .run_if_leader_with("long", |lease| {
-            std::thread::sleep(Duration::from_millis(450));
+            std::thread::sleep(Duration::from_millis(1500));
             Ok::<_, String>(lease.is_lost())
         })
         .unwrap();
@@ -100,7 +100,7 @@ fn group_runs_keep_the_options_of_a_single_lock() {
     assert!(!outcome.lease_lost());
 
     // The minimum lease keeps the slot after a short action returned, then frees it.
-    let kept = options().with_min_lease_time(Duration::from_millis(300));
+    let kept = options().with_min_lease_time(Duration::from_millis(1500));
     let group = LeaderGroupElector::new(InMemoryBackend::new(), kept, 2).unwrap();
     let outcome = group
         .run_if_leader_result("short", || Ok::<_, String>(()))

@@ -48,16 +48,23 @@ pub enum DeploymentMode {
 ///
 /// **Ranked leadership.** With [`with_rank`](Self::with_rank), candidates publish their
 /// rank in the backend: each holds a membership record of its own, the lock
-/// `<name>#rank:<rank>:<id>`, renewed every heartbeat and expired by the backend like any
-/// lease, so a crashed candidate drops out within `lease_time`. A standby only tries for
-/// the lock while no live candidate ranks above it (equal ranks race). With `preempt` on,
-/// a leader that sees a higher-ranked candidate at a heartbeat ends its term
+/// `<name>#rank:<rank>:<hash of the node id>`, renewed every heartbeat and expired by the
+/// backend like any lease, so a crashed candidate drops out within `lease_time`. A standby
+/// only tries for the lock while no live candidate ranks above it (equal ranks race). With
+/// `preempt` on, a leader that sees a higher-ranked candidate at a heartbeat ends its term
 /// ([`RevokeReason::Preempted`](crate::RevokeReason::Preempted)) and releases, and that
-/// candidate takes over at once (it was waiting for the release): a handover within one
-/// heartbeat plus one round trip. With `preempt` off, rank decides only among the
-/// standbys when the leader goes. The price is one listing per heartbeat and poll, and
-/// one membership renewal per heartbeat. Campaigns on one name should agree on
-/// ranking: an unranked candidate neither publishes a rank nor defers to one.
+/// candidate takes over: within one heartbeat plus a few round trips where the backend
+/// notifies releases (Redis, PostgreSQL, in-memory), plus up to `poll_interval` where it
+/// does not. With `preempt` off, rank decides only among the standbys when the leader goes.
+/// The price is one listing per heartbeat and poll (on Redis, a `SCAN` of the keyspace),
+/// and one membership renewal per heartbeat.
+///
+/// Rank is a preference; the lock alone keeps one leader. So a listing that fails never
+/// stops a takeover: that standby tries for the lock as if unranked (a leader keeps its
+/// term), and rank applies again once listing works. Campaigns on one name should agree
+/// on ranking: an unranked candidate neither publishes a rank nor defers to one. Ranked
+/// leadership elects one leader: a group campaign with a rank is refused
+/// ([`OptionsError::RankedGroup`]).
 ///
 /// **Failover bounds.** A leader that crashes stops renewing; its lock frees when its lease
 /// runs out, and a standby takes it at its next poll: at most `lease_time + poll_interval`
@@ -276,7 +283,7 @@ pub struct CampaignRun {
     /// The campaign's settings.
     pub config: CampaignConfig,
     keys: GroupKeys,
-    candidacy: Option<Candidacy>,
+    candidacy: Option<Arc<Candidacy>>,
     node_id: String,
     use_db_time: bool,
     backend: &'static str,
@@ -292,8 +299,11 @@ struct StandbyAttempts {
     slot: usize,
     /// How many slots the current pass found held.
     held_in_pass: usize,
-    /// When the last attempt that failed (its answer lost) was sent, and on which slot.
-    unsettled: Option<(Instant, usize)>,
+    /// The slots whose attempts failed (their answers lost), each with when the last such
+    /// attempt was sent: each may have taken its slot, or still take it when it lands late.
+    unsettled: Vec<(usize, Instant)>,
+    /// Unsettled slots other than the one a term began on: to release in the background.
+    strays: Vec<(usize, Instant)>,
 }
 
 impl StandbyAttempts {
@@ -302,7 +312,8 @@ impl StandbyAttempts {
             owner: OwnerToken::random(),
             slot: first_slot(slots),
             held_in_pass: 0,
-            unsettled: None,
+            unsettled: Vec::new(),
+            strays: Vec::new(),
         }
     }
 }
@@ -360,11 +371,14 @@ impl CampaignRun {
         backend: &'static str,
     ) -> Result<Self, Error> {
         config.validate()?;
+        if config.rank.is_some() && slots != GroupSlots::ONE {
+            return Err(OptionsError::RankedGroup { slots: slots.get() }.into());
+        }
         let node_id = settings.options().node_id().to_owned();
         let use_db_time = settings.options().use_db_time();
         let key = settings.lock_key(name)?;
         let keys = slots.keys(&key)?;
-        let candidacy = Candidacy::new(&key, &config, &node_id, use_db_time, keys.len())?;
+        let candidacy = Candidacy::new(&key, &config, &node_id, use_db_time)?.map(Arc::new);
         Ok(CampaignRun {
             state: Arc::new(LeadershipState::new(node_id.clone(), callbacks)),
             attempts: Mutex::new(StandbyAttempts::fresh(keys.len())),
@@ -398,9 +412,10 @@ impl CampaignRun {
     }
 
     /// Records a standby's attempt sent at `sent_at` — an error leaves its token possibly
-    /// holding the slot (see [`unsettled_attempt`](Self::unsettled_attempt)) — and hands
+    /// holding the slot (see [`unsettled_attempts`](Self::unsettled_attempts)) — and hands
     /// the answer to [`LeadershipState::after_attempt`]: the term that began, if one did,
-    /// or what to do next.
+    /// or what to do next. The leader a standby observes is the holder of the slot that
+    /// ends each pass, so a group does not report a new leader at every slot it tries.
     pub fn after_attempt(
         &self,
         answer: Result<AcquireOutcome, Error>,
@@ -412,13 +427,20 @@ impl CampaignRun {
             let next = match &answer {
                 Err(_) => {
                     // The next pass starts on this slot, with this token (see `request`).
-                    attempts.unsettled = Some((sent_at, slot));
+                    attempts
+                        .unsettled
+                        .retain(|(unsettled, _)| *unsettled != slot);
+                    attempts.unsettled.push((slot, sent_at));
                     attempts.held_in_pass = 0;
                     AfterAttempt::Wait
                 }
-                // The term now owns whatever an earlier attempt with this token took.
+                // The term owns whatever an earlier attempt with this token took on this
+                // slot; what one may have taken on another slot is a stray to release.
                 Ok(AcquireOutcome::Acquired(_)) => {
-                    attempts.unsettled = None;
+                    let unsettled = std::mem::take(&mut attempts.unsettled);
+                    attempts
+                        .strays
+                        .extend(unsettled.into_iter().filter(|(other, _)| *other != slot));
                     AfterAttempt::Wait
                 }
                 Ok(AcquireOutcome::Held(_)) => {
@@ -434,6 +456,9 @@ impl CampaignRun {
             };
             (u32::try_from(slot).unwrap_or(u32::MAX), next)
         };
+        if matches!(next, AfterAttempt::TryNextSlot) {
+            return next;
+        }
         let term = self.state.after_attempt(
             answer,
             sent_at,
@@ -453,17 +478,37 @@ impl CampaignRun {
         *self.attempts.lock() = StandbyAttempts::fresh(self.keys.len());
     }
 
-    /// When the campaign stops: the acquisition a failed attempt may have left behind, to
-    /// release in the background (see [`Orphan`]).
-    pub fn unsettled_attempt(&self) -> Option<Orphan> {
+    /// After a term began: what failed attempts of its token may have taken on other slots
+    /// of the group, to release in the background (see [`Orphan`]).
+    pub fn stray_attempts(&self) -> Vec<Orphan> {
+        let mut attempts = self.attempts.lock();
+        let owner = attempts.owner;
+        let strays = std::mem::take(&mut attempts.strays);
+        strays
+            .into_iter()
+            .map(|(slot, since)| self.orphan(slot, owner, since))
+            .collect()
+    }
+
+    /// When the campaign stops: what failed attempts may have left behind, to release in
+    /// the background (see [`Orphan`]).
+    pub fn unsettled_attempts(&self) -> Vec<Orphan> {
         let attempts = self.attempts.lock();
-        let (since, slot) = attempts.unsettled?;
-        Some(Orphan::new(
+        attempts
+            .unsettled
+            .iter()
+            .chain(&attempts.strays)
+            .map(|&(slot, since)| self.orphan(slot, attempts.owner, since))
+            .collect()
+    }
+
+    fn orphan(&self, slot: usize, owner: OwnerToken, since: Instant) -> Orphan {
+        Orphan::new(
             self.keys.slot(slot).clone(),
-            attempts.owner,
+            owner,
             since,
             self.config.lease_time,
-        ))
+        )
     }
 
     /// Whether renewals take the backend's clock.
@@ -472,7 +517,7 @@ impl CampaignRun {
     }
 
     /// A ranked campaign's membership (see [`CampaignConfig::with_rank`]).
-    pub fn candidacy(&self) -> Option<&Candidacy> {
+    pub fn candidacy(&self) -> Option<&Arc<Candidacy>> {
         self.candidacy.as_ref()
     }
 
@@ -487,8 +532,77 @@ impl CampaignRun {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::lease::Lease;
+    use crate::state::LeaderLease;
+
+    fn group_campaign(slots: u32, config: CampaignConfig) -> Result<CampaignRun, Error> {
+        let settings = ElectorSettings::new(LeaderElectionOptions::default()).unwrap();
+        let slots = GroupSlots::new(slots).unwrap();
+        CampaignRun::for_group(&settings, "consumers", slots, config, Vec::new(), "memory")
+    }
+
+    fn held() -> Result<AcquireOutcome, Error> {
+        let now = std::time::SystemTime::now();
+        Ok(AcquireOutcome::Held(Some(LeaderLease::new(
+            "other", now, now, 1,
+        ))))
+    }
+
+    #[test]
+    fn an_attempt_lost_on_one_slot_is_released_when_a_term_begins_on_another() {
+        let run = group_campaign(2, CampaignConfig::default()).unwrap();
+        let first = run.request().key.clone();
+        let lost = run.after_attempt(Err(Error::ShutDown), Instant::now());
+        assert!(matches!(lost, AfterAttempt::Wait));
+        assert_eq!(
+            run.request().key,
+            &first,
+            "the next pass starts on the same slot"
+        );
+        assert!(matches!(
+            run.after_attempt(held(), Instant::now()),
+            AfterAttempt::TryNextSlot
+        ));
+        let other = run.request().key.clone();
+        assert_ne!(other, first);
+        assert_eq!(
+            run.unsettled_attempts().len(),
+            1,
+            "until then, released at stop"
+        );
+
+        let request = run.request();
+        let lease = Lease::new(
+            other,
+            request.owner,
+            "me",
+            7,
+            std::time::SystemTime::now(),
+            std::time::SystemTime::now(),
+        );
+        let elected = run.after_attempt(Ok(AcquireOutcome::Acquired(lease)), Instant::now());
+        assert!(matches!(elected, AfterAttempt::Elected(_)));
+        let strays = run.stray_attempts();
+        assert_eq!(strays.len(), 1, "the first slot's lost attempt is a stray");
+        assert_eq!(strays[0].lease().key, first);
+        assert!(run.stray_attempts().is_empty(), "handed out once");
+        assert!(run.unsettled_attempts().is_empty());
+    }
+
+    #[test]
+    fn a_ranked_group_campaign_is_refused() {
+        let ranked = CampaignConfig::default().with_rank(1);
+        assert!(matches!(
+            group_campaign(3, ranked),
+            Err(Error::InvalidOptions(OptionsError::RankedGroup {
+                slots: 3
+            }))
+        ));
+        assert!(group_campaign(1, ranked).is_ok());
+    }
 
     #[test]
     fn defaults_validate_and_fail_over_in_seconds() {

@@ -2,8 +2,10 @@
 //!
 //! Each ranked candidate holds a lock of its own, `<key>#rank:<rank>:<id>`, renewed every
 //! heartbeat and expired by the backend like any lease: the live candidates of a name are
-//! the held locks under `<key>#rank:`, which every backend can list. The campaign loops do
-//! the I/O (renew the record, list, release it when resigning); the decisions are here.
+//! the held locks under `<key>#rank:`, which every backend can list. The `<id>` is a hash of
+//! the node id, so a node that restarts reuses its record's name instead of adding a new
+//! one (backends keep a lock's fencing counter for ever). The campaign loops do the I/O
+//! (renew the record, list, release it when resigning); the decisions are here.
 
 use std::time::{Duration, Instant};
 
@@ -23,7 +25,6 @@ pub struct Candidacy {
     prefix: String,
     rank: u32,
     preempt: bool,
-    slots: usize,
     owner: OwnerToken,
     node_id: String,
     lease_time: Duration,
@@ -43,11 +44,12 @@ struct Beat {
 /// What a candidate may do, from the live candidates it listed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Standing {
-    /// Whether this candidate may try for the lock: fewer live candidates than the
-    /// group's slots rank above it. `false` when the listing failed (fail closed).
+    /// Whether this candidate may try for the lock: no live candidate ranks above it.
+    /// `true` when the listing failed: rank is a preference, the lock alone keeps one
+    /// leader, and a name must not stay leaderless because listing is broken.
     pub may_lead: bool,
-    /// For a leader: the rank to hand over to, when preemption is on and enough live
-    /// candidates rank above this one to fill the group.
+    /// For a leader: the highest rank above its own, when preemption is on. `None` when
+    /// the listing failed (the leader keeps its term).
     pub preempted_by: Option<u32>,
 }
 
@@ -100,21 +102,20 @@ impl Survey<'_> {
     pub fn standing(&self) -> Standing {
         if self.failed {
             return Standing {
-                may_lead: false,
+                may_lead: true,
                 preempted_by: None,
             };
         }
-        let may_lead = self.above.len() < self.candidacy.slots;
         let best_above = self.above.iter().copied().max();
         Standing {
-            may_lead,
-            preempted_by: best_above.filter(|_| self.candidacy.preempt && !may_lead),
+            may_lead: best_above.is_none(),
+            preempted_by: best_above.filter(|_| self.candidacy.preempt),
         }
     }
 }
 
 impl Candidacy {
-    /// The membership of a campaign on `key` with `slots` slots, if `config` is ranked.
+    /// The membership of a campaign on `key` by `node_id`, if `config` is ranked.
     ///
     /// # Errors
     ///
@@ -124,22 +125,18 @@ impl Candidacy {
         config: &CampaignConfig,
         node_id: &str,
         use_db_time: bool,
-        slots: usize,
     ) -> Result<Option<Self>, Error> {
         let Some(rank) = config.rank() else {
             return Ok(None);
         };
-        let owner = OwnerToken::random();
-        let id = owner.to_string();
         let prefix = format!("{key}#rank:");
-        let record = LockName::new(format!("{prefix}{rank:010}:{}", &id[..16]))?;
+        let record = LockName::new(format!("{prefix}{rank:010}:{:016x}", fnv1a(node_id)))?;
         Ok(Some(Candidacy {
             record,
             prefix,
             rank,
             preempt: config.preempts(),
-            slots,
-            owner,
+            owner: OwnerToken::random(),
             node_id: node_id.to_owned(),
             lease_time: config.lease_time(),
             heartbeat: config.heartbeat(),
@@ -210,6 +207,13 @@ impl Candidacy {
     }
 }
 
+/// FNV-1a, 64 bits: a stable hash (the same in every process and release) of a node id.
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -223,7 +227,7 @@ mod tests {
             .with_rank(rank)
             .with_preemption(preempt);
         let key = LockName::new("job").unwrap();
-        Candidacy::new(&key, &config, "node", false, 1)
+        Candidacy::new(&key, &config, "node", false)
             .unwrap()
             .unwrap()
     }
@@ -240,7 +244,14 @@ mod tests {
     #[test]
     fn records_sort_by_rank_and_carry_it_in_their_name() {
         let c = candidacy(7, true);
-        assert!(c.record.as_str().starts_with("job#rank:0000000007:"));
+        let expected = format!("job#rank:0000000007:{:016x}", fnv1a("node"));
+        assert_eq!(
+            c.record.as_str(),
+            expected,
+            "a stable name per node and rank"
+        );
+        assert_eq!(fnv1a(""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a("a"), 0xaf63_dc4c_8601_ec8c);
         assert_eq!(c.rank_of(c.record.as_str()), Some(7));
         assert_eq!(c.rank_of("job#rank:x:1"), None);
         assert!(c.heartbeat_due(Instant::now()));
@@ -292,7 +303,7 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_listing_fails_closed_and_pages_follow_their_cursor() {
+    fn a_failed_listing_leaves_it_to_the_lock_and_pages_follow_their_cursor() {
         let c = candidacy(1, true);
         let mut survey = c.survey();
         let first = survey.next_request().unwrap();
@@ -310,7 +321,7 @@ mod tests {
         assert_eq!(
             survey.standing(),
             Standing {
-                may_lead: false,
+                may_lead: true,
                 preempted_by: None
             }
         );
@@ -319,7 +330,7 @@ mod tests {
     #[test]
     fn unranked_campaigns_have_no_candidacy() {
         let key = LockName::new("job").unwrap();
-        let c = Candidacy::new(&key, &CampaignConfig::default(), "n", false, 1).unwrap();
+        let c = Candidacy::new(&key, &CampaignConfig::default(), "n", false).unwrap();
         assert!(c.is_none());
     }
 }

@@ -208,6 +208,13 @@ pub enum OptionsError {
         /// Its byte offset.
         index: usize,
     },
+    /// A campaign is both ranked and for a group of more than one slot: ranked leadership
+    /// elects one leader.
+    #[error("a ranked campaign elects one leader; it cannot campaign for a group of {slots} slots")]
+    RankedGroup {
+        /// The group's slot count.
+        slots: u32,
+    },
     /// A leader group's slot count is zero or above the limit.
     #[error("a leader group needs between 1 and {max} slots, got {slots}")]
     GroupSlotsOutOfRange {

@@ -187,8 +187,8 @@ fn slots_expire_and_their_tokens_never_go_back(backend: AnyBackend) {
 fn a_group_campaign_fails_over_slot_by_slot(backend: AnyBackend) {
     let name = fresh_name("group-campaign").to_string();
     let config = CampaignConfig::default()
-        .with_lease_time(Duration::from_millis(900))
-        .with_heartbeat(Duration::from_millis(150))
+        .with_lease_time(Duration::from_millis(1500))
+        .with_heartbeat(Duration::from_millis(250))
         .with_poll_interval(Duration::from_millis(100));
     let sampler = LeaderSampler::start_with_limit(2);
     let campaign = |node: &str| {
