@@ -1,6 +1,8 @@
 //! Uncontended `run_if_leader` on the in-memory backend, beside its floor measured in the
 //! same run: a bare `parking_lot::Mutex<HashMap<String, _>>` insert plus remove; and the
-//! async elector under tokio (current-thread runtime) beside the blocking one.
+//! async elector under tokio (current-thread runtime) beside the blocking one. After the
+//! criterion group, the three again interleaved (batches of 1,000 cycles, so the clock
+//! reads around each sample do not weigh), and the goal lines.
 //!
 //! ```text
 //! cargo bench -p leader-benches --bench memory
@@ -13,7 +15,10 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use leader_async::AsyncLeaderElector;
-use leader_benches::try_once_options;
+use leader_benches::{Case, goal, interleaved, ratio, try_once_options};
+
+/// Cycles per interleaved sample.
+const BATCH: usize = 1000;
 use leader_blocking::LeaderElector;
 use leader_core::InMemoryBackend;
 use parking_lot::Mutex;
@@ -58,6 +63,64 @@ fn memory(c: &mut Criterion) {
     });
 
     group.finish();
+    if leader_benches::name_filter_given() {
+        return;
+    }
+
+    let mut cases: Vec<Case<'_>> = vec![
+        (
+            "floor: mutex hashmap insert+remove",
+            Box::new(|| {
+                for _ in 0..BATCH {
+                    let name = black_box("nightly-report");
+                    map.lock().insert(name.to_owned(), 1);
+                    black_box(map.lock().remove(name));
+                }
+            }),
+        ),
+        (
+            "blocking run_if_leader",
+            Box::new(|| {
+                for _ in 0..BATCH {
+                    black_box(
+                        blocking
+                            .run_if_leader(black_box("nightly-report"), || 1u8)
+                            .unwrap(),
+                    );
+                }
+            }),
+        ),
+        (
+            "async run_if_leader (tokio)",
+            Box::new(|| {
+                runtime.block_on(async {
+                    for _ in 0..BATCH {
+                        black_box(
+                            asynchronous
+                                .run_if_leader(black_box("nightly-report"), || async { 1u8 })
+                                .await
+                                .unwrap(),
+                        );
+                    }
+                })
+            }),
+        ),
+    ];
+    let medians = interleaved("memory (x1000)", 300, &mut cases);
+    if let [floor, blocking, asynchronous] = medians.as_slice() {
+        goal(
+            "in-memory blocking run_if_leader ÷ floor",
+            ratio(*blocking, *floor),
+            3.0,
+            "x",
+        );
+        goal(
+            "in-memory async run_if_leader ÷ floor",
+            ratio(*asynchronous, *floor),
+            3.0,
+            "x",
+        );
+    }
 }
 
 criterion_group!(benches, memory);

@@ -25,7 +25,7 @@ use criterion::Criterion;
 use distributed_lock_core::traits::{DistributedLock, LockHandle};
 use distributed_lock_mongo::MongoDistributedLock;
 use leader_async::AsyncLeaderElector;
-use leader_benches::{Case, LEASE, interleaved, request, try_once_options};
+use leader_benches::{Case, LEASE, goal, interleaved, ratio, request, try_once_options};
 use leader_blocking::LeaderElector;
 use leader_core::{AcquireOutcome, AsyncLockBackend, LockBackend, LockName, OwnerToken};
 use leader_mongodb::{MongoBackend, MongoConfig};
@@ -248,7 +248,7 @@ fn asynchronous(c: &mut Criterion, setup: &AsyncSetup) {
 /// A named cycle for [`interleaved`].
 fn interleaved_all(blocking: &BlockingSetup, asynchronous: &AsyncSetup, rounds: usize) {
     let (b, a) = (blocking, asynchronous);
-    interleaved(
+    let blocking = interleaved(
         "mongodb/blocking",
         rounds,
         &mut [
@@ -275,7 +275,37 @@ fn interleaved_all(blocking: &BlockingSetup, asynchronous: &AsyncSetup, rounds: 
     if let Some(peer) = &a.peer {
         cases.push((PEER, Box::new(move || rt.block_on(peer_cycle(peer)))));
     }
-    interleaved("mongodb/async", rounds, &mut cases);
+    let asynchronous = interleaved("mongodb/async", rounds, &mut cases);
+    // Cases: [floor, backend, elector] and, in the async group, the peer when it ran.
+    if let (Some(floor), Some(elector)) = (blocking.first(), blocking.get(2)) {
+        goal(
+            "mongodb blocking run_if_leader ÷ floor",
+            ratio(*elector, *floor),
+            1.15,
+            "x",
+        );
+    }
+    if let (Some(floor), Some(elector)) = (asynchronous.first(), asynchronous.get(2)) {
+        goal(
+            "mongodb async run_if_leader ÷ floor",
+            ratio(*elector, *floor),
+            1.05,
+            "x",
+        );
+        match asynchronous.get(3) {
+            Some(peer) => {
+                goal(
+                    "mongodb async run_if_leader ÷ distributed-lock-mongo",
+                    ratio(*elector, *peer),
+                    1.0,
+                    "x",
+                );
+            }
+            None => println!(
+                "goal mongodb async run_if_leader ÷ distributed-lock-mongo: not measured (the peer did not run) NOT met"
+            ),
+        }
+    }
 }
 
 fn main() {

@@ -19,59 +19,19 @@
 
 use std::hint::black_box;
 use std::sync::mpsc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use leader_async::AsyncLeaderElector;
-use leader_benches::{Case, LEASE, interleaved, percentile, request, try_once_options};
+use leader_benches::redis_floor::{load_scripts, raw_cycle};
+use leader_benches::{
+    Case, LEASE, goal, interleaved, percentile, ratio, request, try_once_options,
+};
 use leader_blocking::LeaderElector;
-use leader_core::{AcquireOutcome, AsyncLockBackend, Backend, LockBackend, LockName, OwnerToken};
+use leader_core::{AcquireOutcome, AsyncLockBackend, Backend, LockBackend, LockName};
 use leader_redis::{RedisBackend, RedisConfig};
 use leader_testkit::fixtures::{self, RedisServer};
 use rand::Rng;
-
-const ACQUIRE_LUA: &str = include_str!("../leader-redis/src/lua/acquire.lua");
-const RELEASE_LUA: &str = include_str!("../leader-redis/src/lua/release.lua");
-
-/// The two EVALSHA commands of one cycle, with the arguments the backend would send.
-fn raw_cycle(prefix: &str, name: &str) -> (redis::Cmd, redis::Cmd) {
-    let acquire = redis::Script::new(ACQUIRE_LUA);
-    let release = redis::Script::new(RELEASE_LUA);
-    let lock_key = format!("{prefix}:{{{name}}}");
-    let owner = OwnerToken::random().to_string();
-    let now_us = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap()
-        .as_micros() as u64;
-    let mut acquire_cmd = redis::cmd("EVALSHA");
-    acquire_cmd
-        .arg(acquire.get_hash())
-        .arg(2)
-        .arg(&lock_key)
-        .arg(format!("{lock_key}:fence"))
-        .arg(&owner)
-        .arg("bench-node")
-        .arg(LEASE.as_millis() as u64)
-        .arg(now_us)
-        .arg("0");
-    let mut release_cmd = redis::cmd("EVALSHA");
-    release_cmd
-        .arg(release.get_hash())
-        .arg(1)
-        .arg(&lock_key)
-        .arg(&owner)
-        .arg(0)
-        .arg(format!("{prefix}:released"))
-        .arg(name);
-    (acquire_cmd, release_cmd)
-}
-
-fn load_scripts(url: &str) {
-    let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
-    for code in [ACQUIRE_LUA, RELEASE_LUA] {
-        redis::Script::new(code).load(&mut conn).unwrap();
-    }
-}
 
 fn blocking(c: &mut Criterion, url: &str) {
     let mut group = c.benchmark_group("redis/blocking");
@@ -241,7 +201,9 @@ fn handoff(url: &str, notifications: bool, rounds: usize) -> Vec<Duration> {
     handoffs
 }
 
-fn handoffs(url: &str) {
+/// Prints the handoffs with and without pub/sub; the p50 with pub/sub.
+fn handoffs(url: &str) -> Duration {
+    let mut pubsub_p50 = Duration::ZERO;
     for (label, notifications) in [("pub/sub", true), ("polling only", false)] {
         let sorted = handoff(url, notifications, 40);
         println!(
@@ -251,12 +213,16 @@ fn handoffs(url: &str) {
             sorted.last().copied().unwrap_or_default(),
             sorted.len()
         );
+        if notifications {
+            pubsub_p50 = percentile(&sorted, 50);
+        }
     }
+    pubsub_p50
 }
 
 /// Every variant of each group once per round, interleaved; prints medians and ratios to
-/// the group's floor.
-fn paired(url: &str, rounds: usize) {
+/// the group's floor, and returns the medians of the blocking and the async group.
+fn paired(url: &str, rounds: usize) -> (Vec<Duration>, Vec<Duration>) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -374,8 +340,9 @@ fn paired(url: &str, rounds: usize) {
             }),
         ),
     ];
-    interleaved("redis/blocking", rounds, &mut blocking);
-    interleaved("redis/async", rounds, &mut asynchronous);
+    let blocking = interleaved("redis/blocking", rounds, &mut blocking);
+    let asynchronous = interleaved("redis/async", rounds, &mut asynchronous);
+    (blocking, asynchronous)
 }
 
 fn main() {
@@ -383,7 +350,7 @@ fn main() {
         return;
     };
     let url = server.url();
-    load_scripts(&url);
+    load_scripts(&url).unwrap();
     let mut criterion = Criterion::default().configure_from_args();
     blocking(&mut criterion, &url);
     asynchronous(&mut criterion, &url);
@@ -391,7 +358,34 @@ fn main() {
     // `cargo bench -- <filter>` runs only the matching groups; the handoff runs unfiltered.
     let filtered = leader_benches::name_filter_given();
     if !filtered {
-        paired(&url, 3000);
-        handoffs(&url);
+        let (blocking, asynchronous) = paired(&url, 3000);
+        let handoff_p50 = handoffs(&url);
+        // Cases: blocking [floor, backend, elector]; async [floor, backend, elector, rslock].
+        let (Some(floor), Some(elector)) = (blocking.first(), blocking.get(2)) else {
+            return;
+        };
+        let (Some(async_elector), Some(rslock)) = (asynchronous.get(2), asynchronous.get(3)) else {
+            return;
+        };
+        goal(
+            "redis blocking run_if_leader ÷ rslock",
+            ratio(*elector, *rslock),
+            1.0,
+            "x",
+        );
+        goal(
+            "redis async run_if_leader ÷ rslock",
+            ratio(*async_elector, *rslock),
+            1.0,
+            "x",
+        );
+        // The floor is two single-script round trips (acquire, release).
+        let single_script = *floor / 2;
+        goal(
+            "redis handoff p50 ÷ single-script round trip",
+            ratio(handoff_p50, single_script),
+            2.5,
+            "x",
+        );
     }
 }

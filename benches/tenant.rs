@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use criterion::Criterion;
+use leader_benches::{goal, percentile};
 use leader_blocking::ThreadPoolLeaderElector;
 use leader_core::{
     AcquireOutcome, AcquireRequest, Backend, Error, ExtendOutcome, ForceReleaseOutcome,
@@ -212,8 +213,28 @@ fn memory(c: &mut Criterion) {
             b.iter_custom(|iters| (0..iters).map(|_| instances.cycle("sync").1).sum())
         });
         instances.print_calls(&format!("memory-{tenants}"), "sync");
+        if tenants == 10_000 {
+            let cycle = median_cycle(|| instances.cycle("sync").1);
+            goal(
+                "tenant memory cycle, 10,000 tenants x 3",
+                millis(cycle),
+                50.0,
+                " ms",
+            );
+        }
     }
     group.finish();
+}
+
+/// The median of 5 cycles.
+fn median_cycle(mut cycle: impl FnMut() -> Duration) -> Duration {
+    let mut cycles: Vec<Duration> = (0..5).map(|_| cycle()).collect();
+    cycles.sort();
+    percentile(&cycles, 50)
+}
+
+fn millis(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e3
 }
 
 fn redis(c: &mut Criterion) {
@@ -248,6 +269,13 @@ fn redis(c: &mut Criterion) {
     });
     group.finish();
 
+    let cycle = median_cycle(|| instances.cycle(&fresh_job()).1);
+    goal(
+        "tenant redis cycle, 10,000 tenants x 3",
+        millis(cycle),
+        300.0,
+        " ms",
+    );
     let before = command_stats(&mut server);
     instances.print_calls("redis-10000", &fresh_job());
     let after = command_stats(&mut server);

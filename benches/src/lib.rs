@@ -4,6 +4,8 @@
 //! to this machine's noise better than back-to-back criterion groups, because load from
 //! elsewhere falls on every case of a round alike.
 
+pub mod redis_floor;
+
 use std::time::{Duration, Instant};
 
 use leader_core::{AcquireRequest, LeaderElectionOptions, LockName, OwnerToken};
@@ -72,6 +74,55 @@ pub fn interleaved(group: &str, rounds: usize, cases: &mut [Case<'_>]) -> Vec<Du
 pub fn percentile(sorted: &[Duration], p: usize) -> Duration {
     let index = (sorted.len() * p / 100).min(sorted.len().saturating_sub(1));
     sorted.get(index).copied().unwrap_or_default()
+}
+
+/// Prints one goal line of the performance issue and says whether it was met:
+/// `goal <name>: <measured><unit> (goal ≤ <target><unit>) met` or `NOT met`. Every goal is
+/// an upper bound (a ratio to a baseline of the same run, or a duration).
+///
+/// # Examples
+///
+/// ```
+/// use leader_benches::goal;
+///
+/// assert!(goal("example ÷ floor", 1.5, 3.0, "x"));
+/// assert!(!goal("example cycle", 412.0, 300.0, " ms"));
+/// ```
+pub fn goal(name: &str, measured: f64, target: f64, unit: &str) -> bool {
+    let met = measured <= target;
+    let verdict = if met { "met" } else { "NOT met" };
+    println!("goal {name}: {measured:.2}{unit} (goal <= {target:.2}{unit}) {verdict}");
+    met
+}
+
+/// Like [`goal`], for a lower bound: `goal <name>: <measured><unit> (goal >= <target><unit>)`.
+///
+/// # Examples
+///
+/// ```
+/// use leader_benches::goal_at_least;
+///
+/// assert!(goal_at_least("example throughput ÷ peer", 1.4, 1.3, "x"));
+/// ```
+pub fn goal_at_least(name: &str, measured: f64, target: f64, unit: &str) -> bool {
+    let met = measured >= target;
+    let verdict = if met { "met" } else { "NOT met" };
+    println!("goal {name}: {measured:.2}{unit} (goal >= {target:.2}{unit}) {verdict}");
+    met
+}
+
+/// `a / b` as a ratio of two medians.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use leader_benches::ratio;
+///
+/// assert_eq!(ratio(Duration::from_millis(3), Duration::from_millis(2)), 1.5);
+/// ```
+pub fn ratio(a: Duration, b: Duration) -> f64 {
+    a.as_secs_f64() / b.as_secs_f64()
 }
 
 /// The lease every uncontended bench cycle asks for: long enough never to run out mid-run.

@@ -1,0 +1,165 @@
+//! Many locks per node on Redis: 64 tasks, each cycling on a lock of its own, over one
+//! backend value (one multiplexed connection), on a tokio runtime with two workers. Three
+//! cases, each run for a few seconds, three rounds in rotating order:
+//!
+//! - floor: the backend's two scripts sent raw (EVALSHA acquire + release) on one
+//!   multiplexed connection;
+//! - `AsyncLeaderElector::run_if_leader` with an empty action;
+//! - rslock 0.10 `lock` + `unlock` through one `LockManager`.
+//!
+//! Prints cycles per second for each (the median round) and the goal line.
+//!
+//! ```text
+//! cargo bench -p leader-benches --bench concurrency
+//! taskset -c 0 cargo bench -p leader-benches --bench concurrency
+//! ```
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use leader_async::AsyncLeaderElector;
+use leader_benches::redis_floor::{load_scripts, raw_cycle};
+use leader_benches::{LEASE, goal_at_least, try_once_options};
+use leader_redis::RedisBackend;
+use leader_testkit::fixtures::{self, RedisServer};
+
+const TASKS: usize = 64;
+const ROUND: Duration = Duration::from_secs(3);
+const ROUNDS: usize = 3;
+
+/// Runs `cycle(task)` in `TASKS` tasks for `ROUND`; cycles per second, all tasks together.
+fn throughput<F, Fut>(runtime: &tokio::runtime::Runtime, cycle: F) -> f64
+where
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let cycle = Arc::new(cycle);
+    runtime.block_on(async {
+        let until = Instant::now() + ROUND;
+        let started = Instant::now();
+        let tasks: Vec<_> = (0..TASKS)
+            .map(|task| {
+                let cycle = Arc::clone(&cycle);
+                tokio::spawn(async move {
+                    let mut cycles = 0u64;
+                    while Instant::now() < until {
+                        cycle(task).await;
+                        cycles += 1;
+                    }
+                    cycles
+                })
+            })
+            .collect();
+        let mut total = 0u64;
+        for task in tasks {
+            total += task.await.unwrap();
+        }
+        total as f64 / started.elapsed().as_secs_f64()
+    })
+}
+
+fn main() {
+    if leader_benches::name_filter_given() {
+        return;
+    }
+    let Some(server) = fixtures::require("redis-server", RedisServer::start()) else {
+        return;
+    };
+    let url = server.url();
+    load_scripts(&url).unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+
+    let conn = runtime.block_on(async {
+        redis::Client::open(url.as_str())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap()
+    });
+    let floors: Arc<Vec<(redis::Cmd, redis::Cmd)>> = Arc::new(
+        (0..TASKS)
+            .map(|task| raw_cycle("leader-bench", &format!("many-floor-{task}")))
+            .collect(),
+    );
+    let elector =
+        AsyncLeaderElector::new(RedisBackend::connect(&url).unwrap(), try_once_options()).unwrap();
+    let names: Arc<Vec<String>> = Arc::new((0..TASKS).map(|t| format!("many-{t}")).collect());
+    let rslock = Arc::new(rslock::LockManager::new(vec![url.clone()]));
+
+    let mut results: [Vec<f64>; 3] = Default::default();
+    for round in 0..ROUNDS {
+        for offset in 0..3 {
+            let case = (round + offset) % 3;
+            let per_second = match case {
+                0 => {
+                    let (conn, floors) = (conn.clone(), Arc::clone(&floors));
+                    throughput(&runtime, move |task| {
+                        let (mut conn, floors) = (conn.clone(), Arc::clone(&floors));
+                        async move {
+                            let (acquire, release) = &floors[task];
+                            acquire
+                                .query_async::<redis::Value>(&mut conn)
+                                .await
+                                .unwrap();
+                            release
+                                .query_async::<redis::Value>(&mut conn)
+                                .await
+                                .unwrap();
+                        }
+                    })
+                }
+                1 => {
+                    let (elector, names) = (elector.clone(), Arc::clone(&names));
+                    throughput(&runtime, move |task| {
+                        let (elector, names) = (elector.clone(), Arc::clone(&names));
+                        async move {
+                            let ran = elector.run_if_leader(&names[task], || async {}).await;
+                            assert!(ran.unwrap().is_some(), "a lock of its own");
+                        }
+                    })
+                }
+                _ => {
+                    let (rslock, names) = (Arc::clone(&rslock), Arc::clone(&names));
+                    throughput(&runtime, move |task| {
+                        let (rslock, names) = (Arc::clone(&rslock), Arc::clone(&names));
+                        async move {
+                            let resource = format!("rslock-{}", names[task]);
+                            let lock = rslock.lock(resource.as_str(), LEASE).await.unwrap();
+                            rslock.unlock(&lock).await;
+                        }
+                    })
+                }
+            };
+            results[case].push(per_second);
+        }
+    }
+    let median = |values: &mut Vec<f64>| {
+        values.sort_by(f64::total_cmp);
+        values.get(values.len() / 2).copied().unwrap_or_default()
+    };
+    let [floor, ours, peer] = results.each_mut().map(median);
+    println!(
+        "concurrency/{TASKS} tasks  floor: raw 2x EVALSHA        {floor:>9.0} cycles/s  {:.2}x floor",
+        1.0
+    );
+    println!(
+        "concurrency/{TASKS} tasks  async run_if_leader          {ours:>9.0} cycles/s  {:.2}x floor",
+        ours / floor
+    );
+    println!(
+        "concurrency/{TASKS} tasks  rslock 0.10 lock + unlock    {peer:>9.0} cycles/s  {:.2}x floor",
+        peer / floor
+    );
+    goal_at_least(
+        "redis 64-task throughput, run_if_leader ÷ rslock",
+        ours / peer,
+        1.3,
+        "x",
+    );
+}
