@@ -248,4 +248,21 @@ mod tests {
         assert_eq!(c.mode(), DeploymentMode::SingleLeader);
         assert!(campaign("mode = \"everyone\"").is_err());
     }
+
+    #[test]
+    fn campaign_reads_and_writes_its_rank() {
+        let ranked = campaign("rank = 3\npreempt = false").unwrap();
+        assert_eq!((ranked.rank(), ranked.preempts()), (Some(3), false));
+        let text = toml::to_string(&ranked).unwrap();
+        assert!(
+            text.contains("rank = 3") && text.contains("preempt = false"),
+            "{text}"
+        );
+        assert_eq!(campaign(&text).unwrap(), ranked);
+
+        let unranked = campaign("").unwrap();
+        assert_eq!((unranked.rank(), unranked.preempts()), (None, true));
+        assert!(!toml::to_string(&unranked).unwrap().contains("rank ="));
+        assert!(campaign("rank = -1").is_err());
+    }
 }
