@@ -16,34 +16,40 @@ use std::hint::black_box;
 use criterion::{Criterion, criterion_group, criterion_main};
 use leader_async::AsyncLeaderElector;
 use leader_benches::{Case, goal, interleaved, ratio, try_once_options};
-
-/// Cycles per interleaved sample.
-const BATCH: usize = 1000;
 use leader_blocking::LeaderElector;
 use leader_core::InMemoryBackend;
 use parking_lot::Mutex;
+
+/// Cycles per interleaved sample.
+const BATCH: usize = 1000;
+const NAME: &str = "nightly-report";
+
+fn floor_cycle(map: &Mutex<HashMap<String, u64>>) {
+    let name = black_box(NAME);
+    map.lock().insert(name.to_owned(), 1);
+    black_box(map.lock().remove(name));
+}
+
+fn blocking_cycle(elector: &LeaderElector<InMemoryBackend>) {
+    black_box(elector.run_if_leader(black_box(NAME), || 1u8).unwrap());
+}
+
+async fn async_cycle(elector: &AsyncLeaderElector<InMemoryBackend>) {
+    let ran = elector.run_if_leader(black_box(NAME), || async { 1u8 });
+    black_box(ran.await.unwrap());
+}
 
 fn memory(c: &mut Criterion) {
     let mut group = c.benchmark_group("memory");
 
     let map: Mutex<HashMap<String, u64>> = Mutex::new(HashMap::new());
     group.bench_function("floor: mutex hashmap insert+remove", |b| {
-        b.iter(|| {
-            let name = black_box("nightly-report");
-            map.lock().insert(name.to_owned(), 1);
-            black_box(map.lock().remove(name));
-        })
+        b.iter(|| floor_cycle(&map))
     });
 
     let blocking = LeaderElector::new(InMemoryBackend::new(), try_once_options()).unwrap();
     group.bench_function("blocking run_if_leader", |b| {
-        b.iter(|| {
-            black_box(
-                blocking
-                    .run_if_leader(black_box("nightly-report"), || 1u8)
-                    .unwrap(),
-            )
-        })
+        b.iter(|| blocking_cycle(&blocking))
     });
 
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -52,14 +58,7 @@ fn memory(c: &mut Criterion) {
         .unwrap();
     let asynchronous = AsyncLeaderElector::new(InMemoryBackend::new(), try_once_options()).unwrap();
     group.bench_function("async run_if_leader (tokio)", |b| {
-        b.to_async(&runtime).iter(|| async {
-            black_box(
-                asynchronous
-                    .run_if_leader(black_box("nightly-report"), || async { 1u8 })
-                    .await
-                    .unwrap(),
-            )
-        })
+        b.to_async(&runtime).iter(|| async_cycle(&asynchronous))
     });
 
     group.finish();
@@ -70,37 +69,18 @@ fn memory(c: &mut Criterion) {
     let mut cases: Vec<Case<'_>> = vec![
         (
             "floor: mutex hashmap insert+remove",
-            Box::new(|| {
-                for _ in 0..BATCH {
-                    let name = black_box("nightly-report");
-                    map.lock().insert(name.to_owned(), 1);
-                    black_box(map.lock().remove(name));
-                }
-            }),
+            Box::new(|| (0..BATCH).for_each(|_| floor_cycle(&map))),
         ),
         (
             "blocking run_if_leader",
-            Box::new(|| {
-                for _ in 0..BATCH {
-                    black_box(
-                        blocking
-                            .run_if_leader(black_box("nightly-report"), || 1u8)
-                            .unwrap(),
-                    );
-                }
-            }),
+            Box::new(|| (0..BATCH).for_each(|_| blocking_cycle(&blocking))),
         ),
         (
             "async run_if_leader (tokio)",
             Box::new(|| {
                 runtime.block_on(async {
                     for _ in 0..BATCH {
-                        black_box(
-                            asynchronous
-                                .run_if_leader(black_box("nightly-report"), || async { 1u8 })
-                                .await
-                                .unwrap(),
-                        );
+                        async_cycle(&asynchronous).await;
                     }
                 })
             }),

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use leader_core::__private::{AcquireProbe, Attempts, Orphan, Step};
+use leader_core::__private::{AcquireProbe, Attempts, Orphan, SlotPass, Step};
 use leader_core::{AsyncLockBackend, Error, GroupKeys, LeaderElectionOptions, LockName};
 
 use tracing::Instrument;
@@ -28,16 +28,15 @@ pub(crate) async fn acquire<B: AsyncLockBackend + 'static>(
     drive(backend, &mut Attempts::new(key, options)).await
 }
 
-/// Tries to acquire one slot of the group `keys` within `options.wait_time()`, starting at
-/// `first_slot`: the step, and the slot an `Acquired` step holds. Cancel safe as
+/// Tries to acquire one slot of the group `keys` within `options.wait_time()`, passes
+/// starting at a random slot: the step, and the slot an `Acquired` step holds. Cancel safe as
 /// [`acquire`].
 pub(crate) async fn acquire_slot<B: AsyncLockBackend + 'static>(
     backend: &Arc<B>,
     options: &LeaderElectionOptions,
     keys: &GroupKeys,
-    first_slot: usize,
 ) -> Result<(Step, u32), Error> {
-    let mut attempts = Attempts::for_group(keys, first_slot, options);
+    let mut attempts = Attempts::for_group(keys, SlotPass::random(keys.len()), options);
     let step = drive(backend, &mut attempts).await?;
     Ok((step, attempts.slot()))
 }

@@ -225,7 +225,7 @@ async fn run<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &Ar
                 campaign.term_ended();
             }
             AfterAttempt::TryNextSlot => listening = Some((release, stop)),
-            _ => {
+            AfterAttempt::Wait => {
                 let woken = async {
                     match release {
                         Some(release) => release.await,

@@ -4,7 +4,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
-use leader_core::__private::{ElectorSettings, Keepalive, Step, first_slot};
+use leader_core::__private::{ElectorSettings, Keepalive, Step};
 use leader_core::{
     AsyncLockBackend, Error, ForceReleaseOutcome, GroupSlots, IntoTenantId, LeaderElectionOptions,
     LeaderRunResult, LeaderState, Lease, LeaseContext, ListPage, ListRequest, LockName, TenantId,
@@ -279,9 +279,7 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
         Fut: Future<Output = Result<T, E>>,
     {
         let keys = slots.keys(&self.lock_key(name)?)?;
-        let first_slot = first_slot(keys.len());
-        let (step, slot) =
-            acquire_slot(&self.backend, self.settings.options(), &keys, first_slot).await?;
+        let (step, slot) = acquire_slot(&self.backend, self.settings.options(), &keys).await?;
         let Step::Acquired(lease, sent_at) = step else {
             return Ok(LeaderRunResult::Skipped);
         };

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use leader_core::__private::{AcquireProbe, Attempts, Orphan, Step};
+use leader_core::__private::{AcquireProbe, Attempts, Orphan, SlotPass, Step};
 use leader_core::{Error, GroupKeys, LeaderElectionOptions, LockBackend, LockName};
 
 use crate::orphan::release_orphan;
@@ -21,15 +21,14 @@ pub(crate) fn acquire<B: LockBackend + 'static>(
     drive(backend, &mut Attempts::new(key, options))
 }
 
-/// Tries to acquire one slot of the group `keys` within `options.wait_time()`, starting at
-/// `first_slot`: the step, and the slot an `Acquired` step holds.
+/// Tries to acquire one slot of the group `keys` within `options.wait_time()`, passes
+/// starting at a random slot: the step, and the slot an `Acquired` step holds.
 pub(crate) fn acquire_slot<B: LockBackend + 'static>(
     backend: &Arc<B>,
     options: &LeaderElectionOptions,
     keys: &GroupKeys,
-    first_slot: usize,
 ) -> Result<(Step, u32), Error> {
-    let mut attempts = Attempts::for_group(keys, first_slot, options);
+    let mut attempts = Attempts::for_group(keys, SlotPass::random(keys.len()), options);
     let step = drive(backend, &mut attempts)?;
     Ok((step, attempts.slot()))
 }

@@ -218,7 +218,7 @@ fn run<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
             }
             AfterAttempt::TryNextSlot => listening = Some((release, stop)),
             // A stop request also wakes the release listener (the handle pokes it).
-            _ => match release {
+            AfterAttempt::Wait => match release {
                 Some(release) => {
                     release.wait_timeout(campaign.standby_wait());
                 }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use leader_core::__private::{ElectorSettings, Keepalive, Step, first_slot};
+use leader_core::__private::{ElectorSettings, Keepalive, Step};
 use leader_core::{
     Error, ForceReleaseOutcome, GroupSlots, IntoTenantId, LeaderElectionOptions, LeaderRunResult,
     LeaderState, Lease, LeaseContext, ListPage, ListRequest, LockBackend, LockName, TenantId,
@@ -280,8 +280,7 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         action: impl FnOnce(&LeaseContext) -> Result<T, E>,
     ) -> Result<LeaderRunResult<T, E>, Error> {
         let keys = slots.keys(&self.lock_key(name)?)?;
-        let first_slot = first_slot(keys.len());
-        let (step, slot) = acquire_slot(&self.backend, self.settings.options(), &keys, first_slot)?;
+        let (step, slot) = acquire_slot(&self.backend, self.settings.options(), &keys)?;
         let Step::Acquired(lease, requested_at) = step else {
             return Ok(LeaderRunResult::Skipped);
         };

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crate::backend::{AcquireOutcome, AcquireRequest, Backend};
 use crate::error::Error;
 use crate::events::ReleaseListener;
-use crate::group::GroupKeys;
+use crate::group::{GroupKeys, SlotPass};
 use crate::lease::{Lease, OwnerToken};
 use crate::name::LockName;
 use crate::options::LeaderElectionOptions;
@@ -47,10 +47,8 @@ pub struct Attempts<'a> {
     request: AcquireRequest<'a>,
     /// The keys tried in turn: the request's own for a single lock, one per slot for a group.
     keys: Keys<'a>,
-    /// The slot of the next request.
-    slot: usize,
-    /// How many slots the current pass has found held.
-    held_in_pass: usize,
+    /// Where the pass over a group's slots stands (one slot for a single lock).
+    pass: SlotPass,
     wait_time: Duration,
     backoff: Option<Backoff>,
 }
@@ -99,27 +97,26 @@ impl Step {
 impl<'a> Attempts<'a> {
     /// Attempts on `key` with a fresh owner token and `options`' lease, node id and wait.
     pub fn new(key: &'a LockName, options: &'a LeaderElectionOptions) -> Self {
-        Attempts::starting(key, Keys::Single, 0, options)
+        Attempts::starting(key, Keys::Single, SlotPass::starting_at(0, 1), options)
     }
 
     /// Attempts on the slots of a leader group (`keys`, slot 0 first, not empty), each pass
-    /// trying every slot once in turn from `first_slot`; one owner token for all of them.
+    /// trying every slot once in turn from where `pass` starts; one owner token for all.
     ///
     /// A pass that finds every slot held counts as one failed attempt: the wait and its
     /// backoff run between passes, not between slots.
     pub fn for_group(
         keys: &'a GroupKeys,
-        first_slot: usize,
+        pass: SlotPass,
         options: &'a LeaderElectionOptions,
     ) -> Self {
-        let slot = first_slot % keys.len();
-        Attempts::starting(keys.slot(slot), Keys::Group(keys), slot, options)
+        Attempts::starting(keys.slot(pass.slot()), Keys::Group(keys), pass, options)
     }
 
     fn starting(
         key: &'a LockName,
         keys: Keys<'a>,
-        slot: usize,
+        pass: SlotPass,
         options: &'a LeaderElectionOptions,
     ) -> Self {
         Attempts {
@@ -131,8 +128,7 @@ impl<'a> Attempts<'a> {
             )
             .with_db_time(options.use_db_time()),
             keys,
-            slot,
-            held_in_pass: 0,
+            pass,
             wait_time: options.wait_time(),
             backoff: None,
         }
@@ -145,7 +141,7 @@ impl<'a> Attempts<'a> {
 
     /// The slot the next request (and so an `Acquired` step) is for: 0 for a single lock.
     pub fn slot(&self) -> u32 {
-        u32::try_from(self.slot).unwrap_or(u32::MAX)
+        self.pass.number()
     }
 
     /// Listens for a release of the key, when waiting is allowed and the backend notifies.
@@ -179,13 +175,11 @@ impl<'a> Attempts<'a> {
             .backoff
             .get_or_insert_with(|| Backoff::starting_at(sent_at, wait_time));
         if let Keys::Group(keys) = self.keys {
-            self.slot = (self.slot + 1) % keys.len();
-            self.request = self.request.with_key(keys.slot(self.slot));
-            self.held_in_pass += 1;
-            if self.held_in_pass < keys.len() {
+            let pass_goes_on = self.pass.held();
+            self.request = self.request.with_key(keys.slot(self.pass.slot()));
+            if pass_goes_on {
                 return Step::TryNextSlot;
             }
-            self.held_in_pass = 0;
         }
         let delay = backoff.next_delay();
         match delay {
@@ -217,7 +211,7 @@ mod tests {
         let keys = GroupSlots::new(3).unwrap().keys(&key).unwrap();
         let options = LeaderElectionOptions::default().with_wait_time(Duration::ZERO);
         for slot in [0, 2] {
-            let mut other = Attempts::for_group(&keys, slot, &options);
+            let mut other = Attempts::for_group(&keys, SlotPass::starting_at(slot, 3), &options);
             let outcome = outcome_of(&backend, &other);
             assert!(matches!(
                 other.on_outcome(outcome, Instant::now()),
@@ -226,7 +220,7 @@ mod tests {
         }
 
         // Starting at slot 2: held, then slot 0: held, then slot 1: free.
-        let mut attempts = Attempts::for_group(&keys, 2, &options);
+        let mut attempts = Attempts::for_group(&keys, SlotPass::starting_at(2, 3), &options);
         let mut tried = Vec::new();
         let step = loop {
             tried.push(attempts.slot());
@@ -243,7 +237,7 @@ mod tests {
         assert_eq!((lease.key.as_str(), attempts.slot()), ("consumers#1", 1));
 
         // Now full: one pass over the three slots, then the wait (none) is over.
-        let mut attempts = Attempts::for_group(&keys, 1, &options);
+        let mut attempts = Attempts::for_group(&keys, SlotPass::starting_at(1, 3), &options);
         let mut passes = 0;
         let step = loop {
             passes += 1;

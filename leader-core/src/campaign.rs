@@ -9,7 +9,7 @@ use crate::backend::{AcquireOutcome, AcquireRequest};
 use crate::candidacy::Candidacy;
 use crate::context::LeaseTracker;
 use crate::error::{Error, OptionsError};
-use crate::group::{GroupKeys, GroupSlots};
+use crate::group::{GroupKeys, GroupSlots, SlotPass};
 use crate::leadership::{EventCallback, LeadershipState};
 use crate::lease::OwnerToken;
 use crate::name::LockName;
@@ -295,10 +295,8 @@ pub struct CampaignRun {
 #[derive(Debug)]
 struct StandbyAttempts {
     owner: OwnerToken,
-    /// The slot of the next attempt.
-    slot: usize,
-    /// How many slots the current pass found held.
-    held_in_pass: usize,
+    /// Where the pass over the group's slots stands.
+    pass: SlotPass,
     /// The slots whose attempts failed (their answers lost), each with when the last such
     /// attempt was sent: each may have taken its slot, or still take it when it lands late.
     unsettled: Vec<(usize, Instant)>,
@@ -310,21 +308,11 @@ impl StandbyAttempts {
     fn fresh(slots: usize) -> Self {
         StandbyAttempts {
             owner: OwnerToken::random(),
-            slot: first_slot(slots),
-            held_in_pass: 0,
+            pass: SlotPass::random(slots),
             unsettled: Vec::new(),
             strays: Vec::new(),
         }
     }
-}
-
-/// Where a pass over a group of `slots` starts: a random slot, so candidates spread over
-/// the slots instead of all trying slot 0 first (0 for a single lock).
-pub fn first_slot(slots: usize) -> usize {
-    if slots <= 1 {
-        return 0;
-    }
-    rand::random_range(0..slots)
 }
 
 /// What a standby does after an attempt.
@@ -403,7 +391,7 @@ impl CampaignRun {
     pub fn request(&self) -> AcquireRequest<'_> {
         let attempts = self.attempts.lock();
         AcquireRequest::new(
-            self.keys.slot(attempts.slot),
+            self.keys.slot(attempts.pass.slot()),
             attempts.owner,
             &self.node_id,
             self.config.lease_time,
@@ -423,7 +411,7 @@ impl CampaignRun {
     ) -> AfterAttempt {
         let (slot, next) = {
             let mut attempts = self.attempts.lock();
-            let slot = attempts.slot;
+            let slot = attempts.pass.slot();
             let next = match &answer {
                 Err(_) => {
                     // The next pass starts on this slot, with this token (see `request`).
@@ -431,7 +419,7 @@ impl CampaignRun {
                         .unsettled
                         .retain(|(unsettled, _)| *unsettled != slot);
                     attempts.unsettled.push((slot, sent_at));
-                    attempts.held_in_pass = 0;
+                    attempts.pass.restart();
                     AfterAttempt::Wait
                 }
                 // The term owns whatever an earlier attempt with this token took on this
@@ -444,12 +432,9 @@ impl CampaignRun {
                     AfterAttempt::Wait
                 }
                 Ok(AcquireOutcome::Held(_)) => {
-                    attempts.slot = (slot + 1) % self.keys.len();
-                    attempts.held_in_pass += 1;
-                    if attempts.held_in_pass < self.keys.len() {
+                    if attempts.pass.held() {
                         AfterAttempt::TryNextSlot
                     } else {
-                        attempts.held_in_pass = 0;
                         AfterAttempt::Wait
                     }
                 }

@@ -59,7 +59,8 @@ pub struct Standing {
 pub struct Survey<'a> {
     candidacy: &'a Candidacy,
     next: Option<ListRequest>,
-    above: Vec<u32>,
+    /// The highest live rank above the candidate's own, so far.
+    best_above: Option<u32>,
     failed: bool,
 }
 
@@ -85,7 +86,9 @@ impl Survey<'_> {
                 continue;
             }
             match self.candidacy.rank_of(lock.lock_name()) {
-                Some(rank) if rank > self.candidacy.rank => self.above.push(rank),
+                Some(rank) if rank > self.candidacy.rank => {
+                    self.best_above = self.best_above.max(Some(rank));
+                }
                 Some(_) => {}
                 None => {
                     tracing::debug!(lock = lock.lock_name(), "not a membership record; ignored")
@@ -106,10 +109,9 @@ impl Survey<'_> {
                 preempted_by: None,
             };
         }
-        let best_above = self.above.iter().copied().max();
         Standing {
-            may_lead: best_above.is_none(),
-            preempted_by: best_above.filter(|_| self.candidacy.preempt),
+            may_lead: self.best_above.is_none(),
+            preempted_by: self.best_above.filter(|_| self.candidacy.preempt),
         }
     }
 }
@@ -195,7 +197,7 @@ impl Candidacy {
         Survey {
             candidacy: self,
             next: Some(ListRequest::new(self.prefix.clone())),
-            above: Vec::new(),
+            best_above: None,
             failed: false,
         }
     }

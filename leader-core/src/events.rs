@@ -69,15 +69,14 @@ impl ReleaseEvents {
         // A slot of a leader group (`job#2`) also wakes those waiting for any slot of the
         // group, who listen on the group's name (`job`).
         let group = crate::group::group_of_slot(key);
-        let events: Vec<Arc<Event>> = {
+        let (own, of_group) = {
             let by_key = self.shared.by_key.lock();
-            [Some(key), group]
-                .into_iter()
-                .flatten()
-                .filter_map(|key| by_key.get(key).cloned())
-                .collect()
+            (
+                by_key.get(key).cloned(),
+                group.and_then(|group| by_key.get(group).cloned()),
+            )
         };
-        for event in events {
+        for event in [own, of_group].into_iter().flatten() {
             event.notify(usize::MAX);
         }
     }

@@ -128,6 +128,66 @@ fn slot_key(key: &LockName, slot: u32) -> Result<LockName, Error> {
     Ok(LockName::new(format!("{key}#{slot}"))?)
 }
 
+/// Where a pass over a group's slots stands: the slot to try next, and how many slots of
+/// the pass were found held. One-off attempts and campaign standbys both walk a group
+/// with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlotPass {
+    slot: usize,
+    held: usize,
+    len: usize,
+}
+
+impl SlotPass {
+    /// A pass over `len` slots (at least 1) starting at `slot` (modulo `len`).
+    pub fn starting_at(slot: usize, len: usize) -> Self {
+        let len = len.max(1);
+        SlotPass {
+            slot: slot % len,
+            held: 0,
+            len,
+        }
+    }
+
+    /// A pass over `len` slots from a random one, so candidates spread over the slots
+    /// instead of all trying slot 0 first (slot 0 for a single lock).
+    pub fn random(len: usize) -> Self {
+        let first = if len > 1 {
+            rand::random_range(0..len)
+        } else {
+            0
+        };
+        SlotPass::starting_at(first, len)
+    }
+
+    /// The slot to try next.
+    pub fn slot(&self) -> usize {
+        self.slot
+    }
+
+    /// The slot to try next, as results report it.
+    pub fn number(&self) -> u32 {
+        u32::try_from(self.slot).unwrap_or(u32::MAX)
+    }
+
+    /// The slot tried was held: moves on to the next one. `true` while the pass goes on,
+    /// `false` once it has found every slot held (the next pass starts where it is).
+    pub fn held(&mut self) -> bool {
+        self.slot = (self.slot + 1) % self.len;
+        self.held += 1;
+        if self.held < self.len {
+            return true;
+        }
+        self.held = 0;
+        false
+    }
+
+    /// Starts the pass over at the current slot (after an attempt that failed).
+    pub fn restart(&mut self) {
+        self.held = 0;
+    }
+}
+
 /// The group a slot's lock name belongs to, for slots `≥ 1` (`job#2` → `job`); release
 /// notifications of a slot also wake the waiters of its group.
 pub(crate) fn group_of_slot(key: &str) -> Option<&str> {
@@ -244,6 +304,26 @@ mod tests {
         for not_a_slot in ["job", "job#", "job#0", "job#01", "#3", "job#x1"] {
             assert_eq!(group_of_slot(not_a_slot), None, "{not_a_slot}");
         }
+    }
+
+    #[test]
+    fn a_pass_visits_every_slot_once_then_starts_over_where_it_is() {
+        let mut pass = SlotPass::starting_at(4, 3);
+        let mut visited = vec![pass.slot()];
+        while pass.held() {
+            visited.push(pass.slot());
+        }
+        assert_eq!(visited, [1, 2, 0]);
+        assert_eq!(
+            pass.number(),
+            1,
+            "the next pass starts after the last slot tried"
+        );
+        assert!(pass.held());
+        pass.restart();
+        assert!(pass.held() && pass.held() && !pass.held());
+        assert_eq!(SlotPass::random(1), SlotPass::starting_at(0, 1));
+        assert!(SlotPass::random(5).slot() < 5);
     }
 
     #[test]

@@ -114,9 +114,10 @@ pub use watcher::LeadershipWatcher;
 pub mod __private {
     pub use crate::attempts::{Attempts, Step};
     pub use crate::backend::OwnedAcquire;
-    pub use crate::campaign::{AfterAttempt, CampaignRun, first_slot};
+    pub use crate::campaign::{AfterAttempt, CampaignRun};
     pub use crate::candidacy::{Candidacy, Standing, Survey};
     pub use crate::context::LeaseTracker;
+    pub use crate::group::SlotPass;
     pub use crate::keepalive::Keepalive;
     pub use crate::leadership::LeadershipState;
     pub use crate::orphan::Orphan;
