@@ -16,7 +16,7 @@ use leader_core::{
 };
 use parking_lot::Mutex;
 
-/// One of the four backend operations.
+/// One of the backend operations a fault can be set on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Op {
     /// `try_acquire`.
@@ -27,10 +27,12 @@ pub enum Op {
     Release,
     /// `state`.
     State,
+    /// `list` (the campaign's survey of ranked candidates uses it).
+    List,
 }
 
 impl Op {
-    const ALL: [Op; 4] = [Op::Acquire, Op::Extend, Op::Release, Op::State];
+    const ALL: [Op; 5] = [Op::Acquire, Op::Extend, Op::Release, Op::State, Op::List];
 
     fn index(self) -> usize {
         match self {
@@ -38,6 +40,7 @@ impl Op {
             Op::Extend => 1,
             Op::Release => 2,
             Op::State => 3,
+            Op::List => 4,
         }
     }
 }
@@ -87,9 +90,9 @@ pub struct FaultyBackend<B> {
 
 #[derive(Default)]
 struct Shared {
-    faults: Mutex<[Option<Fault>; 4]>,
+    faults: Mutex<[Option<Fault>; Op::ALL.len()]>,
     changed: Event,
-    calls: [AtomicUsize; 4],
+    calls: [AtomicUsize; Op::ALL.len()],
 }
 
 impl<B: fmt::Debug> fmt::Debug for FaultyBackend<B> {
@@ -184,7 +187,7 @@ impl<B> FaultyBackend<B> {
     fn blocking<T>(
         &self,
         op: Op,
-        key: &LockName,
+        key: &str,
         call: impl FnOnce() -> Result<T, Error>,
     ) -> Result<T, Error> {
         match self.enter(op) {
@@ -208,7 +211,7 @@ impl<B> FaultyBackend<B> {
     async fn nonblocking<T, F: Future<Output = Result<T, Error>>>(
         &self,
         op: Op,
-        key: &LockName,
+        key: &str,
         call: impl FnOnce() -> F,
     ) -> Result<T, Error> {
         match self.enter(op) {
@@ -229,12 +232,12 @@ impl<B> FaultyBackend<B> {
 }
 
 /// The transient error a faulted call answers with.
-fn lost(op: Op, key: &LockName) -> Error {
+fn lost(op: Op, key: &str) -> Error {
     let io = std::io::Error::new(
         std::io::ErrorKind::TimedOut,
         format!("injected fault: no answer to {op:?}"),
     );
-    BackendError::new("faulty", key.as_str(), BackendErrorKind::Transient, io).into()
+    BackendError::new("faulty", key, BackendErrorKind::Transient, io).into()
 }
 
 impl<B: Backend> Backend for FaultyBackend<B> {
@@ -253,7 +256,9 @@ impl<B: Backend> Backend for FaultyBackend<B> {
 
 impl<B: LockBackend> LockBackend for FaultyBackend<B> {
     fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
-        self.blocking(Op::Acquire, request.key, || self.inner.try_acquire(request))
+        self.blocking(Op::Acquire, request.key.as_str(), || {
+            self.inner.try_acquire(request)
+        })
     }
 
     fn extend(
@@ -262,26 +267,26 @@ impl<B: LockBackend> LockBackend for FaultyBackend<B> {
         lease_time: Duration,
         use_db_time: bool,
     ) -> Result<ExtendOutcome, Error> {
-        self.blocking(Op::Extend, &lease.key, || {
+        self.blocking(Op::Extend, lease.key.as_str(), || {
             self.inner.extend(lease, lease_time, use_db_time)
         })
     }
 
     fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {
-        self.blocking(Op::Release, &lease.key, || {
+        self.blocking(Op::Release, lease.key.as_str(), || {
             self.inner.release(lease, min_lease_time)
         })
     }
 
     fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
-        self.blocking(Op::State, key, || self.inner.state(key))
+        self.blocking(Op::State, key.as_str(), || self.inner.state(key))
     }
 
-    /// Operator calls pass through unfaulted.
     fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
-        self.inner.list(request)
+        self.blocking(Op::List, &request.prefix, || self.inner.list(request))
     }
 
+    /// Force-release passes through unfaulted.
     fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
         self.inner.force_release(key)
     }
@@ -292,7 +297,7 @@ impl<B: AsyncLockBackend> AsyncLockBackend for FaultyBackend<B> {
         &self,
         request: AcquireRequest<'_>,
     ) -> impl Future<Output = Result<AcquireOutcome, Error>> + Send {
-        self.nonblocking(Op::Acquire, request.key, move || {
+        self.nonblocking(Op::Acquire, request.key.as_str(), move || {
             self.inner.try_acquire(request)
         })
     }
@@ -303,7 +308,7 @@ impl<B: AsyncLockBackend> AsyncLockBackend for FaultyBackend<B> {
         lease_time: Duration,
         use_db_time: bool,
     ) -> impl Future<Output = Result<ExtendOutcome, Error>> + Send {
-        self.nonblocking(Op::Extend, &lease.key, move || {
+        self.nonblocking(Op::Extend, lease.key.as_str(), move || {
             self.inner.extend(lease, lease_time, use_db_time)
         })
     }
@@ -313,17 +318,17 @@ impl<B: AsyncLockBackend> AsyncLockBackend for FaultyBackend<B> {
         lease: &Lease,
         min_lease_time: Duration,
     ) -> impl Future<Output = Result<ReleaseOutcome, Error>> + Send {
-        self.nonblocking(Op::Release, &lease.key, move || {
+        self.nonblocking(Op::Release, lease.key.as_str(), move || {
             self.inner.release(lease, min_lease_time)
         })
     }
 
     fn state(&self, key: &LockName) -> impl Future<Output = Result<LeaderState, Error>> + Send {
-        self.nonblocking(Op::State, key, move || self.inner.state(key))
+        self.nonblocking(Op::State, key.as_str(), move || self.inner.state(key))
     }
 
     fn list(&self, request: &ListRequest) -> impl Future<Output = Result<ListPage, Error>> + Send {
-        self.inner.list(request)
+        self.nonblocking(Op::List, &request.prefix, move || self.inner.list(request))
     }
 
     fn force_release(

@@ -1,0 +1,67 @@
+//! Ranked campaigns when listing the candidates fails or hangs: the lock still decides,
+//! and the leader's loop is never held up by a listing.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use leader_blocking::LeaderElector;
+use leader_core::{CampaignConfig, InMemoryBackend, LeaderElectionOptions};
+use leader_testkit::{Fault, FaultyBackend, Op};
+
+fn ranked(rank: u32) -> CampaignConfig {
+    CampaignConfig::default()
+        .with_lease_time(Duration::from_millis(1500))
+        .with_heartbeat(Duration::from_millis(250))
+        .with_poll_interval(Duration::from_millis(50))
+        .with_rank(rank)
+}
+
+fn elector(
+    backend: &FaultyBackend<InMemoryBackend>,
+) -> LeaderElector<FaultyBackend<InMemoryBackend>> {
+    LeaderElector::new(
+        backend.clone(),
+        LeaderElectionOptions::default().with_node_id("n"),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_failed_listing_leaves_the_takeover_to_the_lock() {
+    let backend = FaultyBackend::new(InMemoryBackend::new());
+    backend.set(Op::List, Fault::Fail);
+    let leadership = elector(&backend).campaign("job", ranked(1)).unwrap();
+    assert!(
+        leadership
+            .wait_for_term_timeout(Duration::from_secs(5))
+            .is_some(),
+        "a standby whose listing fails still takes a free lock"
+    );
+    assert!(backend.calls(Op::List) > 0, "the campaign did try to list");
+    leadership.resign();
+}
+
+#[test]
+fn a_hanging_listing_does_not_hold_up_a_leader_that_resigns() {
+    let backend = FaultyBackend::new(InMemoryBackend::new());
+    let leadership = elector(&backend).campaign("job", ranked(1)).unwrap();
+    let term = leadership
+        .wait_for_term_timeout(Duration::from_secs(5))
+        .unwrap();
+    // The leader's next survey, after its next renewal, never gets an answer.
+    backend.set(Op::List, Fault::Stall);
+    let listed = backend.calls(Op::List);
+    leader_testkit::wait_until("the leader lists again", Duration::from_secs(5), || {
+        backend.calls(Op::List) > listed
+    });
+    let (done, resigned) = mpsc::channel();
+    std::thread::spawn(move || {
+        leadership.resign();
+        let _ = done.send(());
+    });
+    let answered = resigned.recv_timeout(Duration::from_secs(3));
+    backend.clear(Op::List);
+    assert!(answered.is_ok(), "resign returned while the listing hung");
+    assert!(term.is_lost());
+}
