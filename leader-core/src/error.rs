@@ -126,6 +126,16 @@ pub enum NameError {
         /// The rejected name (or name prefix), cut to the first 64 characters.
         name: String,
     },
+    /// A caller's name (or name prefix) contains `#`, which separates the names this
+    /// library derives from a lock's: the slots of a leader group (`job#1`) and the
+    /// candidates of a ranked campaign (`job#rank:…`).
+    #[error(
+        "lock name contains '#' at byte {index}; '#' is reserved for the names of group slots and ranked candidates"
+    )]
+    Hash {
+        /// Its byte offset in the name.
+        index: usize,
+    },
     /// An unscoped name (or a name prefix) starts with the namespace of tenant-scoped locks.
     #[error(
         "lock name {name:?} starts with `{namespace}`, which is reserved for tenant-scoped locks; scope the elector to the tenant (`for_tenant`) instead"

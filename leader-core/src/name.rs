@@ -13,6 +13,13 @@ use crate::error::NameError;
 /// file would otherwise be two locks). Any other UTF-8 is fine, `:` and inner spaces
 /// included.
 ///
+/// The character [`LockName::DERIVED_SEPARATOR`] (`#`) belongs to the names this library
+/// derives from a lock's own: slot `i` of the leader group `job` is `job#i`, a ranked
+/// candidate's record is `job#rank:…`. The names electors take from callers
+/// ([`LockName::unscoped`], [`LockName::prefixed`]) may not contain it, so no lock of a
+/// caller's can be another lock's slot; [`LockName::new`] accepts it, to name those locks
+/// (an operator's `leader state 'job#1'`).
+///
 /// The namespace [`LockName::TENANT_NAMESPACE`] (`tenant:`) belongs to tenant scoping: the
 /// locks of tenant `acme` are `tenant:acme:<name>`. The names electors take from callers
 /// are checked with [`LockName::unscoped`], which refuses that prefix, so an unscoped
@@ -40,6 +47,9 @@ impl LockName {
     /// The namespace of tenant-scoped lock names: `tenant:<id>:<name>`.
     pub const TENANT_NAMESPACE: &'static str = "tenant:";
 
+    /// Separates a derived name from the lock it derives from: `job#1`, `job#rank:…`.
+    pub const DERIVED_SEPARATOR: char = '#';
+
     /// Validates `name`.
     ///
     /// # Errors
@@ -54,11 +64,13 @@ impl LockName {
     }
 
     /// Validates a name a caller gives an elector that is not tenant-scoped: the rules of
-    /// [`new`](Self::new), and it must not start with [`TENANT_NAMESPACE`](Self::TENANT_NAMESPACE).
+    /// [`new`](Self::new), no [`DERIVED_SEPARATOR`](Self::DERIVED_SEPARATOR), and it must
+    /// not start with [`TENANT_NAMESPACE`](Self::TENANT_NAMESPACE).
     ///
     /// # Errors
     ///
-    /// A [`NameError`]; [`NameError::Reserved`] for a name in the tenant namespace.
+    /// A [`NameError`]; [`NameError::Hash`] for a `#`, [`NameError::Reserved`] for a name
+    /// in the tenant namespace.
     ///
     /// # Examples
     ///
@@ -68,16 +80,18 @@ impl LockName {
     /// assert!(LockName::unscoped("nightly").is_ok());
     /// assert!(matches!(LockName::unscoped("tenant:acme:job"), Err(NameError::Reserved { .. })));
     /// assert!(matches!(LockName::unscoped(" nightly"), Err(NameError::SurroundingWhitespace { .. })));
+    /// assert!(matches!(LockName::unscoped("job#1"), Err(NameError::Hash { index: 3 })));
     /// ```
     pub fn unscoped(name: impl Into<String>) -> Result<Self, NameError> {
         let name = LockName::new(name)?;
+        check_no_separator(name.as_str(), 0)?;
         check_not_reserved(name.as_str())?;
         Ok(name)
     }
 
     /// Validates a name prefix set by hand on an elector (`with_name_prefix`): not empty,
-    /// no forbidden characters, no whitespace at either end, and not in the tenant
-    /// namespace (tenant scoping sets those prefixes itself).
+    /// no forbidden characters (nor `#`), no whitespace at either end, and not in the
+    /// tenant namespace (tenant scoping sets those prefixes itself).
     ///
     /// # Errors
     ///
@@ -87,17 +101,20 @@ impl LockName {
             return Err(NameError::Empty);
         }
         check_chars(prefix, 0)?;
+        check_no_separator(prefix, 0)?;
         check_ends(prefix)?;
         check_not_reserved(prefix)
     }
 
-    /// Builds `prefix + name`, validating both parts and the length of the whole.
+    /// Builds `prefix + name`, validating both parts (the rules of [`unscoped`](Self::unscoped)
+    /// but the namespace) and the length of the whole.
     ///
     /// Used for tenant scoping, where the prefix is `tenant:<id>:`.
     ///
     /// # Errors
     ///
-    /// A [`NameError`]: `name` is empty or has a forbidden character, or the whole is too long.
+    /// A [`NameError`]: `name` is empty or has a forbidden character (`#` included), or the
+    /// whole is too long.
     ///
     /// # Examples
     ///
@@ -113,6 +130,8 @@ impl LockName {
         }
         check_chars(prefix, 0)?;
         check_chars(name, prefix.len())?;
+        check_no_separator(prefix, 0)?;
+        check_no_separator(name, prefix.len())?;
         check_ends(name)?;
         let full = format!("{prefix}{name}");
         check_len(&full)?;
@@ -152,6 +171,16 @@ fn check_chars(s: &str, offset: usize) -> Result<(), NameError> {
         }
     }
     Ok(())
+}
+
+/// No [`LockName::DERIVED_SEPARATOR`]: a caller's name never names a derived lock.
+fn check_no_separator(s: &str, offset: usize) -> Result<(), NameError> {
+    match s.find(LockName::DERIVED_SEPARATOR) {
+        Some(index) => Err(NameError::Hash {
+            index: offset + index,
+        }),
+        None => Ok(()),
+    }
 }
 
 /// No whitespace at either end (a whitespace-only name included).

@@ -59,6 +59,13 @@ pub enum TenantIdError {
         /// Its byte offset in the id.
         index: usize,
     },
+    /// The tenant id contains `#`, which separates the names of group slots and ranked
+    /// candidates from their lock's ([`LockName::DERIVED_SEPARATOR`]).
+    #[error("tenant id contains '#' at byte {index}; '#' is reserved for derived lock names")]
+    Hash {
+        /// Its byte offset in the id.
+        index: usize,
+    },
     /// The tenant id starts or ends with whitespace (or is only whitespace): `"acme"` and
     /// `"acme "` from a tenant list would otherwise be two tenants.
     #[error("tenant id {id:?} starts or ends with whitespace; trim it")]
@@ -72,7 +79,8 @@ pub enum TenantIdError {
 ///
 /// Rules: not empty, at most [`TenantId::MAX_LEN`] bytes, no `:` (it separates the tenant
 /// from the lock name, so `a:b` + `c` can never collide with `a` + `b:c`), no control
-/// characters, no `{` or `}` (reserved for Redis Cluster hash tags), and no whitespace at
+/// characters, no `{` or `}` (reserved for Redis Cluster hash tags), no `#` (it begins the
+/// names of group slots and ranked candidates), and no whitespace at
 /// either end (a tenant list with `"acme "` would otherwise run a second, separate `acme`).
 /// Any other UTF-8 is fine, inner spaces included. Ids are compared byte for byte: `Acme`
 /// and `acme` are two tenants.
@@ -154,6 +162,7 @@ fn check(id: &str) -> Result<(), TenantIdError> {
         match ch {
             ':' => return Err(TenantIdError::Colon { index }),
             '{' | '}' => return Err(TenantIdError::Brace { ch, index }),
+            LockName::DERIVED_SEPARATOR => return Err(TenantIdError::Hash { index }),
             ch if ch.is_control() => return Err(TenantIdError::ControlCharacter { ch, index }),
             _ => {}
         }
