@@ -48,16 +48,23 @@ impl Background {
         &self.handle
     }
 
-    /// Runs `op` on the background runtime and awaits it from any executor.
-    pub(crate) async fn run<T, F>(&self, op: F) -> Result<T, OpError>
+    /// Runs `op` on the background runtime (spawned at once) and awaits it from any
+    /// executor.
+    ///
+    /// Spawned before the returned future is built, so that future holds only the join
+    /// handle: its size and type depth do not grow with the driver's futures, which keeps
+    /// the futures of callers (an elector's, a user's service) within the compiler's
+    /// recursion limit.
+    pub(crate) fn run<T, F>(
+        &self,
+        op: F,
+    ) -> impl Future<Output = Result<T, OpError>> + Send + use<T, F>
     where
         F: Future<Output = Result<T, OpError>> + Send + 'static,
         T: Send + 'static,
     {
-        self.handle
-            .spawn(op.in_current_span())
-            .await
-            .unwrap_or_else(|err| Err(stopped(err)))
+        let task = self.handle.spawn(op.in_current_span());
+        async move { task.await.unwrap_or_else(|err| Err(stopped(err))) }
     }
 
     /// Runs `op` to completion, blocking the calling thread.
