@@ -164,7 +164,7 @@ fn invalid_tenant_ids_are_typed_errors_on_every_elector() {
     let asynchronous = AsyncLeaderElector::new(backend, options("a")).unwrap();
     let long = "x".repeat(TenantId::MAX_LEN + 1);
     type Expect = fn(&TenantIdError) -> bool;
-    let cases: [(&str, Expect); 5] = [
+    let cases: [(&str, Expect); 6] = [
         ("", |e| matches!(e, TenantIdError::Empty)),
         ("eu:acme", |e| {
             matches!(e, TenantIdError::Colon { index: 2 })
@@ -175,6 +175,7 @@ fn invalid_tenant_ids_are_typed_errors_on_every_elector() {
         ("{acme}", |e| {
             matches!(e, TenantIdError::Brace { ch: '{', index: 0 })
         }),
+        ("acme#2", |e| matches!(e, TenantIdError::Hash { index: 4 })),
         (&long, |e| {
             matches!(
                 e,
