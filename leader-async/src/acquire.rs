@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use leader_core::__private::{AcquireProbe, Attempts, Orphan, SlotPass, Step};
+use leader_core::__private::{AcquireProbe, Attempts, Orphan, Step, random_slot};
 use leader_core::{AsyncLockBackend, Error, GroupKeys, LeaderElectionOptions, LockName};
 
 use tracing::Instrument;
@@ -12,8 +12,7 @@ use crate::on_drop::OnDrop;
 use crate::orphan::release_orphan;
 use crate::rt;
 
-/// Tries to acquire `key` within `options.wait_time()`; never returns `Step::RetryAfter`
-/// or `Step::TryNextSlot`.
+/// Tries to acquire `key` within `options.wait_time()`; never returns `Step::RetryAfter`.
 ///
 /// # Cancel safety
 ///
@@ -28,15 +27,15 @@ pub(crate) async fn acquire<B: AsyncLockBackend + 'static>(
     drive(backend, &mut Attempts::new(key, options)).await
 }
 
-/// Tries to acquire one slot of the group `keys` within `options.wait_time()`, passes
-/// starting at a random slot: the step, and the slot an `Acquired` step holds. Cancel safe as
-/// [`acquire`].
+/// Tries to acquire one slot of the group `keys` within `options.wait_time()`, every
+/// attempt trying the slots from the same random one: the step, and the slot an
+/// `Acquired` step holds. Cancel safe as [`acquire`].
 pub(crate) async fn acquire_slot<B: AsyncLockBackend + 'static>(
     backend: &Arc<B>,
     options: &LeaderElectionOptions,
     keys: &GroupKeys,
 ) -> Result<(Step, u32), Error> {
-    let mut attempts = Attempts::for_group(keys, SlotPass::random(keys.len()), options);
+    let mut attempts = Attempts::for_group(keys, random_slot(keys.len()), options);
     let step = drive(backend, &mut attempts).await?;
     Ok((step, attempts.slot()))
 }
@@ -45,35 +44,23 @@ async fn drive<B: AsyncLockBackend + 'static>(
     backend: &Arc<B>,
     attempts: &mut Attempts<'_>,
 ) -> Result<Step, Error> {
-    let probe = AcquireProbe::start(backend.name(), &attempts.request());
+    let probe = AcquireProbe::start(backend.name(), &attempts.request().request);
     let attempting = async {
-        // One listener a pass: a group's slot released after it was tried still wakes
-        // the wait that ends the pass.
-        let mut listener = None;
         loop {
-            if listener.is_none() {
-                listener = attempts.listen(&**backend);
-            }
+            let listener = attempts.listen(&**backend);
             let request = attempts.request();
             let sent_at = Instant::now();
             // Unless answered, the request may take the lock anyway: if this future is
             // dropped while it is on its way, or it fails, its owner token is released.
             let in_flight = OnDrop::new(|| {
-                tracing::debug!(lock = %request.key, "an acquire was cancelled or failed after it was sent: releasing its owner token");
-                let orphan = Orphan::new(
-                    request.key.clone(),
-                    request.owner,
-                    sent_at,
-                    request.lease_time,
-                );
-                release_orphan(Arc::clone(backend), orphan);
+                tracing::debug!(lock = %request.group_name(), "an acquire was cancelled or failed after it was sent: releasing its owner token");
+                release_orphan(Arc::clone(backend), Orphan::of_request(&request, sent_at));
             });
-            let outcome = backend.try_acquire(request).await?;
+            let outcome = backend.try_acquire_slot(request).await?;
             in_flight.disarm();
             probe.answered(sent_at);
             match attempts.on_outcome(outcome, sent_at) {
-                Step::TryNextSlot => {}
-                Step::RetryAfter(delay) => match listener.take() {
+                Step::RetryAfter(delay) => match listener {
                     Some(listener) => {
                         rt::timeout(delay, listener).await;
                     }

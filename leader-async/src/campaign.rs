@@ -184,7 +184,7 @@ fn spawn_campaign<C: AsyncLockBackend + 'static>(backend: Arc<C>, campaign: Camp
 /// Releases what failed standby attempts may have taken (see
 /// `CampaignRun::unsettled_attempts`).
 fn stop_standing_by<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
-    for orphan in campaign.unsettled_attempts() {
+    if let Some(orphan) = campaign.unsettled_attempts() {
         release_orphan(Arc::clone(backend), orphan);
     }
 }
@@ -192,16 +192,11 @@ fn stop_standing_by<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backe
 /// Standby until elected, lead until the term ends; again until stopped.
 async fn run<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
     let state = &campaign.state;
-    // Kept across the slots of one pass over a group, so a release of a slot tried earlier
-    // in the pass still wakes the wait that ends it.
-    let mut listening = None;
     while !state.stop_requested() {
-        let (release, stop) = listening.take().unwrap_or_else(|| {
-            let release = backend
-                .release_events()
-                .map(|e| e.listen(campaign.key.as_str()));
-            (release, state.stop_listener())
-        });
+        let release = backend
+            .release_events()
+            .map(|e| e.listen(campaign.key.as_str()));
+        let stop = state.stop_listener();
         if state.stop_requested() {
             break;
         }
@@ -211,20 +206,19 @@ async fn run<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &Ar
         };
         let next = if may_lead {
             let sent_at = Instant::now();
-            let answer = backend.try_acquire(campaign.request()).await;
+            let answer = backend.try_acquire_slot(campaign.request()).await;
             campaign.after_attempt(answer, sent_at)
         } else {
             AfterAttempt::Wait
         };
         match next {
             AfterAttempt::Elected(term) => {
-                for orphan in campaign.stray_attempts() {
+                if let Some(orphan) = campaign.stray_attempts() {
                     release_orphan(Arc::clone(backend), orphan);
                 }
                 lead(campaign, backend).instrument(term.term_span()).await;
                 campaign.term_ended();
             }
-            AfterAttempt::TryNextSlot => listening = Some((release, stop)),
             AfterAttempt::Wait => {
                 let woken = async {
                     match release {

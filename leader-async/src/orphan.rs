@@ -15,8 +15,11 @@ pub(crate) fn release_orphan<B: AsyncLockBackend + 'static>(backend: Arc<B>, orp
     rt::spawn_to_completion(move || async move {
         let mut orphan = orphan;
         loop {
-            let answer = backend.release(orphan.lease(), Duration::ZERO).await;
-            match orphan.after_release(&answer) {
+            let mut answers = Vec::with_capacity(orphan.leases().len());
+            for lease in orphan.leases() {
+                answers.push(backend.release(lease, Duration::ZERO).await);
+            }
+            match orphan.after_releases(&answers) {
                 Some(delay) => rt::sleep(delay).await,
                 None => return,
             }

@@ -175,7 +175,7 @@ fn spawn_campaign<C: LockBackend + 'static>(
         .name("leader-campaign".into())
         .spawn(move || {
             run(&campaign, &backend);
-            for orphan in campaign.unsettled_attempts() {
+            if let Some(orphan) = campaign.unsettled_attempts() {
                 release_orphan(Arc::clone(&backend), orphan);
             }
             campaign.state.mark_finished();
@@ -185,16 +185,11 @@ fn spawn_campaign<C: LockBackend + 'static>(
 /// Standby until elected, lead until the term ends; again until stopped.
 fn run<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
     let state = &campaign.state;
-    // Kept across the slots of one pass over a group, so a release of a slot tried earlier
-    // in the pass still wakes the wait that ends it.
-    let mut listening = None;
     while !state.stop_requested() {
-        let (release, stop) = listening.take().unwrap_or_else(|| {
-            let release = backend
-                .release_events()
-                .map(|e| e.listen(campaign.key.as_str()));
-            (release, state.stop_listener())
-        });
+        let release = backend
+            .release_events()
+            .map(|e| e.listen(campaign.key.as_str()));
+        let stop = state.stop_listener();
         if state.stop_requested() {
             break;
         }
@@ -203,20 +198,19 @@ fn run<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
             .is_none_or(|candidacy| survey(candidacy, &**backend).may_lead);
         let next = if may_lead {
             let sent_at = Instant::now();
-            let answer = backend.try_acquire(campaign.request());
+            let answer = backend.try_acquire_slot(campaign.request());
             campaign.after_attempt(answer, sent_at)
         } else {
             AfterAttempt::Wait
         };
         match next {
             AfterAttempt::Elected(term) => {
-                for orphan in campaign.stray_attempts() {
+                if let Some(orphan) = campaign.stray_attempts() {
                     release_orphan(Arc::clone(backend), orphan);
                 }
                 term.term_span().in_scope(|| lead(campaign, backend));
                 campaign.term_ended();
             }
-            AfterAttempt::TryNextSlot => listening = Some((release, stop)),
             // A stop request also wakes the release listener (the handle pokes it).
             AfterAttempt::Wait => match release {
                 Some(release) => {

@@ -22,16 +22,20 @@ const MAX_PENDING: usize = 10_000;
 
 /// Releases `orphan` in the background, again and again while it could be live.
 pub(crate) fn release_orphan<B: LockBackend + 'static>(backend: Arc<B>, orphan: Orphan) {
-    let key = orphan.lease().key.clone();
+    let key = orphan.leases().first().map(|lease| lease.key.clone());
     let mut orphan = orphan;
     let attempt: Attempt = Box::new(move || {
-        let answer = backend.release(orphan.lease(), Duration::ZERO);
-        orphan.after_release(&answer)
+        let answers: Vec<_> = orphan
+            .leases()
+            .iter()
+            .map(|lease| backend.release(lease, Duration::ZERO))
+            .collect();
+        orphan.after_releases(&answers)
     });
     match reaper() {
         Some(reaper) if reaper.send(attempt).is_ok() => {}
         _ => {
-            tracing::warn!(lock = %key, "no thread to release a possibly orphaned lease; it runs out with its lease");
+            tracing::warn!(lock = ?key, "no thread to release a possibly orphaned lease; it runs out with its lease");
         }
     }
 }

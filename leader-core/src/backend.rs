@@ -1,4 +1,5 @@
-//! The backend SPI: four primitives, one blocking trait and one async trait.
+//! The backend SPI: four primitives (and a group's acquire, built on the first by default),
+//! one blocking trait and one async trait.
 //!
 //! Everything else (waiting, renewal, results, tenants) lives in the electors, once.
 
@@ -7,6 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::error::Error;
 use crate::events::ReleaseEvents;
+use crate::group::GroupKeys;
 use crate::lease::{Lease, OwnerToken};
 use crate::listing::{ForceReleaseOutcome, ListPage, ListRequest};
 use crate::name::LockName;
@@ -77,6 +79,156 @@ impl<'a> AcquireRequest<'a> {
     }
 }
 
+/// What `try_acquire_slot` asks of a backend: any one slot of a leader group, the slots
+/// tried in turn from the first (a single lock is a group of one slot).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use leader_core::{AcquireRequest, GroupSlots, LockName, OwnerToken, SlotRequest};
+///
+/// let key = LockName::new("consumers")?;
+/// let keys = GroupSlots::new(3)?.keys(&key)?;
+/// let request = AcquireRequest::new(&key, OwnerToken::random(), "node-a", Duration::from_secs(30));
+/// let pass = SlotRequest::group(request, &keys, 2);
+/// let order: Vec<(u32, &str)> = pass.slots().map(|(slot, key)| (slot, key.as_str())).collect();
+/// assert_eq!(order, [(2, "consumers#2"), (0, "consumers"), (1, "consumers#1")]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct SlotRequest<'a> {
+    /// Who acquires, for how long, on which clock; its key is the first slot's.
+    pub request: AcquireRequest<'a>,
+    group: Option<&'a GroupKeys>,
+    first: usize,
+}
+
+impl<'a> SlotRequest<'a> {
+    /// The single lock `request.key`: one slot.
+    pub fn single(request: AcquireRequest<'a>) -> Self {
+        SlotRequest {
+            request,
+            group: None,
+            first: 0,
+        }
+    }
+
+    /// Any slot of the group `keys`, tried from slot `first` (modulo the group's size) on;
+    /// `request` gives the owner, leader id, lease and clock (its key is replaced).
+    pub fn group(request: AcquireRequest<'a>, keys: &'a GroupKeys, first: usize) -> Self {
+        let first = first % keys.len();
+        SlotRequest {
+            request: request.with_key(keys.slot(first)),
+            group: Some(keys),
+            first,
+        }
+    }
+
+    /// The group's name (slot 0's key), or the single lock's key: where the waiters for
+    /// any of its slots listen.
+    pub fn group_name(&self) -> &'a LockName {
+        self.group.map_or(self.request.key, GroupKeys::group)
+    }
+
+    /// How many slots the request tries.
+    pub fn len(&self) -> usize {
+        self.group.map_or(1, GroupKeys::len)
+    }
+
+    /// Always `false`: a request tries at least one slot.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The slots in the order they are tried: `(slot number, its lock key)`.
+    pub fn slots(&self) -> impl Iterator<Item = (u32, &'a LockName)> + 'a {
+        let this = *self;
+        (0..self.len()).map(move |step| this.slot_at(step))
+    }
+
+    /// The slot tried at `step` (0 = the first).
+    fn slot_at(&self, step: usize) -> (u32, &'a LockName) {
+        match self.group {
+            Some(keys) => {
+                let slot = (self.first + step) % keys.len();
+                (u32::try_from(slot).unwrap_or(u32::MAX), keys.slot(slot))
+            }
+            None => (0, self.request.key),
+        }
+    }
+
+    /// Walks the slots one `try_acquire` at a time: what the traits' default
+    /// `try_acquire_slot` does, for a backend that cannot try them all in one call.
+    pub fn walk(self) -> SlotWalk<'a> {
+        SlotWalk {
+            request: self,
+            step: 0,
+            holder: None,
+        }
+    }
+}
+
+/// A walk over a [`SlotRequest`]'s slots, one `try_acquire` each, until one is acquired.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use leader_core::{AcquireRequest, InMemoryBackend, LockBackend, LockName, OwnerToken, SlotOutcome, SlotRequest};
+///
+/// let backend = InMemoryBackend::new();
+/// let key = LockName::new("job")?;
+/// let request = AcquireRequest::new(&key, OwnerToken::random(), "node-a", Duration::from_secs(30));
+/// let mut walk = SlotRequest::single(request).walk();
+/// let outcome = loop {
+///     let Some(request) = walk.next_request() else { break walk.finish() };
+///     if let Some(done) = walk.answer(backend.try_acquire(request)?) {
+///         break done;
+///     }
+/// };
+/// assert!(matches!(outcome, SlotOutcome::Acquired { slot: 0, .. }));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct SlotWalk<'a> {
+    request: SlotRequest<'a>,
+    /// How many slots were requested so far.
+    step: usize,
+    holder: Option<LeaderLease>,
+}
+
+impl<'a> SlotWalk<'a> {
+    /// The request for the next slot, `None` once every slot was found held.
+    pub fn next_request(&mut self) -> Option<AcquireRequest<'a>> {
+        if self.step >= self.request.len() {
+            return None;
+        }
+        let (_, key) = self.request.slot_at(self.step);
+        self.step += 1;
+        Some(self.request.request.with_key(key))
+    }
+
+    /// The answer for the slot last requested: `Some` when it ends the walk.
+    pub fn answer(&mut self, outcome: AcquireOutcome) -> Option<SlotOutcome> {
+        match outcome {
+            AcquireOutcome::Acquired(lease) => Some(SlotOutcome::Acquired {
+                slot: self.request.slot_at(self.step.saturating_sub(1)).0,
+                lease,
+            }),
+            AcquireOutcome::Held(holder) => {
+                self.holder = holder.or(self.holder.take());
+                None
+            }
+        }
+    }
+
+    /// Every slot was held: the last holder seen.
+    pub fn finish(self) -> SlotOutcome {
+        SlotOutcome::Held(self.holder)
+    }
+}
+
 /// An [`AcquireRequest`] that owns its data, for a backend that moves the request to
 /// another thread or task (a blocking pool, a background runtime).
 #[derive(Debug, Clone)]
@@ -110,6 +262,40 @@ pub enum AcquireOutcome {
     Acquired(Lease),
     /// Someone else holds it; the holder, when the backend could tell.
     Held(Option<LeaderLease>),
+}
+
+/// The answer to `try_acquire_slot`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SlotOutcome {
+    /// The caller holds `slot` now (slot 0 for a single lock); `lease.key` is its key.
+    Acquired {
+        /// The slot's number.
+        slot: u32,
+        /// The lease on it.
+        lease: Lease,
+    },
+    /// Every slot was held; a holder, when the backend could tell.
+    Held(Option<LeaderLease>),
+}
+
+impl SlotOutcome {
+    /// The answer as `try_acquire` gives it, without the slot: for a backend whose
+    /// `try_acquire` is its `try_acquire_slot` of one slot.
+    pub fn into_acquire(self) -> AcquireOutcome {
+        match self {
+            SlotOutcome::Acquired { lease, .. } => AcquireOutcome::Acquired(lease),
+            SlotOutcome::Held(holder) => AcquireOutcome::Held(holder),
+        }
+    }
+
+    /// A short label for logs and metrics: `"acquired"` or `"held"`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            SlotOutcome::Acquired { .. } => "acquired",
+            SlotOutcome::Held(_) => "held",
+        }
+    }
 }
 
 /// The answer to `extend`.
@@ -227,6 +413,29 @@ pub trait LockBackend: Backend {
     /// [`Error::Backend`] on any failure of the store.
     fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error>;
 
+    /// Takes the first slot of `request`, in its order, that [`try_acquire`](Self::try_acquire)
+    /// would take (free, expired, or already `request.owner`'s), or reports every slot held.
+    ///
+    /// The default walks the slots with one `try_acquire` each. A backend that can try
+    /// them all in one call (one script, one statement) overrides it: a group then costs
+    /// one round trip whatever its size, and a `Held` means every slot was held at one
+    /// moment. Either way each slot keeps the guarantees of a single lock, so a group
+    /// never has more holders than slots.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Backend`] on any failure of the store. After an error any slot of the
+    /// request may have been taken by `request.owner`.
+    fn try_acquire_slot(&self, request: SlotRequest<'_>) -> Result<SlotOutcome, Error> {
+        let mut walk = request.walk();
+        while let Some(request) = walk.next_request() {
+            if let Some(done) = walk.answer(self.try_acquire(request)?) {
+                return Ok(done);
+            }
+        }
+        Ok(walk.finish())
+    }
+
     /// Renews `lease` for `lease_time` from now, if it is still held by its owner.
     ///
     /// # Errors
@@ -293,6 +502,22 @@ pub trait AsyncLockBackend: Backend {
         &self,
         request: AcquireRequest<'_>,
     ) -> impl Future<Output = Result<AcquireOutcome, Error>> + Send;
+
+    /// See [`LockBackend::try_acquire_slot`]; the default walks the slots likewise.
+    fn try_acquire_slot(
+        &self,
+        request: SlotRequest<'_>,
+    ) -> impl Future<Output = Result<SlotOutcome, Error>> + Send {
+        async move {
+            let mut walk = request.walk();
+            while let Some(request) = walk.next_request() {
+                if let Some(done) = walk.answer(self.try_acquire(request).await?) {
+                    return Ok(done);
+                }
+            }
+            Ok(walk.finish())
+        }
+    }
 
     /// See [`LockBackend::extend`].
     fn extend(

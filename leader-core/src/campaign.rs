@@ -5,11 +5,11 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::backend::{AcquireOutcome, AcquireRequest};
+use crate::backend::{AcquireRequest, SlotOutcome, SlotRequest};
 use crate::candidacy::Candidacy;
 use crate::context::LeaseTracker;
 use crate::error::{Error, OptionsError};
-use crate::group::{GroupKeys, GroupSlots, SlotPass};
+use crate::group::{GroupKeys, GroupSlots, random_slot};
 use crate::leadership::{EventCallback, LeadershipState};
 use crate::lease::OwnerToken;
 use crate::name::LockName;
@@ -290,27 +290,28 @@ pub struct CampaignRun {
     attempts: Mutex<StandbyAttempts>,
 }
 
-/// The owner token a standby's attempts use, the slot it tries next, and whether one of
+/// The owner token a standby's attempts use, the slot they try first, and whether one of
 /// them may have taken a slot without the campaign learning of it.
 #[derive(Debug)]
 struct StandbyAttempts {
     owner: OwnerToken,
-    /// Where the pass over the group's slots stands.
-    pass: SlotPass,
-    /// The slots whose attempts failed (their answers lost), each with when the last such
-    /// attempt was sent: each may have taken its slot, or still take it when it lands late.
-    unsettled: Vec<(usize, Instant)>,
-    /// Unsettled slots other than the one a term began on: to release in the background.
-    strays: Vec<(usize, Instant)>,
+    /// Every attempt of a term tries the group's slots from this one on.
+    first: usize,
+    /// When the last attempt that failed was sent: it may have taken any slot (or still
+    /// take it, when it lands late), until a later attempt settles it.
+    unsettled: Option<Instant>,
+    /// After a term began: the slots an unsettled attempt may have taken besides the
+    /// term's, with when it was sent, to release in the background.
+    strays: Option<(u32, Instant)>,
 }
 
 impl StandbyAttempts {
     fn fresh(slots: usize) -> Self {
         StandbyAttempts {
             owner: OwnerToken::random(),
-            pass: SlotPass::random(slots),
-            unsettled: Vec::new(),
-            strays: Vec::new(),
+            first: random_slot(slots),
+            unsettled: None,
+            strays: None,
         }
     }
 }
@@ -320,8 +321,6 @@ impl StandbyAttempts {
 pub enum AfterAttempt {
     /// A term began: lead it.
     Elected(Arc<LeaseTracker>),
-    /// A slot of the group was held: try the next one now.
-    TryNextSlot,
     /// Nothing to take (every slot held, or the attempt failed): wait for a release or
     /// the next poll.
     Wait,
@@ -381,80 +380,58 @@ impl CampaignRun {
         })
     }
 
-    /// A standby's acquire request for the slot it tries next, with the owner token of the
-    /// would-be term.
+    /// A standby's acquire request: any slot of the group (the lock itself for a single
+    /// lock), with the owner token of the would-be term.
     ///
-    /// The token stays the same across attempts until a term ends: an attempt whose answer
-    /// was lost may have taken the slot (or may still take it, when the request lands
-    /// late), and the next attempt — on that same slot, with the same token — then
-    /// re-acquires that lease as its own instead of waiting for it to run out.
-    pub fn request(&self) -> AcquireRequest<'_> {
+    /// The token and the first slot stay the same across attempts until a term ends: an
+    /// attempt whose answer was lost may have taken a slot (or may still take it, when
+    /// the request lands late), and the next attempt, with that same token, then
+    /// re-acquires that lease as its own instead of waiting for it to run out (or, should
+    /// it take another slot first, the lost one is released: see
+    /// [`stray_attempts`](Self::stray_attempts)).
+    pub fn request(&self) -> SlotRequest<'_> {
         let attempts = self.attempts.lock();
-        AcquireRequest::new(
-            self.keys.slot(attempts.pass.slot()),
+        let request = AcquireRequest::new(
+            self.keys.group(),
             attempts.owner,
             &self.node_id,
             self.config.lease_time,
         )
-        .with_db_time(self.use_db_time)
+        .with_db_time(self.use_db_time);
+        SlotRequest::group(request, &self.keys, attempts.first)
     }
 
     /// Records a standby's attempt sent at `sent_at` — an error leaves its token possibly
-    /// holding the slot (see [`unsettled_attempts`](Self::unsettled_attempts)) — and hands
+    /// holding any slot (see [`unsettled_attempts`](Self::unsettled_attempts)) — and hands
     /// the answer to [`LeadershipState::after_attempt`]: the term that began, if one did,
-    /// or what to do next. The leader a standby observes is the holder of the slot that
-    /// ends each pass, so a group does not report a new leader at every slot it tries.
+    /// or what to do next.
     pub fn after_attempt(
         &self,
-        answer: Result<AcquireOutcome, Error>,
+        answer: Result<SlotOutcome, Error>,
         sent_at: Instant,
     ) -> AfterAttempt {
-        let (slot, next) = {
+        {
             let mut attempts = self.attempts.lock();
-            let slot = attempts.pass.slot();
-            let next = match &answer {
-                Err(_) => {
-                    // The next pass starts on this slot, with this token (see `request`).
-                    attempts
-                        .unsettled
-                        .retain(|(unsettled, _)| *unsettled != slot);
-                    attempts.unsettled.push((slot, sent_at));
-                    attempts.pass.restart();
-                    AfterAttempt::Wait
-                }
-                // The term owns whatever an earlier attempt with this token took on this
+            match &answer {
+                Err(_) => attempts.unsettled = Some(sent_at),
+                // The term owns whatever an earlier attempt with this token took on its
                 // slot; what one may have taken on another slot is a stray to release.
-                Ok(AcquireOutcome::Acquired(_)) => {
-                    let unsettled = std::mem::take(&mut attempts.unsettled);
-                    attempts
-                        .strays
-                        .extend(unsettled.into_iter().filter(|(other, _)| *other != slot));
-                    AfterAttempt::Wait
+                Ok(SlotOutcome::Acquired { slot, .. }) => {
+                    attempts.strays = attempts.unsettled.take().map(|since| (*slot, since));
                 }
-                Ok(AcquireOutcome::Held(_)) => {
-                    if attempts.pass.held() {
-                        AfterAttempt::TryNextSlot
-                    } else {
-                        AfterAttempt::Wait
-                    }
-                }
-            };
-            (u32::try_from(slot).unwrap_or(u32::MAX), next)
-        };
-        if matches!(next, AfterAttempt::TryNextSlot) {
-            return next;
+                Ok(SlotOutcome::Held(_)) => {}
+            }
         }
         let term = self.state.after_attempt(
             answer,
             sent_at,
             &self.name,
-            slot,
             self.config.renew_deadline(),
             self.backend,
         );
         match term {
             Some(term) => AfterAttempt::Elected(term),
-            None => next,
+            None => AfterAttempt::Wait,
         }
     }
 
@@ -465,35 +442,29 @@ impl CampaignRun {
 
     /// After a term began: what failed attempts of its token may have taken on other slots
     /// of the group, to release in the background (see [`Orphan`]).
-    pub fn stray_attempts(&self) -> Vec<Orphan> {
+    pub fn stray_attempts(&self) -> Option<Orphan> {
         let mut attempts = self.attempts.lock();
-        let owner = attempts.owner;
-        let strays = std::mem::take(&mut attempts.strays);
-        strays
-            .into_iter()
-            .map(|(slot, since)| self.orphan(slot, owner, since))
-            .collect()
+        let (term_slot, since) = attempts.strays.take()?;
+        let others = (0..self.keys.len())
+            .filter(|slot| u32::try_from(*slot).ok() != Some(term_slot))
+            .map(|slot| self.keys.slot(slot).clone())
+            .collect::<Vec<_>>();
+        (!others.is_empty())
+            .then(|| Orphan::of_keys(others, attempts.owner, since, self.config.lease_time))
     }
 
     /// When the campaign stops: what failed attempts may have left behind, to release in
     /// the background (see [`Orphan`]).
-    pub fn unsettled_attempts(&self) -> Vec<Orphan> {
+    pub fn unsettled_attempts(&self) -> Option<Orphan> {
         let attempts = self.attempts.lock();
-        attempts
-            .unsettled
-            .iter()
-            .chain(&attempts.strays)
-            .map(|&(slot, since)| self.orphan(slot, attempts.owner, since))
-            .collect()
-    }
-
-    fn orphan(&self, slot: usize, owner: OwnerToken, since: Instant) -> Orphan {
-        Orphan::new(
-            self.keys.slot(slot).clone(),
-            owner,
+        let since = attempts.unsettled?;
+        let slots = (0..self.keys.len()).map(|slot| self.keys.slot(slot).clone());
+        Some(Orphan::of_keys(
+            slots,
+            attempts.owner,
             since,
             self.config.lease_time,
-        )
+        ))
     }
 
     /// Whether renewals take the backend's clock.
@@ -529,52 +500,59 @@ mod tests {
         CampaignRun::for_group(&settings, "consumers", slots, config, Vec::new(), "memory")
     }
 
-    fn held() -> Result<AcquireOutcome, Error> {
+    fn held() -> Result<SlotOutcome, Error> {
         let now = std::time::SystemTime::now();
-        Ok(AcquireOutcome::Held(Some(LeaderLease::new(
+        Ok(SlotOutcome::Held(Some(LeaderLease::new(
             "other", now, now, 1,
         ))))
     }
 
+    fn keys_of(orphan: &Orphan) -> Vec<&str> {
+        orphan.leases().iter().map(|l| l.key.as_str()).collect()
+    }
+
     #[test]
-    fn an_attempt_lost_on_one_slot_is_released_when_a_term_begins_on_another() {
-        let run = group_campaign(2, CampaignConfig::default()).unwrap();
-        let first = run.request().key.clone();
+    fn an_attempt_lost_on_any_slot_is_released_when_a_term_begins_on_another() {
+        let run = group_campaign(3, CampaignConfig::default()).unwrap();
+        let (owner, first) = (
+            run.request().request.owner,
+            run.request().request.key.clone(),
+        );
+        assert!(run.unsettled_attempts().is_none());
         let lost = run.after_attempt(Err(Error::ShutDown), Instant::now());
         assert!(matches!(lost, AfterAttempt::Wait));
+        let again = run.request();
         assert_eq!(
-            run.request().key,
-            &first,
-            "the next pass starts on the same slot"
+            (again.request.owner, again.request.key),
+            (owner, &first),
+            "the next attempt has the same token and order"
         );
         assert!(matches!(
             run.after_attempt(held(), Instant::now()),
-            AfterAttempt::TryNextSlot
+            AfterAttempt::Wait
         ));
-        let other = run.request().key.clone();
-        assert_ne!(other, first);
-        assert_eq!(
-            run.unsettled_attempts().len(),
-            1,
-            "until then, released at stop"
-        );
+        let unsettled = run.unsettled_attempts().unwrap();
+        assert_eq!(keys_of(&unsettled).len(), 3, "any slot, released at stop");
 
-        let request = run.request();
         let lease = Lease::new(
-            other,
-            request.owner,
+            LockName::new("consumers#1").unwrap(),
+            owner,
             "me",
             7,
             std::time::SystemTime::now(),
             std::time::SystemTime::now(),
         );
-        let elected = run.after_attempt(Ok(AcquireOutcome::Acquired(lease)), Instant::now());
+        let elected =
+            run.after_attempt(Ok(SlotOutcome::Acquired { slot: 1, lease }), Instant::now());
         assert!(matches!(elected, AfterAttempt::Elected(_)));
-        let strays = run.stray_attempts();
-        assert_eq!(strays.len(), 1, "the first slot's lost attempt is a stray");
-        assert_eq!(strays[0].lease().key, first);
-        assert!(run.stray_attempts().is_empty(), "handed out once");
-        assert!(run.unsettled_attempts().is_empty());
+        let strays = run.stray_attempts().unwrap();
+        assert_eq!(
+            keys_of(&strays),
+            ["consumers", "consumers#2"],
+            "every other slot"
+        );
+        assert!(run.stray_attempts().is_none(), "handed out once");
+        assert!(run.unsettled_attempts().is_none());
     }
 
     #[test]

@@ -2,9 +2,13 @@
 //!
 //! A group is built from the single-lock primitive every backend already keeps atomic: slot
 //! 0 of the group `name` is the lock `name` itself, slot `i` (for `i ≥ 1`) is the lock
-//! `name#i`. Each slot is an exclusive lock with its own fencing counter, so a group can
-//! never have more than N holders, a release frees exactly one slot, and tokens strictly
-//! increase per slot, on every backend, with nothing new in the backends.
+//! `name#i` (callers' names never contain `#`, [`LockName::DERIVED_SEPARATOR`]). Each slot
+//! is an exclusive lock with its own fencing counter, so a group can never have more than N
+//! holders, a release frees exactly one slot, and tokens strictly increase per slot, on
+//! every backend. An attempt asks for any slot at once
+//! ([`LockBackend::try_acquire_slot`](crate::LockBackend::try_acquire_slot)): one script
+//! over all the slots on Redis (their keys share the group's cluster hash tag), one
+//! `try_acquire` per slot on the backends that keep the default.
 
 use std::fmt;
 
@@ -32,7 +36,8 @@ use crate::state::{LeaderLease, LeaderState};
 pub struct GroupSlots(u32);
 
 impl GroupSlots {
-    /// The largest group: a full group is scanned slot by slot, one round trip each.
+    /// The largest group. An attempt tries every slot: in one round trip on a backend
+    /// that does it in one call (Redis), one round trip per slot on the others.
     pub const MAX: u32 = 1024;
 
     /// One slot: a single lock.
@@ -128,63 +133,14 @@ fn slot_key(key: &LockName, slot: u32) -> Result<LockName, Error> {
     Ok(LockName::new(format!("{key}#{slot}"))?)
 }
 
-/// Where a pass over a group's slots stands: the slot to try next, and how many slots of
-/// the pass were found held. One-off attempts and campaign standbys both walk a group
-/// with it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SlotPass {
-    slot: usize,
-    held: usize,
-    len: usize,
-}
-
-impl SlotPass {
-    /// A pass over `len` slots (at least 1) starting at `slot` (modulo `len`).
-    pub fn starting_at(slot: usize, len: usize) -> Self {
-        let len = len.max(1);
-        SlotPass {
-            slot: slot % len,
-            held: 0,
-            len,
-        }
-    }
-
-    /// A pass over `len` slots from a random one, so candidates spread over the slots
-    /// instead of all trying slot 0 first (slot 0 for a single lock).
-    pub fn random(len: usize) -> Self {
-        let first = if len > 1 {
-            rand::random_range(0..len)
-        } else {
-            0
-        };
-        SlotPass::starting_at(first, len)
-    }
-
-    /// The slot to try next.
-    pub fn slot(&self) -> usize {
-        self.slot
-    }
-
-    /// The slot to try next, as results report it.
-    pub fn number(&self) -> u32 {
-        u32::try_from(self.slot).unwrap_or(u32::MAX)
-    }
-
-    /// The slot tried was held: moves on to the next one. `true` while the pass goes on,
-    /// `false` once it has found every slot held (the next pass starts where it is).
-    pub fn held(&mut self) -> bool {
-        self.slot = (self.slot + 1) % self.len;
-        self.held += 1;
-        if self.held < self.len {
-            return true;
-        }
-        self.held = 0;
-        false
-    }
-
-    /// Starts the pass over at the current slot (after an attempt that failed).
-    pub fn restart(&mut self) {
-        self.held = 0;
+/// A random slot of a group of `len` slots (0 for a single lock): where an elector's
+/// attempts start, so that candidates spread over the slots instead of all trying slot 0
+/// first.
+pub fn random_slot(len: usize) -> usize {
+    if len > 1 {
+        rand::random_range(0..len)
+    } else {
+        0
     }
 }
 
@@ -307,23 +263,9 @@ mod tests {
     }
 
     #[test]
-    fn a_pass_visits_every_slot_once_then_starts_over_where_it_is() {
-        let mut pass = SlotPass::starting_at(4, 3);
-        let mut visited = vec![pass.slot()];
-        while pass.held() {
-            visited.push(pass.slot());
-        }
-        assert_eq!(visited, [1, 2, 0]);
-        assert_eq!(
-            pass.number(),
-            1,
-            "the next pass starts after the last slot tried"
-        );
-        assert!(pass.held());
-        pass.restart();
-        assert!(pass.held() && pass.held() && !pass.held());
-        assert_eq!(SlotPass::random(1), SlotPass::starting_at(0, 1));
-        assert!(SlotPass::random(5).slot() < 5);
+    fn random_slots_stay_in_the_group() {
+        assert_eq!(random_slot(1), 0);
+        assert!((0..100).all(|_| random_slot(5) < 5));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use event_listener::{Event, EventListener, Listener};
 use parking_lot::Mutex;
 
-use crate::backend::{AcquireOutcome, ExtendOutcome};
+use crate::backend::{ExtendOutcome, SlotOutcome};
 use crate::context::{LeaseContext, LeaseTracker};
 use crate::error::Error;
 use crate::leadership_events::{EventSender, LeadershipEvents};
@@ -255,21 +255,20 @@ impl LeadershipState {
         self.term.lock().clone()
     }
 
-    /// Campaign loops: records a standby's acquire attempt on `slot` sent at `sent_at`. On
-    /// `Acquired` a term begins (its deadline is `renew_deadline` from `sent_at`) and is
-    /// returned; on `Held` the observed leader is updated; an error is logged (the standby
-    /// just tries again at its next poll).
+    /// Campaign loops: records a standby's acquire attempt sent at `sent_at`. On
+    /// `Acquired` a term begins on its slot (its deadline is `renew_deadline` from
+    /// `sent_at`) and is returned; on `Held` the observed leader is updated; an error is
+    /// logged (the standby just tries again at its next poll).
     pub fn after_attempt(
         &self,
-        answer: Result<AcquireOutcome, Error>,
+        answer: Result<SlotOutcome, Error>,
         sent_at: Instant,
         lock_name: &str,
-        slot: u32,
         renew_deadline: Duration,
         backend: &'static str,
     ) -> Option<Arc<LeaseTracker>> {
         match answer {
-            Ok(AcquireOutcome::Acquired(lease)) => {
+            Ok(SlotOutcome::Acquired { slot, lease }) => {
                 let term = Arc::new(LeaseTracker::new_in_slot(
                     lease,
                     lock_name,
@@ -281,7 +280,7 @@ impl LeadershipState {
                 self.elected(Arc::clone(&term));
                 Some(term)
             }
-            Ok(AcquireOutcome::Held(holder)) => {
+            Ok(SlotOutcome::Held(holder)) => {
                 self.observe_leader(holder.as_ref().map(|h| h.leader_id.as_str()));
                 None
             }

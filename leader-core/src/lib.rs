@@ -84,7 +84,7 @@ mod watcher;
 
 pub use backend::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, ExtendOutcome, LockBackend,
-    ReleaseOutcome,
+    ReleaseOutcome, SlotOutcome, SlotRequest, SlotWalk,
 };
 pub use campaign::{CampaignConfig, DeploymentMode};
 pub use clock::{Clock, ManualClock, SystemClock};
@@ -117,7 +117,7 @@ pub mod __private {
     pub use crate::campaign::{AfterAttempt, CampaignRun};
     pub use crate::candidacy::{Candidacy, Standing, Survey};
     pub use crate::context::LeaseTracker;
-    pub use crate::group::SlotPass;
+    pub use crate::group::random_slot;
     pub use crate::keepalive::Keepalive;
     pub use crate::leadership::LeadershipState;
     pub use crate::orphan::Orphan;

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::backend::ReleaseOutcome;
+use crate::backend::{ReleaseOutcome, SlotRequest};
 use crate::error::Error;
 use crate::lease::{Lease, OwnerToken};
 use crate::name::LockName;
@@ -19,7 +19,8 @@ use crate::retry::Backoff;
 /// and again with backoff for as long as a lease taken by that request could still be live
 /// (`lease_time` from when it was sent), until a release finds and frees it. A release that
 /// finds nothing keeps the cleanup going, since the request may land later; a permanent
-/// error ends it. Releasing by owner token can never touch another owner's lock.
+/// error ends it. Releasing by owner token can never touch another owner's lock. A group's
+/// attempt may have taken any of its slots, so its orphan releases each of them.
 ///
 /// # Examples
 ///
@@ -31,14 +32,16 @@ use crate::retry::Backoff;
 /// let key = LockName::new("nightly")?;
 /// let mut orphan = Orphan::new(key, OwnerToken::random(), Instant::now(), Duration::from_secs(30));
 /// // Nothing to release yet: the request may still land, so try again a little later.
-/// assert!(orphan.after_release(&Ok(ReleaseOutcome::NotHeld)).is_some());
+/// assert!(orphan.after_releases(&[Ok(ReleaseOutcome::NotHeld)]).is_some());
 /// // Found and freed: done.
-/// assert_eq!(orphan.after_release(&Ok(ReleaseOutcome::Released)), None);
+/// assert_eq!(orphan.after_releases(&[Ok(ReleaseOutcome::Released)]), None);
 /// # Ok::<(), leader_core::Error>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct Orphan {
-    lease: Lease,
+    /// One per key the request may have taken (every slot of a group's attempt), dropped
+    /// as each is settled.
+    leases: Vec<Lease>,
     /// Paces the releases, and ends them when a lease the request took would be over.
     backoff: Backoff,
 }
@@ -52,42 +55,77 @@ impl Orphan {
     /// The possible acquisition of `key` by `owner`, whose request was sent at `sent_at`
     /// asking for `lease_time`.
     pub fn new(key: LockName, owner: OwnerToken, sent_at: Instant, lease_time: Duration) -> Self {
+        Orphan::of_keys([key], owner, sent_at, lease_time)
+    }
+
+    /// The possible acquisitions of any of `keys` by `owner` (the slots of a group).
+    pub fn of_keys(
+        keys: impl IntoIterator<Item = LockName>,
+        owner: OwnerToken,
+        sent_at: Instant,
+        lease_time: Duration,
+    ) -> Self {
         Orphan {
             // Backends identify a lease by key and owner token alone; the rest is unknown.
-            lease: Lease::new(
-                key,
-                owner,
-                String::new(),
-                0,
-                SystemTime::UNIX_EPOCH,
-                SystemTime::UNIX_EPOCH,
-            ),
+            leases: keys
+                .into_iter()
+                .map(|key| {
+                    Lease::new(
+                        key,
+                        owner,
+                        String::new(),
+                        0,
+                        SystemTime::UNIX_EPOCH,
+                        SystemTime::UNIX_EPOCH,
+                    )
+                })
+                .collect(),
             backoff: Backoff::with_bounds(sent_at, lease_time, Self::INITIAL, Self::MAX),
         }
     }
 
-    /// The lease to pass to `release` (with no minimum lease: the action never ran).
-    pub fn lease(&self) -> &Lease {
-        &self.lease
+    /// What a failed `try_acquire_slot` sent at `sent_at` may have taken: any of its slots.
+    pub fn of_request(request: &SlotRequest<'_>, sent_at: Instant) -> Self {
+        let inner = &request.request;
+        let keys = request.slots().map(|(_, key)| key.clone());
+        Orphan::of_keys(keys, inner.owner, sent_at, inner.lease_time)
     }
 
-    /// What follows a release attempt: `Some(delay)` to release again after `delay`,
-    /// `None` when the cleanup is over (freed, past the lease, or a permanent error).
-    pub fn after_release(&mut self, answer: &Result<ReleaseOutcome, Error>) -> Option<Duration> {
-        let key = &self.lease.key;
-        match answer {
-            Ok(ReleaseOutcome::Released) => {
-                tracing::info!(lock = %key, "released a lease taken by an acquire whose answer was lost");
-                return None;
+    /// The leases to pass to `release` (with no minimum lease: the action never ran), one
+    /// per key not yet settled.
+    pub fn leases(&self) -> &[Lease] {
+        &self.leases
+    }
+
+    /// What follows one release of each of [`leases`](Self::leases) (`answers` in their
+    /// order): `Some(delay)` to release the unsettled ones again after `delay`, `None` when
+    /// the cleanup is over. A key is settled once freed or after a permanent error; the
+    /// others are released again until the lease a late request could take is over.
+    pub fn after_releases(
+        &mut self,
+        answers: &[Result<ReleaseOutcome, Error>],
+    ) -> Option<Duration> {
+        let mut answers = answers.iter();
+        self.leases.retain(|lease| {
+            let key = &lease.key;
+            match answers.next() {
+                Some(Ok(ReleaseOutcome::Released)) => {
+                    tracing::info!(lock = %key, "released a lease taken by an acquire whose answer was lost");
+                    false
+                }
+                Some(Ok(ReleaseOutcome::NotHeld)) | None => true,
+                Some(Err(err)) if err.is_transient() => {
+                    tracing::debug!(lock = %key, error = %err, "releasing a possibly orphaned lease failed; retrying");
+                    true
+                }
+                Some(Err(err)) => {
+                    tracing::warn!(lock = %key, error = %err, "could not release a possibly orphaned lease; it runs out with its lease");
+                    false
+                }
             }
-            Ok(ReleaseOutcome::NotHeld) => {}
-            Err(err) if err.is_transient() => {
-                tracing::debug!(lock = %key, error = %err, "releasing a possibly orphaned lease failed; retrying");
-            }
-            Err(err) => {
-                tracing::warn!(lock = %key, error = %err, "could not release a possibly orphaned lease; it runs out with its lease");
-                return None;
-            }
+        });
+        if self.leases.is_empty() {
+            return None;
         }
         self.backoff.next_delay()
     }
@@ -117,25 +155,54 @@ mod tests {
                 } else {
                     backend_error(BackendErrorKind::Transient)
                 };
-                o.after_release(&answer).unwrap()
+                o.after_releases(&[answer]).unwrap()
             })
             .collect();
         assert!(delays[0] <= Orphan::INITIAL);
         assert!(delays.iter().all(|d| *d <= Orphan::MAX));
         assert!(delays[9] >= Orphan::MAX / 2);
-        assert_eq!(o.after_release(&Ok(ReleaseOutcome::Released)), None);
+        assert_eq!(o.after_releases(&[Ok(ReleaseOutcome::Released)]), None);
     }
 
     #[test]
     fn stops_on_a_permanent_error_and_after_the_lease() {
         let mut o = orphan(Duration::from_secs(60));
         assert_eq!(
-            o.after_release(&backend_error(BackendErrorKind::Permanent)),
+            o.after_releases(&[backend_error(BackendErrorKind::Permanent)]),
             None
         );
         let mut short = orphan(Duration::from_millis(1));
         std::thread::sleep(Duration::from_millis(3));
-        assert_eq!(short.after_release(&Ok(ReleaseOutcome::NotHeld)), None);
-        assert_eq!(short.lease().fencing_token, 0);
+        assert_eq!(short.after_releases(&[Ok(ReleaseOutcome::NotHeld)]), None);
+        assert_eq!(short.leases()[0].fencing_token, 0);
+    }
+
+    #[test]
+    fn a_groups_orphan_releases_each_slot_until_each_is_settled() {
+        let keys = ["g", "g#1", "g#2"].map(|k| LockName::new(k).unwrap());
+        let mut o = Orphan::of_keys(
+            keys,
+            OwnerToken::random(),
+            Instant::now(),
+            Duration::from_secs(60),
+        );
+        let freed_one = [
+            Ok(ReleaseOutcome::NotHeld),
+            Ok(ReleaseOutcome::Released),
+            backend_error(BackendErrorKind::Transient),
+        ];
+        assert!(o.after_releases(&freed_one).is_some());
+        let left: Vec<&str> = o.leases().iter().map(|l| l.key.as_str()).collect();
+        assert_eq!(
+            left,
+            ["g", "g#2"],
+            "the freed slot is settled, the others are not"
+        );
+        let settled = [
+            backend_error(BackendErrorKind::Permanent),
+            Ok(ReleaseOutcome::Released),
+        ];
+        assert_eq!(o.after_releases(&settled), None);
+        assert!(o.leases().is_empty());
     }
 }

@@ -25,8 +25,17 @@ struct Scoped<B> {
 }
 
 impl<B> Scoped<B> {
+    /// As scoped electors do: the caller's name gets the prefix, and a group's slot names
+    /// (`name#i`) derive from the scoped name.
     fn key(&self, key: &LockName) -> Result<LockName, Error> {
-        Ok(LockName::prefixed(&self.prefix, key.as_str())?)
+        let separator = LockName::DERIVED_SEPARATOR;
+        Ok(match key.as_str().split_once(separator) {
+            Some((name, slot)) => {
+                let scoped = LockName::prefixed(&self.prefix, name)?;
+                LockName::new(format!("{scoped}{separator}{slot}"))?
+            }
+            None => LockName::prefixed(&self.prefix, key.as_str())?,
+        })
     }
 
     fn inward(&self, lease: &Lease) -> Result<Lease, Error> {

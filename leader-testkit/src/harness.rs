@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, Error, ExtendOutcome,
     ForceReleaseOutcome, InMemoryBackend, LeaderState, Lease, ListPage, ListRequest, LockBackend,
-    LockName, ManualClock, ReleaseEvents, ReleaseOutcome,
+    LockName, ManualClock, ReleaseEvents, ReleaseOutcome, SlotOutcome, SlotRequest,
 };
 use rand::Rng;
 
@@ -147,6 +147,13 @@ impl<B: LockBackend> AsyncLockBackend for BlockingAsAsync<B> {
         request: AcquireRequest<'_>,
     ) -> impl Future<Output = Result<AcquireOutcome, Error>> + Send {
         ready(self.0.try_acquire(request))
+    }
+
+    fn try_acquire_slot(
+        &self,
+        request: SlotRequest<'_>,
+    ) -> impl Future<Output = Result<SlotOutcome, Error>> + Send {
+        ready(self.0.try_acquire_slot(request))
     }
 
     fn extend(

@@ -5,7 +5,7 @@ use std::time::Duration;
 use leader_core::{
     AcquireOutcome, AcquireRequest, Backend, Error, ExtendOutcome, ForceReleaseOutcome,
     InMemoryBackend, LeaderState, Lease, ListPage, ListRequest, LockBackend, LockName,
-    ReleaseEvents, ReleaseOutcome,
+    ReleaseEvents, ReleaseOutcome, SlotOutcome, SlotRequest,
 };
 
 /// The backend [`connect`](crate::connect) returns: one of the built-in backends, usable
@@ -121,6 +121,10 @@ impl LockBackend for AnyBackend {
         on_backend!(self, backend => LockBackend::try_acquire(backend, request))
     }
 
+    fn try_acquire_slot(&self, request: SlotRequest<'_>) -> Result<SlotOutcome, Error> {
+        on_backend!(self, backend => LockBackend::try_acquire_slot(backend, request))
+    }
+
     fn extend(
         &self,
         lease: &Lease,
@@ -152,6 +156,11 @@ impl leader_core::AsyncLockBackend for AnyBackend {
     async fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
         use leader_core::AsyncLockBackend as Async;
         on_backend!(self, backend => Async::try_acquire(backend, request).await)
+    }
+
+    async fn try_acquire_slot(&self, request: SlotRequest<'_>) -> Result<SlotOutcome, Error> {
+        use leader_core::AsyncLockBackend as Async;
+        on_backend!(self, backend => Async::try_acquire_slot(backend, request).await)
     }
 
     async fn extend(

@@ -48,7 +48,8 @@ pub use leader_core::metrics;
 pub use leader_tenant as tenant;
 
 /// The backend SPI, for implementing a backend of your own: the two traits, the four
-/// primitives' request and outcome types, and release notifications.
+/// primitives' request and outcome types, a group's acquire (`try_acquire_slot`, with a
+/// default built on `try_acquire`), and release notifications.
 ///
 /// Every backend must keep the numbered guarantees of [`LockBackend`](backend::LockBackend)'s
 /// `# Contract`; the `leader-testkit` crate's contract suite checks them.
@@ -57,6 +58,7 @@ pub mod backend {
         AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, BackendError, BackendErrorKind,
         BoxError, ExtendOutcome, LeaderLease, LeaderState, Lease, LockBackend, LockName,
         OwnerToken, ParseOwnerTokenError, ReleaseEvents, ReleaseListener, ReleaseOutcome,
+        SlotOutcome, SlotRequest, SlotWalk,
     };
 }
 

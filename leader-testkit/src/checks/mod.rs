@@ -3,10 +3,12 @@
 //! Each check makes a fresh random lock name, drives the backend through a [`Runner`](crate::Runner) and
 //! panics with a message naming the broken guarantee.
 
+mod groups;
 mod operator;
 mod ownership;
 mod properties;
 
+pub use groups::*;
 pub use operator::*;
 pub use ownership::*;
 pub use properties::*;
