@@ -16,10 +16,11 @@ use crate::elector::AsyncLeaderElector;
 ///
 /// The async twin of `leader_blocking::LeaderGroupElector`, with the same slots and
 /// semantics: slot 0 of the group `name` is the lock `name`, slot `i ≥ 1` the lock
-/// `name#i`; each slot is an exclusive lock with its own fencing counter; an attempt tries
-/// the slots one after the other from a random one; [`LeaderRunResult::Skipped`] means
-/// every pass found every slot held until `wait_time` ran out. Everything else is as for
-/// [`AsyncLeaderElector`], cancel safety included.
+/// `name#i`; each slot is an exclusive lock with its own fencing counter; an attempt asks
+/// for any slot from a random one (one script on Redis, a round trip per slot elsewhere);
+/// [`LeaderRunResult::Skipped`] means every attempt found every slot held until
+/// `wait_time` ran out. Everything else is as for [`AsyncLeaderElector`], cancel safety
+/// included (a dropped attempt releases whatever slot it may have taken).
 ///
 /// # Examples
 ///

@@ -21,11 +21,15 @@ use crate::elector::LeaderElector;
 /// tokens strictly increase per slot ([`LeaderRunResult::Elected`] carries the slot).
 /// A group of one slot *is* the single lock `name`.
 ///
-/// **Acquiring.** An attempt tries the slots one after the other, from a random one, and
-/// takes the first free slot; a pass over a full group costs one round trip per slot.
-/// [`LeaderRunResult::Skipped`] means every pass found every slot held until
-/// `wait_time` ran out. The slots are read one by one, not at one instant: a slot freed
-/// right after it was tried is found at the next pass (or, with no wait, not at all).
+/// **Acquiring.** An attempt asks the backend for any slot, in order from a random one,
+/// and gets the first free slot ([`LockBackend::try_acquire_slot`]).
+/// [`LeaderRunResult::Skipped`] means every attempt found every slot held until
+/// `wait_time` ran out. On Redis an attempt is one script over all the slots (they share
+/// the group's cluster hash tag): one round trip whatever the group's size, and every
+/// slot seen at one instant. The other backends try the slots one by one, a round trip
+/// each, so a slot freed right after it was tried is found at the next attempt (or, with
+/// no wait, not at all); each slot's acquire is atomic either way, which is what keeps
+/// the group at `slots` holders or fewer.
 ///
 /// # Examples
 ///

@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime};
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, ForceReleaseOutcome,
-    LeaderState, Lease, ListPage, ListRequest, LockName, ReleaseOutcome,
+    LeaderState, Lease, ListPage, ListRequest, LockName, ReleaseOutcome, SlotOutcome, SlotRequest,
 };
 
 use crate::backend::RedisBackend;
@@ -21,8 +21,18 @@ impl AsyncLockBackend for RedisBackend {
         &self,
         request: AcquireRequest<'_>,
     ) -> impl Future<Output = Result<AcquireOutcome, Error>> + Send {
+        let acquired = self.try_acquire_slot(SlotRequest::single(request));
+        async move { acquired.await.map(SlotOutcome::into_acquire) }
+    }
+
+    /// One script over every slot of the request (their keys share the group's hash tag).
+    fn try_acquire_slot(
+        &self,
+        request: SlotRequest<'_>,
+    ) -> impl Future<Output = Result<SlotOutcome, Error>> + Send {
         self.run_async(Acquire {
             request,
+            key_prefix: self.key_prefix(),
             now: SystemTime::now(),
         })
     }

@@ -183,7 +183,9 @@ impl RedisBackend {
     }
 
     /// The Redis key of the lock `name`: `{prefix}:{<name>}` (its fencing counter is the
-    /// same with `:fence` appended). Errors name this key.
+    /// same with `:fence` appended). A derived name keeps its group's hash tag: slot 2 of
+    /// the group `orders` is `{prefix}:{orders}#2`, so one script can try every slot of a
+    /// group on a cluster too. Errors name this key.
     ///
     /// # Examples
     ///
@@ -194,6 +196,7 @@ impl RedisBackend {
     /// let backend = RedisBackend::connect("redis://127.0.0.1/")?;
     /// let name = LockName::new("nightly")?;
     /// assert_eq!(backend.lock_key(&name), "leader:{nightly}");
+    /// assert_eq!(backend.lock_key(&LockName::new("nightly#2")?), "leader:{nightly}#2");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn lock_key(&self, name: &LockName) -> String {

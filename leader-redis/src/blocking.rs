@@ -4,7 +4,7 @@ use std::time::{Duration, SystemTime};
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, Error, ExtendOutcome, ForceReleaseOutcome, LeaderState, Lease,
-    ListPage, ListRequest, LockBackend, LockName, ReleaseOutcome,
+    ListPage, ListRequest, LockBackend, LockName, ReleaseOutcome, SlotOutcome, SlotRequest,
 };
 
 use crate::backend::RedisBackend;
@@ -14,8 +14,15 @@ use crate::ops::{Acquire, Extend, Release, State};
 /// Blocking calls wait at most the configured connect timeout plus the response timeout.
 impl LockBackend for RedisBackend {
     fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
+        self.try_acquire_slot(SlotRequest::single(request))
+            .map(SlotOutcome::into_acquire)
+    }
+
+    /// One script over every slot of the request (their keys share the group's hash tag).
+    fn try_acquire_slot(&self, request: SlotRequest<'_>) -> Result<SlotOutcome, Error> {
         self.run_blocking(Acquire {
             request,
+            key_prefix: self.key_prefix(),
             now: SystemTime::now(),
         })
     }

@@ -5,8 +5,8 @@
 use std::time::{Duration, SystemTime};
 
 use leader_core::{
-    AcquireOutcome, AcquireRequest, ExtendOutcome, LeaderLease, LeaderState, Lease, LockName,
-    ReleaseOutcome,
+    ExtendOutcome, LeaderLease, LeaderState, Lease, LockName, ReleaseOutcome, SlotOutcome,
+    SlotRequest,
 };
 use redis::{ScriptInvocation, Value};
 
@@ -41,46 +41,63 @@ fn status(items: &[Value]) -> Option<i64> {
     items.first().and_then(int)
 }
 
-/// `try_acquire`.
+/// `try_acquire_slot` (and `try_acquire`, a group of one slot): one script over every
+/// slot of the request.
 #[derive(Debug)]
-pub(crate) struct Acquire<'a> {
-    pub(crate) request: AcquireRequest<'a>,
+pub(crate) struct Acquire<'a, 'p> {
+    pub(crate) request: SlotRequest<'a>,
+    /// The backend's key prefix, for the keys of the slots after the first.
+    pub(crate) key_prefix: &'p str,
     pub(crate) now: SystemTime,
 }
 
-impl Op for Acquire<'_> {
-    type Output = AcquireOutcome;
+impl Op for Acquire<'_, '_> {
+    type Output = SlotOutcome;
     const NAME: &'static str = "acquire";
 
+    /// The first slot's: the keys the run builds are its, errors name it.
     fn name(&self) -> &LockName {
-        self.request.key
+        self.request.request.key
     }
 
     fn invocation(&self, keys: &LockKeys, _channel: &str) -> ScriptInvocation<'static> {
+        let request = &self.request.request;
         let mut invocation = ACQUIRE.key(&keys.lock);
+        invocation.key(&keys.fence);
+        for (_, key) in self.request.slots().skip(1) {
+            let later = LockKeys::new(self.key_prefix, key);
+            invocation.key(later.lock).key(later.fence);
+        }
         invocation
-            .key(&keys.fence)
-            .arg(self.request.owner.to_string())
-            .arg(self.request.leader_id)
-            .arg(millis(self.request.lease_time))
+            .arg(request.owner.to_string())
+            .arg(request.leader_id)
+            .arg(millis(request.lease_time))
             .arg(micros_since_epoch(self.now))
-            .arg(flag(self.request.use_db_time));
+            .arg(flag(request.use_db_time));
         invocation
     }
 
-    fn decode(&self, reply: Value) -> Result<AcquireOutcome, Failure> {
+    fn decode(&self, reply: Value) -> Result<SlotOutcome, Failure> {
         let bad = || Failure::bad_reply(Self::NAME, &reply);
         let items = array(&reply).ok_or_else(bad)?;
         match (status(items), items.len()) {
-            (Some(1), 5) => Ok(AcquireOutcome::Acquired(Lease::new(
-                self.request.key.clone(),
-                self.request.owner,
-                text_field(items.get(4), "leader")?,
-                u64_field(items.get(1), "fence")?,
-                time_field(items.get(2), "acq")?,
-                time_field(items.get(3), "exp")?,
-            ))),
-            (Some(0), 5) => Ok(AcquireOutcome::Held(Some(LeaderLease::new(
+            (Some(1), 6) => {
+                let nth = items.get(5).and_then(int).ok_or_else(bad)?;
+                let (slot, key) = usize::try_from(nth - 1)
+                    .ok()
+                    .and_then(|nth| self.request.slots().nth(nth))
+                    .ok_or_else(bad)?;
+                let lease = Lease::new(
+                    key.clone(),
+                    self.request.request.owner,
+                    text_field(items.get(4), "leader")?,
+                    u64_field(items.get(1), "fence")?,
+                    time_field(items.get(2), "acq")?,
+                    time_field(items.get(3), "exp")?,
+                );
+                Ok(SlotOutcome::Acquired { slot, lease })
+            }
+            (Some(0), 5) => Ok(SlotOutcome::Held(Some(LeaderLease::new(
                 text_field(items.get(1), "leader")?,
                 time_field(items.get(3), "acq")?,
                 time_field(items.get(4), "exp")?,
@@ -94,7 +111,7 @@ impl Op for Acquire<'_> {
         }
     }
 
-    fn outcome(output: &AcquireOutcome) -> &'static str {
+    fn outcome(output: &SlotOutcome) -> &'static str {
         output.as_str()
     }
 }
@@ -289,7 +306,7 @@ pub(crate) fn holder_state(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use leader_core::{LockStatus, OwnerToken};
+    use leader_core::{AcquireRequest, GroupSlots, LockStatus, OwnerToken};
 
     fn bulk(s: &str) -> Value {
         Value::BulkString(s.as_bytes().to_vec())
@@ -298,13 +315,11 @@ mod tests {
     #[test]
     fn acquire_decodes_both_outcomes_and_rejects_garbage() {
         let key = LockName::new("job").unwrap();
+        let request =
+            AcquireRequest::new(&key, OwnerToken::random(), "node-a", Duration::from_secs(1));
         let op = Acquire {
-            request: AcquireRequest::new(
-                &key,
-                OwnerToken::random(),
-                "node-a",
-                Duration::from_secs(1),
-            ),
+            request: SlotRequest::single(request),
+            key_prefix: "leader",
             now: SystemTime::now(),
         };
         let acquired = Value::Array(vec![
@@ -313,8 +328,9 @@ mod tests {
             bulk("1000000"),
             bulk("2000000"),
             bulk("node-a"),
+            Value::Int(1),
         ]);
-        let AcquireOutcome::Acquired(lease) = op.decode(acquired).unwrap() else {
+        let SlotOutcome::Acquired { slot: 0, lease } = op.decode(acquired).unwrap() else {
             panic!("acquired")
         };
         assert_eq!(
@@ -325,6 +341,18 @@ mod tests {
             lease.expires_at.duration_since(lease.acquired_at).unwrap(),
             Duration::from_secs(1)
         );
+        let out_of_range = Value::Array(vec![
+            Value::Int(1),
+            bulk("42"),
+            bulk("1000000"),
+            bulk("2000000"),
+            bulk("node-a"),
+            Value::Int(2),
+        ]);
+        assert!(matches!(
+            op.decode(out_of_range),
+            Err(Failure::BadReply { .. })
+        ));
 
         let held = Value::Array(vec![
             Value::Int(0),
@@ -333,9 +361,7 @@ mod tests {
             bulk("1000000"),
             bulk("2000000"),
         ]);
-        assert!(
-            matches!(op.decode(held), Ok(AcquireOutcome::Held(Some(h))) if h.fencing_token == 7)
-        );
+        assert!(matches!(op.decode(held), Ok(SlotOutcome::Held(Some(h))) if h.fencing_token == 7));
 
         let corrupt = Value::Array(vec![
             Value::Int(0),
@@ -354,6 +380,33 @@ mod tests {
         ));
         let no_expiry = Value::Array(vec![Value::Int(-1), bulk("expiry")]);
         assert!(matches!(op.decode(no_expiry), Err(Failure::NoExpiry)));
+    }
+
+    #[test]
+    fn a_group_acquire_sends_every_slots_keys_in_order_and_decodes_the_slot() {
+        let key = LockName::new("consumers").unwrap();
+        let keys = GroupSlots::new(3).unwrap().keys(&key).unwrap();
+        let request =
+            AcquireRequest::new(&key, OwnerToken::random(), "node-a", Duration::from_secs(1));
+        let op = Acquire {
+            request: SlotRequest::group(request, &keys, 2),
+            key_prefix: "leader",
+            now: SystemTime::now(),
+        };
+        let first = LockKeys::new("leader", op.name());
+        assert_eq!(first.lock, "leader:{consumers}#2");
+        let second_of_three = Value::Array(vec![
+            Value::Int(1),
+            bulk("42"),
+            bulk("1000000"),
+            bulk("2000000"),
+            bulk("node-a"),
+            Value::Int(2),
+        ]);
+        let SlotOutcome::Acquired { slot, lease } = op.decode(second_of_three).unwrap() else {
+            panic!("acquired")
+        };
+        assert_eq!((slot, lease.key.as_str()), (0, "consumers"));
     }
 
     #[test]
