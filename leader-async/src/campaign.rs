@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use futures_lite::FutureExt;
 use leader_core::__private::{
-    AfterAttempt, CampaignRun, Candidacy, LeadershipState, LeaseTracker, Standing,
+    AfterAttempt, CampaignRun, Candidacy, LeadershipState, LeaseTracker, Standing, TermCheck,
 };
 use leader_core::{
     AsyncLockBackend, CampaignConfig, DeploymentMode, Error, EventCallback, LeadershipWatcher,
@@ -201,7 +201,7 @@ async fn run<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &Ar
             break;
         }
         let may_lead = match campaign.candidacy() {
-            Some(candidacy) => survey(candidacy, &**backend).await.may_lead,
+            Some(candidacy) => survey(candidacy, &**backend, true).await.may_lead,
             None => true,
         };
         let next = if may_lead {
@@ -234,15 +234,15 @@ async fn run<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &Ar
 }
 
 /// A ranked campaign's look at the candidates: renews its membership record when due,
-/// then lists the live ones (see [`Standing`]).
-async fn survey<C: AsyncLockBackend>(candidacy: &Candidacy, backend: &C) -> Standing {
+/// then, when `list`, lists the live ones (see [`Standing`]).
+async fn survey<C: AsyncLockBackend>(candidacy: &Candidacy, backend: &C, list: bool) -> Standing {
     if candidacy.heartbeat_due(Instant::now()) {
         let sent_at = Instant::now();
         let answer = backend.try_acquire(candidacy.heartbeat()).await;
         candidacy.after_heartbeat(answer, sent_at);
     }
     let mut survey = candidacy.survey();
-    while let Some(request) = survey.next_request() {
+    while let Some(request) = survey.next_request().filter(|_| list) {
         let answer = backend.list(&request).await;
         survey.read(answer);
     }
@@ -250,15 +250,18 @@ async fn survey<C: AsyncLockBackend>(candidacy: &Candidacy, backend: &C) -> Stan
 }
 
 /// A leader's survey, raced against its term's deadline like a renewal: a listing that
-/// hangs must not hold up the loop that ends the term. The rank that preempts it, if any.
-async fn preempting_rank<C: AsyncLockBackend>(
+/// hangs must not hold up the loop that ends the term (see [`TermCheck`]). It lists the
+/// others only when a higher rank could preempt it.
+async fn check_term<C: AsyncLockBackend>(
     campaign: &CampaignRun,
     backend: &C,
     term: &LeaseTracker,
-) -> Option<u32> {
-    let candidacy = campaign.candidacy()?;
-    let standing = rt::timeout(term.renewal_budget(), survey(candidacy, backend)).await?;
-    standing.preempted_by
+) -> TermCheck {
+    let Some(candidacy) = campaign.candidacy() else {
+        return TermCheck::Keep;
+    };
+    let surveyed = survey(candidacy, backend, candidacy.preempts());
+    TermCheck::of(rt::timeout(term.renewal_budget(), surveyed).await)
 }
 
 /// Releases a ranked campaign's membership record when it resigns — before the lock, so
@@ -277,13 +280,15 @@ async fn withdraw<C: AsyncLockBackend>(campaign: &CampaignRun, backend: &C) {
 
 /// Renews every heartbeat until the term ends (failure, deadline, resignation, or a
 /// higher rank). Each renewal races the renew deadline: unanswered by then, the term ends
-/// at that moment.
+/// at that moment. Renewals are a heartbeat apart however long a ranked leader's survey
+/// between them takes.
 async fn lead<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
     let state = &campaign.state;
+    let mut next_renewal = Instant::now() + campaign.config.heartbeat();
     loop {
         let stop = state.stop_listener();
         if !state.stop_requested() {
-            rt::timeout(campaign.config.heartbeat(), stop).await;
+            rt::timeout(next_renewal.saturating_duration_since(Instant::now()), stop).await;
         }
         if state.stop_requested() {
             if let Some(term) = state.end_on_stop() {
@@ -300,6 +305,7 @@ async fn lead<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &A
             return;
         }
         let sent_at = Instant::now();
+        next_renewal = sent_at + campaign.config.heartbeat();
         let renewal = term.traced_extend_async(backend.extend(
             term.lease(),
             campaign.config.lease_time(),
@@ -310,10 +316,7 @@ async fn lead<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &A
                 match state.after_renewal(&term, answer, sent_at, campaign.config.renew_deadline())
                 {
                     Some(ended) => Some(ended),
-                    None => match preempting_rank(campaign, &**backend, &term).await {
-                        Some(by_rank) => state.revoke(RevokeReason::Preempted { by_rank }),
-                        None => None,
-                    },
+                    None => state.after_survey(check_term(campaign, &**backend, &term).await),
                 }
             }
             None => state.revoke(RevokeReason::RenewDeadlinePassed),

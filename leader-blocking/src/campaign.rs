@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use event_listener::Listener;
 use leader_core::__private::{
-    AfterAttempt, CampaignRun, Candidacy, LeadershipState, LeaseTracker, Standing,
+    AfterAttempt, CampaignRun, Candidacy, LeadershipState, LeaseTracker, Standing, TermCheck,
 };
 use leader_core::{
     CampaignConfig, DeploymentMode, Error, EventCallback, LeadershipWatcher, LockBackend,
@@ -195,7 +195,7 @@ fn run<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
         }
         let may_lead = campaign
             .candidacy()
-            .is_none_or(|candidacy| survey(candidacy, &**backend).may_lead);
+            .is_none_or(|candidacy| survey(candidacy, &**backend, true).may_lead);
         let next = if may_lead {
             let sent_at = Instant::now();
             let answer = backend.try_acquire_slot(campaign.request());
@@ -226,37 +226,44 @@ fn run<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
 }
 
 /// A ranked campaign's look at the candidates: renews its membership record when due,
-/// then lists the live ones (see [`Standing`]).
-fn survey<C: LockBackend>(candidacy: &Candidacy, backend: &C) -> Standing {
+/// then, when `list`, lists the live ones (see [`Standing`]).
+fn survey<C: LockBackend>(candidacy: &Candidacy, backend: &C, list: bool) -> Standing {
     if candidacy.heartbeat_due(Instant::now()) {
         let sent_at = Instant::now();
         candidacy.after_heartbeat(backend.try_acquire(candidacy.heartbeat()), sent_at);
     }
     let mut survey = candidacy.survey();
-    while let Some(request) = survey.next_request() {
+    while let Some(request) = survey.next_request().filter(|_| list) {
         survey.read(backend.list(&request));
     }
     survey.standing()
 }
 
 /// A leader's survey, raced against its term's deadline like a renewal: a listing that
-/// hangs must not hold up the loop that ends the term. The rank that preempts it, if any.
-fn preempting_rank<C: LockBackend + 'static>(
+/// hangs must not hold up the loop that ends the term (see [`TermCheck`]). It lists the
+/// others only when a higher rank could preempt it.
+fn check_term<C: LockBackend + 'static>(
     campaign: &CampaignRun,
     backend: &Arc<C>,
     term: &LeaseTracker,
-) -> Option<u32> {
-    let candidacy = Arc::clone(campaign.candidacy()?);
+) -> TermCheck {
+    let Some(candidacy) = campaign.candidacy().map(Arc::clone) else {
+        return TermCheck::Keep;
+    };
     let backend = Arc::clone(backend);
     let raced = race_deadline(
         term.context().deadline(),
         || campaign.state.stop_requested(),
-        move || survey(&candidacy, &*backend),
+        move || {
+            let list = candidacy.preempts();
+            survey(&candidacy, &*backend, list)
+        },
     );
-    match raced? {
-        Raced::Answered(standing) => standing.preempted_by,
-        // The loop ends the term at its deadline, or resigns, at its next turn.
-        Raced::DeadlinePassed | Raced::Stopped => None,
+    match raced {
+        Some(Raced::Answered(standing)) => TermCheck::of(Some(standing)),
+        Some(Raced::DeadlinePassed) => TermCheck::of(None),
+        // Resign at the top of the loop; no thread for the survey leaves the term as is.
+        Some(Raced::Stopped) | None => TermCheck::Keep,
     }
 }
 
@@ -276,13 +283,15 @@ fn withdraw<C: LockBackend>(campaign: &CampaignRun, backend: &C) {
 
 /// Renews every heartbeat until the term ends (failure, deadline, resignation, or a
 /// higher rank). Each renewal races the renew deadline: unanswered by then, the term ends
-/// at that moment.
+/// at that moment. Renewals are a heartbeat apart however long a ranked leader's survey
+/// between them takes.
 fn lead<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
     let state = &campaign.state;
+    let mut next_renewal = Instant::now() + campaign.config.heartbeat();
     loop {
         let stop = state.stop_listener();
         if !state.stop_requested() {
-            stop.wait_timeout(campaign.config.heartbeat());
+            stop.wait_timeout(next_renewal.saturating_duration_since(Instant::now()));
         }
         if state.stop_requested() {
             if let Some(term) = state.end_on_stop() {
@@ -299,6 +308,7 @@ fn lead<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
             return;
         }
         let sent_at = Instant::now();
+        next_renewal = sent_at + campaign.config.heartbeat();
         let renewal = extend_before(
             backend,
             &term,
@@ -310,10 +320,7 @@ fn lead<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
         let ended = match renewal {
             Raced::Answered(answer) => state
                 .after_renewal(&term, answer, sent_at, campaign.config.renew_deadline())
-                .or_else(|| {
-                    let by_rank = preempting_rank(campaign, backend, &term)?;
-                    state.revoke(RevokeReason::Preempted { by_rank })
-                }),
+                .or_else(|| state.after_survey(check_term(campaign, backend, &term))),
             Raced::DeadlinePassed => state.revoke(RevokeReason::RenewDeadlinePassed),
             // Resign at the top of the loop; the renewal's late answer changes nothing.
             Raced::Stopped => None,

@@ -3,10 +3,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use leader_blocking::LeaderElector;
-use leader_core::{CampaignConfig, InMemoryBackend, LeaderElectionOptions};
+use leader_core::{
+    CampaignConfig, InMemoryBackend, LeaderElectionOptions, LeadershipEvent, RevokeReason,
+};
 use leader_testkit::{Fault, FaultyBackend, Op};
 
 fn ranked(rank: u32) -> CampaignConfig {
@@ -64,4 +66,47 @@ fn a_hanging_listing_does_not_hold_up_a_leader_that_resigns() {
     backend.clear(Op::List);
     assert!(answered.is_ok(), "resign returned while the listing hung");
     assert!(term.is_lost());
+}
+
+/// DESIGN §4.7 for a ranked leader: a survey that hangs past the term's deadline ends the
+/// term at the deadline (its `Revoked` event then), not a heartbeat later.
+#[test]
+fn a_hanging_listing_ends_the_term_at_its_deadline() {
+    const HEARTBEAT: Duration = Duration::from_secs(1);
+    let config = ranked(1)
+        .with_lease_time(Duration::from_secs(3))
+        .with_heartbeat(HEARTBEAT)
+        .with_renew_deadline(Duration::from_secs(2));
+    let backend = FaultyBackend::new(InMemoryBackend::new());
+    let leadership = elector(&backend).campaign("job", config).unwrap();
+    let events = leadership.events();
+    let term = leadership
+        .wait_for_term_timeout(Duration::from_secs(5))
+        .unwrap();
+    backend.set(Op::List, Fault::Stall);
+    let listed = backend.calls(Op::List);
+    leader_testkit::wait_until("the leader lists again", Duration::from_secs(5), || {
+        backend.calls(Op::List) > listed
+    });
+    // Renewed right before this listing: the term now ends at this deadline.
+    let deadline = term.deadline();
+    let revoked = loop {
+        match events.recv_blocking() {
+            Some(LeadershipEvent::Revoked { reason }) => break (reason, Instant::now()),
+            Some(_) => {}
+            None => panic!("the events ended before the term did"),
+        }
+    };
+    backend.clear(Op::List);
+    assert!(
+        matches!(revoked.0, RevokeReason::RenewDeadlinePassed),
+        "{:?}",
+        revoked.0
+    );
+    let late = revoked.1.saturating_duration_since(deadline);
+    assert!(
+        late < HEARTBEAT / 2,
+        "revoked {late:?} after the deadline (a heartbeat is {HEARTBEAT:?})"
+    );
+    leadership.resign();
 }

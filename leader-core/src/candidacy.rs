@@ -39,6 +39,8 @@ struct Beat {
     renewed_at: Option<Instant>,
     /// The record as last renewed, to release when the campaign resigns.
     lease: Option<Lease>,
+    /// A heartbeat was sent: even unanswered, it may have written the record.
+    sent: bool,
 }
 
 /// What a candidate may do, from the live candidates it listed.
@@ -51,6 +53,35 @@ pub struct Standing {
     /// For a leader: the highest rank above its own, when preemption is on. `None` when
     /// the listing failed (the leader keeps its term).
     pub preempted_by: Option<u32>,
+}
+
+/// What a ranked leader's survey, raced against its term's deadline, means for the term.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TermCheck {
+    /// The term goes on.
+    Keep,
+    /// A higher rank is live and preemption is on: hand over.
+    Preempted {
+        /// The highest live rank above the leader's.
+        by_rank: u32,
+    },
+    /// The survey did not finish before the term's deadline: the term ends now, as it
+    /// would had its renewal gone unanswered (DESIGN §4.7), not a heartbeat later.
+    DeadlinePassed,
+}
+
+impl TermCheck {
+    /// The verdict of a survey that finished (`Some`) or ran out of time (`None`).
+    pub fn of(survey: Option<Standing>) -> Self {
+        match survey {
+            Some(Standing {
+                preempted_by: Some(by_rank),
+                ..
+            }) => TermCheck::Preempted { by_rank },
+            Some(_) => TermCheck::Keep,
+            None => TermCheck::DeadlinePassed,
+        }
+    }
 }
 
 /// One look at the live candidates: the listing requests to send, page after page, and
@@ -171,11 +202,13 @@ impl Candidacy {
     /// Records a heartbeat sent at `sent_at`. A failure is logged; the record stays as it
     /// was and the next loop turn tries again.
     pub fn after_heartbeat(&self, answer: Result<AcquireOutcome, Error>, sent_at: Instant) {
+        self.beat.lock().sent = true;
         match answer {
             Ok(AcquireOutcome::Acquired(lease)) => {
                 *self.beat.lock() = Beat {
                     renewed_at: Some(sent_at),
                     lease: Some(lease),
+                    sent: true,
                 };
             }
             Ok(AcquireOutcome::Held(holder)) => {
@@ -187,9 +220,33 @@ impl Candidacy {
         }
     }
 
-    /// The record to release when the campaign resigns, if it was written.
+    /// The record to release when the campaign resigns, if a heartbeat may have written
+    /// it: a heartbeat whose answer was lost may have, so the record is then released by
+    /// its name and owner token alone (all a release needs, as for an orphan), lest a
+    /// resigned candidate's rank keep deferring the others until its record runs out.
     pub fn withdraw(&self) -> Option<Lease> {
-        self.beat.lock().lease.take()
+        let mut beat = self.beat.lock();
+        let sent = std::mem::take(&mut beat.sent);
+        beat.lease.take().or_else(|| {
+            sent.then(|| {
+                let never = std::time::SystemTime::UNIX_EPOCH;
+                Lease::new(
+                    self.record.clone(),
+                    self.owner,
+                    String::new(),
+                    0,
+                    never,
+                    never,
+                )
+            })
+        })
+    }
+
+    /// Whether a higher rank ends this candidate's term (see
+    /// [`CampaignConfig::with_preemption`]): a leader that cannot be preempted only
+    /// heartbeats its record, it has no need to list the others.
+    pub fn preempts(&self) -> bool {
+        self.preempt
     }
 
     /// A fresh look at the live candidates (send its requests, read their answers).
@@ -232,6 +289,31 @@ mod tests {
         Candidacy::new(&key, &config, "node", false)
             .unwrap()
             .unwrap()
+    }
+
+    #[test]
+    fn a_heartbeat_whose_answer_was_lost_is_withdrawn_by_name_and_token() {
+        let c = candidacy(3, true);
+        assert!(c.withdraw().is_none(), "never sent, nothing to release");
+        c.after_heartbeat(Err(Error::ShutDown), Instant::now());
+        let record = c.withdraw().expect("it may have been written");
+        assert_eq!(record.key.as_str(), c.heartbeat().key.as_str());
+        assert_eq!(record.owner, c.heartbeat().owner);
+        assert!(c.withdraw().is_none(), "handed out once");
+    }
+
+    #[test]
+    fn a_survey_out_of_time_ends_the_term_now() {
+        let standing = |preempted_by| Standing {
+            may_lead: true,
+            preempted_by,
+        };
+        assert_eq!(TermCheck::of(None), TermCheck::DeadlinePassed);
+        assert_eq!(TermCheck::of(Some(standing(None))), TermCheck::Keep);
+        assert_eq!(
+            TermCheck::of(Some(standing(Some(4)))),
+            TermCheck::Preempted { by_rank: 4 }
+        );
     }
 
     fn page(names: &[&str]) -> ListPage {

@@ -11,6 +11,7 @@ use event_listener::{Event, EventListener, Listener};
 use parking_lot::Mutex;
 
 use crate::backend::{ExtendOutcome, SlotOutcome};
+use crate::candidacy::TermCheck;
 use crate::context::{LeaseContext, LeaseTracker};
 use crate::error::Error;
 use crate::leadership_events::{EventSender, LeadershipEvents};
@@ -311,6 +312,16 @@ impl LeadershipState {
             Err(err) => RevokeReason::RenewalFailed(Arc::new(err)),
         };
         self.revoke(reason)
+    }
+
+    /// Campaign loops: what a ranked leader's survey after a renewal found (see
+    /// [`TermCheck`]); returns the ended term (to release), if it ended.
+    pub fn after_survey(&self, check: TermCheck) -> Option<Arc<LeaseTracker>> {
+        match check {
+            TermCheck::Keep => None,
+            TermCheck::Preempted { by_rank } => self.revoke(RevokeReason::Preempted { by_rank }),
+            TermCheck::DeadlinePassed => self.revoke(RevokeReason::RenewDeadlinePassed),
+        }
     }
 
     /// Campaign loops: before renewing, ends the term if its deadline already passed (the

@@ -115,7 +115,7 @@ pub mod __private {
     pub use crate::attempts::{Attempts, Step};
     pub use crate::backend::OwnedAcquire;
     pub use crate::campaign::{AfterAttempt, CampaignRun};
-    pub use crate::candidacy::{Candidacy, Standing, Survey};
+    pub use crate::candidacy::{Candidacy, Standing, Survey, TermCheck};
     pub use crate::context::LeaseTracker;
     pub use crate::group::random_slot;
     pub use crate::keepalive::Keepalive;
