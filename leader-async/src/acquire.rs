@@ -44,7 +44,7 @@ async fn drive<B: AsyncLockBackend + 'static>(
     backend: &Arc<B>,
     attempts: &mut Attempts<'_>,
 ) -> Result<Step, Error> {
-    let probe = AcquireProbe::start(backend.name(), &attempts.request().request);
+    let probe = AcquireProbe::start(backend.name(), &attempts.request());
     let attempting = async {
         loop {
             let listener = attempts.listen(&**backend);

@@ -37,7 +37,7 @@ fn drive<B: LockBackend + 'static>(
     backend: &Arc<B>,
     attempts: &mut Attempts<'_>,
 ) -> Result<Step, Error> {
-    let probe = AcquireProbe::start(backend.name(), &attempts.request().request);
+    let probe = AcquireProbe::start(backend.name(), &attempts.request());
     let result = probe.span().in_scope(|| {
         loop {
             let listener = attempts.listen(&**backend);

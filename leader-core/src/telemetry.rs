@@ -12,7 +12,7 @@ use tracing::field::Empty;
 use tracing::{Instrument, Span};
 
 use crate::attempts::Step;
-use crate::backend::{AcquireRequest, ExtendOutcome, ReleaseOutcome};
+use crate::backend::{ExtendOutcome, ReleaseOutcome, SlotRequest};
 use crate::error::Error;
 use crate::lease::Lease;
 use crate::name::LockName;
@@ -29,20 +29,22 @@ pub struct AcquireProbe<'a> {
 }
 
 impl<'a> AcquireProbe<'a> {
-    /// Opens `leader.acquire` for `request` on `backend`.
-    pub fn start(backend: &'static str, request: &AcquireRequest<'a>) -> Self {
+    /// Opens `leader.acquire` for `request` on `backend`, named by the lock (a group's
+    /// own name, whichever slot an attempt starts from).
+    pub fn start(backend: &'static str, request: &SlotRequest<'a>) -> Self {
+        let key = request.group_name();
         let span = tracing::debug_span!(
             "leader.acquire",
-            lock = %request.key,
+            lock = %key,
             backend,
-            node_id = request.leader_id,
+            node_id = request.request.leader_id,
             outcome = Empty,
             fencing_token = Empty,
         );
         AcquireProbe {
             span,
             backend,
-            key: request.key,
+            key,
             started: Stopwatch::start(),
         }
     }

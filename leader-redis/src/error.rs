@@ -88,6 +88,9 @@ pub(crate) enum Failure {
     /// The lock hash exists without an expiry, so it would never be freed.
     #[error("corrupted lock record: the key has no expiry")]
     NoExpiry,
+    /// One slot's lock hash of a group exists without an expiry (the error names it).
+    #[error("corrupted lock record: the key has no expiry")]
+    NoExpiryAt { key: String },
     /// A listing was given a cursor this backend did not make (cut to 64 characters).
     #[error("not a cursor of a redis listing here: {cursor:?}")]
     BadCursor { cursor: String },
@@ -156,6 +159,10 @@ impl Failure {
     /// The toolkit's error, naming the lock `key`.
     pub(crate) fn into_error(self, key: &str) -> Error {
         let kind = self.kind();
+        let key = match &self {
+            Failure::NoExpiryAt { key } => key.clone(),
+            _ => key.to_owned(),
+        };
         Error::Backend(BackendError::new("redis", key, kind, self))
     }
 }

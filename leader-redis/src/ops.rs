@@ -51,6 +51,14 @@ pub(crate) struct Acquire<'a, 'p> {
     pub(crate) now: SystemTime,
 }
 
+impl<'a> Acquire<'a, '_> {
+    /// The slot a reply's 1-based position in the request's order names.
+    fn nth_slot(&self, position: Option<&Value>) -> Option<(u32, &'a LockName)> {
+        let nth = position.and_then(int)?.checked_sub(1)?;
+        self.request.slots().nth(usize::try_from(nth).ok()?)
+    }
+}
+
 impl Op for Acquire<'_, '_> {
     type Output = SlotOutcome;
     const NAME: &'static str = "acquire";
@@ -82,11 +90,7 @@ impl Op for Acquire<'_, '_> {
         let items = array(&reply).ok_or_else(bad)?;
         match (status(items), items.len()) {
             (Some(1), 6) => {
-                let nth = items.get(5).and_then(int).ok_or_else(bad)?;
-                let (slot, key) = usize::try_from(nth - 1)
-                    .ok()
-                    .and_then(|nth| self.request.slots().nth(nth))
-                    .ok_or_else(bad)?;
+                let (slot, key) = self.nth_slot(items.get(5)).ok_or_else(bad)?;
                 let lease = Lease::new(
                     key.clone(),
                     self.request.request.owner,
@@ -104,8 +108,11 @@ impl Op for Acquire<'_, '_> {
                 u64_field(items.get(2), "fence")?,
             )))),
             // Another owner's record without expiry: corrupted, never a holder to wait for.
-            (Some(-1), 2) if text_field(items.get(1), "field")? == "expiry" => {
-                Err(Failure::NoExpiry)
+            (Some(-1), 3) if text_field(items.get(1), "field")? == "expiry" => {
+                let (_, key) = self.nth_slot(items.get(2)).ok_or_else(bad)?;
+                Err(Failure::NoExpiryAt {
+                    key: LockKeys::new(self.key_prefix, key).lock,
+                })
             }
             _ => Err(bad()),
         }
@@ -378,8 +385,12 @@ mod tests {
             op.decode(Value::Okay),
             Err(Failure::BadReply { .. })
         ));
-        let no_expiry = Value::Array(vec![Value::Int(-1), bulk("expiry")]);
-        assert!(matches!(op.decode(no_expiry), Err(Failure::NoExpiry)));
+        let no_expiry = Value::Array(vec![Value::Int(-1), bulk("expiry"), Value::Int(1)]);
+        assert!(
+            matches!(op.decode(no_expiry), Err(Failure::NoExpiryAt { key }) if key == "leader:{job}")
+        );
+        let far = Value::Array(vec![Value::Int(-1), bulk("expiry"), Value::Int(i64::MIN)]);
+        assert!(matches!(op.decode(far), Err(Failure::BadReply { .. })));
     }
 
     #[test]

@@ -14,7 +14,7 @@
 --           (1-based, in KEYS order),
 --         {0, leader, fence, acquired_us, expires_us} when every slot is held by another
 --           owner (the first held slot's holder),
---         {-1, 'expiry'} when every slot is held and one of the records has no expiry
+--         {-1, 'expiry', i} when every slot is held and slot i's record has no expiry
 --           (corrupted: it would never be freed, so it is reported rather than treated
 --           as a holder).
 --
@@ -62,7 +62,7 @@ end
 if not free then
   for i = 1, slots do
     if redis.call('PTTL', KEYS[2 * i - 1]) == -1 then
-      return {-1, 'expiry'}
+      return {-1, 'expiry', i}
     end
   end
   local cur = redis.call('HMGET', KEYS[2 * first_held - 1], 'leader', 'fence', 'acq', 'exp')
