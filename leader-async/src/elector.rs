@@ -164,7 +164,7 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     ///
     /// [`Error::InvalidName`] naming the problem.
     pub fn storage_key(&self, name: &str) -> Result<String, Error> {
-        Ok(self.backend.storage_key(&self.settings.lock_key(name)?))
+        Ok(self.backend.storage_key(&self.settings.observed_key(name)?))
     }
 
     /// The full lock key for `name`, prefix included.
@@ -174,6 +174,19 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     /// [`Error::InvalidName`] naming the problem.
     pub fn lock_key(&self, name: &str) -> Result<LockName, Error> {
         self.settings.lock_key(name)
+    }
+
+    /// The full key of a lock that [`state`](Self::state),
+    /// [`force_release`](Self::force_release) and [`storage_key`](Self::storage_key) take:
+    /// a name as [`lock_key`](Self::lock_key) takes it, or one derived from it, a group's
+    /// slot (`job#2`) or a ranked candidate's record (`job#rank:…`), so that an operator
+    /// can look at or free what a listing shows.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`] naming the problem.
+    pub fn observed_key(&self, name: &str) -> Result<LockName, Error> {
+        self.settings.observed_key(name)
     }
 
     /// Runs `action` if this node wins the lock `name`; `Ok(None)` if another node holds it
@@ -324,7 +337,7 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     ///
     /// An invalid name, or a backend failure.
     pub async fn state(&self, name: &str) -> Result<LeaderState, Error> {
-        let key = self.lock_key(name)?;
+        let key = self.observed_key(name)?;
         Ok(self.backend.state(&key).await?.with_lock_name(name))
     }
 
@@ -351,7 +364,7 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     ///
     /// An invalid name, or a backend failure.
     pub async fn force_release(&self, name: &str) -> Result<ForceReleaseOutcome, Error> {
-        let key = self.lock_key(name)?;
+        let key = self.observed_key(name)?;
         self.backend.force_release(&key).await
     }
 }

@@ -169,7 +169,7 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     /// # Ok::<(), leader_core::Error>(())
     /// ```
     pub fn storage_key(&self, name: &str) -> Result<String, Error> {
-        Ok(self.backend.storage_key(&self.settings.lock_key(name)?))
+        Ok(self.backend.storage_key(&self.settings.observed_key(name)?))
     }
 
     /// The full lock key for `name`, prefix included.
@@ -179,6 +179,19 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     /// [`Error::InvalidName`] naming the problem.
     pub fn lock_key(&self, name: &str) -> Result<LockName, Error> {
         self.settings.lock_key(name)
+    }
+
+    /// The full key of a lock that [`state`](Self::state),
+    /// [`force_release`](Self::force_release) and [`storage_key`](Self::storage_key) take:
+    /// a name as [`lock_key`](Self::lock_key) takes it, or one derived from it, a group's
+    /// slot (`job#2`) or a ranked candidate's record (`job#rank:…`), so that an operator
+    /// can look at or free what a listing shows.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`] naming the problem.
+    pub fn observed_key(&self, name: &str) -> Result<LockName, Error> {
+        self.settings.observed_key(name)
     }
 
     /// Runs `action` if this node wins the lock `name`; `Ok(None)` if another node holds it
@@ -323,7 +336,7 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     ///
     /// An invalid name, or a backend failure.
     pub fn state(&self, name: &str) -> Result<LeaderState, Error> {
-        let key = self.lock_key(name)?;
+        let key = self.observed_key(name)?;
         Ok(self.backend.state(&key)?.with_lock_name(name))
     }
 
@@ -366,7 +379,7 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     ///
     /// An invalid name, or a backend failure.
     pub fn force_release(&self, name: &str) -> Result<ForceReleaseOutcome, Error> {
-        let key = self.lock_key(name)?;
+        let key = self.observed_key(name)?;
         self.backend.force_release(&key)
     }
 }

@@ -1,13 +1,14 @@
-//! Group and ranked leadership on the blocking elector: bad input is a typed error, and
-//! groups keep tenant scoping.
+//! Group and ranked leadership on the blocking elector: bad input is a typed error,
+//! groups keep tenant scoping, and an operator reaches a slot by its name.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::Duration;
 
 use leader_blocking::{LeaderElector, LeaderGroupElector};
 use leader_core::{
-    CampaignConfig, Error, InMemoryBackend, LeaderElectionOptions, LeaseMode, LockBackend,
-    LockName, OptionsError,
+    AcquireRequest, CampaignConfig, Error, ForceReleaseOutcome, GroupSlots, InMemoryBackend,
+    LeaderElectionOptions, LeaseMode, LockBackend, LockName, OptionsError, OwnerToken, SlotOutcome,
+    SlotRequest,
 };
 
 fn options() -> LeaderElectionOptions {
@@ -123,4 +124,62 @@ fn group_runs_keep_the_options_of_a_single_lock() {
         );
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// An operator can look at and free what a listing shows: a slot of a group, or a ranked
+/// candidate's record, by its derived name; anything else after `#` is a typed error.
+#[test]
+fn slots_are_looked_at_and_freed_by_their_derived_names() {
+    let backend = InMemoryBackend::new();
+    let operator = LeaderElector::new(backend.clone(), options()).unwrap();
+    let acme = operator.for_tenant("acme").unwrap();
+    let keys = GroupSlots::new(3)
+        .unwrap()
+        .keys(&acme.lock_key("orders").unwrap())
+        .unwrap();
+    for _ in 0..3 {
+        let owner = OwnerToken::random();
+        let request = AcquireRequest::new(keys.group(), owner, "node", Duration::from_secs(60));
+        let taken = backend
+            .try_acquire_slot(SlotRequest::group(request, &keys, 0))
+            .unwrap();
+        assert!(matches!(taken, SlotOutcome::Acquired { .. }), "{taken:?}");
+    }
+    assert_eq!(
+        acme.storage_key("orders#2").unwrap(),
+        "tenant:acme:orders#2"
+    );
+    let state = acme.state("orders#2").unwrap();
+    assert!(state.leader().is_some(), "{state:?}");
+    assert_eq!(state.lock_name(), "orders#2");
+    let freed = acme.force_release("orders#2").unwrap();
+    assert!(
+        matches!(freed, ForceReleaseOutcome::Released(_)),
+        "{freed:?}"
+    );
+    assert!(acme.state("orders#2").unwrap().leader().is_none());
+    assert!(
+        acme.state("orders#1").unwrap().leader().is_some(),
+        "only that slot"
+    );
+    for bad in [
+        "orders#0",
+        "orders#02",
+        "orders#x",
+        "orders#2:fence",
+        "orders#2#1",
+        "orders#rank:1",
+    ] {
+        assert!(
+            matches!(acme.state(bad), Err(Error::InvalidName(_))),
+            "{bad}"
+        );
+    }
+    assert!(
+        matches!(
+            acme.run_if_leader("orders#2", || ()),
+            Err(Error::InvalidName(_))
+        ),
+        "a derived name is never a caller's lock"
+    );
 }

@@ -59,8 +59,13 @@ impl Session {
             ),
             _ => (self.elector.clone(), name),
         };
-        // Check the name now, so that a bad one is a usage error before any I/O.
-        scoped.0.lock_key(scoped.1).map_err(|err| self.error(err))?;
+        // Check the name now, so that a bad one is a usage error before any I/O. Slots of
+        // a group and ranked candidates' records (`job#2`) are locks an operator may look
+        // at and free too.
+        scoped
+            .0
+            .observed_key(scoped.1)
+            .map_err(|err| self.error(err))?;
         Ok(scoped)
     }
 

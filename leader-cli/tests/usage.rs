@@ -121,6 +121,8 @@ fn bad_names_tenants_durations_and_flags_are_usage_errors() {
     for (args, says) in [
         (&["state", " padded"][..], "bad lock name"),
         (&["state", "a{b}"][..], "bad lock name"),
+        (&["state", "job#02"][..], "bad lock name"),
+        (&["acquire", "job#2", "--hold", "1s"][..], "bad lock name"),
         (&["state", "tenant:"][..], "--tenant"),
         (&["--tenant", "a:b", "state", "x"][..], "bad tenant"),
         (&["acquire", "x", "--hold", "soon"][..], "--hold"),
@@ -139,6 +141,16 @@ fn bad_names_tenants_durations_and_flags_are_usage_errors() {
         let ran = run(leader(&url, args)).expect_code(2);
         assert!(ran.stderr.contains(says), "{args:?}: {ran:#?}");
     }
+}
+
+#[test]
+fn a_groups_slot_is_looked_at_and_freed_by_its_name() {
+    let (url, _dir) = sqlite_url();
+    let slot = format!("{}#2", fresh("group"));
+    let ran = run(leader(&url, &["state", &slot])).expect_code(0);
+    assert!(ran.stdout.contains("free"), "{ran:#?}");
+    let ran = run(leader(&url, &["release", "--force", "--yes", &slot])).expect_code(0);
+    assert!(!ran.stdout.is_empty(), "{ran:#?}");
 }
 
 #[test]

@@ -163,7 +163,7 @@ impl Candidacy {
             return Ok(None);
         };
         let prefix = format!("{key}#rank:");
-        let record = LockName::new(format!("{prefix}{rank:010}:{:016x}", fnv1a(node_id)))?;
+        let record = key.derive(&format!("rank:{rank:010}:{:016x}", fnv1a(node_id)))?;
         Ok(Some(Candidacy {
             record,
             prefix,

@@ -130,7 +130,7 @@ fn slot_key(key: &LockName, slot: u32) -> Result<LockName, Error> {
     if slot == 0 {
         return Ok(key.clone());
     }
-    Ok(LockName::new(format!("{key}#{slot}"))?)
+    Ok(key.derive(&slot.to_string())?)
 }
 
 /// A random slot of a group of `len` slots (0 for a single lock): where an elector's

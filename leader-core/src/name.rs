@@ -17,8 +17,9 @@ use crate::error::NameError;
 /// derives from a lock's own: slot `i` of the leader group `job` is `job#i`, a ranked
 /// candidate's record is `job#rank:…`. The names electors take from callers
 /// ([`LockName::unscoped`], [`LockName::prefixed`]) may not contain it, so no lock of a
-/// caller's can be another lock's slot; [`LockName::new`] accepts it, to name those locks
-/// (an operator's `leader state 'job#1'`).
+/// caller's can be another lock's slot; [`LockName::derive`] makes the derived names, and
+/// the electors' `state` and `force_release` take them too (an operator's
+/// `leader state 'job#1'`).
 ///
 /// The namespace [`LockName::TENANT_NAMESPACE`] (`tenant:`) belongs to tenant scoping: the
 /// locks of tenant `acme` are `tenant:acme:<name>`. The names electors take from callers
@@ -138,6 +139,36 @@ impl LockName {
         Ok(LockName(full))
     }
 
+    /// The name derived from this one by `suffix` (`self#suffix`): a group's slot (a
+    /// number from 1, `job#2`) or a ranked candidate's record (`job#rank:<10 digits>:<16
+    /// hex digits>`), the only names `#` may begin.
+    ///
+    /// # Errors
+    ///
+    /// [`NameError::Hash`] when this name is already derived or `suffix` is neither form;
+    /// [`NameError::TooLong`] when the whole is over [`MAX_LEN`](Self::MAX_LEN).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_core::{LockName, NameError};
+    ///
+    /// let job = LockName::new("job")?;
+    /// assert_eq!(job.derive("2")?.as_str(), "job#2");
+    /// assert!(matches!(job.derive("02"), Err(NameError::Hash { index: 3 })));
+    /// assert!(matches!(job.derive("1:fence"), Err(NameError::Hash { .. })));
+    /// # Ok::<(), NameError>(())
+    /// ```
+    pub fn derive(&self, suffix: &str) -> Result<LockName, NameError> {
+        let index = self.0.len();
+        if self.0.contains(LockName::DERIVED_SEPARATOR) || !is_derived_suffix(suffix) {
+            return Err(NameError::Hash { index });
+        }
+        let full = format!("{}{}{suffix}", self.0, LockName::DERIVED_SEPARATOR);
+        check_len(&full)?;
+        Ok(LockName(full))
+    }
+
     /// The name as a string slice.
     pub fn as_str(&self) -> &str {
         &self.0
@@ -171,6 +202,24 @@ fn check_chars(s: &str, offset: usize) -> Result<(), NameError> {
         }
     }
     Ok(())
+}
+
+/// A slot number (`[1-9][0-9]*`) or a ranked record (`rank:` 10 digits `:` 16 hex digits).
+fn is_derived_suffix(suffix: &str) -> bool {
+    let digits = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit());
+    if let Some(record) = suffix.strip_prefix("rank:") {
+        return record.split_once(':').is_some_and(|(rank, id)| {
+            digits(rank, 10)
+                && id.len() == 16
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        });
+    }
+    !suffix.is_empty()
+        && !suffix.starts_with('0')
+        && suffix.len() <= 10
+        && suffix.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// No [`LockName::DERIVED_SEPARATOR`]: a caller's name never names a derived lock.

@@ -106,6 +106,20 @@ impl ElectorSettings {
         })
     }
 
+    /// The full key of a lock an operator may look at or free: a caller's name (as
+    /// [`lock_key`](Self::lock_key)), or a name derived from one, a group's slot
+    /// (`job#2`) or a ranked candidate's record (`job#rank:…`; see [`LockName::derive`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`] naming the problem.
+    pub fn observed_key(&self, name: &str) -> Result<LockName, Error> {
+        Ok(match name.split_once(LockName::DERIVED_SEPARATOR) {
+            Some((base, suffix)) => self.lock_key(base)?.derive(suffix)?,
+            None => self.lock_key(name)?,
+        })
+    }
+
     /// `request` with this scope's prefix in front of its own.
     pub fn scoped_list(&self, request: ListRequest) -> ListRequest {
         match &self.name_prefix {

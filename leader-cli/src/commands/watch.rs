@@ -100,7 +100,7 @@ fn print(
 /// Where the backend notifies releases, a thread forwards each release of the lock to the
 /// watch loop, so that a freed lock shows at once rather than at the next poll.
 fn listen_for_releases(elector: &LeaderElector<AnyBackend>, name: &str, wake: Sender<Wake>) {
-    let Ok(key) = elector.lock_key(name) else {
+    let Ok(key) = elector.observed_key(name) else {
         return;
     };
     let backend = elector.backend().clone();
