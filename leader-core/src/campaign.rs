@@ -56,8 +56,16 @@ pub enum DeploymentMode {
 /// candidate takes over: within one heartbeat plus a few round trips where the backend
 /// notifies releases (Redis, PostgreSQL, in-memory), plus up to `poll_interval` where it
 /// does not. With `preempt` off, rank decides only among the standbys when the leader goes.
-/// The price is one listing per heartbeat and poll (on Redis, a `SCAN` of the keyspace),
-/// and one membership renewal per heartbeat.
+/// The price is one listing per poll (a leader lists only when it can be preempted; on
+/// Redis, a `SCAN` of the keyspace), and one membership renewal per heartbeat.
+///
+/// The record is named by the node id, so each candidate of a name needs a node id of its
+/// own (two candidates with one id share one record: only one of them is counted), and
+/// one that stays the same across restarts: each distinct node id leaves its small record
+/// in the store after it goes (backends keep every lock's fencing counter; on Redis a
+/// `:fence` key), and the listing reads past them. The default node id, `hostname:pid`,
+/// changes with every restart: give ranked campaigns a stable one (a pod's name in a
+/// StatefulSet, the host's name, `region-a`).
 ///
 /// Rank is a preference; the lock alone keeps one leader. So a listing that fails never
 /// stops a takeover: that standby tries for the lock as if unranked (a leader keeps its

@@ -3,9 +3,11 @@
 //! Each ranked candidate holds a lock of its own, `<key>#rank:<rank>:<id>`, renewed every
 //! heartbeat and expired by the backend like any lease: the live candidates of a name are
 //! the held locks under `<key>#rank:`, which every backend can list. The `<id>` is a hash of
-//! the node id, so a node that restarts reuses its record's name instead of adding a new
-//! one (backends keep a lock's fencing counter for ever). The campaign loops do the I/O
-//! (renew the record, list, release it when resigning); the decisions are here.
+//! the node id, so a node that restarts with the same node id reuses its record's name
+//! instead of adding a new one (backends keep a lock's fencing counter for ever); the
+//! default node id (`hostname:pid`) does not stay the same, which `CampaignConfig`'s docs
+//! warn of. The campaign loops do the I/O (renew the record, list, release it when
+//! resigning); the decisions are here.
 
 use std::time::{Duration, Instant};
 
