@@ -217,7 +217,9 @@ async fn run<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &Ar
                     release_orphan(Arc::clone(backend), orphan);
                 }
                 lead(campaign, backend).instrument(term.term_span()).await;
-                campaign.term_ended();
+                if let Some(orphan) = campaign.term_ended() {
+                    release_orphan(Arc::clone(backend), orphan);
+                }
             }
             AfterAttempt::Wait => {
                 let woken = async {

@@ -17,7 +17,12 @@ pub(crate) fn release_orphan<B: AsyncLockBackend + 'static>(backend: Arc<B>, orp
         loop {
             let mut answers = Vec::with_capacity(orphan.leases().len());
             for lease in orphan.leases() {
-                answers.push(backend.release(lease, Duration::ZERO).await);
+                let answer = backend.release(lease, Duration::ZERO).await;
+                let unreachable = Orphan::ends_round(&answer);
+                answers.push(answer);
+                if unreachable {
+                    break;
+                }
             }
             match orphan.after_releases(&answers) {
                 Some(delay) => rt::sleep(delay).await,

@@ -209,7 +209,9 @@ fn run<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
                     release_orphan(Arc::clone(backend), orphan);
                 }
                 term.term_span().in_scope(|| lead(campaign, backend));
-                campaign.term_ended();
+                if let Some(orphan) = campaign.term_ended() {
+                    release_orphan(Arc::clone(backend), orphan);
+                }
             }
             // A stop request also wakes the release listener (the handle pokes it).
             AfterAttempt::Wait => match release {

@@ -25,11 +25,15 @@ pub(crate) fn release_orphan<B: LockBackend + 'static>(backend: Arc<B>, orphan: 
     let key = orphan.leases().first().map(|lease| lease.key.clone());
     let mut orphan = orphan;
     let attempt: Attempt = Box::new(move || {
-        let answers: Vec<_> = orphan
-            .leases()
-            .iter()
-            .map(|lease| backend.release(lease, Duration::ZERO))
-            .collect();
+        let mut answers = Vec::with_capacity(orphan.leases().len());
+        for lease in orphan.leases() {
+            let answer = backend.release(lease, Duration::ZERO);
+            let unreachable = Orphan::ends_round(&answer);
+            answers.push(answer);
+            if unreachable {
+                break;
+            }
+        }
         orphan.after_releases(&answers)
     });
     match reaper() {

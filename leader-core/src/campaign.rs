@@ -311,6 +311,9 @@ struct StandbyAttempts {
     /// After a term began: the slots an unsettled attempt may have taken besides the
     /// term's, with when it was sent, to release in the background.
     strays: Option<(u32, Instant)>,
+    /// The term's own slot, while an unsettled attempt of its token may still land on it
+    /// after the term released it (a request stuck in a paused server's socket).
+    late: Option<(u32, Instant)>,
 }
 
 impl StandbyAttempts {
@@ -320,6 +323,7 @@ impl StandbyAttempts {
             first: random_slot(slots),
             unsettled: None,
             strays: None,
+            late: None,
         }
     }
 }
@@ -426,6 +430,7 @@ impl CampaignRun {
                 // slot; what one may have taken on another slot is a stray to release.
                 Ok(SlotOutcome::Acquired { slot, .. }) => {
                     attempts.strays = attempts.unsettled.take().map(|since| (*slot, since));
+                    attempts.late = attempts.strays;
                 }
                 Ok(SlotOutcome::Held(_)) => {}
             }
@@ -444,8 +449,17 @@ impl CampaignRun {
     }
 
     /// A term ended (it was released, lost or abandoned): the next term gets a new token.
-    pub fn term_ended(&self) {
-        *self.attempts.lock() = StandbyAttempts::fresh(self.keys.len());
+    /// Returns what an unsettled attempt of the old token may still take back, the term's
+    /// own slot, to release in the background while that attempt could land.
+    pub fn term_ended(&self) -> Option<Orphan> {
+        let mut attempts = self.attempts.lock();
+        let old = std::mem::replace(&mut *attempts, StandbyAttempts::fresh(self.keys.len()));
+        let (slot, since) = old.late?;
+        let lease_time = self.config.lease_time;
+        (since.elapsed() < lease_time).then(|| {
+            let key = self.keys.slot(usize::try_from(slot).unwrap_or(0)).clone();
+            Orphan::of_keys([key], old.owner, since, lease_time)
+        })
     }
 
     /// After a term began: what failed attempts of its token may have taken on other slots
@@ -561,6 +575,15 @@ mod tests {
         );
         assert!(run.stray_attempts().is_none(), "handed out once");
         assert!(run.unsettled_attempts().is_none());
+        let late = run
+            .term_ended()
+            .expect("the lost attempt may still land on the term's slot");
+        assert_eq!(keys_of(&late), ["consumers#1"]);
+        assert_eq!(late.leases()[0].owner, owner);
+        assert!(
+            run.term_ended().is_none(),
+            "a fresh term has nothing in flight"
+        );
     }
 
     #[test]

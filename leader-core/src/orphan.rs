@@ -97,10 +97,19 @@ impl Orphan {
         &self.leases
     }
 
-    /// What follows one release of each of [`leases`](Self::leases) (`answers` in their
-    /// order): `Some(delay)` to release the unsettled ones again after `delay`, `None` when
-    /// the cleanup is over. A key is settled once freed or after a permanent error; the
-    /// others are released again until the lease a late request could take is over.
+    /// Whether a release's answer ends this round of releases: a transient error means
+    /// the store is not answering now, so the group's other slots wait for the next round
+    /// rather than each waiting out its own timeout (which would hold up every other
+    /// orphan of the process).
+    pub fn ends_round(answer: &Result<ReleaseOutcome, Error>) -> bool {
+        matches!(answer, Err(err) if err.is_transient())
+    }
+
+    /// What follows one release of each of [`leases`](Self::leases), in their order
+    /// (`answers` may stop short: the rest were not tried this round): `Some(delay)` to
+    /// release the unsettled ones again after `delay`, `None` when the cleanup is over. A
+    /// key is settled once freed or after a permanent error; the others are released
+    /// again until the lease a late request could take is over.
     pub fn after_releases(
         &mut self,
         answers: &[Result<ReleaseOutcome, Error>],
@@ -204,5 +213,21 @@ mod tests {
         ];
         assert_eq!(o.after_releases(&settled), None);
         assert!(o.leases().is_empty());
+    }
+
+    #[test]
+    fn a_round_that_stops_at_an_unreachable_store_keeps_the_slots_it_did_not_try() {
+        let keys = ["g", "g#1", "g#2"].map(|k| LockName::new(k).unwrap());
+        let mut o = Orphan::of_keys(
+            keys,
+            OwnerToken::random(),
+            Instant::now(),
+            Duration::from_secs(60),
+        );
+        let unreachable = backend_error(BackendErrorKind::Transient);
+        assert!(Orphan::ends_round(&unreachable));
+        assert!(!Orphan::ends_round(&Ok(ReleaseOutcome::NotHeld)));
+        assert!(o.after_releases(&[unreachable]).is_some());
+        assert_eq!(o.leases().len(), 3, "none settled");
     }
 }
