@@ -415,6 +415,9 @@ pub trait LockBackend: Backend {
 
     /// Takes the first slot of `request`, in its order, that [`try_acquire`](Self::try_acquire)
     /// would take (free, expired, or already `request.owner`'s), or reports every slot held.
+    /// A backend may instead prefer a slot `request.owner` already holds to an earlier free
+    /// one, so that a retried attempt never holds two slots (Redis does; the default takes
+    /// the slots in order, and the electors release a second slot taken that way).
     ///
     /// The default walks the slots with one `try_acquire` each. A backend that can try
     /// them all in one call (one script, one statement) overrides it: a group then costs
