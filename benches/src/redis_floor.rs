@@ -11,11 +11,8 @@ const ACQUIRE_LUA: &str = include_str!("../../leader-redis/src/lua/acquire.lua")
 const RELEASE_LUA: &str = include_str!("../../leader-redis/src/lua/release.lua");
 
 /// The two EVALSHA commands of one cycle on the lock `name` under `prefix`, with the
-/// arguments the backend would send (a fresh owner token, a [`LEASE`]).
-///
-/// # Panics
-///
-/// If the system clock is before 1970.
+/// arguments the backend would send (a fresh owner token, a [`LEASE`]; a system clock
+/// before 1970 sends 0 as the time).
 pub fn raw_cycle(prefix: &str, name: &str) -> (redis::Cmd, redis::Cmd) {
     let acquire = redis::Script::new(ACQUIRE_LUA);
     let release = redis::Script::new(RELEASE_LUA);

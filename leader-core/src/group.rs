@@ -87,14 +87,6 @@ pub struct GroupKeys {
 }
 
 impl GroupKeys {
-    /// The keys of a single lock: a group of one slot.
-    pub fn single(key: &LockName) -> Self {
-        GroupKeys {
-            group: key.clone(),
-            later: Vec::new(),
-        }
-    }
-
     /// The group's own name: slot 0, and where waiters for any slot listen.
     pub fn group(&self) -> &LockName {
         &self.group
@@ -242,7 +234,8 @@ mod tests {
             ["consumers", "consumers#1", "consumers#2", "consumers"]
         );
         assert_eq!((keys.len(), keys.group()), (3, &key));
-        assert_eq!(GroupKeys::single(&key).slot(1), &key);
+        let single = GroupSlots::ONE.keys(&key).unwrap();
+        assert_eq!((single.len(), single.slot(1)), (1, &key));
     }
 
     #[test]
