@@ -4,7 +4,6 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 use leader_core::__private::LeadershipState;
 
@@ -17,7 +16,8 @@ use leader_core::__private::LeadershipState;
 ///
 /// Each sample reads every state, then reads the leaders it found again, and reports them
 /// only if they still lead: a state that stopped leading in between is not an overlap.
-/// Samples are 200 µs apart, so an overlap shorter than that may go unseen.
+/// The sampler yields to other threads between samples, so an overlap shorter than a
+/// scheduling turn may go unseen.
 ///
 /// # Examples
 ///
@@ -118,11 +118,9 @@ fn sample(
         if stop.load(Ordering::SeqCst) {
             return Ok(samples);
         }
-        // Thousands of samples a second, without taking a core from the campaigns watched
-        // (on a loaded 2-core machine a spinning sampler starved them into losing terms).
-        std::thread::sleep(PAUSE);
+        // Give way to every other runnable thread between samples: a sampler that spins
+        // takes a core from the campaigns it watches (on a loaded 2-core machine, enough
+        // to starve them into losing terms), while a sleep would sample too seldom there.
+        std::thread::yield_now();
     }
 }
-
-/// The pause between two samples.
-const PAUSE: Duration = Duration::from_micros(200);
