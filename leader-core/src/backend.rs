@@ -298,6 +298,49 @@ impl SlotOutcome {
     }
 }
 
+/// One lease of an [`extend_batch`](LockBackend::extend_batch): what
+/// [`extend`](LockBackend::extend) takes for one lease.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, SystemTime};
+/// use leader_core::{Lease, LockName, OwnerToken, Renewal};
+///
+/// let now = SystemTime::now();
+/// let lease = Lease::new(LockName::new("job")?, OwnerToken::random(), "node-a", 1, now, now);
+/// let renewal = Renewal::new(&lease, Duration::from_secs(30)).with_db_time(true);
+/// assert!(renewal.use_db_time);
+/// # Ok::<(), leader_core::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct Renewal<'a> {
+    /// The lease to renew.
+    pub lease: &'a Lease,
+    /// For how long from now.
+    pub lease_time: Duration,
+    /// Take the time from the backend server's clock.
+    pub use_db_time: bool,
+}
+
+impl<'a> Renewal<'a> {
+    /// Renews `lease` for `lease_time`, on the node's clock.
+    pub fn new(lease: &'a Lease, lease_time: Duration) -> Self {
+        Renewal {
+            lease,
+            lease_time,
+            use_db_time: false,
+        }
+    }
+
+    /// The same renewal, taking the time from the backend server's clock when `on`.
+    pub fn with_db_time(mut self, on: bool) -> Self {
+        self.use_db_time = on;
+        self
+    }
+}
+
 /// The answer to `extend`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -451,6 +494,20 @@ pub trait LockBackend: Backend {
         use_db_time: bool,
     ) -> Result<ExtendOutcome, Error>;
 
+    /// Renews many leases: one answer per renewal, in their order, each what
+    /// [`extend`](Self::extend) would answer for it. For a renewal driver that renews
+    /// every due lease of a process at once.
+    ///
+    /// The default calls `extend` once per lease. A backend that can send many renewals in
+    /// one round trip overrides it (Redis: one script for hundreds of leases), so a node
+    /// holding thousands of leases renews them in a few round trips.
+    fn extend_batch(&self, renewals: &[Renewal<'_>]) -> Vec<Result<ExtendOutcome, Error>> {
+        renewals
+            .iter()
+            .map(|r| self.extend(r.lease, r.lease_time, r.use_db_time))
+            .collect()
+    }
+
     /// Frees the lock if `lease` still holds it, or shortens it to end at
     /// `acquired_at + min_lease_time` when that is still ahead.
     ///
@@ -529,6 +586,20 @@ pub trait AsyncLockBackend: Backend {
         lease_time: Duration,
         use_db_time: bool,
     ) -> impl Future<Output = Result<ExtendOutcome, Error>> + Send;
+
+    /// See [`LockBackend::extend_batch`]; the default renews one lease after the other.
+    fn extend_batch(
+        &self,
+        renewals: &[Renewal<'_>],
+    ) -> impl Future<Output = Vec<Result<ExtendOutcome, Error>>> + Send {
+        async move {
+            let mut answers = Vec::with_capacity(renewals.len());
+            for r in renewals {
+                answers.push(self.extend(r.lease, r.lease_time, r.use_db_time).await);
+            }
+            answers
+        }
+    }
 
     /// See [`LockBackend::release`].
     fn release(

@@ -84,7 +84,7 @@ mod watcher;
 
 pub use backend::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, ExtendOutcome, LockBackend,
-    ReleaseOutcome, SlotOutcome, SlotRequest, SlotWalk,
+    ReleaseOutcome, Renewal, SlotOutcome, SlotRequest, SlotWalk,
 };
 pub use campaign::{CampaignConfig, DeploymentMode};
 pub use clock::{Clock, ManualClock, SystemClock};

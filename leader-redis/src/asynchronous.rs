@@ -5,7 +5,8 @@ use std::time::{Duration, SystemTime};
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, ForceReleaseOutcome,
-    LeaderState, Lease, ListPage, ListRequest, LockName, ReleaseOutcome, SlotOutcome, SlotRequest,
+    LeaderState, Lease, ListPage, ListRequest, LockName, ReleaseOutcome, Renewal, SlotOutcome,
+    SlotRequest,
 };
 
 use crate::backend::RedisBackend;
@@ -37,18 +38,29 @@ impl AsyncLockBackend for RedisBackend {
         })
     }
 
-    fn extend(
+    async fn extend(
         &self,
         lease: &Lease,
         lease_time: Duration,
         use_db_time: bool,
-    ) -> impl Future<Output = Result<ExtendOutcome, Error>> + Send {
-        self.run_async(Extend {
-            lease,
-            lease_time,
-            use_db_time,
-            now: SystemTime::now(),
-        })
+    ) -> Result<ExtendOutcome, Error> {
+        let renewal = [Renewal::new(lease, lease_time).with_db_time(use_db_time)];
+        let mut answers = self.extend_batch(&renewal).await;
+        answers.pop().unwrap_or(Err(Error::ShutDown))
+    }
+
+    /// As the blocking `extend_batch`: a script per chunk on a standalone server, one
+    /// `extend` per lease on a cluster.
+    async fn extend_batch(&self, renewals: &[Renewal<'_>]) -> Vec<Result<ExtendOutcome, Error>> {
+        let chunk = if self.is_cluster() { 1 } else { Extend::CHUNK };
+        let mut answers = Vec::with_capacity(renewals.len());
+        for chunk in renewals.chunks(chunk) {
+            let Some(op) = Extend::new(chunk, self.key_prefix(), SystemTime::now()) else {
+                continue;
+            };
+            answers.extend(self.renewed(chunk, self.run_async_raw(op).await));
+        }
+        answers
     }
 
     fn release(

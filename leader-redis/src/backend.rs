@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use leader_core::{Backend, Error, LockName, ReleaseEvents};
+use leader_core::{Backend, BackendError, Error, ExtendOutcome, LockName, ReleaseEvents, Renewal};
 use redis::{RedisResult, Value};
 
 #[cfg(any(feature = "tokio", feature = "smol"))]
@@ -231,21 +231,64 @@ impl RedisBackend {
 
     /// Runs `op` on the blocking connections.
     pub(crate) fn run_blocking<O: Op>(&self, op: O) -> Result<O::Output, Error> {
+        let key = self.lock_key(op.name());
+        self.run_blocking_raw(op)
+            .map_err(|failure| failure.into_error(&key))
+    }
+
+    /// [`run_blocking`](Self::run_blocking), the failure not yet named by a key.
+    pub(crate) fn run_blocking_raw<O: Op>(&self, op: O) -> Result<O::Output, Failure> {
         let keys = LockKeys::new(self.key_prefix(), op.name());
         let invocation = op.invocation(&keys, &self.inner.channel);
         let started = Instant::now();
         let reply = self.inner.sync.run(&invocation);
-        finish(op, &keys, reply, started)
+        finish(op, reply, started)
     }
 
     /// Runs `op` on the async connection.
     #[cfg(any(feature = "tokio", feature = "smol"))]
     pub(crate) async fn run_async<O: Op>(&self, op: O) -> Result<O::Output, Error> {
+        let key = self.lock_key(op.name());
+        self.run_async_raw(op)
+            .await
+            .map_err(|failure| failure.into_error(&key))
+    }
+
+    /// [`run_async`](Self::run_async), the failure not yet named by a key.
+    #[cfg(any(feature = "tokio", feature = "smol"))]
+    pub(crate) async fn run_async_raw<O: Op>(&self, op: O) -> Result<O::Output, Failure> {
         let keys = LockKeys::new(self.key_prefix(), op.name());
         let invocation = op.invocation(&keys, &self.inner.channel);
         let started = Instant::now();
         let reply = self.inner.async_pool.run(&invocation).await;
-        finish(op, &keys, reply, started)
+        finish(op, reply, started)
+    }
+
+    /// The per-lease answers of one `extend` call on `chunk`: each lease's own failure
+    /// names its key; a failure of the whole call is every lease's.
+    pub(crate) fn renewed(
+        &self,
+        chunk: &[Renewal<'_>],
+        answer: Result<Vec<Result<ExtendOutcome, Failure>>, Failure>,
+    ) -> Vec<Result<ExtendOutcome, Error>> {
+        let key_of = |renewal: &Renewal<'_>| self.lock_key(&renewal.lease.key);
+        match answer {
+            Ok(items) => chunk
+                .iter()
+                .zip(items)
+                .map(|(renewal, item)| item.map_err(|failure| failure.into_error(&key_of(renewal))))
+                .collect(),
+            Err(failure) => {
+                let (kind, message) = (failure.kind(), failure.to_string());
+                chunk
+                    .iter()
+                    .map(|renewal| {
+                        let key = key_of(renewal);
+                        Err(BackendError::new("redis", key, kind, message.clone()).into())
+                    })
+                    .collect()
+            }
+        }
     }
 
     fn start_subscriber(&self) -> std::io::Result<Subscriber> {
@@ -260,13 +303,8 @@ impl RedisBackend {
     }
 }
 
-/// Decodes the reply, traces the outcome, and names the lock key in any error.
-fn finish<O: Op>(
-    op: O,
-    keys: &LockKeys,
-    reply: RedisResult<Value>,
-    started: Instant,
-) -> Result<O::Output, Error> {
+/// Decodes the reply and traces the outcome.
+fn finish<O: Op>(op: O, reply: RedisResult<Value>, started: Instant) -> Result<O::Output, Failure> {
     let result = reply
         .map_err(|err| Failure::from_redis(O::NAME, err))
         .and_then(|value| op.decode(value));
@@ -289,7 +327,7 @@ fn finish<O: Op>(
             "redis lock call failed"
         ),
     }
-    result.map_err(|failure| failure.into_error(&keys.lock))
+    result
 }
 
 impl Backend for RedisBackend {

@@ -4,7 +4,8 @@ use std::time::{Duration, SystemTime};
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, Error, ExtendOutcome, ForceReleaseOutcome, LeaderState, Lease,
-    ListPage, ListRequest, LockBackend, LockName, ReleaseOutcome, SlotOutcome, SlotRequest,
+    ListPage, ListRequest, LockBackend, LockName, ReleaseOutcome, Renewal, SlotOutcome,
+    SlotRequest,
 };
 
 use crate::backend::RedisBackend;
@@ -33,12 +34,24 @@ impl LockBackend for RedisBackend {
         lease_time: Duration,
         use_db_time: bool,
     ) -> Result<ExtendOutcome, Error> {
-        self.run_blocking(Extend {
-            lease,
-            lease_time,
-            use_db_time,
-            now: SystemTime::now(),
-        })
+        let renewal = [Renewal::new(lease, lease_time).with_db_time(use_db_time)];
+        let mut answers = self.extend_batch(&renewal);
+        answers.pop().unwrap_or(Err(Error::ShutDown))
+    }
+
+    /// One script per chunk of up to 1,000 leases on a standalone server (each lease
+    /// answered on its own); one `extend` per lease on a cluster, whose keys of different
+    /// hash tags cannot meet in one script.
+    fn extend_batch(&self, renewals: &[Renewal<'_>]) -> Vec<Result<ExtendOutcome, Error>> {
+        let chunk = if self.is_cluster() { 1 } else { Extend::CHUNK };
+        let mut answers = Vec::with_capacity(renewals.len());
+        for chunk in renewals.chunks(chunk) {
+            let Some(op) = Extend::new(chunk, self.key_prefix(), SystemTime::now()) else {
+                continue;
+            };
+            answers.extend(self.renewed(chunk, self.run_blocking_raw(op)));
+        }
+        answers
     }
 
     fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {

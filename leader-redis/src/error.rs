@@ -79,6 +79,9 @@ pub(crate) enum Failure {
         #[source]
         source: RedisError,
     },
+    /// A command inside a script failed on one key (another type of value stored there).
+    #[error("the {op} script failed on this key: {message}")]
+    InScript { op: &'static str, message: String },
     /// The reply did not have the shape the script returns.
     #[error("unexpected reply to {op}: {reply}")]
     BadReply { op: &'static str, reply: String },

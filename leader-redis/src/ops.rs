@@ -5,7 +5,7 @@
 use std::time::{Duration, SystemTime};
 
 use leader_core::{
-    ExtendOutcome, LeaderLease, LeaderState, Lease, LockName, ReleaseOutcome, SlotOutcome,
+    ExtendOutcome, LeaderLease, LeaderState, Lease, LockName, ReleaseOutcome, Renewal, SlotOutcome,
     SlotRequest,
 };
 use redis::{ScriptInvocation, Value};
@@ -123,47 +123,94 @@ impl Op for Acquire<'_, '_> {
     }
 }
 
-/// `extend`.
+/// `extend` and `extend_batch`: one script renews every lease of a chunk, each answered on
+/// its own (see `lua/extend.lua`).
 #[derive(Debug)]
-pub(crate) struct Extend<'a> {
-    pub(crate) lease: &'a Lease,
-    pub(crate) lease_time: Duration,
-    pub(crate) use_db_time: bool,
-    pub(crate) now: SystemTime,
+pub(crate) struct Extend<'a, 'p> {
+    /// The first lease's key: errors of the whole call name it.
+    first: &'a LockName,
+    renewals: &'a [Renewal<'a>],
+    /// The backend's key prefix, for the keys of the leases after the first.
+    key_prefix: &'p str,
+    now: SystemTime,
 }
 
-impl Op for Extend<'_> {
-    type Output = ExtendOutcome;
+impl<'a, 'p> Extend<'a, 'p> {
+    /// The most leases one script renews: a chunk keeps the server busy for about a
+    /// millisecond, and 10,000 leases take 10 round trips.
+    pub(crate) const CHUNK: usize = 1000;
+
+    /// Renews `renewals` (at most [`CHUNK`](Self::CHUNK) of them); `None` when there are
+    /// none, since an empty call would name no lock.
+    pub(crate) fn new(
+        renewals: &'a [Renewal<'a>],
+        key_prefix: &'p str,
+        now: SystemTime,
+    ) -> Option<Self> {
+        Some(Extend {
+            first: &renewals.first()?.lease.key,
+            renewals,
+            key_prefix,
+            now,
+        })
+    }
+}
+
+impl Op for Extend<'_, '_> {
+    /// One answer per lease; a lease's own failure names its key.
+    type Output = Vec<Result<ExtendOutcome, Failure>>;
     const NAME: &'static str = "extend";
 
     fn name(&self) -> &LockName {
-        &self.lease.key
+        self.first
     }
 
     fn invocation(&self, keys: &LockKeys, _channel: &str) -> ScriptInvocation<'static> {
         let mut invocation = EXTEND.key(&keys.lock);
-        invocation
-            .arg(self.lease.owner.to_string())
-            .arg(millis(self.lease_time))
-            .arg(micros_since_epoch(self.now))
-            .arg(flag(self.use_db_time));
+        invocation.arg(micros_since_epoch(self.now));
+        for (i, renewal) in self.renewals.iter().enumerate() {
+            if i > 0 {
+                invocation.key(LockKeys::new(self.key_prefix, &renewal.lease.key).lock);
+            }
+            invocation
+                .arg(renewal.lease.owner.to_string())
+                .arg(millis(renewal.lease_time))
+                .arg(flag(renewal.use_db_time));
+        }
         invocation
     }
 
-    fn decode(&self, reply: Value) -> Result<ExtendOutcome, Failure> {
+    fn decode(&self, reply: Value) -> Result<Self::Output, Failure> {
         let bad = || Failure::bad_reply(Self::NAME, &reply);
         let items = array(&reply).ok_or_else(bad)?;
-        match (status(items), items.len()) {
-            (Some(1), 2) => Ok(ExtendOutcome::Extended {
-                expires_at: time_field(items.get(1), "exp")?,
-            }),
-            (Some(0), 1) => Ok(ExtendOutcome::NotHeld),
-            _ => Err(bad()),
+        if items.len() != self.renewals.len() {
+            return Err(bad());
         }
+        Ok(items.iter().map(extended).collect())
     }
 
-    fn outcome(output: &ExtendOutcome) -> &'static str {
-        output.as_str()
+    fn outcome(output: &Self::Output) -> &'static str {
+        match output.as_slice() {
+            [Ok(one)] => one.as_str(),
+            [Err(_)] => "error",
+            _ => "batch",
+        }
+    }
+}
+
+/// One lease's answer in an `extend` reply.
+fn extended(item: &Value) -> Result<ExtendOutcome, Failure> {
+    match item {
+        Value::Int(0) => Ok(ExtendOutcome::NotHeld),
+        Value::Array(failed) if failed.first().and_then(int) == Some(-1) => {
+            Err(Failure::InScript {
+                op: Extend::NAME,
+                message: text_field(failed.get(1), "error")?,
+            })
+        }
+        expires => Ok(ExtendOutcome::Extended {
+            expires_at: time_field(Some(expires), "exp")?,
+        }),
     }
 }
 

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, Error, ExtendOutcome,
     ForceReleaseOutcome, InMemoryBackend, LeaderState, Lease, ListPage, ListRequest, LockBackend,
-    LockName, ManualClock, ReleaseEvents, ReleaseOutcome, SlotOutcome, SlotRequest,
+    LockName, ManualClock, ReleaseEvents, ReleaseOutcome, Renewal, SlotOutcome, SlotRequest,
 };
 use rand::Rng;
 
@@ -163,6 +163,13 @@ impl<B: LockBackend> AsyncLockBackend for BlockingAsAsync<B> {
         use_db_time: bool,
     ) -> impl Future<Output = Result<ExtendOutcome, Error>> + Send {
         ready(self.0.extend(lease, lease_time, use_db_time))
+    }
+
+    fn extend_batch(
+        &self,
+        renewals: &[Renewal<'_>],
+    ) -> impl Future<Output = Vec<Result<ExtendOutcome, Error>>> + Send {
+        ready(self.0.extend_batch(renewals))
     }
 
     fn release(

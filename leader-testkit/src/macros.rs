@@ -28,6 +28,7 @@ macro_rules! contract_tests {
                 acquire_after_expiry_gets_a_larger_token,
                 extend_by_owner_moves_expiry,
                 extend_by_non_owner_or_after_expiry_is_not_held,
+                extend_batch_renews_each_lease_as_extend_would,
                 release_by_owner_frees,
                 release_by_non_owner_changes_nothing,
                 min_lease_keeps_the_lock_without_blocking,

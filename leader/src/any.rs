@@ -5,7 +5,7 @@ use std::time::Duration;
 use leader_core::{
     AcquireOutcome, AcquireRequest, Backend, Error, ExtendOutcome, ForceReleaseOutcome,
     InMemoryBackend, LeaderState, Lease, ListPage, ListRequest, LockBackend, LockName,
-    ReleaseEvents, ReleaseOutcome, SlotOutcome, SlotRequest,
+    ReleaseEvents, ReleaseOutcome, Renewal, SlotOutcome, SlotRequest,
 };
 
 /// The backend [`connect`](crate::connect) returns: one of the built-in backends, usable
@@ -134,6 +134,10 @@ impl LockBackend for AnyBackend {
         on_backend!(self, backend => LockBackend::extend(backend, lease, lease_time, use_db_time))
     }
 
+    fn extend_batch(&self, renewals: &[Renewal<'_>]) -> Vec<Result<ExtendOutcome, Error>> {
+        on_backend!(self, backend => LockBackend::extend_batch(backend, renewals))
+    }
+
     fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {
         on_backend!(self, backend => LockBackend::release(backend, lease, min_lease_time))
     }
@@ -171,6 +175,11 @@ impl leader_core::AsyncLockBackend for AnyBackend {
     ) -> Result<ExtendOutcome, Error> {
         use leader_core::AsyncLockBackend as Async;
         on_backend!(self, backend => Async::extend(backend, lease, lease_time, use_db_time).await)
+    }
+
+    async fn extend_batch(&self, renewals: &[Renewal<'_>]) -> Vec<Result<ExtendOutcome, Error>> {
+        use leader_core::AsyncLockBackend as Async;
+        on_backend!(self, backend => Async::extend_batch(backend, renewals).await)
     }
 
     async fn release(

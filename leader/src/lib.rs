@@ -57,7 +57,7 @@ pub mod backend {
     pub use leader_core::{
         AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, BackendError, BackendErrorKind,
         BoxError, ExtendOutcome, LeaderLease, LeaderState, Lease, LockBackend, LockName,
-        OwnerToken, ParseOwnerTokenError, ReleaseEvents, ReleaseListener, ReleaseOutcome,
+        OwnerToken, ParseOwnerTokenError, ReleaseEvents, ReleaseListener, ReleaseOutcome, Renewal,
         SlotOutcome, SlotRequest, SlotWalk,
     };
 }

@@ -1,23 +1,37 @@
--- Renew a lease the caller still owns.
+-- Renew leases the caller still owns: one lease, or a renewal driver's batch of many.
 --
--- KEYS[1]  the lock hash
--- ARGV[1]  owner token
--- ARGV[2]  lease in milliseconds (>= 1)
--- ARGV[3]  the client's clock, microseconds since the Unix epoch
--- ARGV[4]  '1' to take the time from the server's TIME instead of ARGV[3]
+-- KEYS[i]     lease i's lock hash
+-- ARGV[1]     the client's clock, microseconds since the Unix epoch
+-- ARGV[3i-1]  lease i's owner token
+-- ARGV[3i]    lease i's new lease in milliseconds (>= 1)
+-- ARGV[3i+1]  '1' to take lease i's time from the server's TIME instead of ARGV[1]
 --
--- Returns {1, expires_us} when renewed, {0} when the caller does not hold the lock.
-if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then
-  return {0}
+-- Returns one item per lease, in order: its new expiry in microseconds when renewed, 0
+-- when the caller does not hold it, or {-1, message} when a command on its key failed
+-- (another type of value at the key): one lease's trouble is its own, not the batch's.
+local client_us = tonumber(ARGV[1])
+local server_us
+local answers = {}
+for i = 1, #KEYS do
+  local key, owner, ms = KEYS[i], ARGV[3 * i - 1], ARGV[3 * i]
+  local current = redis.pcall('HGET', key, 'owner')
+  if type(current) == 'table' and current.err then
+    answers[i] = {-1, current.err}
+  elseif current ~= owner then
+    answers[i] = 0
+  else
+    local now_us = client_us
+    if ARGV[3 * i + 1] == '1' then
+      if not server_us then
+        local time = redis.call('TIME')
+        server_us = tonumber(time[1]) * 1000000 + tonumber(time[2])
+      end
+      now_us = server_us
+    end
+    local expires_us = string.format('%.0f', now_us + tonumber(ms) * 1000)
+    redis.call('HSET', key, 'exp', expires_us)
+    redis.call('PEXPIRE', key, ms)
+    answers[i] = expires_us
+  end
 end
-
-local now_us = tonumber(ARGV[3])
-if ARGV[4] == '1' then
-  local time = redis.call('TIME')
-  now_us = tonumber(time[1]) * 1000000 + tonumber(time[2])
-end
-local expires_us = string.format('%.0f', now_us + tonumber(ARGV[2]) * 1000)
-
-redis.call('HSET', KEYS[1], 'exp', expires_us)
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return {1, expires_us}
+return answers

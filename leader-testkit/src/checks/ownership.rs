@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use leader_core::{
     AcquireOutcome, AsyncLockBackend, ExtendOutcome, LockStatus, OwnerToken, ReleaseOutcome,
+    Renewal,
 };
 
 use super::{LONG_LEASE, acquire, must_acquire, request, within};
@@ -258,5 +259,44 @@ where
                 .map(|l| (l.leader_id.as_str(), l.fencing_token)),
             Some(("node-a", lease.fencing_token))
         );
+    });
+}
+
+/// §4.2 for many leases at once: `extend_batch` answers each renewal in order as `extend`
+/// would — the owner's lease renewed (and held past its first lease), a released one and
+/// one asked for with another owner's token not held, and changes nothing of the latter.
+pub fn extend_batch_renews_each_lease_as_extend_would<H: Harness, R: Runner>(
+    harness: &H,
+    runner: &R,
+) where
+    H::Backend: AsyncLockBackend,
+{
+    runner.block_on(async {
+        let backend = harness.backend().await;
+        let lease_time = harness.short_lease();
+        let mut leases = Vec::new();
+        for n in 0..4 {
+            let key = fresh_name(&format!("extend-batch-{n}"));
+            leases.push(must_acquire(&backend, request(&key, OwnerToken::random(), "node-a", lease_time)).await);
+        }
+        let released = backend.release(&leases[1], Duration::ZERO).await.unwrap();
+        assert_eq!(released, ReleaseOutcome::Released);
+        let mut stranger = leases[2].clone();
+        stranger.owner = OwnerToken::random();
+        harness.advance(lease_time / 2);
+        let batch = [&leases[0], &leases[1], &stranger, &leases[3]]
+            .map(|lease| Renewal::new(lease, lease_time * 4));
+        let answers = backend.extend_batch(&batch).await;
+        assert_eq!(answers.len(), 4, "{answers:?}");
+        let renewed = |i: usize| matches!(answers[i], Ok(ExtendOutcome::Extended { expires_at }) if expires_at > leases[i].expires_at);
+        assert!(renewed(0) && renewed(3), "the owners' leases: {answers:?}");
+        assert!(matches!(answers[1], Ok(ExtendOutcome::NotHeld)), "released: {answers:?}");
+        assert!(matches!(answers[2], Ok(ExtendOutcome::NotHeld)), "another owner: {answers:?}");
+        assert!(backend.extend_batch(&[]).await.is_empty());
+        harness.advance(lease_time);
+        for (i, held) in [(0, true), (2, false), (3, true)] {
+            let state = backend.state(&leases[i].key).await.unwrap();
+            assert_eq!(state.leader().is_some(), held, "lease {i}: {state:?}");
+        }
     });
 }
