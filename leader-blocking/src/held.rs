@@ -1,4 +1,5 @@
-//! A held lease: renewed by a watchdog if asked, released exactly once (also on panic).
+//! A held lease: renewed by the backend's renewal driver if asked, released exactly once
+//! (also on panic).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -6,7 +7,7 @@ use std::time::{Duration, Instant};
 use leader_core::__private::{Keepalive, LeaseTracker};
 use leader_core::{Error, Lease, LeaseContext, LockBackend, ReleaseOutcome};
 
-use crate::watchdog::Watchdog;
+use crate::renewals::{Registration, Renewals};
 
 /// Owns an acquisition until it is released; dropping it releases (so a panicking action
 /// still frees the lock before the panic goes on).
@@ -14,7 +15,7 @@ use crate::watchdog::Watchdog;
 pub(crate) struct HeldLease<B: LockBackend + 'static> {
     backend: Arc<B>,
     tracker: Arc<LeaseTracker>,
-    watchdog: Option<Watchdog>,
+    renewals: Option<Registration<B>>,
     min_lease_time: Duration,
     released: bool,
 }
@@ -36,9 +37,8 @@ impl<B: LockBackend + 'static> HeldLease<B> {
             keepalive.lease_time,
             backend.name(),
         ));
-        let watchdog = keepalive.renew_every.map(|interval| {
-            Watchdog::start(
-                Arc::clone(&backend),
+        let renewals = keepalive.renew_every.map(|interval| {
+            Renewals::of(&backend).register(
                 Arc::clone(&tracker),
                 interval,
                 keepalive.lease_time,
@@ -48,7 +48,7 @@ impl<B: LockBackend + 'static> HeldLease<B> {
         HeldLease {
             backend,
             tracker,
-            watchdog,
+            renewals,
             min_lease_time: keepalive.min_lease_time,
             released: false,
         }
@@ -80,9 +80,9 @@ impl<B: LockBackend + 'static> HeldLease<B> {
 
     fn release_now(&mut self) -> Result<ReleaseOutcome, Error> {
         self.released = true;
-        if let Some(mut watchdog) = self.watchdog.take() {
-            watchdog.stop();
-        }
+        // No renewal is scheduled after this. One the driver already took into a batch may
+        // still be sent; it lands on a released lock, where ownership makes it a no-op.
+        drop(self.renewals.take());
         let outcome = self.tracker.traced_release(|| {
             self.backend
                 .release(self.tracker.lease(), self.min_lease_time)

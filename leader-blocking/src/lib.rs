@@ -37,8 +37,8 @@ mod held;
 mod orphan;
 mod pool;
 mod renew;
+mod renewals;
 mod task;
-mod watchdog;
 
 pub use campaign::LeadershipHandle;
 pub use elector::LeaderElector;

@@ -216,6 +216,17 @@ impl LeaseTracker {
         self.probe.extend(self.lease(), call)
     }
 
+    /// The `leader.extend` span of a renewal sent with others' (a renewal driver's batch),
+    /// to record its answer with [`record_extend`](Self::record_extend).
+    pub fn extend_span(&self) -> tracing::Span {
+        self.probe.extend_span(self.lease())
+    }
+
+    /// Records a renewal's answer on the span [`extend_span`](Self::extend_span) made.
+    pub fn record_extend(span: &tracing::Span, answer: &Result<ExtendOutcome, Error>) {
+        crate::telemetry::record_extend(span, answer);
+    }
+
     /// Awaits the async `extend` call inside `leader.extend`, recording its outcome.
     ///
     /// # Errors

@@ -127,13 +127,15 @@ impl HoldProbe {
         lease: &Lease,
         call: impl FnOnce() -> Result<ExtendOutcome, Error>,
     ) -> Result<ExtendOutcome, Error> {
-        let span = lease_span!(tracing::Level::DEBUG, "leader.extend", self.backend, lease);
+        let span = self.extend_span(lease);
         let answer = span.in_scope(call);
-        span.record(
-            "outcome",
-            answer.as_ref().map_or("error", ExtendOutcome::as_str),
-        );
+        record_extend(&span, &answer);
         answer
+    }
+
+    /// The `leader.extend` span of one renewal of `lease`.
+    pub(crate) fn extend_span(&self, lease: &Lease) -> Span {
+        lease_span!(tracing::Level::DEBUG, "leader.extend", self.backend, lease)
     }
 
     /// Awaits an async `extend` inside `leader.extend` and records its outcome.
@@ -142,12 +144,9 @@ impl HoldProbe {
         lease: &Lease,
         call: impl Future<Output = Result<ExtendOutcome, Error>>,
     ) -> Result<ExtendOutcome, Error> {
-        let span = lease_span!(tracing::Level::DEBUG, "leader.extend", self.backend, lease);
+        let span = self.extend_span(lease);
         let answer = call.instrument(span.clone()).await;
-        span.record(
-            "outcome",
-            answer.as_ref().map_or("error", ExtendOutcome::as_str),
-        );
+        record_extend(&span, &answer);
         answer
     }
 
@@ -206,4 +205,12 @@ impl HoldProbe {
     pub(crate) fn end(&self, lease: &Lease) {
         record::hold_ended(self.backend, lease.key.as_str(), self.held_since);
     }
+}
+
+/// Records a renewal's answer on its `leader.extend` span.
+pub(crate) fn record_extend(span: &Span, answer: &Result<ExtendOutcome, Error>) {
+    span.record(
+        "outcome",
+        answer.as_ref().map_or("error", ExtendOutcome::as_str),
+    );
 }

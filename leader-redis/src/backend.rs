@@ -245,6 +245,43 @@ impl RedisBackend {
         finish(op, reply, started)
     }
 
+    /// Runs `ops` in one round trip on a standalone server (see
+    /// [`SyncPool::run_pipeline`]), each answered on its own.
+    pub(crate) fn run_blocking_pipelined<O: Op>(
+        &self,
+        ops: Vec<O>,
+    ) -> Vec<Result<O::Output, Failure>> {
+        let invocations: Vec<_> = ops
+            .iter()
+            .map(|op| {
+                op.invocation(
+                    &LockKeys::new(self.key_prefix(), op.name()),
+                    &self.inner.channel,
+                )
+            })
+            .collect();
+        let started = Instant::now();
+        match self.inner.sync.run_pipeline(&invocations) {
+            Ok(replies) => ops
+                .into_iter()
+                .zip(replies)
+                .map(|(op, reply)| finish(op, reply, started))
+                .collect(),
+            Err(err) => {
+                let failure = Failure::from_redis(O::NAME, err);
+                let (kind, message) = (failure.kind(), failure.to_string());
+                ops.iter()
+                    .map(|_| {
+                        Err(Failure::Pipeline {
+                            kind,
+                            message: message.clone(),
+                        })
+                    })
+                    .collect()
+            }
+        }
+    }
+
     /// Runs `op` on the async connection.
     #[cfg(any(feature = "tokio", feature = "smol"))]
     pub(crate) async fn run_async<O: Op>(&self, op: O) -> Result<O::Output, Error> {
@@ -284,7 +321,11 @@ impl RedisBackend {
                     .iter()
                     .map(|renewal| {
                         let key = key_of(renewal);
-                        Err(BackendError::new("redis", key, kind, message.clone()).into())
+                        let failure = Failure::Pipeline {
+                            kind,
+                            message: message.clone(),
+                        };
+                        Err(BackendError::new("redis", key, kind, failure).into())
                     })
                     .collect()
             }

@@ -82,6 +82,12 @@ pub(crate) enum Failure {
     /// A command inside a script failed on one key (another type of value stored there).
     #[error("the {op} script failed on this key: {message}")]
     InScript { op: &'static str, message: String },
+    /// A call that renewed many leases failed as a whole: each lease's error says so.
+    #[error("{message}")]
+    Pipeline {
+        kind: BackendErrorKind,
+        message: String,
+    },
     /// The reply did not have the shape the script returns.
     #[error("unexpected reply to {op}: {reply}")]
     BadReply { op: &'static str, reply: String },
@@ -155,6 +161,7 @@ impl Failure {
     pub(crate) fn kind(&self) -> BackendErrorKind {
         match self {
             Failure::Unreachable(_) | Failure::Unavailable(_) => BackendErrorKind::Transient,
+            Failure::Pipeline { kind, .. } => *kind,
             _ => BackendErrorKind::Permanent,
         }
     }

@@ -139,6 +139,8 @@ impl<'a, 'p> Extend<'a, 'p> {
     /// The most leases one script renews: a chunk keeps the server busy for about a
     /// millisecond, and 10,000 leases take 10 round trips.
     pub(crate) const CHUNK: usize = 1000;
+    /// The most chunks sent in one round trip (a pipeline, on a standalone server).
+    pub(crate) const PIPELINED: usize = 10;
 
     /// Renews `renewals` (at most [`CHUNK`](Self::CHUNK) of them); `None` when there are
     /// none, since an empty call would name no lock.

@@ -93,7 +93,41 @@ impl SyncPool {
         self.call(|conn| conn.send(io))
     }
 
-    fn call(&self, mut f: impl FnMut(&mut SyncConn) -> RedisResult<Value>) -> RedisResult<Value> {
+    /// Runs `invocations` in one round trip (a pipeline; standalone servers only), each
+    /// answered on its own. Scripts the server does not know (a restart emptied its cache)
+    /// are loaded and the pipeline sent once more: the scripts sent this way may run twice
+    /// without harm, as `run`'s may.
+    pub(crate) fn run_pipeline(
+        &self,
+        invocations: &[ScriptInvocation<'_>],
+    ) -> RedisResult<Vec<RedisResult<Value>>> {
+        self.call(|conn| {
+            let SyncConn::Single(conn) = conn else {
+                return Err(redis::RedisError::from((
+                    ErrorKind::Client,
+                    "scripts are pipelined on a standalone server only",
+                )));
+            };
+            let mut pipe = redis::pipe();
+            pipe.ignore_errors();
+            for invocation in invocations {
+                pipe.invoke_script(invocation);
+            }
+            let answers: Vec<RedisResult<Value>> = pipe.query(conn)?;
+            let unknown = |answer: &RedisResult<Value>| {
+                matches!(answer, Err(err) if err.kind() == ErrorKind::Server(redis::ServerErrorKind::NoScript))
+            };
+            if !answers.iter().any(unknown) {
+                return Ok(answers);
+            }
+            for invocation in invocations {
+                invocation.load(conn)?;
+            }
+            pipe.query(conn)
+        })
+    }
+
+    fn call<T>(&self, mut f: impl FnMut(&mut SyncConn) -> RedisResult<T>) -> RedisResult<T> {
         let pooled = self.idle.lock().pop();
         match pooled {
             Some(conn) => match self.call_on(conn, &mut f) {
@@ -105,11 +139,11 @@ impl SyncPool {
     }
 
     /// Runs `f` on `conn`, and pools `conn` again unless it may be broken.
-    fn call_on(
+    fn call_on<T>(
         &self,
         mut conn: SyncConn,
-        f: &mut impl FnMut(&mut SyncConn) -> RedisResult<Value>,
-    ) -> RedisResult<Value> {
+        f: &mut impl FnMut(&mut SyncConn) -> RedisResult<T>,
+    ) -> RedisResult<T> {
         let result = f(&mut conn);
         let reusable = match &result {
             Ok(_) => true,

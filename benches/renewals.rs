@@ -1,0 +1,175 @@
+//! 10,000 auto-extended leases held at once on Redis by one blocking elector (lock guards
+//! in `LeaseMode::Watchdog`, lease 6 s, so a renewal every 2 s), against a redis-server of
+//! the bench's own:
+//!
+//! - round trips per renewal tick: the driver's `extend_batch` calls over several renewal
+//!   intervals (counted by a wrapper; on a standalone server a call of up to 10,000 leases
+//!   is one pipelined round trip), divided by the intervals, beside the scripts the server
+//!   ran (`INFO commandstats`, one per chunk of 1,000 leases);
+//! - the process's threads before and while the leases are held;
+//! - memory per held lease: the growth of the resident set while holding them, divided by
+//!   their number (it includes the guards and the driver's bookkeeping);
+//! - whether every lease was kept.
+//!
+//! ```text
+//! cargo bench -p leader-benches --bench renewals
+//! ```
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use leader_benches::goal;
+use leader_blocking::LeaderElector;
+use leader_core::{
+    AcquireOutcome, AcquireRequest, Backend, Error, ExtendOutcome, ForceReleaseOutcome,
+    LeaderElectionOptions, LeaderState, Lease, LeaseMode, ListPage, ListRequest, LockBackend,
+    LockName, ReleaseOutcome, Renewal,
+};
+use leader_redis::RedisBackend;
+use leader_testkit::fixtures::{self, RedisServer};
+
+/// The Redis backend, counting the renewal driver's calls (each one round trip here).
+#[derive(Debug)]
+struct Counting {
+    inner: RedisBackend,
+    batches: AtomicU64,
+}
+
+impl Backend for Counting {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+}
+
+impl LockBackend for Counting {
+    fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
+        self.inner.try_acquire(request)
+    }
+
+    fn extend(&self, lease: &Lease, time: Duration, db: bool) -> Result<ExtendOutcome, Error> {
+        self.inner.extend(lease, time, db)
+    }
+
+    fn extend_batch(&self, renewals: &[Renewal<'_>]) -> Vec<Result<ExtendOutcome, Error>> {
+        let round_trips = renewals.len().div_ceil(10_000) as u64;
+        self.batches.fetch_add(round_trips, Ordering::Relaxed);
+        self.inner.extend_batch(renewals)
+    }
+
+    fn release(&self, lease: &Lease, min_lease: Duration) -> Result<ReleaseOutcome, Error> {
+        self.inner.release(lease, min_lease)
+    }
+
+    fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
+        self.inner.state(key)
+    }
+
+    fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
+        self.inner.list(request)
+    }
+
+    fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
+        self.inner.force_release(key)
+    }
+}
+
+const LEASES: usize = 10_000;
+const LEASE: Duration = Duration::from_secs(6);
+const INTERVALS: u32 = 4;
+
+/// How many scripts the server has run.
+fn scripts_run(conn: &mut redis::Connection) -> u64 {
+    let info: String = redis::cmd("INFO").arg("commandstats").query(conn).unwrap();
+    info.lines()
+        .filter(|line| line.starts_with("cmdstat_evalsha:") || line.starts_with("cmdstat_eval:"))
+        .filter_map(|line| {
+            line.split("calls=")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}
+
+fn threads() -> usize {
+    std::fs::read_dir("/proc/self/task").map_or(0, Iterator::count)
+}
+
+/// The resident set, in bytes.
+fn resident() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
+}
+
+fn main() {
+    let Some(server) = fixtures::require("redis-server", RedisServer::start()) else {
+        return;
+    };
+    let backend = Arc::new(Counting {
+        inner: RedisBackend::connect(&server.url()).unwrap(),
+        batches: AtomicU64::new(0),
+    });
+    let options = LeaderElectionOptions::default().with_wait_time(Duration::ZERO);
+    let elector = LeaderElector::with_shared_backend(Arc::clone(&backend), options).unwrap();
+    let mut conn = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let mode = LeaseMode::Watchdog { timeout: LEASE };
+
+    let threads_before = threads();
+    let resident_before = resident();
+    let started = Instant::now();
+    let guards: Vec<_> = (0..LEASES)
+        .map(|n| elector.acquire(&format!("renewals:{n}"), mode).unwrap())
+        .collect();
+    let acquiring = started.elapsed();
+    let resident_held = resident();
+    let threads_held = threads();
+
+    // Count over whole renewal intervals, once the first renewals have begun.
+    let interval = LEASE / 3;
+    std::thread::sleep(interval);
+    let before = scripts_run(&mut conn);
+    let batches_before = backend.batches.load(Ordering::Relaxed);
+    std::thread::sleep(interval * INTERVALS);
+    let scripts = scripts_run(&mut conn) - before;
+    let round_trips = backend.batches.load(Ordering::Relaxed) - batches_before;
+    let kept = guards.iter().filter(|guard| !guard.is_lost()).count();
+    let per_tick = round_trips as f64 / f64::from(INTERVALS);
+    let per_lease = resident_held.saturating_sub(resident_before) as f64 / LEASES as f64;
+
+    println!(
+        "renewals: {LEASES} leases acquired in {acquiring:.2?}; {kept} of them kept over {INTERVALS} renewal intervals of {interval:?}"
+    );
+    println!(
+        "renewals: {round_trips} round trips ({scripts} scripts) over {INTERVALS} intervals => {per_tick:.1} round trips per renewal tick"
+    );
+    println!(
+        "renewals: threads {threads_before} before, {threads_held} while holding {LEASES} leases"
+    );
+    println!("renewals: about {per_lease:.0} bytes of resident memory per held lease");
+    goal(
+        "redis renewal round trips per tick, 10,000 leases",
+        per_tick,
+        10.0,
+        "",
+    );
+    goal(
+        "threads added to hold 10,000 auto-extended leases",
+        threads_held.saturating_sub(threads_before) as f64,
+        2.0,
+        "",
+    );
+    goal("leases lost over the run", (LEASES - kept) as f64, 0.0, "");
+    drop(guards);
+}
