@@ -15,9 +15,17 @@ use crate::held::HeldLease;
 /// Runs actions only on the node that wins the lock; the others skip.
 ///
 /// The action runs on the calling thread. While it runs the lease is renewed if
-/// `auto_extend` is set (a watchdog thread renews every `lease_time / 3`); when it returns,
-/// fails or panics, the lease is released (a panic then continues). Cloning is cheap and
-/// clones share the backend.
+/// `auto_extend` is set, every `lease_time / 3`; when it returns, fails or panics, the
+/// lease is released (a panic then continues). Cloning is cheap and clones share the
+/// backend.
+///
+/// **Renewals.** Every auto-extended lease over one backend value (the same `Arc`, so all
+/// clones and every elector made [`with_shared_backend`](Self::with_shared_backend) from
+/// it) is renewed by one driver of two threads, however many leases are held: due leases
+/// are renewed together with [`LockBackend::extend_batch`] (on Redis, 10,000 leases in
+/// one round trip), and each lease is marked lost at its own deadline if its renewal goes
+/// unanswered. Give electors one backend value rather than a backend each, so that they
+/// share it.
 ///
 /// # Errors
 ///

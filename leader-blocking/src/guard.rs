@@ -11,8 +11,8 @@ use crate::held::HeldLease;
 /// A held lock for a critical section that must run or fail loudly (a billing run for one
 /// period). Released when dropped.
 ///
-/// With [`LeaseMode::Watchdog`] a watchdog thread renews it every `timeout / 3` while the
-/// guard lives; with [`LeaseMode::Fixed`] it expires at its hard deadline and
+/// With [`LeaseMode::Watchdog`] the backend's renewal driver renews it every `timeout / 3`
+/// while the guard lives (see [`LeaderElector`]'s "Renewals"); with [`LeaseMode::Fixed`] it expires at its hard deadline and
 /// [`is_lost`](Self::is_lost) turns true. Either way, check it (or the fencing token at
 /// your storage) before each side effect.
 #[derive(Debug)]

@@ -18,7 +18,7 @@ use crate::telemetry::HoldProbe;
 ///
 /// The deadline is on this node's monotonic clock, counted from *before* the acquire
 /// (or renewal) request was sent, so it never overestimates how long the lease lasts.
-/// Past it, or once the watchdog finds the lease gone, [`is_lost`](Self::is_lost) is `true`
+/// Past it, or once a renewal finds the lease gone, [`is_lost`](Self::is_lost) is `true`
 /// and [`lost`](Self::lost) resolves: stop writing, and pass the fencing token along with
 /// every write so the storage can refuse a stale leader.
 ///

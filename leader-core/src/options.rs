@@ -163,7 +163,7 @@ impl LeaderElectionOptions {
         self.use_db_time
     }
 
-    /// How often the watchdog renews an auto-extended lease: `lease_time / 3`.
+    /// How often an auto-extended lease is renewed: `lease_time / 3`.
     pub fn renew_interval(&self) -> Duration {
         self.lease_time / 3
     }
