@@ -37,13 +37,13 @@ local lease_ms = tonumber(ARGV[3])
 local slots = #KEYS / 2
 
 -- The hash only exists while a lease runs: PX removes it on expiry. A hash without an
--- owner holds nothing.
-local free, first_held
+-- owner holds nothing. One HMGET a slot reads all an answer needs (a single lock that
+-- is held costs it and a PTTL, nothing more).
+local free, held
 for i = 1, slots do
-  local owner = redis.call('HGET', KEYS[2 * i - 1], 'owner')
-  if owner == ARGV[1] then
-    local lock = KEYS[2 * i - 1]
-    local cur = redis.call('HMGET', lock, 'leader', 'fence', 'acq')
+  local lock = KEYS[2 * i - 1]
+  local cur = redis.call('HMGET', lock, 'owner', 'leader', 'fence', 'acq', 'exp')
+  if cur[1] == ARGV[1] then
     local now_us = tonumber(ARGV[4])
     if ARGV[5] == '1' then
       now_us = server_us()
@@ -51,11 +51,11 @@ for i = 1, slots do
     local expires_us = fmt(now_us + lease_ms * 1000)
     redis.call('HSET', lock, 'exp', expires_us)
     redis.call('PEXPIRE', lock, lease_ms)
-    return {1, cur[2], cur[3], expires_us, cur[1], i}
-  elseif not owner then
+    return {1, cur[3], cur[4], expires_us, cur[2], i}
+  elseif not cur[1] then
     free = free or i
   else
-    first_held = first_held or i
+    held = held or cur
   end
 end
 
@@ -65,8 +65,7 @@ if not free then
       return {-1, 'expiry', i}
     end
   end
-  local cur = redis.call('HMGET', KEYS[2 * first_held - 1], 'leader', 'fence', 'acq', 'exp')
-  return {0, cur[1], cur[2], cur[3], cur[4]}
+  return {0, held[2], held[3], held[4], held[5]}
 end
 
 -- A new owner: the next fencing token, never below the server's clock in microseconds:
