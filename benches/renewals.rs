@@ -81,17 +81,10 @@ const INTERVALS: u32 = 4;
 
 /// How many scripts the server has run.
 fn scripts_run(conn: &mut redis::Connection) -> u64 {
-    let info: String = redis::cmd("INFO").arg("commandstats").query(conn).unwrap();
-    info.lines()
-        .filter(|line| line.starts_with("cmdstat_evalsha:") || line.starts_with("cmdstat_eval:"))
-        .filter_map(|line| {
-            line.split("calls=")
-                .nth(1)?
-                .split(',')
-                .next()?
-                .parse::<u64>()
-                .ok()
-        })
+    leader_benches::redis_command_stats(conn)
+        .into_iter()
+        .filter(|(name, _)| name == "evalsha" || name == "eval")
+        .map(|(_, calls)| calls)
         .sum()
 }
 

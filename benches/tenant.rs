@@ -276,9 +276,9 @@ fn redis(c: &mut Criterion) {
         300.0,
         " ms",
     );
-    let before = command_stats(&mut server);
+    let before = leader_benches::redis_command_stats(&mut server);
     instances.print_calls("redis-10000", &fresh_job());
-    let after = command_stats(&mut server);
+    let after = leader_benches::redis_command_stats(&mut server);
     let pairs = (10_000 * INSTANCES) as f64;
     let delta = |name: &str| {
         after.iter().find(|(n, _)| n == name).map_or(0, |(_, c)| *c)
@@ -306,26 +306,6 @@ fn redis(c: &mut Criterion) {
         inner.join(", ")
     );
     delete_bench_keys(&mut server);
-}
-
-/// Calls per command from the server's `INFO commandstats`.
-fn command_stats(server: &mut redis::Connection) -> Vec<(String, u64)> {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(server)
-        .unwrap();
-    info.lines()
-        .filter_map(|line| {
-            let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
-            let calls = rest
-                .strip_prefix("calls=")?
-                .split(',')
-                .next()?
-                .parse()
-                .ok()?;
-            Some((name.to_owned(), calls))
-        })
-        .collect()
 }
 
 fn delete_bench_keys(server: &mut redis::Connection) {

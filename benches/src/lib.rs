@@ -185,6 +185,27 @@ fn names_a_filter(args: &[String]) -> bool {
     })
 }
 
+/// Calls per command from a Redis server's `INFO commandstats` (`("evalsha", 40000)`, ...);
+/// none when the server does not answer.
+pub fn redis_command_stats(server: &mut redis::Connection) -> Vec<(String, u64)> {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(server)
+        .unwrap_or_default();
+    info.lines()
+        .filter_map(|line| {
+            let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = rest
+                .strip_prefix("calls=")?
+                .split(',')
+                .next()?
+                .parse()
+                .ok()?;
+            Some((name.to_owned(), calls))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::names_a_filter;

@@ -33,22 +33,6 @@ fn attempt(
     backend.try_acquire_slot(SlotRequest::group(request, keys, first))
 }
 
-/// How many scripts the server has run (`INFO commandstats`).
-fn scripts_run(conn: &mut redis::Connection) -> u64 {
-    let info: String = redis::cmd("INFO").arg("commandstats").query(conn).unwrap();
-    info.lines()
-        .filter(|line| line.starts_with("cmdstat_evalsha:") || line.starts_with("cmdstat_eval:"))
-        .filter_map(|line| {
-            line.split("calls=")
-                .nth(1)?
-                .split(',')
-                .next()?
-                .parse::<u64>()
-                .ok()
-        })
-        .sum()
-}
-
 #[test]
 fn an_attempt_on_a_full_group_is_one_script_whatever_its_size() {
     // A server of its own: no other test's scripts count.
@@ -63,11 +47,11 @@ fn an_attempt_on_a_full_group_is_one_script_whatever_its_size() {
         assert!(matches!(taken, SlotOutcome::Acquired { .. }), "{taken:?}");
     }
     let mut conn = harness.raw();
-    let before = scripts_run(&mut conn);
+    let before = common::scripts_run(&mut conn);
     let full = attempt(&backend, &keys, OwnerToken::random(), 5).unwrap();
     assert!(matches!(full, SlotOutcome::Held(Some(_))), "{full:?}");
     assert_eq!(
-        scripts_run(&mut conn) - before,
+        common::scripts_run(&mut conn) - before,
         1,
         "one round trip for 16 slots"
     );

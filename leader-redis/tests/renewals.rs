@@ -28,22 +28,6 @@ fn acquire_many(backend: &impl LockBackend, n: usize) -> Vec<Lease> {
         .collect()
 }
 
-/// How many scripts the server has run (`INFO commandstats`).
-fn scripts_run(conn: &mut redis::Connection) -> u64 {
-    let info: String = redis::cmd("INFO").arg("commandstats").query(conn).unwrap();
-    info.lines()
-        .filter(|line| line.starts_with("cmdstat_evalsha:") || line.starts_with("cmdstat_eval:"))
-        .filter_map(|line| {
-            line.split("calls=")
-                .nth(1)?
-                .split(',')
-                .next()?
-                .parse::<u64>()
-                .ok()
-        })
-        .sum()
-}
-
 #[test]
 fn thousands_of_leases_renew_in_a_script_per_thousand() {
     // A server of its own: no other test's scripts count.
@@ -57,10 +41,10 @@ fn thousands_of_leases_renew_in_a_script_per_thousand() {
     // Once, so the server knows the script (a first EVALSHA is sent again after loading it).
     LockBackend::extend_batch(&backend, &renewals[..1]);
     let mut conn = harness.raw();
-    let before = scripts_run(&mut conn);
+    let before = common::scripts_run(&mut conn);
     let answers = LockBackend::extend_batch(&backend, &renewals);
     assert_eq!(
-        scripts_run(&mut conn) - before,
+        common::scripts_run(&mut conn) - before,
         3,
         "2,500 leases, chunks of 1,000"
     );

@@ -108,3 +108,20 @@ pub fn server_time(conn: &mut redis::Connection) -> SystemTime {
     let (secs, micros): (u64, u64) = redis::cmd("TIME").query(conn).unwrap();
     SystemTime::UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_micros(micros)
 }
+
+/// How many scripts the server has run (`INFO commandstats`): use a server of the test's
+/// own, where no other test's scripts count.
+pub fn scripts_run(conn: &mut redis::Connection) -> u64 {
+    let info: String = redis::cmd("INFO").arg("commandstats").query(conn).unwrap();
+    info.lines()
+        .filter(|line| line.starts_with("cmdstat_evalsha:") || line.starts_with("cmdstat_eval:"))
+        .filter_map(|line| {
+            line.split("calls=")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}
