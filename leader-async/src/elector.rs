@@ -322,13 +322,18 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
         );
         let outcome = held.run(action(held.context().clone())).await;
         let lease_lost = held.lost_before_return();
-        let lease = held.lease().clone();
+        let result = match outcome {
+            Ok(Ok(value)) => Ok(LeaderRunResult::elected_in_slot(
+                value,
+                held.lease(),
+                slot,
+                lease_lost,
+            )),
+            Ok(Err(error)) => Ok(LeaderRunResult::ActionFailed(error)),
+            Err(panic) => Err(panic),
+        };
         held.release().await;
-        match outcome {
-            Ok(Ok(value)) => LeaderRunResult::elected_in_slot(value, &lease, slot, lease_lost),
-            Ok(Err(error)) => LeaderRunResult::ActionFailed(error),
-            Err(panic) => std::panic::resume_unwind(panic),
-        }
+        result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     }
 
     /// A best-effort snapshot of who leads `name` (see [`LeaderState`]).

@@ -327,15 +327,15 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         );
         let outcome = held.run_span().in_scope(|| action(held.context()));
         let lease_lost = held.lost_before_return();
-        let lease = held.lease().clone();
+        let result = match outcome {
+            Ok(value) => LeaderRunResult::elected_in_slot(value, held.lease(), slot, lease_lost),
+            Err(error) => LeaderRunResult::ActionFailed(error),
+        };
         if let Err(err) = held.release() {
             // The action has run and its result is real; the lease will run out by itself.
-            tracing::warn!(lock = %lease.key, error = %err, "release after the action failed");
+            tracing::warn!(error = %err, "release after the action failed");
         }
-        match outcome {
-            Ok(value) => LeaderRunResult::elected_in_slot(value, &lease, slot, lease_lost),
-            Err(error) => LeaderRunResult::ActionFailed(error),
-        }
+        result
     }
 
     /// A best-effort snapshot of who leads `name` (see [`LeaderState`]).
