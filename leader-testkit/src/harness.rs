@@ -156,6 +156,13 @@ impl<B: LockBackend> AsyncLockBackend for BlockingAsAsync<B> {
         ready(self.0.try_acquire_slot(request))
     }
 
+    fn try_acquire_batch(
+        &self,
+        requests: &[AcquireRequest<'_>],
+    ) -> impl Future<Output = Vec<Result<AcquireOutcome, Error>>> + Send {
+        ready(self.0.try_acquire_batch(requests))
+    }
+
     fn extend(
         &self,
         lease: &Lease,

@@ -125,6 +125,13 @@ impl LockBackend for AnyBackend {
         on_backend!(self, backend => LockBackend::try_acquire_slot(backend, request))
     }
 
+    fn try_acquire_batch(
+        &self,
+        requests: &[AcquireRequest<'_>],
+    ) -> Vec<Result<AcquireOutcome, Error>> {
+        on_backend!(self, backend => LockBackend::try_acquire_batch(backend, requests))
+    }
+
     fn extend(
         &self,
         lease: &Lease,
@@ -165,6 +172,14 @@ impl leader_core::AsyncLockBackend for AnyBackend {
     async fn try_acquire_slot(&self, request: SlotRequest<'_>) -> Result<SlotOutcome, Error> {
         use leader_core::AsyncLockBackend as Async;
         on_backend!(self, backend => Async::try_acquire_slot(backend, request).await)
+    }
+
+    async fn try_acquire_batch(
+        &self,
+        requests: &[AcquireRequest<'_>],
+    ) -> Vec<Result<AcquireOutcome, Error>> {
+        use leader_core::AsyncLockBackend as Async;
+        on_backend!(self, backend => Async::try_acquire_batch(backend, requests).await)
     }
 
     async fn extend(

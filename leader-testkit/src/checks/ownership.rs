@@ -300,3 +300,81 @@ pub fn extend_batch_renews_each_lease_as_extend_would<H: Harness, R: Runner>(
         }
     });
 }
+
+/// §4.1-4.3 for many locks at once: `try_acquire_batch` answers each request in order as
+/// `try_acquire` would — a free lock acquired with a larger token than its last owner's, a
+/// held one reported with its holder, the owner's own lock re-acquired with its token
+/// kept — and two requests for one free key in one batch give one winner.
+pub fn try_acquire_batch_answers_each_request_as_try_acquire_would<H: Harness, R: Runner>(
+    harness: &H,
+    runner: &R,
+) where
+    H::Backend: AsyncLockBackend,
+{
+    runner.block_on(async {
+        let backend = harness.backend().await;
+        let keys: Vec<_> = (0..4)
+            .map(|n| fresh_name(&format!("acquire-batch-{n}")))
+            .collect();
+        let earlier = must_acquire(
+            &backend,
+            request(&keys[0], OwnerToken::random(), "node-a", LONG_LEASE),
+        )
+        .await;
+        backend.release(&earlier, Duration::ZERO).await.unwrap();
+        let other = must_acquire(
+            &backend,
+            request(&keys[1], OwnerToken::random(), "node-b", LONG_LEASE),
+        )
+        .await;
+        let mine = OwnerToken::random();
+        let own = must_acquire(&backend, request(&keys[2], mine, "node-a", LONG_LEASE)).await;
+
+        let batch = [
+            request(&keys[0], OwnerToken::random(), "node-a", LONG_LEASE),
+            request(&keys[1], OwnerToken::random(), "node-a", LONG_LEASE),
+            request(&keys[2], mine, "node-a", LONG_LEASE),
+            request(&keys[3], OwnerToken::random(), "node-a", LONG_LEASE),
+            request(&keys[3], OwnerToken::random(), "node-c", LONG_LEASE),
+        ];
+        let answers = backend.try_acquire_batch(&batch).await;
+        assert_eq!(answers.len(), batch.len(), "{answers:?}");
+        match &answers[0] {
+            Ok(AcquireOutcome::Acquired(lease)) => {
+                assert_eq!((&lease.key, lease.owner), (&keys[0], batch[0].owner));
+                assert!(
+                    lease.fencing_token > earlier.fencing_token,
+                    "{lease:?} after {earlier:?}"
+                );
+            }
+            other => panic!("a free lock: {other:?}"),
+        }
+        match &answers[1] {
+            Ok(AcquireOutcome::Held(Some(holder))) => {
+                assert_eq!(
+                    (holder.leader_id.as_str(), holder.fencing_token),
+                    ("node-b", other.fencing_token)
+                );
+            }
+            other => panic!("another owner's lock: {other:?}"),
+        }
+        match &answers[2] {
+            Ok(AcquireOutcome::Acquired(lease)) => {
+                assert_eq!(lease.fencing_token, own.fencing_token)
+            }
+            other => panic!("the owner's own lock: {other:?}"),
+        }
+        let winners: Vec<_> = answers[3..]
+            .iter()
+            .filter_map(|answer| match answer {
+                Ok(AcquireOutcome::Acquired(lease)) => Some(lease.leader_id.clone()),
+                Ok(_) => None,
+                Err(err) => panic!("one key twice: {err}"),
+            })
+            .collect();
+        assert_eq!(winners, ["node-a"], "one key twice in a batch: {answers:?}");
+        assert!(backend.try_acquire_batch(&[]).await.is_empty());
+        let state = backend.state(&keys[1]).await.unwrap();
+        assert_eq!(state.leader().map(|l| l.leader_id.as_str()), Some("node-b"));
+    });
+}
