@@ -18,24 +18,49 @@ use crate::ops::{Acquire, Extend, Release, State};
 /// Dropping a future before it completes may leave its script run or not; a lock taken
 /// that way runs out with its lease.
 impl AsyncLockBackend for RedisBackend {
-    fn try_acquire(
-        &self,
-        request: AcquireRequest<'_>,
-    ) -> impl Future<Output = Result<AcquireOutcome, Error>> + Send {
-        let acquired = self.try_acquire_slot(SlotRequest::single(request));
-        async move { acquired.await.map(SlotOutcome::into_acquire) }
+    async fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
+        AsyncLockBackend::try_acquire_slot(self, SlotRequest::single(request))
+            .await
+            .map(SlotOutcome::into_acquire)
     }
 
     /// One script over every slot of the request (their keys share the group's hash tag).
-    fn try_acquire_slot(
+    async fn try_acquire_slot(&self, request: SlotRequest<'_>) -> Result<SlotOutcome, Error> {
+        let requests = [request];
+        let answer = match Acquire::new(&requests, self.key_prefix(), SystemTime::now()) {
+            Some(op) => self.run_async_raw(op).await,
+            None => Ok(Vec::new()),
+        };
+        let mut answers = self.acquired(&requests, answer);
+        answers.pop().unwrap_or(Err(Error::ShutDown))
+    }
+
+    /// As the blocking `try_acquire_batch`: a script per chunk of requests on a standalone
+    /// server, one per request on a cluster; the scripts of up to 1,000 requests at once on
+    /// the multiplexed connection, which writes them out together.
+    async fn try_acquire_batch(
         &self,
-        request: SlotRequest<'_>,
-    ) -> impl Future<Output = Result<SlotOutcome, Error>> + Send {
-        self.run_async(Acquire {
-            request,
-            key_prefix: self.key_prefix(),
-            now: SystemTime::now(),
-        })
+        requests: &[AcquireRequest<'_>],
+    ) -> Vec<Result<AcquireOutcome, Error>> {
+        let requests: Vec<_> = requests.iter().map(|r| SlotRequest::single(*r)).collect();
+        let chunk = if self.is_cluster() { 1 } else { Acquire::CHUNK };
+        let mut answers = Vec::with_capacity(requests.len());
+        for round_trip in requests.chunks(chunk * Acquire::PIPELINED) {
+            let now = SystemTime::now();
+            let chunks: Vec<_> = round_trip.chunks(chunk).collect();
+            let calls = chunks.iter().filter_map(|chunk| {
+                let op = Acquire::new(chunk, self.key_prefix(), now)?;
+                Some(self.run_async_raw(op))
+            });
+            let replies = futures_util::future::join_all(calls).await;
+            for (chunk, answer) in chunks.iter().zip(replies) {
+                answers.extend(self.acquired(chunk, answer));
+            }
+        }
+        answers
+            .into_iter()
+            .map(|a| a.map(SlotOutcome::into_acquire))
+            .collect()
     }
 
     async fn extend(

@@ -3,7 +3,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use leader_core::{Backend, BackendError, Error, ExtendOutcome, LockName, ReleaseEvents, Renewal};
+use leader_core::{
+    Backend, BackendError, Error, ExtendOutcome, LockName, ReleaseEvents, Renewal, SlotOutcome,
+    SlotRequest,
+};
 use redis::{RedisResult, Value};
 
 #[cfg(any(feature = "tokio", feature = "smol"))]
@@ -301,35 +304,48 @@ impl RedisBackend {
         finish(op, reply, started)
     }
 
-    /// The per-lease answers of one `extend` call on `chunk`: each lease's own failure
-    /// names its key; a failure of the whole call is every lease's.
+    /// The answers of one call over many locks (`keys`, in order): each lock's own
+    /// failure names its key; a failure of the whole call is every lock's.
+    pub(crate) fn per_lock<'k, T>(
+        &self,
+        keys: impl Iterator<Item = &'k LockName>,
+        answer: Result<Vec<Result<T, Failure>>, Failure>,
+    ) -> Vec<Result<T, Error>> {
+        match answer {
+            Ok(items) => keys
+                .zip(items)
+                .map(|(key, item)| item.map_err(|failure| failure.into_error(&self.lock_key(key))))
+                .collect(),
+            Err(failure) => {
+                let (kind, message) = (failure.kind(), failure.to_string());
+                keys.map(|key| {
+                    let failure = Failure::Pipeline {
+                        kind,
+                        message: message.clone(),
+                    };
+                    Err(BackendError::new("redis", self.lock_key(key), kind, failure).into())
+                })
+                .collect()
+            }
+        }
+    }
+
+    /// The per-lease answers of one `extend` call on `chunk`.
     pub(crate) fn renewed(
         &self,
         chunk: &[Renewal<'_>],
         answer: Result<Vec<Result<ExtendOutcome, Failure>>, Failure>,
     ) -> Vec<Result<ExtendOutcome, Error>> {
-        let key_of = |renewal: &Renewal<'_>| self.lock_key(&renewal.lease.key);
-        match answer {
-            Ok(items) => chunk
-                .iter()
-                .zip(items)
-                .map(|(renewal, item)| item.map_err(|failure| failure.into_error(&key_of(renewal))))
-                .collect(),
-            Err(failure) => {
-                let (kind, message) = (failure.kind(), failure.to_string());
-                chunk
-                    .iter()
-                    .map(|renewal| {
-                        let key = key_of(renewal);
-                        let failure = Failure::Pipeline {
-                            kind,
-                            message: message.clone(),
-                        };
-                        Err(BackendError::new("redis", key, kind, failure).into())
-                    })
-                    .collect()
-            }
-        }
+        self.per_lock(chunk.iter().map(|renewal| &renewal.lease.key), answer)
+    }
+
+    /// The per-request answers of one `acquire` call on `chunk`.
+    pub(crate) fn acquired(
+        &self,
+        chunk: &[SlotRequest<'_>],
+        answer: Result<Vec<Result<SlotOutcome, Failure>>, Failure>,
+    ) -> Vec<Result<SlotOutcome, Error>> {
+        self.per_lock(chunk.iter().map(|request| request.request.key), answer)
     }
 
     fn start_subscriber(&self) -> std::io::Result<Subscriber> {

@@ -1,22 +1,26 @@
--- Acquire a lock, or one slot of a leader group (a single lock is a group of one slot);
--- renew the one the caller already owns.
+-- Acquire locks, or one slot of a leader group each (a single lock is a group of one
+-- slot); renew the one the caller already owns. One request, or a tenant poller's batch
+-- of many (on a standalone server: a batch's keys need not share a hash tag there).
 --
--- KEYS[2i-1]  slot i's lock hash      {prefix}:{name} for slot 0, {prefix}:{name}#<n> after
--- KEYS[2i]    slot i's fence counter  <its lock hash>:fence   (never expires)
---             the slots in the order they are tried; a group's keys share one hash tag
--- ARGV[1]  owner token (32 hex digits)
--- ARGV[2]  leader id
--- ARGV[3]  lease in milliseconds (>= 1)
--- ARGV[4]  the client's clock, microseconds since the Unix epoch
--- ARGV[5]  '1' to take timestamps from the server's TIME instead of ARGV[4]
+-- ARGV[1]        the client's clock, microseconds since the Unix epoch
+-- ARGV[5r-3 ..]  request r, five values each:
+--   owner token (32 hex digits), leader id, lease in milliseconds (>= 1),
+--   '1' to take timestamps from the server's TIME instead of ARGV[1],
+--   n, the number of its slots
+-- KEYS           per request, in order, its n slots' pairs in the order they are tried:
+--   the slot's lock hash ({prefix}:{name} for slot 0, {prefix}:{name}#<i> after) and its
+--   fence counter (<its lock hash>:fence, never expires); a group's keys share one hash tag
 --
--- Returns {1, fence, acquired_us, expires_us, leader, i} when the caller holds slot i
---           (1-based, in KEYS order),
---         {0, leader, fence, acquired_us, expires_us} when every slot is held by another
---           owner (the first held slot's holder),
---         {-1, 'expiry', i} when every slot is held and slot i's record has no expiry
---           (corrupted: it would never be freed, so it is reported rather than treated
---           as a holder).
+-- Returns one reply per request, in order:
+--   {1, fence, acquired_us, expires_us, leader, i} when the caller holds slot i
+--     (1-based, in the request's order),
+--   {0, leader, fence, acquired_us, expires_us} when every slot is held by another owner
+--     (the first held slot's holder),
+--   {-1, 'expiry', i} when every slot is held and slot i's record has no expiry
+--     (corrupted: it would never be freed, so it is reported rather than treated as a
+--     holder),
+--   {-1, 'error', message} when a command on one of its keys failed (another type of
+--     value there): one request's trouble is its own, not the batch's.
 --
 -- The caller's own slot wins over a free one: a retried attempt whose first answer was
 -- lost renews what that attempt took instead of taking a second slot.
@@ -28,67 +32,89 @@ local function fmt(n)
   return string.format('%.0f', n)
 end
 
+local client_us = tonumber(ARGV[1])
+
+-- One TIME per script run, and only when an answer uses it.
+local server_time
 local function server_us()
-  local time = redis.call('TIME')
-  return tonumber(time[1]) * 1000000 + tonumber(time[2])
-end
-
-local lease_ms = tonumber(ARGV[3])
-local slots = #KEYS / 2
-
--- The hash only exists while a lease runs: PX removes it on expiry. A hash without an
--- owner holds nothing. One HMGET a slot reads all an answer needs (a single lock that
--- is held costs it and a PTTL, nothing more).
-local free, held
-for i = 1, slots do
-  local lock = KEYS[2 * i - 1]
-  local cur = redis.call('HMGET', lock, 'owner', 'leader', 'fence', 'acq', 'exp')
-  if cur[1] == ARGV[1] then
-    local now_us = tonumber(ARGV[4])
-    if ARGV[5] == '1' then
-      now_us = server_us()
-    end
-    local expires_us = fmt(now_us + lease_ms * 1000)
-    redis.call('HSET', lock, 'exp', expires_us)
-    redis.call('PEXPIRE', lock, lease_ms)
-    return {1, cur[3], cur[4], expires_us, cur[2], i}
-  elseif not cur[1] then
-    free = free or i
-  else
-    held = held or cur
+  if not server_time then
+    local time = redis.call('TIME')
+    server_time = tonumber(time[1]) * 1000000 + tonumber(time[2])
   end
+  return server_time
 end
 
-if not free then
+-- The request whose slots' keys start at KEYS[first].
+local function acquire(first, slots, owner, leader, lease_ms, db_time)
+  -- The hash only exists while a lease runs: PX removes it on expiry. A hash without an
+  -- owner holds nothing. One HMGET a slot reads all an answer needs (a single lock that
+  -- is held costs it and a PTTL, nothing more).
+  local free, held
   for i = 1, slots do
-    if redis.call('PTTL', KEYS[2 * i - 1]) == -1 then
-      return {-1, 'expiry', i}
+    local lock = KEYS[first + 2 * i - 2]
+    local cur = redis.pcall('HMGET', lock, 'owner', 'leader', 'fence', 'acq', 'exp')
+    if cur.err then
+      return {-1, 'error', cur.err}
+    end
+    if cur[1] == owner then
+      local now_us = client_us
+      if db_time then
+        now_us = server_us()
+      end
+      local expires_us = fmt(now_us + lease_ms * 1000)
+      redis.call('HSET', lock, 'exp', expires_us)
+      redis.call('PEXPIRE', lock, lease_ms)
+      return {1, cur[3], cur[4], expires_us, cur[2], i}
+    elseif not cur[1] then
+      free = free or i
+    else
+      held = held or cur
     end
   end
-  return {0, held[2], held[3], held[4], held[5]}
+
+  if not free then
+    for i = 1, slots do
+      if redis.call('PTTL', KEYS[first + 2 * i - 2]) == -1 then
+        return {-1, 'expiry', i}
+      end
+    end
+    return {0, held[2], held[3], held[4], held[5]}
+  end
+
+  -- A new owner: the next fencing token, never below the server's clock in microseconds:
+  -- max(counter + 1, TIME). The counter can be behind (Redis restarted on an older RDB or
+  -- AOF, a replica promoted before it caught up) or missing (deleted, never written); the
+  -- clock has moved on since every token handed out before, so tokens never repeat or go
+  -- back as long as the server's clock does not, and a lock averages fewer than one
+  -- acquisition per microsecond (each acquisition takes several microseconds).
+  local lock, counter = KEYS[first + 2 * free - 2], KEYS[first + 2 * free - 1]
+  local server_now = server_us()
+  local now_us = client_us
+  if db_time then
+    now_us = server_now
+  end
+  local fence = redis.pcall('INCR', counter)
+  if type(fence) == 'table' then
+    return {-1, 'error', fence.err}
+  end
+  if fence < server_now then
+    fence = server_now
+    redis.call('SET', counter, fmt(fence))
+  end
+
+  local fence_s, now_s, expires_s = fmt(fence), fmt(now_us), fmt(now_us + lease_ms * 1000)
+  redis.call('HSET', lock,
+    'owner', owner, 'leader', leader, 'fence', fence_s,
+    'acq', now_s, 'exp', expires_s, 'sacq', fmt(server_now))
+  redis.call('PEXPIRE', lock, lease_ms)
+  return {1, fence_s, now_s, expires_s, leader, free}
 end
 
--- A new owner: the next fencing token, never below the server's clock in microseconds:
--- max(counter + 1, TIME). The counter can be behind (Redis restarted on an older RDB or
--- AOF, a replica promoted before it caught up) or missing (deleted, never written); the
--- clock has moved on since every token handed out before, so tokens never repeat or go
--- back as long as the server's clock does not, and a lock averages fewer than one
--- acquisition per microsecond (each acquisition is a script run of several microseconds).
-local lock, counter = KEYS[2 * free - 1], KEYS[2 * free]
-local server_now = server_us()
-local now_us = server_now
-if ARGV[5] ~= '1' then
-  now_us = tonumber(ARGV[4])
+local replies, first = {}, 1
+for arg = 2, #ARGV, 5 do
+  local slots = tonumber(ARGV[arg + 4])
+  replies[#replies + 1] = acquire(first, slots, ARGV[arg], ARGV[arg + 1],
+    tonumber(ARGV[arg + 2]), ARGV[arg + 3] == '1')
+  first = first + 2 * slots
 end
-local fence = redis.call('INCR', counter)
-if fence < server_now then
-  fence = server_now
-  redis.call('SET', counter, fmt(fence))
-end
-
-local fence_s, now_s, expires_s = fmt(fence), fmt(now_us), fmt(now_us + lease_ms * 1000)
-redis.call('HSET', lock,
-  'owner', ARGV[1], 'leader', ARGV[2], 'fence', fence_s,
-  'acq', now_s, 'exp', expires_s, 'sacq', fmt(server_now))
-redis.call('PEXPIRE', lock, lease_ms)
-return {1, fence_s, now_s, expires_s, ARGV[2], free}
+return replies
