@@ -312,28 +312,16 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
         F: FnOnce(LeaseContext) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let held = AsyncHeld::new(
+        AsyncHeld::new(
             Arc::clone(&self.backend),
             lease,
             sent_at,
             name,
             slot,
             Keepalive::from_options(self.settings.options()),
-        );
-        let outcome = held.run(action(held.context().clone())).await;
-        let lease_lost = held.lost_before_return();
-        let result = match outcome {
-            Ok(Ok(value)) => Ok(LeaderRunResult::elected_in_slot(
-                value,
-                held.lease(),
-                slot,
-                lease_lost,
-            )),
-            Ok(Err(error)) => Ok(LeaderRunResult::ActionFailed(error)),
-            Err(panic) => Err(panic),
-        };
-        held.release().await;
-        result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        )
+        .run_action(slot, action)
+        .await
     }
 
     /// A best-effort snapshot of who leads `name` (see [`LeaderState`]).

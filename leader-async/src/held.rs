@@ -5,11 +5,11 @@ use std::any::Any;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures_lite::FutureExt;
 use leader_core::__private::{Keepalive, LeaseTracker};
-use leader_core::{AsyncLockBackend, Lease, LeaseContext};
+use leader_core::{AsyncLockBackend, LeaderRunResult, Lease, LeaseContext};
 use tracing::Instrument;
 
 use crate::release::{release, release_in_background};
@@ -77,6 +77,39 @@ impl<B: AsyncLockBackend + 'static> AsyncHeld<B> {
         };
         let action = action.instrument(self.tracker.run_span());
         AssertUnwindSafe(action).catch_unwind().or(watchdog).await
+    }
+
+    /// The same lease, released with `min_lease_time` instead of the options' minimum lease.
+    pub(crate) fn with_min_lease(mut self, min_lease_time: Duration) -> Self {
+        self.keepalive.min_lease_time = min_lease_time;
+        self
+    }
+
+    /// Runs `action` under the lease (in slot `slot`), then releases it: the run's result.
+    /// A panic in the action continues once the lease is released.
+    pub(crate) async fn run_action<T, E, F, Fut>(
+        self,
+        slot: u32,
+        action: F,
+    ) -> LeaderRunResult<T, E>
+    where
+        F: FnOnce(LeaseContext) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let outcome = self.run(action(self.context().clone())).await;
+        let lease_lost = self.lost_before_return();
+        let result = match outcome {
+            Ok(Ok(value)) => Ok(LeaderRunResult::elected_in_slot(
+                value,
+                self.lease(),
+                slot,
+                lease_lost,
+            )),
+            Ok(Err(error)) => Ok(LeaderRunResult::ActionFailed(error)),
+            Err(panic) => Err(panic),
+        };
+        self.release().await;
+        result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     }
 
     /// Keeps the lease in the background until `stop` resolves (for lock guards, whose

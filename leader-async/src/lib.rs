@@ -50,6 +50,7 @@ compile_error!(
 );
 
 mod acquire;
+mod batch;
 mod campaign;
 mod elector;
 mod group;
@@ -61,6 +62,7 @@ mod release;
 mod rt;
 mod stop;
 
+pub use batch::AsyncAcquired;
 pub use campaign::AsyncLeadershipHandle;
 pub use elector::AsyncLeaderElector;
 pub use group::AsyncLeaderGroupElector;

@@ -317,25 +317,15 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         slot: u32,
         action: impl FnOnce(&LeaseContext) -> Result<T, E>,
     ) -> LeaderRunResult<T, E> {
-        let held = HeldLease::new(
+        HeldLease::new(
             Arc::clone(&self.backend),
             lease,
             requested_at,
             name,
             slot,
             Keepalive::from_options(self.settings.options()),
-        );
-        let outcome = held.run_span().in_scope(|| action(held.context()));
-        let lease_lost = held.lost_before_return();
-        let result = match outcome {
-            Ok(value) => LeaderRunResult::elected_in_slot(value, held.lease(), slot, lease_lost),
-            Err(error) => LeaderRunResult::ActionFailed(error),
-        };
-        if let Err(err) = held.release() {
-            // The action has run and its result is real; the lease will run out by itself.
-            tracing::warn!(error = %err, "release after the action failed");
-        }
-        result
+        )
+        .run_action(slot, action)
     }
 
     /// A best-effort snapshot of who leads `name` (see [`LeaderState`]).

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use leader_core::__private::{Keepalive, LeaseTracker};
-use leader_core::{Error, Lease, LeaseContext, LockBackend, ReleaseOutcome};
+use leader_core::{Error, LeaderRunResult, Lease, LeaseContext, LockBackend, ReleaseOutcome};
 
 use crate::renewals::{Registration, Renewals};
 
@@ -71,6 +71,31 @@ impl<B: LockBackend + 'static> HeldLease<B> {
     /// [`LeaseTracker::lost_before_return`]).
     pub(crate) fn lost_before_return(&self) -> bool {
         self.tracker.lost_before_return()
+    }
+
+    /// The same lease, released with `min_lease_time` instead of the options' minimum lease.
+    pub(crate) fn with_min_lease(mut self, min_lease_time: Duration) -> Self {
+        self.min_lease_time = min_lease_time;
+        self
+    }
+
+    /// Runs `action` under the lease (in slot `slot`), then releases it: the run's result.
+    pub(crate) fn run_action<T, E>(
+        self,
+        slot: u32,
+        action: impl FnOnce(&LeaseContext) -> Result<T, E>,
+    ) -> LeaderRunResult<T, E> {
+        let outcome = self.run_span().in_scope(|| action(self.context()));
+        let lease_lost = self.lost_before_return();
+        let result = match outcome {
+            Ok(value) => LeaderRunResult::elected_in_slot(value, self.lease(), slot, lease_lost),
+            Err(error) => LeaderRunResult::ActionFailed(error),
+        };
+        if let Err(err) = self.release() {
+            // The action has run and its result is real; the lease will run out by itself.
+            tracing::warn!(error = %err, "release after the action failed");
+        }
+        result
     }
 
     /// Stops renewing and releases the lock (honouring the minimum lease).

@@ -29,6 +29,7 @@
 //! ```
 
 mod acquire;
+mod batch;
 mod campaign;
 mod elector;
 mod group;
@@ -40,6 +41,7 @@ mod renew;
 mod renewals;
 mod task;
 
+pub use batch::Acquired;
 pub use campaign::LeadershipHandle;
 pub use elector::LeaderElector;
 pub use group::LeaderGroupElector;

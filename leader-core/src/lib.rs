@@ -48,6 +48,7 @@
 //! # Ok::<(), leader_core::Error>(())
 //! ```
 
+mod acquire_batch;
 mod attempts;
 mod backend;
 mod campaign;
@@ -112,6 +113,7 @@ pub use watcher::LeadershipWatcher;
 /// from the docs and exempt from semver: anything here may change in any release.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::acquire_batch::{AcquireBatch, BatchAnswer, TenantKeys};
     pub use crate::attempts::{Attempts, Step};
     pub use crate::backend::OwnedAcquire;
     pub use crate::campaign::{AfterAttempt, CampaignRun};

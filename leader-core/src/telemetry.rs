@@ -11,6 +11,7 @@ use std::time::Instant;
 use tracing::field::Empty;
 use tracing::{Instrument, Span};
 
+use crate::acquire_batch::BatchAnswer;
 use crate::attempts::Step;
 use crate::backend::{ExtendOutcome, ReleaseOutcome, SlotRequest};
 use crate::error::Error;
@@ -61,14 +62,26 @@ impl<'a> AcquireProbe<'a> {
 
     /// The call ended with `result`.
     pub fn finish(&self, result: &Result<Step, Error>) {
-        let end = match result {
-            Ok(Step::Acquired(lease, _)) => {
-                self.span.record("fencing_token", lease.fencing_token);
-                AcquireEnd::Acquired
-            }
-            Ok(_) => AcquireEnd::Skipped,
-            Err(_) => AcquireEnd::Failed,
-        };
+        match result {
+            Ok(Step::Acquired(lease, _)) => self.end(AcquireEnd::Acquired, Some(lease)),
+            Ok(_) => self.end(AcquireEnd::Skipped, None),
+            Err(_) => self.end(AcquireEnd::Failed, None),
+        }
+    }
+
+    /// The request of a batch ended with `answer`.
+    pub(crate) fn finish_batched(&self, answer: &BatchAnswer) {
+        match answer {
+            BatchAnswer::Acquired(lease, _) => self.end(AcquireEnd::Acquired, Some(lease)),
+            BatchAnswer::Held(_) => self.end(AcquireEnd::Skipped, None),
+            BatchAnswer::Failed(_) => self.end(AcquireEnd::Failed, None),
+        }
+    }
+
+    fn end(&self, end: AcquireEnd, lease: Option<&Lease>) {
+        if let Some(lease) = lease {
+            self.span.record("fencing_token", lease.fencing_token);
+        }
         self.span.record("outcome", end.as_str());
         record::acquire_finished(self.backend, self.key.as_str(), end, self.started);
     }

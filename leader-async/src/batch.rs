@@ -1,0 +1,155 @@
+//! Many tenants' locks tried in one backend call: [`AsyncLeaderElector::try_acquire_for_tenants`]
+//! and the [`AsyncAcquired`] locks it hands out, for pollers that visit thousands of tenants.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use leader_core::__private::{AcquireBatch, BatchAnswer, Keepalive, Orphan, TenantKeys};
+use leader_core::{AsyncLockBackend, Error, LeaderRunResult, LeaseContext, SlotRequest, TenantId};
+
+use crate::elector::AsyncLeaderElector;
+use crate::held::AsyncHeld;
+use crate::on_drop::OnDrop;
+use crate::orphan::release_orphan;
+
+/// A lock taken by [`AsyncLeaderElector::try_acquire_for_tenants`] whose action has not
+/// run yet.
+///
+/// [`run`](Self::run) runs an action under it and releases it, exactly as
+/// [`run_if_leader_with`](AsyncLeaderElector::run_if_leader_with) does after its acquire
+/// (renewed beside the action if the options ask for auto-extend; the minimum lease
+/// applies). Dropped without running, it is released in the background *without* the
+/// minimum lease: the action it was kept for never ran, so another node may take the lock
+/// and run it.
+///
+/// The lease runs from the moment the batch was sent and is not renewed while it waits to
+/// be run, so check [`is_lost`](Self::is_lost) before running one that waited long.
+#[derive(Debug)]
+#[must_use = "the lock is released when dropped, without running anything"]
+pub struct AsyncAcquired<B: AsyncLockBackend + 'static> {
+    held: AsyncHeld<B>,
+    tenant: TenantId,
+    min_lease_time: Duration,
+}
+
+impl<B: AsyncLockBackend + 'static> AsyncAcquired<B> {
+    /// The tenant whose lock this is.
+    pub fn tenant(&self) -> &TenantId {
+        &self.tenant
+    }
+
+    /// The fencing token of this acquisition.
+    pub fn fencing_token(&self) -> u64 {
+        self.held.lease().fencing_token
+    }
+
+    /// The lease's context: deadline, lost flag, lost signal.
+    pub fn context(&self) -> &LeaseContext {
+        self.held.context()
+    }
+
+    /// `true` once the lease was lost or ran out.
+    pub fn is_lost(&self) -> bool {
+        self.held.context().is_lost()
+    }
+
+    /// Runs `action` under the lock, then releases it (keeping the minimum lease): the
+    /// result `run_if_leader_with` would give.
+    ///
+    /// # Panics
+    ///
+    /// If `action` panics, the lease is released and the panic continues.
+    pub async fn run<T, E, F, Fut>(self, action: F) -> LeaderRunResult<T, E>
+    where
+        F: FnOnce(LeaseContext) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        self.held
+            .with_min_lease(self.min_lease_time)
+            .run_action(0, action)
+            .await
+    }
+}
+
+impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
+    /// Tries the lock `name` of each of `tenants` once (`tenant:<id>:<name>`, as
+    /// [`for_tenant`](Self::for_tenant) names it), all in one
+    /// [`try_acquire_batch`](AsyncLockBackend::try_acquire_batch) call: one answer per
+    /// tenant, in their order, `Some` when this node took the lock. `wait_time` does not
+    /// apply.
+    ///
+    /// A tenant's own failure is its answer alone; a failed request's possible acquisition
+    /// is released in the background, and so is every request of a batch whose future is
+    /// dropped while it is on its way.
+    ///
+    /// On an elector that is scoped itself every answer is [`Error::AlreadyScoped`]
+    /// (scopes do not nest).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[cfg(feature = "tokio")]
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+    /// use leader_async::AsyncLeaderElector;
+    /// use leader_core::{InMemoryBackend, LeaderElectionOptions, TenantId};
+    ///
+    /// let elector = AsyncLeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default())?;
+    /// let tenants = [TenantId::new("acme")?, TenantId::new("globex")?];
+    /// for answer in elector.try_acquire_for_tenants("sync", &tenants).await {
+    ///     if let Some(acquired) = answer? {
+    ///         let outcome = acquired
+    ///             .run(|lease| async move { Ok::<_, std::io::Error>(lease.fencing_token()) })
+    ///             .await;
+    ///         assert!(outcome.is_elected());
+    ///     }
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn try_acquire_for_tenants(
+        &self,
+        name: &str,
+        tenants: &[TenantId],
+    ) -> Vec<Result<Option<AsyncAcquired<B>>, Error>> {
+        if let Some(prefix) = self.name_prefix() {
+            let scoped = || Error::AlreadyScoped {
+                prefix: prefix.to_owned(),
+            };
+            return tenants.iter().map(|_| Err(scoped())).collect();
+        }
+        let keys = TenantKeys::new(name, tenants);
+        let options = self.options();
+        let backend = self.backend();
+        let batch = AcquireBatch::new(backend.name(), keys.valid(), options);
+        let sent_at = Instant::now();
+        // Unless answered, every request may take its lock anyway.
+        let in_flight = OnDrop::new(|| {
+            for request in batch.requests() {
+                let orphan = Orphan::of_request(&SlotRequest::single(*request), sent_at);
+                release_orphan(Arc::clone(backend), orphan);
+            }
+        });
+        let answers = backend.try_acquire_batch(batch.requests()).await;
+        in_flight.disarm();
+        let (answers, orphans) = batch.finish(answers, sent_at);
+        for orphan in orphans {
+            release_orphan(Arc::clone(backend), orphan);
+        }
+        let keepalive = Keepalive::from_options(options);
+        let answers = keys.merge(answers).into_iter().zip(tenants);
+        answers
+            .map(|(answer, tenant)| match answer? {
+                BatchAnswer::Acquired(lease, sent_at) => Ok(Some(AsyncAcquired {
+                    held: AsyncHeld::new(Arc::clone(backend), lease, sent_at, name, 0, keepalive)
+                        .with_min_lease(Duration::ZERO),
+                    tenant: tenant.clone(),
+                    min_lease_time: keepalive.min_lease_time,
+                })),
+                BatchAnswer::Held(_) => Ok(None),
+                BatchAnswer::Failed(error) => Err(error),
+            })
+            .collect()
+    }
+}

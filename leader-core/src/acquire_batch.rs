@@ -1,0 +1,203 @@
+//! One try of many locks at once, without waiting, shared by the blocking and the async
+//! electors: the requests to send, and what each answer means. The electors only do the I/O
+//! (one `try_acquire_batch` call) and release the owner tokens of failed requests.
+
+use std::time::Instant;
+
+use crate::backend::{AcquireOutcome, AcquireRequest, SlotRequest};
+use crate::error::{BackendError, BackendErrorKind, Error};
+use crate::lease::{Lease, OwnerToken};
+use crate::name::LockName;
+use crate::options::LeaderElectionOptions;
+use crate::orphan::Orphan;
+use crate::state::LeaderLease;
+use crate::telemetry::AcquireProbe;
+use crate::tenant::TenantId;
+
+/// The requests of one batch, one per key, each with a fresh owner token and the options'
+/// lease, node id and clock; `wait_time` does not apply (each lock is tried once).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Instant;
+/// use leader_core::__private::{AcquireBatch, BatchAnswer};
+/// use leader_core::{Backend, InMemoryBackend, LeaderElectionOptions, LockBackend, LockName};
+///
+/// let backend = InMemoryBackend::new();
+/// let options = LeaderElectionOptions::default();
+/// let keys = [LockName::new("a")?, LockName::new("b")?];
+/// let batch = AcquireBatch::new(backend.name(), &keys, &options);
+/// let sent_at = Instant::now();
+/// let answers = backend.try_acquire_batch(batch.requests());
+/// let (answers, orphans) = batch.finish(answers, sent_at);
+/// assert!(answers.iter().all(|a| matches!(a, BatchAnswer::Acquired(..))));
+/// assert!(orphans.is_empty());
+/// # Ok::<(), leader_core::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct AcquireBatch<'a> {
+    requests: Vec<AcquireRequest<'a>>,
+    probes: Vec<AcquireProbe<'a>>,
+}
+
+/// What one request of an [`AcquireBatch`] came to.
+#[derive(Debug)]
+pub enum BatchAnswer {
+    /// Acquired; with the instant the batch was sent (the lease's monotonic start).
+    Acquired(Lease, Instant),
+    /// Held by another owner; the holder, when the backend could tell.
+    Held(Option<LeaderLease>),
+    /// The request failed; its owner token is among the batch's orphans.
+    Failed(Error),
+}
+
+impl<'a> AcquireBatch<'a> {
+    /// One request per key of `keys`, on the backend named `backend`.
+    pub fn new(
+        backend: &'static str,
+        keys: &'a [LockName],
+        options: &'a LeaderElectionOptions,
+    ) -> Self {
+        let requests: Vec<_> = keys
+            .iter()
+            .map(|key| {
+                AcquireRequest::new(
+                    key,
+                    OwnerToken::random(),
+                    options.node_id(),
+                    options.lease_time(),
+                )
+                .with_db_time(options.use_db_time())
+            })
+            .collect();
+        let probes = requests
+            .iter()
+            .map(|request| AcquireProbe::start(backend, &SlotRequest::single(*request)))
+            .collect();
+        AcquireBatch { requests, probes }
+    }
+
+    /// The requests to pass to `try_acquire_batch`.
+    pub fn requests(&self) -> &[AcquireRequest<'a>] {
+        &self.requests
+    }
+
+    /// What the requests (sent at `sent_at`) came to, one per request in their order, and
+    /// the possible acquisitions of the failed ones, for the caller to release in the
+    /// background (DESIGN §4.5). A backend that answers short fails the unanswered requests.
+    pub fn finish(
+        self,
+        answers: Vec<Result<AcquireOutcome, Error>>,
+        sent_at: Instant,
+    ) -> (Vec<BatchAnswer>, Vec<Orphan>) {
+        let mut answers = answers.into_iter();
+        let mut orphans = Vec::new();
+        let results = self
+            .requests
+            .iter()
+            .zip(&self.probes)
+            .map(|(request, probe)| {
+                let answer = answers
+                    .next()
+                    .unwrap_or_else(|| Err(unanswered(request.key)));
+                let result = match answer {
+                    Ok(AcquireOutcome::Acquired(lease)) => {
+                        probe.answered(sent_at);
+                        BatchAnswer::Acquired(lease, sent_at)
+                    }
+                    Ok(AcquireOutcome::Held(holder)) => {
+                        probe.answered(sent_at);
+                        BatchAnswer::Held(holder)
+                    }
+                    Err(error) => {
+                        orphans.push(Orphan::of_request(&SlotRequest::single(*request), sent_at));
+                        BatchAnswer::Failed(error)
+                    }
+                };
+                probe.finish_batched(&result);
+                result
+            })
+            .collect();
+        (results, orphans)
+    }
+}
+
+fn unanswered(key: &LockName) -> Error {
+    BackendError::new(
+        "batch",
+        key.as_str(),
+        BackendErrorKind::Permanent,
+        "the backend's try_acquire_batch gave fewer answers than requests",
+    )
+    .into()
+}
+
+/// The lock `name` of each of a batch's tenants (`tenant:<id>:<name>`): the valid keys to
+/// try, and the answers put back in the tenants' order beside the tenants whose key was
+/// invalid.
+///
+/// # Examples
+///
+/// ```
+/// use leader_core::__private::TenantKeys;
+/// use leader_core::TenantId;
+///
+/// let tenants = [TenantId::new("acme")?, TenantId::new("globex")?];
+/// let keys = TenantKeys::new("sync", &tenants);
+/// assert_eq!(keys.valid()[1].as_str(), "tenant:globex:sync");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct TenantKeys {
+    /// Per tenant, whether its key is valid (then it is the next of `valid`).
+    named: Vec<Result<(), Error>>,
+    valid: Vec<LockName>,
+}
+
+impl TenantKeys {
+    /// The keys of `name` for `tenants`.
+    pub fn new(name: &str, tenants: &[TenantId]) -> Self {
+        let mut valid = Vec::with_capacity(tenants.len());
+        let named = tenants
+            .iter()
+            .map(|tenant| {
+                let key = tenant.lock_name(name)?;
+                valid.push(key);
+                Ok(())
+            })
+            .collect();
+        TenantKeys { named, valid }
+    }
+
+    /// The valid keys, for [`AcquireBatch::new`].
+    pub fn valid(&self) -> &[LockName] {
+        &self.valid
+    }
+
+    /// One answer per tenant, in the tenants' order: its key's error, or the answer of the
+    /// batch (whose answers are the valid keys', in order) to its key.
+    pub fn merge(self, answers: Vec<BatchAnswer>) -> Vec<Result<BatchAnswer, Error>> {
+        let mut answers = answers.into_iter();
+        self.named
+            .into_iter()
+            .map(|named| {
+                named?;
+                // `AcquireBatch::finish` answers every request, so this never runs short.
+                Ok(answers
+                    .next()
+                    .unwrap_or_else(|| BatchAnswer::Failed(unanswered_tenant())))
+            })
+            .collect()
+    }
+}
+
+fn unanswered_tenant() -> Error {
+    BackendError::new(
+        "batch",
+        "",
+        BackendErrorKind::Permanent,
+        "a tenant of the batch got no answer",
+    )
+    .into()
+}
