@@ -359,3 +359,84 @@ fn each_job_runs_under_its_tenants_lease_and_sees_its_fencing_token() {
         }
     });
 }
+
+#[test]
+fn won_tenants_that_shutdown_keeps_from_starting_are_freed_at_once_without_the_min_lease() {
+    on_each_runtime(|| async {
+        let (backend, _clock) = manual_backend();
+        // One batch takes all six tenants' locks; one at a time they run, and the first
+        // job triggers the shutdown. The default minimum lease keeps a run's lock to the
+        // cycle's end; the five never started must not be kept.
+        let config = PollerConfig::new("sync", INTERVAL)
+            .with_concurrency(1)
+            .with_acquire_batch(64);
+        let shutdown = Shutdown::new();
+        let job = {
+            let shutdown = shutdown.clone();
+            move |_tenant: TenantId, _lease: LeaseContext| {
+                shutdown.trigger();
+                async { Ok::<_, String>(()) }
+            }
+        };
+        let poller = poller(&backend, "node", config, || tenants(6), job);
+        let report = poller.run_cycle_until(&shutdown).await;
+        assert_eq!(report.count(OutcomeKind::Elected), 1, "{report}");
+        assert_eq!(report.count(OutcomeKind::NotStarted), 5, "{report}");
+        let observer = LeaderElector::new(backend.clone(), options("observer")).unwrap();
+        let held = |tenant: &str| {
+            let state = observer.for_tenant(tenant).unwrap().state("sync").unwrap();
+            state.status() == LockStatus::Occupied
+        };
+        for line in &report.tenants {
+            let kept = line.outcome.kind() == OutcomeKind::Elected;
+            let what = format!(
+                "{}'s lock to be {}",
+                line.tenant,
+                if kept { "kept" } else { "freed" }
+            );
+            wait_for(&what, || held(&line.tenant) == kept).await;
+        }
+    });
+}
+
+#[test]
+fn a_won_tenant_whose_lease_ran_out_while_it_waited_is_acquired_again_before_its_job() {
+    on_each_runtime(|| async {
+        let backend = InMemoryBackend::new();
+        let elector = AsyncLeaderElector::new(
+            backend,
+            options("node").with_lease_time(Duration::from_millis(300)),
+        )
+        .unwrap();
+        // One batch wins all three; the first job outlasts the others' leases (no minimum
+        // lease stretches them), so their jobs must not start on the batch's leases.
+        let config = PollerConfig::new("sync", INTERVAL)
+            .with_concurrency(1)
+            .with_min_lease_time(Duration::ZERO)
+            .with_acquire_batch(64);
+        let job = |tenant: TenantId, lease: LeaseContext| async move {
+            let lost_at_start = lease.is_lost();
+            if tenant.as_str() == "tenant-000" {
+                nap(Duration::from_millis(600)).await;
+            }
+            Ok::<_, String>(lost_at_start)
+        };
+        let poller = AsyncTenantPoller::new(&elector, config, || tenants(3), job).unwrap();
+        let report = poller.run_cycle().await;
+        assert_eq!(report.count(OutcomeKind::Elected), 3, "{report}");
+        for line in &report.tenants {
+            let TenantOutcome::Elected {
+                value: lost_at_start,
+                ..
+            } = &line.outcome
+            else {
+                panic!("{report}");
+            };
+            assert!(
+                !lost_at_start,
+                "{} started on an expired lease",
+                line.tenant
+            );
+        }
+    });
+}

@@ -517,3 +517,76 @@ fn each_job_runs_under_its_tenants_lease_and_sees_its_fencing_token() {
         clock.advance(INTERVAL);
     }
 }
+
+#[test]
+fn won_tenants_that_shutdown_keeps_from_starting_are_freed_at_once_without_the_min_lease() {
+    let (backend, _clock) = manual_backend();
+    let pool = ThreadPoolLeaderElector::new(backend.clone(), options("node"), 1).unwrap();
+    // One batch takes all six tenants' locks; one worker runs them in turn, and the first
+    // job triggers the shutdown. The default minimum lease keeps a run's lock to the
+    // cycle's end; the five never started must not be kept.
+    let config = PollerConfig::new("sync", INTERVAL).with_acquire_batch(64);
+    let shutdown = Shutdown::new();
+    let job = {
+        let shutdown = shutdown.clone();
+        move |_tenant: TenantId, _lease: &LeaseContext| {
+            shutdown.trigger();
+            Ok::<_, String>(())
+        }
+    };
+    let poller = BlockingTenantPoller::new(&pool, config, || tenants(6), job).unwrap();
+    let report = poller.run_cycle_until(&shutdown);
+    assert_eq!(report.count(OutcomeKind::Elected), 1, "{report}");
+    assert_eq!(report.count(OutcomeKind::NotStarted), 5, "{report}");
+    let observer = LeaderElector::new(backend, options("observer")).unwrap();
+    for line in &report.tenants {
+        let state = observer
+            .for_tenant(line.tenant.as_str())
+            .unwrap()
+            .state("sync")
+            .unwrap();
+        let kept = line.outcome.kind() == OutcomeKind::Elected;
+        assert_eq!(
+            state.status() == LockStatus::Occupied,
+            kept,
+            "{}: {state:?}",
+            line.tenant
+        );
+    }
+}
+
+#[test]
+fn a_won_tenant_whose_lease_ran_out_while_it_waited_is_acquired_again_before_its_job() {
+    let backend = InMemoryBackend::new();
+    let options = options("node").with_lease_time(Duration::from_millis(300));
+    let pool = ThreadPoolLeaderElector::new(backend, options, 1).unwrap();
+    // One batch wins all three; the first job outlasts the others' leases (no minimum
+    // lease stretches them), so their jobs must not start on the batch's leases.
+    let config = PollerConfig::new("sync", INTERVAL)
+        .with_min_lease_time(Duration::ZERO)
+        .with_acquire_batch(64);
+    let job = |tenant: TenantId, lease: &LeaseContext| {
+        let lost_at_start = lease.is_lost();
+        if tenant.as_str() == "tenant-000" {
+            std::thread::sleep(Duration::from_millis(600));
+        }
+        Ok::<_, String>((lost_at_start, lease.fencing_token()))
+    };
+    let poller = BlockingTenantPoller::new(&pool, config, || tenants(3), job).unwrap();
+    let report = poller.run_cycle();
+    assert_eq!(report.count(OutcomeKind::Elected), 3, "{report}");
+    for line in &report.tenants {
+        let TenantOutcome::Elected {
+            value: (lost_at_start, _),
+            ..
+        } = &line.outcome
+        else {
+            panic!("{report}");
+        };
+        assert!(
+            !lost_at_start,
+            "{} started on an expired lease",
+            line.tenant
+        );
+    }
+}

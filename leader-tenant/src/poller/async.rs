@@ -2,14 +2,14 @@
 
 use std::sync::Arc;
 
-use leader_async::AsyncLeaderElector;
+use leader_async::{AsyncAcquired, AsyncLeaderElector};
 use leader_core::{AsyncLockBackend, Clock, LeaderRunResult};
 
 use crate::error::TenantError;
 use crate::job::AsyncTenantJob;
 use crate::poller::Core;
 use crate::poller::config::PollerConfig;
-use crate::poller::cycle::drive;
+use crate::poller::cycle::{Tried, drive};
 use crate::report::CycleReport;
 use crate::shutdown::Shutdown;
 use crate::source::TenantSource;
@@ -157,22 +157,50 @@ where
         shutdown: Option<&Shutdown>,
     ) -> CycleReport<J::Output, J::Error> {
         let run = self.core.cycle_run(cycle, shutdown);
-        drive(run, self.core.plan(), |tenant, cycle| {
-            self.run_tenant(tenant, cycle)
-        })
+        drive(
+            run,
+            self.core.plan(),
+            |tenants, cycle| self.try_batch(tenants, cycle),
+            |tenant, won, cycle| self.run_tenant(tenant, won, cycle),
+        )
         .await
     }
 
+    /// Tries the job's lock of each of `tenants` in one backend call, with the options of a
+    /// run acquiring now.
+    async fn try_batch(&self, tenants: Vec<TenantId>, cycle: u64) -> Vec<Tried<AsyncAcquired<B>>> {
+        let backend = Arc::clone(&self.backend);
+        let elector = match AsyncLeaderElector::with_shared_backend(
+            backend,
+            self.core.run_options().at(cycle),
+        ) {
+            Ok(elector) => elector,
+            Err(error) => return Tried::each_alone(&tenants, &error),
+        };
+        elector
+            .try_acquire_for_tenants(self.core.config().job_name(), &tenants)
+            .await
+            .into_iter()
+            .map(Tried::from)
+            .collect()
+    }
+
+    /// Runs `tenant`'s job under `won`, the lock its batch took, while that is still held;
+    /// otherwise (none, or it ran out while waiting) acquiring the lock alone.
     async fn run_tenant(
         &self,
         tenant: TenantId,
+        won: Option<AsyncAcquired<B>>,
         cycle: u64,
     ) -> Result<LeaderRunResult<J::Output, J::Error>, TenantError> {
+        let job = &self.job;
+        if let Some(won) = won.filter(|won| !won.is_lost()) {
+            return Ok(won.run(|lease| job.run(tenant, lease)).await);
+        }
         let backend = Arc::clone(&self.backend);
         let elector =
             AsyncLeaderElector::with_shared_backend(backend, self.core.run_options().at(cycle))?;
         let scoped = elector.for_tenant(&tenant)?;
-        let job = &self.job;
         let outcome = scoped
             .run_if_leader_with(self.core.config().job_name(), |lease| {
                 job.run(tenant, lease)

@@ -1,16 +1,17 @@
 //! [`BlockingTenantPoller`]: the tenant poller on a [`ThreadPoolLeaderElector`].
 
+use std::future::ready;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use leader_blocking::{LeaderElector, ThreadPoolLeaderElector};
+use leader_blocking::{Acquired, LeaderElector, ThreadPoolLeaderElector};
 use leader_core::{Clock, LeaderRunResult, LockBackend};
 
 use crate::error::TenantError;
 use crate::job::TenantJob;
 use crate::poller::Core;
 use crate::poller::config::PollerConfig;
-use crate::poller::cycle::drive;
+use crate::poller::cycle::{Tried, drive};
 use crate::report::CycleReport;
 use crate::shutdown::Shutdown;
 use crate::source::TenantSource;
@@ -144,22 +145,43 @@ where
         shutdown: Option<&Shutdown>,
     ) -> CycleReport<J::Output, J::Error> {
         let run = self.core.cycle_run(cycle, shutdown);
-        futures_lite::future::block_on(drive(run, self.core.plan(), |tenant, cycle| {
-            self.run_tenant(tenant, cycle)
-        }))
+        futures_lite::future::block_on(drive(
+            run,
+            self.core.plan(),
+            |tenants, cycle| ready(self.try_batch(&tenants, cycle)),
+            |tenant, won, cycle| self.run_tenant(tenant, won, cycle),
+        ))
     }
 
+    /// Tries the job's lock of each of `tenants` in one backend call, on the calling
+    /// thread, with the options of a run acquiring now.
+    fn try_batch(&self, tenants: &[TenantId], cycle: u64) -> Vec<Tried<Acquired<B>>> {
+        let backend = Arc::clone(self.pool.elector().backend());
+        let answers =
+            LeaderElector::with_shared_backend(backend, self.core.run_options().at(cycle)).map(
+                |elector| elector.try_acquire_for_tenants(self.core.config().job_name(), tenants),
+            );
+        match answers {
+            Ok(answers) => answers.into_iter().map(Tried::from).collect(),
+            Err(error) => Tried::each_alone(tenants, &error),
+        }
+    }
+
+    /// Runs `tenant`'s job on a worker: under `won`, the lock its batch took, while that is
+    /// still held; otherwise (none, or it ran out while waiting) acquiring the lock alone.
     async fn run_tenant(
         &self,
         tenant: TenantId,
+        won: Option<Acquired<B>>,
         cycle: u64,
     ) -> Result<LeaderRunResult<J::Output, J::Error>, TenantError> {
         let name = self.core.config().job_name().to_owned();
-        // Checked now, so a bad name is this tenant's error at once.
-        tenant.lock_name(&name)?;
         let options = Arc::clone(self.core.run_options());
         let job = Arc::clone(&self.job);
         let task = self.pool.spawn_with_elector(move |pool_elector| {
+            if let Some(won) = won.filter(|won| !won.is_lost()) {
+                return Ok(won.run(|lease| job.run(tenant, lease)));
+            }
             // The options are computed on the worker, right before acquiring: a task that
             // waited for a busy pool still frees its tenant's lock before the cycle ends.
             let backend = Arc::clone(pool_elector.backend());

@@ -18,6 +18,8 @@ struct PollerConfigFile {
     interval: Duration,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     concurrency: Option<NonZeroUsize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    acquire_batch: Option<NonZeroUsize>,
     #[serde(
         default,
         with = "humantime_serde",
@@ -40,6 +42,7 @@ impl Serialize for PollerConfig {
             job_name: self.job_name().to_owned(),
             interval: self.interval(),
             concurrency: self.concurrency().and_then(NonZeroUsize::new),
+            acquire_batch: self.explicit_acquire_batch().and_then(NonZeroUsize::new),
             min_lease_time: self.fixed_min_lease_time(),
             cycle_end_guard: self.explicit_cycle_end_guard(),
             shutdown_mode: self.shutdown_mode(),
@@ -55,6 +58,9 @@ impl<'de> Deserialize<'de> for PollerConfig {
             PollerConfig::new(file.job_name, file.interval).with_shutdown_mode(file.shutdown_mode);
         if let Some(concurrency) = file.concurrency {
             config = config.with_concurrency(concurrency.get());
+        }
+        if let Some(batch) = file.acquire_batch {
+            config = config.with_acquire_batch(batch.get());
         }
         if let Some(min_lease) = file.min_lease_time {
             config = config.with_min_lease_time(min_lease);

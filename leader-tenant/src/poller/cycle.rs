@@ -1,5 +1,6 @@
-//! One cycle, shared by both pollers: read the tenants, run each one's job with bounded
-//! concurrency, collect the report. The pollers only supply how one tenant is run.
+//! One cycle, shared by both pollers: read the tenants, try their locks in batches, run each
+//! won tenant's job with bounded concurrency, collect the report. The pollers only supply
+//! how a batch is tried and how one tenant is run.
 
 use std::collections::HashSet;
 use std::fmt::Debug;
@@ -7,8 +8,9 @@ use std::future::{Future, ready};
 use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant, SystemTime};
 
+use futures_util::future::Either;
 use futures_util::{FutureExt, StreamExt, stream};
-use leader_core::LeaderRunResult;
+use leader_core::{Error, LeaderRunResult};
 use tracing::Instrument;
 
 use crate::error::TenantError;
@@ -52,6 +54,37 @@ impl Plan {
     }
 }
 
+/// What trying one tenant's lock in a batch came to.
+#[derive(Debug)]
+pub(crate) enum Tried<A> {
+    /// This instance took the lock (`A`): run the job under it.
+    Won(A),
+    /// Another instance holds it: the tenant is skipped.
+    Held,
+    /// The batch could not try it: the tenant is run on its own (acquire, then job).
+    Alone,
+    /// Trying its lock failed.
+    Failed(TenantError),
+}
+
+impl<A> From<Result<Option<A>, Error>> for Tried<A> {
+    fn from(answer: Result<Option<A>, Error>) -> Self {
+        match answer {
+            Ok(Some(won)) => Tried::Won(won),
+            Ok(None) => Tried::Held,
+            Err(error) => Tried::Failed(error.into()),
+        }
+    }
+}
+
+impl<A> Tried<A> {
+    /// Every tenant of a batch that could not be tried together, run on its own.
+    pub(crate) fn each_alone(tenants: &[TenantId], error: &Error) -> Vec<Self> {
+        tracing::warn!(%error, tenants = tenants.len(), "a batch of tenants could not be tried together; trying each on its own");
+        tenants.iter().map(|_| Tried::Alone).collect()
+    }
+}
+
 /// How one cycle runs.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CycleRun<'a> {
@@ -59,6 +92,7 @@ pub(crate) struct CycleRun<'a> {
     pub(crate) cycle: u64,
     pub(crate) job_name: &'a str,
     pub(crate) concurrency: usize,
+    pub(crate) acquire_batch: usize,
     pub(crate) mode: ShutdownMode,
     pub(crate) shutdown: Option<&'a Shutdown>,
 }
@@ -69,29 +103,43 @@ impl CycleRun<'_> {
     }
 }
 
-/// Runs `run_one(tenant, cycle)` for every valid tenant of `plan`, at most `concurrency` at a time, each
-/// isolated (its error or panic is its own outcome); stops starting tenants on shutdown.
-pub(crate) async fn drive<T, E, F, Fut>(
+/// Tries the locks of the valid tenants of `plan`, `run.acquire_batch` at a time, with
+/// `try_batch(tenants, cycle)` (one answer per tenant), and runs `run_one(tenant, won,
+/// cycle)` for each tenant won (`Some`) or to be run on its own (`None`), at most
+/// `concurrency` at a time, each isolated (its error or panic is its own outcome).
+///
+/// A batch is tried only when every tenant of the one before has started, so won tenants
+/// wait for a worker at most one batch deep. On shutdown no tenant starts: won ones not yet
+/// started are dropped (which releases them) and reported as not started.
+pub(crate) async fn drive<T, E, A, FB, FutB, F, Fut>(
     run: CycleRun<'_>,
     plan: Plan,
+    try_batch: FB,
     run_one: F,
 ) -> CycleReport<T, E>
 where
-    F: FnMut(TenantId, u64) -> Fut,
+    FB: FnMut(Vec<TenantId>, u64) -> FutB,
+    FutB: Future<Output = Vec<Tried<A>>>,
+    F: FnMut(TenantId, Option<A>, u64) -> Fut,
     Fut: Future<Output = Result<LeaderRunResult<T, E>, TenantError>>,
     E: Debug,
 {
     let span = tracing::info_span!("tenant_cycle", job = run.job_name, cycle = run.cycle);
-    drive_in_span(run, plan, run_one).instrument(span).await
+    drive_in_span(run, plan, try_batch, run_one)
+        .instrument(span)
+        .await
 }
 
-async fn drive_in_span<T, E, F, Fut>(
+async fn drive_in_span<T, E, A, FB, FutB, F, Fut>(
     run: CycleRun<'_>,
     plan: Plan,
+    mut try_batch: FB,
     mut run_one: F,
 ) -> CycleReport<T, E>
 where
-    F: FnMut(TenantId, u64) -> Fut,
+    FB: FnMut(Vec<TenantId>, u64) -> FutB,
+    FutB: Future<Output = Vec<Tried<A>>>,
+    F: FnMut(TenantId, Option<A>, u64) -> Fut,
     Fut: Future<Output = Result<LeaderRunResult<T, E>, TenantError>>,
     E: Debug,
 {
@@ -124,25 +172,50 @@ where
         let began = &mut began;
         let tasks = stream::iter(runnable)
             .take_while(|_| ready(!run.stopped()))
-            .map(|(index, id)| {
-                began[index] = true;
-                let job = run_one(id, run.cycle);
+            .chunks(run.acquire_batch)
+            .then(|batch| {
+                let tenants = batch.iter().map(|(_, id)| id.clone()).collect();
+                let tried = try_batch(tenants, run.cycle);
                 async move {
+                    let mut tried = tried.await.into_iter();
+                    batch
+                        .into_iter()
+                        .map(|(index, id)| (index, id, tried.next().unwrap_or(Tried::Alone)))
+                        .collect::<Vec<_>>()
+                }
+            })
+            .flat_map(stream::iter)
+            .map(|(index, id, tried)| {
+                if run.stopped() {
+                    // Not started: a won lock is released as it is dropped here.
+                    return Either::Left(ready(None));
+                }
+                began[index] = true;
+                let job = match tried {
+                    Tried::Won(won) => Either::Left(run_one(id, Some(won), run.cycle)),
+                    Tried::Alone => Either::Left(run_one(id, None, run.cycle)),
+                    Tried::Held => Either::Right(ready(Ok(LeaderRunResult::Skipped))),
+                    Tried::Failed(error) => Either::Right(ready(Err(error))),
+                };
+                Either::Right(async move {
                     let started_after = clock.elapsed();
                     let start = Instant::now();
                     let outcome = AssertUnwindSafe(job).catch_unwind().await;
-                    (
+                    Some((
                         index,
                         TenantOutcome::from_run(outcome),
                         started_after,
                         start.elapsed(),
-                    )
-                }
+                    ))
+                })
             })
             .buffer_unordered(run.concurrency);
         let collect = async {
             let mut tasks = std::pin::pin!(tasks);
-            while let Some((index, outcome, started_after, elapsed)) = tasks.next().await {
+            while let Some(done) = tasks.next().await {
+                let Some((index, outcome, started_after, elapsed)) = done else {
+                    continue;
+                };
                 let line = report(names[index].clone(), outcome, started_after, elapsed);
                 line.trace();
                 slots[index] = Some(line);

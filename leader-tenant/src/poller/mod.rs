@@ -130,6 +130,7 @@ impl<S: TenantSource> Core<S> {
             }),
             job_name: self.run.config.job_name(),
             concurrency: self.concurrency,
+            acquire_batch: self.run.config.acquire_batch(),
             mode: self.run.config.shutdown_mode(),
             shutdown,
         }
