@@ -40,14 +40,23 @@ const REDIS_PREFIX: &str = "leader-bench-tenant";
 /// Counts the backend calls of one instance.
 #[derive(Debug, Default)]
 struct Calls {
+    /// Acquire calls: one per `try_acquire`, one per `try_acquire_batch` of any size.
     acquire: AtomicU64,
+    /// The requests of those calls.
+    acquire_requests: AtomicU64,
     release: AtomicU64,
     other: AtomicU64,
 }
 
 impl Calls {
-    fn take(&self) -> [u64; 3] {
-        [&self.acquire, &self.release, &self.other].map(|c| c.swap(0, Ordering::Relaxed))
+    fn take(&self) -> [u64; 4] {
+        [
+            &self.acquire,
+            &self.acquire_requests,
+            &self.release,
+            &self.other,
+        ]
+        .map(|c| c.swap(0, Ordering::Relaxed))
     }
 }
 
@@ -70,7 +79,19 @@ impl<B: Backend> Backend for Counting<B> {
 impl<B: LockBackend> LockBackend for Counting<B> {
     fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
         self.calls.acquire.fetch_add(1, Ordering::Relaxed);
+        self.calls.acquire_requests.fetch_add(1, Ordering::Relaxed);
         self.inner.try_acquire(request)
+    }
+
+    fn try_acquire_batch(
+        &self,
+        requests: &[AcquireRequest<'_>],
+    ) -> Vec<Result<AcquireOutcome, Error>> {
+        self.calls.acquire.fetch_add(1, Ordering::Relaxed);
+        self.calls
+            .acquire_requests
+            .fetch_add(requests.len() as u64, Ordering::Relaxed);
+        self.inner.try_acquire_batch(requests)
     }
 
     fn extend(&self, lease: &Lease, time: Duration, db: bool) -> Result<ExtendOutcome, Error> {
@@ -172,8 +193,9 @@ impl<B: LockBackend + 'static> Instances<B> {
         (reports, elapsed)
     }
 
-    /// Runs one cycle and prints the backend calls of each instance.
-    fn print_calls(&self, label: &str, job: &str) {
+    /// Runs one cycle and prints the backend calls of each instance; returns the calls of
+    /// all instances (each a round trip on Redis: a batch's up to 1,000 requests are one).
+    fn print_calls(&self, label: &str, job: &str) -> u64 {
         for calls in &self.calls {
             calls.take();
         }
@@ -183,22 +205,26 @@ impl<B: LockBackend + 'static> Instances<B> {
             "{label}: one cycle of {} tenants x {INSTANCES} instances in {elapsed:?}; {elected} elected in all",
             self.tenants.len()
         );
+        let mut all_calls = 0;
         for (i, (report, calls)) in reports.iter().zip(&self.calls).enumerate() {
-            let [acquire, release, other] = calls.take();
+            let [acquire, requests, release, other] = calls.take();
+            all_calls += acquire + release + other;
             let ran = report.count(OutcomeKind::Elected);
             let skipped = report.count(OutcomeKind::Skipped);
             let per = |calls: u64, tenants: usize| match tenants {
                 0 => "-".to_owned(),
                 n => format!("{:.2}", calls as f64 / n as f64),
             };
-            // With wait_time zero every tenant costs one acquire; a run adds its release.
+            // Every tenant is one acquire request, tried in batches; a run adds its release.
             println!(
-                "  instance-{i}: ran {ran}, skipped {skipped}; acquire calls per tenant {}, \
-                 release calls per tenant run {}, other calls {other}",
+                "  instance-{i}: ran {ran}, skipped {skipped}; acquire calls per tenant {} \
+                 ({} requests per tenant), release calls per tenant run {}, other calls {other}",
                 per(acquire, ran + skipped),
+                per(requests, ran + skipped),
                 per(release, ran),
             );
         }
+        all_calls
     }
 }
 
@@ -277,8 +303,19 @@ fn redis(c: &mut Criterion) {
         " ms",
     );
     let before = leader_benches::redis_command_stats(&mut server);
-    instances.print_calls("redis-10000", &fresh_job());
+    let usec_before = leader_benches::redis_command_usec(&mut server);
+    let calls = instances.print_calls("redis-10000", &fresh_job());
     let after = leader_benches::redis_command_stats(&mut server);
+    let usec_after = leader_benches::redis_command_usec(&mut server);
+    let server_ms = |name: &str| {
+        let of =
+            |stats: &[(String, u64)]| stats.iter().find(|(n, _)| n == name).map_or(0, |(_, u)| *u);
+        (of(&usec_after) - of(&usec_before)) as f64 / 1e3
+    };
+    println!(
+        "  server time for the cycle: EVALSHA {:.1} ms (scripts included)",
+        server_ms("evalsha")
+    );
     let pairs = (10_000 * INSTANCES) as f64;
     let delta = |name: &str| {
         after.iter().find(|(n, _)| n == name).map_or(0, |(_, c)| *c)
@@ -287,10 +324,13 @@ fn redis(c: &mut Criterion) {
                 .find(|(n, _)| n == name)
                 .map_or(0, |(_, c)| *c)
     };
-    // Every backend operation is one EVALSHA: one round trip. INFO commandstats also counts
-    // the commands the scripts run inside the server, which are not round trips.
+    // Every backend call is one round trip (a batch pipelines its scripts); the server runs
+    // one EVALSHA per request. INFO commandstats also counts the commands the scripts run
+    // inside the server, which are not round trips.
     println!(
-        "  redis server: {} EVALSHA for the cycle => {:.2} round trips per tenant per instance",
+        "  round trips: {calls} for the cycle => {:.3} per tenant per instance; \
+         the server ran {} EVALSHA ({:.2} per tenant per instance)",
+        calls as f64 / pairs,
         delta("evalsha"),
         delta("evalsha") as f64 / pairs
     );
@@ -299,7 +339,13 @@ fn redis(c: &mut Criterion) {
         .filter(|(name, _)| name != "evalsha" && name != "info")
         .map(|(name, _)| (name, delta(name)))
         .filter(|(_, calls)| *calls > 0)
-        .map(|(name, calls)| format!("{name} {:.2}", calls as f64 / pairs))
+        .map(|(name, calls)| {
+            format!(
+                "{name} {:.2} ({:.1} ms)",
+                calls as f64 / pairs,
+                server_ms(name)
+            )
+        })
         .collect();
     println!(
         "  other commands per tenant per instance (mostly inside the scripts): {}",

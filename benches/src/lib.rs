@@ -188,6 +188,16 @@ fn names_a_filter(args: &[String]) -> bool {
 /// Calls per command from a Redis server's `INFO commandstats` (`("evalsha", 40000)`, ...);
 /// none when the server does not answer.
 pub fn redis_command_stats(server: &mut redis::Connection) -> Vec<(String, u64)> {
+    commandstats_field(server, "calls=")
+}
+
+/// The server's time per command from `INFO commandstats`, in microseconds since its start
+/// (`("evalsha", 123456)`, ...): where the server's time goes.
+pub fn redis_command_usec(server: &mut redis::Connection) -> Vec<(String, u64)> {
+    commandstats_field(server, "usec=")
+}
+
+fn commandstats_field(server: &mut redis::Connection, field: &str) -> Vec<(String, u64)> {
     let info: String = redis::cmd("INFO")
         .arg("commandstats")
         .query(server)
@@ -195,13 +205,12 @@ pub fn redis_command_stats(server: &mut redis::Connection) -> Vec<(String, u64)>
     info.lines()
         .filter_map(|line| {
             let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
-            let calls = rest
-                .strip_prefix("calls=")?
+            let value = rest
                 .split(',')
-                .next()?
+                .find_map(|item| item.strip_prefix(field))?
                 .parse()
                 .ok()?;
-            Some((name.to_owned(), calls))
+            Some((name.to_owned(), value))
         })
         .collect()
 }
