@@ -341,6 +341,40 @@ impl<'a> Renewal<'a> {
     }
 }
 
+/// One lease of a [`release_batch`](LockBackend::release_batch): what
+/// [`release`](LockBackend::release) takes for one lease.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, SystemTime};
+/// use leader_core::{Lease, LockName, OwnerToken, ReleaseRequest};
+///
+/// let now = SystemTime::now();
+/// let lease = Lease::new(LockName::new("job")?, OwnerToken::random(), "node-a", 1, now, now);
+/// let release = ReleaseRequest::new(&lease, Duration::from_secs(30));
+/// assert_eq!(release.min_lease_time, Duration::from_secs(30));
+/// # Ok::<(), leader_core::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct ReleaseRequest<'a> {
+    /// The lease to release.
+    pub lease: &'a Lease,
+    /// Keep the lock until `acquired_at + min_lease_time`.
+    pub min_lease_time: Duration,
+}
+
+impl<'a> ReleaseRequest<'a> {
+    /// Releases `lease`, keeping the lock for `min_lease_time` from its acquisition.
+    pub fn new(lease: &'a Lease, min_lease_time: Duration) -> Self {
+        ReleaseRequest {
+            lease,
+            min_lease_time,
+        }
+    }
+}
+
 /// The answer to `extend`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -540,6 +574,18 @@ pub trait LockBackend: Backend {
     /// [`Error::Backend`] on any failure of the store.
     fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error>;
 
+    /// Releases many leases: one answer per release, in their order, each what
+    /// [`release`](Self::release) would answer for it. For a tenant poller that releases
+    /// the locks of many finished jobs at once.
+    ///
+    /// The default calls `release` once per lease; Redis releases up to 100 per script.
+    fn release_batch(&self, releases: &[ReleaseRequest<'_>]) -> Vec<Result<ReleaseOutcome, Error>> {
+        releases
+            .iter()
+            .map(|r| self.release(r.lease, r.min_lease_time))
+            .collect()
+    }
+
     /// A best-effort snapshot of the lock; never an expired holder.
     ///
     /// # Errors
@@ -643,6 +689,20 @@ pub trait AsyncLockBackend: Backend {
         lease: &Lease,
         min_lease_time: Duration,
     ) -> impl Future<Output = Result<ReleaseOutcome, Error>> + Send;
+
+    /// See [`LockBackend::release_batch`]; the default releases one lease after the other.
+    fn release_batch(
+        &self,
+        releases: &[ReleaseRequest<'_>],
+    ) -> impl Future<Output = Vec<Result<ReleaseOutcome, Error>>> + Send {
+        async move {
+            let mut answers = Vec::with_capacity(releases.len());
+            for r in releases {
+                answers.push(self.release(r.lease, r.min_lease_time).await);
+            }
+            answers
+        }
+    }
 
     /// See [`LockBackend::state`].
     fn state(&self, key: &LockName) -> impl Future<Output = Result<LeaderState, Error>> + Send;

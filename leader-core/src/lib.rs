@@ -85,7 +85,7 @@ mod watcher;
 
 pub use backend::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, ExtendOutcome, LockBackend,
-    ReleaseOutcome, Renewal, SlotOutcome, SlotRequest, SlotWalk,
+    ReleaseOutcome, ReleaseRequest, Renewal, SlotOutcome, SlotRequest, SlotWalk,
 };
 pub use campaign::{CampaignConfig, DeploymentMode};
 pub use clock::{Clock, ManualClock, SystemClock};

@@ -6,7 +6,8 @@ use std::time::{Duration, SystemTime};
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, Error, ExtendOutcome,
     ForceReleaseOutcome, InMemoryBackend, LeaderState, Lease, ListPage, ListRequest, LockBackend,
-    LockName, ManualClock, ReleaseEvents, ReleaseOutcome, Renewal, SlotOutcome, SlotRequest,
+    LockName, ManualClock, ReleaseEvents, ReleaseOutcome, ReleaseRequest, Renewal, SlotOutcome,
+    SlotRequest,
 };
 use rand::Rng;
 
@@ -185,6 +186,13 @@ impl<B: LockBackend> AsyncLockBackend for BlockingAsAsync<B> {
         min_lease_time: Duration,
     ) -> impl Future<Output = Result<ReleaseOutcome, Error>> + Send {
         ready(self.0.release(lease, min_lease_time))
+    }
+
+    fn release_batch(
+        &self,
+        releases: &[ReleaseRequest<'_>],
+    ) -> impl Future<Output = Vec<Result<ReleaseOutcome, Error>>> + Send {
+        ready(self.0.release_batch(releases))
     }
 
     fn state(&self, key: &LockName) -> impl Future<Output = Result<LeaderState, Error>> + Send {

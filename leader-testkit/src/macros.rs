@@ -30,6 +30,7 @@ macro_rules! contract_tests {
                 extend_by_non_owner_or_after_expiry_is_not_held,
                 extend_batch_renews_each_lease_as_extend_would,
                 try_acquire_batch_answers_each_request_as_try_acquire_would,
+                release_batch_answers_each_release_as_release_would,
                 release_by_owner_frees,
                 release_by_non_owner_changes_nothing,
                 min_lease_keeps_the_lock_without_blocking,

@@ -5,7 +5,7 @@ use std::time::Duration;
 use leader_core::{
     AcquireOutcome, AcquireRequest, Backend, Error, ExtendOutcome, ForceReleaseOutcome,
     InMemoryBackend, LeaderState, Lease, ListPage, ListRequest, LockBackend, LockName,
-    ReleaseEvents, ReleaseOutcome, Renewal, SlotOutcome, SlotRequest,
+    ReleaseEvents, ReleaseOutcome, ReleaseRequest, Renewal, SlotOutcome, SlotRequest,
 };
 
 /// The backend [`connect`](crate::connect) returns: one of the built-in backends, usable
@@ -149,6 +149,10 @@ impl LockBackend for AnyBackend {
         on_backend!(self, backend => LockBackend::release(backend, lease, min_lease_time))
     }
 
+    fn release_batch(&self, releases: &[ReleaseRequest<'_>]) -> Vec<Result<ReleaseOutcome, Error>> {
+        on_backend!(self, backend => LockBackend::release_batch(backend, releases))
+    }
+
     fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
         on_backend!(self, backend => LockBackend::state(backend, key))
     }
@@ -204,6 +208,14 @@ impl leader_core::AsyncLockBackend for AnyBackend {
     ) -> Result<ReleaseOutcome, Error> {
         use leader_core::AsyncLockBackend as Async;
         on_backend!(self, backend => Async::release(backend, lease, min_lease_time).await)
+    }
+
+    async fn release_batch(
+        &self,
+        releases: &[ReleaseRequest<'_>],
+    ) -> Vec<Result<ReleaseOutcome, Error>> {
+        use leader_core::AsyncLockBackend as Async;
+        on_backend!(self, backend => Async::release_batch(backend, releases).await)
     }
 
     async fn state(&self, key: &LockName) -> Result<LeaderState, Error> {

@@ -57,8 +57,8 @@ pub mod backend {
     pub use leader_core::{
         AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, BackendError, BackendErrorKind,
         BoxError, ExtendOutcome, LeaderLease, LeaderState, Lease, LockBackend, LockName,
-        OwnerToken, ParseOwnerTokenError, ReleaseEvents, ReleaseListener, ReleaseOutcome, Renewal,
-        SlotOutcome, SlotRequest, SlotWalk,
+        OwnerToken, ParseOwnerTokenError, ReleaseEvents, ReleaseListener, ReleaseOutcome,
+        ReleaseRequest, Renewal, SlotOutcome, SlotRequest, SlotWalk,
     };
 }
 

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use leader_core::{
     AcquireOutcome, AsyncLockBackend, ExtendOutcome, LockStatus, OwnerToken, ReleaseOutcome,
-    Renewal,
+    ReleaseRequest, Renewal,
 };
 
 use super::{LONG_LEASE, acquire, must_acquire, request, within};
@@ -376,5 +376,65 @@ pub fn try_acquire_batch_answers_each_request_as_try_acquire_would<H: Harness, R
         assert!(backend.try_acquire_batch(&[]).await.is_empty());
         let state = backend.state(&keys[1]).await.unwrap();
         assert_eq!(state.leader().map(|l| l.leader_id.as_str()), Some("node-b"));
+    });
+}
+
+/// §4.2, §4.6 for many leases at once: `release_batch` answers each release in order as
+/// `release` would — the owner's lock freed, another owner's untouched (`NotHeld`), one
+/// kept for its minimum lease — and an empty batch is empty.
+pub fn release_batch_answers_each_release_as_release_would<H: Harness, R: Runner>(
+    harness: &H,
+    runner: &R,
+) where
+    H::Backend: AsyncLockBackend,
+{
+    runner.block_on(async {
+        let backend = harness.backend().await;
+        let mut leases = Vec::new();
+        for n in 0..3 {
+            let key = fresh_name(&format!("release-batch-{n}"));
+            leases.push(
+                must_acquire(
+                    &backend,
+                    request(&key, OwnerToken::random(), "node-a", LONG_LEASE),
+                )
+                .await,
+            );
+        }
+        let mut stranger = leases[1].clone();
+        stranger.owner = OwnerToken::random();
+        let batch = [
+            ReleaseRequest::new(&leases[0], Duration::ZERO),
+            ReleaseRequest::new(&stranger, Duration::ZERO),
+            ReleaseRequest::new(&leases[2], LONG_LEASE / 2),
+        ];
+        let answers = backend.release_batch(&batch).await;
+        assert_eq!(answers.len(), 3, "{answers:?}");
+        assert!(
+            matches!(answers[0], Ok(ReleaseOutcome::Released)),
+            "{answers:?}"
+        );
+        assert!(
+            matches!(answers[1], Ok(ReleaseOutcome::NotHeld)),
+            "{answers:?}"
+        );
+        assert!(
+            matches!(answers[2], Ok(ReleaseOutcome::Released)),
+            "{answers:?}"
+        );
+        assert!(backend.release_batch(&[]).await.is_empty());
+        for (i, held) in [(0, false), (1, true), (2, true)] {
+            let state = backend.state(&leases[i].key).await.unwrap();
+            assert_eq!(state.leader().is_some(), held, "lease {i}: {state:?}");
+        }
+        let taken = acquire(
+            &backend,
+            request(&leases[2].key, OwnerToken::random(), "node-b", LONG_LEASE),
+        )
+        .await;
+        assert!(
+            matches!(taken, AcquireOutcome::Held(_)),
+            "kept for its minimum lease: {taken:?}"
+        );
     });
 }
