@@ -5,8 +5,8 @@ use std::time::{Duration, SystemTime};
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, ForceReleaseOutcome,
-    LeaderState, Lease, ListPage, ListRequest, LockName, ReleaseOutcome, Renewal, SlotOutcome,
-    SlotRequest,
+    LeaderState, Lease, ListPage, ListRequest, LockName, ReleaseOutcome, ReleaseRequest, Renewal,
+    SlotOutcome, SlotRequest,
 };
 
 use crate::backend::RedisBackend;
@@ -31,32 +31,25 @@ impl AsyncLockBackend for RedisBackend {
             Some(op) => self.run_async_raw(op).await,
             None => Ok(Vec::new()),
         };
-        let mut answers = self.acquired(&requests, answer);
+        let mut answers = self.per_lock(requests.iter().map(|r| r.request.key), answer);
         answers.pop().unwrap_or(Err(Error::ShutDown))
     }
 
-    /// As the blocking `try_acquire_batch`: a script per chunk of requests on a standalone
-    /// server, one per request on a cluster; the scripts of up to 1,000 requests at once on
-    /// the multiplexed connection, which writes them out together.
+    /// As the blocking `try_acquire_batch`; the scripts of a round trip go out at once on
+    /// the multiplexed connection, which writes them together.
     async fn try_acquire_batch(
         &self,
         requests: &[AcquireRequest<'_>],
     ) -> Vec<Result<AcquireOutcome, Error>> {
         let requests: Vec<_> = requests.iter().map(|r| SlotRequest::single(*r)).collect();
-        let chunk = if self.is_cluster() { 1 } else { Acquire::CHUNK };
-        let mut answers = Vec::with_capacity(requests.len());
-        for round_trip in requests.chunks(chunk * Acquire::PIPELINED) {
-            let now = SystemTime::now();
-            let chunks: Vec<_> = round_trip.chunks(chunk).collect();
-            let calls = chunks.iter().filter_map(|chunk| {
-                let op = Acquire::new(chunk, self.key_prefix(), now)?;
-                Some(self.run_async_raw(op))
-            });
-            let replies = futures_util::future::join_all(calls).await;
-            for (chunk, answer) in chunks.iter().zip(replies) {
-                answers.extend(self.acquired(chunk, answer));
-            }
-        }
+        let answers = self
+            .run_async_batch(
+                &requests,
+                (Acquire::CHUNK, Acquire::PIPELINED),
+                |chunk, now| Acquire::new(chunk, self.key_prefix(), now),
+                |request| request.request.key,
+            )
+            .await;
         answers
             .into_iter()
             .map(|a| a.map(SlotOutcome::into_acquire))
@@ -74,30 +67,44 @@ impl AsyncLockBackend for RedisBackend {
         answers.pop().unwrap_or(Err(Error::ShutDown))
     }
 
-    /// As the blocking `extend_batch`: a script per chunk on a standalone server, one
-    /// `extend` per lease on a cluster.
+    /// As the blocking `extend_batch`.
     async fn extend_batch(&self, renewals: &[Renewal<'_>]) -> Vec<Result<ExtendOutcome, Error>> {
-        let chunk = if self.is_cluster() { 1 } else { Extend::CHUNK };
-        let mut answers = Vec::with_capacity(renewals.len());
-        for chunk in renewals.chunks(chunk) {
-            let Some(op) = Extend::new(chunk, self.key_prefix(), SystemTime::now()) else {
-                continue;
-            };
-            answers.extend(self.renewed(chunk, self.run_async_raw(op).await));
-        }
-        answers
+        self.run_async_batch(
+            renewals,
+            (Extend::CHUNK, Extend::PIPELINED),
+            |chunk, now| Extend::new(chunk, self.key_prefix(), now),
+            |renewal| &renewal.lease.key,
+        )
+        .await
     }
 
-    fn release(
+    async fn release(
         &self,
         lease: &Lease,
         min_lease_time: Duration,
-    ) -> impl Future<Output = Result<ReleaseOutcome, Error>> + Send {
-        let released = self.run_async(Release {
-            lease,
-            min_lease_time,
-        });
-        async move { released.await.map(ReleaseOutcome::from) }
+    ) -> Result<ReleaseOutcome, Error> {
+        let release = [ReleaseRequest::new(lease, min_lease_time)];
+        let mut answers = self.release_batch(&release).await;
+        answers.pop().unwrap_or(Err(Error::ShutDown))
+    }
+
+    /// As the blocking `release_batch`.
+    async fn release_batch(
+        &self,
+        releases: &[ReleaseRequest<'_>],
+    ) -> Vec<Result<ReleaseOutcome, Error>> {
+        let answers = self
+            .run_async_batch(
+                releases,
+                (Release::CHUNK, Release::PIPELINED),
+                |chunk, _now| Release::new(chunk, self.key_prefix()),
+                |release| &release.lease.key,
+            )
+            .await;
+        answers
+            .into_iter()
+            .map(|a| a.map(ReleaseOutcome::from))
+            .collect()
     }
 
     fn state(&self, key: &LockName) -> impl Future<Output = Result<LeaderState, Error>> + Send {

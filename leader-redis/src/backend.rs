@@ -1,12 +1,9 @@
 //! [`RedisBackend`]: construction, the shared plumbing of every call, and the SPI traits.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
-use leader_core::{
-    Backend, BackendError, Error, ExtendOutcome, LockName, ReleaseEvents, Renewal, SlotOutcome,
-    SlotRequest,
-};
+use leader_core::{Backend, BackendError, Error, LockName, ReleaseEvents};
 use redis::{RedisResult, Value};
 
 #[cfg(any(feature = "tokio", feature = "smol"))]
@@ -330,22 +327,70 @@ impl RedisBackend {
         }
     }
 
-    /// The per-lease answers of one `extend` call on `chunk`.
-    pub(crate) fn renewed(
+    /// Runs a batch of `items` (renewals, acquire requests, releases) as ops of up to
+    /// `chunk` items each, `pipelined` ops per round trip on a standalone server; on a
+    /// cluster one op per item, whose keys of different hash tags cannot meet in one
+    /// script. `op` builds the op of a chunk (made at `now`), `key` names an item's lock:
+    /// one answer per item, in order.
+    pub(crate) fn run_blocking_batch<'i, I, T, O>(
         &self,
-        chunk: &[Renewal<'_>],
-        answer: Result<Vec<Result<ExtendOutcome, Failure>>, Failure>,
-    ) -> Vec<Result<ExtendOutcome, Error>> {
-        self.per_lock(chunk.iter().map(|renewal| &renewal.lease.key), answer)
+        items: &'i [I],
+        (chunk, pipelined): (usize, usize),
+        op: impl Fn(&'i [I], SystemTime) -> Option<O>,
+        key: impl Fn(&I) -> &LockName,
+    ) -> Vec<Result<T, Error>>
+    where
+        O: Op<Output = Vec<Result<T, Failure>>>,
+    {
+        let chunk = if self.is_cluster() { 1 } else { chunk };
+        let mut answers = Vec::with_capacity(items.len());
+        for round_trip in items.chunks(chunk * pipelined) {
+            let now = SystemTime::now();
+            let chunks: Vec<_> = round_trip.chunks(chunk).collect();
+            let ops: Vec<_> = chunks.iter().filter_map(|chunk| op(chunk, now)).collect();
+            let replies = if self.is_cluster() {
+                ops.into_iter()
+                    .map(|op| self.run_blocking_raw(op))
+                    .collect()
+            } else {
+                self.run_blocking_pipelined(ops)
+            };
+            for (chunk, answer) in chunks.iter().zip(replies) {
+                answers.extend(self.per_lock(chunk.iter().map(&key), answer));
+            }
+        }
+        answers
     }
 
-    /// The per-request answers of one `acquire` call on `chunk`.
-    pub(crate) fn acquired(
+    /// [`run_blocking_batch`](Self::run_blocking_batch) on the async connections: the ops
+    /// of a round trip go out at once on the multiplexed connection, which writes them
+    /// together.
+    #[cfg(any(feature = "tokio", feature = "smol"))]
+    pub(crate) async fn run_async_batch<'i, I: Sync, T, O>(
         &self,
-        chunk: &[SlotRequest<'_>],
-        answer: Result<Vec<Result<SlotOutcome, Failure>>, Failure>,
-    ) -> Vec<Result<SlotOutcome, Error>> {
-        self.per_lock(chunk.iter().map(|request| request.request.key), answer)
+        items: &'i [I],
+        (chunk, pipelined): (usize, usize),
+        op: impl Fn(&'i [I], SystemTime) -> Option<O>,
+        key: impl Fn(&I) -> &LockName,
+    ) -> Vec<Result<T, Error>>
+    where
+        O: Op<Output = Vec<Result<T, Failure>>> + Send,
+    {
+        let chunk = if self.is_cluster() { 1 } else { chunk };
+        let mut answers = Vec::with_capacity(items.len());
+        for round_trip in items.chunks(chunk * pipelined) {
+            let now = SystemTime::now();
+            let chunks: Vec<_> = round_trip.chunks(chunk).collect();
+            let calls = chunks
+                .iter()
+                .filter_map(|chunk| op(chunk, now))
+                .map(|op| self.run_async_raw(op));
+            let replies = futures_util::future::join_all(calls).await;
+            for (chunk, answer) in chunks.iter().zip(replies) {
+                answers.extend(self.per_lock(chunk.iter().map(&key), answer));
+            }
+        }
+        answers
     }
 
     fn start_subscriber(&self) -> std::io::Result<Subscriber> {

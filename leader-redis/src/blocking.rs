@@ -4,8 +4,8 @@ use std::time::{Duration, SystemTime};
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, Error, ExtendOutcome, ForceReleaseOutcome, LeaderState, Lease,
-    ListPage, ListRequest, LockBackend, LockName, ReleaseOutcome, Renewal, SlotOutcome,
-    SlotRequest,
+    ListPage, ListRequest, LockBackend, LockName, ReleaseOutcome, ReleaseRequest, Renewal,
+    SlotOutcome, SlotRequest,
 };
 
 use crate::backend::RedisBackend;
@@ -26,7 +26,7 @@ impl LockBackend for RedisBackend {
         let answer = op
             .map(|op| self.run_blocking_raw(op))
             .unwrap_or(Ok(Vec::new()));
-        let mut answers = self.acquired(&requests, answer);
+        let mut answers = self.per_lock(requests.iter().map(|r| r.request.key), answer);
         answers.pop().unwrap_or(Err(Error::ShutDown))
     }
 
@@ -39,26 +39,12 @@ impl LockBackend for RedisBackend {
         requests: &[AcquireRequest<'_>],
     ) -> Vec<Result<AcquireOutcome, Error>> {
         let requests: Vec<_> = requests.iter().map(|r| SlotRequest::single(*r)).collect();
-        let chunk = if self.is_cluster() { 1 } else { Acquire::CHUNK };
-        let mut answers = Vec::with_capacity(requests.len());
-        for round_trip in requests.chunks(chunk * Acquire::PIPELINED) {
-            let now = SystemTime::now();
-            let chunks: Vec<_> = round_trip.chunks(chunk).collect();
-            let ops: Vec<_> = chunks
-                .iter()
-                .filter_map(|chunk| Acquire::new(chunk, self.key_prefix(), now))
-                .collect();
-            let replies = if self.is_cluster() {
-                ops.into_iter()
-                    .map(|op| self.run_blocking_raw(op))
-                    .collect()
-            } else {
-                self.run_blocking_pipelined(ops)
-            };
-            for (chunk, answer) in chunks.iter().zip(replies) {
-                answers.extend(self.acquired(chunk, answer));
-            }
-        }
+        let answers = self.run_blocking_batch(
+            &requests,
+            (Acquire::CHUNK, Acquire::PIPELINED),
+            |chunk, now| Acquire::new(chunk, self.key_prefix(), now),
+            |request| request.request.key,
+        );
         answers
             .into_iter()
             .map(|a| a.map(SlotOutcome::into_acquire))
@@ -78,39 +64,35 @@ impl LockBackend for RedisBackend {
 
     /// On a standalone server, one script per chunk of up to 1,000 leases (each lease
     /// answered on its own), up to 10 scripts pipelined in one round trip: 10,000 leases
-    /// renew in one round trip. On a cluster one `extend` per lease, whose keys of
-    /// different hash tags cannot meet in one script.
+    /// renew in one round trip. On a cluster one `extend` per lease.
     fn extend_batch(&self, renewals: &[Renewal<'_>]) -> Vec<Result<ExtendOutcome, Error>> {
-        let mut answers = Vec::with_capacity(renewals.len());
-        if self.is_cluster() {
-            for renewal in renewals.chunks(1) {
-                let Some(op) = Extend::new(renewal, self.key_prefix(), SystemTime::now()) else {
-                    continue;
-                };
-                answers.extend(self.renewed(renewal, self.run_blocking_raw(op)));
-            }
-            return answers;
-        }
-        for round_trip in renewals.chunks(Extend::CHUNK * Extend::PIPELINED) {
-            let now = SystemTime::now();
-            let chunks: Vec<_> = round_trip.chunks(Extend::CHUNK).collect();
-            let ops = chunks
-                .iter()
-                .filter_map(|chunk| Extend::new(chunk, self.key_prefix(), now))
-                .collect();
-            for (chunk, answer) in chunks.iter().zip(self.run_blocking_pipelined(ops)) {
-                answers.extend(self.renewed(chunk, answer));
-            }
-        }
-        answers
+        self.run_blocking_batch(
+            renewals,
+            (Extend::CHUNK, Extend::PIPELINED),
+            |chunk, now| Extend::new(chunk, self.key_prefix(), now),
+            |renewal| &renewal.lease.key,
+        )
     }
 
     fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {
-        self.run_blocking(Release {
-            lease,
-            min_lease_time,
-        })
-        .map(ReleaseOutcome::from)
+        let release = [ReleaseRequest::new(lease, min_lease_time)];
+        let mut answers = self.release_batch(&release);
+        answers.pop().unwrap_or(Err(Error::ShutDown))
+    }
+
+    /// As `try_acquire_batch`: up to 100 leases per script, 10 scripts per round trip on a
+    /// standalone server; one `release` per lease on a cluster.
+    fn release_batch(&self, releases: &[ReleaseRequest<'_>]) -> Vec<Result<ReleaseOutcome, Error>> {
+        let answers = self.run_blocking_batch(
+            releases,
+            (Release::CHUNK, Release::PIPELINED),
+            |chunk, _now| Release::new(chunk, self.key_prefix()),
+            |release| &release.lease.key,
+        );
+        answers
+            .into_iter()
+            .map(|a| a.map(ReleaseOutcome::from))
+            .collect()
     }
 
     fn state(&self, key: &LockName) -> Result<LeaderState, Error> {

@@ -2,11 +2,11 @@
 //! with plain functions, so the blocking and async paths run the very same code around
 //! one I/O call.
 
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use leader_core::{
-    ExtendOutcome, LeaderLease, LeaderState, Lease, LockName, ReleaseOutcome, Renewal, SlotOutcome,
-    SlotRequest,
+    ExtendOutcome, LeaderLease, LeaderState, Lease, LockName, ReleaseOutcome, ReleaseRequest,
+    Renewal, SlotOutcome, SlotRequest,
 };
 use redis::{ScriptInvocation, Value};
 
@@ -275,11 +275,32 @@ fn extended(item: &Value) -> Result<ExtendOutcome, Failure> {
     }
 }
 
-/// `release`.
+/// `release` and `release_batch`: one script releases every lease of a chunk, each
+/// answered on its own (see `lua/release.lua`).
 #[derive(Debug)]
-pub(crate) struct Release<'a> {
-    pub(crate) lease: &'a Lease,
-    pub(crate) min_lease_time: Duration,
+pub(crate) struct Release<'a, 'p> {
+    /// The first lease's key: errors of the whole call name it.
+    first: &'a LockName,
+    releases: &'a [ReleaseRequest<'a>],
+    /// The backend's key prefix, for the keys of the leases after the first.
+    key_prefix: &'p str,
+}
+
+impl<'a, 'p> Release<'a, 'p> {
+    /// The most leases one script releases (as [`Acquire::CHUNK`]).
+    pub(crate) const CHUNK: usize = 100;
+    /// The most chunks sent in one round trip (a pipeline, on a standalone server).
+    pub(crate) const PIPELINED: usize = 10;
+
+    /// Releases `releases` (at most [`CHUNK`](Self::CHUNK) of them; on a cluster one);
+    /// `None` when there are none, since an empty call would name no lock.
+    pub(crate) fn new(releases: &'a [ReleaseRequest<'a>], key_prefix: &'p str) -> Option<Self> {
+        Some(Release {
+            first: &releases.first()?.lease.key,
+            releases,
+            key_prefix,
+        })
+    }
 }
 
 /// What a release did, in more detail than [`ReleaseOutcome`].
@@ -302,54 +323,83 @@ impl From<Released> for ReleaseOutcome {
     }
 }
 
-impl Op for Release<'_> {
-    type Output = Released;
-    const NAME: &'static str = "release";
-
-    fn name(&self) -> &LockName {
-        &self.lease.key
-    }
-
-    fn invocation(&self, keys: &LockKeys, channel: &str) -> ScriptInvocation<'static> {
-        let min_ms = if self.min_lease_time.is_zero() {
-            0
-        } else {
-            millis(self.min_lease_time)
-        };
-        let mut invocation = RELEASE.key(&keys.lock);
-        invocation
-            .arg(self.lease.owner.to_string())
-            .arg(min_ms)
-            .arg(channel)
-            .arg(self.lease.key.as_str());
-        invocation
-    }
-
-    fn decode(&self, reply: Value) -> Result<Released, Failure> {
-        let bad = || Failure::bad_reply(Self::NAME, &reply);
-        let items = array(&reply).ok_or_else(bad)?;
-        match (status(items), items.len()) {
-            (Some(1), 1) => Ok(Released::Freed),
-            (Some(2), 1) => Ok(Released::KeptForMinLease),
-            (Some(0), 1) => Ok(Released::NotHeld),
-            (Some(-1), 2) => Err(Failure::Corrupt {
-                field: match text_field(items.get(1), "field")?.as_str() {
-                    "sacq" => "sacq",
-                    "acq" => "acq",
-                    "exp" => "exp",
-                    _ => return Err(bad()),
-                },
-            }),
-            _ => Err(bad()),
-        }
-    }
-
-    fn outcome(output: &Released) -> &'static str {
-        match output {
+impl Released {
+    fn as_str(self) -> &'static str {
+        match self {
             Released::Freed => "released",
             Released::KeptForMinLease => "kept_for_min_lease",
             Released::NotHeld => "not_held",
         }
+    }
+}
+
+impl Op for Release<'_, '_> {
+    /// One answer per lease; a lease's own failure names its key.
+    type Output = Vec<Result<Released, Failure>>;
+    const NAME: &'static str = "release";
+
+    fn name(&self) -> &LockName {
+        self.first
+    }
+
+    fn invocation(&self, keys: &LockKeys, channel: &str) -> ScriptInvocation<'static> {
+        let mut invocation = RELEASE.key(&keys.lock);
+        invocation.arg(channel);
+        for (i, release) in self.releases.iter().enumerate() {
+            if i > 0 {
+                invocation.key(LockKeys::new(self.key_prefix, &release.lease.key).lock);
+            }
+            let min_ms = if release.min_lease_time.is_zero() {
+                0
+            } else {
+                millis(release.min_lease_time)
+            };
+            invocation
+                .arg(release.lease.owner.to_string())
+                .arg(min_ms)
+                .arg(release.lease.key.as_str());
+        }
+        invocation
+    }
+
+    fn decode(&self, reply: Value) -> Result<Self::Output, Failure> {
+        let bad = || Failure::bad_reply(Self::NAME, &reply);
+        let items = array(&reply).ok_or_else(bad)?;
+        if items.len() != self.releases.len() {
+            return Err(bad());
+        }
+        Ok(items.iter().map(released).collect())
+    }
+
+    fn outcome(output: &Self::Output) -> &'static str {
+        match output.as_slice() {
+            [Ok(one)] => one.as_str(),
+            [Err(_)] => "error",
+            _ => "batch",
+        }
+    }
+}
+
+/// One lease's answer in a `release` reply.
+fn released(item: &Value) -> Result<Released, Failure> {
+    let bad = || Failure::bad_reply(Release::NAME, item);
+    match item {
+        Value::Int(1) => Ok(Released::Freed),
+        Value::Int(2) => Ok(Released::KeptForMinLease),
+        Value::Int(0) => Ok(Released::NotHeld),
+        Value::Array(failed) if failed.first().and_then(int) == Some(-1) => {
+            match (text_field(failed.get(1), "field")?.as_str(), failed.len()) {
+                ("error", 3) => Err(Failure::InScript {
+                    op: Release::NAME,
+                    message: text_field(failed.get(2), "error")?,
+                }),
+                ("sacq", 2) => Err(Failure::Corrupt { field: "sacq" }),
+                ("acq", 2) => Err(Failure::Corrupt { field: "acq" }),
+                ("exp", 2) => Err(Failure::Corrupt { field: "exp" }),
+                _ => Err(bad()),
+            }
+        }
+        _ => Err(bad()),
     }
 }
 
@@ -421,6 +471,8 @@ pub(crate) fn holder_state(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
+
     use leader_core::{AcquireRequest, GroupSlots, LockStatus, OwnerToken};
 
     fn bulk(s: &str) -> Value {

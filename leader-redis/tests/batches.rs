@@ -1,4 +1,4 @@
-//! Many locks tried at once on Redis: a batch runs one script per 100 requests, answers each
+//! Many locks tried or released at once on Redis: a batch runs one script per 100 requests, answers each
 //! request on its own (foreign data at one key fails only that request), and behaves as
 //! the same requests one by one would, on the async side too.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -10,6 +10,7 @@ use std::time::Duration;
 use common::RedisHarness;
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, LockBackend, LockName, OwnerToken,
+    ReleaseOutcome, ReleaseRequest,
 };
 use leader_testkit::fresh_name;
 
@@ -99,5 +100,79 @@ fn the_async_batch_answers_as_the_blocking_one() {
             panic!("{a:?} then {b:?}");
         };
         assert_eq!(a.fencing_token, b.fencing_token);
+    }
+}
+
+#[test]
+fn a_release_batch_is_one_script_per_hundred_leases_and_one_bad_key_fails_only_its_lease() {
+    let Some(server) = common::private_server() else {
+        return;
+    };
+    let harness = RedisHarness::new(common::Servers::Single(server.url()));
+    let backend = harness.make();
+    let keys: Vec<LockName> = (0..150)
+        .map(|n| fresh_name(&format!("release-{n}")))
+        .collect();
+    let leases: Vec<_> = keys
+        .iter()
+        .map(|key| {
+            let request = AcquireRequest::new(key, OwnerToken::random(), "node-a", LEASE);
+            match LockBackend::try_acquire(&backend, request) {
+                Ok(AcquireOutcome::Acquired(lease)) => lease,
+                other => panic!("{other:?}"),
+            }
+        })
+        .collect();
+    let mut conn = harness.raw();
+    // Lease 3's key now holds a string (replaced behind the backend's back).
+    let _: () = redis::cmd("SET")
+        .arg(backend.storage_key(&keys[3]))
+        .arg("not a lock")
+        .query(&mut conn)
+        .unwrap();
+    let releases: Vec<_> = leases
+        .iter()
+        .enumerate()
+        .map(|(n, lease)| {
+            let min_lease = if n % 2 == 0 {
+                Duration::ZERO
+            } else {
+                LEASE / 2
+            };
+            ReleaseRequest::new(lease, min_lease)
+        })
+        .collect();
+    // The server learns the script first (a NOSCRIPT retry would count twice).
+    let warm = AcquireRequest::new(&keys[0], OwnerToken::random(), "node-a", LEASE);
+    let warm_key = fresh_name("release-warm");
+    if let Ok(AcquireOutcome::Acquired(lease)) =
+        LockBackend::try_acquire(&backend, warm.with_key(&warm_key))
+    {
+        LockBackend::release(&backend, &lease, Duration::ZERO).unwrap();
+    }
+    let before = common::scripts_run(&mut conn);
+    let answers = LockBackend::release_batch(&backend, &releases);
+    assert_eq!(
+        common::scripts_run(&mut conn) - before,
+        2,
+        "150 leases, 2 scripts"
+    );
+    for (n, answer) in answers.iter().enumerate() {
+        match (n, answer) {
+            (3, Err(err)) => assert!(err.to_string().contains("WRONGTYPE"), "{err}"),
+            (_, Ok(ReleaseOutcome::Released)) if n != 3 => {}
+            _ => panic!("lease {n}: {answer:?}"),
+        }
+    }
+    for (n, key) in keys.iter().enumerate().filter(|(n, _)| *n != 3) {
+        let held = LockBackend::state(&backend, key)
+            .unwrap()
+            .leader()
+            .is_some();
+        assert_eq!(
+            held,
+            n % 2 == 1,
+            "lease {n}: kept only for its minimum lease"
+        );
     }
 }
