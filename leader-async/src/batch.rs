@@ -70,6 +70,57 @@ impl<B: AsyncLockBackend + 'static> AsyncAcquired<B> {
             .run_action(0, action)
             .await
     }
+
+    /// Runs `action` under the lock as [`run`](Self::run) does, but leaves the release to
+    /// the caller: the result, and the lock (no longer renewed) to release with others in
+    /// one call by [`AsyncFinished::release_all`]. For a poller that finishes many jobs.
+    ///
+    /// # Panics
+    ///
+    /// If `action` panics, the lease is released and the panic continues.
+    pub async fn run_unreleased<T, E, F, Fut>(
+        self,
+        action: F,
+    ) -> (LeaderRunResult<T, E>, AsyncFinished<B>)
+    where
+        F: FnOnce(LeaseContext) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let (result, held) = self
+            .held
+            .with_min_lease(self.min_lease_time)
+            .run_action_unreleased(0, action)
+            .await;
+        (result, AsyncFinished { held })
+    }
+}
+
+/// A lock whose action has run ([`AsyncAcquired::run_unreleased`]) and that is not released
+/// yet.
+///
+/// It is no longer renewed. [`release_all`](Self::release_all) releases many in one
+/// backend call, each keeping its minimum lease; one dropped on its own is released in the
+/// background.
+#[derive(Debug)]
+#[must_use = "the lock is released when dropped"]
+pub struct AsyncFinished<B: AsyncLockBackend + 'static> {
+    held: AsyncHeld<B>,
+}
+
+impl<B: AsyncLockBackend + 'static> AsyncFinished<B> {
+    /// The fencing token the action ran under.
+    pub fn fencing_token(&self) -> u64 {
+        self.held.lease().fencing_token
+    }
+
+    /// Releases all of `finished`, each keeping its minimum lease, in one
+    /// [`release_batch`](AsyncLockBackend::release_batch) call per backend value among
+    /// them. A failure is logged: the action's result is real, and the lease runs out by
+    /// itself. Dropped before it is done, the locks not yet released are released in the
+    /// background.
+    pub async fn release_all(finished: Vec<AsyncFinished<B>>) {
+        AsyncHeld::release_all(finished.into_iter().map(|f| f.held).collect()).await;
+    }
 }
 
 impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {

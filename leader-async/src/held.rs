@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use futures_lite::FutureExt;
 use leader_core::__private::{Keepalive, LeaseTracker};
-use leader_core::{AsyncLockBackend, LeaderRunResult, Lease, LeaseContext};
+use leader_core::{AsyncLockBackend, Error, LeaderRunResult, Lease, LeaseContext, ReleaseRequest};
 use tracing::Instrument;
 
 use crate::release::{release, release_in_background};
@@ -96,20 +96,62 @@ impl<B: AsyncLockBackend + 'static> AsyncHeld<B> {
         F: FnOnce(LeaseContext) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
+        let (result, held) = self.run_action_unreleased(slot, action).await;
+        held.release().await;
+        result
+    }
+
+    /// Runs `action` under the lease (in slot `slot`), renewed beside it: the run's
+    /// result, and the lease still to release. A panic in the action continues once the
+    /// lease is released.
+    pub(crate) async fn run_action_unreleased<T, E, F, Fut>(
+        self,
+        slot: u32,
+        action: F,
+    ) -> (LeaderRunResult<T, E>, Self)
+    where
+        F: FnOnce(LeaseContext) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
         let outcome = self.run(action(self.context().clone())).await;
         let lease_lost = self.lost_before_return();
         let result = match outcome {
-            Ok(Ok(value)) => Ok(LeaderRunResult::elected_in_slot(
-                value,
-                self.lease(),
-                slot,
-                lease_lost,
-            )),
-            Ok(Err(error)) => Ok(LeaderRunResult::ActionFailed(error)),
-            Err(panic) => Err(panic),
+            Ok(Ok(value)) => {
+                LeaderRunResult::elected_in_slot(value, self.lease(), slot, lease_lost)
+            }
+            Ok(Err(error)) => LeaderRunResult::ActionFailed(error),
+            Err(panic) => {
+                self.release().await;
+                std::panic::resume_unwind(panic)
+            }
         };
-        self.release().await;
-        result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        (result, self)
+    }
+
+    /// Releases every lease of `held` (each honouring its minimum lease) with one
+    /// `release_batch` call per backend value among them; failures are logged, since the
+    /// leases will run out by themselves. Dropped before it is done, the leases not yet
+    /// released are released in the background.
+    pub(crate) async fn release_all(mut held: Vec<Self>) {
+        while let Some(first) = held.first() {
+            let backend = Arc::clone(&first.backend);
+            let (mut batch, rest): (Vec<_>, Vec<_>) = held
+                .into_iter()
+                .partition(|h| Arc::ptr_eq(&h.backend, &backend));
+            held = rest;
+            let requests: Vec<_> = batch
+                .iter()
+                .map(|h| ReleaseRequest::new(h.lease(), h.keepalive.min_lease_time))
+                .collect();
+            let mut answers = backend.release_batch(&requests).await.into_iter();
+            for h in &mut batch {
+                h.released = true;
+                let answer = answers.next().unwrap_or(Err(Error::ShutDown));
+                if let Err(err) = h.tracker.traced_release(|| answer) {
+                    tracing::warn!(lock = %h.lease().key, error = %err, "release failed; the lease will run out by itself");
+                }
+            }
+        }
     }
 
     /// Keeps the lease in the background until `stop` resolves (for lock guards, whose

@@ -62,7 +62,7 @@ mod release;
 mod rt;
 mod stop;
 
-pub use batch::AsyncAcquired;
+pub use batch::{AsyncAcquired, AsyncFinished};
 pub use campaign::AsyncLeadershipHandle;
 pub use elector::AsyncLeaderElector;
 pub use group::AsyncLeaderGroupElector;

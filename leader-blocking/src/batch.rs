@@ -65,6 +65,66 @@ impl<B: LockBackend + 'static> Acquired<B> {
             .with_min_lease(self.min_lease_time)
             .run_action(0, action)
     }
+
+    /// Runs `action` under the lock as [`run`](Self::run) does, but leaves the release to
+    /// the caller: the result, and the lock (no longer renewed) to release with others in
+    /// one call by [`Finished::release_all`]. For a poller that finishes many jobs.
+    pub fn run_unreleased<T, E>(
+        self,
+        action: impl FnOnce(&LeaseContext) -> Result<T, E>,
+    ) -> (LeaderRunResult<T, E>, Finished<B>) {
+        let (result, held) = self
+            .held
+            .with_min_lease(self.min_lease_time)
+            .run_action_unreleased(0, action);
+        (result, Finished { held })
+    }
+}
+
+/// A lock whose action has run ([`Acquired::run_unreleased`]) and that is not released yet.
+///
+/// It is no longer renewed. [`release_all`](Self::release_all) releases many in one
+/// backend call, each keeping its minimum lease; one dropped on its own is released on its
+/// own.
+#[derive(Debug)]
+#[must_use = "the lock is released when dropped"]
+pub struct Finished<B: LockBackend + 'static> {
+    held: HeldLease<B>,
+}
+
+impl<B: LockBackend + 'static> Finished<B> {
+    /// The fencing token the action ran under.
+    pub fn fencing_token(&self) -> u64 {
+        self.held.lease().fencing_token
+    }
+
+    /// Releases all of `finished`, each keeping its minimum lease, in one
+    /// [`release_batch`](LockBackend::release_batch) call per backend value among them. A
+    /// failure is logged: the action's result is real, and the lease runs out by itself.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_blocking::{Finished, LeaderElector};
+    /// use leader_core::{InMemoryBackend, LeaderElectionOptions, TenantId};
+    ///
+    /// let elector = LeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default())?;
+    /// let tenants = [TenantId::new("acme")?, TenantId::new("globex")?];
+    /// let mut finished = Vec::new();
+    /// for answer in elector.try_acquire_for_tenants("sync", &tenants) {
+    ///     if let Some(acquired) = answer? {
+    ///         let (outcome, lock) = acquired.run_unreleased(|_| Ok::<_, std::io::Error>(()));
+    ///         assert!(outcome.is_elected());
+    ///         finished.push(lock);
+    ///     }
+    /// }
+    /// Finished::release_all(finished);
+    /// assert!(elector.for_tenant("acme")?.state("sync")?.leader().is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn release_all(finished: Vec<Finished<B>>) {
+        HeldLease::release_all(finished.into_iter().map(|f| f.held).collect());
+    }
 }
 
 impl<B: LockBackend + 'static> LeaderElector<B> {

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use leader_core::__private::{Keepalive, LeaseTracker};
-use leader_core::{Error, LeaderRunResult, Lease, LeaseContext, LockBackend, ReleaseOutcome};
+use leader_core::{
+    Error, LeaderRunResult, Lease, LeaseContext, LockBackend, ReleaseOutcome, ReleaseRequest,
+};
 
 use crate::renewals::{Registration, Renewals};
 
@@ -85,17 +87,57 @@ impl<B: LockBackend + 'static> HeldLease<B> {
         slot: u32,
         action: impl FnOnce(&LeaseContext) -> Result<T, E>,
     ) -> LeaderRunResult<T, E> {
-        let outcome = self.run_span().in_scope(|| action(self.context()));
-        let lease_lost = self.lost_before_return();
-        let result = match outcome {
-            Ok(value) => LeaderRunResult::elected_in_slot(value, self.lease(), slot, lease_lost),
-            Err(error) => LeaderRunResult::ActionFailed(error),
-        };
-        if let Err(err) = self.release() {
+        let (result, held) = self.run_action_unreleased(slot, action);
+        if let Err(err) = held.release() {
             // The action has run and its result is real; the lease will run out by itself.
             tracing::warn!(error = %err, "release after the action failed");
         }
         result
+    }
+
+    /// Runs `action` under the lease (in slot `slot`) and stops renewing it: the run's
+    /// result, and the lease still to release.
+    pub(crate) fn run_action_unreleased<T, E>(
+        mut self,
+        slot: u32,
+        action: impl FnOnce(&LeaseContext) -> Result<T, E>,
+    ) -> (LeaderRunResult<T, E>, Self) {
+        let outcome = self.run_span().in_scope(|| action(self.context()));
+        let lease_lost = self.lost_before_return();
+        drop(self.renewals.take());
+        let result = match outcome {
+            Ok(value) => LeaderRunResult::elected_in_slot(value, self.lease(), slot, lease_lost),
+            Err(error) => LeaderRunResult::ActionFailed(error),
+        };
+        (result, self)
+    }
+
+    /// Releases every lease of `held` (each honouring its minimum lease) with one
+    /// `release_batch` call per backend value among them; failures are logged, since the
+    /// leases will run out by themselves.
+    pub(crate) fn release_all(mut held: Vec<Self>) {
+        while let Some(first) = held.first() {
+            let backend = Arc::clone(&first.backend);
+            let (mut batch, rest): (Vec<_>, Vec<_>) = held
+                .into_iter()
+                .partition(|h| Arc::ptr_eq(&h.backend, &backend));
+            held = rest;
+            for h in &mut batch {
+                h.released = true;
+                drop(h.renewals.take());
+            }
+            let requests: Vec<_> = batch
+                .iter()
+                .map(|h| ReleaseRequest::new(h.tracker.lease(), h.min_lease_time))
+                .collect();
+            let mut answers = backend.release_batch(&requests).into_iter();
+            for h in &batch {
+                let answer = answers.next().unwrap_or(Err(Error::ShutDown));
+                if let Err(err) = h.tracker.traced_release(|| answer) {
+                    tracing::warn!(lock = %h.tracker.lease().key, error = %err, "release failed; the lease will run out by itself");
+                }
+            }
+        }
     }
 
     /// Stops renewing and releases the lock (honouring the minimum lease).

@@ -41,7 +41,7 @@ mod renew;
 mod renewals;
 mod task;
 
-pub use batch::Acquired;
+pub use batch::{Acquired, Finished};
 pub use campaign::LeadershipHandle;
 pub use elector::LeaderElector;
 pub use group::LeaderGroupElector;
