@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use leader_async::{AsyncAcquired, AsyncLeaderElector};
+use leader_async::{AsyncAcquired, AsyncFinished, AsyncLeaderElector};
 use leader_core::{AsyncLockBackend, Clock, LeaderRunResult};
 
 use crate::error::TenantError;
@@ -10,6 +10,7 @@ use crate::job::AsyncTenantJob;
 use crate::poller::Core;
 use crate::poller::config::PollerConfig;
 use crate::poller::cycle::{Tried, drive};
+use crate::poller::releases::Releases;
 use crate::report::CycleReport;
 use crate::shutdown::Shutdown;
 use crate::source::TenantSource;
@@ -157,18 +158,27 @@ where
         shutdown: Option<&Shutdown>,
     ) -> CycleReport<J::Output, J::Error> {
         let run = self.core.cycle_run(cycle, shutdown);
-        drive(
+        let releases = Releases::new(run.acquire_batch);
+        let report = drive(
             run,
             self.core.plan(),
-            |tenants, cycle| self.try_batch(tenants, cycle),
-            |tenant, won, cycle| self.run_tenant(tenant, won, cycle),
+            |tenants, cycle| self.try_batch(tenants, cycle, &releases),
+            |tenant, won, cycle| self.run_tenant(tenant, won, cycle, &releases),
         )
-        .await
+        .await;
+        AsyncFinished::release_all(releases.take()).await;
+        report
     }
 
-    /// Tries the job's lock of each of `tenants` in one backend call, with the options of a
-    /// run acquiring now.
-    async fn try_batch(&self, tenants: Vec<TenantId>, cycle: u64) -> Vec<Tried<AsyncAcquired<B>>> {
+    /// Releases the finished jobs' locks waiting in `releases`, then tries the job's lock
+    /// of each of `tenants` in one backend call, with the options of a run acquiring now.
+    async fn try_batch(
+        &self,
+        tenants: Vec<TenantId>,
+        cycle: u64,
+        releases: &Releases<AsyncFinished<B>>,
+    ) -> Vec<Tried<AsyncAcquired<B>>> {
+        AsyncFinished::release_all(releases.take()).await;
         let backend = Arc::clone(&self.backend);
         let elector = match AsyncLeaderElector::with_shared_backend(
             backend,
@@ -185,17 +195,23 @@ where
             .collect()
     }
 
-    /// Runs `tenant`'s job under `won`, the lock its batch took, while that is still held;
-    /// otherwise (none, or it ran out while waiting) acquiring the lock alone.
+    /// Runs `tenant`'s job under `won`, the lock its batch took, while that is still held
+    /// (its release joins `releases`); otherwise (none, or it ran out while waiting)
+    /// acquiring the lock alone.
     async fn run_tenant(
         &self,
         tenant: TenantId,
         won: Option<AsyncAcquired<B>>,
         cycle: u64,
+        releases: &Releases<AsyncFinished<B>>,
     ) -> Result<LeaderRunResult<J::Output, J::Error>, TenantError> {
         let job = &self.job;
         if let Some(won) = won.filter(|won| !won.is_lost()) {
-            return Ok(won.run(|lease| job.run(tenant, lease)).await);
+            let (outcome, finished) = won.run_unreleased(|lease| job.run(tenant, lease)).await;
+            if let Some(due) = releases.add(finished) {
+                AsyncFinished::release_all(due).await;
+            }
+            return Ok(outcome);
         }
         let backend = Arc::clone(&self.backend);
         let elector =

@@ -4,7 +4,7 @@ use std::future::ready;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use leader_blocking::{Acquired, LeaderElector, ThreadPoolLeaderElector};
+use leader_blocking::{Acquired, Finished, LeaderElector, ThreadPoolLeaderElector};
 use leader_core::{Clock, LeaderRunResult, LockBackend};
 
 use crate::error::TenantError;
@@ -12,6 +12,7 @@ use crate::job::TenantJob;
 use crate::poller::Core;
 use crate::poller::config::PollerConfig;
 use crate::poller::cycle::{Tried, drive};
+use crate::poller::releases::Releases;
 use crate::report::CycleReport;
 use crate::shutdown::Shutdown;
 use crate::source::TenantSource;
@@ -145,12 +146,18 @@ where
         shutdown: Option<&Shutdown>,
     ) -> CycleReport<J::Output, J::Error> {
         let run = self.core.cycle_run(cycle, shutdown);
-        futures_lite::future::block_on(drive(
+        let releases = Arc::new(Releases::new(run.acquire_batch));
+        let report = futures_lite::future::block_on(drive(
             run,
             self.core.plan(),
-            |tenants, cycle| ready(self.try_batch(&tenants, cycle)),
-            |tenant, won, cycle| self.run_tenant(tenant, won, cycle),
-        ))
+            |tenants, cycle| {
+                Finished::release_all(releases.take());
+                ready(self.try_batch(&tenants, cycle))
+            },
+            |tenant, won, cycle| self.run_tenant(tenant, won, cycle, &releases),
+        ));
+        Finished::release_all(releases.take());
+        report
     }
 
     /// Tries the job's lock of each of `tenants` in one backend call, on the calling
@@ -168,19 +175,26 @@ where
     }
 
     /// Runs `tenant`'s job on a worker: under `won`, the lock its batch took, while that is
-    /// still held; otherwise (none, or it ran out while waiting) acquiring the lock alone.
+    /// still held (its release joins `releases`); otherwise (none, or it ran out while
+    /// waiting) acquiring the lock alone.
     async fn run_tenant(
         &self,
         tenant: TenantId,
         won: Option<Acquired<B>>,
         cycle: u64,
+        releases: &Arc<Releases<Finished<B>>>,
     ) -> Result<LeaderRunResult<J::Output, J::Error>, TenantError> {
         let name = self.core.config().job_name().to_owned();
         let options = Arc::clone(self.core.run_options());
         let job = Arc::clone(&self.job);
+        let releases = Arc::clone(releases);
         let task = self.pool.spawn_with_elector(move |pool_elector| {
             if let Some(won) = won.filter(|won| !won.is_lost()) {
-                return Ok(won.run(|lease| job.run(tenant, lease)));
+                let (outcome, finished) = won.run_unreleased(|lease| job.run(tenant, lease));
+                if let Some(due) = releases.add(finished) {
+                    Finished::release_all(due);
+                }
+                return Ok(outcome);
             }
             // The options are computed on the worker, right before acquiring: a task that
             // waited for a busy pool still frees its tenant's lock before the cycle ends.
