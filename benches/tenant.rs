@@ -26,7 +26,7 @@ use leader_blocking::ThreadPoolLeaderElector;
 use leader_core::{
     AcquireOutcome, AcquireRequest, Backend, Error, ExtendOutcome, ForceReleaseOutcome,
     InMemoryBackend, LeaderElectionOptions, LeaderState, Lease, LeaseContext, ListPage,
-    ListRequest, LockBackend, LockName, ManualClock, ReleaseEvents, ReleaseOutcome,
+    ListRequest, LockBackend, LockName, ManualClock, ReleaseEvents, ReleaseOutcome, ReleaseRequest,
 };
 use leader_redis::{RedisBackend, RedisConfig};
 use leader_tenant::{BlockingTenantPoller, CycleReport, OutcomeKind, PollerConfig, TenantId};
@@ -44,16 +44,20 @@ struct Calls {
     acquire: AtomicU64,
     /// The requests of those calls.
     acquire_requests: AtomicU64,
+    /// Release calls: one per `release`, one per `release_batch` of any size.
     release: AtomicU64,
+    /// The leases of those calls.
+    release_requests: AtomicU64,
     other: AtomicU64,
 }
 
 impl Calls {
-    fn take(&self) -> [u64; 4] {
+    fn take(&self) -> [u64; 5] {
         [
             &self.acquire,
             &self.acquire_requests,
             &self.release,
+            &self.release_requests,
             &self.other,
         ]
         .map(|c| c.swap(0, Ordering::Relaxed))
@@ -101,7 +105,16 @@ impl<B: LockBackend> LockBackend for Counting<B> {
 
     fn release(&self, lease: &Lease, min_lease: Duration) -> Result<ReleaseOutcome, Error> {
         self.calls.release.fetch_add(1, Ordering::Relaxed);
+        self.calls.release_requests.fetch_add(1, Ordering::Relaxed);
         self.inner.release(lease, min_lease)
+    }
+
+    fn release_batch(&self, releases: &[ReleaseRequest<'_>]) -> Vec<Result<ReleaseOutcome, Error>> {
+        self.calls.release.fetch_add(1, Ordering::Relaxed);
+        self.calls
+            .release_requests
+            .fetch_add(releases.len() as u64, Ordering::Relaxed);
+        self.inner.release_batch(releases)
     }
 
     fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
@@ -207,7 +220,7 @@ impl<B: LockBackend + 'static> Instances<B> {
         );
         let mut all_calls = 0;
         for (i, (report, calls)) in reports.iter().zip(&self.calls).enumerate() {
-            let [acquire, requests, release, other] = calls.take();
+            let [acquire, requests, release, released, other] = calls.take();
             all_calls += acquire + release + other;
             let ran = report.count(OutcomeKind::Elected);
             let skipped = report.count(OutcomeKind::Skipped);
@@ -215,13 +228,14 @@ impl<B: LockBackend + 'static> Instances<B> {
                 0 => "-".to_owned(),
                 n => format!("{:.2}", calls as f64 / n as f64),
             };
-            // Every tenant is one acquire request, tried in batches; a run adds its release.
+            // Every tenant is one acquire request, a run one release; both go in batches.
             println!(
                 "  instance-{i}: ran {ran}, skipped {skipped}; acquire calls per tenant {} \
-                 ({} requests per tenant), release calls per tenant run {}, other calls {other}",
+                 ({} requests), release calls per tenant run {} ({} leases), other calls {other}",
                 per(acquire, ran + skipped),
                 per(requests, ran + skipped),
                 per(release, ran),
+                per(released, ran),
             );
         }
         all_calls
