@@ -348,7 +348,8 @@ impl RedisBackend {
             let now = SystemTime::now();
             let chunks: Vec<_> = round_trip.chunks(chunk).collect();
             let ops: Vec<_> = chunks.iter().filter_map(|chunk| op(chunk, now)).collect();
-            let replies = if self.is_cluster() {
+            // A pipeline only pays for more than one script (and a cluster has none).
+            let replies = if self.is_cluster() || ops.len() == 1 {
                 ops.into_iter()
                     .map(|op| self.run_blocking_raw(op))
                     .collect()
@@ -381,11 +382,16 @@ impl RedisBackend {
         for round_trip in items.chunks(chunk * pipelined) {
             let now = SystemTime::now();
             let chunks: Vec<_> = round_trip.chunks(chunk).collect();
-            let calls = chunks
-                .iter()
-                .filter_map(|chunk| op(chunk, now))
-                .map(|op| self.run_async_raw(op));
-            let replies = futures_util::future::join_all(calls).await;
+            let mut ops: Vec<_> = chunks.iter().filter_map(|chunk| op(chunk, now)).collect();
+            let replies = match (ops.pop(), ops.is_empty()) {
+                // One script (every single-lock call) needs no joining.
+                (Some(only), true) => vec![self.run_async_raw(only).await],
+                (last, _) => {
+                    ops.extend(last);
+                    let calls = ops.into_iter().map(|op| self.run_async_raw(op));
+                    futures_util::future::join_all(calls).await
+                }
+            };
             for (chunk, answer) in chunks.iter().zip(replies) {
                 answers.extend(self.per_lock(chunk.iter().map(&key), answer));
             }

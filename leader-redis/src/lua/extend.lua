@@ -28,7 +28,7 @@ for i = 1, #KEYS do
       end
       now_us = server_us
     end
-    local expires_us = string.format('%.0f', now_us + tonumber(ms) * 1000)
+    local expires_us = string.format('%d', now_us + tonumber(ms) * 1000)
     redis.call('HSET', key, 'exp', expires_us)
     redis.call('PEXPIRE', key, ms)
     answers[i] = expires_us

@@ -61,7 +61,7 @@ local function release(lock, owner, min_ms, name)
       end
       local until_us = acq + min_ms * 1000
       if until_us < exp then
-        redis.call('HSET', lock, 'owner', 'released', 'exp', string.format('%.0f', until_us))
+        redis.call('HSET', lock, 'owner', 'released', 'exp', string.format('%d', until_us))
       else
         redis.call('HSET', lock, 'owner', 'released')
       end
