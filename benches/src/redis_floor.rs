@@ -28,19 +28,20 @@ pub fn raw_cycle(prefix: &str, name: &str) -> (redis::Cmd, redis::Cmd) {
         .arg(2)
         .arg(&lock_key)
         .arg(format!("{lock_key}:fence"))
+        .arg(u64::try_from(now_us).unwrap_or(u64::MAX))
         .arg(&owner)
         .arg("bench-node")
         .arg(u64::try_from(LEASE.as_millis()).unwrap_or(u64::MAX))
-        .arg(u64::try_from(now_us).unwrap_or(u64::MAX))
-        .arg("0");
+        .arg("0")
+        .arg(1);
     let mut release_cmd = redis::cmd("EVALSHA");
     release_cmd
         .arg(release.get_hash())
         .arg(1)
         .arg(&lock_key)
+        .arg(format!("{prefix}:released"))
         .arg(&owner)
         .arg(0)
-        .arg(format!("{prefix}:released"))
         .arg(name);
     (acquire_cmd, release_cmd)
 }
