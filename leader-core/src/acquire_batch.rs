@@ -4,9 +4,10 @@
 
 use std::time::Instant;
 
+use crate::attempts::request;
 use crate::backend::{AcquireOutcome, AcquireRequest, SlotRequest};
 use crate::error::{BackendError, BackendErrorKind, Error};
-use crate::lease::{Lease, OwnerToken};
+use crate::lease::Lease;
 use crate::name::LockName;
 use crate::options::LeaderElectionOptions;
 use crate::orphan::Orphan;
@@ -59,18 +60,7 @@ impl<'a> AcquireBatch<'a> {
         keys: &'a [LockName],
         options: &'a LeaderElectionOptions,
     ) -> Self {
-        let requests: Vec<_> = keys
-            .iter()
-            .map(|key| {
-                AcquireRequest::new(
-                    key,
-                    OwnerToken::random(),
-                    options.node_id(),
-                    options.lease_time(),
-                )
-                .with_db_time(options.use_db_time())
-            })
-            .collect();
+        let requests: Vec<_> = keys.iter().map(|key| request(key, options)).collect();
         let probes = requests
             .iter()
             .map(|request| AcquireProbe::start(backend, &SlotRequest::single(*request)))

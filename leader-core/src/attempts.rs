@@ -162,7 +162,10 @@ impl<'a> Attempts<'a> {
 }
 
 /// The acquire request of `options` for `key`, with a fresh owner token.
-fn request<'a>(key: &'a LockName, options: &'a LeaderElectionOptions) -> AcquireRequest<'a> {
+pub(crate) fn request<'a>(
+    key: &'a LockName,
+    options: &'a LeaderElectionOptions,
+) -> AcquireRequest<'a> {
     AcquireRequest::new(
         key,
         OwnerToken::random(),

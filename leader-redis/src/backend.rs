@@ -327,27 +327,42 @@ impl RedisBackend {
         }
     }
 
-    /// Runs a batch of `items` (renewals, acquire requests, releases) as ops of up to
-    /// `chunk` items each, `pipelined` ops per round trip on a standalone server; on a
-    /// cluster one op per item, whose keys of different hash tags cannot meet in one
-    /// script. `op` builds the op of a chunk (made at `now`), `key` names an item's lock:
-    /// one answer per item, in order.
-    pub(crate) fn run_blocking_batch<'i, I, T, O>(
+    /// A batch of `items` cut into round trips: for each, its chunks of up to `chunk`
+    /// items (one on a cluster, whose keys of different hash tags cannot meet in one
+    /// script) and each chunk's op, made by `op` when the round trip is about to go.
+    fn round_trips<'i, 'f, I, O>(
         &self,
         items: &'i [I],
         (chunk, pipelined): (usize, usize),
+        op: &'f impl Fn(&'i [I], SystemTime) -> Option<O>,
+    ) -> impl Iterator<Item = (Vec<&'i [I]>, Vec<O>)> {
+        let chunk = if self.is_cluster() { 1 } else { chunk.max(1) };
+        items
+            .chunks(chunk * pipelined.max(1))
+            .map(move |round_trip| {
+                let now = SystemTime::now();
+                let chunks: Vec<_> = round_trip.chunks(chunk).collect();
+                let ops = chunks.iter().filter_map(|chunk| op(chunk, now)).collect();
+                (chunks, ops)
+            })
+    }
+
+    /// Runs a batch of `items` (renewals, acquire requests, releases) as ops of up to
+    /// `chunk` items each, `pipelined` ops per round trip on a standalone server, one op
+    /// per item on a cluster (see [`round_trips`](Self::round_trips)). `op` builds a
+    /// chunk's op, `key` names an item's lock: one answer per item, in order.
+    pub(crate) fn run_blocking_batch<'i, I, T, O>(
+        &self,
+        items: &'i [I],
+        sizes: (usize, usize),
         op: impl Fn(&'i [I], SystemTime) -> Option<O>,
         key: impl Fn(&I) -> &LockName,
     ) -> Vec<Result<T, Error>>
     where
         O: Op<Output = Vec<Result<T, Failure>>>,
     {
-        let chunk = if self.is_cluster() { 1 } else { chunk };
         let mut answers = Vec::with_capacity(items.len());
-        for round_trip in items.chunks(chunk * pipelined) {
-            let now = SystemTime::now();
-            let chunks: Vec<_> = round_trip.chunks(chunk).collect();
-            let ops: Vec<_> = chunks.iter().filter_map(|chunk| op(chunk, now)).collect();
+        for (chunks, ops) in self.round_trips(items, sizes, &op) {
             // A pipeline only pays for more than one script (and a cluster has none).
             let replies = if self.is_cluster() || ops.len() == 1 {
                 ops.into_iter()
@@ -370,19 +385,15 @@ impl RedisBackend {
     pub(crate) async fn run_async_batch<'i, I: Sync, T, O>(
         &self,
         items: &'i [I],
-        (chunk, pipelined): (usize, usize),
+        sizes: (usize, usize),
         op: impl Fn(&'i [I], SystemTime) -> Option<O>,
         key: impl Fn(&I) -> &LockName,
     ) -> Vec<Result<T, Error>>
     where
         O: Op<Output = Vec<Result<T, Failure>>> + Send,
     {
-        let chunk = if self.is_cluster() { 1 } else { chunk };
         let mut answers = Vec::with_capacity(items.len());
-        for round_trip in items.chunks(chunk * pipelined) {
-            let now = SystemTime::now();
-            let chunks: Vec<_> = round_trip.chunks(chunk).collect();
-            let mut ops: Vec<_> = chunks.iter().filter_map(|chunk| op(chunk, now)).collect();
+        for (chunks, mut ops) in self.round_trips(items, sizes, &op) {
             let replies = match (ops.pop(), ops.is_empty()) {
                 // One script (every single-lock call) needs no joining.
                 (Some(only), true) => vec![self.run_async_raw(only).await],
