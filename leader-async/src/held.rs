@@ -96,9 +96,12 @@ impl<B: AsyncLockBackend + 'static> AsyncHeld<B> {
         F: FnOnce(LeaseContext) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let (result, held) = self.run_action_unreleased(slot, action).await;
-        held.release().await;
-        result
+        // No await on a helper of its own: every layer of futures counts against the
+        // compiler's recursion limit where runs nest (a group run inside a group run).
+        let outcome = self.run(action(self.context().clone())).await;
+        let result = self.result_of(outcome, slot);
+        self.release().await;
+        result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     }
 
     /// Runs `action` under the lease (in slot `slot`), renewed beside it: the run's
@@ -114,18 +117,33 @@ impl<B: AsyncLockBackend + 'static> AsyncHeld<B> {
         Fut: Future<Output = Result<T, E>>,
     {
         let outcome = self.run(action(self.context().clone())).await;
-        let lease_lost = self.lost_before_return();
-        let result = match outcome {
-            Ok(Ok(value)) => {
-                LeaderRunResult::elected_in_slot(value, self.lease(), slot, lease_lost)
-            }
-            Ok(Err(error)) => LeaderRunResult::ActionFailed(error),
+        match self.result_of(outcome, slot) {
+            Ok(result) => (result, self),
             Err(panic) => {
                 self.release().await;
                 std::panic::resume_unwind(panic)
             }
-        };
-        (result, self)
+        }
+    }
+
+    /// The result of a run (in slot `slot`) whose action ended with `outcome`, or the
+    /// action's panic.
+    fn result_of<T, E>(
+        &self,
+        outcome: Result<Result<T, E>, Box<dyn Any + Send + 'static>>,
+        slot: u32,
+    ) -> Result<LeaderRunResult<T, E>, Box<dyn Any + Send + 'static>> {
+        let lease_lost = self.lost_before_return();
+        match outcome {
+            Ok(Ok(value)) => Ok(LeaderRunResult::elected_in_slot(
+                value,
+                self.lease(),
+                slot,
+                lease_lost,
+            )),
+            Ok(Err(error)) => Ok(LeaderRunResult::ActionFailed(error)),
+            Err(panic) => Err(panic),
+        }
     }
 
     /// Releases every lease of `held` (each honouring its minimum lease) with one
