@@ -17,63 +17,14 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use leader_benches::goal;
 use leader_blocking::LeaderElector;
-use leader_core::{
-    AcquireOutcome, AcquireRequest, Backend, Error, ExtendOutcome, ForceReleaseOutcome,
-    LeaderElectionOptions, LeaderState, Lease, LeaseMode, ListPage, ListRequest, LockBackend,
-    LockName, ReleaseOutcome, Renewal,
-};
+use leader_core::{LeaderElectionOptions, LeaseMode};
 use leader_redis::RedisBackend;
 use leader_testkit::fixtures::{self, RedisServer};
-
-/// The Redis backend, counting the renewal driver's calls (each one round trip here).
-#[derive(Debug)]
-struct Counting {
-    inner: RedisBackend,
-    batches: AtomicU64,
-}
-
-impl Backend for Counting {
-    fn name(&self) -> &'static str {
-        self.inner.name()
-    }
-}
-
-impl LockBackend for Counting {
-    fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
-        self.inner.try_acquire(request)
-    }
-
-    fn extend(&self, lease: &Lease, time: Duration, db: bool) -> Result<ExtendOutcome, Error> {
-        self.inner.extend(lease, time, db)
-    }
-
-    fn extend_batch(&self, renewals: &[Renewal<'_>]) -> Vec<Result<ExtendOutcome, Error>> {
-        let round_trips = renewals.len().div_ceil(10_000) as u64;
-        self.batches.fetch_add(round_trips, Ordering::Relaxed);
-        self.inner.extend_batch(renewals)
-    }
-
-    fn release(&self, lease: &Lease, min_lease: Duration) -> Result<ReleaseOutcome, Error> {
-        self.inner.release(lease, min_lease)
-    }
-
-    fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
-        self.inner.state(key)
-    }
-
-    fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
-        self.inner.list(request)
-    }
-
-    fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
-        self.inner.force_release(key)
-    }
-}
+use leader_testkit::{Call, CountingBackend};
 
 const LEASES: usize = 10_000;
 const LEASE: Duration = Duration::from_secs(6);
@@ -107,10 +58,13 @@ fn main() {
     let Some(server) = fixtures::require("redis-server", RedisServer::start()) else {
         return;
     };
-    let backend = Arc::new(Counting {
-        inner: RedisBackend::connect(&server.url()).unwrap(),
-        batches: AtomicU64::new(0),
-    });
+    let backend = Arc::new(CountingBackend::new(
+        RedisBackend::connect(&server.url()).unwrap(),
+    ));
+    let counter = backend.counter();
+    // On a standalone server an extend_batch call of up to 10,000 leases is one pipelined
+    // round trip, and no call here can carry more than the LEASES = 10,000 there are.
+    let round_trips = || counter.calls(Call::ExtendBatch);
     let options = LeaderElectionOptions::default().with_wait_time(Duration::ZERO);
     let elector = LeaderElector::with_shared_backend(Arc::clone(&backend), options).unwrap();
     let mut conn = redis::Client::open(server.url())
@@ -133,10 +87,10 @@ fn main() {
     let interval = LEASE / 3;
     std::thread::sleep(interval);
     let before = scripts_run(&mut conn);
-    let batches_before = backend.batches.load(Ordering::Relaxed);
+    let batches_before = round_trips();
     std::thread::sleep(interval * INTERVALS);
     let scripts = scripts_run(&mut conn) - before;
-    let round_trips = backend.batches.load(Ordering::Relaxed) - batches_before;
+    let round_trips = round_trips() - batches_before;
     let kept = guards.iter().filter(|guard| !guard.is_lost()).count();
     let per_tick = round_trips as f64 / f64::from(INTERVALS);
     let per_lease = resident_held.saturating_sub(resident_before) as f64 / LEASES as f64;

@@ -23,137 +23,65 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use criterion::Criterion;
 use leader_benches::{goal, percentile};
 use leader_blocking::ThreadPoolLeaderElector;
-use leader_core::{
-    AcquireOutcome, AcquireRequest, Backend, Error, ExtendOutcome, ForceReleaseOutcome,
-    InMemoryBackend, LeaderElectionOptions, LeaderState, Lease, LeaseContext, ListPage,
-    ListRequest, LockBackend, LockName, ManualClock, ReleaseEvents, ReleaseOutcome, ReleaseRequest,
-};
+use leader_core::{InMemoryBackend, LeaderElectionOptions, LeaseContext, LockBackend, ManualClock};
 use leader_redis::{RedisBackend, RedisConfig};
 use leader_tenant::{BlockingTenantPoller, CycleReport, OutcomeKind, PollerConfig, TenantId};
 use leader_testkit::fixtures::{self, RedisServer};
+use leader_testkit::{Call, CallCounter, CountingBackend};
 
 const INSTANCES: usize = 3;
 const WORKERS: usize = 4;
 const INTERVAL: Duration = Duration::from_secs(3600);
 const REDIS_PREFIX: &str = "leader-bench-tenant";
 
-/// Counts the backend calls of one instance.
-#[derive(Debug, Default)]
-struct Calls {
-    /// Acquire calls: one per `try_acquire`, one per `try_acquire_batch` of any size.
-    acquire: AtomicU64,
-    /// The requests of those calls.
-    acquire_requests: AtomicU64,
-    /// Release calls: one per `release`, one per `release_batch` of any size.
-    release: AtomicU64,
-    /// The leases of those calls.
-    release_requests: AtomicU64,
-    other: AtomicU64,
-}
-
-impl Calls {
-    fn take(&self) -> [u64; 5] {
-        [
-            &self.acquire,
-            &self.acquire_requests,
-            &self.release,
-            &self.release_requests,
-            &self.other,
-        ]
-        .map(|c| c.swap(0, Ordering::Relaxed))
-    }
-}
-
-#[derive(Debug)]
-struct Counting<B> {
-    inner: B,
-    calls: Arc<Calls>,
-}
-
-impl<B: Backend> Backend for Counting<B> {
-    fn name(&self) -> &'static str {
-        self.inner.name()
-    }
-
-    fn release_events(&self) -> Option<&ReleaseEvents> {
-        self.inner.release_events()
-    }
-}
-
-impl<B: LockBackend> LockBackend for Counting<B> {
-    fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
-        self.calls.acquire.fetch_add(1, Ordering::Relaxed);
-        self.calls.acquire_requests.fetch_add(1, Ordering::Relaxed);
-        self.inner.try_acquire(request)
-    }
-
-    fn try_acquire_batch(
-        &self,
-        requests: &[AcquireRequest<'_>],
-    ) -> Vec<Result<AcquireOutcome, Error>> {
-        self.calls.acquire.fetch_add(1, Ordering::Relaxed);
-        self.calls
-            .acquire_requests
-            .fetch_add(requests.len() as u64, Ordering::Relaxed);
-        self.inner.try_acquire_batch(requests)
-    }
-
-    fn extend(&self, lease: &Lease, time: Duration, db: bool) -> Result<ExtendOutcome, Error> {
-        self.calls.other.fetch_add(1, Ordering::Relaxed);
-        self.inner.extend(lease, time, db)
-    }
-
-    fn release(&self, lease: &Lease, min_lease: Duration) -> Result<ReleaseOutcome, Error> {
-        self.calls.release.fetch_add(1, Ordering::Relaxed);
-        self.calls.release_requests.fetch_add(1, Ordering::Relaxed);
-        self.inner.release(lease, min_lease)
-    }
-
-    fn release_batch(&self, releases: &[ReleaseRequest<'_>]) -> Vec<Result<ReleaseOutcome, Error>> {
-        self.calls.release.fetch_add(1, Ordering::Relaxed);
-        self.calls
-            .release_requests
-            .fetch_add(releases.len() as u64, Ordering::Relaxed);
-        self.inner.release_batch(releases)
-    }
-
-    fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
-        self.calls.other.fetch_add(1, Ordering::Relaxed);
-        self.inner.state(key)
-    }
-
-    fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
-        self.calls.other.fetch_add(1, Ordering::Relaxed);
-        self.inner.list(request)
-    }
-
-    fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
-        self.calls.other.fetch_add(1, Ordering::Relaxed);
-        self.inner.force_release(key)
-    }
+/// One instance's calls of one cycle, from its counter (which starts again at zero):
+/// `[acquire calls, acquire requests, release calls, released leases, other calls]`. A
+/// batch of any size is one call.
+fn take(counter: &CallCounter) -> [u64; 5] {
+    let sum = |calls: &[Call], of: fn(&CallCounter, Call) -> u64| {
+        calls.iter().map(|call| of(counter, *call)).sum::<u64>()
+    };
+    let acquires = [
+        Call::TryAcquire,
+        Call::TryAcquireSlot,
+        Call::TryAcquireBatch,
+    ];
+    let releases = [Call::Release, Call::ReleaseBatch];
+    let others = [
+        Call::Extend,
+        Call::ExtendBatch,
+        Call::State,
+        Call::List,
+        Call::ForceRelease,
+    ];
+    let counts = [
+        sum(&acquires, CallCounter::calls),
+        sum(&acquires, CallCounter::locks),
+        sum(&releases, CallCounter::calls),
+        sum(&releases, CallCounter::locks),
+        sum(&others, CallCounter::calls),
+    ];
+    counter.reset();
+    counts
 }
 
 type Report = CycleReport<(), std::convert::Infallible>;
 
 /// Three instances over one store.
 struct Instances<B> {
-    pools: Vec<ThreadPoolLeaderElector<Counting<B>>>,
-    calls: Vec<Arc<Calls>>,
+    pools: Vec<ThreadPoolLeaderElector<CountingBackend<B>>>,
+    calls: Vec<CallCounter>,
     tenants: Arc<Vec<String>>,
     clock: Option<ManualClock>,
 }
 
 impl<B: LockBackend + 'static> Instances<B> {
     fn new(tenants: usize, backend: impl Fn() -> B, clock: Option<ManualClock>) -> Self {
-        let calls: Vec<_> = (0..INSTANCES).map(|_| Arc::new(Calls::default())).collect();
-        let pools = calls
-            .iter()
-            .enumerate()
-            .map(|(i, calls)| {
-                let counting = Counting {
-                    inner: backend(),
-                    calls: Arc::clone(calls),
-                };
+        let mut calls = Vec::with_capacity(INSTANCES);
+        let pools = (0..INSTANCES)
+            .map(|i| {
+                let counting = CountingBackend::new(backend());
+                calls.push(counting.counter());
                 let options = LeaderElectionOptions::default()
                     .with_node_id(format!("instance-{i}"))
                     .with_lease_time(Duration::from_secs(60));
@@ -210,7 +138,7 @@ impl<B: LockBackend + 'static> Instances<B> {
     /// all instances (each a round trip on Redis: a batch's up to 1,000 requests are one).
     fn print_calls(&self, label: &str, job: &str) -> u64 {
         for calls in &self.calls {
-            calls.take();
+            calls.reset();
         }
         let (reports, elapsed) = self.cycle(job);
         let elected: usize = reports.iter().map(|r| r.count(OutcomeKind::Elected)).sum();
@@ -220,7 +148,7 @@ impl<B: LockBackend + 'static> Instances<B> {
         );
         let mut all_calls = 0;
         for (i, (report, calls)) in reports.iter().zip(&self.calls).enumerate() {
-            let [acquire, requests, release, released, other] = calls.take();
+            let [acquire, requests, release, released, other] = take(calls);
             all_calls += acquire + release + other;
             let ran = report.count(OutcomeKind::Elected);
             let skipped = report.count(OutcomeKind::Skipped);

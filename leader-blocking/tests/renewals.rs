@@ -2,67 +2,12 @@
 //! two threads, in batches, and a released lease is renewed no more.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use leader_blocking::LeaderElector;
-use leader_core::{
-    AcquireOutcome, AcquireRequest, Backend, Error, ExtendOutcome, ForceReleaseOutcome,
-    InMemoryBackend, LeaderElectionOptions, LeaderState, Lease, LeaseMode, ListPage, ListRequest,
-    LockBackend, LockName, ReleaseEvents, ReleaseOutcome, Renewal,
-};
-use leader_testkit::wait_until;
-
-/// The in-memory backend, counting renewal calls and renewed leases.
-#[derive(Debug, Default)]
-struct Counting {
-    inner: InMemoryBackend,
-    batches: AtomicUsize,
-    renewed: AtomicUsize,
-}
-
-impl Backend for Counting {
-    fn name(&self) -> &'static str {
-        "counting"
-    }
-
-    fn release_events(&self) -> Option<&ReleaseEvents> {
-        self.inner.release_events()
-    }
-}
-
-impl LockBackend for Counting {
-    fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
-        self.inner.try_acquire(request)
-    }
-
-    fn extend(&self, _: &Lease, _: Duration, _: bool) -> Result<ExtendOutcome, Error> {
-        panic!("the driver renews in batches")
-    }
-
-    fn extend_batch(&self, renewals: &[Renewal<'_>]) -> Vec<Result<ExtendOutcome, Error>> {
-        self.batches.fetch_add(1, Ordering::SeqCst);
-        self.renewed.fetch_add(renewals.len(), Ordering::SeqCst);
-        self.inner.extend_batch(renewals)
-    }
-
-    fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {
-        self.inner.release(lease, min_lease_time)
-    }
-
-    fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
-        self.inner.state(key)
-    }
-
-    fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
-        self.inner.list(request)
-    }
-
-    fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
-        self.inner.force_release(key)
-    }
-}
+use leader_core::{InMemoryBackend, LeaderElectionOptions, LeaseMode};
+use leader_testkit::{Call, CountingBackend, wait_until};
 
 /// The threads of this process whose name starts with `prefix`.
 fn threads_named(prefix: &str) -> usize {
@@ -90,7 +35,8 @@ fn alone() -> std::sync::MutexGuard<'static, ()> {
 #[test]
 fn hundreds_of_leases_are_renewed_by_two_threads_in_batches() {
     let _one = alone();
-    let backend = Arc::new(Counting::default());
+    let backend = Arc::new(CountingBackend::new(InMemoryBackend::new()));
+    let counter = backend.counter();
     let options = LeaderElectionOptions::default().with_wait_time(Duration::ZERO);
     let elector =
         LeaderElector::with_shared_backend(Arc::clone(&backend), options.clone()).unwrap();
@@ -108,15 +54,21 @@ fn hundreds_of_leases_are_renewed_by_two_threads_in_batches() {
     wait_until("the driver's two threads", Duration::from_secs(10), || {
         threads_named("leader-renew") == 2
     });
-    let batches = || backend.batches.load(Ordering::SeqCst);
+    let batches = || counter.calls(Call::ExtendBatch);
+    let renewed = || counter.locks(Call::ExtendBatch);
     wait_until("five renewal rounds", Duration::from_secs(10), || {
-        backend.renewed.load(Ordering::SeqCst) >= 5 * guards.len()
+        renewed() >= 5 * guards.len() as u64
     });
     let rounds = started.elapsed().as_secs_f64() / (LEASE / 3).as_secs_f64();
     assert!(
         (batches() as f64) < 3.0 * rounds.ceil() + 3.0,
         "{} batches over about {rounds:.1} renewal intervals: batched, not a call a lease",
         batches()
+    );
+    assert_eq!(
+        counter.calls(Call::Extend),
+        0,
+        "the driver renews in batches"
     );
     assert!(
         guards.iter().all(|guard| !guard.is_lost()),
@@ -127,10 +79,10 @@ fn hundreds_of_leases_are_renewed_by_two_threads_in_batches() {
     assert_eq!(threads_named("leader-renew"), 2);
 
     // A released lease is renewed no more.
-    let renewed_before = backend.renewed.load(Ordering::SeqCst);
+    let renewed_before = renewed();
     drop(guards);
     std::thread::sleep(LEASE);
-    let after_release = backend.renewed.load(Ordering::SeqCst) - renewed_before;
+    let after_release = renewed() - renewed_before;
     assert!(
         after_release <= 300,
         "at most the batch in flight: {after_release}"

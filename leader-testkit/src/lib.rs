@@ -22,6 +22,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod checks;
+mod counting;
 mod faulty;
 pub mod fixtures;
 mod harness;
@@ -33,6 +34,7 @@ mod sampler;
 pub mod spans;
 mod wait;
 
+pub use counting::{Call, CallCounter, CountingBackend};
 pub use faulty::{Fault, FaultyBackend, Op};
 pub use harness::{Blocking, BlockingAsAsync, Harness, MemoryHarness, fresh_name};
 #[cfg(feature = "tokio")]
