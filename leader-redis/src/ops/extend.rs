@@ -1,0 +1,105 @@
+//! `extend` and `extend_batch` as one script call per chunk.
+
+use std::time::SystemTime;
+
+use leader_core::{ExtendOutcome, LockName, Renewal};
+use redis::{ScriptInvocation, Value};
+
+use super::{Op, flag};
+use crate::decode::{array, int, micros_since_epoch, millis, text_field, time_field};
+use crate::error::Failure;
+use crate::keys::LockKeys;
+use crate::scripts::EXTEND;
+
+/// `extend` and `extend_batch`: one script renews every lease of a chunk, each answered on
+/// its own (see `lua/extend.lua`).
+#[derive(Debug)]
+pub(crate) struct Extend<'a, 'p> {
+    /// The first lease's key: errors of the whole call name it.
+    first: &'a LockName,
+    renewals: &'a [Renewal<'a>],
+    /// The backend's key prefix, for the keys of the leases after the first.
+    key_prefix: &'p str,
+    now: SystemTime,
+}
+
+impl<'a, 'p> Extend<'a, 'p> {
+    /// The most leases one script renews: a chunk keeps the server busy for about a
+    /// millisecond, and 10,000 leases take 10 round trips.
+    pub(crate) const CHUNK: usize = 1000;
+    /// The most chunks sent in one round trip (a pipeline, on a standalone server).
+    pub(crate) const PIPELINED: usize = 10;
+
+    /// Renews `renewals` (at most [`CHUNK`](Self::CHUNK) of them); `None` when there are
+    /// none, since an empty call would name no lock.
+    pub(crate) fn new(
+        renewals: &'a [Renewal<'a>],
+        key_prefix: &'p str,
+        now: SystemTime,
+    ) -> Option<Self> {
+        Some(Extend {
+            first: &renewals.first()?.lease.key,
+            renewals,
+            key_prefix,
+            now,
+        })
+    }
+}
+
+impl Op for Extend<'_, '_> {
+    /// One answer per lease; a lease's own failure names its key.
+    type Output = Vec<Result<ExtendOutcome, Failure>>;
+    const NAME: &'static str = "extend";
+
+    fn name(&self) -> &LockName {
+        self.first
+    }
+
+    fn invocation(&self, keys: &LockKeys, _channel: &str) -> ScriptInvocation<'static> {
+        let mut invocation = EXTEND.key(&keys.lock);
+        invocation.arg(micros_since_epoch(self.now));
+        for (i, renewal) in self.renewals.iter().enumerate() {
+            if i > 0 {
+                invocation.key(LockKeys::new(self.key_prefix, &renewal.lease.key).lock);
+            }
+            invocation
+                .arg(renewal.lease.owner.to_string())
+                .arg(millis(renewal.lease_time))
+                .arg(flag(renewal.use_db_time));
+        }
+        invocation
+    }
+
+    fn decode(&self, reply: Value) -> Result<Self::Output, Failure> {
+        let bad = || Failure::bad_reply(Self::NAME, &reply);
+        let items = array(&reply).ok_or_else(bad)?;
+        if items.len() != self.renewals.len() {
+            return Err(bad());
+        }
+        Ok(items.iter().map(extended).collect())
+    }
+
+    fn outcome(output: &Self::Output) -> &'static str {
+        match output.as_slice() {
+            [Ok(one)] => one.as_str(),
+            [Err(_)] => "error",
+            _ => "batch",
+        }
+    }
+}
+
+/// One lease's answer in an `extend` reply.
+fn extended(item: &Value) -> Result<ExtendOutcome, Failure> {
+    match item {
+        Value::Int(0) => Ok(ExtendOutcome::NotHeld),
+        Value::Array(failed) if failed.first().and_then(int) == Some(-1) => {
+            Err(Failure::InScript {
+                op: Extend::NAME,
+                message: text_field(failed.get(1), "error")?,
+            })
+        }
+        expires => Ok(ExtendOutcome::Extended {
+            expires_at: time_field(Some(expires), "exp")?,
+        }),
+    }
+}

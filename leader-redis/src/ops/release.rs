@@ -1,0 +1,138 @@
+//! `release` and `release_batch` as one script call per chunk.
+
+use leader_core::{LockName, ReleaseOutcome, ReleaseRequest};
+use redis::{ScriptInvocation, Value};
+
+use super::Op;
+use crate::decode::{array, int, millis, text_field};
+use crate::error::Failure;
+use crate::keys::LockKeys;
+use crate::scripts::RELEASE;
+
+/// `release` and `release_batch`: one script releases every lease of a chunk, each
+/// answered on its own (see `lua/release.lua`).
+#[derive(Debug)]
+pub(crate) struct Release<'a, 'p> {
+    /// The first lease's key: errors of the whole call name it.
+    first: &'a LockName,
+    releases: &'a [ReleaseRequest<'a>],
+    /// The backend's key prefix, for the keys of the leases after the first.
+    key_prefix: &'p str,
+}
+
+impl<'a, 'p> Release<'a, 'p> {
+    /// The most leases one script releases (as [`Acquire::CHUNK`](super::Acquire::CHUNK)).
+    pub(crate) const CHUNK: usize = 100;
+    /// The most chunks sent in one round trip (a pipeline, on a standalone server).
+    pub(crate) const PIPELINED: usize = 10;
+
+    /// Releases `releases` (at most [`CHUNK`](Self::CHUNK) of them; on a cluster one);
+    /// `None` when there are none, since an empty call would name no lock.
+    pub(crate) fn new(releases: &'a [ReleaseRequest<'a>], key_prefix: &'p str) -> Option<Self> {
+        Some(Release {
+            first: &releases.first()?.lease.key,
+            releases,
+            key_prefix,
+        })
+    }
+}
+
+/// What a release did, in more detail than [`ReleaseOutcome`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Released {
+    /// Freed and announced.
+    Freed,
+    /// Kept until `acquired + min_lease_time`.
+    KeptForMinLease,
+    /// Not ours.
+    NotHeld,
+}
+
+impl From<Released> for ReleaseOutcome {
+    fn from(released: Released) -> Self {
+        match released {
+            Released::Freed | Released::KeptForMinLease => ReleaseOutcome::Released,
+            Released::NotHeld => ReleaseOutcome::NotHeld,
+        }
+    }
+}
+
+impl Released {
+    fn as_str(self) -> &'static str {
+        match self {
+            Released::Freed => "released",
+            Released::KeptForMinLease => "kept_for_min_lease",
+            Released::NotHeld => "not_held",
+        }
+    }
+}
+
+impl Op for Release<'_, '_> {
+    /// One answer per lease; a lease's own failure names its key.
+    type Output = Vec<Result<Released, Failure>>;
+    const NAME: &'static str = "release";
+
+    fn name(&self) -> &LockName {
+        self.first
+    }
+
+    fn invocation(&self, keys: &LockKeys, channel: &str) -> ScriptInvocation<'static> {
+        let mut invocation = RELEASE.key(&keys.lock);
+        invocation.arg(channel);
+        for (i, release) in self.releases.iter().enumerate() {
+            if i > 0 {
+                invocation.key(LockKeys::new(self.key_prefix, &release.lease.key).lock);
+            }
+            let min_ms = if release.min_lease_time.is_zero() {
+                0
+            } else {
+                millis(release.min_lease_time)
+            };
+            invocation
+                .arg(release.lease.owner.to_string())
+                .arg(min_ms)
+                .arg(release.lease.key.as_str());
+        }
+        invocation
+    }
+
+    fn decode(&self, reply: Value) -> Result<Self::Output, Failure> {
+        let bad = || Failure::bad_reply(Self::NAME, &reply);
+        let items = array(&reply).ok_or_else(bad)?;
+        if items.len() != self.releases.len() {
+            return Err(bad());
+        }
+        Ok(items.iter().map(released).collect())
+    }
+
+    fn outcome(output: &Self::Output) -> &'static str {
+        match output.as_slice() {
+            [Ok(one)] => one.as_str(),
+            [Err(_)] => "error",
+            _ => "batch",
+        }
+    }
+}
+
+/// One lease's answer in a `release` reply.
+fn released(item: &Value) -> Result<Released, Failure> {
+    let bad = || Failure::bad_reply(Release::NAME, item);
+    match item {
+        Value::Int(1) => Ok(Released::Freed),
+        Value::Int(2) => Ok(Released::KeptForMinLease),
+        Value::Int(0) => Ok(Released::NotHeld),
+        Value::Array(failed) if failed.first().and_then(int) == Some(-1) => {
+            match (text_field(failed.get(1), "field")?.as_str(), failed.len()) {
+                ("error", 3) => Err(Failure::InScript {
+                    op: Release::NAME,
+                    message: text_field(failed.get(2), "error")?,
+                }),
+                ("sacq", 2) => Err(Failure::Corrupt { field: "sacq" }),
+                ("acq", 2) => Err(Failure::Corrupt { field: "acq" }),
+                ("exp", 2) => Err(Failure::Corrupt { field: "exp" }),
+                _ => Err(bad()),
+            }
+        }
+        _ => Err(bad()),
+    }
+}
