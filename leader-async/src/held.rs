@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_lite::FutureExt;
-use leader_core::__private::{Keepalive, LeaseTracker};
-use leader_core::{AsyncLockBackend, Error, LeaderRunResult, Lease, LeaseContext, ReleaseRequest};
+use leader_core::__private::{Keepalive, LeaseTracker, unanswered};
+use leader_core::{AsyncLockBackend, LeaderRunResult, Lease, LeaseContext, ReleaseRequest};
 use tracing::Instrument;
 
 use crate::release::{release, release_in_background};
@@ -164,7 +164,9 @@ impl<B: AsyncLockBackend + 'static> AsyncHeld<B> {
             let mut answers = backend.release_batch(&requests).await.into_iter();
             for h in &mut batch {
                 h.released = true;
-                let answer = answers.next().unwrap_or(Err(Error::ShutDown));
+                let answer = answers
+                    .next()
+                    .unwrap_or_else(|| Err(unanswered(backend.name(), &h.lease().key)));
                 if let Err(err) = h.tracker.traced_release(|| answer) {
                     tracing::warn!(lock = %h.lease().key, error = %err, "release failed; the lease will run out by itself");
                 }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use leader_core::__private::{Keepalive, LeaseTracker};
+use leader_core::__private::{Keepalive, LeaseTracker, unanswered};
 use leader_core::{
     Error, LeaderRunResult, Lease, LeaseContext, LockBackend, ReleaseOutcome, ReleaseRequest,
 };
@@ -132,7 +132,9 @@ impl<B: LockBackend + 'static> HeldLease<B> {
                 .collect();
             let mut answers = backend.release_batch(&requests).into_iter();
             for h in &batch {
-                let answer = answers.next().unwrap_or(Err(Error::ShutDown));
+                let answer = answers
+                    .next()
+                    .unwrap_or_else(|| Err(unanswered(backend.name(), &h.tracker.lease().key)));
                 if let Err(err) = h.tracker.traced_release(|| answer) {
                     tracing::warn!(lock = %h.tracker.lease().key, error = %err, "release failed; the lease will run out by itself");
                 }

@@ -38,6 +38,7 @@ use crate::tenant::TenantId;
 /// ```
 #[derive(Debug)]
 pub struct AcquireBatch<'a> {
+    backend: &'static str,
     requests: Vec<AcquireRequest<'a>>,
     probes: Vec<AcquireProbe<'a>>,
 }
@@ -65,7 +66,11 @@ impl<'a> AcquireBatch<'a> {
             .iter()
             .map(|request| AcquireProbe::start(backend, &SlotRequest::single(*request)))
             .collect();
-        AcquireBatch { requests, probes }
+        AcquireBatch {
+            backend,
+            requests,
+            probes,
+        }
     }
 
     /// The requests to pass to `try_acquire_batch`.
@@ -90,7 +95,7 @@ impl<'a> AcquireBatch<'a> {
             .map(|(request, probe)| {
                 let answer = answers
                     .next()
-                    .unwrap_or_else(|| Err(unanswered(request.key)));
+                    .unwrap_or_else(|| Err(unanswered(self.backend, request.key)));
                 let result = match answer {
                     Ok(AcquireOutcome::Acquired(lease)) => {
                         probe.answered(sent_at);
@@ -113,12 +118,14 @@ impl<'a> AcquireBatch<'a> {
     }
 }
 
-fn unanswered(key: &LockName) -> Error {
+/// The error of a lock a batch call (acquire, extend or release) on `backend` gave no
+/// answer for: the backend answered fewer locks than it was asked about.
+pub fn unanswered(backend: &'static str, key: &LockName) -> Error {
     BackendError::new(
-        "batch",
+        backend,
         key.as_str(),
         BackendErrorKind::Permanent,
-        "the backend's try_acquire_batch gave fewer answers than requests",
+        "the backend's batch call gave fewer answers than locks",
     )
     .into()
 }
@@ -190,4 +197,28 @@ fn unanswered_tenant() -> Error {
         "a tenant of the batch got no answer",
     )
     .into()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)]
+mod tests {
+    use std::time::Instant;
+
+    use super::*;
+
+    #[test]
+    fn a_backend_that_answers_short_fails_the_unanswered_requests_by_name() {
+        let options = LeaderElectionOptions::default();
+        let keys = [LockName::new("a").unwrap(), LockName::new("b").unwrap()];
+        let batch = AcquireBatch::new("short", &keys, &options);
+        let (answers, orphans) = batch.finish(Vec::new(), Instant::now());
+        assert_eq!(orphans.len(), 2, "either may have been taken");
+        for (answer, key) in answers.iter().zip(&keys) {
+            let BatchAnswer::Failed(err) = answer else {
+                panic!("{answer:?}");
+            };
+            assert_eq!(err.lock_key(), Some(key.as_str()));
+            assert!(err.to_string().contains("short backend"), "{err}");
+        }
+    }
 }

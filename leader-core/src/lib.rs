@@ -113,7 +113,7 @@ pub use watcher::LeadershipWatcher;
 /// from the docs and exempt from semver: anything here may change in any release.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::acquire_batch::{AcquireBatch, BatchAnswer, TenantKeys};
+    pub use crate::acquire_batch::{AcquireBatch, BatchAnswer, TenantKeys, unanswered};
     pub use crate::attempts::{Attempts, Step};
     pub use crate::backend::OwnedAcquire;
     pub use crate::campaign::{AfterAttempt, CampaignRun};

@@ -3,6 +3,7 @@
 use std::future::Future;
 use std::time::{Duration, SystemTime};
 
+use leader_core::__private::unanswered;
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, ForceReleaseOutcome,
     LeaderState, Lease, ListPage, ListRequest, LockName, ReleaseOutcome, ReleaseRequest, Renewal,
@@ -32,7 +33,9 @@ impl AsyncLockBackend for RedisBackend {
             None => Ok(Vec::new()),
         };
         let mut answers = self.per_lock(requests.iter().map(|r| r.request.key), answer);
-        answers.pop().unwrap_or(Err(Error::ShutDown))
+        answers
+            .pop()
+            .unwrap_or_else(|| Err(unanswered("redis", requests[0].request.key)))
     }
 
     /// As the blocking `try_acquire_batch`; the scripts of a round trip go out at once on
@@ -64,7 +67,9 @@ impl AsyncLockBackend for RedisBackend {
     ) -> Result<ExtendOutcome, Error> {
         let renewal = [Renewal::new(lease, lease_time).with_db_time(use_db_time)];
         let mut answers = self.extend_batch(&renewal).await;
-        answers.pop().unwrap_or(Err(Error::ShutDown))
+        answers
+            .pop()
+            .unwrap_or_else(|| Err(unanswered("redis", &lease.key)))
     }
 
     /// As the blocking `extend_batch`.
@@ -85,7 +90,9 @@ impl AsyncLockBackend for RedisBackend {
     ) -> Result<ReleaseOutcome, Error> {
         let release = [ReleaseRequest::new(lease, min_lease_time)];
         let mut answers = self.release_batch(&release).await;
-        answers.pop().unwrap_or(Err(Error::ShutDown))
+        answers
+            .pop()
+            .unwrap_or_else(|| Err(unanswered("redis", &lease.key)))
     }
 
     /// As the blocking `release_batch`.

@@ -2,6 +2,7 @@
 
 use std::time::{Duration, SystemTime};
 
+use leader_core::__private::unanswered;
 use leader_core::{
     AcquireOutcome, AcquireRequest, Error, ExtendOutcome, ForceReleaseOutcome, LeaderState, Lease,
     ListPage, ListRequest, LockBackend, LockName, ReleaseOutcome, ReleaseRequest, Renewal,
@@ -27,7 +28,9 @@ impl LockBackend for RedisBackend {
             .map(|op| self.run_blocking_raw(op))
             .unwrap_or(Ok(Vec::new()));
         let mut answers = self.per_lock(requests.iter().map(|r| r.request.key), answer);
-        answers.pop().unwrap_or(Err(Error::ShutDown))
+        answers
+            .pop()
+            .unwrap_or_else(|| Err(unanswered("redis", requests[0].request.key)))
     }
 
     /// On a standalone server one script per chunk of up to 100 requests (each answered on
@@ -59,7 +62,9 @@ impl LockBackend for RedisBackend {
     ) -> Result<ExtendOutcome, Error> {
         let renewal = [Renewal::new(lease, lease_time).with_db_time(use_db_time)];
         let mut answers = self.extend_batch(&renewal);
-        answers.pop().unwrap_or(Err(Error::ShutDown))
+        answers
+            .pop()
+            .unwrap_or_else(|| Err(unanswered("redis", &lease.key)))
     }
 
     /// On a standalone server, one script per chunk of up to 1,000 leases (each lease
@@ -77,7 +82,9 @@ impl LockBackend for RedisBackend {
     fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {
         let release = [ReleaseRequest::new(lease, min_lease_time)];
         let mut answers = self.release_batch(&release);
-        answers.pop().unwrap_or(Err(Error::ShutDown))
+        answers
+            .pop()
+            .unwrap_or_else(|| Err(unanswered("redis", &lease.key)))
     }
 
     /// As `try_acquire_batch`: up to 100 leases per script, 10 scripts per round trip on a
