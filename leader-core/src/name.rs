@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use crate::error::NameError;
 
@@ -38,8 +39,11 @@ use crate::error::NameError;
 /// assert!(matches!(LockName::new("a{b}"), Err(NameError::Brace { ch: '{', index: 1 })));
 /// # Ok::<(), NameError>(())
 /// ```
+///
+/// A clone shares the text (an `Arc<str>`): a lease, its tracker and its backend request
+/// all carry the name without copying it.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct LockName(String);
+pub struct LockName(Arc<str>);
 
 impl LockName {
     /// The longest accepted name, in bytes.
@@ -56,12 +60,12 @@ impl LockName {
     /// # Errors
     ///
     /// A [`NameError`] naming the first problem found.
-    pub fn new(name: impl Into<String>) -> Result<Self, NameError> {
-        let name = name.into();
-        check_chars(&name, 0)?;
-        check_len(&name)?;
-        check_ends(&name)?;
-        Ok(LockName(name))
+    pub fn new(name: impl AsRef<str>) -> Result<Self, NameError> {
+        let name = name.as_ref();
+        check_chars(name, 0)?;
+        check_len(name)?;
+        check_ends(name)?;
+        Ok(LockName(Arc::from(name)))
     }
 
     /// Validates a name a caller gives an elector that is not tenant-scoped: the rules of
@@ -83,7 +87,7 @@ impl LockName {
     /// assert!(matches!(LockName::unscoped(" nightly"), Err(NameError::SurroundingWhitespace { .. })));
     /// assert!(matches!(LockName::unscoped("job#1"), Err(NameError::Hash { index: 3 })));
     /// ```
-    pub fn unscoped(name: impl Into<String>) -> Result<Self, NameError> {
+    pub fn unscoped(name: impl AsRef<str>) -> Result<Self, NameError> {
         let name = LockName::new(name)?;
         check_no_separator(name.as_str(), 0)?;
         check_not_reserved(name.as_str())?;
@@ -136,7 +140,7 @@ impl LockName {
         check_ends(name)?;
         let full = format!("{prefix}{name}");
         check_len(&full)?;
-        Ok(LockName(full))
+        Ok(LockName(Arc::from(full)))
     }
 
     /// The name derived from this one by `suffix` (`self#suffix`): a group's slot (a
@@ -166,7 +170,7 @@ impl LockName {
         }
         let full = format!("{}{}{suffix}", self.0, LockName::DERIVED_SEPARATOR);
         check_len(&full)?;
-        Ok(LockName(full))
+        Ok(LockName(Arc::from(full)))
     }
 
     /// The name as a string slice.
@@ -176,7 +180,7 @@ impl LockName {
 
     /// The name as an owned string.
     pub fn into_string(self) -> String {
-        self.0
+        String::from(&*self.0)
     }
 }
 
@@ -224,7 +228,10 @@ fn is_derived_suffix(suffix: &str) -> bool {
 
 /// No [`LockName::DERIVED_SEPARATOR`]: a caller's name never names a derived lock.
 fn check_no_separator(s: &str, offset: usize) -> Result<(), NameError> {
-    match s.find(LockName::DERIVED_SEPARATOR) {
+    // A byte search: the separator is ASCII, so its byte never occurs inside another
+    // character's UTF-8 encoding.
+    const SEPARATOR: u8 = LockName::DERIVED_SEPARATOR as u8;
+    match s.bytes().position(|b| b == SEPARATOR) {
         Some(index) => Err(NameError::Hash {
             index: offset + index,
         }),
