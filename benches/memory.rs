@@ -4,6 +4,11 @@
 //! criterion group, the three again interleaved (batches of 1,000 cycles, so the clock
 //! reads around each sample do not weigh), and the goal lines.
 //!
+//! The interleaved rounds also time the parts of a run the floor does not do, each alone:
+//! the four clock reads of a run (the attempt's send time, the backend's monotonic and wall
+//! time, the deadline check when the action returns), the owner token (128 random bits),
+//! and the name's validation. They show how much of the goal those leave for the rest.
+//!
 //! ```text
 //! cargo bench -p leader-benches --bench memory
 //! taskset -c 0 cargo bench -p leader-benches --bench memory
@@ -17,7 +22,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use leader_async::AsyncLeaderElector;
 use leader_benches::{Case, goal, interleaved, ratio, try_once_options};
 use leader_blocking::LeaderElector;
-use leader_core::InMemoryBackend;
+use leader_core::{InMemoryBackend, LockName, OwnerToken};
 use parking_lot::Mutex;
 
 /// Cycles per interleaved sample.
@@ -28,6 +33,14 @@ fn floor_cycle(map: &Mutex<HashMap<String, u64>>) {
     let name = black_box(NAME);
     map.lock().insert(name.to_owned(), 1);
     black_box(map.lock().remove(name));
+}
+
+/// The clock reads of one uncontended run on the system clock.
+fn clock_reads() {
+    black_box(std::time::Instant::now());
+    black_box(std::time::Instant::now());
+    black_box(std::time::SystemTime::now());
+    black_box(std::time::Instant::now());
 }
 
 fn blocking_cycle(elector: &LeaderElector<InMemoryBackend>) {
@@ -86,8 +99,35 @@ fn memory(c: &mut Criterion) {
             }),
         ),
     ];
+    let parts: Vec<Case<'_>> = vec![
+        (
+            "part: 4 clock reads (3 Instant, 1 SystemTime)",
+            Box::new(|| (0..BATCH).for_each(|_| clock_reads())),
+        ),
+        (
+            "part: owner token (OwnerToken::random)",
+            Box::new(|| {
+                (0..BATCH).for_each(|_| {
+                    black_box(OwnerToken::random());
+                })
+            }),
+        ),
+        (
+            "part: name check (LockName::unscoped)",
+            Box::new(|| (0..BATCH).for_each(|_| drop(black_box(LockName::unscoped(NAME))))),
+        ),
+    ];
+    cases.extend(parts);
     let medians = interleaved("memory (x1000)", 300, &mut cases);
-    if let [floor, blocking, asynchronous] = medians.as_slice() {
+    if let [floor, blocking, asynchronous, clocks, token, name] = medians.as_slice() {
+        let parts = *clocks + *token + *name;
+        println!(
+            "memory: the parts above take {:.2}x the floor; floor + parts = {:.2}x, \
+             leaving {:.2}x of the 3x goal to the elector and backend",
+            ratio(parts, *floor),
+            ratio(parts + *floor, *floor),
+            3.0 - ratio(parts + *floor, *floor),
+        );
         goal(
             "in-memory blocking run_if_leader ÷ floor",
             ratio(*blocking, *floor),
