@@ -10,7 +10,11 @@
 //!   slows all of them alike; medians and the ratio of each to its group's floor;
 //! - handoff (printed, not a criterion group): node A holds, node B waits in
 //!   `run_if_leader`; the time from A's release to B's acquisition, with pub/sub and
-//!   with polling only (p50 / p90 / max over 40 handoffs each).
+//!   with polling only (p50 / p90 / max over 40 handoffs each); and the same handoff done
+//!   with raw commands, the baseline of the mechanism itself: A's release script
+//!   publishes, a subscriber thread reads the message and wakes B, B sends its acquire
+//!   script (as the backend does), or B itself blocks on the subscription (no thread hop,
+//!   the least a notification can cost).
 //!
 //! ```text
 //! cargo bench -p leader-benches --bench redis
@@ -201,21 +205,101 @@ fn handoff(url: &str, notifications: bool, rounds: usize) -> Vec<Duration> {
     handoffs
 }
 
-/// Prints the handoffs with and without pub/sub; the p50 with pub/sub.
+/// The handoff with raw commands and the backend's scripts: A holds the lock, B waits for
+/// the release message on `leader-bench:released` (the channel the raw release script
+/// publishes on), then sends its acquire. With `hop`, a subscriber thread of its own reads
+/// the message and wakes B, as the backend's listener thread wakes a waiting elector;
+/// without, B itself is blocked on the subscription.
+fn raw_handoff(url: &str, hop: bool, rounds: usize) -> Vec<Duration> {
+    let client = redis::Client::open(url).unwrap();
+    let mut holder = client.get_connection().unwrap();
+    let mut waiter = client.get_connection().unwrap();
+    let mut subscriber = client.get_connection().unwrap();
+    let mut pubsub = subscriber.as_pubsub();
+    pubsub.subscribe("leader-bench:released").unwrap();
+    pubsub
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let acquired = |reply: Vec<Vec<redis::Value>>| {
+        matches!(
+            reply.first().and_then(|r| r.first()),
+            Some(redis::Value::Int(1))
+        )
+    };
+    let mut handoffs = Vec::with_capacity(rounds);
+    for round in 0..rounds {
+        let name = format!("raw-handoff-{hop}-{round}");
+        let (holder_acquire, holder_release) = raw_cycle("leader-bench", &name);
+        let (waiter_acquire, _) = raw_cycle("leader-bench", &name);
+        assert!(acquired(holder_acquire.query(&mut holder).unwrap()));
+        let (done_tx, done_rx) = mpsc::channel();
+        let (wake_tx, wake_rx) = mpsc::channel::<()>();
+        std::thread::scope(|scope| {
+            let pubsub = &mut pubsub;
+            let waiter = &mut waiter;
+            let waiter_acquire = &waiter_acquire;
+            let take_over = move |waiter: &mut redis::Connection| {
+                assert!(acquired(waiter_acquire.query(waiter).unwrap()));
+                done_tx.send(Instant::now()).unwrap();
+            };
+            if hop {
+                scope.spawn(move || {
+                    pubsub.get_message().unwrap();
+                    wake_tx.send(()).unwrap();
+                });
+                scope.spawn(move || {
+                    wake_rx.recv().unwrap();
+                    take_over(waiter);
+                });
+            } else {
+                scope.spawn(move || {
+                    pubsub.get_message().unwrap();
+                    take_over(waiter);
+                });
+            }
+            let hold = rand::rng().random_range(20..120);
+            std::thread::sleep(Duration::from_millis(hold));
+            let released_at = Instant::now();
+            let _: redis::Value = holder_release.query(&mut holder).unwrap();
+            let acquired_at = done_rx.recv().unwrap();
+            handoffs.push(acquired_at.saturating_duration_since(released_at));
+        });
+    }
+    handoffs.sort();
+    handoffs
+}
+
+fn print_handoffs(label: &str, sorted: &[Duration]) {
+    println!(
+        "redis/handoff {label:<26}  p50 {:>9.3?}  p90 {:>9.3?}  max {:>9.3?}  (n = {})",
+        percentile(sorted, 50),
+        percentile(sorted, 90),
+        sorted.last().copied().unwrap_or_default(),
+        sorted.len()
+    );
+}
+
+/// Prints the handoffs with and without pub/sub, and the raw baselines; the p50 with
+/// pub/sub.
 fn handoffs(url: &str) -> Duration {
     let mut pubsub_p50 = Duration::ZERO;
     for (label, notifications) in [("pub/sub", true), ("polling only", false)] {
         let sorted = handoff(url, notifications, 40);
-        println!(
-            "redis/handoff {label:<12}  p50 {:>9.3?}  p90 {:>9.3?}  max {:>9.3?}  (n = {})",
-            percentile(&sorted, 50),
-            percentile(&sorted, 90),
-            sorted.last().copied().unwrap_or_default(),
-            sorted.len()
-        );
+        print_handoffs(label, &sorted);
         if notifications {
             pubsub_p50 = percentile(&sorted, 50);
         }
+    }
+    for (label, hop) in [
+        ("raw: subscriber wakes B", true),
+        ("raw: B reads the message", false),
+    ] {
+        let sorted = raw_handoff(url, hop, 40);
+        print_handoffs(label, &sorted);
+        println!(
+            "redis/handoff pub/sub p50 ÷ {label}: {:.2}x",
+            ratio(pubsub_p50, percentile(&sorted, 50))
+        );
     }
     pubsub_p50
 }
