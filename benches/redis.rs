@@ -14,7 +14,9 @@
 //!   with raw commands, the baseline of the mechanism itself: A's release script
 //!   publishes, a subscriber thread reads the message and wakes B, B sends its acquire
 //!   script (as the backend does), or B itself blocks on the subscription (no thread hop,
-//!   the least a notification can cost).
+//!   the least a notification can cost);
+//! - server time (printed): the server's own time per cycle (`INFO commandstats`) of the
+//!   blocking and async `run_if_leader` and of rslock, where the scripts' extra work shows.
 //!
 //! ```text
 //! cargo bench -p leader-benches --bench redis
@@ -29,7 +31,8 @@ use criterion::Criterion;
 use leader_async::AsyncLeaderElector;
 use leader_benches::redis_floor::{load_scripts, raw_cycle};
 use leader_benches::{
-    Case, LEASE, goal, interleaved, percentile, ratio, request, try_once_options,
+    Case, LEASE, goal, interleaved, percentile, ratio, redis_command_usec, request,
+    try_once_options,
 };
 use leader_blocking::LeaderElector;
 use leader_core::{AcquireOutcome, AsyncLockBackend, Backend, LockBackend, LockName};
@@ -304,6 +307,78 @@ fn handoffs(url: &str) -> Duration {
     pubsub_p50
 }
 
+/// The server's own time for one cycle over `cycles` runs of `cycle`, from `INFO
+/// commandstats`: the time of the commands the client sends (`sent`; a script's time
+/// includes the commands it calls), and every command's share, script-called ones included.
+fn server_usec_per_cycle(
+    url: &str,
+    sent: &[&str],
+    cycles: u32,
+    mut cycle: impl FnMut(),
+) -> (f64, String) {
+    let mut stats = redis::Client::open(url).unwrap().get_connection().unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut stats)
+        .unwrap();
+    (0..cycles).for_each(|_| cycle());
+    let per_cycle = |usec: u64| usec as f64 / f64::from(cycles);
+    let mut usec = redis_command_usec(&mut stats);
+    usec.retain(|(command, _)| command != "config");
+    usec.sort_by_key(|(_, usec)| std::cmp::Reverse(*usec));
+    let total = usec
+        .iter()
+        .filter(|(command, _)| sent.contains(&command.as_str()))
+        .map(|&(_, usec)| per_cycle(usec))
+        .sum();
+    let shares = usec
+        .iter()
+        .map(|(command, usec)| format!("{command} {:.2}", per_cycle(*usec)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    (total, shares)
+}
+
+/// Prints the server's time per cycle of the blocking elector, the async one and rslock.
+fn server_time(url: &str) {
+    const CYCLES: u32 = 5000;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let elector =
+        LeaderElector::new(RedisBackend::connect(url).unwrap(), try_once_options()).unwrap();
+    let aelector =
+        AsyncLeaderElector::new(RedisBackend::connect(url).unwrap(), try_once_options()).unwrap();
+    let rslock = rslock::LockManager::new(vec![url.to_owned()]);
+    let (ours, ours_shares) = server_usec_per_cycle(url, &["evalsha"], CYCLES, || {
+        black_box(elector.run_if_leader("bench-server-time", || 1u8).unwrap());
+    });
+    let (ours_async, _) = server_usec_per_cycle(url, &["evalsha"], CYCLES, || {
+        runtime.block_on(async {
+            let ran = aelector.run_if_leader("bench-server-time-async", || async { 1u8 });
+            black_box(ran.await.unwrap());
+        })
+    });
+    let (theirs, theirs_shares) =
+        server_usec_per_cycle(url, &["set", "evalsha", "eval"], CYCLES, || {
+            runtime.block_on(async {
+                let lock = rslock
+                    .lock("bench-server-time-rslock", LEASE)
+                    .await
+                    .unwrap();
+                rslock.unlock(&lock).await;
+            })
+        });
+    println!(
+        "redis/server time per cycle: run_if_leader {ours:.2} us, async {ours_async:.2} us, \
+         rslock {theirs:.2} us (ours ÷ rslock {:.2}x)",
+        ours / theirs
+    );
+    println!("redis/server time per cycle, run_if_leader, us: {ours_shares}");
+    println!("redis/server time per cycle, rslock, us: {theirs_shares}");
+}
+
 /// Every variant of each group once per round, interleaved; prints medians and ratios to
 /// the group's floor, and returns the medians of the blocking and the async group.
 fn paired(url: &str, rounds: usize) -> (Vec<Duration>, Vec<Duration>) {
@@ -444,6 +519,7 @@ fn main() {
     if !filtered {
         let (blocking, asynchronous) = paired(&url, 3000);
         let handoff_p50 = handoffs(&url);
+        server_time(&url);
         // Cases: blocking [floor, backend, elector]; async [floor, backend, elector, rslock].
         let (Some(floor), Some(elector)) = (blocking.first(), blocking.get(2)) else {
             return;
