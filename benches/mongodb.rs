@@ -11,7 +11,10 @@
 //!   bench prints why and leaves the peer out);
 //! - interleaved (printed, not a criterion group): 2,000 rounds running every case of a
 //!   group in turn, rotating the order, so that load from elsewhere hits all cases alike;
-//!   each case's median and its ratio to the floor's median.
+//!   each case's median and its ratio to the floor's median. The async group also runs
+//!   the floor with the backend's write concern (majority, journaled) and the backend's
+//!   own two commands sent raw, which split the elector's time over the floor into the
+//!   journaled writes, the backend's pipelines and the client's work.
 //!
 //! ```text
 //! cargo bench -p leader-benches --bench mongodb
@@ -45,8 +48,18 @@ fn config() -> MongoConfig {
 }
 
 /// The floor: the two round trips of a cycle with the simplest updates (no pipeline), the
-/// backend's write concern and `maxTimeMS`.
+/// backend's `maxTimeMS`, and majority writes ([`raw_cycle_journaled`]: the backend's own
+/// write concern, journaled too).
 async fn raw_cycle(collection: &Collection<Document>, id: &str) {
+    raw_cycle_with(collection, id, WriteConcern::majority()).await;
+}
+
+/// The floor's simple updates with the backend's write concern (majority, journaled).
+async fn raw_cycle_journaled(collection: &Collection<Document>, id: &str) {
+    raw_cycle_with(collection, id, config().write_concern().clone()).await;
+}
+
+async fn raw_cycle_with(collection: &Collection<Document>, id: &str, write_concern: WriteConcern) {
     let owner = OwnerToken::random().to_string();
     let now = SystemTime::now();
     let taken = collection
@@ -62,7 +75,7 @@ async fn raw_cycle(collection: &Collection<Document>, id: &str) {
         .upsert(true)
         .return_document(ReturnDocument::After)
         .max_time(config().max_time())
-        .write_concern(WriteConcern::majority())
+        .write_concern(write_concern.clone())
         .await
         .unwrap();
     black_box(taken);
@@ -71,7 +84,32 @@ async fn raw_cycle(collection: &Collection<Document>, id: &str) {
             doc! { "_id": id, "owner": &owner },
             doc! { "$set": { "owner": null } },
         )
-        .write_concern(WriteConcern::majority())
+        .write_concern(write_concern)
+        .await
+        .unwrap();
+    assert_eq!(released.matched_count, 1);
+}
+
+/// The backend's own two commands, sent raw: its acquire pipeline and its release, with
+/// its write concern; what is left between this and the backend is the client's work.
+async fn raw_backend_commands(collection: &Collection<Document>, key: &LockName) {
+    let owner = OwnerToken::random();
+    let write_concern = config().write_concern().clone();
+    let (filter, update) =
+        leader_mongodb::__private::acquire_command(key, owner, "bench-node", LEASE);
+    let taken = collection
+        .find_one_and_update(filter, update)
+        .upsert(true)
+        .return_document(ReturnDocument::After)
+        .max_time(config().max_time())
+        .write_concern(write_concern.clone())
+        .await
+        .unwrap();
+    black_box(taken);
+    let (filter, update) = leader_mongodb::__private::release_command(key, owner, Duration::ZERO);
+    let released = collection
+        .update_one(filter, update)
+        .write_concern(write_concern)
         .await
         .unwrap();
     assert_eq!(released.matched_count, 1);
@@ -159,6 +197,8 @@ struct AsyncSetup {
     raw: Collection<Document>,
     backend: MongoBackend,
     key: LockName,
+    /// The lock of the raw-commands case.
+    commands_key: LockName,
     elector: AsyncLeaderElector<MongoBackend>,
     /// `None` when the server rejects distributed-lock-mongo's update.
     peer: Option<MongoDistributedLock>,
@@ -199,6 +239,7 @@ impl AsyncSetup {
             raw: collection(&client),
             backend,
             key: LockName::new("bench-backend-async").unwrap(),
+            commands_key: LockName::new("bench-commands-async").unwrap(),
             elector: AsyncLeaderElector::new(elector_backend, try_once_options()).unwrap(),
             peer,
             runtime,
@@ -210,6 +251,8 @@ const FLOOR: &str = "floor: raw findOneAndUpdate + updateOne";
 const BACKEND: &str = "backend: try_acquire + release";
 const ELECTOR: &str = "elector: run_if_leader";
 const PEER: &str = "distributed-lock-mongo 0.2: try_acquire + release";
+const JOURNALED: &str = "floor with the backend's write concern (j: true)";
+const COMMANDS: &str = "the backend's own pipelines, raw";
 
 fn blocking(c: &mut Criterion, setup: &BlockingSetup) {
     let mut group = c.benchmark_group("mongodb/blocking");
@@ -271,12 +314,36 @@ fn interleaved_all(blocking: &BlockingSetup, asynchronous: &AsyncSetup, rounds: 
             ELECTOR,
             Box::new(|| rt.block_on(elector_cycle_async(&a.elector))),
         ),
+        (
+            JOURNALED,
+            Box::new(|| rt.block_on(raw_cycle_journaled(&a.raw, "bench-floor-journaled"))),
+        ),
+        (
+            COMMANDS,
+            Box::new(|| rt.block_on(raw_backend_commands(&a.raw, &a.commands_key))),
+        ),
     ];
     if let Some(peer) = &a.peer {
         cases.push((PEER, Box::new(move || rt.block_on(peer_cycle(peer)))));
     }
     let asynchronous = interleaved("mongodb/async", rounds, &mut cases);
-    // Cases: [floor, backend, elector] and, in the async group, the peer when it ran.
+    // Cases: [floor, backend, elector] and, in the async group, the journaled floor, the
+    // backend's raw commands and the peer when it ran.
+    if let (Some(floor), Some(journaled), Some(commands), Some(elector)) = (
+        asynchronous.first(),
+        asynchronous.get(3),
+        asynchronous.get(4),
+        asynchronous.get(2),
+    ) {
+        println!(
+            "mongodb/async where the elector's time goes: journaled writes {:.2}x the floor, \
+             the backend's pipelines {:.2}x the journaled floor, the elector {:.2}x its raw \
+             commands",
+            ratio(*journaled, *floor),
+            ratio(*commands, *journaled),
+            ratio(*elector, *commands),
+        );
+    }
     if let (Some(floor), Some(elector)) = (blocking.first(), blocking.get(2)) {
         goal(
             "mongodb blocking run_if_leader ÷ floor",
@@ -292,7 +359,7 @@ fn interleaved_all(blocking: &BlockingSetup, asynchronous: &AsyncSetup, rounds: 
             1.05,
             "x",
         );
-        match asynchronous.get(3) {
+        match asynchronous.get(5) {
             Some(peer) => {
                 goal(
                     "mongodb async run_if_leader ÷ distributed-lock-mongo",

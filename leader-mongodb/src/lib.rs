@@ -36,3 +36,35 @@ pub use error::ConnectError;
 /// # let _ = config;
 /// ```
 pub use mongodb;
+
+/// Not public API: the commands the backend sends, for the benches' raw floor (the
+/// backend's own commands without the backend). May change in any release.
+#[doc(hidden)]
+pub mod __private {
+    use std::time::Duration;
+
+    use leader_core::{LockName, OwnerToken};
+    use mongodb::bson::Document;
+
+    /// The acquire's `findOneAndUpdate` (upsert, return the new document): filter and
+    /// update pipeline.
+    pub fn acquire_command(
+        key: &LockName,
+        owner: OwnerToken,
+        leader_id: &str,
+        lease_time: Duration,
+    ) -> (Document, Vec<Document>) {
+        let plan = crate::pipeline::acquire(key, owner, leader_id, lease_time);
+        (plan.filter, plan.update)
+    }
+
+    /// The release's `updateOne`: filter and update pipeline.
+    pub fn release_command(
+        key: &LockName,
+        owner: OwnerToken,
+        min_lease_time: Duration,
+    ) -> (Document, Vec<Document>) {
+        let plan = crate::pipeline::release(key, owner, min_lease_time);
+        (plan.filter, plan.update)
+    }
+}
