@@ -34,7 +34,7 @@ use leader_core::{AcquireOutcome, AsyncLockBackend, LockBackend, LockName, Owner
 use leader_mongodb::{MongoBackend, MongoConfig};
 use leader_testkit::fixtures::{self, MongoServer};
 use mongodb::bson::{DateTime, Document, doc};
-use mongodb::options::{ReturnDocument, WriteConcern};
+use mongodb::options::{ReturnDocument, UpdateModifications, WriteConcern};
 use mongodb::{Client, Collection};
 use tokio::runtime::Runtime;
 
@@ -62,43 +62,50 @@ async fn raw_cycle_journaled(collection: &Collection<Document>, id: &str) {
 async fn raw_cycle_with(collection: &Collection<Document>, id: &str, write_concern: WriteConcern) {
     let owner = OwnerToken::random().to_string();
     let now = SystemTime::now();
-    let taken = collection
-        .find_one_and_update(
-            doc! { "_id": id },
-            doc! { "$set": {
-                "owner": &owner,
-                "leader_id": "bench-node",
-                "acquired_at": DateTime::from_system_time(now),
-                "expires_at": DateTime::from_system_time(now + LEASE),
-            } },
-        )
-        .upsert(true)
-        .return_document(ReturnDocument::After)
-        .max_time(config().max_time())
-        .write_concern(write_concern.clone())
-        .await
-        .unwrap();
-    black_box(taken);
-    let released = collection
-        .update_one(
-            doc! { "_id": id, "owner": &owner },
-            doc! { "$set": { "owner": null } },
-        )
-        .write_concern(write_concern)
-        .await
-        .unwrap();
-    assert_eq!(released.matched_count, 1);
+    let acquire = doc! { "$set": {
+        "owner": &owner,
+        "leader_id": "bench-node",
+        "acquired_at": DateTime::from_system_time(now),
+        "expires_at": DateTime::from_system_time(now + LEASE),
+    } };
+    let release = doc! { "$set": { "owner": null } };
+    send_cycle(
+        collection,
+        (doc! { "_id": id }, acquire.into()),
+        (doc! { "_id": id, "owner": &owner }, release.into()),
+        write_concern,
+    )
+    .await;
 }
 
 /// The backend's own two commands, sent raw: its acquire pipeline and its release, with
 /// its write concern; what is left between this and the backend is the client's work.
 async fn raw_backend_commands(collection: &Collection<Document>, key: &LockName) {
     let owner = OwnerToken::random();
-    let write_concern = config().write_concern().clone();
     let (filter, update) =
         leader_mongodb::__private::acquire_command(key, owner, "bench-node", LEASE);
+    let acquire = (filter, update.into());
+    let (filter, update) = leader_mongodb::__private::release_command(key, owner, Duration::ZERO);
+    let release = (filter, update.into());
+    send_cycle(
+        collection,
+        acquire,
+        release,
+        config().write_concern().clone(),
+    )
+    .await;
+}
+
+/// One cycle's two commands: a `findOneAndUpdate` (upsert, return the new document, the
+/// backend's `maxTimeMS`) and an `updateOne` that must match, each a filter and an update.
+async fn send_cycle(
+    collection: &Collection<Document>,
+    acquire: (Document, UpdateModifications),
+    release: (Document, UpdateModifications),
+    write_concern: WriteConcern,
+) {
     let taken = collection
-        .find_one_and_update(filter, update)
+        .find_one_and_update(acquire.0, acquire.1)
         .upsert(true)
         .return_document(ReturnDocument::After)
         .max_time(config().max_time())
@@ -106,9 +113,8 @@ async fn raw_backend_commands(collection: &Collection<Document>, key: &LockName)
         .await
         .unwrap();
     black_box(taken);
-    let (filter, update) = leader_mongodb::__private::release_command(key, owner, Duration::ZERO);
     let released = collection
-        .update_one(filter, update)
+        .update_one(release.0, release.1)
         .write_concern(write_concern)
         .await
         .unwrap();
