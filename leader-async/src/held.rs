@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_lite::FutureExt;
-use leader_core::__private::{Keepalive, LeaseTracker, unanswered};
+use leader_core::__private::{Keepalive, LeaseTracker, answers_in_order, by_backend};
 use leader_core::{AsyncLockBackend, LeaderRunResult, Lease, LeaseContext, ReleaseRequest};
 use tracing::Instrument;
 
@@ -150,23 +150,17 @@ impl<B: AsyncLockBackend + 'static> AsyncHeld<B> {
     /// `release_batch` call per backend value among them; failures are logged, since the
     /// leases will run out by themselves. Dropped before it is done, the leases not yet
     /// released are released in the background.
-    pub(crate) async fn release_all(mut held: Vec<Self>) {
-        while let Some(first) = held.first() {
-            let backend = Arc::clone(&first.backend);
-            let (mut batch, rest): (Vec<_>, Vec<_>) = held
-                .into_iter()
-                .partition(|h| Arc::ptr_eq(&h.backend, &backend));
-            held = rest;
+    pub(crate) async fn release_all(held: Vec<Self>) {
+        for (backend, mut batch) in by_backend(held, |h| &h.backend) {
             let requests: Vec<_> = batch
                 .iter()
                 .map(|h| ReleaseRequest::new(h.lease(), h.keepalive.min_lease_time))
                 .collect();
-            let mut answers = backend.release_batch(&requests).await.into_iter();
-            for h in &mut batch {
+            let answers = backend.release_batch(&requests).await;
+            let keys = batch.iter().map(|h| &h.lease().key);
+            let answers: Vec<_> = answers_in_order(backend.name(), keys, answers).collect();
+            for (h, answer) in batch.iter_mut().zip(answers) {
                 h.released = true;
-                let answer = answers
-                    .next()
-                    .unwrap_or_else(|| Err(unanswered(backend.name(), &h.lease().key)));
                 if let Err(err) = h.tracker.traced_release(|| answer) {
                     tracing::warn!(lock = %h.lease().key, error = %err, "release failed; the lease will run out by itself");
                 }

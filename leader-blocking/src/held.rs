@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use leader_core::__private::{Keepalive, LeaseTracker, unanswered};
+use leader_core::__private::{Keepalive, LeaseTracker, answers_in_order, by_backend};
 use leader_core::{
     Error, LeaderRunResult, Lease, LeaseContext, LockBackend, ReleaseOutcome, ReleaseRequest,
 };
@@ -115,13 +115,8 @@ impl<B: LockBackend + 'static> HeldLease<B> {
     /// Releases every lease of `held` (each honouring its minimum lease) with one
     /// `release_batch` call per backend value among them; failures are logged, since the
     /// leases will run out by themselves.
-    pub(crate) fn release_all(mut held: Vec<Self>) {
-        while let Some(first) = held.first() {
-            let backend = Arc::clone(&first.backend);
-            let (mut batch, rest): (Vec<_>, Vec<_>) = held
-                .into_iter()
-                .partition(|h| Arc::ptr_eq(&h.backend, &backend));
-            held = rest;
+    pub(crate) fn release_all(held: Vec<Self>) {
+        for (backend, mut batch) in by_backend(held, |h| &h.backend) {
             for h in &mut batch {
                 h.released = true;
                 drop(h.renewals.take());
@@ -130,11 +125,12 @@ impl<B: LockBackend + 'static> HeldLease<B> {
                 .iter()
                 .map(|h| ReleaseRequest::new(h.tracker.lease(), h.min_lease_time))
                 .collect();
-            let mut answers = backend.release_batch(&requests).into_iter();
-            for h in &batch {
-                let answer = answers
-                    .next()
-                    .unwrap_or_else(|| Err(unanswered(backend.name(), &h.tracker.lease().key)));
+            let answers = backend.release_batch(&requests);
+            let keys = batch.iter().map(|h| &h.tracker.lease().key);
+            for (h, answer) in batch
+                .iter()
+                .zip(answers_in_order(backend.name(), keys, answers))
+            {
                 if let Err(err) = h.tracker.traced_release(|| answer) {
                     tracing::warn!(lock = %h.tracker.lease().key, error = %err, "release failed; the lease will run out by itself");
                 }

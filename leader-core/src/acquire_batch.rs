@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use crate::attempts::request;
 use crate::backend::{AcquireOutcome, AcquireRequest, SlotRequest};
+use crate::batch_answers::answers_in_order;
 use crate::error::{BackendError, BackendErrorKind, Error};
 use crate::lease::Lease;
 use crate::name::LockName;
@@ -86,16 +87,15 @@ impl<'a> AcquireBatch<'a> {
         answers: Vec<Result<AcquireOutcome, Error>>,
         sent_at: Instant,
     ) -> (Vec<BatchAnswer>, Vec<Orphan>) {
-        let mut answers = answers.into_iter();
+        let keys = self.requests.iter().map(|request| request.key);
+        let answers = answers_in_order(self.backend, keys, answers);
         let mut orphans = Vec::new();
         let results = self
             .requests
             .iter()
             .zip(&self.probes)
-            .map(|(request, probe)| {
-                let answer = answers
-                    .next()
-                    .unwrap_or_else(|| Err(unanswered(self.backend, request.key)));
+            .zip(answers)
+            .map(|((request, probe), answer)| {
                 let result = match answer {
                     Ok(AcquireOutcome::Acquired(lease)) => {
                         probe.answered(sent_at);
@@ -116,18 +116,6 @@ impl<'a> AcquireBatch<'a> {
             .collect();
         (results, orphans)
     }
-}
-
-/// The error of a lock a batch call (acquire, extend or release) on `backend` gave no
-/// answer for: the backend answered fewer locks than it was asked about.
-pub fn unanswered(backend: &'static str, key: &LockName) -> Error {
-    BackendError::new(
-        backend,
-        key.as_str(),
-        BackendErrorKind::Permanent,
-        "the backend's batch call gave fewer answers than locks",
-    )
-    .into()
 }
 
 /// The lock `name` of each of a batch's tenants (`tenant:<id>:<name>`): the valid keys to

@@ -51,6 +51,7 @@
 mod acquire_batch;
 mod attempts;
 mod backend;
+mod batch_answers;
 mod campaign;
 mod candidacy;
 mod clock;
@@ -113,9 +114,10 @@ pub use watcher::LeadershipWatcher;
 /// from the docs and exempt from semver: anything here may change in any release.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::acquire_batch::{AcquireBatch, BatchAnswer, TenantKeys, unanswered};
+    pub use crate::acquire_batch::{AcquireBatch, BatchAnswer, TenantKeys};
     pub use crate::attempts::{Attempts, Step};
     pub use crate::backend::OwnedAcquire;
+    pub use crate::batch_answers::{answers_in_order, by_backend, unanswered};
     pub use crate::campaign::{AfterAttempt, CampaignRun};
     pub use crate::candidacy::{Candidacy, Standing, Survey, TermCheck};
     pub use crate::context::LeaseTracker;
