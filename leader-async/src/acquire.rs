@@ -45,7 +45,9 @@ async fn drive<B: AsyncLockBackend + 'static>(
     attempts: &mut Attempts<'_>,
 ) -> Result<Step, Error> {
     let probe = AcquireProbe::start(backend.name(), &attempts.request());
-    let attempting = async {
+    // Instrumented where it is built: a future kept in a local and then wrapped would
+    // take its room twice in the caller's future.
+    let result = async {
         loop {
             let listener = attempts.listen(&**backend);
             let request = attempts.request();
@@ -69,8 +71,9 @@ async fn drive<B: AsyncLockBackend + 'static>(
                 done => return Ok(done),
             }
         }
-    };
-    let result = attempting.instrument(probe.span().clone()).await;
+    }
+    .instrument(probe.span().clone())
+    .await;
     probe.finish(&result);
     result
 }

@@ -67,16 +67,17 @@ impl<B: AsyncLockBackend + 'static> AsyncHeld<B> {
 
     /// Runs `action` to completion while the watchdog keeps the lease (or marks it lost
     /// at its deadline); a panic in the action is caught and handed back.
-    pub(crate) async fn run<F: Future>(
+    pub(crate) fn run<F: Future>(
         &self,
         action: F,
-    ) -> Result<F::Output, Box<dyn Any + Send + 'static>> {
+    ) -> impl Future<Output = Result<F::Output, Box<dyn Any + Send + 'static>>> {
         let watchdog = async {
             watch(&*self.backend, &self.tracker, &self.keepalive).await;
             std::future::pending().await
         };
-        let action = action.instrument(self.tracker.run_span());
-        AssertUnwindSafe(action).catch_unwind().or(watchdog).await
+        AssertUnwindSafe(action.instrument(self.tracker.run_span()))
+            .catch_unwind()
+            .or(watchdog)
     }
 
     /// The same lease, released with `min_lease_time` instead of the options' minimum lease.

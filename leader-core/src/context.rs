@@ -232,11 +232,11 @@ impl LeaseTracker {
     /// # Errors
     ///
     /// The call's error.
-    pub async fn traced_extend_async(
-        &self,
-        call: impl Future<Output = Result<ExtendOutcome, Error>>,
-    ) -> Result<ExtendOutcome, Error> {
-        self.probe.extend_async(self.lease(), call).await
+    pub fn traced_extend_async<F>(&self, call: F) -> impl Future<Output = F::Output>
+    where
+        F: Future<Output = Result<ExtendOutcome, Error>>,
+    {
+        self.probe.extend_async(self.lease(), call)
     }
 
     /// Runs the blocking `release` call inside `leader.release`, recording its outcome
@@ -257,11 +257,11 @@ impl LeaseTracker {
     /// # Errors
     ///
     /// The call's error.
-    pub async fn traced_release_async(
-        &self,
-        call: impl Future<Output = Result<ReleaseOutcome, Error>>,
-    ) -> Result<ReleaseOutcome, Error> {
-        self.probe.release_async(self.lease(), call).await
+    pub fn traced_release_async<'a, F>(&'a self, call: F) -> impl Future<Output = F::Output> + 'a
+    where
+        F: Future<Output = Result<ReleaseOutcome, Error>> + 'a,
+    {
+        self.probe.release_async(self.lease(), call)
     }
 
     /// A campaign term began with this lease.

@@ -8,6 +8,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+use futures_util::FutureExt;
 use tracing::field::Empty;
 use tracing::{Instrument, Span};
 
@@ -152,15 +153,19 @@ impl HoldProbe {
     }
 
     /// Awaits an async `extend` inside `leader.extend` and records its outcome.
-    pub(crate) async fn extend_async(
-        &self,
-        lease: &Lease,
-        call: impl Future<Output = Result<ExtendOutcome, Error>>,
-    ) -> Result<ExtendOutcome, Error> {
+    ///
+    /// A combinator, not an `async fn`: an `async fn` keeps its argument and the future it
+    /// awaits side by side, so each such layer would add a copy of `call` to the size of
+    /// every future built on it.
+    pub(crate) fn extend_async<F>(&self, lease: &Lease, call: F) -> impl Future<Output = F::Output>
+    where
+        F: Future<Output = Result<ExtendOutcome, Error>>,
+    {
         let span = self.extend_span(lease);
-        let answer = call.instrument(span.clone()).await;
-        record_extend(&span, &answer);
-        answer
+        call.instrument(span.clone()).map(move |answer| {
+            record_extend(&span, &answer);
+            answer
+        })
     }
 
     /// Runs a blocking `release` inside `leader.release` and records its outcome.
@@ -175,16 +180,21 @@ impl HoldProbe {
         answer
     }
 
-    /// Awaits an async `release` inside `leader.release` and records its outcome.
-    pub(crate) async fn release_async(
-        &self,
-        lease: &Lease,
-        call: impl Future<Output = Result<ReleaseOutcome, Error>>,
-    ) -> Result<ReleaseOutcome, Error> {
+    /// Awaits an async `release` inside `leader.release` and records its outcome (a
+    /// combinator, as [`extend_async`](Self::extend_async)).
+    pub(crate) fn release_async<'a, F>(
+        &'a self,
+        lease: &'a Lease,
+        call: F,
+    ) -> impl Future<Output = F::Output> + 'a
+    where
+        F: Future<Output = Result<ReleaseOutcome, Error>> + 'a,
+    {
         let span = lease_span!(tracing::Level::DEBUG, "leader.release", self.backend, lease);
-        let answer = call.instrument(span.clone()).await;
-        self.released(&span, lease, &answer);
-        answer
+        call.instrument(span.clone()).map(move |answer| {
+            self.released(&span, lease, &answer);
+            answer
+        })
     }
 
     fn released(&self, span: &Span, lease: &Lease, answer: &Result<ReleaseOutcome, Error>) {

@@ -10,6 +10,7 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use futures_lite::FutureExt;
+use futures_util::FutureExt as _;
 
 use crate::on_drop::OnDrop;
 
@@ -29,13 +30,18 @@ pub(crate) async fn sleep_until(deadline: Instant) {
 }
 
 /// `Some(output)` if `future` finishes within `duration`, `None` otherwise (it is dropped).
-pub(crate) async fn timeout<F: Future>(duration: Duration, future: F) -> Option<F::Output> {
-    async { Some(future.await) }
-        .or(async {
-            sleep(duration).await;
-            None
-        })
-        .await
+///
+/// Combinators, not an `async fn`: an `async fn` (or an `async` block awaiting a captured
+/// future) keeps the future it was given beside the one it awaits, doubling the size of
+/// every caller's future.
+pub(crate) fn timeout<F: Future>(
+    duration: Duration,
+    future: F,
+) -> impl Future<Output = Option<F::Output>> {
+    future.map(Some).or(async move {
+        sleep(duration).await;
+        None
+    })
 }
 
 /// Runs `future` to completion in the background; nothing waits for it.
