@@ -60,6 +60,7 @@ mod error;
 mod events;
 mod group;
 mod keepalive;
+mod late;
 mod leadership;
 mod leadership_events;
 mod lease;
@@ -123,6 +124,7 @@ pub mod __private {
     pub use crate::context::LeaseTracker;
     pub use crate::group::random_slot;
     pub use crate::keepalive::Keepalive;
+    pub use crate::late::is_late;
     pub use crate::leadership::LeadershipState;
     pub use crate::orphan::Orphan;
     pub use crate::redact::mask_password;

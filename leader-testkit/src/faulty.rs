@@ -3,11 +3,11 @@
 //! answering, an answer that comes after the lease it grants, a corrupted record — so
 //! electors can be tested against them on demand.
 
+use std::collections::HashSet;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::collections::HashSet;
 use std::time::Duration;
 
 use event_listener::{Event, Listener};
