@@ -96,6 +96,10 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     /// # Errors
     ///
     /// An invalid name or config.
+    /// Trouble while campaigning is no error here: a failed attempt is retried at the next
+    /// poll, and an attempt answered after the term's deadline (a paused process, a stalled
+    /// server) starts no term: its lease is released and the campaign goes on (see
+    /// [`CampaignConfig`]).
     ///
     /// # Examples
     ///

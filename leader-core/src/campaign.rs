@@ -85,6 +85,10 @@ pub enum DeploymentMode {
 /// being leader when `renew_deadline` has passed since the last successful one, or at once
 /// when a renewal fails or finds the lease gone — always before the lease could have passed
 /// to another instance (`renew_deadline < lease_time`, like client-go's `RenewDeadline`).
+/// The same deadline applies to the attempt that would start a term: a standby whose
+/// acquire is answered after `renew_deadline` from its send (a paused process, a stalled
+/// server) starts no term and fires no `Elected` event; it releases that lease in the
+/// background and keeps campaigning with a new owner token.
 ///
 /// # Configuration files
 ///

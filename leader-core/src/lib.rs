@@ -116,7 +116,7 @@ pub use watcher::LeadershipWatcher;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::acquire_batch::{AcquireBatch, BatchAnswer, TenantKeys};
-    pub use crate::attempts::{Attempts, Step};
+    pub use crate::attempts::{Attempts, LateLease, Step};
     pub use crate::backend::OwnedAcquire;
     pub use crate::batch_answers::{answers_in_order, by_backend, unanswered};
     pub use crate::campaign::{AfterAttempt, CampaignRun};
