@@ -239,11 +239,11 @@ impl<'a> SlotWalk<'a> {
 
     /// The `try_acquire` of the slot last requested failed with `error`: `Ok(())` to go on
     /// with the other slots when it is permanent (the slot is skipped, and logged), the
-    /// error back when it is transient (the walk ends).
+    /// error back when it is transient (the walk ends) or the request has one slot only.
     ///
     /// # Errors
     ///
-    /// `error`, when it is transient.
+    /// `error`, when it is transient or the request is a single lock.
     pub fn failed(&mut self, error: Error) -> Result<(), Error> {
         if error.is_transient() || self.request.len() == 1 {
             return Err(error);
