@@ -18,13 +18,15 @@ use crate::rt;
 ///
 /// Dropping the future while a request is in flight releases that request's owner token
 /// in the background, as does a request that fails: no lock is left taken by an owner
-/// nobody knows (DESIGN §4.5).
+/// nobody knows. An acquisition answered after its lease's deadline is released in the
+/// background too and counts as a failed attempt: retried within the wait, then
+/// [`Error::LeaseLost`].
 pub(crate) async fn acquire<B: AsyncLockBackend + 'static>(
     backend: &Arc<B>,
     options: &LeaderElectionOptions,
     key: &LockName,
 ) -> Result<Step, Error> {
-    drive(backend, &mut Attempts::new(key, options)).await
+    drive(backend, &mut Attempts::new(backend.name(), key, options)).await
 }
 
 /// Tries to acquire one slot of the group `keys` within `options.wait_time()`, every
@@ -35,7 +37,8 @@ pub(crate) async fn acquire_slot<B: AsyncLockBackend + 'static>(
     options: &LeaderElectionOptions,
     keys: &GroupKeys,
 ) -> Result<(Step, u32), Error> {
-    let mut attempts = Attempts::for_group(keys, random_slot(keys.len()), options);
+    let first = random_slot(keys.len());
+    let mut attempts = Attempts::for_group(backend.name(), keys, first, options);
     let step = drive(backend, &mut attempts).await?;
     Ok((step, attempts.slot()))
 }
@@ -61,14 +64,20 @@ async fn drive<B: AsyncLockBackend + 'static>(
             let outcome = backend.try_acquire_slot(request).await?;
             in_flight.disarm();
             probe.answered(sent_at);
-            match attempts.on_outcome(outcome, sent_at) {
-                Step::RetryAfter(delay) => match listener {
-                    Some(listener) => {
-                        rt::timeout(delay, listener).await;
-                    }
-                    None => rt::sleep(delay).await,
-                },
+            let delay = match attempts.on_outcome(outcome, sent_at) {
+                Step::RetryAfter(delay) => delay,
+                Step::Late(late) => {
+                    let (orphan, next) = late.into_parts();
+                    release_orphan(Arc::clone(backend), orphan);
+                    next?
+                }
                 done => return Ok(done),
+            };
+            match listener {
+                Some(listener) => {
+                    rt::timeout(delay, listener).await;
+                }
+                None => rt::sleep(delay).await,
             }
         }
     }

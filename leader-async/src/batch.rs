@@ -24,7 +24,8 @@ use crate::orphan::release_orphan;
 /// and run it.
 ///
 /// The lease runs from the moment the batch was sent and is not renewed while it waits to
-/// be run, so check [`is_lost`](Self::is_lost) before running one that waited long.
+/// be run. [`run`](Self::run) checks it right before the action starts: a lease lost by
+/// then is released and the action does not run ([`Error::LeaseLost`]).
 #[derive(Debug)]
 #[must_use = "the lock is released when dropped, without running anything"]
 pub struct AsyncAcquired<B: AsyncLockBackend + 'static> {
@@ -57,10 +58,16 @@ impl<B: AsyncLockBackend + 'static> AsyncAcquired<B> {
     /// Runs `action` under the lock, then releases it (keeping the minimum lease): the
     /// result `run_if_leader_with` would give.
     ///
+    /// # Errors
+    ///
+    /// [`Error::LeaseLost`] when the lease was lost before the action could start (it ran
+    /// out while the lock waited): the action does not run, and the lock is released in
+    /// the background, without the minimum lease.
+    ///
     /// # Panics
     ///
     /// If `action` panics, the lease is released and the panic continues.
-    pub async fn run<T, E, F, Fut>(self, action: F) -> LeaderRunResult<T, E>
+    pub async fn run<T, E, F, Fut>(self, action: F) -> Result<LeaderRunResult<T, E>, Error>
     where
         F: FnOnce(LeaseContext) -> Fut,
         Fut: Future<Output = Result<T, E>>,
@@ -75,13 +82,18 @@ impl<B: AsyncLockBackend + 'static> AsyncAcquired<B> {
     /// the caller: the result, and the lock (no longer renewed) to release with others in
     /// one call by [`AsyncFinished::release_all`]. For a poller that finishes many jobs.
     ///
+    /// # Errors
+    ///
+    /// [`Error::LeaseLost`] as [`run`](Self::run): the action does not run, and the lock
+    /// is released in the background.
+    ///
     /// # Panics
     ///
     /// If `action` panics, the lease is released and the panic continues.
     pub async fn run_unreleased<T, E, F, Fut>(
         self,
         action: F,
-    ) -> (LeaderRunResult<T, E>, AsyncFinished<B>)
+    ) -> Result<(LeaderRunResult<T, E>, AsyncFinished<B>), Error>
     where
         F: FnOnce(LeaseContext) -> Fut,
         Fut: Future<Output = Result<T, E>>,
@@ -90,8 +102,8 @@ impl<B: AsyncLockBackend + 'static> AsyncAcquired<B> {
             .held
             .with_min_lease(self.min_lease_time)
             .run_action_unreleased(0, action)
-            .await;
-        (result, AsyncFinished { held })
+            .await?;
+        Ok((result, AsyncFinished { held }))
     }
 }
 
@@ -137,6 +149,14 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     /// On an elector that is scoped itself every answer is [`Error::AlreadyScoped`]
     /// (scopes do not nest).
     ///
+    /// # Errors
+    ///
+    /// Per tenant: [`Error::InvalidName`] for a key too long with its prefix,
+    /// [`Error::Backend`] for a store error on its key, and [`Error::LeaseLost`] when the
+    /// batch was answered after the lease's deadline (`lease_time` from when it was sent:
+    /// a paused process, a stalled server) — that lock is released in the background and
+    /// nothing may run under it.
+    ///
     /// # Examples
     ///
     /// ```
@@ -151,7 +171,7 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     ///     if let Some(acquired) = answer? {
     ///         let outcome = acquired
     ///             .run(|lease| async move { Ok::<_, std::io::Error>(lease.fencing_token()) })
-    ///             .await;
+    ///             .await?;
     ///         assert!(outcome.is_elected());
     ///     }
     /// }

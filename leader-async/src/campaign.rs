@@ -4,13 +4,15 @@ use std::ops::Deref;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use event_listener::EventListener;
 use futures_lite::FutureExt;
 use leader_core::__private::{
-    AfterAttempt, CampaignRun, Candidacy, LeadershipState, LeaseTracker, Standing, TermCheck,
+    AfterAttempt, CampaignRun, Candidacy, LeadershipState, LeaseTracker, Orphan, Standing,
+    TermCheck,
 };
 use leader_core::{
     AsyncLockBackend, CampaignConfig, DeploymentMode, Error, EventCallback, LeadershipWatcher,
-    NoopBackend, RevokeReason,
+    NoopBackend, ReleaseListener, RevokeReason,
 };
 use tracing::Instrument;
 
@@ -94,6 +96,10 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     /// # Errors
     ///
     /// An invalid name or config.
+    /// Trouble while campaigning is no error here: a failed attempt is retried at the next
+    /// poll, and an attempt answered after the term's deadline (a paused process, a stalled
+    /// server) starts no term: its lease is released and the campaign goes on (see
+    /// [`CampaignConfig`]).
     ///
     /// # Examples
     ///
@@ -205,8 +211,17 @@ async fn run<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &Ar
             None => true,
         };
         let next = if may_lead {
+            let request = campaign.request();
             let sent_at = Instant::now();
-            let answer = backend.try_acquire_slot(campaign.request()).await;
+            // Unless answered, the attempt may take a slot anyway: if this future is
+            // dropped while it is on its way (a runtime shutting down), its owner token is
+            // released in the background, as an elector's cancelled acquire is.
+            let in_flight = OnDrop::new(|| {
+                tracing::debug!(lock = %request.group_name(), "a campaign's attempt was dropped in flight: releasing its owner token");
+                release_orphan(Arc::clone(backend), Orphan::of_request(&request, sent_at));
+            });
+            let answer = backend.try_acquire_slot(request).await;
+            in_flight.disarm();
             campaign.after_attempt(answer, sent_at)
         } else {
             AfterAttempt::Wait
@@ -221,18 +236,26 @@ async fn run<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &Ar
                     release_orphan(Arc::clone(backend), orphan);
                 }
             }
-            AfterAttempt::Wait => {
-                let woken = async {
-                    match release {
-                        Some(release) => release.await,
-                        None => std::future::pending().await,
-                    }
-                };
-                rt::timeout(campaign.standby_wait(), woken.or(stop)).await;
+            // A late answer starts no term: its lease is released, and the standby waits.
+            AfterAttempt::Late(orphan) => {
+                release_orphan(Arc::clone(backend), orphan);
+                stand_by(campaign, release, stop).await;
             }
+            AfterAttempt::Wait => stand_by(campaign, release, stop).await,
         }
     }
     withdraw(campaign, &**backend).await;
+}
+
+/// Waits for a release of the lock, a stop request, or the next poll.
+async fn stand_by(campaign: &CampaignRun, release: Option<ReleaseListener>, stop: EventListener) {
+    let woken = async {
+        match release {
+            Some(release) => release.await,
+            None => std::future::pending().await,
+        }
+    };
+    rt::timeout(campaign.standby_wait(), woken.or(stop)).await;
 }
 
 /// A ranked campaign's look at the candidates: renews its membership record when due,

@@ -220,7 +220,10 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     ///
     /// # Errors
     ///
-    /// An invalid name, or a backend failure (the action then does not run).
+    /// An invalid name, a backend failure, or [`Error::LeaseLost`] when every acquisition
+    /// within `wait_time` was answered after its lease's deadline (a paused process, a
+    /// stalled server: each such lease is released in the background). The action then
+    /// does not run.
     pub async fn run_if_leader<T, F, Fut>(&self, name: &str, action: F) -> Result<Option<T>, Error>
     where
         F: FnOnce() -> Fut,
@@ -239,7 +242,10 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     ///
     /// # Errors
     ///
-    /// An invalid name, or a backend failure (the action then does not run).
+    /// An invalid name, a backend failure, or [`Error::LeaseLost`] when every acquisition
+    /// within `wait_time` was answered after its lease's deadline (a paused process, a
+    /// stalled server: each such lease is released in the background). The action then
+    /// does not run.
     pub async fn run_if_leader_result<T, E, F, Fut>(
         &self,
         name: &str,
@@ -257,7 +263,10 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     ///
     /// # Errors
     ///
-    /// An invalid name, or a backend failure (the action then does not run).
+    /// An invalid name, a backend failure, or [`Error::LeaseLost`] when every acquisition
+    /// within `wait_time` was answered after its lease's deadline (a paused process, a
+    /// stalled server: each such lease is released in the background). The action then
+    /// does not run.
     ///
     /// # Panics
     ///
@@ -277,7 +286,7 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
         else {
             return Ok(LeaderRunResult::Skipped);
         };
-        Ok(self.run_held(name, lease, sent_at, 0, action).await)
+        self.run_held(name, lease, sent_at, 0, action).await
     }
 
     /// Runs `action` if this node wins a slot of the group `name` with `slots` slots.
@@ -296,11 +305,12 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
         let Step::Acquired(lease, sent_at) = step else {
             return Ok(LeaderRunResult::Skipped);
         };
-        Ok(self.run_held(name, lease, sent_at, slot, action).await)
+        self.run_held(name, lease, sent_at, slot, action).await
     }
 
-    /// Runs `action` under an acquired lease, then releases it. A plain function handing
-    /// back the run's future, not an `async fn` around it: one layer fewer where runs nest.
+    /// Runs `action` under an acquired lease, then releases it ([`Error::LeaseLost`] if
+    /// the lease was lost before the action could start). A plain function handing back
+    /// the run's future, not an `async fn` around it: one layer fewer where runs nest.
     fn run_held<T, E, F, Fut>(
         &self,
         name: &str,
@@ -308,7 +318,7 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
         sent_at: Instant,
         slot: u32,
         action: F,
-    ) -> impl Future<Output = LeaderRunResult<T, E>>
+    ) -> impl Future<Output = Result<LeaderRunResult<T, E>, Error>>
     where
         F: FnOnce(LeaseContext) -> Fut,
         Fut: Future<Output = Result<T, E>>,

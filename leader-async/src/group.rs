@@ -113,7 +113,11 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderGroupElector<B> {
     ///
     /// # Errors
     ///
-    /// An invalid name (or one too long for its slot suffix), or a backend failure.
+    /// An invalid name (or one too long for its slot suffix), a backend failure, or
+    /// [`Error::LeaseLost`] when every slot acquired within `wait_time` was answered after
+    /// its lease's deadline (each is released in the background). A slot whose record is
+    /// corrupted (a permanent error on it alone) is skipped, logged at `warn`, and the other
+    /// slots are tried; its error comes back only if no other slot could be taken.
     pub async fn run_if_leader<T, F, Fut>(&self, name: &str, action: F) -> Result<Option<T>, Error>
     where
         F: FnOnce() -> Fut,
@@ -132,7 +136,7 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderGroupElector<B> {
     ///
     /// # Errors
     ///
-    /// An invalid name, or a backend failure.
+    /// As [`run_if_leader`](Self::run_if_leader).
     pub async fn run_if_leader_result<T, E, F, Fut>(
         &self,
         name: &str,
@@ -150,7 +154,7 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderGroupElector<B> {
     ///
     /// # Errors
     ///
-    /// An invalid name, or a backend failure.
+    /// As [`run_if_leader`](Self::run_if_leader).
     pub async fn run_if_leader_with<T, E, F, Fut>(
         &self,
         name: &str,

@@ -62,6 +62,9 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     ///
     /// - [`Error::NotAcquired`] with the lock key and the holder, if it stayed held;
     /// - [`Error::Backend`] if the backend failed — the section must not run;
+    /// - [`Error::LeaseLost`] if every acquisition within `wait_time` was answered after
+    ///   its lease's deadline (a paused process, a stalled server): each such lease is
+    ///   released in the background, and no guard is handed out;
     /// - [`Error::InvalidName`] / [`Error::InvalidOptions`] for bad input.
     ///
     /// # Examples
@@ -94,7 +97,8 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
             name,
             0,
             keepalive,
-        );
+        )
+        .check_start()?;
         let watchdog = StopSignal::default();
         held.spawn_watchdog(watchdog.clone().stopped());
         Ok(AsyncLockGuard {

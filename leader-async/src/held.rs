@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use futures_lite::FutureExt;
 use leader_core::__private::{Keepalive, LeaseTracker, answers_in_order, by_backend};
-use leader_core::{AsyncLockBackend, LeaderRunResult, Lease, LeaseContext, ReleaseRequest};
+use leader_core::{AsyncLockBackend, Error, LeaderRunResult, Lease, LeaseContext, ReleaseRequest};
 use tracing::Instrument;
 
 use crate::release::{release, release_in_background};
@@ -86,42 +86,58 @@ impl<B: AsyncLockBackend + 'static> AsyncHeld<B> {
         self
     }
 
-    /// Runs `action` under the lease (in slot `slot`), then releases it: the run's result.
-    /// A panic in the action continues once the lease is released.
+    /// The lease, if an action may still start under it; once it is lost (see
+    /// [`LeaseTracker::check_start`]) it is released in the background without the
+    /// minimum lease (the action never ran) and the error is [`Error::LeaseLost`].
+    pub(crate) fn check_start(mut self) -> Result<Self, Error> {
+        if let Err(lost) = self.tracker.check_start() {
+            self.keepalive.min_lease_time = Duration::ZERO;
+            drop(self);
+            return Err(lost);
+        }
+        Ok(self)
+    }
+
+    /// Runs `action` under the lease (in slot `slot`), then releases it: the run's result,
+    /// or [`Error::LeaseLost`] when the lease was lost before the action could start. A
+    /// panic in the action continues once the lease is released.
     pub(crate) async fn run_action<T, E, F, Fut>(
         self,
         slot: u32,
         action: F,
-    ) -> LeaderRunResult<T, E>
+    ) -> Result<LeaderRunResult<T, E>, Error>
     where
         F: FnOnce(LeaseContext) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
+        let held = self.check_start()?;
         // No await on a helper of its own: every layer of futures counts against the
         // compiler's recursion limit where runs nest (a group run inside a group run).
-        let outcome = self.run(action(self.context().clone())).await;
-        let result = self.result_of(outcome, slot);
-        self.release().await;
-        result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        let outcome = held.run(action(held.context().clone())).await;
+        let result = held.result_of(outcome, slot);
+        held.release().await;
+        Ok(result.unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
     }
 
     /// Runs `action` under the lease (in slot `slot`), renewed beside it: the run's
-    /// result, and the lease still to release. A panic in the action continues once the
-    /// lease is released.
+    /// result, and the lease still to release; or [`Error::LeaseLost`] (the lease
+    /// released) when it was lost before the action could start. A panic in the action
+    /// continues once the lease is released.
     pub(crate) async fn run_action_unreleased<T, E, F, Fut>(
         self,
         slot: u32,
         action: F,
-    ) -> (LeaderRunResult<T, E>, Self)
+    ) -> Result<(LeaderRunResult<T, E>, Self), Error>
     where
         F: FnOnce(LeaseContext) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let outcome = self.run(action(self.context().clone())).await;
-        match self.result_of(outcome, slot) {
-            Ok(result) => (result, self),
+        let held = self.check_start()?;
+        let outcome = held.run(action(held.context().clone())).await;
+        match held.result_of(outcome, slot) {
+            Ok(result) => Ok((result, held)),
             Err(panic) => {
-                self.release().await;
+                held.release().await;
                 std::panic::resume_unwind(panic)
             }
         }

@@ -10,7 +10,7 @@ use leader_core::{
     CampaignConfig, InMemoryBackend, LeaderElectionOptions, LeaseMode, LockBackend, LockName,
     LockStatus,
 };
-use leader_testkit::wait_until;
+use leader_testkit::{Fault, FaultyBackend, Op, eventually, wait_until};
 use tokio::runtime::{Builder, Runtime};
 use tokio::sync::oneshot;
 
@@ -107,5 +107,36 @@ fn a_campaign_whose_runtime_shuts_down_releases_its_term() {
         drop(resigning);
         drop(runtime);
         freed_soon(&store, &format!("the campaign's release ({flavor})"));
+    }
+}
+
+#[test]
+fn a_campaign_whose_runtime_shuts_down_mid_attempt_releases_what_the_attempt_took() {
+    let config = CampaignConfig::default()
+        .with_lease_time(Duration::from_secs(60))
+        .with_heartbeat(Duration::from_secs(1));
+    for (flavor, runtime) in runtimes() {
+        let store = InMemoryBackend::new();
+        // The store applies the campaign's attempt, and the answer never comes back.
+        let stalled = FaultyBackend::new(store.clone());
+        stalled.set(Op::Acquire, Fault::ApplyThenStall);
+        let options = LeaderElectionOptions::default().with_node_id("a");
+        let a = AsyncLeaderElector::new(stalled.clone(), options).unwrap();
+        let key = LockName::new("job").unwrap();
+        let handle = runtime.block_on(async {
+            let handle = a.campaign("job", config).unwrap();
+            eventually("the attempt took the lock", Duration::from_secs(5), || {
+                LockBackend::state(&store, &key).unwrap().status() != LockStatus::Empty
+            })
+            .await;
+            handle
+        });
+        assert!(!handle.is_leader(), "the answer is still on its way");
+        drop(runtime);
+        freed_soon(
+            &store,
+            &format!("the in-flight attempt's release ({flavor})"),
+        );
+        drop(handle);
     }
 }

@@ -11,13 +11,15 @@ use crate::orphan::release_orphan;
 /// Tries to acquire `key` within `options.wait_time()`; never returns `Step::RetryAfter`.
 ///
 /// A request that fails may still have been applied (its answer was lost), so its owner
-/// token is released in the background before the error is returned (DESIGN §4.5).
+/// token is released in the background before the error is returned. An acquisition
+/// answered after its lease's deadline is released in the background too and counts as a
+/// failed attempt: retried within the wait, then [`Error::LeaseLost`].
 pub(crate) fn acquire<B: LockBackend + 'static>(
     backend: &Arc<B>,
     options: &LeaderElectionOptions,
     key: &LockName,
 ) -> Result<Step, Error> {
-    drive(backend, &mut Attempts::new(key, options))
+    drive(backend, &mut Attempts::new(backend.name(), key, options))
 }
 
 /// Tries to acquire one slot of the group `keys` within `options.wait_time()`, every
@@ -28,7 +30,8 @@ pub(crate) fn acquire_slot<B: LockBackend + 'static>(
     options: &LeaderElectionOptions,
     keys: &GroupKeys,
 ) -> Result<(Step, u32), Error> {
-    let mut attempts = Attempts::for_group(keys, random_slot(keys.len()), options);
+    let first = random_slot(keys.len());
+    let mut attempts = Attempts::for_group(backend.name(), keys, first, options);
     let step = drive(backend, &mut attempts)?;
     Ok((step, attempts.slot()))
 }
@@ -47,14 +50,20 @@ fn drive<B: LockBackend + 'static>(
                 release_orphan(Arc::clone(backend), Orphan::of_request(&request, sent_at));
             })?;
             probe.answered(sent_at);
-            match attempts.on_outcome(outcome, sent_at) {
-                Step::RetryAfter(delay) => match listener {
-                    Some(listener) => {
-                        listener.wait_timeout(delay);
-                    }
-                    None => std::thread::sleep(delay),
-                },
+            let delay = match attempts.on_outcome(outcome, sent_at) {
+                Step::RetryAfter(delay) => delay,
+                Step::Late(late) => {
+                    let (orphan, next) = late.into_parts();
+                    release_orphan(Arc::clone(backend), orphan);
+                    next?
+                }
                 done => return Ok(done),
+            };
+            match listener {
+                Some(listener) => {
+                    listener.wait_timeout(delay);
+                }
+                None => std::thread::sleep(delay),
             }
         }
     });

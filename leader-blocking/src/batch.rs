@@ -21,7 +21,8 @@ use crate::orphan::release_orphan;
 ///
 /// The lease runs from the moment the batch was sent. While the lock waits to be run it
 /// is renewed if the elector's options ask for auto-extend; otherwise it runs out at its
-/// deadline, so check [`is_lost`](Self::is_lost) before running one that waited long.
+/// deadline. [`run`](Self::run) checks it right before the action starts: a lease lost by
+/// then is released and the action does not run ([`Error::LeaseLost`]).
 #[derive(Debug)]
 #[must_use = "the lock is released when dropped, without running anything"]
 pub struct Acquired<B: LockBackend + 'static> {
@@ -54,13 +55,19 @@ impl<B: LockBackend + 'static> Acquired<B> {
     /// Runs `action` under the lock, then releases it (keeping the minimum lease): the
     /// result `run_if_leader_with` would give.
     ///
+    /// # Errors
+    ///
+    /// [`Error::LeaseLost`] when the lease was lost before the action could start (it ran
+    /// out while the lock waited, or its renewal failed): the action does not run, and the
+    /// lock is released at once, without the minimum lease.
+    ///
     /// # Panics
     ///
     /// If `action` panics, the lease is released and the panic continues.
     pub fn run<T, E>(
         self,
         action: impl FnOnce(&LeaseContext) -> Result<T, E>,
-    ) -> LeaderRunResult<T, E> {
+    ) -> Result<LeaderRunResult<T, E>, Error> {
         self.held
             .with_min_lease(self.min_lease_time)
             .run_action(0, action)
@@ -69,15 +76,20 @@ impl<B: LockBackend + 'static> Acquired<B> {
     /// Runs `action` under the lock as [`run`](Self::run) does, but leaves the release to
     /// the caller: the result, and the lock (no longer renewed) to release with others in
     /// one call by [`Finished::release_all`]. For a poller that finishes many jobs.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LeaseLost`] as [`run`](Self::run): the action does not run, and the lock
+    /// is released at once.
     pub fn run_unreleased<T, E>(
         self,
         action: impl FnOnce(&LeaseContext) -> Result<T, E>,
-    ) -> (LeaderRunResult<T, E>, Finished<B>) {
+    ) -> Result<(LeaderRunResult<T, E>, Finished<B>), Error> {
         let (result, held) = self
             .held
             .with_min_lease(self.min_lease_time)
-            .run_action_unreleased(0, action);
-        (result, Finished { held })
+            .run_action_unreleased(0, action)?;
+        Ok((result, Finished { held }))
     }
 }
 
@@ -113,7 +125,7 @@ impl<B: LockBackend + 'static> Finished<B> {
     /// let mut finished = Vec::new();
     /// for answer in elector.try_acquire_for_tenants("sync", &tenants) {
     ///     if let Some(acquired) = answer? {
-    ///         let (outcome, lock) = acquired.run_unreleased(|_| Ok::<_, std::io::Error>(()));
+    ///         let (outcome, lock) = acquired.run_unreleased(|_| Ok::<_, std::io::Error>(()))?;
     ///         assert!(outcome.is_elected());
     ///         finished.push(lock);
     ///     }
@@ -138,6 +150,14 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     /// failed request's possible acquisition is released in the background, as after a
     /// failed `run_if_leader`.
     ///
+    /// # Errors
+    ///
+    /// Per tenant: [`Error::InvalidName`] for a key too long with its prefix,
+    /// [`Error::Backend`] for a store error on its key, and [`Error::LeaseLost`] when the
+    /// batch was answered after the lease's deadline (`lease_time` from when it was sent:
+    /// a paused process, a stalled server) — that lock is released in the background and
+    /// nothing may run under it.
+    ///
     /// On an elector that is scoped itself every answer is [`Error::AlreadyScoped`]
     /// (scopes do not nest).
     ///
@@ -152,7 +172,7 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     /// for answer in elector.try_acquire_for_tenants("sync", &tenants) {
     ///     if let Some(acquired) = answer? {
     ///         let tenant = acquired.tenant().clone();
-    ///         let outcome = acquired.run(|lease| Ok::<_, std::io::Error>(lease.fencing_token()));
+    ///         let outcome = acquired.run(|lease| Ok::<_, std::io::Error>(lease.fencing_token()))?;
     ///         assert!(outcome.is_elected(), "{tenant}");
     ///     }
     /// }

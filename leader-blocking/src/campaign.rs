@@ -5,13 +5,13 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use event_listener::Listener;
+use event_listener::{EventListener, Listener};
 use leader_core::__private::{
     AfterAttempt, CampaignRun, Candidacy, LeadershipState, LeaseTracker, Standing, TermCheck,
 };
 use leader_core::{
     CampaignConfig, DeploymentMode, Error, EventCallback, LeadershipWatcher, LockBackend,
-    NoopBackend, ReleaseEvents, RevokeReason,
+    NoopBackend, ReleaseEvents, ReleaseListener, RevokeReason,
 };
 
 use crate::elector::LeaderElector;
@@ -96,6 +96,10 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     /// # Errors
     ///
     /// An invalid name or config, or [`Error::ShutDown`] if no thread could be started.
+    /// Trouble while campaigning is no error here: a failed attempt is retried at the next
+    /// poll, and an attempt answered after the term's deadline (a paused process, a stalled
+    /// server) starts no term: its lease is released and the campaign goes on (see
+    /// [`CampaignConfig`]).
     ///
     /// # Examples
     ///
@@ -213,18 +217,28 @@ fn run<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
                     release_orphan(Arc::clone(backend), orphan);
                 }
             }
-            // A stop request also wakes the release listener (the handle pokes it).
-            AfterAttempt::Wait => match release {
-                Some(release) => {
-                    release.wait_timeout(campaign.standby_wait());
-                }
-                None => {
-                    stop.wait_timeout(campaign.standby_wait());
-                }
-            },
+            // A late answer starts no term: its lease is released, and the standby waits.
+            AfterAttempt::Late(orphan) => {
+                release_orphan(Arc::clone(backend), orphan);
+                stand_by(campaign, release, stop);
+            }
+            AfterAttempt::Wait => stand_by(campaign, release, stop),
         }
     }
     withdraw(campaign, &**backend);
+}
+
+/// Waits for a release of the lock, or the next poll. A stop request also wakes the
+/// release listener (the handle pokes it).
+fn stand_by(campaign: &CampaignRun, release: Option<ReleaseListener>, stop: EventListener) {
+    match release {
+        Some(release) => {
+            release.wait_timeout(campaign.standby_wait());
+        }
+        None => {
+            stop.wait_timeout(campaign.standby_wait());
+        }
+    }
 }
 
 /// A ranked campaign's look at the candidates: renews its membership record when due,

@@ -228,7 +228,10 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     ///
     /// # Errors
     ///
-    /// An invalid name, or a backend failure (the action then does not run).
+    /// An invalid name, a backend failure, or [`Error::LeaseLost`] when every acquisition
+    /// within `wait_time` was answered after its lease's deadline (a paused process, a
+    /// stalled server: each such lease is released in the background). The action then
+    /// does not run.
     ///
     /// # Panics
     ///
@@ -248,7 +251,10 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     ///
     /// # Errors
     ///
-    /// An invalid name, or a backend failure (the action then does not run).
+    /// An invalid name, a backend failure, or [`Error::LeaseLost`] when every acquisition
+    /// within `wait_time` was answered after its lease's deadline (a paused process, a
+    /// stalled server: each such lease is released in the background). The action then
+    /// does not run.
     pub fn run_if_leader_result<T, E>(
         &self,
         name: &str,
@@ -263,7 +269,10 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     ///
     /// # Errors
     ///
-    /// An invalid name, or a backend failure (the action then does not run).
+    /// An invalid name, a backend failure, or [`Error::LeaseLost`] when every acquisition
+    /// within `wait_time` was answered after its lease's deadline (a paused process, a
+    /// stalled server: each such lease is released in the background). The action then
+    /// does not run.
     ///
     /// # Examples
     ///
@@ -290,7 +299,7 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         else {
             return Ok(LeaderRunResult::Skipped);
         };
-        Ok(self.run_held(name, lease, requested_at, 0, action))
+        self.run_held(name, lease, requested_at, 0, action)
     }
 
     /// Runs `action` if this node wins a slot of the group `name` with `slots` slots.
@@ -305,10 +314,11 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         let Step::Acquired(lease, requested_at) = step else {
             return Ok(LeaderRunResult::Skipped);
         };
-        Ok(self.run_held(name, lease, requested_at, slot, action))
+        self.run_held(name, lease, requested_at, slot, action)
     }
 
-    /// Runs `action` under an acquired lease, then releases it.
+    /// Runs `action` under an acquired lease, then releases it; [`Error::LeaseLost`] if
+    /// the lease was lost before the action could start.
     fn run_held<T, E>(
         &self,
         name: &str,
@@ -316,7 +326,7 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         requested_at: Instant,
         slot: u32,
         action: impl FnOnce(&LeaseContext) -> Result<T, E>,
-    ) -> LeaderRunResult<T, E> {
+    ) -> Result<LeaderRunResult<T, E>, Error> {
         HeldLease::new(
             Arc::clone(&self.backend),
             lease,

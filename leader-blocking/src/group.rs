@@ -123,7 +123,11 @@ impl<B: LockBackend + 'static> LeaderGroupElector<B> {
     ///
     /// # Errors
     ///
-    /// An invalid name (or one too long for its slot suffix), or a backend failure.
+    /// An invalid name (or one too long for its slot suffix), a backend failure, or
+    /// [`Error::LeaseLost`] when every slot acquired within `wait_time` was answered after
+    /// its lease's deadline (each is released in the background). A slot whose record is
+    /// corrupted (a permanent error on it alone) is skipped, logged at `warn`, and the other
+    /// slots are tried; its error comes back only if no other slot could be taken.
     pub fn run_if_leader<T>(
         &self,
         name: &str,
@@ -139,7 +143,7 @@ impl<B: LockBackend + 'static> LeaderGroupElector<B> {
     ///
     /// # Errors
     ///
-    /// An invalid name, or a backend failure.
+    /// As [`run_if_leader`](Self::run_if_leader).
     pub fn run_if_leader_result<T, E>(
         &self,
         name: &str,
@@ -153,7 +157,7 @@ impl<B: LockBackend + 'static> LeaderGroupElector<B> {
     ///
     /// # Errors
     ///
-    /// An invalid name, or a backend failure.
+    /// As [`run_if_leader`](Self::run_if_leader).
     pub fn run_if_leader_with<T, E>(
         &self,
         name: &str,

@@ -55,6 +55,9 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     ///
     /// - [`Error::NotAcquired`] with the lock key and the holder, if it stayed held;
     /// - [`Error::Backend`] if the backend failed — the section must not run;
+    /// - [`Error::LeaseLost`] if every acquisition within `wait_time` was answered after
+    ///   its lease's deadline (a paused process, a stalled server): each such lease is
+    ///   released in the background, and no guard is handed out;
     /// - [`Error::InvalidName`] / [`Error::InvalidOptions`] for bad input.
     ///
     /// # Examples
@@ -80,15 +83,16 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         let key = self.lock_key(name)?;
         let (options, keepalive) = mode.apply(self.options())?;
         let (lease, sent_at) = acquire(self.backend(), &options, &key)?.acquired_or_not(&key)?;
+        let held = HeldLease::new(
+            Arc::clone(self.backend()),
+            lease,
+            sent_at,
+            name,
+            0,
+            keepalive,
+        );
         Ok(LockGuard {
-            held: HeldLease::new(
-                Arc::clone(self.backend()),
-                lease,
-                sent_at,
-                name,
-                0,
-                keepalive,
-            ),
+            held: held.check_start()?,
         })
     }
 

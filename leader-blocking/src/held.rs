@@ -81,35 +81,50 @@ impl<B: LockBackend + 'static> HeldLease<B> {
         self
     }
 
-    /// Runs `action` under the lease (in slot `slot`), then releases it: the run's result.
+    /// The lease, if an action may still start under it; once it is lost (see
+    /// [`LeaseTracker::check_start`]) it is released at once without the minimum lease
+    /// (the action never ran) and the error is [`Error::LeaseLost`].
+    pub(crate) fn check_start(mut self) -> Result<Self, Error> {
+        if let Err(lost) = self.tracker.check_start() {
+            self.min_lease_time = Duration::ZERO;
+            drop(self);
+            return Err(lost);
+        }
+        Ok(self)
+    }
+
+    /// Runs `action` under the lease (in slot `slot`), then releases it: the run's result,
+    /// or [`Error::LeaseLost`] when the lease was lost before the action could start.
     pub(crate) fn run_action<T, E>(
         self,
         slot: u32,
         action: impl FnOnce(&LeaseContext) -> Result<T, E>,
-    ) -> LeaderRunResult<T, E> {
-        let (result, held) = self.run_action_unreleased(slot, action);
+    ) -> Result<LeaderRunResult<T, E>, Error> {
+        let (result, held) = self.run_action_unreleased(slot, action)?;
         if let Err(err) = held.release() {
             // The action has run and its result is real; the lease will run out by itself.
             tracing::warn!(error = %err, "release after the action failed");
         }
-        result
+        Ok(result)
     }
 
     /// Runs `action` under the lease (in slot `slot`) and stops renewing it: the run's
-    /// result, and the lease still to release.
+    /// result, and the lease still to release; or [`Error::LeaseLost`] (the lease
+    /// released) when it was lost before the action could start.
     pub(crate) fn run_action_unreleased<T, E>(
-        mut self,
+        self,
         slot: u32,
         action: impl FnOnce(&LeaseContext) -> Result<T, E>,
-    ) -> (LeaderRunResult<T, E>, Self) {
-        let outcome = self.run_span().in_scope(|| action(self.context()));
-        let lease_lost = self.lost_before_return();
-        drop(self.renewals.take());
+    ) -> Result<(LeaderRunResult<T, E>, Self), Error> {
+        let mut held = self.check_start()?;
+        let outcome = held.run_span().in_scope(|| action(held.context()));
+        let lease_lost = held.lost_before_return();
+        drop(held.renewals.take());
         let result = match outcome {
-            Ok(value) => LeaderRunResult::elected_in_slot(value, self.lease(), slot, lease_lost),
+            Ok(value) => LeaderRunResult::elected_in_slot(value, held.lease(), slot, lease_lost),
             Err(error) => LeaderRunResult::ActionFailed(error),
         };
-        (result, self)
+        Ok((result, held))
     }
 
     /// Releases every lease of `held` (each honouring its minimum lease) with one

@@ -138,7 +138,9 @@ impl<B: LockBackend + 'static> ThreadPoolLeaderElector<B> {
     ///
     /// # Errors
     ///
-    /// An invalid name, or [`Error::ShutDown`]. Backend failures come through the handle.
+    /// An invalid name, or [`Error::ShutDown`]. Backend failures, and [`Error::LeaseLost`]
+    /// for a lease lost before the action started, come through the handle, as
+    /// [`LeaderElector::run_if_leader_with`] gives them.
     pub fn run_async_if_leader<T, F>(
         &self,
         name: &str,
@@ -157,7 +159,9 @@ impl<B: LockBackend + 'static> ThreadPoolLeaderElector<B> {
     ///
     /// # Errors
     ///
-    /// An invalid name, or [`Error::ShutDown`]. Backend failures come through the handle.
+    /// An invalid name, or [`Error::ShutDown`]. Backend failures, and [`Error::LeaseLost`]
+    /// for a lease lost before the action started, come through the handle, as
+    /// [`LeaderElector::run_if_leader_with`] gives them.
     pub fn run_async_if_leader_result<T, E, F>(
         &self,
         name: &str,
@@ -177,7 +181,9 @@ impl<B: LockBackend + 'static> ThreadPoolLeaderElector<B> {
     ///
     /// # Errors
     ///
-    /// An invalid name, or [`Error::ShutDown`]. Backend failures come through the handle.
+    /// An invalid name, or [`Error::ShutDown`]. Backend failures, and [`Error::LeaseLost`]
+    /// for a lease lost before the action started, come through the handle, as
+    /// [`LeaderElector::run_if_leader_with`] gives them.
     pub fn run_async_if_leader_with<T, E, F>(
         &self,
         name: &str,

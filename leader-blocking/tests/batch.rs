@@ -40,7 +40,9 @@ fn each_tenant_gets_its_own_answer_and_unrun_locks_are_freed_without_the_min_lea
         .unwrap()
         .expect("a free lock is won");
     assert_eq!(run.tenant().as_str(), "run");
-    let outcome = run.run(|lease| Ok::<_, Error>(lease.fencing_token()));
+    let outcome = run
+        .run(|lease| Ok::<_, Error>(lease.fencing_token()))
+        .unwrap();
     assert!(outcome.is_elected());
     assert!(
         answers.next().unwrap().unwrap().is_none(),

@@ -8,6 +8,7 @@ use crate::attempts::request;
 use crate::backend::{AcquireOutcome, AcquireRequest, SlotRequest};
 use crate::batch_answers::answers_in_order;
 use crate::error::{BackendError, BackendErrorKind, Error};
+use crate::late::{answered_late, is_late};
 use crate::lease::Lease;
 use crate::name::LockName;
 use crate::options::LeaderElectionOptions;
@@ -51,7 +52,9 @@ pub enum BatchAnswer {
     Acquired(Lease, Instant),
     /// Held by another owner; the holder, when the backend could tell.
     Held(Option<LeaderLease>),
-    /// The request failed; its owner token is among the batch's orphans.
+    /// The request failed; its owner token is among the batch's orphans. An acquisition
+    /// answered after its lease's deadline is [`Error::LeaseLost`] here, its lease among
+    /// the orphans too: no action may start on it.
     Failed(Error),
 }
 
@@ -81,7 +84,10 @@ impl<'a> AcquireBatch<'a> {
 
     /// What the requests (sent at `sent_at`) came to, one per request in their order, and
     /// the possible acquisitions of the failed ones, for the caller to release in the
-    /// background (DESIGN §4.5). A backend that answers short fails the unanswered requests.
+    /// background. A backend that answers short fails the unanswered requests. A lock
+    /// acquired but answered at or after its deadline (`sent_at + lease_time`: the batch
+    /// came back too late) fails with [`Error::LeaseLost`], its lease to release with the
+    /// orphans (counted in `leader_lease_lost_total`).
     pub fn finish(
         self,
         answers: Vec<Result<AcquireOutcome, Error>>,
@@ -97,6 +103,17 @@ impl<'a> AcquireBatch<'a> {
             .zip(answers)
             .map(|((request, probe), answer)| {
                 let result = match answer {
+                    Ok(AcquireOutcome::Acquired(lease)) if is_late(sent_at, request.lease_time) => {
+                        probe.answered(sent_at);
+                        let error = answered_late(self.backend, &lease.key, lease.fencing_token);
+                        orphans.push(Orphan::new(
+                            lease.key,
+                            lease.owner,
+                            sent_at,
+                            request.lease_time,
+                        ));
+                        BatchAnswer::Failed(error)
+                    }
                     Ok(AcquireOutcome::Acquired(lease)) => {
                         probe.answered(sent_at);
                         BatchAnswer::Acquired(lease, sent_at)
@@ -190,9 +207,32 @@ fn unanswered_tenant() -> Error {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
-    use std::time::Instant;
+    use std::time::{Duration, Instant};
 
     use super::*;
+    use crate::backend::LockBackend;
+    use crate::memory::InMemoryBackend;
+
+    #[test]
+    fn a_lock_answered_after_its_deadline_fails_as_lost_and_is_released() {
+        let backend = InMemoryBackend::new();
+        let options = LeaderElectionOptions::default().with_lease_time(Duration::from_millis(50));
+        let keys = [LockName::new("late").unwrap()];
+        let batch = AcquireBatch::new("memory", &keys, &options);
+        let owner = batch.requests()[0].owner;
+        let answers = backend.try_acquire_batch(batch.requests());
+        // Sent 60 ms ago as far as the deadline goes: the answer came after the lease.
+        let sent_at = Instant::now()
+            .checked_sub(Duration::from_millis(60))
+            .unwrap();
+        let (answers, orphans) = batch.finish(answers, sent_at);
+        assert!(
+            matches!(&answers[0], BatchAnswer::Failed(Error::LeaseLost { key }) if key == "late"),
+            "{answers:?}"
+        );
+        assert_eq!(orphans.len(), 1, "the late lease is released");
+        assert_eq!(orphans[0].leases()[0].owner, owner);
+    }
 
     #[test]
     fn a_backend_that_answers_short_fails_the_unanswered_requests_by_name() {

@@ -165,11 +165,18 @@ impl<'a> SlotRequest<'a> {
             request: self,
             step: 0,
             holder: None,
+            skipped: None,
         }
     }
 }
 
 /// A walk over a [`SlotRequest`]'s slots, one `try_acquire` each, until one is acquired.
+///
+/// A slot whose `try_acquire` fails with a permanent error (its record is corrupted, say)
+/// is skipped — logged at `warn` — and the walk goes on to the other slots: one unusable
+/// slot must not keep the group from leading. A transient error ends the walk (the store
+/// is not answering now). When no slot could be taken and one was skipped, the walk ends
+/// with that slot's error rather than `Held`, so the corruption is reported.
 ///
 /// # Examples
 ///
@@ -182,9 +189,14 @@ impl<'a> SlotRequest<'a> {
 /// let request = AcquireRequest::new(&key, OwnerToken::random(), "node-a", Duration::from_secs(30));
 /// let mut walk = SlotRequest::single(request).walk();
 /// let outcome = loop {
-///     let Some(request) = walk.next_request() else { break walk.finish() };
-///     if let Some(done) = walk.answer(backend.try_acquire(request)?) {
-///         break done;
+///     let Some(request) = walk.next_request() else { break walk.finish()? };
+///     match backend.try_acquire(request) {
+///         Ok(answer) => {
+///             if let Some(done) = walk.answer(answer) {
+///                 break done;
+///             }
+///         }
+///         Err(err) => walk.failed(err)?,
 ///     }
 /// };
 /// assert!(matches!(outcome, SlotOutcome::Acquired { slot: 0, .. }));
@@ -196,6 +208,8 @@ pub struct SlotWalk<'a> {
     /// How many slots were requested so far.
     step: usize,
     holder: Option<LeaderLease>,
+    /// The error of the first slot skipped for a permanent error.
+    skipped: Option<Error>,
 }
 
 impl<'a> SlotWalk<'a> {
@@ -223,9 +237,34 @@ impl<'a> SlotWalk<'a> {
         }
     }
 
-    /// Every slot was held: the last holder seen.
-    pub fn finish(self) -> SlotOutcome {
-        SlotOutcome::Held(self.holder)
+    /// The `try_acquire` of the slot last requested failed with `error`: `Ok(())` to go on
+    /// with the other slots when it is permanent (the slot is skipped, and logged), the
+    /// error back when it is transient (the walk ends) or the request has one slot only.
+    ///
+    /// # Errors
+    ///
+    /// `error`, when it is transient or the request is a single lock.
+    pub fn failed(&mut self, error: Error) -> Result<(), Error> {
+        if error.is_transient() || self.request.len() == 1 {
+            return Err(error);
+        }
+        let (slot, key) = self.request.slot_at(self.step.saturating_sub(1));
+        tracing::warn!(lock = %key, slot, error = %error, "skipping a slot of the group that cannot be acquired (its record may be corrupted); trying the others");
+        self.skipped.get_or_insert(error);
+        Ok(())
+    }
+
+    /// No slot was taken: every slot was held (the last holder seen), or, when a slot was
+    /// skipped for a permanent error, that error.
+    ///
+    /// # Errors
+    ///
+    /// The error of the first slot skipped.
+    pub fn finish(self) -> Result<SlotOutcome, Error> {
+        match self.skipped {
+            Some(error) => Err(error),
+            None => Ok(SlotOutcome::Held(self.holder)),
+        }
     }
 }
 
@@ -517,11 +556,13 @@ pub trait LockBackend: Backend {
     /// one, so that a retried attempt never holds two slots (Redis does; the default takes
     /// the slots in order, and the electors release a second slot taken that way).
     ///
-    /// The default walks the slots with one `try_acquire` each. A backend that can try
-    /// them all in one call (one script, one statement) overrides it: a group then costs
-    /// one round trip whatever its size, and a `Held` means every slot was held at one
-    /// moment. Either way each slot keeps the guarantees of a single lock, so a group
-    /// never has more holders than slots.
+    /// The default walks the slots with one `try_acquire` each (see [`SlotWalk`]: a slot
+    /// that fails with a permanent error, a corrupted record, is skipped for the others).
+    /// A backend that can try them all in one call (one script, one statement) overrides
+    /// it: a group then costs one round trip whatever its size, and a `Held` means every
+    /// slot was held at one moment; it too takes a usable slot over a corrupted one, and
+    /// reports the corrupted one only when no slot could be taken. Either way each slot
+    /// keeps the guarantees of a single lock, so a group never has more holders than slots.
     ///
     /// # Errors
     ///
@@ -530,11 +571,16 @@ pub trait LockBackend: Backend {
     fn try_acquire_slot(&self, request: SlotRequest<'_>) -> Result<SlotOutcome, Error> {
         let mut walk = request.walk();
         while let Some(request) = walk.next_request() {
-            if let Some(done) = walk.answer(self.try_acquire(request)?) {
-                return Ok(done);
+            match self.try_acquire(request) {
+                Ok(answer) => {
+                    if let Some(done) = walk.answer(answer) {
+                        return Ok(done);
+                    }
+                }
+                Err(err) => walk.failed(err)?,
             }
         }
-        Ok(walk.finish())
+        walk.finish()
     }
 
     /// Renews `lease` for `lease_time` from now, if it is still held by its owner.
@@ -653,11 +699,16 @@ pub trait AsyncLockBackend: Backend {
         async move {
             let mut walk = request.walk();
             while let Some(request) = walk.next_request() {
-                if let Some(done) = walk.answer(self.try_acquire(request).await?) {
-                    return Ok(done);
+                match self.try_acquire(request).await {
+                    Ok(answer) => {
+                        if let Some(done) = walk.answer(answer) {
+                            return Ok(done);
+                        }
+                    }
+                    Err(err) => walk.failed(err)?,
                 }
             }
-            Ok(walk.finish())
+            walk.finish()
         }
     }
 

@@ -10,6 +10,7 @@ use crate::candidacy::Candidacy;
 use crate::context::LeaseTracker;
 use crate::error::{Error, OptionsError};
 use crate::group::{GroupKeys, GroupSlots, random_slot};
+use crate::late::{answered_late, is_late};
 use crate::leadership::{EventCallback, LeadershipState};
 use crate::lease::OwnerToken;
 use crate::name::LockName;
@@ -84,6 +85,10 @@ pub enum DeploymentMode {
 /// being leader when `renew_deadline` has passed since the last successful one, or at once
 /// when a renewal fails or finds the lease gone — always before the lease could have passed
 /// to another instance (`renew_deadline < lease_time`, like client-go's `RenewDeadline`).
+/// The same deadline applies to the attempt that would start a term: a standby whose
+/// acquire is answered after `renew_deadline` from its send (a paused process, a stalled
+/// server) starts no term and fires no `Elected` event; it releases that lease in the
+/// background and keeps campaigning with a new owner token.
 ///
 /// # Configuration files
 ///
@@ -336,6 +341,11 @@ pub enum AfterAttempt {
     /// Nothing to take (every slot held, or the attempt failed): wait for a release or
     /// the next poll.
     Wait,
+    /// The attempt took a slot but was answered after the term's deadline (a paused
+    /// process, a stalled server): no term begins. Release the orphan in the background
+    /// (the late lease, and whatever unsettled attempts of its token may hold), then
+    /// wait as for [`Wait`](Self::Wait); the next attempt has a new token.
+    Late(Orphan),
 }
 
 impl CampaignRun {
@@ -417,6 +427,10 @@ impl CampaignRun {
     /// holding any slot (see [`unsettled_attempts`](Self::unsettled_attempts)) — and hands
     /// the answer to [`LeadershipState::after_attempt`]: the term that began, if one did,
     /// or what to do next.
+    ///
+    /// A slot taken by an answer that came at or after the term's deadline (`sent_at` plus
+    /// the renew deadline: the term would be over before it began) starts no term:
+    /// [`AfterAttempt::Late`], counted in `leader_lease_lost_total` and logged.
     pub fn after_attempt(
         &self,
         answer: Result<SlotOutcome, Error>,
@@ -424,6 +438,23 @@ impl CampaignRun {
     ) -> AfterAttempt {
         {
             let mut attempts = self.attempts.lock();
+            if let Ok(SlotOutcome::Acquired { lease, .. }) = &answer
+                && is_late(sent_at, self.config.renew_deadline())
+            {
+                drop(answered_late(self.backend, &lease.key, lease.fencing_token));
+                let old =
+                    std::mem::replace(&mut *attempts, StandbyAttempts::fresh(self.keys.len()));
+                let lease_time = self.config.lease_time;
+                // Unsettled attempts of the old token may hold other slots: release them all.
+                let orphan = match old.unsettled {
+                    Some(since) => {
+                        let slots = (0..self.keys.len()).map(|slot| self.keys.slot(slot).clone());
+                        Orphan::of_keys(slots, old.owner, since, lease_time)
+                    }
+                    None => Orphan::new(lease.key.clone(), old.owner, sent_at, lease_time),
+                };
+                return AfterAttempt::Late(orphan);
+            }
             match &answer {
                 Err(_) => attempts.unsettled = Some(sent_at),
                 // The term owns whatever an earlier attempt with this token took on its
@@ -583,6 +614,36 @@ mod tests {
         assert!(
             run.term_ended().is_none(),
             "a fresh term has nothing in flight"
+        );
+    }
+
+    #[test]
+    fn a_slot_answered_after_the_term_deadline_starts_no_term_and_is_released() {
+        let run = group_campaign(2, CampaignConfig::default()).unwrap();
+        let owner = run.request().request.owner;
+        let lease = Lease::new(
+            LockName::new("consumers#1").unwrap(),
+            owner,
+            "me",
+            7,
+            std::time::SystemTime::now(),
+            std::time::SystemTime::now(),
+        );
+        // Sent a whole lease ago: the term would be over before it began.
+        let sent_at = Instant::now()
+            .checked_sub(CampaignConfig::default().lease_time())
+            .unwrap();
+        let late = run.after_attempt(Ok(SlotOutcome::Acquired { slot: 1, lease }), sent_at);
+        let AfterAttempt::Late(orphan) = late else {
+            panic!("a late slot must not start a term: {late:?}");
+        };
+        assert_eq!(keys_of(&orphan), ["consumers#1"]);
+        assert_eq!(orphan.leases()[0].owner, owner);
+        assert!(!run.state.is_leader());
+        assert_ne!(
+            run.request().request.owner,
+            owner,
+            "the next attempt has a new token"
         );
     }
 

@@ -386,6 +386,29 @@ impl LeaseTracker {
         lost
     }
 
+    /// Right before an action (or a campaign's term) starts on this lease, perhaps long
+    /// after it was acquired: `Ok(())` while it is held. Once it is lost (its deadline
+    /// passed, or it was marked lost), it is marked lost, counted in
+    /// `leader_lease_lost_total` and logged, and the result is [`Error::LeaseLost`]: the
+    /// action must not start, and the caller releases the lease without its minimum lease
+    /// (the action never ran).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LeaseLost`] naming the lock.
+    pub fn check_start(&self) -> Result<(), Error> {
+        if !self.context.is_lost() {
+            return Ok(());
+        }
+        self.count_lost();
+        self.mark_lost();
+        let lease = self.lease();
+        Err(crate::late::lost_before_start(
+            &lease.key,
+            lease.fencing_token,
+        ))
+    }
+
     /// Whether the lease was marked lost (the deadline alone does not count here).
     pub fn is_marked_lost(&self) -> bool {
         self.context.shared.lost.load(Ordering::Acquire)

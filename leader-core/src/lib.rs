@@ -60,6 +60,7 @@ mod error;
 mod events;
 mod group;
 mod keepalive;
+mod late;
 mod leadership;
 mod leadership_events;
 mod lease;
@@ -115,7 +116,7 @@ pub use watcher::LeadershipWatcher;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::acquire_batch::{AcquireBatch, BatchAnswer, TenantKeys};
-    pub use crate::attempts::{Attempts, Step};
+    pub use crate::attempts::{Attempts, LateLease, Step};
     pub use crate::backend::OwnedAcquire;
     pub use crate::batch_answers::{answers_in_order, by_backend, unanswered};
     pub use crate::campaign::{AfterAttempt, CampaignRun};
@@ -123,6 +124,7 @@ pub mod __private {
     pub use crate::context::LeaseTracker;
     pub use crate::group::random_slot;
     pub use crate::keepalive::Keepalive;
+    pub use crate::late::is_late;
     pub use crate::leadership::LeadershipState;
     pub use crate::orphan::Orphan;
     pub use crate::redact::mask_password;

@@ -230,6 +230,11 @@ impl HoldProbe {
     }
 }
 
+/// A lease of `key` on `backend` was lost before its action started (see `crate::late`).
+pub(crate) fn record_lease_lost(backend: &'static str, key: &str) {
+    record::lease_lost(backend, key);
+}
+
 /// Records a renewal's answer on its `leader.extend` span.
 pub(crate) fn record_extend(span: &Span, answer: &Result<ExtendOutcome, Error>) {
     span.record(

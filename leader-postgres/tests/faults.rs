@@ -161,3 +161,63 @@ fn a_server_that_lost_its_data_still_never_hands_out_a_smaller_token() {
     };
     assert!(after.fencing_token > before.fencing_token);
 }
+
+/// A server paused while an elector's acquire is on its way, resumed after the lease: the
+/// acquire then lands (a fresh lease on the server's clock) and is answered too late. The
+/// action must not run, and the lock must be released, not left for a lease.
+#[test]
+fn an_acquire_answered_after_the_lease_by_a_paused_server_runs_nothing_and_is_released() {
+    let Some(server) = private_server() else {
+        return;
+    };
+    let lease_time = Duration::from_secs(2);
+    // The operation timeout outlasts the pause: the answer comes, late.
+    let config = config("late_locks")
+        .with_connect_timeout(Duration::from_secs(1))
+        .with_operation_timeout(Duration::from_secs(20));
+    let backend = PostgresBackend::connect_with(&server.url(), config).unwrap();
+    let key = fresh_name("late");
+    // Connected, and the table made, before the pause.
+    LockBackend::state(&backend, &key).unwrap();
+    let options = LeaderElectionOptions::default()
+        .with_node_id("node-a")
+        .with_lease_time(lease_time)
+        .with_use_db_time(true)
+        .with_wait_time(Duration::ZERO);
+    let elector = leader_blocking::LeaderElector::new(backend.clone(), options).unwrap();
+
+    server.pause();
+    let ran = std::sync::Arc::new(AtomicBool::new(false));
+    let flag = std::sync::Arc::clone(&ran);
+    let name = key.to_string();
+    let run = std::thread::spawn(move || {
+        let answer = elector.run_if_leader(&name, || flag.store(true, Ordering::SeqCst));
+        (answer, Instant::now())
+    });
+    std::thread::sleep(lease_time + Duration::from_millis(500));
+    server.resume();
+    let (answer, returned) = run.join().unwrap();
+
+    assert!(
+        !ran.load(Ordering::SeqCst),
+        "the action ran on a lease already over"
+    );
+    assert!(
+        matches!(&answer, Err(Error::LeaseLost { key: lost }) if lost == key.as_str()),
+        "{answer:?}"
+    );
+    // The server's lease runs `lease_time` from the resume: released well before that.
+    recovers(Duration::from_secs(1), || {
+        match LockBackend::state(&backend, &key)?.leader() {
+            None => Ok(()),
+            Some(holder) => Err(Error::LeaseLost {
+                key: format!("still held by {}", holder.leader_id),
+            }),
+        }
+    });
+    let took = returned.elapsed();
+    assert!(
+        took < lease_time / 2,
+        "freed {took:?} after the late answer: it ran out rather than being released"
+    );
+}

@@ -140,3 +140,47 @@ fn slot_keys_share_the_groups_hash_tag_and_list_under_their_names() {
     let name = LockName::new(format!("{}#1", keys.group())).unwrap();
     assert_eq!(&name, keys.slot(1));
 }
+
+#[test]
+fn a_slot_whose_record_is_not_a_lock_is_skipped_for_a_usable_one() {
+    let Some(harness) = RedisHarness::standalone() else {
+        return;
+    };
+    let backend = harness.make();
+    let keys = group(2);
+    let mut conn = harness.raw();
+    // Slot 0's record is corrupted: another type of value where its hash should be.
+    let broken = backend.lock_key(keys.slot(0));
+    let _: () = redis::cmd("SET")
+        .arg(&broken)
+        .arg("garbage")
+        .query(&mut conn)
+        .unwrap();
+    for first in [0, 1] {
+        let outcome = attempt(&backend, &keys, OwnerToken::random(), first).unwrap();
+        let SlotOutcome::Acquired { slot: 1, lease } = outcome else {
+            panic!("slot 1 is usable (from {first}): {outcome:?}");
+        };
+        backend.release(&lease, Duration::ZERO).unwrap();
+    }
+
+    // A group campaign leads in the usable slot, and holds that one only.
+    let options = leader_core::LeaderElectionOptions::default();
+    let elector = leader_blocking::LeaderGroupElector::new(backend.clone(), options, 2).unwrap();
+    let leadership = elector
+        .campaign(
+            keys.group().as_str(),
+            leader_core::CampaignConfig::default(),
+        )
+        .unwrap();
+    let term = leadership
+        .wait_for_term_timeout(Duration::from_secs(10))
+        .expect("the usable slot is taken");
+    assert_eq!(term.slot(), 1);
+    leadership.resign();
+
+    // With the usable slot held, the corrupted one is what the attempt reports.
+    attempt(&backend, &keys, OwnerToken::random(), 0).unwrap();
+    let err = attempt(&backend, &keys, OwnerToken::random(), 0).unwrap_err();
+    assert!(!err.is_transient(), "{err}");
+}

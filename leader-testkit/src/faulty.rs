@@ -1,7 +1,9 @@
 //! [`FaultyBackend`]: a backend wrapper that injects the faults a real server produces only
 //! at awkward moments — an answer lost after the work was done, a server that stops
-//! answering — so electors can be tested against them on demand.
+//! answering, an answer that comes after the lease it grants, a corrupted record — so
+//! electors can be tested against them on demand.
 
+use std::collections::HashSet;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -60,6 +62,14 @@ pub enum Fault {
     /// applies a queued request when it resumes). An async call dropped while stalled
     /// never reaches the store.
     Stall,
+    /// Wait this long, then do the work and answer (a process paused before its request
+    /// reached the store, or a server paused with it queued: the work, done late, starts
+    /// a fresh lease on the store's clock). An async call dropped while it waits never
+    /// reaches the store.
+    Delay(Duration),
+    /// Do the work, then answer only this long after (a process paused after its commit
+    /// and before it read the answer; a slow network on the way back).
+    ApplyThenDelay(Duration),
 }
 
 /// Wraps a backend and injects [`Fault`]s per [`Op`]; without faults it passes every call
@@ -93,6 +103,8 @@ struct Shared {
     faults: Mutex<[Option<Fault>; Op::ALL.len()]>,
     changed: Event,
     calls: [AtomicUsize; Op::ALL.len()],
+    /// Keys whose record is corrupted: every call on them fails permanently.
+    corrupted: Mutex<HashSet<String>>,
 }
 
 impl<B: fmt::Debug> fmt::Debug for FaultyBackend<B> {
@@ -144,6 +156,29 @@ impl<B> FaultyBackend<B> {
         }
     }
 
+    /// Makes the record of `key` corrupted: from now on every call on it (any operation)
+    /// answers a permanent error without reaching the store, as a backend answers a
+    /// record it cannot read. Other keys are unaffected.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leader_core::{AcquireRequest, InMemoryBackend, LockBackend, LockName, OwnerToken};
+    /// use leader_testkit::FaultyBackend;
+    ///
+    /// let backend = FaultyBackend::new(InMemoryBackend::new());
+    /// let key = LockName::new("job#1")?;
+    /// backend.corrupt(&key);
+    /// let request = AcquireRequest::new(&key, OwnerToken::random(), "node", Duration::from_secs(30));
+    /// let err = backend.try_acquire(request).unwrap_err();
+    /// assert!(!err.is_transient());
+    /// # Ok::<(), leader_core::Error>(())
+    /// ```
+    pub fn corrupt(&self, key: &LockName) {
+        self.shared.corrupted.lock().insert(key.as_str().to_owned());
+    }
+
     /// How many calls of `op` were made so far (faulted or not).
     pub fn calls(&self, op: Op) -> usize {
         self.shared.calls[op.index()].load(Ordering::SeqCst)
@@ -152,6 +187,15 @@ impl<B> FaultyBackend<B> {
     fn enter(&self, op: Op) -> Option<Fault> {
         self.shared.calls[op.index()].fetch_add(1, Ordering::SeqCst);
         self.fault(op)
+    }
+
+    /// The permanent error of a call on `key`, when its record is corrupted.
+    fn corrupted(&self, op: Op, key: &str) -> Result<(), Error> {
+        if !self.shared.corrupted.lock().contains(key) {
+            return Ok(());
+        }
+        let message = format!("injected fault: corrupted record (on {op:?})");
+        Err(BackendError::new("faulty", key, BackendErrorKind::Permanent, message).into())
     }
 
     fn fault(&self, op: Op) -> Option<Fault> {
@@ -190,7 +234,9 @@ impl<B> FaultyBackend<B> {
         key: &str,
         call: impl FnOnce() -> Result<T, Error>,
     ) -> Result<T, Error> {
-        match self.enter(op) {
+        let fault = self.enter(op);
+        self.corrupted(op, key)?;
+        match fault {
             None => call(),
             Some(Fault::Fail) => Err(lost(op, key)),
             Some(Fault::ApplyThenFail) => call().and_then(|_| Err(lost(op, key))),
@@ -203,6 +249,15 @@ impl<B> FaultyBackend<B> {
                 self.wait_blocking(op);
                 call()
             }
+            Some(Fault::Delay(delay)) => {
+                std::thread::sleep(delay);
+                call()
+            }
+            Some(Fault::ApplyThenDelay(delay)) => {
+                let answer = call();
+                std::thread::sleep(delay);
+                answer
+            }
         }
     }
 
@@ -214,7 +269,9 @@ impl<B> FaultyBackend<B> {
         key: &str,
         call: impl FnOnce() -> F,
     ) -> Result<T, Error> {
-        match self.enter(op) {
+        let fault = self.enter(op);
+        self.corrupted(op, key)?;
+        match fault {
             None => call().await,
             Some(Fault::Fail) => Err(lost(op, key)),
             Some(Fault::ApplyThenFail) => call().await.and_then(|_| Err(lost(op, key))),
@@ -226,6 +283,15 @@ impl<B> FaultyBackend<B> {
             Some(Fault::Stall) => {
                 self.wait_async(op).await;
                 call().await
+            }
+            Some(Fault::Delay(delay)) => {
+                async_io::Timer::after(delay).await;
+                call().await
+            }
+            Some(Fault::ApplyThenDelay(delay)) => {
+                let answer = call().await;
+                async_io::Timer::after(delay).await;
+                answer
             }
         }
     }

@@ -13,14 +13,16 @@
 --
 -- Returns one reply per request, in order:
 --   {1, fence, acquired_us, expires_us, leader, i} when the caller holds slot i
---     (1-based, in the request's order),
+--     (1-based, in the request's order), and {1, ..., i, j} when slot j was skipped
+--     because a command on its key failed (a corrupted record, reported by the caller),
 --   {0, leader, fence, acquired_us, expires_us} when every slot is held by another owner
 --     (the first held slot's holder),
 --   {-1, 'expiry', i} when every slot is held and slot i's record has no expiry
 --     (corrupted: it would never be freed, so it is reported rather than treated as a
 --     holder),
---   {-1, 'error', message} when a command on one of its keys failed (another type of
---     value there): one request's trouble is its own, not the batch's.
+--   {-1, 'error', message} when no slot could be taken and a command on one of its keys
+--     failed (another type of value there): one request's trouble is its own, not the
+--     batch's, and one unusable slot of a group is skipped while another can be taken.
 --
 -- The caller's own slot wins over a free one: a retried attempt whose first answer was
 -- lost renews what that attempt took instead of taking a second slot.
@@ -51,14 +53,14 @@ local function acquire(first, slots, owner, leader, lease_ms, db_time)
   -- The hash only exists while a lease runs: PX removes it on expiry. A hash without an
   -- owner holds nothing. One HMGET a slot reads all an answer needs (a single lock that
   -- is held costs it and a PTTL, nothing more).
-  local free, held
+  local free, held, broken, broken_at
   for i = 1, slots do
     local lock = KEYS[first + 2 * i - 2]
     local cur = redis.pcall('HMGET', lock, 'owner', 'leader', 'fence', 'acq', 'exp')
     if cur.err then
-      return {-1, 'error', cur.err}
-    end
-    if cur[1] == owner then
+      broken = broken or cur.err
+      broken_at = broken_at or i
+    elseif cur[1] == owner then
       local now_us = client_us
       if db_time then
         now_us = server_us()
@@ -75,6 +77,9 @@ local function acquire(first, slots, owner, leader, lease_ms, db_time)
   end
 
   if not free then
+    if broken then
+      return {-1, 'error', broken}
+    end
     for i = 1, slots do
       if redis.call('PTTL', KEYS[first + 2 * i - 2]) == -1 then
         return {-1, 'expiry', i}
@@ -109,6 +114,9 @@ local function acquire(first, slots, owner, leader, lease_ms, db_time)
     'owner', owner, 'leader', leader, 'fence', fence_s,
     'acq', now_s, 'exp', expires_s, 'sacq', fmt(server_now))
   redis.call('PEXPIRE', lock, lease_ms)
+  if broken_at then
+    return {1, fence_s, now_s, expires_s, leader, free, broken_at}
+  end
   return {1, fence_s, now_s, expires_s, leader, free}
 end
 

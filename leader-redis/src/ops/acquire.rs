@@ -116,8 +116,11 @@ fn slot_answer(
     };
     let items = array(item).ok_or_else(bad)?;
     match (status(items), items.len()) {
-        (Some(1), 6) => {
+        (Some(1), 6 | 7) => {
             let (slot, key) = nth_slot(items.get(5)).ok_or_else(bad)?;
+            if let Some((skipped, skipped_key)) = items.get(6).and_then(|at| nth_slot(Some(at))) {
+                tracing::warn!(lock = %skipped_key, slot = skipped, "skipped a slot of the group whose record cannot be read (corrupted); took another");
+            }
             let lease = Lease::new(
                 key.clone(),
                 request.request.owner,

@@ -207,7 +207,7 @@ where
     ) -> Result<LeaderRunResult<J::Output, J::Error>, TenantError> {
         let job = &self.job;
         if let Some(won) = won.filter(|won| !won.is_lost()) {
-            let (outcome, finished) = won.run_unreleased(|lease| job.run(tenant, lease)).await;
+            let (outcome, finished) = won.run_unreleased(|lease| job.run(tenant, lease)).await?;
             if let Some(due) = releases.add(finished) {
                 AsyncFinished::release_all(due).await;
             }

@@ -190,7 +190,7 @@ where
         let releases = Arc::clone(releases);
         let task = self.pool.spawn_with_elector(move |pool_elector| {
             if let Some(won) = won.filter(|won| !won.is_lost()) {
-                let (outcome, finished) = won.run_unreleased(|lease| job.run(tenant, lease));
+                let (outcome, finished) = won.run_unreleased(|lease| job.run(tenant, lease))?;
                 if let Some(due) = releases.add(finished) {
                     Finished::release_all(due);
                 }

@@ -78,7 +78,10 @@ pub enum ShutdownMode {
 /// The trade-off is how long a won tenant waits: up to `acquire_batch / concurrency` job
 /// durations. Its lease runs from the acquisition: by default it lasts until the cycle's
 /// end (see "Exactly once per cycle"), and a tenant whose lease ran out while it waited is
-/// tried again on its own before its job runs, so no job runs on an expired lease. If the
+/// tried again on its own before its job runs, so no job runs on an expired lease. A batch
+/// answered after the lease's deadline (a paused process, a stalled server) is no win: each
+/// of its locks is released, and the tenant's outcome that cycle is the error
+/// `LeaseLost` (its job does not run; the next cycle tries it again). If the
 /// instance dies, the won tenants that had not started stay locked (and are not run) until
 /// their lease ends, at most a batch of them. A won tenant that shutdown stops from
 /// starting is released at once, without the minimum lease, for another instance to run.

@@ -1,0 +1,86 @@
+//! Leases that are over before their action starts, and the one rule every elector follows
+//! for them.
+//!
+//! An acquire's answer can arrive after the lease it grants has run out: the process was
+//! paused inside the call, the server stalled, the network was slow. The lease's deadline
+//! is the one the action would see ([`LeaseContext::deadline`](crate::LeaseContext::deadline)):
+//! the send time of the winning request plus `lease_time`, on this node's monotonic clock.
+//! Once it has passed, another node may hold the lock, so no action may start on the lease.
+//! The same holds for a lease handed out to run later (a batch's lock, a lock guard, a
+//! campaign's term) that waited past its deadline.
+//!
+//! The rule: the action does not start; the lease is released in the background by its
+//! owner token, without the minimum lease (the action never ran, so another node may take
+//! the lock and run it); the loss is logged at `warn` and counted in
+//! `leader_lease_lost_total`; and the caller gets [`Error::LeaseLost`] (transient), after
+//! the elector's own retries within `wait_time` where it waits.
+
+use std::time::{Duration, Instant};
+
+use crate::error::Error;
+use crate::name::LockName;
+use crate::telemetry::record_lease_lost;
+
+/// Whether a lease acquired by a request sent at `sent_at` for `lease_time` is over now:
+/// its deadline (`sent_at + lease_time`, monotonic) has passed, so no action may start on it.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use leader_core::__private::is_late;
+///
+/// assert!(!is_late(Instant::now(), Duration::from_secs(30)));
+/// let sent_at = Instant::now();
+/// std::thread::sleep(Duration::from_millis(2));
+/// assert!(is_late(sent_at, Duration::from_millis(1)));
+/// ```
+pub fn is_late(sent_at: Instant, lease_time: Duration) -> bool {
+    // A deadline past the clock's range is never reached.
+    sent_at
+        .checked_add(lease_time)
+        .is_some_and(|deadline| Instant::now() >= deadline)
+}
+
+/// A lease on `key` of `backend` ended before its action could start, seen when its
+/// acquire was answered (no [`LeaseTracker`](crate::__private::LeaseTracker) holds it
+/// yet): counts it in `leader_lease_lost_total` and returns [`lost_before_start`]'s error.
+pub(crate) fn answered_late(backend: &'static str, key: &LockName, fencing_token: u64) -> Error {
+    record_lease_lost(backend, key.as_str());
+    lost_before_start(key, fencing_token)
+}
+
+/// Logs at `warn` that the lease on `key` ended before its action could start and returns
+/// the error the caller gets: [`Error::LeaseLost`] naming the key. The caller has counted
+/// the loss.
+pub(crate) fn lost_before_start(key: &LockName, fencing_token: u64) -> Error {
+    tracing::warn!(
+        lock = %key,
+        fencing_token,
+        "lease lost before the action started: its deadline passed first; releasing it"
+    );
+    Error::LeaseLost {
+        key: key.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lease_is_late_from_its_deadline_on_and_never_past_the_clocks_range() {
+        let sent_at = Instant::now();
+        assert!(!is_late(sent_at, Duration::from_secs(60)));
+        assert!(is_late(sent_at, Duration::ZERO));
+        assert!(!is_late(sent_at, Duration::MAX));
+    }
+
+    #[test]
+    fn the_error_names_the_key_and_is_transient() {
+        let key = LockName::new("job").unwrap();
+        let err = answered_late("memory", &key, 7);
+        assert!(matches!(&err, Error::LeaseLost { key } if key == "job"));
+        assert!(err.is_transient());
+    }
+}
