@@ -12,6 +12,7 @@ use crate::config::SqliteConfig;
 use crate::error::{BACKEND, OpFailure, OpenError};
 use crate::ops::Released;
 use crate::schema;
+use crate::time::HostClock;
 
 /// Locks in one SQLite database file, shared by the processes of a host: the embedded
 /// cross-process backend, with no server to run.
@@ -45,6 +46,7 @@ pub struct SqliteBackend {
 struct Inner {
     path: PathBuf,
     conn: Mutex<Connection>,
+    clock: HostClock,
     events: ReleaseEvents,
 }
 
@@ -56,8 +58,10 @@ impl SqliteBackend {
     /// An [`OpenError`] naming the problem: a missing directory or no permission
     /// ([`OpenError::CannotOpen`]), a file that is not an SQLite database
     /// ([`OpenError::NotADatabase`]), a read-only database ([`OpenError::ReadOnly`]), a
-    /// database another connection keeps locked ([`OpenError::Locked`]). The file is never
-    /// rewritten or removed on an error.
+    /// database another connection keeps locked ([`OpenError::Locked`]), tables of the
+    /// same names made by someone else ([`OpenError::ForeignTable`]) or by a newer version
+    /// of this crate ([`OpenError::NewerSchema`]). The file is checked before anything is
+    /// written to it, so on an error it is left byte for byte as it was.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, OpenError> {
         SqliteBackend::open_with(path, SqliteConfig::new())
     }
@@ -69,11 +73,16 @@ impl SqliteBackend {
     /// As for [`open`](Self::open).
     pub fn open_with(path: impl AsRef<Path>, config: SqliteConfig) -> Result<Self, OpenError> {
         let path = path.as_ref().to_owned();
-        let conn = schema::open(&path, &config)?;
+        let clock = HostClock::new().map_err(|source| OpenError::HostClock {
+            path: path.clone(),
+            source,
+        })?;
+        let conn = schema::open(&path, &config, &clock)?;
         Ok(SqliteBackend {
             inner: Arc::new(Inner {
                 path,
                 conn: Mutex::new(conn),
+                clock,
                 events: ReleaseEvents::new(),
             }),
         })
@@ -103,10 +112,9 @@ impl SqliteBackend {
     pub(crate) fn run<T>(
         &self,
         key: &str,
-        op: impl FnOnce(&mut Connection) -> Result<T, OpFailure>,
+        op: impl FnOnce(&mut Connection, &HostClock) -> Result<T, OpFailure>,
     ) -> Result<T, Error> {
-        let mut conn = self.inner.conn.lock();
-        op(&mut conn).map_err(|failure| failed(key, failure))
+        self.inner.call(op).map_err(|failure| failed(key, failure))
     }
 
     /// Runs `op` on the connection, on a thread of the `blocking` crate's pool, so no
@@ -114,10 +122,10 @@ impl SqliteBackend {
     pub(crate) async fn run_async<T, F>(&self, key: &str, op: F) -> Result<T, Error>
     where
         T: Send + 'static,
-        F: FnOnce(&mut Connection) -> Result<T, OpFailure> + Send + 'static,
+        F: FnOnce(&mut Connection, &HostClock) -> Result<T, OpFailure> + Send + 'static,
     {
         let inner = Arc::clone(&self.inner);
-        let result = ::blocking::unblock(move || op(&mut inner.conn.lock())).await;
+        let result = ::blocking::unblock(move || inner.call(op)).await;
         result.map_err(|failure| failed(key, failure))
     }
 
@@ -135,6 +143,16 @@ impl SqliteBackend {
         if matches!(outcome, ForceReleaseOutcome::Released(_)) {
             self.inner.events.notify(key.as_str());
         }
+    }
+}
+
+impl Inner {
+    /// Runs `op` on the connection, once this process's other calls are done with it.
+    fn call<T>(
+        &self,
+        op: impl FnOnce(&mut Connection, &HostClock) -> Result<T, OpFailure>,
+    ) -> Result<T, OpFailure> {
+        op(&mut self.conn.lock(), &self.clock)
     }
 }
 

@@ -2,6 +2,7 @@
 //! failed call into `leader_core::Error::Backend`.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use leader_core::{BackendError, BackendErrorKind, Error};
 use rusqlite::ErrorCode;
@@ -11,8 +12,9 @@ pub(crate) const BACKEND: &str = "sqlite";
 
 /// Why [`SqliteBackend::open`](crate::SqliteBackend::open) could not use a database file.
 ///
-/// Nothing is deleted or rewritten on any of these: a corrupted or foreign file stays as
-/// it was for someone to look at.
+/// Nothing is written on any of these: every check is made before the first write, so a
+/// corrupted, foreign, read-only or newer file stays byte for byte as it was, with no
+/// journal or WAL file left beside it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum OpenError {
@@ -54,13 +56,35 @@ pub enum OpenError {
         #[source]
         source: rusqlite::Error,
     },
-    /// The database holds a `leader_locks` or `leader_fences` table of another shape.
+    /// The database holds a `leader_locks`, `leader_fences` or `leader_schema` table (or
+    /// view) of another shape.
     #[error("the SQLite database `{}` has a `{table}` table this backend did not create", path.display())]
     ForeignTable {
         /// The path given.
         path: PathBuf,
         /// The table.
         table: &'static str,
+    },
+    /// The tables were made by a newer version of this crate, whose rows this version
+    /// could misread.
+    #[error("the SQLite database `{}` has lock tables of schema version {found}; this version of leader-sqlite reads version {supported} and older", path.display())]
+    NewerSchema {
+        /// The path given.
+        path: PathBuf,
+        /// The version the file's tables have.
+        found: i64,
+        /// The newest version this crate reads.
+        supported: i64,
+    },
+    /// The kernel's boot id, which tells the host's monotonic clock of one boot from the
+    /// next, cannot be read (`/proc/sys/kernel/random/boot_id`).
+    #[error("cannot read the host's boot id, on which the expiry of the locks in `{}` depends: {source}", path.display())]
+    HostClock {
+        /// The path given.
+        path: PathBuf,
+        /// Why it could not be read.
+        #[source]
+        source: std::io::Error,
     },
     /// Any other failure while preparing the database.
     #[error("cannot prepare the SQLite database `{}`: {source}", path.display())]
@@ -103,6 +127,9 @@ pub(crate) enum OpFailure {
     /// The host's clock reads before 1970 or beyond what the tables hold.
     #[error("the host's clock is out of range")]
     Clock,
+    /// A lease time the tables (microseconds in an `i64`) or a `SystemTime` cannot hold.
+    #[error("a lease of {0:?} is longer than the lock table can hold")]
+    LeaseTooLong(Duration),
 }
 
 impl OpFailure {
@@ -120,7 +147,9 @@ impl OpFailure {
                 ) => BackendErrorKind::Transient,
                 _ => BackendErrorKind::Permanent,
             },
-            OpFailure::Corrupt(_) | OpFailure::Clock => BackendErrorKind::Permanent,
+            OpFailure::Corrupt(_) | OpFailure::Clock | OpFailure::LeaseTooLong(_) => {
+                BackendErrorKind::Permanent
+            }
         }
     }
 
