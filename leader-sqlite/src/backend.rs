@@ -11,8 +11,8 @@ use rusqlite::Connection;
 use crate::config::SqliteConfig;
 use crate::error::{BACKEND, OpFailure, OpenError};
 use crate::ops::Released;
-use crate::schema;
 use crate::time::HostClock;
+use crate::{path, schema};
 
 /// Locks in one SQLite database file, shared by the processes of a host: the embedded
 /// cross-process backend, with no server to run.
@@ -55,7 +55,9 @@ impl SqliteBackend {
     ///
     /// # Errors
     ///
-    /// An [`OpenError`] naming the problem: a missing directory or no permission
+    /// An [`OpenError`] naming the problem: a path other processes cannot share, such as
+    /// `:memory:` or a `file:` URI with `mode=memory` or `nolock=1`
+    /// ([`OpenError::NotShared`]), a missing directory or no permission
     /// ([`OpenError::CannotOpen`]), a file that is not an SQLite database
     /// ([`OpenError::NotADatabase`]), a read-only database ([`OpenError::ReadOnly`]), a
     /// database another connection keeps locked ([`OpenError::Locked`]), tables of the
@@ -73,6 +75,7 @@ impl SqliteBackend {
     /// As for [`open`](Self::open).
     pub fn open_with(path: impl AsRef<Path>, config: SqliteConfig) -> Result<Self, OpenError> {
         let path = path.as_ref().to_owned();
+        path::check(&path)?;
         let clock = HostClock::new().map_err(|source| OpenError::HostClock {
             path: path.clone(),
             source,

@@ -76,6 +76,17 @@ pub enum OpenError {
         /// The newest version this crate reads.
         supported: i64,
     },
+    /// The path would open a database that other processes cannot share, or one without
+    /// SQLite's file locking, so locks in it would exclude nobody: an in-memory database
+    /// (`:memory:`, `file::memory:`, `mode=memory`), a private temporary one (an empty
+    /// path), or a `file:` URI with `nolock`, `immutable` or `vfs=`.
+    #[error("`{}` cannot hold locks shared between processes: {reason}", path.display())]
+    NotShared {
+        /// The path given.
+        path: PathBuf,
+        /// What in it loses the sharing.
+        reason: &'static str,
+    },
     /// The kernel's boot id, which tells the host's monotonic clock of one boot from the
     /// next, cannot be read (`/proc/sys/kernel/random/boot_id`).
     #[error("cannot read the host's boot id, on which the expiry of the locks in `{}` depends: {source}", path.display())]

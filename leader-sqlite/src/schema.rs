@@ -87,6 +87,12 @@ pub(crate) fn open(
 ) -> Result<Connection, OpenError> {
     let fail = |source| OpenError::classify(path.to_owned(), source);
     let conn = Connection::open(path).map_err(fail)?;
+    if conn.path().is_some_and(str::is_empty) {
+        return Err(OpenError::NotShared {
+            path: path.to_owned(),
+            reason: "it opens an in-memory or temporary database",
+        });
+    }
     conn.busy_timeout(config.busy_timeout()).map_err(fail)?;
     if conn.is_readonly("main").map_err(fail)? {
         return Err(OpenError::ReadOnly {
