@@ -3,6 +3,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use leader_core::{Backend, Error, ForceReleaseOutcome, LockName, ReleaseEvents};
 use parking_lot::Mutex;
@@ -19,8 +20,9 @@ use crate::{path, schema};
 ///
 /// Build it once per process and share it: cloning is cheap, and clones share one
 /// connection, on which calls from all threads take turns (SQLite lets one writer in at a
-/// time anyway). Processes coordinate through the file's locks; a call waits at most the
-/// busy timeout for another process's write.
+/// time anyway). Processes coordinate through the file's locks. Each call waits at most
+/// its busy timeout in all, for its turn on the connection and for another process's
+/// write together, so a stalled writer fails every caller after about one timeout.
 ///
 /// See the [crate docs](crate) for the guarantees, the clock and the tables.
 ///
@@ -47,6 +49,7 @@ struct Inner {
     path: PathBuf,
     conn: Mutex<Connection>,
     clock: HostClock,
+    busy_timeout: Duration,
     events: ReleaseEvents,
 }
 
@@ -86,6 +89,7 @@ impl SqliteBackend {
                 path,
                 conn: Mutex::new(conn),
                 clock,
+                busy_timeout: config.busy_timeout(),
                 events: ReleaseEvents::new(),
             }),
         })
@@ -111,24 +115,28 @@ impl SqliteBackend {
         &self.inner.path
     }
 
-    /// Runs `op` on the connection, on the calling thread.
+    /// Runs `op` on the connection, on the calling thread, within the busy timeout.
     pub(crate) fn run<T>(
         &self,
         key: &str,
         op: impl FnOnce(&mut Connection, &HostClock) -> Result<T, OpFailure>,
     ) -> Result<T, Error> {
-        self.inner.call(op).map_err(|failure| failed(key, failure))
+        self.inner
+            .call(Instant::now(), op)
+            .map_err(|failure| failed(key, failure))
     }
 
     /// Runs `op` on the connection, on a thread of the `blocking` crate's pool, so no
-    /// executor thread waits for the file's locks; any async runtime can await it.
+    /// executor thread waits for the file's locks; any async runtime can await it. The
+    /// busy timeout counts from now, the wait for a pool thread included.
     pub(crate) async fn run_async<T, F>(&self, key: &str, op: F) -> Result<T, Error>
     where
         T: Send + 'static,
         F: FnOnce(&mut Connection, &HostClock) -> Result<T, OpFailure> + Send + 'static,
     {
         let inner = Arc::clone(&self.inner);
-        let result = ::blocking::unblock(move || inner.call(op)).await;
+        let started = Instant::now();
+        let result = ::blocking::unblock(move || inner.call(started, op)).await;
         result.map_err(|failure| failed(key, failure))
     }
 
@@ -150,12 +158,24 @@ impl SqliteBackend {
 }
 
 impl Inner {
-    /// Runs `op` on the connection, once this process's other calls are done with it.
+    /// Runs `op` with what is left of the busy timeout of a call that started at
+    /// `started`: first waiting for the connection (this process's other calls), then, as
+    /// SQLite's own busy timeout, for another connection's write lock.
     fn call<T>(
         &self,
+        started: Instant,
         op: impl FnOnce(&mut Connection, &HostClock) -> Result<T, OpFailure>,
     ) -> Result<T, OpFailure> {
-        op(&mut self.conn.lock(), &self.clock)
+        let budget = self.busy_timeout;
+        let mut conn = match started.checked_add(budget) {
+            Some(deadline) => self
+                .conn
+                .try_lock_until(deadline)
+                .ok_or(OpFailure::Queued(budget))?,
+            None => self.conn.lock(),
+        };
+        conn.busy_timeout(budget.saturating_sub(started.elapsed()))?;
+        op(&mut conn, &self.clock)
     }
 }
 

@@ -141,6 +141,10 @@ pub(crate) enum OpFailure {
     /// A lease time the tables (microseconds in an `i64`) or a `SystemTime` cannot hold.
     #[error("a lease of {0:?} is longer than the lock table can hold")]
     LeaseTooLong(Duration),
+    /// This process's earlier calls on the same backend value kept its connection for the
+    /// whole busy timeout.
+    #[error("this process's other calls kept the database connection busy for {0:?}")]
+    Queued(Duration),
 }
 
 impl OpFailure {
@@ -158,6 +162,7 @@ impl OpFailure {
                 ) => BackendErrorKind::Transient,
                 _ => BackendErrorKind::Permanent,
             },
+            OpFailure::Queued(_) => BackendErrorKind::Transient,
             OpFailure::Corrupt(_) | OpFailure::Clock | OpFailure::LeaseTooLong(_) => {
                 BackendErrorKind::Permanent
             }

@@ -176,6 +176,18 @@ fn a_schema_table_of_another_shape_is_refused_and_nothing_is_written() {
     }
 }
 
+/// A busy timeout beyond what SQLite counts (milliseconds in an `i32`) is cut to the
+/// longest it does, not a panic.
+#[test]
+fn an_endless_busy_timeout_is_the_longest_sqlite_takes() {
+    let dir = TempDir::new("endless-busy");
+    let config = SqliteConfig::new().with_busy_timeout(Duration::MAX);
+    assert_eq!(config.busy_timeout(), SqliteConfig::MAX_BUSY_TIMEOUT);
+    let backend = SqliteBackend::open_with(dir.file("locks.db"), config).unwrap();
+    let key = LockName::new("endless").unwrap();
+    assert!(backend.try_acquire(request(&key)).is_ok());
+}
+
 #[test]
 fn a_database_locked_by_another_connection_is_a_transient_error_then_works() {
     let dir = TempDir::new("locked");
