@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use leader_core::{BackendError, BackendErrorKind, Error};
+use leader_core::{BackendError, BackendErrorKind, CursorError, Error};
 use rusqlite::ErrorCode;
 
 /// The backend name in errors and traces.
@@ -145,6 +145,9 @@ pub(crate) enum OpFailure {
     /// whole busy timeout.
     #[error("this process's other calls kept the database connection busy for {0:?}")]
     Queued(Duration),
+    /// A list cursor this backend did not make for this listing.
+    #[error(transparent)]
+    BadCursor(#[from] CursorError),
 }
 
 impl OpFailure {
@@ -163,9 +166,10 @@ impl OpFailure {
                 _ => BackendErrorKind::Permanent,
             },
             OpFailure::Queued(_) => BackendErrorKind::Transient,
-            OpFailure::Corrupt(_) | OpFailure::Clock | OpFailure::LeaseTooLong(_) => {
-                BackendErrorKind::Permanent
-            }
+            OpFailure::Corrupt(_)
+            | OpFailure::Clock
+            | OpFailure::LeaseTooLong(_)
+            | OpFailure::BadCursor(_) => BackendErrorKind::Permanent,
         }
     }
 

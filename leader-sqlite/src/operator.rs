@@ -4,19 +4,20 @@
 use leader_core::{ForceReleaseOutcome, LeaderState, ListCursor, ListPage, ListRequest, LockName};
 use rusqlite::{Connection, TransactionBehavior, params};
 
-use crate::error::OpFailure;
+use crate::error::{BACKEND, OpFailure};
 use crate::ops::{Holder, LIVE, live_holder};
 use crate::time::HostClock;
 
 /// One page of the live rows whose name starts with the prefix, in name order, after the
 /// cursor's name. The primary key's order serves the range; `limit + 1` rows tell whether
-/// another page follows.
+/// another page follows. The cursor is the last name shown, tagged with this backend and
+/// the prefix, so a cursor of another listing is refused.
 pub(crate) fn list(
     conn: &Connection,
     clock: &HostClock,
     request: &ListRequest,
 ) -> Result<ListPage, OpFailure> {
-    let after = request.cursor.as_ref().map(ListCursor::as_str);
+    let after = ListCursor::resume(BACKEND, request)?;
     let now = clock.now()?;
     let limit = i64::try_from(request.page_size().saturating_add(1)).unwrap_or(i64::MAX);
     let mut statement = conn.prepare_cached(&format!(
@@ -34,7 +35,7 @@ pub(crate) fn list(
         if locks.len() == request.page_size() {
             next = locks
                 .last()
-                .map(|last: &LeaderState| ListCursor::new(last.lock_name()));
+                .map(|last: &LeaderState| ListCursor::tagged(BACKEND, request, last.lock_name()));
             break;
         }
         let holder = Holder::read(row)?;
