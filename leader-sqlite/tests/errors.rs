@@ -115,26 +115,33 @@ fn a_table_of_the_same_name_made_by_someone_else_is_refused_and_nothing_is_writt
     }
 }
 
-/// A database this crate made, then changed by `sql` (run in rollback-journal mode, so the
-/// file holds everything and no WAL is left beside it).
-fn changed_database(dir: &TempDir, sql: &str) -> std::path::PathBuf {
+/// A database this crate made, then changed by `sql`, left in `journal` mode (with no
+/// journal or WAL beside it once closed).
+fn changed_database(dir: &TempDir, sql: &str, journal: &str) -> std::path::PathBuf {
     let path = dir.file("locks.db");
     drop(SqliteBackend::open(&path).unwrap());
     let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.pragma_update(None, "journal_mode", "DELETE").unwrap();
+    conn.pragma_update(None, "journal_mode", journal).unwrap();
     conn.execute_batch(sql).unwrap();
     path
 }
 
 #[test]
 fn tables_of_a_newer_version_are_refused_and_nothing_is_written() {
-    let dir = TempDir::new("newer");
-    let path = changed_database(
-        &dir,
-        "UPDATE leader_schema SET version = 3; ALTER TABLE leader_locks ADD COLUMN extra TEXT;",
-    );
-    let before = snapshot(&dir, "locks.db");
-    let err = SqliteBackend::open(&path).unwrap_err();
+    for journal in ["DELETE", "WAL"] {
+        let dir = TempDir::new("newer");
+        let path = changed_database(
+            &dir,
+            "UPDATE leader_schema SET version = 3; ALTER TABLE leader_locks ADD COLUMN extra TEXT;",
+            journal,
+        );
+        refused_as_newer(&dir, &path);
+    }
+}
+
+fn refused_as_newer(dir: &TempDir, path: &std::path::Path) {
+    let before = snapshot(dir, "locks.db");
+    let err = SqliteBackend::open(path).unwrap_err();
     assert!(
         matches!(
             err,
@@ -147,7 +154,7 @@ fn tables_of_a_newer_version_are_refused_and_nothing_is_written() {
         "{err:?}"
     );
     assert!(err.to_string().contains("version 3"), "{err}");
-    assert_eq!(snapshot(&dir, "locks.db"), before, "nothing is written");
+    assert_eq!(snapshot(dir, "locks.db"), before, "nothing is written");
 }
 
 #[test]
@@ -161,7 +168,7 @@ fn a_schema_table_of_another_shape_is_refused_and_nothing_is_written() {
         "ALTER TABLE leader_locks DROP COLUMN boot_id;",
     ] {
         let dir = TempDir::new("schema-shape");
-        let path = changed_database(&dir, sql);
+        let path = changed_database(&dir, sql, "WAL");
         let before = snapshot(&dir, "locks.db");
         let err = SqliteBackend::open(&path).unwrap_err();
         assert!(
