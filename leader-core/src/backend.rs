@@ -517,7 +517,12 @@ pub trait Backend: Send + Sync {
 ///
 /// - **Listing**: `list` pages through the unexpired holders whose key starts with the
 ///   prefix, holding at most about one page in memory, without a command that blocks the
-///   server (no Redis `KEYS`).
+///   server (no Redis `KEYS`). It refuses a cursor it did not make for this listing
+///   (garbled, of another prefix, of another kind of backend): see
+///   [`ListCursor::tagged`](crate::ListCursor::tagged).
+/// - **Lease times**: a lease the store cannot hold (`Duration::MAX`, or beyond its
+///   range) is a permanent `Error::Backend` and changes nothing; never a lease cut to what
+///   the store holds.
 /// - **Force release**: `force_release` frees a lock whoever holds it. The fencing counter
 ///   stays, waiters are woken as on a normal release, and the holder's next `extend` or
 ///   `release` is `NotHeld` (its elector reports the lease lost).
@@ -644,7 +649,8 @@ pub trait LockBackend: Backend {
     ///
     /// # Errors
     ///
-    /// [`Error::Backend`] on any failure of the store, or a cursor this backend did not make.
+    /// [`Error::Backend`] on any failure of the store, or (permanent) a cursor this backend
+    /// did not make for this prefix.
     fn list(&self, request: &ListRequest) -> Result<ListPage, Error>;
 
     /// Frees the lock `key` whoever holds it: an operator's action, for a holder that is

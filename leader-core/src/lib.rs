@@ -56,6 +56,7 @@ mod campaign;
 mod candidacy;
 mod clock;
 mod context;
+mod cursor;
 mod error;
 mod events;
 mod group;
@@ -92,6 +93,7 @@ pub use backend::{
 pub use campaign::{CampaignConfig, DeploymentMode};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::LeaseContext;
+pub use cursor::CursorError;
 pub use error::{BackendError, BackendErrorKind, BoxError, Error, NameError, OptionsError};
 pub use events::{ReleaseEvents, ReleaseListener};
 pub use group::{GroupKeys, GroupSlots, GroupState};

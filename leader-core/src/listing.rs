@@ -116,7 +116,9 @@ impl ListRequest {
 
 /// Where a listing resumes: opaque, made by the backend that answered the previous page.
 ///
-/// Only pass it back to the same kind of backend, with the same prefix.
+/// Only pass it back to the same kind of backend, with the same prefix: backends refuse
+/// any other with a permanent error (see [`ListCursor::tagged`], which binds a cursor to
+/// its backend and prefix).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ListCursor(String);
 

@@ -12,7 +12,7 @@ use crate::backend::{
     ReleaseOutcome,
 };
 use crate::clock::{Clock, SystemClock};
-use crate::error::Error;
+use crate::error::{BackendError, BackendErrorKind, Error};
 use crate::events::ReleaseEvents;
 use crate::lease::{Lease, OwnerToken};
 use crate::listing::{ForceReleaseOutcome, ListCursor, ListPage, ListRequest};
@@ -56,6 +56,26 @@ struct Inner {
     clock: Arc<dyn Clock>,
     slots: Mutex<HashMap<String, Slot>>,
     events: ReleaseEvents,
+}
+
+/// The backend's name, in errors and list cursors.
+const NAME: &str = "memory";
+
+/// A lease that reaches beyond what the clocks hold: `now + lease` is no `Instant` or no
+/// `SystemTime`.
+#[derive(Debug, thiserror::Error)]
+#[error("a lease of {0:?} reaches beyond what the clock can hold")]
+struct LeaseTooLong(Duration);
+
+/// The permanent error of a lease too long for the clocks, naming `key`.
+fn too_long(key: &LockName, lease: Duration) -> Error {
+    let kind = BackendErrorKind::Permanent;
+    Error::Backend(BackendError::new(
+        NAME,
+        key.as_str(),
+        kind,
+        LeaseTooLong(lease),
+    ))
 }
 
 /// One lock's record: the last fencing token handed out and the current holder.
@@ -140,10 +160,18 @@ impl InMemoryBackend {
         }
     }
 
-    fn acquire(&self, request: AcquireRequest<'_>) -> AcquireOutcome {
+    /// Takes the lock. A lease the clocks cannot hold is refused before anything changes.
+    fn acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
         let clock_now = self.monotonic();
+        let too_long = || too_long(request.key, request.lease_time);
+        let deadline = clock_now
+            .checked_add(request.lease_time)
+            .ok_or_else(too_long)?;
         // Read only when the caller gets the lock: a `Held` answer needs no wall clock.
-        let reported_now = || self.reported_now(request.use_db_time);
+        let expires_at = || {
+            let now = self.reported_now(request.use_db_time);
+            Some((now, now.checked_add(request.lease_time)?))
+        };
         let mut slots = self.inner.slots.lock();
         let slot = match slots.get_mut(request.key.as_str()) {
             Some(slot) => slot,
@@ -155,15 +183,23 @@ impl InMemoryBackend {
             {
                 let snapshot = holder.snapshot();
                 slot.holder = Some(holder);
-                return AcquireOutcome::Held(Some(snapshot));
+                return Ok(AcquireOutcome::Held(Some(snapshot)));
             }
             Some(mut holder) if holder.deadline > clock_now => {
                 // The same owner re-acquires: a renewal that keeps the fencing token.
-                holder.deadline = clock_now + request.lease_time;
-                holder.expires_at = reported_now() + request.lease_time;
+                let Some((_, expires_at)) = expires_at() else {
+                    slot.holder = Some(holder);
+                    return Err(too_long());
+                };
+                holder.deadline = deadline;
+                holder.expires_at = expires_at;
                 holder
             }
             expired => {
+                let Some((reported_now, expires_at)) = expires_at() else {
+                    slot.holder = expired;
+                    return Err(too_long());
+                };
                 let mut leader_id = match expired {
                     Some(old) => old.leader_id,
                     None => std::mem::take(&mut slot.spare_leader_id),
@@ -171,15 +207,14 @@ impl InMemoryBackend {
                 leader_id.clear();
                 leader_id.push_str(request.leader_id);
                 slot.fence += 1;
-                let reported_now = reported_now();
                 Holder {
                     owner: request.owner,
                     leader_id,
                     fencing_token: slot.fence,
                     acquired_at: reported_now,
-                    expires_at: reported_now + request.lease_time,
+                    expires_at,
                     acquired_on_clock: clock_now,
-                    deadline: clock_now + request.lease_time,
+                    deadline,
                     released: false,
                 }
             }
@@ -193,7 +228,7 @@ impl InMemoryBackend {
             holder.expires_at,
         );
         slot.holder = Some(holder);
-        AcquireOutcome::Acquired(lease)
+        Ok(AcquireOutcome::Acquired(lease))
     }
 
     /// Runs `f` on the holder record if `lease` still owns it.
@@ -211,21 +246,28 @@ impl InMemoryBackend {
         }
     }
 
+    /// Renews the lease. A lease the clocks cannot hold is refused and changes nothing.
     fn extend_lease(
         &self,
         lease: &Lease,
         lease_time: Duration,
         use_db_time: bool,
-    ) -> ExtendOutcome {
+    ) -> Result<ExtendOutcome, Error> {
         let renewed = self.with_own_holder(lease, |slot, clock_now| {
             let holder = slot.holder.as_mut()?;
-            holder.deadline = clock_now + lease_time;
-            holder.expires_at = self.reported_now(use_db_time) + lease_time;
-            Some(holder.expires_at)
+            let deadline = clock_now.checked_add(lease_time);
+            let expires_at = self.reported_now(use_db_time).checked_add(lease_time);
+            let (Some(deadline), Some(expires_at)) = (deadline, expires_at) else {
+                return Some(Err(too_long(&lease.key, lease_time)));
+            };
+            holder.deadline = deadline;
+            holder.expires_at = expires_at;
+            Some(Ok(expires_at))
         });
         match renewed.flatten() {
-            Some(expires_at) => ExtendOutcome::Extended { expires_at },
-            None => ExtendOutcome::NotHeld,
+            Some(Ok(expires_at)) => Ok(ExtendOutcome::Extended { expires_at }),
+            Some(Err(err)) => Err(err),
+            None => Ok(ExtendOutcome::NotHeld),
         }
     }
 
@@ -245,10 +287,15 @@ impl InMemoryBackend {
             return ReleaseOutcome::NotHeld;
         };
         if let Some(now) = clock_now {
-            let keep_until = holder.acquired_on_clock + min_lease_time;
-            if keep_until > now && holder.deadline > now {
-                holder.deadline = holder.deadline.min(keep_until);
-                holder.expires_at = holder.expires_at.min(holder.acquired_at + min_lease_time);
+            // A minimum lease beyond what the clock holds keeps the lock until its expiry.
+            let keep_until = holder.acquired_on_clock.checked_add(min_lease_time);
+            if keep_until.is_none_or(|keep| keep > now) && holder.deadline > now {
+                if let Some(keep) = keep_until {
+                    holder.deadline = holder.deadline.min(keep);
+                }
+                if let Some(keep) = holder.acquired_at.checked_add(min_lease_time) {
+                    holder.expires_at = holder.expires_at.min(keep);
+                }
                 holder.released = true;
                 return ReleaseOutcome::Released;
             }
@@ -275,10 +322,14 @@ impl InMemoryBackend {
         }
     }
 
-    /// The held locks under the prefix, in key order, resuming after the cursor's key.
-    fn list_page(&self, request: &ListRequest) -> ListPage {
+    /// The held locks under the prefix, in key order, resuming after the cursor's key (a
+    /// cursor of another backend or prefix is refused).
+    fn list_page(&self, request: &ListRequest) -> Result<ListPage, Error> {
+        let after = ListCursor::resume(NAME, request).map_err(|err| {
+            let kind = BackendErrorKind::Permanent;
+            Error::Backend(BackendError::new(NAME, request.prefix.as_str(), kind, err))
+        })?;
         let clock_now = self.monotonic();
-        let after = request.cursor.as_ref().map(ListCursor::as_str);
         let slots = self.inner.slots.lock();
         let mut held: Vec<(&String, &Holder)> = slots
             .iter()
@@ -290,14 +341,14 @@ impl InMemoryBackend {
             .collect();
         held.sort_unstable_by(|a, b| a.0.cmp(b.0));
         let page_size = request.page_size();
-        let next =
-            (held.len() > page_size).then(|| ListCursor::new(held[page_size - 1].0.as_str()));
+        let next = (held.len() > page_size)
+            .then(|| ListCursor::tagged(NAME, request, held[page_size - 1].0.as_str()));
         held.truncate(page_size);
         let locks = held
             .into_iter()
             .map(|(key, holder)| LeaderState::occupied(key.as_str(), holder.snapshot()))
             .collect();
-        ListPage::new(locks, next)
+        Ok(ListPage::new(locks, next))
     }
 
     fn force_free(&self, key: &LockName) -> ForceReleaseOutcome {
@@ -323,7 +374,7 @@ impl InMemoryBackend {
 
 impl Backend for InMemoryBackend {
     fn name(&self) -> &'static str {
-        "memory"
+        NAME
     }
 
     fn release_events(&self) -> Option<&ReleaseEvents> {
@@ -333,7 +384,7 @@ impl Backend for InMemoryBackend {
 
 impl LockBackend for InMemoryBackend {
     fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
-        Ok(self.acquire(request))
+        self.acquire(request)
     }
 
     fn extend(
@@ -342,7 +393,7 @@ impl LockBackend for InMemoryBackend {
         lease_time: Duration,
         use_db_time: bool,
     ) -> Result<ExtendOutcome, Error> {
-        Ok(self.extend_lease(lease, lease_time, use_db_time))
+        self.extend_lease(lease, lease_time, use_db_time)
     }
 
     fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {
@@ -354,7 +405,7 @@ impl LockBackend for InMemoryBackend {
     }
 
     fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
-        Ok(self.list_page(request))
+        self.list_page(request)
     }
 
     fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
@@ -368,7 +419,7 @@ impl AsyncLockBackend for InMemoryBackend {
         &self,
         request: AcquireRequest<'_>,
     ) -> impl Future<Output = Result<AcquireOutcome, Error>> + Send {
-        ready(Ok(self.acquire(request)))
+        ready(self.acquire(request))
     }
 
     fn extend(
@@ -377,7 +428,7 @@ impl AsyncLockBackend for InMemoryBackend {
         lease_time: Duration,
         use_db_time: bool,
     ) -> impl Future<Output = Result<ExtendOutcome, Error>> + Send {
-        ready(Ok(self.extend_lease(lease, lease_time, use_db_time)))
+        ready(self.extend_lease(lease, lease_time, use_db_time))
     }
 
     fn release(
@@ -393,7 +444,7 @@ impl AsyncLockBackend for InMemoryBackend {
     }
 
     fn list(&self, request: &ListRequest) -> impl Future<Output = Result<ListPage, Error>> + Send {
-        ready(Ok(self.list_page(request)))
+        ready(self.list_page(request))
     }
 
     fn force_release(
@@ -420,26 +471,28 @@ mod tests {
         let backend = InMemoryBackend::with_clock(clock.clone());
         let key = LockName::new("stepped").unwrap();
         let lease_time = Duration::from_secs(30);
-        let AcquireOutcome::Acquired(first) = backend.acquire(request(&key, lease_time)) else {
+        let AcquireOutcome::Acquired(first) = backend.acquire(request(&key, lease_time)).unwrap()
+        else {
             panic!("free lock")
         };
 
         // An NTP step of an hour forward: the first holder still holds.
         clock.set_wall_clock(start + Duration::from_secs(3600));
         assert!(matches!(
-            backend.acquire(request(&key, lease_time)),
+            backend.acquire(request(&key, lease_time)).unwrap(),
             AcquireOutcome::Held(Some(h)) if h.fencing_token == first.fencing_token
         ));
         assert!(backend.snapshot(&key).leader().is_some());
         assert!(matches!(
-            backend.extend_lease(&first, lease_time, true),
+            backend.extend_lease(&first, lease_time, true).unwrap(),
             ExtendOutcome::Extended { .. }
         ));
 
         // A step back does not stretch it: it ends a lease after the renewal.
         clock.set_wall_clock(start - Duration::from_secs(3600));
         clock.advance(lease_time);
-        let AcquireOutcome::Acquired(second) = backend.acquire(request(&key, lease_time)) else {
+        let AcquireOutcome::Acquired(second) = backend.acquire(request(&key, lease_time)).unwrap()
+        else {
             panic!("the lease ran out on the monotonic clock")
         };
         assert!(second.fencing_token > first.fencing_token);

@@ -66,6 +66,12 @@ pub(crate) enum OpError {
     /// The runtime running the operation shut down before it finished.
     #[error("the runtime running the MongoDB operation shut down")]
     ShutDown,
+    /// A lease longer than this backend holds (see `time::lease_millis`).
+    #[error("a lease of {0:?} is longer than this backend holds (1,000 years)")]
+    LeaseTooLong(Duration),
+    /// A list cursor this backend did not make for this listing.
+    #[error(transparent)]
+    BadCursor(#[from] leader_core::CursorError),
 }
 
 impl From<Stopped> for OpError {
@@ -83,7 +89,10 @@ impl OpError {
     pub(crate) fn kind(&self) -> BackendErrorKind {
         match self {
             OpError::Driver(err) => driver_kind(err),
-            OpError::Shape(_) | OpError::Panicked => BackendErrorKind::Permanent,
+            OpError::Shape(_)
+            | OpError::Panicked
+            | OpError::LeaseTooLong(_)
+            | OpError::BadCursor(_) => BackendErrorKind::Permanent,
             OpError::TimedOut(_) | OpError::NoDocument(_) | OpError::ShutDown => {
                 BackendErrorKind::Transient
             }

@@ -4,31 +4,39 @@
 //! `ListRequest::prefix_end` (excluded): MongoDB compares strings by their UTF-8 bytes (the
 //! simple collation), which is code point order, so that range holds exactly the names
 //! that start with the prefix. No regex: a name's `.`, `*` or `[` is just a character.
+//!
+//! The cursor is the last name shown, tagged with this backend and the prefix
+//! (`ListCursor::tagged`): one of another listing is refused.
 
-use leader_core::{LeaderState, ListCursor, ListPage, ListRequest};
+use leader_core::{CursorError, LeaderState, ListCursor, ListPage, ListRequest};
 use mongodb::bson::{Bson, Document, doc};
 
 use crate::document::field::{ID, OWNER};
 use crate::document::{ShapeError, decode, lock_name};
+use crate::error::BACKEND;
 use crate::pipeline;
 
 /// The `find` filter of one page: the `_id` range of the prefix (after the cursor's name,
 /// exclusive), and only held documents, as `state` decides it: an owner (a lock kept for
 /// its minimum lease included) and unexpired on the server's clock.
-pub(crate) fn filter(request: &ListRequest) -> Document {
+///
+/// # Errors
+///
+/// [`CursorError`] for a cursor this backend did not make for this prefix.
+pub(crate) fn filter(request: &ListRequest) -> Result<Document, CursorError> {
     let prefix = request.prefix.as_str();
-    let mut range = match request.cursor.as_ref().map(ListCursor::as_str) {
+    let mut range = match ListCursor::resume(BACKEND, request)? {
         Some(after) if after >= prefix => doc! { "$gt": after },
         _ => doc! { "$gte": prefix },
     };
     if let Some(upper) = request.prefix_end() {
         range.insert("$lt", upper);
     }
-    doc! {
+    Ok(doc! {
         ID: range,
         OWNER: { "$ne": Bson::Null },
         "$expr": pipeline::unexpired(),
-    }
+    })
 }
 
 /// The page size of `request` (at least 1).
@@ -42,9 +50,10 @@ pub(crate) fn fetch(request: &ListRequest) -> i64 {
     i64::try_from(limit(request).saturating_add(1)).unwrap_or(i64::MAX)
 }
 
-/// The page of `docs` (in name order, at most [`fetch`] of them): the first `limit`, and a
-/// cursor at the last of them when there were more.
-pub(crate) fn page(docs: &[Document], limit: usize) -> Result<ListPage, ShapeError> {
+/// The page of `docs` (in name order, at most [`fetch`] of them): the first
+/// [`limit`] of `request`, and a cursor at the last of them when there were more.
+pub(crate) fn page(docs: &[Document], request: &ListRequest) -> Result<ListPage, ShapeError> {
+    let limit = limit(request);
     let shown = docs.get(..limit).unwrap_or(docs);
     let locks = shown
         .iter()
@@ -56,7 +65,10 @@ pub(crate) fn page(docs: &[Document], limit: usize) -> Result<ListPage, ShapeErr
         })
         .collect::<Result<Vec<_>, ShapeError>>()?;
     let next = (docs.len() > limit)
-        .then(|| locks.last().map(|last| ListCursor::new(last.lock_name())))
+        .then(|| {
+            let last = locks.last()?;
+            Some(ListCursor::tagged(BACKEND, request, last.lock_name()))
+        })
         .flatten();
     Ok(ListPage::new(locks, next))
 }
@@ -69,7 +81,7 @@ mod tests {
 
     #[test]
     fn a_page_starts_at_the_prefix_or_after_the_cursor_and_takes_held_locks_only() {
-        let first = filter(&ListRequest::new("job:"));
+        let first = filter(&ListRequest::new("job:")).unwrap();
         assert_eq!(
             first.get_document("_id").unwrap(),
             &doc! { "$gte": "job:", "$lt": "job;" }
@@ -79,18 +91,31 @@ mod tests {
             first.get_document("$expr").unwrap(),
             &doc! { "$gt": [ "$expires_at", "$$NOW" ] }
         );
-        let next = filter(&ListRequest::new("job:").after(ListCursor::new("job:7")));
+        let job = ListRequest::new("job:");
+        let next = filter(
+            &job.clone()
+                .after(ListCursor::tagged(BACKEND, &job, "job:7")),
+        )
+        .unwrap();
         assert_eq!(
             next.get_document("_id").unwrap(),
             &doc! { "$gt": "job:7", "$lt": "job;" }
         );
-        // A cursor below the prefix (not one this backend made) starts at the prefix.
-        let stray = filter(&ListRequest::new("job:").after(ListCursor::new("a")));
+        // A position below the prefix starts at the prefix.
+        let stray = filter(&job.clone().after(ListCursor::tagged(BACKEND, &job, "a"))).unwrap();
         assert_eq!(
             stray.get_document("_id").unwrap(),
             &doc! { "$gte": "job:", "$lt": "job;" }
         );
-        let all = filter(&ListRequest::new(""));
+        // A cursor this backend did not make for this prefix is refused.
+        for foreign in [
+            ListCursor::new("job:7"),
+            ListCursor::tagged("sqlite", &job, "job:7"),
+            ListCursor::tagged(BACKEND, &ListRequest::new("jo"), "job:7"),
+        ] {
+            assert!(filter(&job.clone().after(foreign)).is_err());
+        }
+        let all = filter(&ListRequest::new("")).unwrap();
         assert_eq!(all.get_document("_id").unwrap(), &doc! { "$gte": "" });
     }
 
@@ -110,16 +135,16 @@ mod tests {
         let docs = [held("a", 1), held("b", 2), held("c", 3)];
         let request = ListRequest::new("").with_limit(2);
         assert_eq!(fetch(&request), 3);
-        let more = page(&docs, limit(&request)).unwrap();
+        let more = page(&docs, &request).unwrap();
         let names: Vec<_> = more.locks.iter().map(LeaderState::lock_name).collect();
         assert_eq!(names, ["a", "b"]);
-        assert_eq!(more.next, Some(ListCursor::new("b")));
+        assert_eq!(more.next, Some(ListCursor::tagged(BACKEND, &request, "b")));
         assert_eq!(more.locks[1].leader().unwrap().fencing_token, 2);
 
-        let last = page(&docs[..2], 2).unwrap();
+        let last = page(&docs[..2], &request).unwrap();
         assert_eq!(last.locks.len(), 2);
         assert_eq!(last.next, None);
-        assert_eq!(page(&[], 2).unwrap(), ListPage::default());
+        assert_eq!(page(&[], &request).unwrap(), ListPage::default());
     }
 
     #[test]
@@ -135,7 +160,11 @@ mod tests {
     fn a_document_of_another_shape_is_an_error() {
         let mut broken = held("a", 1);
         broken.remove("leader_id");
-        assert_eq!(page(&[broken], 5), Err(ShapeError::Missing("leader_id")));
-        assert!(page(&[doc! { "_id": 5 }], 5).is_err());
+        let request = ListRequest::new("").with_limit(5);
+        assert_eq!(
+            page(&[broken], &request),
+            Err(ShapeError::Missing("leader_id"))
+        );
+        assert!(page(&[doc! { "_id": 5 }], &request).is_err());
     }
 }

@@ -18,9 +18,10 @@ impl Store {
     pub(crate) async fn list(self, request: ListRequest) -> Result<ListPage, OpError> {
         let result = async {
             let fetch = listing::fetch(&request);
+            let filter = listing::filter(&request)?;
             let mut cursor = self
                 .collection
-                .find(listing::filter(&request))
+                .find(filter)
                 .sort(doc! { ID: 1 })
                 .limit(fetch)
                 .batch_size(u32::try_from(fetch).unwrap_or(u32::MAX))
@@ -30,7 +31,7 @@ impl Store {
             while cursor.advance().await? {
                 docs.push(cursor.deserialize_current()?);
             }
-            Ok(listing::page(&docs, listing::limit(&request))?)
+            Ok(listing::page(&docs, &request)?)
         }
         .await;
         match &result {

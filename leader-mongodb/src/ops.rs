@@ -19,7 +19,7 @@ use crate::config::MongoConfig;
 use crate::document::{LockRecord, ShapeError, decode};
 use crate::error::{OpError, is_duplicate_key};
 use crate::pipeline::{self, SERVER_NOW};
-use crate::time::from_bson;
+use crate::time::{check_lease, from_bson};
 
 /// How often acquire sends its update when a racing upsert loses (duplicate key) or the
 /// server answers an upsert with no document and re-reading finds none.
@@ -97,6 +97,7 @@ impl Store {
     }
 
     async fn try_acquire(&self, request: &Acquire) -> Result<AcquireOutcome, OpError> {
+        check_lease(request.lease_time)?;
         let mut unsettled = Unsettled::NoDocument;
         for _ in 0..ACQUIRE_ATTEMPTS {
             // Built per attempt: the driver takes it by value (a retry is rare).
@@ -181,8 +182,8 @@ impl Store {
         owner: OwnerToken,
         lease_time: Duration,
     ) -> Result<ExtendOutcome, OpError> {
-        let plan = pipeline::extend(&key, owner, lease_time);
         let result = async {
+            let plan = pipeline::extend(&key, owner, check_lease(lease_time)?);
             let renewed = self
                 .collection
                 .find_one_and_update(plan.filter, plan.update)

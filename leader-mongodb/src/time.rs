@@ -7,9 +7,31 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use mongodb::bson::DateTime;
 
-/// Milliseconds in `duration`, saturating at `i64::MAX` (options are validated far below it).
+use crate::error::OpError;
+
+/// The longest lease: 1,000 years, far inside what a BSON date holds (milliseconds in an
+/// `i64`, about 292 million years) and longer than any deployment.
+const MAX_LEASE: Duration = Duration::from_secs(1_000 * 366 * 24 * 3600);
+
+/// Milliseconds in `duration`, saturating at `i64::MAX`: for a lease checked by
+/// [`check_lease`], or a minimum lease, which cannot keep a lock past its expiry anyway.
 pub(crate) fn millis(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// `lease` if the server's date arithmetic holds `now + lease` whatever the server's
+/// clock.
+///
+/// # Errors
+///
+/// [`OpError::LeaseTooLong`] beyond 1,000 years: refused here rather than left to the
+/// server, whose date arithmetic may overflow or cut it.
+pub(crate) fn check_lease(lease: Duration) -> Result<Duration, OpError> {
+    if lease <= MAX_LEASE {
+        Ok(lease)
+    } else {
+        Err(OpError::LeaseTooLong(lease))
+    }
 }
 
 /// A BSON date as a `SystemTime`, or `None` when the platform cannot represent it.
@@ -43,5 +65,13 @@ mod tests {
         let _ = from_bson(DateTime::from_millis(i64::MAX));
         let _ = from_bson(DateTime::from_millis(i64::MIN));
         assert_eq!(millis(Duration::MAX), i64::MAX);
+    }
+
+    #[test]
+    fn a_lease_beyond_a_thousand_years_is_refused() {
+        assert_eq!(check_lease(MAX_LEASE).ok(), Some(MAX_LEASE));
+        for lease in [MAX_LEASE + Duration::from_millis(1), Duration::MAX] {
+            assert!(matches!(check_lease(lease), Err(OpError::LeaseTooLong(l)) if l == lease));
+        }
     }
 }

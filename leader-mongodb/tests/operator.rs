@@ -159,11 +159,9 @@ fn a_listing_reads_one_range_of_the_id_index() {
         let page = LockBackend::list(&backend, &ListRequest::new(prefix)).unwrap();
         assert_eq!(page.locks.len(), 1, "{prefix:?}: {page:?}");
     }
-    let page = LockBackend::list(
-        &backend,
-        &ListRequest::new("scan:").after(leader_core::ListCursor::new("scan:one")),
-    )
-    .unwrap();
+    let scan = ListRequest::new("scan:");
+    let after_one = leader_core::ListCursor::tagged("mongodb", &scan, "scan:one");
+    let page = LockBackend::list(&backend, &scan.clone().after(after_one)).unwrap();
     assert!(page.locks.is_empty());
     assert!(matches!(
         LockBackend::force_release(&backend, &key).unwrap(),

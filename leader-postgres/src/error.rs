@@ -80,6 +80,12 @@ pub(crate) enum OpError {
     /// The backend's runtime shut down before the call finished.
     #[error("the runtime running the PostgreSQL call shut down")]
     ShutDown,
+    /// A lease longer than the statements take (see `time::MAX_LEASE`).
+    #[error("a lease of {0:?} is longer than this backend holds (1,000 years)")]
+    LeaseTooLong(Duration),
+    /// A list cursor this backend did not make for this listing.
+    #[error(transparent)]
+    BadCursor(#[from] leader_core::CursorError),
 }
 
 impl OpError {
@@ -93,7 +99,9 @@ impl OpError {
             OpError::Decode(_) | OpError::Shape { .. } | OpError::Corrupt(_) => {
                 BackendErrorKind::Permanent
             }
-            OpError::Panicked => BackendErrorKind::Permanent,
+            OpError::Panicked | OpError::LeaseTooLong(_) | OpError::BadCursor(_) => {
+                BackendErrorKind::Permanent
+            }
         }
     }
 
@@ -103,7 +111,10 @@ impl OpError {
             // A statement the server refused leaves the session as it was, unless the
             // table under the prepared statements changed.
             OpError::Driver(err) => err.as_db_error().is_some() && !self.table_changed(),
-            OpError::Decode(_) | OpError::Corrupt(_) => true,
+            OpError::Decode(_)
+            | OpError::Corrupt(_)
+            | OpError::LeaseTooLong(_)
+            | OpError::BadCursor(_) => true,
             _ => false,
         }
     }

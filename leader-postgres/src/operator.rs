@@ -5,7 +5,7 @@ use leader_core::{ForceReleaseOutcome, LeaderState, ListCursor, ListPage, ListRe
 use tokio_postgres::Row;
 
 use crate::conn::Conn;
-use crate::error::OpError;
+use crate::error::{BACKEND, OpError};
 use crate::ops::{LeaseRow, Op};
 
 /// `list`'s request.
@@ -24,10 +24,12 @@ impl Op for List {
 
     /// One page of the live rows under the prefix, in byte-wise name order, after the
     /// cursor's name: one statement reading one range of the primary key, one row more
-    /// than the page holds to tell whether another page follows.
+    /// than the page holds to tell whether another page follows. The cursor is the last
+    /// name shown, tagged with this backend and the prefix: one of another listing is
+    /// refused.
     async fn run(self, conn: &Conn) -> Result<ListPage, OpError> {
         let prefix = self.request.prefix.as_str();
-        let after = self.request.cursor.as_ref().map_or("", ListCursor::as_str);
+        let after = ListCursor::resume(BACKEND, &self.request)?.unwrap_or("");
         let limit = self.request.page_size();
         let fetch = i64::try_from(limit.saturating_add(1)).unwrap_or(i64::MAX);
         let rows = match self.request.prefix_end() {
@@ -44,7 +46,7 @@ impl Op for List {
                     .await?
             }
         };
-        page(&rows, limit)
+        page(&rows, &self.request)
     }
 
     fn outcome(output: &ListPage) -> &'static str {
@@ -57,7 +59,8 @@ impl Op for List {
 
 /// The first `limit` of `rows` (leader id, token, acquired, expires, name), and a cursor
 /// at the last of them when there were more.
-fn page(rows: &[Row], limit: usize) -> Result<ListPage, OpError> {
+fn page(rows: &[Row], request: &ListRequest) -> Result<ListPage, OpError> {
+    let limit = request.page_size();
     let shown = rows.get(..limit).unwrap_or(rows);
     let locks = shown
         .iter()
@@ -67,7 +70,10 @@ fn page(rows: &[Row], limit: usize) -> Result<ListPage, OpError> {
         })
         .collect::<Result<Vec<_>, OpError>>()?;
     let next = (rows.len() > limit)
-        .then(|| locks.last().map(|last| ListCursor::new(last.lock_name())))
+        .then(|| {
+            let last = locks.last()?;
+            Some(ListCursor::tagged(BACKEND, request, last.lock_name()))
+        })
         .flatten();
     Ok(ListPage::new(locks, next))
 }

@@ -13,7 +13,7 @@ use tokio_postgres::Row;
 
 use crate::conn::Conn;
 use crate::error::OpError;
-use crate::time::micros;
+use crate::time::{lease_micros, min_lease_micros};
 
 /// One call: what it needs, owned (it runs on the backend's runtime), and how it runs.
 pub(crate) trait Op: Send + 'static {
@@ -81,7 +81,7 @@ impl Op for Acquire {
     /// after the upsert. If the holder is gone by then, the upsert is tried again.
     async fn run(self, conn: &Conn) -> Result<AcquireOutcome, OpError> {
         let owner = self.owner.to_string();
-        let lease_micros = micros(self.lease_time);
+        let lease_micros = lease_micros(self.lease_time)?;
         for _ in 0..ACQUIRE_ATTEMPTS {
             let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
                 [&self.key.as_str(), &owner, &self.leader_id, &lease_micros];
@@ -139,15 +139,12 @@ impl Op for Extend {
     }
 
     async fn run(self, conn: &Conn) -> Result<ExtendOutcome, OpError> {
+        let lease_micros = lease_micros(self.lease_time)?;
         let row = conn
             .client
             .query_opt(
                 &conn.statements.extend,
-                &[
-                    &self.key.as_str(),
-                    &self.owner.to_string(),
-                    &micros(self.lease_time),
-                ],
+                &[&self.key.as_str(), &self.owner.to_string(), &lease_micros],
             )
             .await?;
         Ok(match row {
@@ -204,7 +201,7 @@ impl Op for Release {
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] = [
             &self.key.as_str(),
             &self.owner.to_string(),
-            &micros(self.min_lease_time),
+            &min_lease_micros(self.min_lease_time),
             &self.channel,
         ];
         let row = conn

@@ -27,6 +27,7 @@ impl AsyncLockBackend for RedisBackend {
 
     /// One script over every slot of the request (their keys share the group's hash tag).
     async fn try_acquire_slot(&self, request: SlotRequest<'_>) -> Result<SlotOutcome, Error> {
+        self.check_lease(request.request.key, request.request.lease_time)?;
         let requests = [request];
         let answer = match Acquire::new(&requests, self.key_prefix(), SystemTime::now()) {
             Some(op) => self.run_async_raw(op).await,
@@ -45,15 +46,17 @@ impl AsyncLockBackend for RedisBackend {
         requests: &[AcquireRequest<'_>],
     ) -> Vec<Result<AcquireOutcome, Error>> {
         let requests: Vec<_> = requests.iter().map(|r| SlotRequest::single(*r)).collect();
+        let checked = self.check_leases(&requests, |r| r.request.lease_time, |r| r.request.key);
         let answers = self
             .run_async_batch(
-                &requests,
+                &checked.valid,
                 (Acquire::CHUNK, Acquire::PIPELINED),
                 |chunk, now| Acquire::new(chunk, self.key_prefix(), now),
                 |request| request.request.key,
             )
             .await;
-        answers
+        checked
+            .answers(answers)
             .into_iter()
             .map(|a| a.map(SlotOutcome::into_acquire))
             .collect()
@@ -74,13 +77,16 @@ impl AsyncLockBackend for RedisBackend {
 
     /// As the blocking `extend_batch`.
     async fn extend_batch(&self, renewals: &[Renewal<'_>]) -> Vec<Result<ExtendOutcome, Error>> {
-        self.run_async_batch(
-            renewals,
-            (Extend::CHUNK, Extend::PIPELINED),
-            |chunk, now| Extend::new(chunk, self.key_prefix(), now),
-            |renewal| &renewal.lease.key,
-        )
-        .await
+        let checked = self.check_leases(renewals, |r| r.lease_time, |r| &r.lease.key);
+        let answers = self
+            .run_async_batch(
+                &checked.valid,
+                (Extend::CHUNK, Extend::PIPELINED),
+                |chunk, now| Extend::new(chunk, self.key_prefix(), now),
+                |renewal| &renewal.lease.key,
+            )
+            .await;
+        checked.answers(answers)
     }
 
     async fn release(

@@ -22,6 +22,7 @@ impl LockBackend for RedisBackend {
 
     /// One script over every slot of the request (their keys share the group's hash tag).
     fn try_acquire_slot(&self, request: SlotRequest<'_>) -> Result<SlotOutcome, Error> {
+        self.check_lease(request.request.key, request.request.lease_time)?;
         let requests = [request];
         let op = Acquire::new(&requests, self.key_prefix(), SystemTime::now());
         let answer = op
@@ -42,13 +43,15 @@ impl LockBackend for RedisBackend {
         requests: &[AcquireRequest<'_>],
     ) -> Vec<Result<AcquireOutcome, Error>> {
         let requests: Vec<_> = requests.iter().map(|r| SlotRequest::single(*r)).collect();
+        let checked = self.check_leases(&requests, |r| r.request.lease_time, |r| r.request.key);
         let answers = self.run_blocking_batch(
-            &requests,
+            &checked.valid,
             (Acquire::CHUNK, Acquire::PIPELINED),
             |chunk, now| Acquire::new(chunk, self.key_prefix(), now),
             |request| request.request.key,
         );
-        answers
+        checked
+            .answers(answers)
             .into_iter()
             .map(|a| a.map(SlotOutcome::into_acquire))
             .collect()
@@ -71,12 +74,14 @@ impl LockBackend for RedisBackend {
     /// answered on its own), up to 10 scripts pipelined in one round trip: 10,000 leases
     /// renew in one round trip. On a cluster one `extend` per lease.
     fn extend_batch(&self, renewals: &[Renewal<'_>]) -> Vec<Result<ExtendOutcome, Error>> {
-        self.run_blocking_batch(
-            renewals,
+        let checked = self.check_leases(renewals, |r| r.lease_time, |r| &r.lease.key);
+        let answers = self.run_blocking_batch(
+            &checked.valid,
             (Extend::CHUNK, Extend::PIPELINED),
             |chunk, now| Extend::new(chunk, self.key_prefix(), now),
             |renewal| &renewal.lease.key,
-        )
+        );
+        checked.answers(answers)
     }
 
     fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {

@@ -17,6 +17,7 @@ pub mod fence;
 mod force_release;
 mod from_client;
 mod keys;
+mod lease_time;
 mod listing;
 mod ops;
 mod pubsub;

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use leader_core::{Backend, Error, ForceReleaseOutcome, LockName, ReleaseEvents};
 use parking_lot::Mutex;
@@ -11,15 +12,17 @@ use rusqlite::Connection;
 use crate::config::SqliteConfig;
 use crate::error::{BACKEND, OpFailure, OpenError};
 use crate::ops::Released;
-use crate::schema;
+use crate::time::HostClock;
+use crate::{path, schema};
 
 /// Locks in one SQLite database file, shared by the processes of a host: the embedded
 /// cross-process backend, with no server to run.
 ///
 /// Build it once per process and share it: cloning is cheap, and clones share one
 /// connection, on which calls from all threads take turns (SQLite lets one writer in at a
-/// time anyway). Processes coordinate through the file's locks; a call waits at most the
-/// busy timeout for another process's write.
+/// time anyway). Processes coordinate through the file's locks. Each call waits at most
+/// its busy timeout in all, for its turn on the connection and for another process's
+/// write together, so a stalled writer fails every caller after about one timeout.
 ///
 /// See the [crate docs](crate) for the guarantees, the clock and the tables.
 ///
@@ -45,6 +48,8 @@ pub struct SqliteBackend {
 struct Inner {
     path: PathBuf,
     conn: Mutex<Connection>,
+    clock: HostClock,
+    busy_timeout: Duration,
     events: ReleaseEvents,
 }
 
@@ -53,11 +58,15 @@ impl SqliteBackend {
     ///
     /// # Errors
     ///
-    /// An [`OpenError`] naming the problem: a missing directory or no permission
+    /// An [`OpenError`] naming the problem: a path other processes cannot share, such as
+    /// `:memory:` or a `file:` URI with `mode=memory` or `nolock=1`
+    /// ([`OpenError::NotShared`]), a missing directory or no permission
     /// ([`OpenError::CannotOpen`]), a file that is not an SQLite database
     /// ([`OpenError::NotADatabase`]), a read-only database ([`OpenError::ReadOnly`]), a
-    /// database another connection keeps locked ([`OpenError::Locked`]). The file is never
-    /// rewritten or removed on an error.
+    /// database another connection keeps locked ([`OpenError::Locked`]), tables of the
+    /// same names made by someone else ([`OpenError::ForeignTable`]) or by a newer version
+    /// of this crate ([`OpenError::NewerSchema`]). The file is checked before anything is
+    /// written to it, so on an error it is left byte for byte as it was.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, OpenError> {
         SqliteBackend::open_with(path, SqliteConfig::new())
     }
@@ -69,11 +78,18 @@ impl SqliteBackend {
     /// As for [`open`](Self::open).
     pub fn open_with(path: impl AsRef<Path>, config: SqliteConfig) -> Result<Self, OpenError> {
         let path = path.as_ref().to_owned();
-        let conn = schema::open(&path, &config)?;
+        path::check(&path)?;
+        let clock = HostClock::new().map_err(|source| OpenError::HostClock {
+            path: path.clone(),
+            source,
+        })?;
+        let conn = schema::open(&path, &config, &clock)?;
         Ok(SqliteBackend {
             inner: Arc::new(Inner {
                 path,
                 conn: Mutex::new(conn),
+                clock,
+                busy_timeout: config.busy_timeout(),
                 events: ReleaseEvents::new(),
             }),
         })
@@ -99,25 +115,28 @@ impl SqliteBackend {
         &self.inner.path
     }
 
-    /// Runs `op` on the connection, on the calling thread.
+    /// Runs `op` on the connection, on the calling thread, within the busy timeout.
     pub(crate) fn run<T>(
         &self,
         key: &str,
-        op: impl FnOnce(&mut Connection) -> Result<T, OpFailure>,
+        op: impl FnOnce(&mut Connection, &HostClock) -> Result<T, OpFailure>,
     ) -> Result<T, Error> {
-        let mut conn = self.inner.conn.lock();
-        op(&mut conn).map_err(|failure| failed(key, failure))
+        self.inner
+            .call(Instant::now(), op)
+            .map_err(|failure| failed(key, failure))
     }
 
     /// Runs `op` on the connection, on a thread of the `blocking` crate's pool, so no
-    /// executor thread waits for the file's locks; any async runtime can await it.
+    /// executor thread waits for the file's locks; any async runtime can await it. The
+    /// busy timeout counts from now, the wait for a pool thread included.
     pub(crate) async fn run_async<T, F>(&self, key: &str, op: F) -> Result<T, Error>
     where
         T: Send + 'static,
-        F: FnOnce(&mut Connection) -> Result<T, OpFailure> + Send + 'static,
+        F: FnOnce(&mut Connection, &HostClock) -> Result<T, OpFailure> + Send + 'static,
     {
         let inner = Arc::clone(&self.inner);
-        let result = ::blocking::unblock(move || op(&mut inner.conn.lock())).await;
+        let started = Instant::now();
+        let result = ::blocking::unblock(move || inner.call(started, op)).await;
         result.map_err(|failure| failed(key, failure))
     }
 
@@ -135,6 +154,28 @@ impl SqliteBackend {
         if matches!(outcome, ForceReleaseOutcome::Released(_)) {
             self.inner.events.notify(key.as_str());
         }
+    }
+}
+
+impl Inner {
+    /// Runs `op` with what is left of the busy timeout of a call that started at
+    /// `started`: first waiting for the connection (this process's other calls), then, as
+    /// SQLite's own busy timeout, for another connection's write lock.
+    fn call<T>(
+        &self,
+        started: Instant,
+        op: impl FnOnce(&mut Connection, &HostClock) -> Result<T, OpFailure>,
+    ) -> Result<T, OpFailure> {
+        let budget = self.busy_timeout;
+        let mut conn = match started.checked_add(budget) {
+            Some(deadline) => self
+                .conn
+                .try_lock_until(deadline)
+                .ok_or(OpFailure::Queued(budget))?,
+            None => self.conn.lock(),
+        };
+        conn.busy_timeout(budget.saturating_sub(started.elapsed()))?;
+        op(&mut conn, &self.clock)
     }
 }
 

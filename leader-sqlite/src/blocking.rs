@@ -14,39 +14,45 @@ use crate::ops::{self, Acquire};
 impl LockBackend for SqliteBackend {
     fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
         let request = Acquire::from(request);
-        self.run(request.key.as_str(), |conn| ops::acquire(conn, &request))
+        self.run(request.key.as_str(), |conn, clock| {
+            ops::acquire(conn, clock, &request)
+        })
     }
 
-    /// `use_db_time` changes nothing: every time comes from the host's clock.
+    /// `use_db_time` changes nothing: every time comes from the host's clocks.
     fn extend(
         &self,
         lease: &Lease,
         lease_time: Duration,
         _use_db_time: bool,
     ) -> Result<ExtendOutcome, Error> {
-        self.run(lease.key.as_str(), |conn| {
-            ops::extend(conn, &lease.key, lease.owner, lease_time)
+        self.run(lease.key.as_str(), |conn, clock| {
+            ops::extend(conn, clock, &lease.key, lease.owner, lease_time)
         })
     }
 
     fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {
-        let released = self.run(lease.key.as_str(), |conn| {
-            ops::release(conn, &lease.key, lease.owner, min_lease_time)
+        let released = self.run(lease.key.as_str(), |conn, clock| {
+            ops::release(conn, clock, &lease.key, lease.owner, min_lease_time)
         })?;
         self.released(&lease.key, &released);
         Ok(released.outcome())
     }
 
     fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
-        self.run(key.as_str(), |conn| ops::state(conn, key))
+        self.run(key.as_str(), |conn, clock| ops::state(conn, clock, key))
     }
 
     fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
-        self.run(&request.prefix, |conn| operator::list(conn, request))
+        self.run(&request.prefix, |conn, clock| {
+            operator::list(conn, clock, request)
+        })
     }
 
     fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
-        let outcome = self.run(key.as_str(), |conn| operator::force_release(conn, key))?;
+        let outcome = self.run(key.as_str(), |conn, clock| {
+            operator::force_release(conn, clock, key)
+        })?;
         self.force_released(key, &outcome);
         Ok(outcome)
     }

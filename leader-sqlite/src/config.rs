@@ -6,7 +6,7 @@ use std::time::Duration;
 ///
 /// | setting | default | meaning |
 /// |---|---|---|
-/// | `busy_timeout` | 5 s | how long a call waits for another process's write to finish before it fails with a transient error |
+/// | `busy_timeout` | 5 s | how long a call may wait, in all, for this process's other calls on the backend value and for another process's write, before it fails with a transient error |
 ///
 /// # Examples
 ///
@@ -26,6 +26,10 @@ impl SqliteConfig {
     /// The default busy timeout.
     pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
+    /// The longest busy timeout: SQLite counts it in milliseconds in an `i32` (about 24.8
+    /// days). Longer ones are cut to it.
+    pub const MAX_BUSY_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
+
     /// The defaults.
     pub fn new() -> Self {
         SqliteConfig {
@@ -33,10 +37,14 @@ impl SqliteConfig {
         }
     }
 
-    /// How long a call waits for the database's write lock, held by another connection,
-    /// before it gives up with a transient [`Error::Backend`](leader_core::Error::Backend).
+    /// How long each call may wait before it gives up with a transient
+    /// [`Error::Backend`](leader_core::Error::Backend): for the backend value's connection,
+    /// which this process's calls take in turns, then for the database's write lock, held
+    /// by another connection. The budget is the call's own, counted from when it starts,
+    /// so callers queued behind a stalled writer each fail after about one timeout, not
+    /// one after the other. At most [`MAX_BUSY_TIMEOUT`](Self::MAX_BUSY_TIMEOUT).
     pub fn with_busy_timeout(mut self, timeout: Duration) -> Self {
-        self.busy_timeout = timeout;
+        self.busy_timeout = timeout.min(Self::MAX_BUSY_TIMEOUT);
         self
     }
 

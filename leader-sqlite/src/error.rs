@@ -2,8 +2,9 @@
 //! failed call into `leader_core::Error::Backend`.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
-use leader_core::{BackendError, BackendErrorKind, Error};
+use leader_core::{BackendError, BackendErrorKind, CursorError, Error};
 use rusqlite::ErrorCode;
 
 /// The backend name in errors and traces.
@@ -11,8 +12,9 @@ pub(crate) const BACKEND: &str = "sqlite";
 
 /// Why [`SqliteBackend::open`](crate::SqliteBackend::open) could not use a database file.
 ///
-/// Nothing is deleted or rewritten on any of these: a corrupted or foreign file stays as
-/// it was for someone to look at.
+/// Nothing is written on any of these: every check is made before the first write, so a
+/// corrupted, foreign, read-only or newer file stays byte for byte as it was, with no
+/// journal or WAL file left beside it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum OpenError {
@@ -54,13 +56,46 @@ pub enum OpenError {
         #[source]
         source: rusqlite::Error,
     },
-    /// The database holds a `leader_locks` or `leader_fences` table of another shape.
+    /// The database holds a `leader_locks`, `leader_fences` or `leader_schema` table (or
+    /// view) of another shape.
     #[error("the SQLite database `{}` has a `{table}` table this backend did not create", path.display())]
     ForeignTable {
         /// The path given.
         path: PathBuf,
         /// The table.
         table: &'static str,
+    },
+    /// The tables were made by a newer version of this crate, whose rows this version
+    /// could misread.
+    #[error("the SQLite database `{}` has lock tables of schema version {found}; this version of leader-sqlite reads version {supported} and older", path.display())]
+    NewerSchema {
+        /// The path given.
+        path: PathBuf,
+        /// The version the file's tables have.
+        found: i64,
+        /// The newest version this crate reads.
+        supported: i64,
+    },
+    /// The path would open a database that other processes cannot share, or one without
+    /// SQLite's file locking, so locks in it would exclude nobody: an in-memory database
+    /// (`:memory:`, `file::memory:`, `mode=memory`), a private temporary one (an empty
+    /// path), or a `file:` URI with `nolock`, `immutable` or `vfs=`.
+    #[error("`{}` cannot hold locks shared between processes: {reason}", path.display())]
+    NotShared {
+        /// The path given.
+        path: PathBuf,
+        /// What in it loses the sharing.
+        reason: &'static str,
+    },
+    /// The kernel's boot id, which tells the host's monotonic clock of one boot from the
+    /// next, cannot be read (`/proc/sys/kernel/random/boot_id`).
+    #[error("cannot read the host's boot id, on which the expiry of the locks in `{}` depends: {source}", path.display())]
+    HostClock {
+        /// The path given.
+        path: PathBuf,
+        /// Why it could not be read.
+        #[source]
+        source: std::io::Error,
     },
     /// Any other failure while preparing the database.
     #[error("cannot prepare the SQLite database `{}`: {source}", path.display())]
@@ -103,6 +138,16 @@ pub(crate) enum OpFailure {
     /// The host's clock reads before 1970 or beyond what the tables hold.
     #[error("the host's clock is out of range")]
     Clock,
+    /// A lease time the tables (microseconds in an `i64`) or a `SystemTime` cannot hold.
+    #[error("a lease of {0:?} is longer than the lock table can hold")]
+    LeaseTooLong(Duration),
+    /// This process's earlier calls on the same backend value kept its connection for the
+    /// whole busy timeout.
+    #[error("this process's other calls kept the database connection busy for {0:?}")]
+    Queued(Duration),
+    /// A list cursor this backend did not make for this listing.
+    #[error(transparent)]
+    BadCursor(#[from] CursorError),
 }
 
 impl OpFailure {
@@ -120,7 +165,11 @@ impl OpFailure {
                 ) => BackendErrorKind::Transient,
                 _ => BackendErrorKind::Permanent,
             },
-            OpFailure::Corrupt(_) | OpFailure::Clock => BackendErrorKind::Permanent,
+            OpFailure::Queued(_) => BackendErrorKind::Transient,
+            OpFailure::Corrupt(_)
+            | OpFailure::Clock
+            | OpFailure::LeaseTooLong(_)
+            | OpFailure::BadCursor(_) => BackendErrorKind::Permanent,
         }
     }
 

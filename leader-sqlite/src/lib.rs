@@ -8,6 +8,7 @@ mod error;
 mod nonblocking;
 mod operator;
 mod ops;
+mod path;
 mod schema;
 mod time;
 

@@ -19,8 +19,10 @@ impl AsyncLockBackend for SqliteBackend {
     async fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
         let request = Acquire::from(request);
         let key = request.key.clone();
-        self.run_async(key.as_str(), move |conn| ops::acquire(conn, &request))
-            .await
+        self.run_async(key.as_str(), move |conn, clock| {
+            ops::acquire(conn, clock, &request)
+        })
+        .await
     }
 
     async fn extend(
@@ -30,8 +32,8 @@ impl AsyncLockBackend for SqliteBackend {
         _use_db_time: bool,
     ) -> Result<ExtendOutcome, Error> {
         let (key, owner) = (lease.key.clone(), lease.owner);
-        self.run_async(lease.key.as_str(), move |conn| {
-            ops::extend(conn, &key, owner, lease_time)
+        self.run_async(lease.key.as_str(), move |conn, clock| {
+            ops::extend(conn, clock, &key, owner, lease_time)
         })
         .await
     }
@@ -43,8 +45,8 @@ impl AsyncLockBackend for SqliteBackend {
     ) -> Result<ReleaseOutcome, Error> {
         let (key, owner) = (lease.key.clone(), lease.owner);
         let released = self
-            .run_async(lease.key.as_str(), move |conn| {
-                ops::release(conn, &key, owner, min_lease_time)
+            .run_async(lease.key.as_str(), move |conn, clock| {
+                ops::release(conn, clock, &key, owner, min_lease_time)
             })
             .await?;
         self.released(&lease.key, &released);
@@ -53,21 +55,25 @@ impl AsyncLockBackend for SqliteBackend {
 
     async fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
         let owned = key.clone();
-        self.run_async(key.as_str(), move |conn| ops::state(conn, &owned))
-            .await
+        self.run_async(key.as_str(), move |conn, clock| {
+            ops::state(conn, clock, &owned)
+        })
+        .await
     }
 
     async fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
         let owned = request.clone();
-        self.run_async(&request.prefix, move |conn| operator::list(conn, &owned))
-            .await
+        self.run_async(&request.prefix, move |conn, clock| {
+            operator::list(conn, clock, &owned)
+        })
+        .await
     }
 
     async fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
         let owned = key.clone();
         let outcome = self
-            .run_async(key.as_str(), move |conn| {
-                operator::force_release(conn, &owned)
+            .run_async(key.as_str(), move |conn, clock| {
+                operator::force_release(conn, clock, &owned)
             })
             .await?;
         self.force_released(key, &outcome);

@@ -1,5 +1,8 @@
 //! The four primitives, each one short transaction on a connection. Plain functions with
 //! no knowledge of threads or runtimes: the blocking and the async paths both call them.
+//!
+//! Times are read after the transaction has the write lock (`BEGIN IMMEDIATE`), so a wait
+//! for another process never makes them stale.
 
 use std::time::Duration;
 
@@ -10,7 +13,7 @@ use leader_core::{
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use crate::error::OpFailure;
-use crate::time::{micros, now_micros, time};
+use crate::time::{HostClock, Now, micros};
 
 /// The `owner` of a lock released before its minimum lease ran out: held, by nobody.
 const RELEASED: &str = "released";
@@ -18,31 +21,38 @@ const RELEASED: &str = "released";
 /// `try_acquire`'s arguments, owned: the one type every backend moves to its worker.
 pub(crate) use leader_core::__private::OwnedAcquire as Acquire;
 
+/// The condition of a live row: held (a released-but-minimum-lease row included), written
+/// in this boot, and not expired on this boot's monotonic clock. `?2` is the boot id,
+/// `?3` the monotonic clock now.
+pub(crate) const LIVE: &str = "owner IS NOT NULL AND boot_id = ?2 AND expires_us > ?3";
+
 /// A live lock row.
 pub(crate) struct Holder {
     owner: Option<String>,
     leader_id: String,
     fencing_token: i64,
-    acquired_at: i64,
-    expires_at: i64,
+    acquired_us: i64,
+    expires_us: i64,
 }
 
 impl Holder {
+    /// The columns `owner, leader_id, fencing_token, acquired_us, expires_us`, in order.
     pub(crate) fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
         Ok(Holder {
             owner: row.get(0)?,
             leader_id: row.get(1)?,
             fencing_token: row.get(2)?,
-            acquired_at: row.get(3)?,
-            expires_at: row.get(4)?,
+            acquired_us: row.get(3)?,
+            expires_us: row.get(4)?,
         })
     }
 
-    pub(crate) fn snapshot(&self) -> Result<LeaderLease, OpFailure> {
+    /// The holder as callers see it: its times on the wall clock, read at `now`.
+    pub(crate) fn snapshot(&self, now: &Now) -> Result<LeaderLease, OpFailure> {
         Ok(LeaderLease::new(
             self.leader_id.clone(),
-            time(self.acquired_at)?,
-            time(self.expires_at)?,
+            now.wall_time(self.acquired_us)?,
+            now.wall_time(self.expires_us)?,
             token(self.fencing_token)?,
         ))
     }
@@ -56,47 +66,51 @@ fn token(stored: i64) -> Result<u64, OpFailure> {
 pub(crate) fn live_holder(
     conn: &Connection,
     key: &LockName,
-    now: i64,
+    clock: &HostClock,
+    now: &Now,
 ) -> Result<Option<Holder>, OpFailure> {
     Ok(conn
         .query_row(
-            "SELECT owner, leader_id, fencing_token, acquired_at, expires_at FROM leader_locks
-             WHERE name = ?1 AND owner IS NOT NULL AND expires_at > ?2",
-            params![key.as_str(), now],
+            &format!(
+                "SELECT owner, leader_id, fencing_token, acquired_us, expires_us
+                 FROM leader_locks WHERE name = ?1 AND {LIVE}"
+            ),
+            params![key.as_str(), clock.boot(), now.at],
             Holder::read,
         )
         .optional()?)
 }
 
 /// Takes the lock if it is free, expired or already `request.owner`'s. A new holder's
-/// fencing token is `max(last + 1, now in µs)`, from the counter table.
+/// fencing token is `max(last + 1, wall clock in µs)`, from the counter table.
 pub(crate) fn acquire(
     conn: &mut Connection,
+    clock: &HostClock,
     request: &Acquire,
 ) -> Result<AcquireOutcome, OpFailure> {
     // IMMEDIATE: the write lock is taken up front, so two processes never both read the
     // lock free and then both try to write (which SQLite would fail with SQLITE_BUSY).
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let now = now_micros()?;
-    let expires_at = now.saturating_add(micros(request.lease_time));
+    let now = clock.now()?;
+    let expires_us = now.after(request.lease_time)?;
     let owner = request.owner.to_string();
-    let outcome = match live_holder(&tx, &request.key, now)? {
+    let outcome = match live_holder(&tx, &request.key, clock, &now)? {
         Some(holder) if holder.owner.as_deref() == Some(owner.as_str()) => {
             // The same owner again: a renewal that keeps the fencing token.
             tx.execute(
-                "UPDATE leader_locks SET expires_at = ?2 WHERE name = ?1",
-                params![request.key.as_str(), expires_at],
+                "UPDATE leader_locks SET expires_us = ?2 WHERE name = ?1",
+                params![request.key.as_str(), expires_us],
             )?;
             AcquireOutcome::Acquired(Lease::new(
                 request.key.clone(),
                 request.owner,
                 holder.leader_id,
                 token(holder.fencing_token)?,
-                time(holder.acquired_at)?,
-                time(expires_at)?,
+                now.wall_time(holder.acquired_us)?,
+                now.wall_time(expires_us)?,
             ))
         }
-        Some(holder) => AcquireOutcome::Held(Some(holder.snapshot()?)),
+        Some(holder) => AcquireOutcome::Held(Some(holder.snapshot(&now)?)),
         None => {
             let last: Option<i64> = tx
                 .query_row(
@@ -111,25 +125,28 @@ pub(crate) fn acquire(
                     .ok_or(OpFailure::Corrupt("the fencing counter is at its maximum"))?,
                 None => 1,
             };
-            let fencing_token = next.max(now);
+            let fencing_token = next.max(now.token_floor()?);
             tx.execute(
                 "INSERT INTO leader_fences (name, last_token) VALUES (?1, ?2)
                  ON CONFLICT (name) DO UPDATE SET last_token = excluded.last_token",
                 params![request.key.as_str(), fencing_token],
             )?;
             tx.execute(
-                "INSERT INTO leader_locks (name, owner, leader_id, fencing_token, acquired_at, expires_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                "INSERT INTO leader_locks
+                     (name, owner, leader_id, fencing_token, boot_id, acquired_us, expires_us)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
                  ON CONFLICT (name) DO UPDATE SET owner = excluded.owner,
                      leader_id = excluded.leader_id, fencing_token = excluded.fencing_token,
-                     acquired_at = excluded.acquired_at, expires_at = excluded.expires_at",
+                     boot_id = excluded.boot_id, acquired_us = excluded.acquired_us,
+                     expires_us = excluded.expires_us",
                 params![
                     request.key.as_str(),
                     owner,
                     request.leader_id,
                     fencing_token,
-                    now,
-                    expires_at
+                    clock.boot(),
+                    now.at,
+                    expires_us
                 ],
             )?;
             AcquireOutcome::Acquired(Lease::new(
@@ -137,8 +154,8 @@ pub(crate) fn acquire(
                 request.owner,
                 request.leader_id.clone(),
                 token(fencing_token)?,
-                time(now)?,
-                time(expires_at)?,
+                now.wall_time(now.at)?,
+                now.wall_time(expires_us)?,
             ))
         }
     };
@@ -148,24 +165,35 @@ pub(crate) fn acquire(
 
 /// Renews `lease` for `lease_time` from now if its owner still holds it.
 pub(crate) fn extend(
-    conn: &Connection,
+    conn: &mut Connection,
+    clock: &HostClock,
     key: &LockName,
     owner: OwnerToken,
     lease_time: Duration,
 ) -> Result<ExtendOutcome, OpFailure> {
-    let now = now_micros()?;
-    let expires_at = now.saturating_add(micros(lease_time));
-    let changed = conn.execute(
-        "UPDATE leader_locks SET expires_at = ?3
-         WHERE name = ?1 AND owner = ?2 AND expires_at > ?4",
-        params![key.as_str(), owner.to_string(), expires_at, now],
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let now = clock.now()?;
+    let expires_us = now.after(lease_time)?;
+    let changed = tx.execute(
+        &format!(
+            "UPDATE leader_locks SET expires_us = ?5 WHERE name = ?1 AND owner = ?4 AND {LIVE}"
+        ),
+        params![
+            key.as_str(),
+            clock.boot(),
+            now.at,
+            owner.to_string(),
+            expires_us
+        ],
     )?;
-    Ok(match changed {
+    let outcome = match changed {
         0 => ExtendOutcome::NotHeld,
         _ => ExtendOutcome::Extended {
-            expires_at: time(expires_at)?,
+            expires_at: now.wall_time(expires_us)?,
         },
-    })
+    };
+    tx.commit()?;
+    Ok(outcome)
 }
 
 /// What a release did, for the backend to notify waiters when the lock became free.
@@ -188,36 +216,43 @@ impl Released {
 }
 
 /// Frees the lock if `owner` holds it, or keeps it, held by nobody, until
-/// `acquired_at + min_lease_time` when that is still ahead.
+/// `acquired_at + min_lease_time` when that is still ahead (a minimum lease beyond what
+/// the tables hold keeps it until its expiry).
 pub(crate) fn release(
     conn: &mut Connection,
+    clock: &HostClock,
     key: &LockName,
     owner: OwnerToken,
     min_lease_time: Duration,
 ) -> Result<Released, OpFailure> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let now = now_micros()?;
-    let row: Option<(i64, i64)> = tx
+    let now = clock.now()?;
+    let row: Option<(i64, i64, bool)> = tx
         .query_row(
-            "SELECT acquired_at, expires_at FROM leader_locks WHERE name = ?1 AND owner = ?2",
-            params![key.as_str(), owner.to_string()],
-            |row| Ok((row.get(0)?, row.get(1)?)),
+            "SELECT acquired_us, expires_us, boot_id = ?3 FROM leader_locks
+             WHERE name = ?1 AND owner = ?2",
+            params![key.as_str(), owner.to_string(), clock.boot()],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
         )
         .optional()?;
     let released = match row {
         None => Released::NotHeld,
-        Some((acquired_at, expires_at)) => {
-            let keep_until = acquired_at.saturating_add(micros(min_lease_time));
-            if !min_lease_time.is_zero() && keep_until > now && expires_at > now {
+        Some((acquired_us, expires_us, this_boot)) => {
+            let keep_until = micros(min_lease_time)
+                .and_then(|min| acquired_us.checked_add(min))
+                .unwrap_or(i64::MAX);
+            let live = this_boot && expires_us > now.at;
+            if !min_lease_time.is_zero() && live && keep_until > now.at {
                 tx.execute(
-                    "UPDATE leader_locks SET owner = ?2, expires_at = ?3 WHERE name = ?1",
-                    params![key.as_str(), RELEASED, expires_at.min(keep_until)],
+                    "UPDATE leader_locks SET owner = ?2, expires_us = ?3 WHERE name = ?1",
+                    params![key.as_str(), RELEASED, expires_us.min(keep_until)],
                 )?;
                 Released::Kept
             } else {
                 tx.execute(
-                    "UPDATE leader_locks SET owner = NULL, expires_at = ?2 WHERE name = ?1",
-                    params![key.as_str(), now],
+                    "UPDATE leader_locks SET owner = NULL, boot_id = ?2, expires_us = ?3
+                     WHERE name = ?1",
+                    params![key.as_str(), clock.boot(), now.at],
                 )?;
                 Released::Freed
             }
@@ -228,10 +263,14 @@ pub(crate) fn release(
 }
 
 /// Who holds the lock now, never an expired holder.
-pub(crate) fn state(conn: &Connection, key: &LockName) -> Result<LeaderState, OpFailure> {
-    let now = now_micros()?;
-    Ok(match live_holder(conn, key, now)? {
-        Some(holder) => LeaderState::occupied(key.as_str(), holder.snapshot()?),
+pub(crate) fn state(
+    conn: &Connection,
+    clock: &HostClock,
+    key: &LockName,
+) -> Result<LeaderState, OpFailure> {
+    let now = clock.now()?;
+    Ok(match live_holder(conn, key, clock, &now)? {
+        Some(holder) => LeaderState::occupied(key.as_str(), holder.snapshot(&now)?),
         None => LeaderState::empty(key.as_str()),
     })
 }

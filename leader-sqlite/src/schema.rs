@@ -1,32 +1,61 @@
-//! Opening a database file: connection settings and the two tables.
+//! Opening a database file: what is in it, checked before anything is written, then the
+//! connection settings and the tables of the current schema version.
+//!
+//! Versions: 1 (no `leader_schema` table) kept times in microseconds of the host's wall
+//! clock in `acquired_at` / `expires_at`. 2 keeps them on the monotonic clock of a boot
+//! (`boot_id`, `acquired_us`, `expires_us`) and records its number in `leader_schema`. A
+//! version 1 file is migrated in one transaction: each row keeps the time it had left, and
+//! the old columns are gone, so a process still running version 1 on the file fails
+//! closed ("no such column") instead of reading the new rows as expired.
 
 use std::path::Path;
 
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use crate::config::SqliteConfig;
-use crate::error::OpenError;
+use crate::error::{OpFailure, OpenError};
+use crate::time::HostClock;
 
-/// The lock table: one row per lock that was ever taken. Times are microseconds since
-/// the Unix epoch on the host's clock; `owner` is the holder's owner token in hex,
-/// `released` after a release that keeps the minimum lease, `NULL` once the lock is free.
-const LOCKS: &str = "CREATE TABLE IF NOT EXISTS leader_locks (
+/// The schema version this crate writes, and the newest it reads.
+pub(crate) const VERSION: i64 = 2;
+
+/// The lock table: one row per lock that was ever taken. `owner` is the holder's owner
+/// token in hex, `released` after a release that keeps the minimum lease, `NULL` once the
+/// lock is free. `acquired_us` / `expires_us` are microseconds on the host's monotonic
+/// clock of the boot `boot_id`.
+const LOCKS: &str = "CREATE TABLE leader_locks (
     name TEXT PRIMARY KEY NOT NULL,
     owner TEXT,
     leader_id TEXT NOT NULL,
     fencing_token INTEGER NOT NULL,
-    acquired_at INTEGER NOT NULL,
-    expires_at INTEGER NOT NULL
+    boot_id TEXT NOT NULL,
+    acquired_us INTEGER NOT NULL,
+    expires_us INTEGER NOT NULL
 ) WITHOUT ROWID";
 
 /// The fencing counters, apart from the lock rows, so that they survive whatever
-/// happens to a lock row (release, expiry, deletion by hand).
+/// happens to a lock row (release, expiry, deletion by hand). The same in every version.
 const FENCES: &str = "CREATE TABLE IF NOT EXISTS leader_fences (
     name TEXT PRIMARY KEY NOT NULL,
     last_token INTEGER NOT NULL
 ) WITHOUT ROWID";
 
+/// The schema version, in its one row.
+const SCHEMA: &str = "CREATE TABLE leader_schema (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    version INTEGER NOT NULL
+)";
+
 const LOCK_COLUMNS: &[&str] = &[
+    "name",
+    "owner",
+    "leader_id",
+    "fencing_token",
+    "boot_id",
+    "acquired_us",
+    "expires_us",
+];
+const V1_LOCK_COLUMNS: &[&str] = &[
     "name",
     "owner",
     "leader_id",
@@ -35,53 +64,235 @@ const LOCK_COLUMNS: &[&str] = &[
     "expires_at",
 ];
 const FENCE_COLUMNS: &[&str] = &["name", "last_token"];
+const SCHEMA_COLUMNS: &[&str] = &["id", "version"];
+
+/// What a file holds, as far as this crate is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Found {
+    /// The current tables.
+    Current,
+    /// No lock table (perhaps the fences of an earlier one): the tables are created.
+    Missing,
+    /// Version 1's lock table: it is migrated.
+    Version1,
+}
 
 /// Opens (creating if needed) the database at `path`, in WAL mode with `config`'s busy
-/// timeout, with both tables in place.
-pub(crate) fn open(path: &Path, config: &SqliteConfig) -> Result<Connection, OpenError> {
+/// timeout, with the current tables in place. The file is inspected before the first
+/// write, so every refusal leaves it as it was.
+pub(crate) fn open(
+    path: &Path,
+    config: &SqliteConfig,
+    clock: &HostClock,
+) -> Result<Connection, OpenError> {
     let fail = |source| OpenError::classify(path.to_owned(), source);
     let conn = Connection::open(path).map_err(fail)?;
+    if conn.path().is_some_and(str::is_empty) {
+        return Err(OpenError::NotShared {
+            path: path.to_owned(),
+            reason: "it opens an in-memory or temporary database",
+        });
+    }
     conn.busy_timeout(config.busy_timeout()).map_err(fail)?;
+    if conn.is_readonly("main").map_err(fail)? {
+        return Err(OpenError::ReadOnly {
+            path: path.to_owned(),
+            source: rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_READONLY),
+                Some("opened read-only".to_owned()),
+            ),
+        });
+    }
+    let found = inspect(&conn, path)?;
     // WAL: readers never wait for the writer. NORMAL sync: a commit survives a crash of
     // the process; one lost to a power cut cannot make a fencing token go back, because
-    // every token is at least the clock in microseconds.
+    // every token is at least the wall clock in microseconds.
     conn.pragma_update(None, "journal_mode", "WAL")
         .map_err(fail)?;
     conn.pragma_update(None, "synchronous", "NORMAL")
         .map_err(fail)?;
-    conn.execute_batch(&format!("BEGIN IMMEDIATE; {LOCKS}; {FENCES}; COMMIT;"))
+    if found != Found::Current {
+        prepare(conn, path, clock)
+    } else {
+        Ok(conn)
+    }
+}
+
+/// Creates or migrates the tables under the write lock, after looking again: another
+/// process may have done it meanwhile.
+fn prepare(mut conn: Connection, path: &Path, clock: &HostClock) -> Result<Connection, OpenError> {
+    let fail = |source| OpenError::classify(path.to_owned(), source);
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(fail)?;
-    check_columns(&conn, path, "leader_locks", LOCK_COLUMNS)?;
-    check_columns(&conn, path, "leader_fences", FENCE_COLUMNS)?;
+    match inspect(&tx, path)? {
+        Found::Current => {}
+        Found::Missing => create(&tx).map_err(fail)?,
+        Found::Version1 => migrate(&tx, path, clock)?,
+    }
+    tx.commit().map_err(fail)?;
     Ok(conn)
 }
 
-/// A table of the same name made by someone else is refused, not written into.
-fn check_columns(
+fn create(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(&format!("{LOCKS}; {FENCES}; {SCHEMA};"))?;
+    conn.execute(
+        "INSERT INTO leader_schema (id, version) VALUES (1, ?1)",
+        [VERSION],
+    )?;
+    Ok(())
+}
+
+/// Version 1 to 2: each row's wall-clock times become instants on this boot's monotonic
+/// clock that lie as far from now as they did, so a live lease keeps exactly the time it
+/// had left (offsets beyond about 70,000 years are cut to that: still forever). A value
+/// that is not a number is copied as it is, to fail as it did. The fences are untouched.
+fn migrate(conn: &Connection, path: &Path, clock: &HostClock) -> Result<(), OpenError> {
+    let clock_failed = |err: OpFailure| OpenError::HostClock {
+        path: path.to_owned(),
+        source: std::io::Error::other(err.to_string()),
+    };
+    let now = clock.now().map_err(clock_failed)?;
+    let wall = now.token_floor().map_err(clock_failed)?;
+    copy(conn, clock.boot(), now.at, wall)
+        .map_err(|source| OpenError::classify(path.to_owned(), source))
+}
+
+/// The copy of [`migrate`]: rows moved to the clock reading `now` (monotonic, of `boot`)
+/// from the wall clock reading `wall`.
+fn copy(conn: &Connection, boot: &str, now: i64, wall: i64) -> rusqlite::Result<()> {
+    let v2 = LOCKS.replacen("leader_locks (", "leader_locks_v2 (", 1);
+    conn.execute_batch(&v2)?;
+    // ?2 + (t - ?3), with t first kept within ?4 of ?3 so that nothing overflows.
+    let moved = |column: &str| {
+        format!(
+            "CASE WHEN typeof({column}) = 'integer'
+                THEN ?2 + (max(min({column}, ?3 + ?4), ?3 - ?4) - ?3)
+                ELSE {column} END"
+        )
+    };
+    conn.execute(
+        &format!(
+            "INSERT INTO leader_locks_v2
+                 (name, owner, leader_id, fencing_token, boot_id, acquired_us, expires_us)
+             SELECT name, owner, leader_id, fencing_token, ?1, {}, {} FROM leader_locks",
+            moved("acquired_at"),
+            moved("expires_at")
+        ),
+        params![boot, now, wall, i64::MAX / 4],
+    )?;
+    conn.execute_batch(&format!(
+        "DROP TABLE leader_locks;
+         ALTER TABLE leader_locks_v2 RENAME TO leader_locks;
+         {FENCES}; {SCHEMA};"
+    ))?;
+    conn.execute(
+        "INSERT INTO leader_schema (id, version) VALUES (1, ?1)",
+        [VERSION],
+    )?;
+    Ok(())
+}
+
+/// `found` is exactly the columns `expected`, in order.
+fn same(found: Option<&[String]>, expected: &[&str]) -> bool {
+    found.is_some_and(|found| {
+        found
+            .iter()
+            .map(String::as_str)
+            .eq(expected.iter().copied())
+    })
+}
+
+/// What the file holds, read without writing anything.
+fn inspect(conn: &Connection, path: &Path) -> Result<Found, OpenError> {
+    let foreign = |table| OpenError::ForeignTable {
+        path: path.to_owned(),
+        table,
+    };
+    let schema = columns(conn, path, "leader_schema")?;
+    let locks = columns(conn, path, "leader_locks")?;
+    let fences = columns(conn, path, "leader_fences")?;
+    if fences.is_some() && !same(fences.as_deref(), FENCE_COLUMNS) {
+        return Err(foreign("leader_fences"));
+    }
+    match schema {
+        Some(found) if !same(Some(&found), SCHEMA_COLUMNS) => Err(foreign("leader_schema")),
+        Some(_) => {
+            let version = schema_version(conn, path)?.ok_or(foreign("leader_schema"))?;
+            if version > VERSION {
+                return Err(OpenError::NewerSchema {
+                    path: path.to_owned(),
+                    found: version,
+                    supported: VERSION,
+                });
+            }
+            if version < VERSION {
+                return Err(foreign("leader_schema"));
+            }
+            if fences.is_none() {
+                Err(foreign("leader_schema"))
+            } else if same(locks.as_deref(), LOCK_COLUMNS) {
+                Ok(Found::Current)
+            } else {
+                Err(foreign("leader_locks"))
+            }
+        }
+        None if locks.is_none() => Ok(Found::Missing),
+        None if same(locks.as_deref(), V1_LOCK_COLUMNS) => Ok(Found::Version1),
+        None => Err(foreign("leader_locks")),
+    }
+}
+
+/// The columns of `table`, in order, if the database has a table of that name; a view
+/// or anything else of that name is refused.
+fn columns(
     conn: &Connection,
     path: &Path,
     table: &'static str,
-    expected: &[&str],
-) -> Result<(), OpenError> {
+) -> Result<Option<Vec<String>>, OpenError> {
     let fail = |source| OpenError::classify(path.to_owned(), source);
+    let kind: Option<String> = conn
+        .query_row(
+            "SELECT type FROM sqlite_schema WHERE name = ?1 COLLATE NOCASE",
+            [table],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(fail)?;
+    match kind.as_deref() {
+        None => return Ok(None),
+        Some("table") => {}
+        Some(_) => {
+            return Err(OpenError::ForeignTable {
+                path: path.to_owned(),
+                table,
+            });
+        }
+    }
     let mut statement = conn
-        .prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))
+        .prepare("SELECT name FROM pragma_table_info(?1)")
         .map_err(fail)?;
     let columns = statement
-        .query_map([], |row| row.get::<_, String>(0))
+        .query_map([table], |row| row.get::<_, String>(0))
         .map_err(fail)?
         .collect::<Result<Vec<_>, _>>()
         .map_err(fail)?;
-    if columns
-        .iter()
-        .map(String::as_str)
-        .eq(expected.iter().copied())
-    {
-        Ok(())
-    } else {
-        Err(OpenError::ForeignTable {
-            path: path.to_owned(),
-            table,
-        })
-    }
+    Ok(Some(columns))
+}
+
+/// The version in `leader_schema`'s row, `None` when the row is missing or not a number.
+fn schema_version(conn: &Connection, path: &Path) -> Result<Option<i64>, OpenError> {
+    let fail = |source| OpenError::classify(path.to_owned(), source);
+    let version: Option<rusqlite::types::Value> = conn
+        .query_row(
+            "SELECT version FROM leader_schema WHERE id = 1",
+            [],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(fail)?;
+    Ok(match version {
+        Some(rusqlite::types::Value::Integer(version)) => Some(version),
+        _ => None,
+    })
 }

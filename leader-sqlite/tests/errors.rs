@@ -31,39 +31,168 @@ fn a_path_in_a_missing_directory_cannot_be_opened() {
 fn a_file_that_is_not_a_database_is_refused_and_left_as_it_was() {
     let dir = TempDir::new("corrupt");
     let path = dir.file("locks.db");
-    let garbage = b"this is not an SQLite database, but someone's notes\n".repeat(200);
-    std::fs::write(&path, &garbage).unwrap();
-    let err = SqliteBackend::open(&path).unwrap_err();
-    assert!(matches!(err, OpenError::NotADatabase { .. }), "{err:?}");
-    assert_eq!(
-        std::fs::read(&path).unwrap(),
-        garbage,
-        "the file is untouched"
-    );
+    for garbage in [
+        b"this is not an SQLite database, but someone's notes\n".repeat(200),
+        b"SQLite format 3\0 and then nonsense".repeat(300),
+    ] {
+        std::fs::write(&path, &garbage).unwrap();
+        let before = snapshot(&dir, "locks.db");
+        let err = SqliteBackend::open(&path).unwrap_err();
+        assert!(matches!(err, OpenError::NotADatabase { .. }), "{err:?}");
+        assert_eq!(
+            snapshot(&dir, "locks.db"),
+            before,
+            "the file is untouched, with nothing beside it"
+        );
+    }
+}
+
+/// The file's bytes and the directory's entries, to show a refusal wrote nothing: not the
+/// file, not a journal or WAL beside it.
+#[derive(PartialEq, Eq)]
+struct Snapshot {
+    bytes: Vec<u8>,
+    entries: Vec<String>,
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} bytes, files {:?}", self.bytes.len(), self.entries)
+    }
+}
+
+fn snapshot(dir: &TempDir, file: &str) -> Snapshot {
+    let mut entries: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    entries.sort();
+    Snapshot {
+        bytes: std::fs::read(dir.file(file)).unwrap(),
+        entries,
+    }
+}
+
+/// An application's database, in its own journal mode, with `sql` run on it.
+fn app_database(dir: &TempDir, sql: &str) -> std::path::PathBuf {
+    let path = dir.file("app.db");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("CREATE TABLE orders (id INTEGER PRIMARY KEY, item TEXT); INSERT INTO orders (item) VALUES ('tea');")
+        .unwrap();
+    conn.execute_batch(sql).unwrap();
+    path
 }
 
 #[test]
-fn a_table_of_the_same_name_made_by_someone_else_is_refused() {
-    let dir = TempDir::new("foreign");
-    let path = dir.file("app.db");
+fn a_table_of_the_same_name_made_by_someone_else_is_refused_and_nothing_is_written() {
+    for (table, sql) in [
+        (
+            "leader_locks",
+            "CREATE TABLE leader_locks (id INTEGER PRIMARY KEY, note TEXT); INSERT INTO leader_locks (note) VALUES ('mine');",
+        ),
+        (
+            "leader_fences",
+            "CREATE TABLE leader_fences (id INTEGER PRIMARY KEY, note TEXT); INSERT INTO leader_fences (note) VALUES ('mine');",
+        ),
+        (
+            "leader_locks",
+            "CREATE VIEW leader_locks AS SELECT * FROM orders;",
+        ),
+    ] {
+        let dir = TempDir::new("foreign");
+        let path = app_database(&dir, sql);
+        let before = snapshot(&dir, "app.db");
+        let err = SqliteBackend::open(&path).unwrap_err();
+        assert!(
+            matches!(&err, OpenError::ForeignTable { table: t, .. } if *t == table),
+            "{sql}: {err:?}"
+        );
+        assert_eq!(
+            snapshot(&dir, "app.db"),
+            before,
+            "{sql}: a refused database is left byte for byte as it was, with no file beside it"
+        );
+    }
+}
+
+/// A database this crate made, then changed by `sql`, left in `journal` mode (with no
+/// journal or WAL beside it once closed).
+fn changed_database(dir: &TempDir, sql: &str, journal: &str) -> std::path::PathBuf {
+    let path = dir.file("locks.db");
+    drop(SqliteBackend::open(&path).unwrap());
     let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch("CREATE TABLE leader_locks (id INTEGER PRIMARY KEY, note TEXT); INSERT INTO leader_locks (note) VALUES ('mine');")
-        .unwrap();
-    let err = SqliteBackend::open(&path).unwrap_err();
+    conn.pragma_update(None, "journal_mode", journal).unwrap();
+    conn.execute_batch(sql).unwrap();
+    path
+}
+
+#[test]
+fn tables_of_a_newer_version_are_refused_and_nothing_is_written() {
+    for journal in ["DELETE", "WAL"] {
+        let dir = TempDir::new("newer");
+        let path = changed_database(
+            &dir,
+            "UPDATE leader_schema SET version = 3; ALTER TABLE leader_locks ADD COLUMN extra TEXT;",
+            journal,
+        );
+        refused_as_newer(&dir, &path);
+    }
+}
+
+fn refused_as_newer(dir: &TempDir, path: &std::path::Path) {
+    let before = snapshot(dir, "locks.db");
+    let err = SqliteBackend::open(path).unwrap_err();
     assert!(
         matches!(
             err,
-            OpenError::ForeignTable {
-                table: "leader_locks",
+            OpenError::NewerSchema {
+                found: 3,
+                supported: 2,
                 ..
             }
         ),
         "{err:?}"
     );
-    let note: String = conn
-        .query_row("SELECT note FROM leader_locks", [], |row| row.get(0))
-        .unwrap();
-    assert_eq!(note, "mine");
+    assert!(err.to_string().contains("version 3"), "{err}");
+    assert_eq!(snapshot(dir, "locks.db"), before, "nothing is written");
+}
+
+#[test]
+fn a_schema_table_of_another_shape_is_refused_and_nothing_is_written() {
+    for sql in [
+        "DROP TABLE leader_schema; CREATE TABLE leader_schema (v TEXT);",
+        "DELETE FROM leader_schema;",
+        "UPDATE leader_schema SET version = 'two';",
+        "UPDATE leader_schema SET version = 1;",
+        "DROP TABLE leader_fences;",
+        "ALTER TABLE leader_locks DROP COLUMN boot_id;",
+    ] {
+        let dir = TempDir::new("schema-shape");
+        let path = changed_database(&dir, sql, "WAL");
+        let before = snapshot(&dir, "locks.db");
+        let err = SqliteBackend::open(&path).unwrap_err();
+        assert!(
+            matches!(err, OpenError::ForeignTable { .. }),
+            "{sql}: {err:?}"
+        );
+        assert_eq!(
+            snapshot(&dir, "locks.db"),
+            before,
+            "{sql}: nothing is written"
+        );
+    }
+}
+
+/// A busy timeout beyond what SQLite counts (milliseconds in an `i32`) is cut to the
+/// longest it does, not a panic.
+#[test]
+fn an_endless_busy_timeout_is_the_longest_sqlite_takes() {
+    let dir = TempDir::new("endless-busy");
+    let config = SqliteConfig::new().with_busy_timeout(Duration::MAX);
+    assert_eq!(config.busy_timeout(), SqliteConfig::MAX_BUSY_TIMEOUT);
+    let backend = SqliteBackend::open_with(dir.file("locks.db"), config).unwrap();
+    let key = LockName::new("endless").unwrap();
+    assert!(backend.try_acquire(request(&key)).is_ok());
 }
 
 #[test]
@@ -95,40 +224,67 @@ fn a_database_locked_by_another_connection_is_a_transient_error_then_works() {
     );
 }
 
-/// The read-only check runs as an unprivileged user: root may write to any file.
+/// The read-only checks run as an unprivileged user: root may write to any file. A
+/// read-only file is refused as read-only; a writable file in a read-only directory (no
+/// room for the journal or WAL beside it) cannot be opened for writing either. Neither is
+/// changed, and no file appears beside it.
 #[test]
 fn a_read_only_database_is_refused() {
     const CHILD: &str = "LEADER_SQLITE_READ_ONLY_DB";
     if let Some(path) = std::env::var_os(CHILD) {
         let err = SqliteBackend::open(&path).unwrap_err();
-        assert!(matches!(err, OpenError::ReadOnly { .. }), "{err:?}");
+        let expected = std::env::var("LEADER_SQLITE_READ_ONLY_EXPECT").unwrap();
+        let kind = match &err {
+            OpenError::ReadOnly { .. } => "read-only",
+            OpenError::CannotOpen { .. } => "cannot-open",
+            _ => "other",
+        };
+        assert_eq!(kind, expected, "{err:?}");
         return;
     }
-    let dir = TempDir::new("read-only");
-    let path = dir.file("locks.db");
-    drop(SqliteBackend::open(&path).unwrap());
-    let before = std::fs::read(&path).unwrap();
-    for (entry, mode) in [(path.as_path(), 0o444), (dir.path(), 0o555)] {
-        std::fs::set_permissions(entry, std::fs::Permissions::from_mode(mode)).unwrap();
+    for (journal, file_mode, expected) in [
+        ("WAL", 0o444, "read-only"),
+        ("DELETE", 0o444, "read-only"),
+        ("WAL", 0o666, "read-only"),
+        ("DELETE", 0o666, "read-only"),
+    ] {
+        let dir = TempDir::new("read-only");
+        let path = dir.file("locks.db");
+        drop(SqliteBackend::open(&path).unwrap());
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.pragma_update(None, "journal_mode", journal).unwrap();
+        drop(conn);
+        let before = snapshot(&dir, "locks.db");
+        for (entry, mode) in [(path.as_path(), file_mode), (dir.path(), 0o555)] {
+            std::fs::set_permissions(entry, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        let exe = std::env::current_exe().unwrap();
+        let args = ["--exact", "a_read_only_database_is_refused", "--nocapture"];
+        let is_root = Command::new("id").arg("-u").output().unwrap().stdout == b"0\n";
+        let mut child = if is_root {
+            let mut setpriv = Command::new("setpriv");
+            setpriv
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(&exe);
+            setpriv
+        } else {
+            Command::new(&exe)
+        };
+        let status = child
+            .args(args)
+            .env(CHILD, &path)
+            .env("LEADER_SQLITE_READ_ONLY_EXPECT", expected)
+            .status()
+            .unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(
+            status.success(),
+            "{journal}, file {file_mode:o}: the unprivileged child failed: {status}"
+        );
+        assert_eq!(
+            snapshot(&dir, "locks.db"),
+            before,
+            "{journal}, file {file_mode:o}: the file is untouched, with nothing beside it"
+        );
     }
-    let exe = std::env::current_exe().unwrap();
-    let args = ["--exact", "a_read_only_database_is_refused", "--nocapture"];
-    let is_root = Command::new("id").arg("-u").output().unwrap().stdout == b"0\n";
-    let mut child = if is_root {
-        let mut setpriv = Command::new("setpriv");
-        setpriv
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(&exe);
-        setpriv
-    } else {
-        Command::new(&exe)
-    };
-    let status = child.args(args).env(CHILD, &path).status().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    assert!(status.success(), "the unprivileged child failed: {status}");
-    assert_eq!(
-        std::fs::read(&path).unwrap(),
-        before,
-        "the file is untouched"
-    );
 }

@@ -47,6 +47,9 @@ macro_rules! contract_tests {
                 group_release_frees_exactly_one_slot,
                 group_slots_expire_and_tokens_grow_per_slot,
                 racing_group_attempts_have_n_winners,
+                unrepresentable_leases_are_refused_on_acquire,
+                unrepresentable_leases_are_refused_on_extend,
+                list_refuses_cursors_it_did_not_make,
             );
         }
     };

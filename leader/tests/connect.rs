@@ -94,6 +94,33 @@ fn sqlite_urls_give_a_backend_on_that_file_sync_and_async() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// An SQLite URL whose path another process could not share is refused, as
+/// `SqliteBackend::open` refuses it, sync and async.
+#[test]
+fn sqlite_urls_of_unshared_databases_are_refused() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let file = std::env::temp_dir().join(format!("leader-unshared-{}.db", std::process::id()));
+    for url in [
+        "sqlite://:memory:".to_owned(),
+        format!("sqlite://file:{}?mode=memory", file.display()),
+        format!("sqlite://file:{}?nolock=1", file.display()),
+    ] {
+        for err in [
+            leader::connect(&url).unwrap_err(),
+            runtime.block_on(leader::connect_async(&url)).unwrap_err(),
+        ] {
+            assert!(
+                matches!(
+                    err,
+                    leader::ConnectError::Sqlite(leader::sqlite::OpenError::NotShared { .. })
+                ),
+                "{url}: {err:?}"
+            );
+        }
+    }
+    assert!(!file.exists(), "nothing was created");
+}
+
 #[test]
 fn redis_urls_give_the_redis_backend() {
     let Some(server) = fixtures::shared_redis() else {

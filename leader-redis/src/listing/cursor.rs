@@ -1,9 +1,12 @@
 //! The opaque cursor of a listing: where the scan resumes.
 //!
-//! On one server it is the `SCAN` cursor (`"1234"`); on a cluster, the index of the master
-//! in the listing's order and that master's `SCAN` cursor (`"1:1234"`).
+//! On one server its position is the `SCAN` cursor (`"1234"`); on a cluster, the index of
+//! the master in the listing's order and that master's `SCAN` cursor (`"1:1234"`). The
+//! position is tagged with the backend and the listing's prefix (`ListCursor::tagged`):
+//! a `SCAN` cursor would resume any pattern's scan, so one of another prefix's listing
+//! must be refused, not silently skip part of this one.
 
-use leader_core::ListCursor;
+use leader_core::{ListCursor, ListRequest};
 
 use crate::error::Failure;
 
@@ -16,26 +19,37 @@ pub(crate) struct Position {
     pub(crate) cursor: u64,
 }
 
-/// The cursor of the page that starts at `at`.
-pub(crate) fn encode(at: Position, cluster: bool) -> ListCursor {
-    if cluster {
-        ListCursor::new(format!("{}:{}", at.node, at.cursor))
+/// The backend's name in its cursors.
+const BACKEND: &str = "redis";
+
+/// The cursor of the page of `request`'s listing that starts at `at`.
+pub(crate) fn encode(at: Position, cluster: bool, request: &ListRequest) -> ListCursor {
+    let position = if cluster {
+        format!("{}:{}", at.node, at.cursor)
     } else {
-        ListCursor::new(at.cursor.to_string())
-    }
+        at.cursor.to_string()
+    };
+    ListCursor::tagged(BACKEND, request, &position)
 }
 
-/// Where a listing resumes: the start without a cursor, or the position `cursor` encodes.
+/// Where `request`'s listing resumes: the start without a cursor, or the position its
+/// cursor encodes.
 ///
 /// # Errors
 ///
 /// [`Failure::BadCursor`] for a cursor this kind of backend (one server or a cluster) did
-/// not make.
-pub(crate) fn decode(cursor: Option<&ListCursor>, cluster: bool) -> Result<Position, Failure> {
-    let Some(cursor) = cursor else {
+/// not make for this prefix.
+pub(crate) fn decode(request: &ListRequest, cluster: bool) -> Result<Position, Failure> {
+    let bad = || Failure::BadCursor {
+        cursor: request
+            .cursor
+            .as_ref()
+            .map(|cursor| cursor.as_str().chars().take(64).collect())
+            .unwrap_or_default(),
+    };
+    let Some(text) = ListCursor::resume(BACKEND, request).map_err(|_| bad())? else {
         return Ok(Position::default());
     };
-    let text = cursor.as_str();
     let position = if cluster {
         text.split_once(':').and_then(|(node, at)| {
             Some(Position {
@@ -46,9 +60,7 @@ pub(crate) fn decode(cursor: Option<&ListCursor>, cluster: bool) -> Result<Posit
     } else {
         number(text).map(|cursor| Position { node: 0, cursor })
     };
-    position.ok_or_else(|| Failure::BadCursor {
-        cursor: text.chars().take(64).collect(),
-    })
+    position.ok_or_else(bad)
 }
 
 /// Decimal digits only (no sign, no spaces), within the type's range.
@@ -63,25 +75,47 @@ fn number<T: std::str::FromStr>(text: &str) -> Option<T> {
 mod tests {
     use super::*;
 
+    fn after(cursor: ListCursor) -> ListRequest {
+        ListRequest::new("job:").after(cursor)
+    }
+
     #[test]
     fn cursors_round_trip() {
+        let request = ListRequest::new("job:");
         let at = Position {
             node: 2,
             cursor: 1234,
         };
-        assert_eq!(encode(at, true).as_str(), "2:1234");
-        assert_eq!(decode(Some(&encode(at, true)), true).unwrap(), at);
+        let cursor = encode(at, true, &request);
+        assert!(cursor.as_str().starts_with("redis:"), "{cursor:?}");
+        assert!(cursor.as_str().ends_with(":2:1234"), "{cursor:?}");
+        assert_eq!(decode(&after(cursor), true).unwrap(), at);
         let single = Position {
             node: 0,
             cursor: 77,
         };
-        assert_eq!(encode(single, false).as_str(), "77");
-        assert_eq!(decode(Some(&encode(single, false)), false).unwrap(), single);
-        assert_eq!(decode(None, true).unwrap(), Position::default());
+        let cursor = encode(single, false, &request);
+        assert!(cursor.as_str().ends_with(":77"), "{cursor:?}");
+        assert_eq!(decode(&after(cursor), false).unwrap(), single);
+        assert_eq!(decode(&request, true).unwrap(), Position::default());
+    }
+
+    #[test]
+    fn a_cursor_of_another_prefix_is_a_typed_error() {
+        let at = Position { node: 0, cursor: 7 };
+        let other = encode(at, false, &ListRequest::new("jobs:"));
+        let err = decode(&after(other), false).unwrap_err();
+        assert!(matches!(err, Failure::BadCursor { .. }), "{err}");
+        let untagged = after(ListCursor::new("7"));
+        assert!(matches!(
+            decode(&untagged, false),
+            Err(Failure::BadCursor { .. })
+        ));
     }
 
     #[test]
     fn foreign_cursors_are_a_typed_error() {
+        let request = ListRequest::new("job:");
         for (text, cluster) in [
             ("", false),
             ("1:2", false),
@@ -94,7 +128,8 @@ mod tests {
             ("1:2:3", true),
             ("tenant:acme", true),
         ] {
-            let err = decode(Some(&ListCursor::new(text)), cluster).unwrap_err();
+            let cursor = ListCursor::tagged(BACKEND, &request, text);
+            let err = decode(&after(cursor), cluster).unwrap_err();
             assert!(matches!(err, Failure::BadCursor { .. }), "{text:?}: {err}");
         }
     }

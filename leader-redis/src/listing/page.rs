@@ -54,6 +54,8 @@ pub(crate) struct Listing {
     /// The masters' slots, once known (cluster only).
     masters: Option<Vec<u16>>,
     at: Position,
+    /// The request, whose prefix the next page's cursor is tagged with.
+    request: ListRequest,
     complete: bool,
     awaiting: Awaiting,
     /// Keys found by the last scan, whose records are still to read, and a slot of the
@@ -83,7 +85,8 @@ impl Listing {
             count: limit.min(MAX_COUNT),
             cluster,
             masters: None,
-            at: cursor::decode(request.cursor.as_ref(), cluster)?,
+            at: cursor::decode(request, cluster)?,
+            request: request.clone(),
             complete: false,
             awaiting: Awaiting::Nothing,
             found: Vec::new(),
@@ -117,7 +120,8 @@ impl Listing {
             return self.send(Awaiting::Records(found), Io::Pipeline { cmds, slot });
         }
         if self.complete || self.locks.len() >= self.limit {
-            let next = (!self.complete).then(|| cursor::encode(self.at, self.cluster));
+            let next =
+                (!self.complete).then(|| cursor::encode(self.at, self.cluster, &self.request));
             return Step::Done(ListPage::new(mem::take(&mut self.locks), next));
         }
         let mut cmd = redis::cmd("SCAN");

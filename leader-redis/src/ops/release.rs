@@ -7,6 +7,7 @@ use super::Op;
 use crate::decode::{array, int, millis, text_field};
 use crate::error::Failure;
 use crate::keys::LockKeys;
+use crate::lease_time::min_lease;
 use crate::scripts::RELEASE;
 
 /// `release` and `release_batch`: one script releases every lease of a chunk, each
@@ -86,7 +87,7 @@ impl Op for Release<'_, '_> {
             let min_ms = if release.min_lease_time.is_zero() {
                 0
             } else {
-                millis(release.min_lease_time)
+                millis(min_lease(release.min_lease_time))
             };
             invocation
                 .arg(release.lease.owner.to_string())

@@ -7,11 +7,13 @@ mod groups;
 mod operator;
 mod ownership;
 mod properties;
+mod refusals;
 
 pub use groups::*;
 pub use operator::*;
 pub use ownership::*;
 pub use properties::*;
+pub use refusals::*;
 
 use std::time::{Duration, SystemTime};
 
