@@ -55,10 +55,13 @@ pub(crate) async fn ensure(client: &Client, table: &Table, sql: &Sql) -> Result<
     if !exists {
         match client.batch_execute(&sql.create).await {
             Ok(()) => {}
-            // Another session made it at the same moment (the type or the table).
+            // Another session made it at the same moment: PostgreSQL reports the race as
+            // a duplicate table, a unique violation on its catalog, or a duplicate row type
+            // (42710, "type … already exists"), whichever catalog entry it hit first.
             Err(err)
                 if err.code() == Some(&SqlState::UNIQUE_VIOLATION)
-                    || err.code() == Some(&SqlState::DUPLICATE_TABLE) => {}
+                    || err.code() == Some(&SqlState::DUPLICATE_TABLE)
+                    || err.code() == Some(&SqlState::DUPLICATE_OBJECT) => {}
             Err(err) => return Err(err.into()),
         }
     }

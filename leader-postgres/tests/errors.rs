@@ -156,3 +156,34 @@ fn an_unknown_role_or_database_is_a_permanent_error() {
     let missing = PostgresBackend::connect_with(&url, config("x")).unwrap();
     assert_backend_error(missing.state(&key), &key, false);
 }
+
+/// Nodes that start together on a table nobody made yet each make it or find it made:
+/// PostgreSQL reports a racing `CREATE TABLE` as a duplicate table, a unique violation on
+/// its catalog, or a duplicate type (42710), and none of them is a failure.
+#[test]
+fn nodes_starting_together_on_a_new_table_all_come_up() {
+    let Some(url) = url() else { return };
+    for round in 0..8 {
+        let table = format!("race_{}_{round}", std::process::id());
+        let start = std::sync::Arc::new(std::sync::Barrier::new(6));
+        let nodes: Vec<_> = (0..6)
+            .map(|_| {
+                let (url, table, start) =
+                    (url.clone(), table.clone(), std::sync::Arc::clone(&start));
+                std::thread::spawn(move || {
+                    let backend = PostgresBackend::connect_with(&url, config(&table)).unwrap();
+                    let key = fresh_name("race");
+                    start.wait();
+                    LockBackend::state(&backend, &key).map(|_| ())
+                })
+            })
+            .collect();
+        for node in nodes {
+            let answer = node.join().unwrap();
+            assert!(
+                answer.is_ok(),
+                "round {round}: a node failed on the new table: {answer:?}"
+            );
+        }
+    }
+}
