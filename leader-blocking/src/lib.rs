@@ -40,6 +40,7 @@ mod pool;
 mod renew;
 mod renewals;
 mod task;
+mod workers;
 
 pub use batch::{Acquired, Finished};
 pub use campaign::LeadershipHandle;
