@@ -23,8 +23,12 @@ use crate::orphan::release_orphan;
 /// minimum lease: the action it was kept for never ran, so another node may take the lock
 /// and run it.
 ///
-/// The lease runs from the moment the batch was sent and is not renewed while it waits to
-/// be run, so check [`is_lost`](Self::is_lost) before running one that waited long.
+/// The lease runs from the moment the batch was sent. With auto-extend it is renewed from
+/// then on, by a task of its own, one renew interval after the batch was sent and every
+/// interval after that, while it waits to be run and while its action runs (as the
+/// blocking elector's `leader_blocking::Acquired` is); without, it runs
+/// out at its deadline, so check [`is_lost`](Self::is_lost) before running one that waited
+/// long.
 #[derive(Debug)]
 #[must_use = "the lock is released when dropped, without running anything"]
 pub struct AsyncAcquired<B: AsyncLockBackend + 'static> {
@@ -194,7 +198,8 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
             .map(|(answer, tenant)| match answer? {
                 BatchAnswer::Acquired(lease, sent_at) => Ok(Some(AsyncAcquired {
                     held: AsyncHeld::new(Arc::clone(backend), lease, sent_at, name, 0, keepalive)
-                        .with_min_lease(Duration::ZERO),
+                        .with_min_lease(Duration::ZERO)
+                        .renewed_from_now(),
                     tenant: tenant.clone(),
                     min_lease_time: keepalive.min_lease_time,
                 })),
