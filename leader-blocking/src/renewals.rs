@@ -52,6 +52,16 @@ struct Queue {
     leases: HashMap<u64, Entry>,
     next_id: u64,
     running: bool,
+    /// When the waiting scheduler looks next: a lease due earlier wakes it, one due later
+    /// does not (each look goes over every lease).
+    wakes_at: Option<Instant>,
+}
+
+impl Queue {
+    /// Whether a lease due at `due` must wake the scheduler.
+    fn wakes(&self, due: Instant) -> bool {
+        self.wakes_at.is_none_or(|at| due < at)
+    }
 }
 
 /// One registered lease.
@@ -139,6 +149,7 @@ impl<B: LockBackend + 'static> Renewals<B> {
                 }
             }
         }
+        let wake = queue.wakes(schedule.due());
         if queue.running {
             queue.leases.insert(
                 id,
@@ -152,7 +163,9 @@ impl<B: LockBackend + 'static> Renewals<B> {
             );
         }
         drop(queue);
-        self.changed.notify_one();
+        if wake {
+            self.changed.notify_one();
+        }
         Registration {
             driver: Arc::clone(self),
             id,
@@ -259,7 +272,9 @@ fn schedule<B: LockBackend + 'static>(driver: &Weak<Renewals<B>>) {
                 .into_iter()
                 .flatten()
                 .fold(idle, Instant::min);
+            queue.wakes_at = Some(wake);
             driver.changed.wait_until(&mut queue, wake);
+            queue.wakes_at = None;
         }
     }));
     drop(stopped);
@@ -324,6 +339,7 @@ fn renew<B: LockBackend + 'static>(driver: &Weak<Renewals<B>>, backend: &B, leas
         return;
     };
     let mut queue = driver.queue.lock();
+    let mut wake = false;
     for (sent, answer) in leases.iter().zip(answers) {
         let Some(entry) = queue.leases.get_mut(&sent.id) else {
             continue;
@@ -335,10 +351,14 @@ fn renew<B: LockBackend + 'static>(driver: &Weak<Renewals<B>>, backend: &B, leas
         {
             entry.schedule.renewed(sent_at);
             entry.in_flight = false;
+            let due = entry.schedule.due();
+            wake |= queue.wakes(due);
         } else {
             queue.leases.remove(&sent.id);
         }
     }
     drop(queue);
-    driver.changed.notify_one();
+    if wake {
+        driver.changed.notify_one();
+    }
 }
