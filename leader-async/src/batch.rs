@@ -23,8 +23,11 @@ use crate::orphan::release_orphan;
 /// minimum lease: the action it was kept for never ran, so another node may take the lock
 /// and run it.
 ///
-/// The lease runs from the moment the batch was sent and is not renewed while it waits to
-/// be run. [`run`](Self::run) checks it right before the action starts: a lease lost by
+/// The lease runs from the moment the batch was sent. With auto-extend it is renewed from
+/// then on, by a task of its own, one renew interval after the batch was sent and every
+/// interval after that, while it waits to be run and while its action runs (as the
+/// blocking elector's `leader_blocking::Acquired` is); without, it runs out at its
+/// deadline. [`run`](Self::run) checks it right before the action starts: a lease lost by
 /// then is released and the action does not run ([`Error::LeaseLost`]).
 #[derive(Debug)]
 #[must_use = "the lock is released when dropped, without running anything"]
@@ -214,7 +217,8 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
             .map(|(answer, tenant)| match answer? {
                 BatchAnswer::Acquired(lease, sent_at) => Ok(Some(AsyncAcquired {
                     held: AsyncHeld::new(Arc::clone(backend), lease, sent_at, name, 0, keepalive)
-                        .with_min_lease(Duration::ZERO),
+                        .with_min_lease(Duration::ZERO)
+                        .renewed_from_now(),
                     tenant: tenant.clone(),
                     min_lease_time: keepalive.min_lease_time,
                 })),

@@ -1,5 +1,6 @@
-//! A held lease in async code: renewed beside the action, released exactly once, also
-//! when the future holding it is dropped.
+//! A held lease in async code: renewed beside the action (or from the moment it was taken,
+//! for a lease won in a batch), released exactly once, also when the future holding it is
+//! dropped.
 
 use std::any::Any;
 use std::future::Future;
@@ -8,12 +9,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_lite::FutureExt;
-use leader_core::__private::{Keepalive, LeaseTracker, answers_in_order, by_backend};
+use futures_util::FutureExt as _;
+use leader_core::__private::{
+    Keepalive, LeaseTracker, RenewalSchedule, answers_in_order, by_backend,
+};
 use leader_core::{AsyncLockBackend, Error, LeaderRunResult, Lease, LeaseContext, ReleaseRequest};
 use tracing::Instrument;
 
 use crate::release::{release, release_in_background};
 use crate::rt;
+use crate::stop::StopSignal;
 
 /// Owns an acquisition until released. If it is dropped unreleased (the caller's future
 /// was cancelled), a release is spawned on the runtime, and finished on a thread of its
@@ -23,6 +28,12 @@ pub(crate) struct AsyncHeld<B: AsyncLockBackend + 'static> {
     backend: Arc<B>,
     tracker: Arc<LeaseTracker>,
     keepalive: Keepalive,
+    /// When the lease is renewed (`None`: not auto-extended), counted from its acquire.
+    schedule: Option<RenewalSchedule>,
+    /// Stops the task renewing the lease in the background, for a lease renewed from the
+    /// moment it was taken ([`renewed_from_now`](Self::renewed_from_now)); `None` when the
+    /// future running its action renews it.
+    background: Option<StopSignal>,
     released: bool,
 }
 
@@ -47,7 +58,30 @@ impl<B: AsyncLockBackend + 'static> AsyncHeld<B> {
             backend,
             tracker: Arc::new(tracker),
             keepalive,
+            schedule: keepalive.schedule(sent_at),
+            background: None,
             released: false,
+        }
+    }
+
+    /// The same lease, renewed from now on by a task of its own rather than beside its
+    /// action: for a lease won in a batch, which may wait for a worker before its action
+    /// runs, so that it is renewed on its own schedule from the moment it was taken (as
+    /// the blocking renewal driver renews it) and `lost()` resolves at its deadline. The
+    /// renewals stop when the action returns, or when the lease is released or dropped.
+    pub(crate) fn renewed_from_now(mut self) -> Self {
+        if self.background.is_none() && self.schedule.is_some() {
+            let stop = StopSignal::default();
+            self.spawn_watchdog(stop.clone().stopped());
+            self.background = Some(stop);
+        }
+        self
+    }
+
+    /// Stops the background renewals, if any.
+    fn stop_renewing(&self) {
+        if let Some(stop) = &self.background {
+            stop.stop();
         }
     }
 
@@ -66,18 +100,36 @@ impl<B: AsyncLockBackend + 'static> AsyncHeld<B> {
     }
 
     /// Runs `action` to completion while the watchdog keeps the lease (or marks it lost
-    /// at its deadline); a panic in the action is caught and handed back.
+    /// at its deadline), then stops renewing it; a panic in the action is caught and
+    /// handed back.
+    ///
+    /// A combinator, not an `async fn`: an `async fn` would keep `action` beside the
+    /// future it awaits, a second copy of it in every run's future.
     pub(crate) fn run<F: Future>(
         &self,
         action: F,
     ) -> impl Future<Output = Result<F::Output, Box<dyn Any + Send + 'static>>> {
-        let watchdog = async {
-            watch(&*self.backend, &self.tracker, &self.keepalive).await;
+        // A lease renewed by a task of its own needs no watchdog beside its action.
+        let renewed_apart = self.background.is_some();
+        let watchdog = async move {
+            if !renewed_apart {
+                watch(
+                    &*self.backend,
+                    &self.tracker,
+                    &self.keepalive,
+                    self.schedule,
+                )
+                .await;
+            }
             std::future::pending().await
         };
-        AssertUnwindSafe(action.instrument(self.tracker.run_span()))
-            .catch_unwind()
+        let action = AssertUnwindSafe(action.instrument(self.tracker.run_span()));
+        FutureExt::catch_unwind(action)
             .or(watchdog)
+            .map(move |outcome| {
+                self.stop_renewing();
+                outcome
+            })
     }
 
     /// The same lease, released with `min_lease_time` instead of the options' minimum lease.
@@ -168,6 +220,9 @@ impl<B: AsyncLockBackend + 'static> AsyncHeld<B> {
     /// leases will run out by themselves. Dropped before it is done, the leases not yet
     /// released are released in the background.
     pub(crate) async fn release_all(held: Vec<Self>) {
+        for h in &held {
+            h.stop_renewing();
+        }
         for (backend, mut batch) in by_backend(held, |h| &h.backend) {
             let requests: Vec<_> = batch
                 .iter()
@@ -191,8 +246,11 @@ impl<B: AsyncLockBackend + 'static> AsyncHeld<B> {
         let backend = Arc::clone(&self.backend);
         let tracker = Arc::clone(&self.tracker);
         let keepalive = self.keepalive;
+        let schedule = self.schedule;
         rt::spawn_detached(async move {
-            watch(&*backend, &tracker, &keepalive).or(stop).await;
+            watch(&*backend, &tracker, &keepalive, schedule)
+                .or(stop)
+                .await;
         });
     }
 
@@ -200,6 +258,7 @@ impl<B: AsyncLockBackend + 'static> AsyncHeld<B> {
     /// action's outcome is already real and the lease will run out by itself.
     pub(crate) async fn release(mut self) {
         self.released = true;
+        self.stop_renewing();
         let answer = release(&self.backend, &self.tracker, self.keepalive.min_lease_time).await;
         match answer {
             Ok(outcome) => tracing::debug!(lock = %self.lease().key, ?outcome, "released"),
@@ -212,6 +271,7 @@ impl<B: AsyncLockBackend + 'static> AsyncHeld<B> {
 
 impl<B: AsyncLockBackend + 'static> Drop for AsyncHeld<B> {
     fn drop(&mut self) {
+        self.stop_renewing();
         if self.released {
             return;
         }
@@ -220,17 +280,23 @@ impl<B: AsyncLockBackend + 'static> Drop for AsyncHeld<B> {
     }
 }
 
-/// Renews every `renew_every` until the lease is lost; without renewals, marks the lease
-/// lost when its deadline passes so that `LeaseContext::lost` resolves. Each renewal races
-/// the deadline: unanswered by then, the lease is lost at that moment.
-async fn watch<B: AsyncLockBackend>(backend: &B, tracker: &LeaseTracker, keepalive: &Keepalive) {
-    let Some(interval) = keepalive.renew_every else {
+/// Renews the lease on `schedule` (one interval after the acquire was sent, then after each
+/// renewal was sent; at once when that is past) until it is lost; without renewals, marks
+/// the lease lost when its deadline passes so that `LeaseContext::lost` resolves. Each
+/// renewal races the deadline: unanswered by then, the lease is lost at that moment.
+async fn watch<B: AsyncLockBackend>(
+    backend: &B,
+    tracker: &LeaseTracker,
+    keepalive: &Keepalive,
+    schedule: Option<RenewalSchedule>,
+) {
+    let Some(mut schedule) = schedule else {
         rt::sleep_until(tracker.context().deadline()).await;
         tracker.lose();
         return;
     };
     loop {
-        rt::sleep(interval).await;
+        rt::sleep_until(schedule.due()).await;
         let sent_at = Instant::now();
         let renewal = tracker.traced_extend_async(backend.extend(
             tracker.lease(),
@@ -244,5 +310,6 @@ async fn watch<B: AsyncLockBackend>(backend: &B, tracker: &LeaseTracker, keepali
         if !tracker.record_renewal(answer, sent_at, keepalive.lease_time) {
             return;
         }
+        schedule.renewed(sent_at);
     }
 }

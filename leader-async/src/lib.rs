@@ -29,6 +29,25 @@
 //! runtime drops is finished on a thread of its own. A cancelled call is not an
 //! `ActionFailed`: it simply has no outcome.
 //!
+//! # Orphaned acquisitions
+//!
+//! An acquire that fails after it was sent (a response timeout, a dropped connection), or
+//! whose future is dropped while it is on its way, may still have taken the lock, or may take it later: a request stuck in a paused
+//! server's socket runs when the server goes on, and its lease starts then. The elector
+//! releases that attempt's owner token in the background, which can only ever free the
+//! attempt's own lease: at once, then with backoff (at most 500 ms apart) until a release
+//! frees it, for as long as the store answers none of them (up to five minutes from the
+//! send, or the lease if longer), and for one lease after the store first answers one.
+//! A lock taken by a request that lands when a frozen server thaws is so free again soon
+//! after the thaw: within one backoff step, plus the backend's timeout should a release
+//! be stuck in the server as it went on. A request that lands after a longer outage
+//! holds its lock until its lease runs out, as a crashed holder's would: the bound keeps
+//! a process from retrying without end against a store that is gone.
+//!
+//! Each orphan is released by a task of its own (on a thread of its own should the
+//! runtime shut down first), so one backend's hanging releases delay no other's; at most
+//! 10,000 are released at once, and the ones beyond are left to run out.
+//!
 //! # Examples
 //!
 //! ```

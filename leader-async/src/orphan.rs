@@ -1,7 +1,12 @@
 //! Releasing acquisitions nobody knows about: an acquire that failed or was cancelled after
 //! it was sent (see [`Orphan`]).
+//!
+//! Each orphan is a task of its own, so a backend whose releases hang delays no other
+//! orphan; a task the runtime drops while shutting down finishes on a thread of its own
+//! (see [`rt::spawn_to_completion`]), again one per orphan.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use leader_core::__private::Orphan;
@@ -9,10 +14,42 @@ use leader_core::AsyncLockBackend;
 
 use crate::rt;
 
+/// Orphans beyond this many at once are not released (with a warning): they run out with
+/// their leases, and the process must not fill up with retrying tasks while a store is
+/// down (a tenant poller leaves one per tenant a cycle).
+const MAX_PENDING: usize = 10_000;
+
+/// How many orphans are being released.
+static PENDING: AtomicUsize = AtomicUsize::new(0);
+
+/// One orphan counted in [`PENDING`] until the last of its runs ends.
+#[derive(Debug)]
+struct Counted;
+
+impl Counted {
+    fn enter() -> Option<Arc<Counted>> {
+        let entered = PENDING.fetch_add(1, Ordering::AcqRel) < MAX_PENDING;
+        let counted = Arc::new(Counted);
+        entered.then_some(counted)
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        PENDING.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// Releases `orphan` in the background, again and again while it could be live; the work
 /// survives a runtime shutdown (see [`rt::spawn_to_completion`]).
 pub(crate) fn release_orphan<B: AsyncLockBackend + 'static>(backend: Arc<B>, orphan: Orphan) {
+    let Some(counted) = Counted::enter() else {
+        let key = orphan.leases().first().map(|lease| lease.key.clone());
+        tracing::warn!(lock = ?key, "too many possibly orphaned leases to release; this one runs out with its lease");
+        return;
+    };
     rt::spawn_to_completion(move || async move {
+        let _counted = counted;
         let mut orphan = orphan;
         loop {
             let mut answers = Vec::with_capacity(orphan.leases().len());

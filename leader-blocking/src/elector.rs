@@ -21,11 +21,14 @@ use crate::held::HeldLease;
 ///
 /// **Renewals.** Every auto-extended lease over one backend value (the same `Arc`, so all
 /// clones and every elector made [`with_shared_backend`](Self::with_shared_backend) from
-/// it) is renewed by one driver of two threads, however many leases are held: due leases
-/// are renewed together with [`LockBackend::extend_batch`] (on Redis, 10,000 leases in
-/// one round trip), and each lease is marked lost at its own deadline if its renewal goes
-/// unanswered. Give electors one backend value rather than a backend each, so that they
-/// share it.
+/// it) is renewed by one driver, however many leases are held: a scheduler thread that
+/// never waits for the backend, and a few threads for the calls (one while calls are
+/// answered promptly, another whenever the waiting call has waited 50 ms, at most 16).
+/// Due leases are renewed together with [`LockBackend::extend_batch`] when the backend's
+/// batch is native (on Redis, 10,000 leases in one round trip), and one call per lease
+/// otherwise, so one stuck key holds up no other lease; each lease is marked lost at its
+/// own deadline if its renewal goes unanswered, whatever the other calls are doing. Give
+/// electors one backend value rather than a backend each, so that they share it.
 ///
 /// # Errors
 ///

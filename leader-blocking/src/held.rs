@@ -39,10 +39,10 @@ impl<B: LockBackend + 'static> HeldLease<B> {
             keepalive.lease_time,
             backend.name(),
         ));
-        let renewals = keepalive.renew_every.map(|interval| {
+        let renewals = keepalive.schedule(requested_at).map(|schedule| {
             Renewals::of(&backend).register(
                 Arc::clone(&tracker),
-                interval,
+                schedule,
                 keepalive.lease_time,
                 keepalive.use_db_time,
             )

@@ -14,6 +14,28 @@
 //! [`LeaderElectionOptions`] and give back the shared
 //! [`LeaderRunResult`].
 //!
+//! # Orphaned acquisitions
+//!
+//! An acquire that fails after it was sent (a response timeout, a dropped connection)
+//! may still have taken the lock, or may take it later: a request stuck in a paused
+//! server's socket runs when the server goes on, and its lease starts then. The elector
+//! releases that attempt's owner token in the background, which can only ever free the
+//! attempt's own lease: at once, then with backoff (at most 500 ms apart) until a release
+//! frees it, for as long as the store answers none of them (up to five minutes from the
+//! send, or the lease if longer), and for one lease after the store first answers one.
+//! A lock taken by a request that lands when a frozen server thaws is so free again soon
+//! after the thaw: within one backoff step, plus the backend's timeout should a release
+//! be stuck in the server as it went on. A request that lands after a longer outage
+//! holds its lock until its lease runs out, as a crashed holder's would: the bound keeps
+//! a process from retrying without end against a store that is gone.
+//!
+//! One timer thread of the process keeps the orphans of every elector until each release
+//! is due, and hands it to threads of its backend value (one while releases are answered
+//! promptly, another whenever one has waited 50 ms, at most 8): one backend's hanging
+//! releases delay no other backend's, and on one backend a hanging release delays the
+//! others by at most 50 ms while fewer than eight hang. At most 10,000 orphans wait at once; the ones beyond are
+//! left to run out.
+//!
 //! # Examples
 //!
 //! ```
@@ -40,6 +62,7 @@ mod pool;
 mod renew;
 mod renewals;
 mod task;
+mod workers;
 
 pub use batch::{Acquired, Finished};
 pub use campaign::LeadershipHandle;

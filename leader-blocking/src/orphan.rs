@@ -1,17 +1,24 @@
 //! Releasing acquisitions nobody knows about: an acquire that failed after it was sent
 //! (see [`Orphan`]).
 //!
-//! One process-wide thread does it for every blocking elector, whatever the backend: each
-//! orphan is a job that releases once and says when to try again. A thread per orphan
-//! would not do: while a server is down every failed call leaves one, for as long as a
-//! lease (a tenant poller with a hundred tenants would start a hundred threads a cycle).
+//! Each orphan is a job that releases once and says when to try again. One process-wide
+//! timer thread keeps the jobs until they are due and never calls a backend itself: a due
+//! job goes to the [`Workers`] of its backend value, so a backend whose releases hang (a
+//! frozen server: each call waits for its timeout) delays no other backend's orphans, and
+//! on one backend a hanging release delays the next only until another thread is started
+//! for it. A thread per orphan would not do: while a server is down every failed call
+//! leaves one (a tenant poller with a hundred tenants would start a hundred threads a
+//! cycle).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use leader_core::__private::Orphan;
 use leader_core::LockBackend;
+use parking_lot::Mutex;
+
+use crate::workers::Workers;
 
 /// One release attempt; `Some(delay)` to be run again after `delay`.
 type Attempt = Box<dyn FnMut() -> Option<Duration> + Send>;
@@ -20,9 +27,14 @@ type Attempt = Box<dyn FnMut() -> Option<Duration> + Send>;
 /// leases anyway, and the queue must not grow without bound while a server is down.
 const MAX_PENDING: usize = 10_000;
 
+/// The most releases of one backend value in flight at once: beyond that many hanging,
+/// the store itself is stuck, and more threads would not get an answer sooner.
+const MAX_CALLS: usize = 8;
+
 /// Releases `orphan` in the background, again and again while it could be live.
 pub(crate) fn release_orphan<B: LockBackend + 'static>(backend: Arc<B>, orphan: Orphan) {
     let key = orphan.leases().first().map(|lease| lease.key.clone());
+    let workers = workers_of(&backend);
     let mut orphan = orphan;
     let attempt: Attempt = Box::new(move || {
         let mut answers = Vec::with_capacity(orphan.leases().len());
@@ -36,23 +48,67 @@ pub(crate) fn release_orphan<B: LockBackend + 'static>(backend: Arc<B>, orphan: 
         }
         orphan.after_releases(&answers)
     });
-    match reaper() {
-        Some(reaper) if reaper.send(attempt).is_ok() => {}
+    let due = Due {
+        at: Instant::now(),
+        attempt,
+        workers,
+    };
+    match timer() {
+        Some(timer) if timer.send(due).is_ok() => {}
         _ => {
             tracing::warn!(lock = ?key, "no thread to release a possibly orphaned lease; it runs out with its lease");
         }
     }
 }
 
-/// The reaper thread's queue, started on first use.
-fn reaper() -> Option<&'static Sender<Attempt>> {
-    static REAPER: OnceLock<Option<Sender<Attempt>>> = OnceLock::new();
-    REAPER
+/// The release threads of `backend`'s value (by the address of its `Arc`): the ones its
+/// other orphans use, or new ones. They go away with the last orphan that uses them.
+fn workers_of<B: LockBackend + 'static>(backend: &Arc<B>) -> Arc<Workers> {
+    let address = Arc::as_ptr(backend) as usize;
+    let mut all = WORKERS.lock();
+    all.retain(|(_, workers)| workers.strong_count() > 0);
+    let known = all
+        .iter()
+        .filter(|(at, _)| *at == address)
+        .find_map(|(_, workers)| workers.upgrade());
+    known.unwrap_or_else(|| {
+        let workers = Arc::new(Workers::new("leader-orphans-io", MAX_CALLS));
+        all.push((address, Arc::downgrade(&workers)));
+        workers
+    })
+}
+
+/// The release threads of every backend value with orphans, by the address of its `Arc`.
+static WORKERS: Mutex<Vec<(usize, Weak<Workers>)>> = Mutex::new(Vec::new());
+
+/// Starts a thread for each backend whose releases all hang while others wait; when to
+/// look again.
+fn unstick_all() -> Option<Instant> {
+    let all: Vec<Arc<Workers>> = WORKERS
+        .lock()
+        .iter()
+        .filter_map(|(_, workers)| workers.upgrade())
+        .collect();
+    all.iter().filter_map(|workers| workers.unstick()).min()
+}
+
+/// An attempt, when it is due, and the threads of its backend.
+struct Due {
+    at: Instant,
+    attempt: Attempt,
+    workers: Arc<Workers>,
+}
+
+/// The timer thread's queue (new orphans, and attempts to run again), started on first use.
+fn timer() -> Option<&'static Sender<Due>> {
+    static TIMER: OnceLock<Option<Sender<Due>>> = OnceLock::new();
+    TIMER
         .get_or_init(|| {
             let (sender, receiver) = crossbeam_channel::unbounded();
+            let again = sender.clone();
             std::thread::Builder::new()
                 .name("leader-orphans".into())
-                .spawn(move || reap(&receiver))
+                .spawn(move || keep_time(&receiver, &again))
                 .map_err(
                     |err| tracing::warn!(error = %err, "could not start the orphan-release thread"),
                 )
@@ -62,50 +118,60 @@ fn reaper() -> Option<&'static Sender<Attempt>> {
         .as_ref()
 }
 
-/// An attempt and when it is due.
-struct Due {
-    at: Instant,
-    attempt: Attempt,
-}
-
-/// Runs every attempt when it is due, taking new ones as they come.
-fn reap(new: &Receiver<Attempt>) {
+/// Hands every attempt to its backend's threads when it is due, taking new ones as they
+/// come; an attempt that asks to run again comes back through `again`.
+fn keep_time(new: &Receiver<Due>, again: &Sender<Due>) {
     let mut pending: Vec<Due> = Vec::new();
     loop {
         let next = pending.iter().map(|due| due.at).min();
-        let received = match next {
+        // Every job is handed over on this thread, so a look after each round sees them all.
+        let unstick = unstick_all();
+        let wake = [next, unstick].into_iter().flatten().min();
+        let received = match wake {
             Some(at) => new.recv_deadline(at),
             None => new.recv().map_err(|_| RecvTimeoutError::Disconnected),
         };
         match received {
-            Ok(attempt) if pending.len() < MAX_PENDING => pending.push(Due {
-                at: Instant::now(),
-                attempt,
-            }),
+            Ok(due) if pending.len() < MAX_PENDING => pending.push(due),
             Ok(_) => tracing::warn!("too many possibly orphaned leases to release; dropping one"),
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => return,
         }
-        run_due(&mut pending);
+        hand_over_due(&mut pending, again);
     }
 }
 
-fn run_due(pending: &mut Vec<Due>) {
+/// Hands the due attempts to their backends' threads.
+fn hand_over_due(pending: &mut Vec<Due>, again: &Sender<Due>) {
+    let now = Instant::now();
     let mut index = 0;
     while index < pending.len() {
-        let due = &mut pending[index];
-        if due.at > Instant::now() {
+        if pending[index].at > now {
             index += 1;
             continue;
         }
-        match (due.attempt)() {
-            Some(delay) => {
-                due.at = Instant::now() + delay;
-                index += 1;
+        let Due {
+            mut attempt,
+            workers,
+            ..
+        } = pending.swap_remove(index);
+        let again = again.clone();
+        let threads = Arc::clone(&workers);
+        let job = Box::new(move || {
+            if let Some(delay) = attempt() {
+                let due = Due {
+                    at: Instant::now() + delay,
+                    attempt,
+                    workers: threads,
+                };
+                // The timer outlives every job: it never stops.
+                let _ = again.send(due);
             }
-            None => {
-                pending.swap_remove(index);
-            }
+        });
+        if workers.submit(job).is_err() {
+            tracing::warn!(
+                "no thread to release a possibly orphaned lease; it runs out with its lease"
+            );
         }
     }
 }

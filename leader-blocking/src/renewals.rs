@@ -1,56 +1,85 @@
 //! The renewal driver: one per backend value, renewing every auto-extended lease of the
-//! blocking electors over that backend in batches.
+//! blocking electors over that backend.
 //!
-//! A lease registers when it is taken and unregisters when it is released. Two threads
-//! serve all of them, however many there are: the scheduler sleeps until the first lease
-//! is due, takes every lease due within half its renewal interval (so leases fall into
-//! a few cohorts renewed together), hands them to the I/O thread as one
-//! [`extend_batch`](LockBackend::extend_batch) call, and waits for the answers. Each
-//! renewal still races its own lease's deadline (DESIGN §4.7): while the batch is
-//! unanswered, the scheduler marks each lease lost the moment its deadline passes, and a
-//! late answer changes nothing for it.
+//! A lease registers when it is taken and unregisters when it is released. One scheduler
+//! thread watches all of them, however many there are, and never waits for a backend: it
+//! sleeps until the next lease is due or the next deadline passes, hands the due leases to
+//! the driver's [`Workers`], and marks each lease lost the moment its deadline passes
+//! unrenewed, whatever the renewals in flight are doing (a late answer then changes nothing
+//! for it). Due leases are taken together with every lease due within half its interval,
+//! so they fall into a few cohorts: a backend whose [`extend_batch`] is native
+//! ([`LockBackend::extend_batch_is_native`]) gets each cohort as one call; any other gets
+//! one call per lease, several at once, so that one stuck key holds up no other lease.
 //!
 //! The driver of a backend is found by the backend's `Arc` (electors that share a backend
 //! share its driver, whatever their options), and goes away, threads and all, within a
-//! second of its last lease and elector.
+//! second of its last lease.
+//!
+//! [`extend_batch`]: LockBackend::extend_batch
 
 use std::any::Any;
 use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
-use leader_core::__private::LeaseTracker;
-use leader_core::{Error, ExtendOutcome, LockBackend, Renewal};
+use leader_core::__private::{LeaseTracker, RenewalSchedule, answers_in_order};
+use leader_core::{LockBackend, Renewal};
 use parking_lot::{Condvar, Mutex};
+
+use crate::workers::Workers;
 
 /// The longest the scheduler sleeps: an unused driver notices it is unused this soon.
 const IDLE: Duration = Duration::from_secs(1);
+
+/// The most renewal calls of one backend value in flight at once. A call that hangs ties up
+/// its thread until the backend's own timeout; with this many hanging the store itself is
+/// stuck, more threads would not get an answer sooner, and each lease is lost at its own
+/// deadline all the same.
+const MAX_CALLS: usize = 16;
 
 /// The renewal driver of one backend value.
 pub(crate) struct Renewals<B: LockBackend + 'static> {
     backend: Arc<B>,
     queue: Mutex<Queue>,
     changed: Condvar,
+    workers: Workers,
 }
 
-/// The registered leases, and whether the threads run.
+/// The registered leases, and whether the scheduler runs.
 #[derive(Default)]
 struct Queue {
     leases: HashMap<u64, Entry>,
     next_id: u64,
     running: bool,
+    /// When the waiting scheduler looks next: a lease due earlier wakes it, one due later
+    /// does not (each look goes over every lease).
+    wakes_at: Option<Instant>,
+}
+
+impl Queue {
+    /// Whether a lease due at `due` must wake the scheduler.
+    fn wakes(&self, due: Instant) -> bool {
+        self.wakes_at.is_none_or(|at| due < at)
+    }
 }
 
 /// One registered lease.
 struct Entry {
     tracker: Arc<LeaseTracker>,
-    interval: Duration,
+    schedule: RenewalSchedule,
     lease_time: Duration,
     use_db_time: bool,
-    /// When it is next due (ignored while `in_flight`).
-    due: Instant,
+    /// A renewal was handed to the workers and is not answered yet.
     in_flight: bool,
+}
+
+/// One lease of a renewal call.
+struct Sent {
+    id: u64,
+    tracker: Arc<LeaseTracker>,
+    lease_time: Duration,
+    use_db_time: bool,
 }
 
 /// A lease's place in the driver: renewed until dropped.
@@ -73,13 +102,6 @@ impl<B: LockBackend + 'static> Drop for Registration<B> {
     }
 }
 
-/// What the scheduler hands the I/O thread, and gets back.
-struct Batch {
-    leases: Vec<(u64, Arc<LeaseTracker>, Duration, bool)>,
-    sent_at: Instant,
-}
-type Answers = Vec<Result<ExtendOutcome, Error>>;
-
 impl<B: LockBackend + 'static> Renewals<B> {
     /// The driver of `backend`: the one its electors already use, or a new one.
     pub(crate) fn of(backend: &Arc<B>) -> Arc<Self> {
@@ -97,20 +119,21 @@ impl<B: LockBackend + 'static> Renewals<B> {
             backend: Arc::clone(backend),
             queue: Mutex::new(Queue::default()),
             changed: Condvar::new(),
+            workers: Workers::new("leader-renew-io", MAX_CALLS),
         });
         let erased: Arc<dyn Any + Send + Sync> = Arc::clone(&driver) as _;
         drivers.push((address, Arc::downgrade(&erased)));
         driver
     }
 
-    /// Renews `tracker`'s lease every `interval` (the first time one interval from now)
-    /// until the registration is dropped or the lease is lost. If the driver's threads
-    /// cannot start, the lease is marked lost at once: the action never believes itself
-    /// covered.
+    /// Renews `tracker`'s lease on `schedule` (the first renewal one interval after its
+    /// acquire was sent, at once if that is past) until the registration is dropped or the
+    /// lease is lost. If the scheduler cannot start, the lease is marked lost at once: the
+    /// action never believes itself covered.
     pub(crate) fn register(
         self: &Arc<Self>,
         tracker: Arc<LeaseTracker>,
-        interval: Duration,
+        schedule: RenewalSchedule,
         lease_time: Duration,
         use_db_time: bool,
     ) -> Registration<B> {
@@ -121,29 +144,102 @@ impl<B: LockBackend + 'static> Renewals<B> {
             match start(self) {
                 Ok(()) => queue.running = true,
                 Err(err) => {
-                    tracing::warn!(error = %err, "could not start the renewal threads");
+                    tracing::warn!(error = %err, "could not start the renewal scheduler");
                     tracker.lose();
                 }
             }
         }
+        let wake = queue.wakes(schedule.due());
         if queue.running {
             queue.leases.insert(
                 id,
                 Entry {
                     tracker,
-                    interval,
+                    schedule,
                     lease_time,
                     use_db_time,
-                    due: Instant::now() + interval,
                     in_flight: false,
                 },
             );
         }
         drop(queue);
-        self.changed.notify_one();
+        if wake {
+            self.changed.notify_one();
+        }
         Registration {
             driver: Arc::clone(self),
             id,
+        }
+    }
+
+    /// One look at every lease: marks those past their deadline lost, hands the due ones
+    /// to the workers. Returns when to look again (`None`: no lease).
+    fn tick(self: &Arc<Self>, queue: &mut Queue) -> Option<Instant> {
+        let now = Instant::now();
+        let mut next: Option<Instant> = None;
+        let mut any_due = false;
+        queue.leases.retain(|_, entry| {
+            if entry.tracker.is_marked_lost() {
+                return false;
+            }
+            let deadline = entry.tracker.context().deadline();
+            if deadline <= now {
+                if entry.in_flight {
+                    entry.tracker.renewal_unanswered();
+                } else {
+                    tracing::warn!(lock = %entry.tracker.lease().key, "lease lost: its deadline passed before a renewal could be sent");
+                    entry.tracker.lose();
+                }
+                return false;
+            }
+            let mut wake = deadline;
+            if !entry.in_flight {
+                any_due |= entry.schedule.due() <= now;
+                wake = wake.min(entry.schedule.due());
+            }
+            next = Some(next.map_or(wake, |next| next.min(wake)));
+            true
+        });
+        if any_due {
+            let cohort: Vec<Sent> = queue
+                .leases
+                .iter_mut()
+                .filter(|(_, entry)| !entry.in_flight && entry.schedule.joins_batch_at(now))
+                .map(|(id, entry)| {
+                    entry.in_flight = true;
+                    Sent {
+                        id: *id,
+                        tracker: Arc::clone(&entry.tracker),
+                        lease_time: entry.lease_time,
+                        use_db_time: entry.use_db_time,
+                    }
+                })
+                .collect();
+            self.send(cohort, queue);
+        }
+        next
+    }
+
+    /// Hands `cohort` to the workers: whole to a native batch, else one call per lease.
+    fn send(self: &Arc<Self>, cohort: Vec<Sent>, queue: &mut Queue) {
+        let calls: Vec<Vec<Sent>> = if self.backend.extend_batch_is_native() {
+            vec![cohort]
+        } else {
+            cohort.into_iter().map(|sent| vec![sent]).collect()
+        };
+        for call in calls {
+            let driver = Arc::downgrade(self);
+            let backend = Arc::clone(&self.backend);
+            let ids: Vec<u64> = call.iter().map(|sent| sent.id).collect();
+            let job = Box::new(move || renew(&driver, &*backend, call));
+            if self.workers.submit(job).is_err() {
+                // No thread to renew on: lost now rather than at a deadline nobody covers.
+                for id in ids {
+                    if let Some(entry) = queue.leases.remove(&id) {
+                        entry.tracker.lose();
+                    }
+                }
+            }
         }
     }
 }
@@ -152,172 +248,117 @@ impl<B: LockBackend + 'static> Renewals<B> {
 /// backend type live here).
 static DRIVERS: Mutex<Vec<(usize, Weak<dyn Any + Send + Sync>)>> = Mutex::new(Vec::new());
 
-/// Starts the scheduler and the I/O thread of `driver`.
+/// Starts the scheduler of `driver`.
 fn start<B: LockBackend + 'static>(driver: &Arc<Renewals<B>>) -> std::io::Result<()> {
-    let (batches, to_renew) = crossbeam_channel::bounded::<Batch>(1);
-    let (answered, answers) = crossbeam_channel::bounded::<Answers>(1);
-    let backend = Arc::clone(&driver.backend);
-    std::thread::Builder::new()
-        .name("leader-renew-io".into())
-        .spawn(move || renew(&*backend, &to_renew, &answered))?;
     let weak = Arc::downgrade(driver);
     std::thread::Builder::new()
         .name("leader-renewals".into())
-        .spawn(move || schedule(&weak, &batches, &answers))?;
+        .spawn(move || schedule(&weak))?;
     Ok(())
 }
 
-/// The I/O thread: one `extend_batch` per batch, until the scheduler goes.
-fn renew<B: LockBackend>(backend: &B, batches: &Receiver<Batch>, answered: &Sender<Answers>) {
-    while let Ok(batch) = batches.recv() {
-        let renewals: Vec<Renewal<'_>> = batch
-            .leases
-            .iter()
-            .map(|(_, tracker, lease_time, use_db_time)| {
-                Renewal::new(tracker.lease(), *lease_time).with_db_time(*use_db_time)
-            })
-            .collect();
-        let spans: Vec<_> = batch
-            .leases
-            .iter()
-            .map(|(_, t, ..)| t.extend_span())
-            .collect();
-        let answers = backend.extend_batch(&renewals);
-        for (span, answer) in spans.iter().zip(&answers) {
-            LeaseTracker::record_extend(span, answer);
-        }
-        if answered.send(answers).is_err() {
-            return;
-        }
-    }
-}
-
-/// The scheduler: batches of due leases, one at a time, until the driver is unused. Should
-/// the I/O thread die (a backend that panicked), every lease is marked lost and the next
-/// registration starts the threads again.
-fn schedule<B: LockBackend + 'static>(
-    driver: &Weak<Renewals<B>>,
-    batches: &Sender<Batch>,
-    answers: &Receiver<Answers>,
-) {
-    while let Some(driver) = driver.upgrade() {
-        let Some(batch) = next_batch(&driver) else {
-            continue;
-        };
-        let kept = Batch {
-            leases: batch.leases.clone(),
-            sent_at: batch.sent_at,
-        };
-        let sent = batches.send(batch).is_ok();
-        let batch = kept;
-        if !sent || !settle(&driver, &batch, answers) {
+/// The scheduler: looks at the leases whenever one is due, a deadline passes, a lease
+/// registers or an answer comes, until the driver is unused. Should it stop for any other
+/// reason (a panic), every lease is marked lost and the next registration starts it again.
+fn schedule<B: LockBackend + 'static>(driver: &Weak<Renewals<B>>) {
+    let stopped = Stopped(driver);
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        while let Some(driver) = driver.upgrade() {
             let mut queue = driver.queue.lock();
-            for entry in std::mem::take(&mut queue.leases).into_values() {
-                entry.tracker.lose();
-            }
-            queue.running = false;
-            return;
+            let next = driver.tick(&mut queue);
+            let unstick = driver.workers.unstick();
+            let idle = Instant::now() + IDLE;
+            let wake = [next, unstick]
+                .into_iter()
+                .flatten()
+                .fold(idle, Instant::min);
+            queue.wakes_at = Some(wake);
+            driver.changed.wait_until(&mut queue, wake);
+            queue.wakes_at = None;
         }
+    }));
+    drop(stopped);
+}
+
+/// Marks the leases lost when the scheduler stops while its driver is still in use.
+struct Stopped<'a, B: LockBackend + 'static>(&'a Weak<Renewals<B>>);
+
+impl<B: LockBackend + 'static> Drop for Stopped<'_, B> {
+    fn drop(&mut self) {
+        let Some(driver) = self.0.upgrade() else {
+            return;
+        };
+        tracing::warn!("the renewal scheduler stopped; its leases are lost");
+        let mut queue = driver.queue.lock();
+        for entry in std::mem::take(&mut queue.leases).into_values() {
+            entry.tracker.lose();
+        }
+        queue.running = false;
     }
 }
 
-/// Waits (at most [`IDLE`]) until leases are due, and takes them: every lease due within
-/// half its interval. `None` when none is due yet.
-fn next_batch<B: LockBackend + 'static>(driver: &Renewals<B>) -> Option<Batch> {
-    let mut queue = driver.queue.lock();
-    let now = Instant::now();
-    let first_due = queue
-        .leases
-        .values()
-        .filter(|entry| !entry.in_flight)
-        .map(|entry| entry.due)
-        .min();
-    let ready = first_due.is_some_and(|due| due <= now);
-    if !ready {
-        let wait = first_due.map_or(IDLE, |due| due.saturating_duration_since(now).min(IDLE));
-        driver.changed.wait_for(&mut queue, wait);
-        return None;
+/// A worker's job: one `extend_batch` call for `leases`, then their answers recorded
+/// (a lease released or marked lost meanwhile takes no answer).
+fn renew<B: LockBackend + 'static>(driver: &Weak<Renewals<B>>, backend: &B, leases: Vec<Sent>) {
+    // Released or lost while the call waited for a thread: not renewed.
+    let leases: Vec<Sent> = {
+        let Some(live) = driver.upgrade() else {
+            return;
+        };
+        let queue = live.queue.lock();
+        leases
+            .into_iter()
+            .filter(|sent| queue.leases.contains_key(&sent.id))
+            .collect()
+    };
+    if leases.is_empty() {
+        return;
     }
-    let sent_at = Instant::now();
-    let leases = queue
-        .leases
-        .iter_mut()
-        .filter(|(_, entry)| !entry.in_flight && entry.due <= sent_at + entry.interval / 2)
-        .map(|(id, entry)| {
-            entry.in_flight = true;
-            let tracker = Arc::clone(&entry.tracker);
-            (*id, tracker, entry.lease_time, entry.use_db_time)
+    let renewals: Vec<Renewal<'_>> = leases
+        .iter()
+        .map(|sent| {
+            Renewal::new(sent.tracker.lease(), sent.lease_time).with_db_time(sent.use_db_time)
         })
         .collect();
-    Some(Batch { leases, sent_at })
-}
-
-/// Waits for the batch's answers, marking each lease lost at its deadline meanwhile, then
-/// records them. `false` when the I/O thread is gone.
-fn settle<B: LockBackend + 'static>(
-    driver: &Renewals<B>,
-    batch: &Batch,
-    answers: &Receiver<Answers>,
-) -> bool {
-    let mut waiting: Vec<bool> = vec![true; batch.leases.len()];
-    let answered = loop {
-        let next_deadline = batch
-            .leases
-            .iter()
-            .zip(&waiting)
-            .filter(|(_, waiting)| **waiting)
-            .map(|((_, tracker, ..), _)| tracker.context().deadline())
-            .min();
-        let received = match next_deadline {
-            Some(deadline) => answers.recv_deadline(deadline),
-            None => answers.recv().map_err(|_| RecvTimeoutError::Disconnected),
-        };
-        match received {
-            Ok(answered) => break Some(answered),
-            Err(RecvTimeoutError::Timeout) => {
-                let now = Instant::now();
-                let queue = driver.queue.lock();
-                for ((id, tracker, ..), waiting) in batch.leases.iter().zip(&mut waiting) {
-                    if *waiting && tracker.context().deadline() <= now {
-                        *waiting = false;
-                        // A lease released meanwhile was not lost.
-                        if queue.leases.contains_key(id) {
-                            tracker.renewal_unanswered();
-                        }
-                    }
-                }
-            }
-            Err(RecvTimeoutError::Disconnected) => break None,
-        }
+    let spans: Vec<_> = leases
+        .iter()
+        .map(|sent| sent.tracker.extend_span())
+        .collect();
+    let sent_at = Instant::now();
+    let answers = catch_unwind(AssertUnwindSafe(|| backend.extend_batch(&renewals)))
+        .unwrap_or_else(|_| {
+            tracing::warn!("the backend panicked renewing leases; they are lost");
+            Vec::new()
+        });
+    let keys = leases.iter().map(|sent| &sent.tracker.lease().key);
+    let answers: Vec<_> = answers_in_order(backend.name(), keys, answers).collect();
+    for (span, answer) in spans.iter().zip(&answers) {
+        LeaseTracker::record_extend(span, answer);
+    }
+    let Some(driver) = driver.upgrade() else {
+        return;
     };
     let mut queue = driver.queue.lock();
-    let Some(answered) = answered else {
-        for (id, tracker, ..) in &batch.leases {
-            tracker.lose();
-            queue.leases.remove(id);
-        }
-        return false;
-    };
-    // A backend that answered fewer renewals than it was given fails the others.
-    let answered = answered
-        .into_iter()
-        .map(Some)
-        .chain(std::iter::repeat_with(|| None));
-    for (((id, tracker, lease_time, _), waiting), answer) in
-        batch.leases.iter().zip(waiting).zip(answered)
-    {
-        // Released meanwhile: its answer means nothing any more.
-        let Some(entry) = queue.leases.get_mut(id) else {
+    let mut wake = false;
+    for (sent, answer) in leases.iter().zip(answers) {
+        let Some(entry) = queue.leases.get_mut(&sent.id) else {
             continue;
         };
-        let answer = answer.unwrap_or(Err(Error::ShutDown));
-        // A lease marked lost at its deadline stays lost: its late answer changes nothing.
-        if waiting && tracker.record_renewal(answer, batch.sent_at, *lease_time) {
-            entry.due = batch.sent_at + entry.interval;
+        // Past its deadline the lease stays lost: a late "renewed" changes nothing.
+        if sent
+            .tracker
+            .record_renewal(answer, sent_at, sent.lease_time)
+        {
+            entry.schedule.renewed(sent_at);
             entry.in_flight = false;
+            let due = entry.schedule.due();
+            wake |= queue.wakes(due);
         } else {
-            queue.leases.remove(id);
+            queue.leases.remove(&sent.id);
         }
     }
-    true
+    drop(queue);
+    if wake {
+        driver.changed.notify_one();
+    }
 }

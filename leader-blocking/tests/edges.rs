@@ -232,7 +232,8 @@ fn an_action_that_outlived_its_lease_says_so_in_the_result() {
 }
 
 /// While the store is down every failed call leaves a possibly orphaned lease to release
-/// for as long as a lease; one shared thread does that, not a thread per call.
+/// until the store answers; a timer thread and the backend's few release threads (more
+/// only while releases hang) do that, not a thread per call.
 #[cfg(target_os = "linux")]
 #[test]
 fn failed_calls_while_the_store_is_down_do_not_start_a_thread_each() {
@@ -254,5 +255,6 @@ fn failed_calls_while_the_store_is_down_do_not_start_a_thread_each() {
         faulty.calls(Op::Release) >= 200
     });
     let threads = orphan_threads();
-    assert_eq!(threads, 1, "{threads} threads release 200 orphans");
+    // The timer, and at most eight release threads per backend value.
+    assert!(threads <= 1 + 8, "{threads} threads release 200 orphans");
 }

@@ -1,13 +1,14 @@
 //! The renewal driver: every auto-extended lease over one backend is renewed by the same
-//! two threads, in batches, and a released lease is renewed no more.
+//! threads, in batches, and a released lease is renewed no more; every lease is lost at its
+//! own deadline whatever the other renewals do, and one stuck key holds up no other.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use leader_blocking::LeaderElector;
-use leader_core::{InMemoryBackend, LeaderElectionOptions, LeaseMode};
-use leader_testkit::{Call, CountingBackend, wait_until};
+use leader_core::{InMemoryBackend, LeaderElectionOptions, LeaseContext, LeaseMode, TenantId};
+use leader_testkit::{Call, CountingBackend, Fault, FaultyBackend, Op, wait_until, within};
 
 /// The threads of this process whose name starts with `prefix`.
 fn threads_named(prefix: &str) -> usize {
@@ -111,4 +112,139 @@ fn the_driver_goes_away_with_its_last_lease_and_elector() {
     wait_until("the driver's threads end", Duration::from_secs(10), || {
         threads_named("leader-renew") == 0
     });
+}
+
+/// How late after its deadline a lease's loss may be signalled (threads woken on a loaded
+/// machine).
+const SIGNAL_BOUND: Duration = Duration::from_millis(150);
+
+/// When `lost()` resolved (not merely the deadline passing: the lease was *marked* lost,
+/// which is what wakes the action and counts `leader_lease_lost_total`), within `timeout`.
+fn lost_signalled(lease: &LeaseContext, timeout: Duration) -> Option<Instant> {
+    futures::executor::block_on(within(timeout, lease.lost())).map(|()| Instant::now())
+}
+
+#[track_caller]
+fn lost_at_its_deadline(lease: &LeaseContext, what: &str) {
+    let deadline = lease.deadline();
+    let lost_at = lost_signalled(lease, Duration::from_secs(10))
+        .unwrap_or_else(|| panic!("{what}: lost() never resolved"));
+    assert!(lost_at >= deadline, "{what}: lost before its deadline");
+    let late = lost_at - deadline;
+    assert!(
+        late <= SIGNAL_BOUND,
+        "{what}: lost() resolved {late:?} after the deadline"
+    );
+}
+
+/// Heals the faulty backend when the test ends, passed or not: no renewal stays stuck to
+/// hold up the next test's wait for the drivers to go.
+struct HealOnDrop(FaultyBackend<InMemoryBackend>);
+
+impl Drop for HealOnDrop {
+    fn drop(&mut self) {
+        self.0.heal();
+    }
+}
+
+#[test]
+fn each_lease_is_lost_at_its_own_deadline_while_an_earlier_batch_is_stuck() {
+    let _one = alone();
+    let faulty = FaultyBackend::new(InMemoryBackend::new());
+    let _heal = HealOnDrop(faulty.clone());
+    let options = LeaderElectionOptions::default().with_wait_time(Duration::ZERO);
+    let elector = LeaderElector::new(faulty.clone(), options).unwrap();
+    let mode = LeaseMode::Watchdog { timeout: LEASE };
+    let first = elector.acquire("first", mode).unwrap();
+    // Taken 0.7 renewal intervals later: its renewals go in a later batch than first's.
+    std::thread::sleep(LEASE / 3 * 7 / 10);
+    let second = elector.acquire("second", mode).unwrap();
+    // The store stops answering renewals: first's batch is sent and never answered.
+    faulty.set(Op::Extend, Fault::Stall);
+    lost_at_its_deadline(first.context(), "first");
+    lost_at_its_deadline(second.context(), "second");
+}
+
+#[test]
+fn one_stuck_key_does_not_hold_up_the_renewals_of_the_others() {
+    let _one = alone();
+    let faulty = FaultyBackend::new(InMemoryBackend::new());
+    let _heal = HealOnDrop(faulty.clone());
+    let options = LeaderElectionOptions::default().with_wait_time(Duration::ZERO);
+    let elector = LeaderElector::new(faulty.clone(), options).unwrap();
+    let mode = LeaseMode::Watchdog { timeout: LEASE };
+    let stuck = elector.acquire("stuck", mode).unwrap();
+    let fine = elector.acquire("fine", mode).unwrap();
+    // Renewals of one key never come back (a row another client keeps locked); a backend
+    // without a native batch renews lease after lease.
+    faulty.set_on_key(
+        Op::Extend,
+        &elector.lock_key("stuck").unwrap(),
+        Fault::Stall,
+    );
+    lost_at_its_deadline(stuck.context(), "the stuck lease");
+    assert!(
+        lost_signalled(fine.context(), LEASE * 4).is_none(),
+        "the other lease was not renewed while one key was stuck"
+    );
+    assert!(!fine.is_lost());
+    let holder = elector.state("fine").unwrap();
+    assert_eq!(
+        holder.leader().map(|l| l.fencing_token),
+        Some(fine.context().fencing_token())
+    );
+    fine.release().unwrap();
+}
+
+#[test]
+fn a_batch_lease_waiting_to_run_is_renewed_from_when_it_was_taken() {
+    let _one = alone();
+    let store = InMemoryBackend::new();
+    let options = LeaderElectionOptions::default()
+        .with_wait_time(Duration::ZERO)
+        .with_lease_time(LEASE)
+        .with_auto_extend(true);
+    let a = LeaderElector::new(store.clone(), options.clone().with_node_id("a")).unwrap();
+    let b = LeaderElector::new(store, options.with_node_id("b")).unwrap();
+    let tenants = [TenantId::new("t1").unwrap(), TenantId::new("t2").unwrap()];
+    let taken_at = Instant::now();
+    let mut won: Vec<_> = a
+        .try_acquire_for_tenants("job", &tenants)
+        .into_iter()
+        .map(|answer| answer.unwrap().expect("a free lock"))
+        .collect();
+    let late = won.pop().unwrap();
+    // Its action starts past two thirds of the first lease...
+    std::thread::sleep((taken_at + LEASE * 4 / 5).saturating_duration_since(Instant::now()));
+    let outcome = late
+        .run(|lease| {
+            // ... and runs past the first lease's end.
+            std::thread::sleep(
+                (taken_at + LEASE * 11 / 10).saturating_duration_since(Instant::now()),
+            );
+            let other = b
+                .for_tenant("t2")
+                .unwrap()
+                .run_if_leader("job", || ())
+                .unwrap();
+            Ok::<_, ()>((other, lease.is_lost()))
+        })
+        .expect("renewed in time, the lease was live when its action started");
+    let (other, lost) = outcome.into_value().expect("elected");
+    assert_eq!(other, None, "another node was elected while the action ran");
+    assert!(!lost, "the lease was lost while the action ran");
+    // The other one waits longer than a whole lease before its action runs: still held.
+    let waiting = won.pop().unwrap();
+    std::thread::sleep((taken_at + LEASE * 3 / 2).saturating_duration_since(Instant::now()));
+    assert!(!waiting.is_lost());
+    let other = b
+        .for_tenant("t1")
+        .unwrap()
+        .run_if_leader("job", || ())
+        .unwrap();
+    assert_eq!(other, None, "another node took a lock still waiting to run");
+    let outcome = waiting
+        .run(|_| Ok::<_, ()>(()))
+        .expect("renewed while waiting, the lease was live when its action started");
+    assert!(outcome.is_elected() && !outcome.lease_lost(), "{outcome:?}");
 }

@@ -660,6 +660,29 @@ pub trait LockBackend: Backend {
     ///
     /// [`Error::Backend`] on any failure of the store.
     fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error>;
+
+    /// Whether [`extend_batch`](Self::extend_batch) renews its leases together (one round
+    /// trip, one script), so that a slow answer for one lease is a slow answer for all of
+    /// them anyway. `false` (the default, right for a backend that keeps the default
+    /// `extend_batch`) when it renews them one `extend` after the other.
+    ///
+    /// The blocking renewal driver sends a native batch whole; without one it renews each
+    /// lease on its own, several at once, so that one stuck key (a row locked by another
+    /// client, a shard that stopped answering) holds up no other lease's renewal. A
+    /// wrapper backend forwards its inner backend's answer only if it forwards
+    /// `extend_batch` too.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_core::{InMemoryBackend, LockBackend};
+    ///
+    /// // In memory no lease's renewal can hold up another's: its batches are sent whole.
+    /// assert!(LockBackend::extend_batch_is_native(&InMemoryBackend::new()));
+    /// ```
+    fn extend_batch_is_native(&self) -> bool {
+        false
+    }
 }
 
 /// An async lock backend: the same four primitives as [`LockBackend`], as futures.
@@ -772,4 +795,10 @@ pub trait AsyncLockBackend: Backend {
         &self,
         key: &LockName,
     ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send;
+
+    /// See [`LockBackend::extend_batch_is_native`]: whether this trait's
+    /// [`extend_batch`](Self::extend_batch) renews its leases together. `false` by default.
+    fn extend_batch_is_native(&self) -> bool {
+        false
+    }
 }

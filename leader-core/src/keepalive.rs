@@ -1,8 +1,9 @@
 //! [`Keepalive`]: how a held lease is kept alive and let go.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::options::LeaderElectionOptions;
+use crate::renewal_schedule::RenewalSchedule;
 
 /// How an elector keeps a held lease alive and releases it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,5 +27,12 @@ impl Keepalive {
             use_db_time: options.use_db_time(),
             min_lease_time: options.min_lease_time(),
         }
+    }
+
+    /// The renewals of a lease whose acquire request was sent at `sent_at`: `None` when it
+    /// is not renewed.
+    pub fn schedule(&self, sent_at: Instant) -> Option<RenewalSchedule> {
+        self.renew_every
+            .map(|interval| RenewalSchedule::new(sent_at, interval))
     }
 }

@@ -75,6 +75,7 @@ mod noop;
 mod options;
 mod orphan;
 mod redact;
+mod renewal_schedule;
 mod result;
 mod retry;
 #[cfg(feature = "serde")]
@@ -130,6 +131,7 @@ pub mod __private {
     pub use crate::leadership::LeadershipState;
     pub use crate::orphan::Orphan;
     pub use crate::redact::mask_password;
+    pub use crate::renewal_schedule::RenewalSchedule;
     pub use crate::retry::Backoff;
     pub use crate::settings::ElectorSettings;
     pub use crate::telemetry::AcquireProbe;

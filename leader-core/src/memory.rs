@@ -411,6 +411,12 @@ impl LockBackend for InMemoryBackend {
     fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
         Ok(self.force_free(key))
     }
+
+    /// Each renewal is a short critical section on a mutex, so no lease's renewal can hold
+    /// up another's: a batch is sent whole.
+    fn extend_batch_is_native(&self) -> bool {
+        true
+    }
 }
 
 /// The async side answers at once: the work is a short critical section on a mutex.
@@ -452,6 +458,10 @@ impl AsyncLockBackend for InMemoryBackend {
         key: &LockName,
     ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
         ready(Ok(self.force_free(key)))
+    }
+
+    fn extend_batch_is_native(&self) -> bool {
+        true
     }
 }
 

@@ -121,6 +121,23 @@ impl LeaderElectionOptions {
     }
 
     /// Turns lease renewal during the action on or off.
+    ///
+    /// An auto-extended lease is renewed every [`renew_interval`](Self::renew_interval)
+    /// (`lease_time / 3`), counted from when the request that last secured it was sent:
+    /// the first renewal is due one interval after the acquire was sent, whenever the
+    /// action starts, and a lease already past that is renewed at once. A lock won by
+    /// `try_acquire_for_tenants` is renewed so from the moment it was taken, while it waits
+    /// for its action too, by the blocking and the async electors alike.
+    ///
+    /// Each renewal races the lease's deadline: unanswered by then, or refused, the lease is
+    /// lost at that moment (`LeaseContext::lost` resolves, `leader_lease_lost_total`
+    /// counts it), whatever other renewals are doing. A transient error is not retried:
+    /// the action learns at once rather than trusting a renewal nobody confirmed. The
+    /// blocking electors renew every lease of one backend value from one scheduler thread
+    /// that never waits for the backend; the calls go to a few threads of their own, each
+    /// cohort of due leases as one `extend_batch` on a backend whose batch is native
+    /// (Redis standalone), and one call per lease, several at once, on the others, so one
+    /// stuck key delays no other lease's renewal.
     pub fn with_auto_extend(mut self, auto_extend: bool) -> Self {
         self.auto_extend = auto_extend;
         self
@@ -163,7 +180,8 @@ impl LeaderElectionOptions {
         self.use_db_time
     }
 
-    /// How often an auto-extended lease is renewed: `lease_time / 3`.
+    /// How often an auto-extended lease is renewed: `lease_time / 3`, which leaves two
+    /// thirds of the lease for a renewal to be answered.
     pub fn renew_interval(&self) -> Duration {
         self.lease_time / 3
     }

@@ -12,15 +12,26 @@ use crate::retry::Backoff;
 /// then it failed (a response timeout, a dropped connection, a write-concern error) or
 /// the caller stopped waiting for it (a dropped future). The server may have applied it —
 /// or may still apply it, when the request sits in a paused server's socket or in a
-/// driver's retry. Left alone, the lock would stay taken by an owner token nobody knows
-/// for the whole lease (DESIGN §4.5).
+/// driver's retry, and then the lease starts only when it lands. Left alone, the lock
+/// would stay taken by an owner token nobody knows for a whole lease.
 ///
 /// The owner token is known before the request is sent, so electors release it: at once,
-/// and again with backoff for as long as a lease taken by that request could still be live
-/// (`lease_time` from when it was sent), until a release finds and frees it. A release that
-/// finds nothing keeps the cleanup going, since the request may land later; a permanent
-/// error ends it. Releasing by owner token can never touch another owner's lock. A group's
-/// attempt may have taken any of its slots, so its orphan releases each of them.
+/// and again with backoff (at most [`MAX`](Self::MAX) apart) until a release finds and
+/// frees it, or a permanent error ends it. Releasing by the attempt's own owner token is
+/// always safe: it can only free that attempt's lease, never another owner's lock. A
+/// release that finds nothing keeps the cleanup going, since the request may land later:
+///
+/// - **Until the store answers**, releases go on, however long past the lease that is: a
+///   request stuck in a paused server lands when the server goes on, and is freed within
+///   one backoff step of it. An outage longer than [`OUTAGE`](Self::OUTAGE) (or the
+///   lease, if longer) ends the cleanup; a request that lands after that holds its lock
+///   until its lease runs out, as a node that crashed holding it would. The bound keeps a
+///   process from retrying without end against a store that is gone.
+/// - **Once the store answered a release** (freed or not), they go on for one more lease:
+///   a request still on its way then (on another connection, in a driver's retry) lands
+///   within it, or it would have expired by itself had it landed earlier.
+///
+/// A group's attempt may have taken any of its slots, so its orphan releases each of them.
 ///
 /// # Examples
 ///
@@ -42,8 +53,12 @@ pub struct Orphan {
     /// One per key the request may have taken (every slot of a group's attempt), dropped
     /// as each is settled.
     leases: Vec<Lease>,
-    /// Paces the releases, and ends them when a lease the request took would be over.
+    /// Paces the releases, and ends them when the store stayed unanswering for too long.
     backoff: Backoff,
+    /// The lease the request asked for.
+    lease_time: Duration,
+    /// One lease after the store first answered a release: when the cleanup ends.
+    until: Option<Instant>,
 }
 
 impl Orphan {
@@ -51,6 +66,10 @@ impl Orphan {
     pub const INITIAL: Duration = Duration::from_millis(10);
     /// The longest delay between two releases: a late-landing request frees again within it.
     pub const MAX: Duration = Duration::from_millis(500);
+    /// How long releases go on while the store answers none of them, counted from when the
+    /// request was sent (the lease, if longer): server pauses, failovers and restarts are
+    /// shorter, and a store gone for longer is not retried without end.
+    pub const OUTAGE: Duration = Duration::from_secs(300);
 
     /// The possible acquisition of `key` by `owner`, whose request was sent at `sent_at`
     /// asking for `lease_time`.
@@ -80,7 +99,14 @@ impl Orphan {
                     )
                 })
                 .collect(),
-            backoff: Backoff::with_bounds(sent_at, lease_time, Self::INITIAL, Self::MAX),
+            backoff: Backoff::with_bounds(
+                sent_at,
+                lease_time.max(Self::OUTAGE),
+                Self::INITIAL,
+                Self::MAX,
+            ),
+            lease_time,
+            until: None,
         }
     }
 
@@ -109,11 +135,18 @@ impl Orphan {
     /// (`answers` may stop short: the rest were not tried this round): `Some(delay)` to
     /// release the unsettled ones again after `delay`, `None` when the cleanup is over. A
     /// key is settled once freed or after a permanent error; the others are released
-    /// again until the lease a late request could take is over.
+    /// again until one lease after the store first answered, or until the store has not
+    /// answered for [`OUTAGE`](Self::OUTAGE) (see [`Orphan`]).
     pub fn after_releases(
         &mut self,
         answers: &[Result<ReleaseOutcome, Error>],
     ) -> Option<Duration> {
+        let now = Instant::now();
+        if self.until.is_none() && answers.iter().any(Result::is_ok) {
+            let until = now.checked_add(self.lease_time).unwrap_or(now);
+            self.backoff.extend_until(until);
+            self.until = Some(until);
+        }
         let mut answers = answers.iter();
         self.leases.retain(|lease| {
             let key = &lease.key;
@@ -136,7 +169,16 @@ impl Orphan {
         if self.leases.is_empty() {
             return None;
         }
-        self.backoff.next_delay()
+        let delay = self.backoff.next_delay()?;
+        match self.until {
+            Some(until) => {
+                let left = until
+                    .checked_duration_since(now)
+                    .filter(|left| !left.is_zero())?;
+                Some(delay.min(left))
+            }
+            None => Some(delay),
+        }
     }
 }
 
@@ -174,16 +216,53 @@ mod tests {
     }
 
     #[test]
-    fn stops_on_a_permanent_error_and_after_the_lease() {
+    fn stops_on_a_permanent_error_and_one_lease_after_the_store_answered() {
         let mut o = orphan(Duration::from_secs(60));
         assert_eq!(
             o.after_releases(&[backend_error(BackendErrorKind::Permanent)]),
             None
         );
-        let mut short = orphan(Duration::from_millis(1));
-        std::thread::sleep(Duration::from_millis(3));
+        let lease = Duration::from_millis(40);
+        let mut short = orphan(lease);
+        // Answered: the request may still land within a lease.
+        let first = short.after_releases(&[Ok(ReleaseOutcome::NotHeld)]);
+        assert!(first.is_some_and(|delay| delay <= lease));
+        std::thread::sleep(lease + Duration::from_millis(10));
         assert_eq!(short.after_releases(&[Ok(ReleaseOutcome::NotHeld)]), None);
         assert_eq!(short.leases()[0].fencing_token, 0);
+    }
+
+    #[test]
+    fn a_store_that_does_not_answer_is_released_past_the_lease() {
+        // A request stuck in a paused server lands when it goes on, whenever that is.
+        let mut o = orphan(Duration::from_millis(1));
+        std::thread::sleep(Duration::from_millis(5));
+        let unreachable = backend_error(BackendErrorKind::Transient);
+        assert!(o.after_releases(&[unreachable]).is_some());
+        // Answered at last: one lease more, then over.
+        assert!(o.after_releases(&[Ok(ReleaseOutcome::NotHeld)]).is_some());
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(o.after_releases(&[Ok(ReleaseOutcome::NotHeld)]), None);
+    }
+
+    #[test]
+    fn an_outage_longer_than_the_bound_ends_the_cleanup() {
+        let Some(long_ago) = Instant::now().checked_sub(Orphan::OUTAGE + Duration::from_secs(1))
+        else {
+            return;
+        };
+        let key = LockName::new("k").unwrap();
+        let lease = Duration::from_secs(10);
+        let mut o = Orphan::new(key.clone(), OwnerToken::random(), long_ago, lease);
+        let unreachable = backend_error(BackendErrorKind::Transient);
+        assert_eq!(o.after_releases(&[unreachable]), None);
+        // A lease longer than the bound is the bound.
+        let long = Orphan::OUTAGE * 2;
+        let mut o = Orphan::new(key, OwnerToken::random(), long_ago, long);
+        assert!(
+            o.after_releases(&[backend_error(BackendErrorKind::Transient)])
+                .is_some()
+        );
     }
 
     #[test]

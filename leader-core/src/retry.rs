@@ -61,6 +61,11 @@ impl Backoff {
         }
     }
 
+    /// Moves the end of the wait to `deadline`, if that is later.
+    pub fn extend_until(&mut self, deadline: Instant) {
+        self.deadline = self.deadline.max(deadline);
+    }
+
     /// How long to wait before the next attempt, or `None` when the wait is over.
     pub fn next_delay(&mut self) -> Option<Duration> {
         let left = self.deadline.checked_duration_since(Instant::now())?;
@@ -89,5 +94,12 @@ mod tests {
         let mut short = Backoff::new(Duration::from_millis(3));
         std::thread::sleep(Duration::from_millis(5));
         assert_eq!(short.next_delay(), None);
+        short.extend_until(Instant::now() + Duration::from_secs(60));
+        assert!(
+            short.next_delay().is_some(),
+            "the wait goes on to the new end"
+        );
+        short.extend_until(Instant::now());
+        assert!(short.next_delay().is_some(), "never shortened");
     }
 }

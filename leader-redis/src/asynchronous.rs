@@ -135,4 +135,8 @@ impl AsyncLockBackend for RedisBackend {
     ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
         self.run_async(ForceRelease { key })
     }
+
+    fn extend_batch_is_native(&self) -> bool {
+        !self.is_cluster()
+    }
 }

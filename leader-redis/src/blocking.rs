@@ -119,4 +119,10 @@ impl LockBackend for RedisBackend {
     fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
         self.run_blocking(ForceRelease { key })
     }
+
+    /// On a standalone server (scripts pipelined in one round trip); not on a cluster,
+    /// which renews one lease after the other.
+    fn extend_batch_is_native(&self) -> bool {
+        !self.is_cluster()
+    }
 }

@@ -196,4 +196,8 @@ impl<B: LockBackend> LockBackend for CountingBackend<B> {
         self.counter.count(Call::ForceRelease, 1);
         self.inner.force_release(key)
     }
+
+    fn extend_batch_is_native(&self) -> bool {
+        self.inner.extend_batch_is_native()
+    }
 }

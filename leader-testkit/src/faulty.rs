@@ -101,6 +101,8 @@ pub struct FaultyBackend<B> {
 #[derive(Default)]
 struct Shared {
     faults: Mutex<[Option<Fault>; Op::ALL.len()]>,
+    /// Faults on one key's calls only, ahead of `faults`.
+    key_faults: Mutex<Vec<(Op, String, Fault)>>,
     changed: Event,
     calls: [AtomicUsize; Op::ALL.len()],
     /// Keys whose record is corrupted: every call on them fails permanently.
@@ -136,6 +138,31 @@ impl<B> FaultyBackend<B> {
         self.shared.changed.notify(usize::MAX);
     }
 
+    /// Injects `fault` into every later call of `op` on the key `key` alone (a row locked
+    /// by another client, a key on a stuck shard), ahead of any fault [`set`](Self::set)
+    /// for `op`. [`clear`](Self::clear) and [`heal`](Self::heal) lift it too.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leader_core::{AcquireRequest, InMemoryBackend, LockBackend, LockName, OwnerToken};
+    /// use leader_testkit::{Fault, FaultyBackend, Op};
+    ///
+    /// let backend = FaultyBackend::new(InMemoryBackend::new());
+    /// let (stuck, fine) = (LockName::new("stuck")?, LockName::new("fine")?);
+    /// backend.set_on_key(Op::Acquire, &stuck, Fault::Fail);
+    /// let lease = Duration::from_secs(30);
+    /// assert!(backend.try_acquire(AcquireRequest::new(&stuck, OwnerToken::random(), "n", lease)).is_err());
+    /// assert!(backend.try_acquire(AcquireRequest::new(&fine, OwnerToken::random(), "n", lease)).is_ok());
+    /// # Ok::<(), leader_core::Error>(())
+    /// ```
+    pub fn set_on_key(&self, op: Op, key: &LockName, fault: Fault) {
+        let mut faults = self.shared.key_faults.lock();
+        faults.retain(|(o, k, _)| !(*o == op && k == key.as_str()));
+        faults.push((op, key.as_str().to_owned(), fault));
+        drop(faults);
+        self.shared.changed.notify(usize::MAX);
+    }
+
     /// Injects `fault` into every operation (`Fault::Fail`: the store is unreachable).
     pub fn set_all(&self, fault: Fault) {
         for op in Op::ALL {
@@ -143,9 +170,10 @@ impl<B> FaultyBackend<B> {
         }
     }
 
-    /// Clears the fault of `op`: stalled calls of it go on.
+    /// Clears the faults of `op` (on every key): stalled calls of it go on.
     pub fn clear(&self, op: Op) {
         self.shared.faults.lock()[op.index()] = None;
+        self.shared.key_faults.lock().retain(|(o, ..)| *o != op);
         self.shared.changed.notify(usize::MAX);
     }
 
@@ -184,9 +212,9 @@ impl<B> FaultyBackend<B> {
         self.shared.calls[op.index()].load(Ordering::SeqCst)
     }
 
-    fn enter(&self, op: Op) -> Option<Fault> {
+    fn enter(&self, op: Op, key: &str) -> Option<Fault> {
         self.shared.calls[op.index()].fetch_add(1, Ordering::SeqCst);
-        self.fault(op)
+        self.fault(op, key)
     }
 
     /// The permanent error of a call on `key`, when its record is corrupted.
@@ -198,33 +226,43 @@ impl<B> FaultyBackend<B> {
         Err(BackendError::new("faulty", key, BackendErrorKind::Permanent, message).into())
     }
 
-    fn fault(&self, op: Op) -> Option<Fault> {
-        self.shared.faults.lock()[op.index()]
+    fn fault(&self, op: Op, key: &str) -> Option<Fault> {
+        let on_key = self
+            .shared
+            .key_faults
+            .lock()
+            .iter()
+            .find(|(o, k, _)| *o == op && k == key)
+            .map(|(.., fault)| *fault);
+        on_key.or(self.shared.faults.lock()[op.index()])
     }
 
-    /// Blocks until `op` no longer stalls.
-    fn wait_blocking(&self, op: Op) {
+    /// Blocks until `op` on `key` no longer stalls.
+    fn wait_blocking(&self, op: Op, key: &str) {
         loop {
             let listener = self.shared.changed.listen();
-            if !self.stalls(op) {
+            if !self.stalls(op, key) {
                 return;
             }
             listener.wait();
         }
     }
 
-    async fn wait_async(&self, op: Op) {
+    async fn wait_async(&self, op: Op, key: &str) {
         loop {
             let listener = self.shared.changed.listen();
-            if !self.stalls(op) {
+            if !self.stalls(op, key) {
                 return;
             }
             listener.await;
         }
     }
 
-    fn stalls(&self, op: Op) -> bool {
-        matches!(self.fault(op), Some(Fault::Stall | Fault::ApplyThenStall))
+    fn stalls(&self, op: Op, key: &str) -> bool {
+        matches!(
+            self.fault(op, key),
+            Some(Fault::Stall | Fault::ApplyThenStall)
+        )
     }
 
     /// Runs a blocking call of `op` through its fault.
@@ -234,7 +272,7 @@ impl<B> FaultyBackend<B> {
         key: &str,
         call: impl FnOnce() -> Result<T, Error>,
     ) -> Result<T, Error> {
-        let fault = self.enter(op);
+        let fault = self.enter(op, key);
         self.corrupted(op, key)?;
         match fault {
             None => call(),
@@ -242,11 +280,11 @@ impl<B> FaultyBackend<B> {
             Some(Fault::ApplyThenFail) => call().and_then(|_| Err(lost(op, key))),
             Some(Fault::ApplyThenStall) => {
                 let answer = call();
-                self.wait_blocking(op);
+                self.wait_blocking(op, key);
                 answer
             }
             Some(Fault::Stall) => {
-                self.wait_blocking(op);
+                self.wait_blocking(op, key);
                 call()
             }
             Some(Fault::Delay(delay)) => {
@@ -269,7 +307,7 @@ impl<B> FaultyBackend<B> {
         key: &str,
         call: impl FnOnce() -> F,
     ) -> Result<T, Error> {
-        let fault = self.enter(op);
+        let fault = self.enter(op, key);
         self.corrupted(op, key)?;
         match fault {
             None => call().await,
@@ -277,11 +315,11 @@ impl<B> FaultyBackend<B> {
             Some(Fault::ApplyThenFail) => call().await.and_then(|_| Err(lost(op, key))),
             Some(Fault::ApplyThenStall) => {
                 let answer = call().await;
-                self.wait_async(op).await;
+                self.wait_async(op, key).await;
                 answer
             }
             Some(Fault::Stall) => {
-                self.wait_async(op).await;
+                self.wait_async(op, key).await;
                 call().await
             }
             Some(Fault::Delay(delay)) => {

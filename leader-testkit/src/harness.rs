@@ -209,4 +209,8 @@ impl<B: LockBackend> AsyncLockBackend for BlockingAsAsync<B> {
     ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
         ready(self.0.force_release(key))
     }
+
+    fn extend_batch_is_native(&self) -> bool {
+        self.0.extend_batch_is_native()
+    }
 }

@@ -164,6 +164,10 @@ impl LockBackend for AnyBackend {
     fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
         on_backend!(self, backend => LockBackend::force_release(backend, key))
     }
+
+    fn extend_batch_is_native(&self) -> bool {
+        on_backend!(self, backend => LockBackend::extend_batch_is_native(backend))
+    }
 }
 
 #[cfg(any(feature = "tokio", feature = "smol", feature = "async-std"))]
@@ -231,5 +235,10 @@ impl leader_core::AsyncLockBackend for AnyBackend {
     async fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
         use leader_core::AsyncLockBackend as Async;
         on_backend!(self, backend => Async::force_release(backend, key).await)
+    }
+
+    fn extend_batch_is_native(&self) -> bool {
+        use leader_core::AsyncLockBackend as Async;
+        on_backend!(self, backend => Async::extend_batch_is_native(backend))
     }
 }
