@@ -39,6 +39,7 @@ mod orphan;
 mod pool;
 mod renew;
 mod renewals;
+mod survey;
 mod task;
 
 pub use batch::{Acquired, Finished};
