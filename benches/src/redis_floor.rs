@@ -25,9 +25,10 @@ pub fn raw_cycle(prefix: &str, name: &str) -> (redis::Cmd, redis::Cmd) {
     let mut acquire_cmd = redis::cmd("EVALSHA");
     acquire_cmd
         .arg(acquire.get_hash())
-        .arg(2)
+        .arg(3)
         .arg(&lock_key)
         .arg(format!("{lock_key}:fence"))
+        .arg(format!("{lock_key}:derived"))
         .arg(u64::try_from(now_us).unwrap_or(u64::MAX))
         .arg(&owner)
         .arg("bench-node")

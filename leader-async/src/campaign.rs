@@ -7,8 +7,7 @@ use std::time::{Duration, Instant};
 use event_listener::EventListener;
 use futures_lite::FutureExt;
 use leader_core::__private::{
-    AfterAttempt, CampaignRun, Candidacy, LeadershipState, LeaseTracker, Orphan, Standing,
-    TermCheck,
+    AfterAttempt, CampaignRun, LeadershipState, LeaseTracker, Orphan, TermCheck,
 };
 use leader_core::{
     AsyncLockBackend, CampaignConfig, DeploymentMode, Error, EventCallback, LeadershipWatcher,
@@ -21,6 +20,7 @@ use crate::on_drop::OnDrop;
 use crate::orphan::release_orphan;
 use crate::release::{release, release_in_background};
 use crate::rt;
+use crate::survey::{self, survey, withdraw};
 
 /// A running campaign for continuous leadership, driven by a task on the runtime.
 ///
@@ -177,6 +177,7 @@ fn spawn_campaign<C: AsyncLockBackend + 'static>(backend: Arc<C>, campaign: Camp
         // Dropped half-way, the runtime shut down under the campaign: the term ends and
         // its lease is released from a thread, so standbys take over at once.
         let shut_down = OnDrop::new(|| {
+            survey::withdraw_in_background(&campaign, &backend);
             if let Some(term) = campaign.state.revoke(RevokeReason::ShutDown) {
                 release_in_background(&backend, &term, Duration::ZERO);
             }
@@ -244,7 +245,7 @@ async fn run<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &Ar
             AfterAttempt::Wait => stand_by(campaign, release, stop).await,
         }
     }
-    withdraw(campaign, &**backend).await;
+    withdraw(campaign, backend).await;
 }
 
 /// Waits for a release of the lock, a stop request, or the next poll.
@@ -258,69 +259,31 @@ async fn stand_by(campaign: &CampaignRun, release: Option<ReleaseListener>, stop
     rt::timeout(campaign.standby_wait(), woken.or(stop)).await;
 }
 
-/// A ranked campaign's look at the candidates: renews its membership record when due,
-/// then, when `list`, lists the live ones (see [`Standing`]).
-async fn survey<C: AsyncLockBackend>(candidacy: &Candidacy, backend: &C, list: bool) -> Standing {
-    if candidacy.heartbeat_due(Instant::now()) {
-        let sent_at = Instant::now();
-        let answer = backend.try_acquire(candidacy.heartbeat()).await;
-        candidacy.after_heartbeat(answer, sent_at);
-    }
-    let mut survey = candidacy.survey();
-    while let Some(request) = survey.next_request().filter(|_| list) {
-        let answer = backend.list(&request).await;
-        survey.read(answer);
-    }
-    survey.standing()
-}
-
-/// A leader's survey, raced against its term's deadline like a renewal: a listing that
-/// hangs must not hold up the loop that ends the term (see [`TermCheck`]). It lists the
-/// others only when a higher rank could preempt it.
-async fn check_term<C: AsyncLockBackend>(
-    campaign: &CampaignRun,
-    backend: &C,
-    term: &LeaseTracker,
-) -> TermCheck {
-    let Some(candidacy) = campaign.candidacy() else {
-        return TermCheck::Keep;
-    };
-    let surveyed = survey(candidacy, backend, candidacy.preempts());
-    TermCheck::of(rt::timeout(term.renewal_budget(), surveyed).await)
-}
-
-/// Releases a ranked campaign's membership record when it resigns — before the lock, so
-/// the standby that the lock's release wakes no longer sees it. Abandoning leaves it to
-/// run out, as a crash would.
-async fn withdraw<C: AsyncLockBackend>(campaign: &CampaignRun, backend: &C) {
-    if campaign.state.abandon_requested() {
-        return;
-    }
-    if let Some(record) = campaign.candidacy().and_then(|c| c.withdraw())
-        && let Err(err) = backend.release(&record, Duration::ZERO).await
-    {
-        tracing::debug!(record = %record.key, error = %err, "releasing the membership record failed; it will run out");
-    }
-}
-
 /// Renews every heartbeat until the term ends (failure, deadline, resignation, or a
 /// higher rank). Each renewal races the renew deadline: unanswered by then, the term ends
-/// at that moment. Renewals are a heartbeat apart however long a ranked leader's survey
-/// between them takes.
+/// at that moment. A ranked leader's survey runs beside the renewals, one at a time, and
+/// its verdict applies when it arrives (see [`TermCheck`]): it never holds them up.
 async fn lead<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
     let state = &campaign.state;
     let mut next_renewal = Instant::now() + campaign.config.heartbeat();
+    let mut pending = None;
     loop {
-        let stop = state.stop_listener();
-        if !state.stop_requested() {
-            rt::timeout(next_renewal.saturating_duration_since(Instant::now()), stop).await;
-        }
+        let surveyed = survey::wait_for_renewal(state, next_renewal, &mut pending).await;
         if state.stop_requested() {
+            // A survey on its way is dropped here; the withdrawal covers its heartbeat.
+            drop(pending);
             if let Some(term) = state.end_on_stop() {
-                withdraw(campaign, &**backend).await;
+                withdraw(campaign, backend).await;
                 release_term(backend, &term).await;
             }
             return;
+        }
+        if let Some(standing) = surveyed {
+            if let Some(ended) = state.after_survey(TermCheck::of(standing)) {
+                release_term(backend, &ended).await;
+                return;
+            }
+            continue;
         }
         let Some(term) = state.term_tracker() else {
             return;
@@ -338,17 +301,16 @@ async fn lead<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &A
         ));
         let ended = match rt::timeout(term.renewal_budget(), renewal).await {
             Some(answer) => {
-                match state.after_renewal(&term, answer, sent_at, campaign.config.renew_deadline())
-                {
-                    Some(ended) => Some(ended),
-                    None => state.after_survey(check_term(campaign, &**backend, &term).await),
-                }
+                state.after_renewal(&term, answer, sent_at, campaign.config.renew_deadline())
             }
             None => state.revoke(RevokeReason::RenewDeadlinePassed),
         };
         if let Some(ended) = ended {
             release_term(backend, &ended).await;
             return;
+        }
+        if pending.is_none() {
+            pending = survey::start(campaign, &**backend);
         }
     }
 }

@@ -80,6 +80,7 @@ mod orphan;
 mod release;
 mod rt;
 mod stop;
+mod survey;
 
 pub use batch::{AsyncAcquired, AsyncFinished};
 pub use campaign::AsyncLeadershipHandle;

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use leader_async::AsyncLeaderElector;
 use leader_core::{
-    CampaignConfig, InMemoryBackend, LeaderElectionOptions, LeaseMode, LockBackend, LockName,
-    LockStatus,
+    CampaignConfig, InMemoryBackend, LeaderElectionOptions, LeaseMode, ListRequest, LockBackend,
+    LockName, LockStatus,
 };
 use leader_testkit::{Fault, FaultyBackend, Op, eventually, wait_until};
 use tokio::runtime::{Builder, Runtime};
@@ -136,6 +136,35 @@ fn a_campaign_whose_runtime_shuts_down_mid_attempt_releases_what_the_attempt_too
         freed_soon(
             &store,
             &format!("the in-flight attempt's release ({flavor})"),
+        );
+        drop(handle);
+    }
+}
+
+/// A ranked campaign dropped with its runtime withdraws its membership record too (in the
+/// background, as it releases its term), so its rank stops deferring the others at once.
+#[test]
+fn a_ranked_campaign_whose_runtime_shuts_down_withdraws_its_record() {
+    let config = CampaignConfig::default()
+        .with_lease_time(Duration::from_secs(60))
+        .with_heartbeat(Duration::from_secs(1))
+        .with_rank(1);
+    let prefix = ListRequest::new("job#rank:");
+    for (flavor, runtime) in runtimes() {
+        let store = InMemoryBackend::new();
+        let a = elector(&store);
+        let handle = runtime.block_on(async {
+            let handle = a.campaign("job", config).unwrap();
+            handle.wait_for_term().await;
+            handle
+        });
+        assert_eq!(LockBackend::list(&store, &prefix).unwrap().locks.len(), 1);
+        drop(runtime);
+        freed_soon(&store, &format!("the campaign's release ({flavor})"));
+        wait_until(
+            &format!("the record's release ({flavor})"),
+            Duration::from_secs(2),
+            || LockBackend::list(&store, &prefix).unwrap().locks.is_empty(),
         );
         drop(handle);
     }

@@ -6,9 +6,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use event_listener::{EventListener, Listener};
-use leader_core::__private::{
-    AfterAttempt, CampaignRun, Candidacy, LeadershipState, LeaseTracker, Standing, TermCheck,
-};
+use leader_core::__private::{AfterAttempt, CampaignRun, LeadershipState, LeaseTracker, TermCheck};
 use leader_core::{
     CampaignConfig, DeploymentMode, Error, EventCallback, LeadershipWatcher, LockBackend,
     NoopBackend, ReleaseEvents, ReleaseListener, RevokeReason,
@@ -16,7 +14,8 @@ use leader_core::{
 
 use crate::elector::LeaderElector;
 use crate::orphan::release_orphan;
-use crate::renew::{Raced, extend_before, race_deadline};
+use crate::renew::{Raced, extend_before};
+use crate::survey::{self, survey, withdraw};
 
 /// A running campaign for continuous leadership, driven by a background thread.
 ///
@@ -225,7 +224,7 @@ fn run<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
             AfterAttempt::Wait => stand_by(campaign, release, stop),
         }
     }
-    withdraw(campaign, &**backend);
+    withdraw(campaign, backend);
 }
 
 /// Waits for a release of the lock, or the next poll. A stop request also wakes the
@@ -241,80 +240,29 @@ fn stand_by(campaign: &CampaignRun, release: Option<ReleaseListener>, stop: Even
     }
 }
 
-/// A ranked campaign's look at the candidates: renews its membership record when due,
-/// then, when `list`, lists the live ones (see [`Standing`]).
-fn survey<C: LockBackend>(candidacy: &Candidacy, backend: &C, list: bool) -> Standing {
-    if candidacy.heartbeat_due(Instant::now()) {
-        let sent_at = Instant::now();
-        candidacy.after_heartbeat(backend.try_acquire(candidacy.heartbeat()), sent_at);
-    }
-    let mut survey = candidacy.survey();
-    while let Some(request) = survey.next_request().filter(|_| list) {
-        survey.read(backend.list(&request));
-    }
-    survey.standing()
-}
-
-/// A leader's survey, raced against its term's deadline like a renewal: a listing that
-/// hangs must not hold up the loop that ends the term (see [`TermCheck`]). It lists the
-/// others only when a higher rank could preempt it.
-fn check_term<C: LockBackend + 'static>(
-    campaign: &CampaignRun,
-    backend: &Arc<C>,
-    term: &LeaseTracker,
-) -> TermCheck {
-    let Some(candidacy) = campaign.candidacy().map(Arc::clone) else {
-        return TermCheck::Keep;
-    };
-    let backend = Arc::clone(backend);
-    let raced = race_deadline(
-        term.context().deadline(),
-        || campaign.state.stop_requested(),
-        move || {
-            let list = candidacy.preempts();
-            survey(&candidacy, &*backend, list)
-        },
-    );
-    match raced {
-        Some(Raced::Answered(standing)) => TermCheck::of(Some(standing)),
-        Some(Raced::DeadlinePassed) => TermCheck::of(None),
-        // Resign at the top of the loop; no thread for the survey leaves the term as is.
-        Some(Raced::Stopped) | None => TermCheck::Keep,
-    }
-}
-
-/// Releases a ranked campaign's membership record when it resigns — before the lock, so
-/// the standby that the lock's release wakes no longer sees it. Abandoning leaves it to
-/// run out, as a crash would.
-fn withdraw<C: LockBackend>(campaign: &CampaignRun, backend: &C) {
-    if campaign.state.abandon_requested() {
-        return;
-    }
-    if let Some(record) = campaign.candidacy().and_then(|c| c.withdraw())
-        && let Err(err) = backend.release(&record, Duration::ZERO)
-    {
-        tracing::debug!(record = %record.key, error = %err, "releasing the membership record failed; it will run out");
-    }
-}
-
 /// Renews every heartbeat until the term ends (failure, deadline, resignation, or a
 /// higher rank). Each renewal races the renew deadline: unanswered by then, the term ends
-/// at that moment. Renewals are a heartbeat apart however long a ranked leader's survey
-/// between them takes.
+/// at that moment. A ranked leader's survey runs beside the renewals, one at a time, and
+/// its verdict applies when it arrives (see [`TermCheck`]): it never holds them up.
 fn lead<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
     let state = &campaign.state;
     let mut next_renewal = Instant::now() + campaign.config.heartbeat();
+    let mut pending = None;
     loop {
-        let stop = state.stop_listener();
-        if !state.stop_requested() {
-            stop.wait_timeout(next_renewal.saturating_duration_since(Instant::now()));
-        }
+        let surveyed = survey::wait_for_renewal(state, next_renewal, &mut pending);
         if state.stop_requested() {
             if let Some(term) = state.end_on_stop() {
-                withdraw(campaign, &**backend);
+                withdraw(campaign, backend);
                 release(&**backend, &term);
             }
             return;
+        }
+        if let Some(standing) = surveyed {
+            if let Some(ended) = state.after_survey(TermCheck::of(standing)) {
+                release(&**backend, &ended);
+                return;
+            }
+            continue;
         }
         let Some(term) = state.term_tracker() else {
             return;
@@ -334,9 +282,9 @@ fn lead<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
             || state.stop_requested(),
         );
         let ended = match renewal {
-            Raced::Answered(answer) => state
-                .after_renewal(&term, answer, sent_at, campaign.config.renew_deadline())
-                .or_else(|| state.after_survey(check_term(campaign, backend, &term))),
+            Raced::Answered(answer) => {
+                state.after_renewal(&term, answer, sent_at, campaign.config.renew_deadline())
+            }
             Raced::DeadlinePassed => state.revoke(RevokeReason::RenewDeadlinePassed),
             // Resign at the top of the loop; the renewal's late answer changes nothing.
             Raced::Stopped => None,
@@ -344,6 +292,9 @@ fn lead<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
         if let Some(ended) = ended {
             release(&**backend, &ended);
             return;
+        }
+        if pending.is_none() && !state.stop_requested() {
+            pending = survey::start(campaign, backend);
         }
     }
 }

@@ -61,6 +61,7 @@ mod orphan;
 mod pool;
 mod renew;
 mod renewals;
+mod survey;
 mod task;
 mod workers;
 

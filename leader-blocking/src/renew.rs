@@ -1,4 +1,4 @@
-//! Calls raced against the lease's deadline: renewals, and a ranked leader's survey.
+//! Renewals raced against the lease's deadline.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -52,13 +52,32 @@ pub enum DeploymentMode {
 /// `<name>#rank:<rank>:<hash of the node id>`, renewed every heartbeat and expired by the
 /// backend like any lease, so a crashed candidate drops out within `lease_time`. A standby
 /// only tries for the lock while no live candidate ranks above it (equal ranks race). With
-/// `preempt` on, a leader that sees a higher-ranked candidate at a heartbeat ends its term
+/// `preempt` on, a leader surveys the candidates after each renewal and, when it sees a
+/// higher-ranked one, ends its term
 /// ([`RevokeReason::Preempted`](crate::RevokeReason::Preempted)) and releases, and that
 /// candidate takes over: within one heartbeat plus a few round trips where the backend
 /// notifies releases (Redis, PostgreSQL, in-memory), plus up to `poll_interval` where it
 /// does not. With `preempt` off, rank decides only among the standbys when the leader goes.
-/// The price is one listing per poll (a leader lists only when it can be preempted; on
-/// Redis, a `SCAN` of the keyspace), and one membership renewal per heartbeat.
+/// The price is one listing per poll (a leader lists only when it can be preempted) and one
+/// membership renewal per heartbeat. A listing costs O(candidates) on every backend: a
+/// primary-key range on SQLite and PostgreSQL, an `_id` range on MongoDB, and on Redis one
+/// read of the name's own index of candidates (never a `SCAN` of the keyspace).
+///
+/// A leader's term is its lock's. Its survey (the membership renewal and the listing) runs
+/// beside its renewals, one at a time, and the verdict counts when it arrives: a survey
+/// that is slow, hangs or fails never ends a term whose renewals succeed, however many
+/// renew deadlines it outlasts; only a higher live rank it finds does (the trade-off: a
+/// leader whose listing hangs does not hand over until the listing answers, which is
+/// preferable to leaderless gaps while a busy store is slow to list).
+///
+/// A candidate that resigns, or whose handle is dropped, releases its record before its
+/// lock, so the standby that the lock's release wakes no longer sees it, and so does an
+/// async campaign whose runtime shuts down (in the background). A heartbeat still on its
+/// way when it resigns (a leader does not wait for its survey) may land afterwards and
+/// write the record again: the record is then released again, with backoff, for as long
+/// as such a heartbeat could land, so it lives at most about half a second after landing,
+/// not a lease. A campaign stopped with its handle's `abandon` leaves its record to run
+/// out, as a crash would.
 ///
 /// The record is named by the node id, so each candidate of a name needs a node id of its
 /// own (two candidates with one id share one record: only one of them is counted), and
@@ -188,7 +207,20 @@ impl CampaignConfig {
     }
 
     /// Makes the campaign ranked: among the live candidates for the name, the highest
-    /// `rank` leads (see the type's docs).
+    /// `rank` leads (see the type's docs). The candidate heartbeats a membership record,
+    /// and its surveys of the others cost O(candidates) on every backend, run beside a
+    /// leader's renewals and never end a term whose renewals succeed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_core::CampaignConfig;
+    ///
+    /// let primary = CampaignConfig::default().with_rank(2);
+    /// let fallback = CampaignConfig::default().with_rank(1).with_preemption(false);
+    /// assert_eq!((primary.rank(), primary.preempts()), (Some(2), true));
+    /// assert_eq!((fallback.rank(), fallback.preempts()), (Some(1), false));
+    /// ```
     pub fn with_rank(mut self, rank: u32) -> Self {
         self.rank = Some(rank);
         self

@@ -2,12 +2,13 @@
 //!
 //! Each ranked candidate holds a lock of its own, `<key>#rank:<rank>:<id>`, renewed every
 //! heartbeat and expired by the backend like any lease: the live candidates of a name are
-//! the held locks under `<key>#rank:`, which every backend can list. The `<id>` is a hash of
-//! the node id, so a node that restarts with the same node id reuses its record's name
-//! instead of adding a new one (backends keep a lock's fencing counter for ever); the
-//! default node id (`hostname:pid`) does not stay the same, which `CampaignConfig`'s docs
-//! warn of. The campaign loops do the I/O (renew the record, list, release it when
-//! resigning); the decisions are here.
+//! the held locks under `<key>#rank:`, which every backend lists as one index range (on
+//! Redis, the name's own index of its derived names: see the crate `leader-redis`). The
+//! `<id>` is a hash of the node id, so a node that restarts with the same node id reuses
+//! its record's name instead of adding a new one (backends keep a lock's fencing counter
+//! for ever); the default node id (`hostname:pid`) does not stay the same, which
+//! `CampaignConfig`'s docs warn of. The campaign loops do the I/O (renew the record, list,
+//! release it when resigning); the decisions are here.
 
 use std::time::{Duration, Instant};
 
@@ -19,6 +20,7 @@ use crate::error::Error;
 use crate::lease::{Lease, OwnerToken};
 use crate::listing::{ListPage, ListRequest};
 use crate::name::LockName;
+use crate::orphan::Orphan;
 
 /// A ranked campaign's membership: its record, and what it saw of the other candidates.
 #[derive(Debug)]
@@ -39,10 +41,13 @@ pub struct Candidacy {
 struct Beat {
     /// When the last heartbeat that renewed the record was sent.
     renewed_at: Option<Instant>,
-    /// The record as last renewed, to release when the campaign resigns.
-    lease: Option<Lease>,
-    /// A heartbeat was sent: even unanswered, it may have written the record.
-    sent: bool,
+    /// A heartbeat was sent since the last withdrawal: answered or not, it may have
+    /// written the record.
+    written: bool,
+    /// When each heartbeat that may still land was sent: on its way (no answer yet), or
+    /// answered with an error (its request may sit in a paused server's socket or a
+    /// driver's retry). A heartbeat answered by the store is settled.
+    unsettled: Vec<Instant>,
 }
 
 /// What a candidate may do, from the live candidates it listed.
@@ -57,7 +62,14 @@ pub struct Standing {
     pub preempted_by: Option<u32>,
 }
 
-/// What a ranked leader's survey, raced against its term's deadline, means for the term.
+/// What a ranked leader's survey means for its term, whenever it arrives.
+///
+/// The term itself is the lock's: it lasts while its renewals succeed, and a survey
+/// neither holds them up nor ends the term by taking long. The campaign loops run the
+/// survey beside the renewals (one at a time: a slow one carries over the renewals that
+/// follow) and act on its verdict when it arrives. A survey that fails or never answers
+/// leaves the term as it is, as rank is a preference and the lock alone keeps one leader;
+/// only a higher live rank ends it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TermCheck {
     /// The term goes on.
@@ -67,23 +79,28 @@ pub enum TermCheck {
         /// The highest live rank above the leader's.
         by_rank: u32,
     },
-    /// The survey did not finish before the term's deadline: the term ends now, as it
-    /// would had its renewal gone unanswered (DESIGN §4.7), not a heartbeat later.
-    DeadlinePassed,
 }
 
 impl TermCheck {
-    /// The verdict of a survey that finished (`Some`) or ran out of time (`None`).
-    pub fn of(survey: Option<Standing>) -> Self {
-        match survey {
-            Some(Standing {
-                preempted_by: Some(by_rank),
-                ..
-            }) => TermCheck::Preempted { by_rank },
-            Some(_) => TermCheck::Keep,
-            None => TermCheck::DeadlinePassed,
+    /// The verdict of a survey that finished.
+    pub fn of(survey: Standing) -> Self {
+        match survey.preempted_by {
+            Some(by_rank) => TermCheck::Preempted { by_rank },
+            None => TermCheck::Keep,
         }
     }
+}
+
+/// What a resigning candidate releases (see [`Candidacy::withdraw`]).
+#[derive(Debug, Clone)]
+pub struct Withdrawal {
+    /// The record, by its name and owner token (all a release needs), when a heartbeat
+    /// may have written it: release it now, before the lock.
+    pub record: Option<Lease>,
+    /// When a heartbeat may still land after that release (one on its way, or answered
+    /// with an error): the record to release again in the background, after the release
+    /// above, for as long as such a heartbeat could write it (see [`Orphan`]).
+    pub late: Option<Orphan>,
 }
 
 /// One look at the live candidates: the listing requests to send, page after page, and
@@ -185,33 +202,48 @@ impl Candidacy {
         self.rank
     }
 
-    /// Whether the record is due for renewal at `now` (a heartbeat has passed, or it was
-    /// never written).
-    pub fn heartbeat_due(&self, now: Instant) -> bool {
-        match self.beat.lock().renewed_at {
-            Some(at) => now.saturating_duration_since(at) >= self.heartbeat,
-            None => true,
+    /// Starts a heartbeat if the record is due for renewal at `now` (a heartbeat has
+    /// passed since the last one that renewed it, or it was never written): returns the
+    /// request that writes or renews the record — an acquire with the candidate's own
+    /// token, which re-acquires (renews) its own lock — to send at once and answer with
+    /// [`after_heartbeat`](Self::after_heartbeat)`(answer, now)`. From now on the
+    /// heartbeat counts as on its way: a withdrawal releases what it may write, even if its
+    /// answer never comes (a dropped future, a thread left behind).
+    pub fn begin_heartbeat(&self, now: Instant) -> Option<AcquireRequest<'_>> {
+        let mut beat = self.beat.lock();
+        let due = beat
+            .renewed_at
+            .is_none_or(|at| now.saturating_duration_since(at) >= self.heartbeat);
+        if !due {
+            return None;
         }
+        beat.written = true;
+        // Those whose lease is over can write nothing that lasts.
+        beat.unsettled
+            .retain(|sent| now.saturating_duration_since(*sent) < self.lease_time);
+        beat.unsettled.push(now);
+        Some(self.heartbeat_request())
     }
 
-    /// The request that writes or renews the record: an acquire with the candidate's own
-    /// token, which re-acquires (renews) its own lock.
-    pub fn heartbeat(&self) -> AcquireRequest<'_> {
+    fn heartbeat_request(&self) -> AcquireRequest<'_> {
         AcquireRequest::new(&self.record, self.owner, &self.node_id, self.lease_time)
             .with_db_time(self.use_db_time)
     }
 
-    /// Records a heartbeat sent at `sent_at`. A failure is logged; the record stays as it
-    /// was and the next loop turn tries again.
+    /// Records the answer to the heartbeat sent at `sent_at`. A failure is logged; the
+    /// record stays as it was, the heartbeat may still land, and the next loop turn tries
+    /// again.
     pub fn after_heartbeat(&self, answer: Result<AcquireOutcome, Error>, sent_at: Instant) {
-        self.beat.lock().sent = true;
+        let mut beat = self.beat.lock();
+        beat.written = true;
+        if answer.is_ok()
+            && let Some(at) = beat.unsettled.iter().position(|sent| *sent == sent_at)
+        {
+            beat.unsettled.swap_remove(at);
+        }
         match answer {
-            Ok(AcquireOutcome::Acquired(lease)) => {
-                *self.beat.lock() = Beat {
-                    renewed_at: Some(sent_at),
-                    lease: Some(lease),
-                    sent: true,
-                };
+            Ok(AcquireOutcome::Acquired(_)) => {
+                beat.renewed_at = beat.renewed_at.max(Some(sent_at));
             }
             Ok(AcquireOutcome::Held(holder)) => {
                 tracing::warn!(record = %self.record, holder = ?holder, "a candidate's membership record is held by another owner");
@@ -222,26 +254,41 @@ impl Candidacy {
         }
     }
 
-    /// The record to release when the campaign resigns, if a heartbeat may have written
-    /// it: a heartbeat whose answer was lost may have, so the record is then released by
-    /// its name and owner token alone (all a release needs, as for an orphan), lest a
-    /// resigned candidate's rank keep deferring the others until its record runs out.
-    pub fn withdraw(&self) -> Option<Lease> {
+    /// What to release when the campaign resigns (see [`Withdrawal`]), handed out once.
+    ///
+    /// The record is released by its name and owner token alone (all a release needs, as
+    /// for an orphan) whenever a heartbeat was sent, answered or not, lest a resigned
+    /// candidate's rank keep deferring the others until its record runs out. A heartbeat
+    /// still on its way (a leader's survey runs beside its loop, and a resignation does
+    /// not wait for it) or answered with an error may land after that release and write
+    /// the record again; [`Withdrawal::late`] then releases it again, with backoff, for
+    /// as long as such a heartbeat's lease could run: a late heartbeat's record lives at
+    /// most one [`Orphan::MAX`] delay (and a round trip) after it lands, not a lease.
+    pub fn withdraw(&self) -> Withdrawal {
         let mut beat = self.beat.lock();
-        let sent = std::mem::take(&mut beat.sent);
-        beat.lease.take().or_else(|| {
-            sent.then(|| {
-                let never = std::time::SystemTime::UNIX_EPOCH;
-                Lease::new(
-                    self.record.clone(),
-                    self.owner,
-                    String::new(),
-                    0,
-                    never,
-                    never,
-                )
-            })
-        })
+        let written = std::mem::take(&mut beat.written);
+        let latest = std::mem::take(&mut beat.unsettled)
+            .into_iter()
+            .filter(|sent| sent.elapsed() < self.lease_time)
+            .max();
+        beat.renewed_at = None;
+        let record = written.then(|| self.record_by_token());
+        let late = latest
+            .map(|sent_at| Orphan::new(self.record.clone(), self.owner, sent_at, self.lease_time));
+        Withdrawal { record, late }
+    }
+
+    /// The record as a lease known by its name and owner token alone.
+    fn record_by_token(&self) -> Lease {
+        let never = std::time::SystemTime::UNIX_EPOCH;
+        Lease::new(
+            self.record.clone(),
+            self.owner,
+            String::new(),
+            0,
+            never,
+            never,
+        )
     }
 
     /// Whether a higher rank ends this candidate's term (see
@@ -293,27 +340,81 @@ mod tests {
             .unwrap()
     }
 
-    #[test]
-    fn a_heartbeat_whose_answer_was_lost_is_withdrawn_by_name_and_token() {
-        let c = candidacy(3, true);
-        assert!(c.withdraw().is_none(), "never sent, nothing to release");
-        c.after_heartbeat(Err(Error::ShutDown), Instant::now());
-        let record = c.withdraw().expect("it may have been written");
-        assert_eq!(record.key.as_str(), c.heartbeat().key.as_str());
-        assert_eq!(record.owner, c.heartbeat().owner);
-        assert!(c.withdraw().is_none(), "handed out once");
+    fn acquired(c: &Candidacy) -> Result<AcquireOutcome, Error> {
+        let now = SystemTime::now();
+        let lease = Lease::new(c.record.clone(), c.owner, "node", 1, now, now);
+        Ok(AcquireOutcome::Acquired(lease))
     }
 
     #[test]
-    fn a_survey_out_of_time_ends_the_term_now() {
+    fn heartbeats_are_a_heartbeat_apart_from_the_last_that_renewed() {
+        let c = candidacy(3, true);
+        let t0 = Instant::now();
+        let request = c.begin_heartbeat(t0).expect("never written: due");
+        assert_eq!(request.key.as_str(), c.record.as_str());
+        assert_eq!(request.owner, c.owner);
+        c.after_heartbeat(acquired(&c), t0);
+        assert!(c.begin_heartbeat(t0 + c.heartbeat / 2).is_none());
+        let t1 = t0 + c.heartbeat;
+        assert!(c.begin_heartbeat(t1).is_some(), "a heartbeat later");
+        c.after_heartbeat(Err(Error::ShutDown), t1);
+        assert!(
+            c.begin_heartbeat(t1 + Duration::from_millis(1)).is_some(),
+            "a failed one renewed nothing: due again"
+        );
+    }
+
+    #[test]
+    fn a_withdrawal_releases_what_any_heartbeat_may_write() {
+        let c = candidacy(3, true);
+        let nothing = c.withdraw();
+        assert!(
+            nothing.record.is_none() && nothing.late.is_none(),
+            "never sent"
+        );
+
+        // Answered: the record is released by name and token, and nothing can land later.
+        let t0 = Instant::now();
+        assert!(c.begin_heartbeat(t0).is_some());
+        c.after_heartbeat(acquired(&c), t0);
+        let settled = c.withdraw();
+        let record = settled.record.expect("written");
+        assert_eq!(
+            (record.key.as_str(), record.owner),
+            (c.record.as_str(), c.owner)
+        );
+        assert!(settled.late.is_none(), "every heartbeat was answered");
+        assert!(c.withdraw().record.is_none(), "handed out once");
+
+        // On its way when the candidate resigns: released now, and again if it lands.
+        let t1 = Instant::now();
+        assert!(c.begin_heartbeat(t1).is_some());
+        let in_flight = c.withdraw();
+        assert!(in_flight.record.is_some(), "it may have written the record");
+        let late = in_flight.late.expect("it may still land");
+        assert_eq!(late.leases().len(), 1);
+        assert_eq!(
+            (late.leases()[0].key.as_str(), late.leases()[0].owner),
+            (c.record.as_str(), c.owner)
+        );
+
+        // Answered with an error: it may sit in a paused server's socket.
+        let t2 = Instant::now();
+        assert!(c.begin_heartbeat(t2).is_some());
+        c.after_heartbeat(Err(Error::ShutDown), t2);
+        let lost = c.withdraw();
+        assert!(lost.record.is_some() && lost.late.is_some());
+    }
+
+    #[test]
+    fn only_a_higher_live_rank_ends_a_term() {
         let standing = |preempted_by| Standing {
             may_lead: true,
             preempted_by,
         };
-        assert_eq!(TermCheck::of(None), TermCheck::DeadlinePassed);
-        assert_eq!(TermCheck::of(Some(standing(None))), TermCheck::Keep);
+        assert_eq!(TermCheck::of(standing(None)), TermCheck::Keep);
         assert_eq!(
-            TermCheck::of(Some(standing(Some(4)))),
+            TermCheck::of(standing(Some(4))),
             TermCheck::Preempted { by_rank: 4 }
         );
     }
@@ -340,7 +441,6 @@ mod tests {
         assert_eq!(fnv1a("a"), 0xaf63_dc4c_8601_ec8c);
         assert_eq!(c.rank_of(c.record.as_str()), Some(7));
         assert_eq!(c.rank_of("job#rank:x:1"), None);
-        assert!(c.heartbeat_due(Instant::now()));
     }
 
     #[test]

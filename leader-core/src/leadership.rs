@@ -314,13 +314,12 @@ impl LeadershipState {
         self.revoke(reason)
     }
 
-    /// Campaign loops: what a ranked leader's survey after a renewal found (see
+    /// Campaign loops: what a ranked leader's survey found, when it arrives (see
     /// [`TermCheck`]); returns the ended term (to release), if it ended.
     pub fn after_survey(&self, check: TermCheck) -> Option<Arc<LeaseTracker>> {
         match check {
             TermCheck::Keep => None,
             TermCheck::Preempted { by_rank } => self.revoke(RevokeReason::Preempted { by_rank }),
-            TermCheck::DeadlinePassed => self.revoke(RevokeReason::RenewDeadlinePassed),
         }
     }
 

@@ -123,7 +123,7 @@ pub mod __private {
     pub use crate::backend::OwnedAcquire;
     pub use crate::batch_answers::{answers_in_order, by_backend, unanswered};
     pub use crate::campaign::{AfterAttempt, CampaignRun};
-    pub use crate::candidacy::{Candidacy, Standing, Survey, TermCheck};
+    pub use crate::candidacy::{Candidacy, Standing, Survey, TermCheck, Withdrawal};
     pub use crate::context::LeaseTracker;
     pub use crate::group::random_slot;
     pub use crate::keepalive::Keepalive;

@@ -124,7 +124,8 @@ impl AsyncLockBackend for RedisBackend {
         self.run_async(State { key })
     }
 
-    /// Pages by `SCAN` (never `KEYS`); see [`RedisBackend`]'s `# Listing`.
+    /// Reads a name's index for a prefix inside its derived names, else pages by `SCAN`
+    /// (never `KEYS`); see [`RedisBackend`]'s `# Listing`.
     fn list(&self, request: &ListRequest) -> impl Future<Output = Result<ListPage, Error>> + Send {
         self.list_async(request)
     }

@@ -31,9 +31,15 @@ const SUBSCRIPTION_RETRY: Duration = Duration::from_secs(1);
 ///
 /// # Listing
 ///
-/// `list` pages with `SCAN <cursor> MATCH {prefix}:{<name prefix>*} COUNT <limit>` (never
-/// `KEYS`, and `COUNT` at most 1000), glob characters of both prefixes escaped so they
-/// match literally. A page keeps scanning until it holds at least `limit` held locks or
+/// A prefix inside one name's derived names (`orders#`, `scheduler#rank:`: a leader
+/// group's slots, a ranked campaign's candidates) is read from that name's index,
+/// `{prefix}:{<name>}:derived`, in one script call a page: its cost is the page's members,
+/// whatever else the server holds (see the crate docs' data layout), and its cursor is the
+/// full name of the last member it looked at.
+///
+/// Any other prefix pages with `SCAN <cursor> MATCH {prefix}:{<name prefix>*} COUNT
+/// <limit>` (never `KEYS`, and `COUNT` at most 1000), glob characters of both prefixes
+/// escaped so they match literally. A page keeps scanning until it holds at least `limit` held locks or
 /// the scan is complete, so it may hold up to one `SCAN` batch more than `limit`; the
 /// records of each batch are read in one pipelined round trip. On a cluster it scans
 /// every master in turn (ordered by address, from `CLUSTER SLOTS`), and its cursor is

@@ -111,7 +111,8 @@ impl LockBackend for RedisBackend {
         self.run_blocking(State { key })
     }
 
-    /// Pages by `SCAN` (never `KEYS`); see [`RedisBackend`]'s `# Listing`.
+    /// Reads a name's index for a prefix inside its derived names, else pages by `SCAN`
+    /// (never `KEYS`); see [`RedisBackend`]'s `# Listing`.
     fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
         self.list_blocking(request)
     }

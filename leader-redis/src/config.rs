@@ -11,7 +11,7 @@ use crate::error::ConfigError;
 /// |---|---|---|
 /// | `connect_timeout` | 2 s | the longest wait for a TCP (and TLS) connection |
 /// | `response_timeout` | 2 s | the longest wait for an answer; a dead server is an error after this |
-/// | `key_prefix` | `leader` | keys are `{prefix}:{<name>}` and `{prefix}:{<name>}:fence` (a group's slot `<name>#<n>`: `{prefix}:{<name>}#<n>`, same hash tag) |
+/// | `key_prefix` | `leader` | keys are `{prefix}:{<name>}` and `{prefix}:{<name>}:fence` (a group's slot `<name>#<n>`: `{prefix}:{<name>}#<n>`, same hash tag; the index of a name's derived locks: `{prefix}:{<name>}:derived`) |
 /// | `release_notifications` | on | one shared pub/sub subscription wakes waiting electors at a release |
 /// | `max_idle_connections` | 8 | blocking connections kept open between calls |
 /// | `tls_root_certificate` | none | a PEM CA to trust for `rediss://` instead of the system roots (feature `tls`) |

@@ -11,6 +11,13 @@
 //! then in one cluster slot, where one script can try them all. A derived name never ends
 //! in `:fence`, so the two kinds of keys stay apart.
 //!
+//! The derived names of `name` that are held are indexed in `{prefix}:{name}:derived`, a
+//! sorted set of their `rest`s (score 0: ordered by name), in the same cluster slot:
+//! acquire adds the lock it takes or renews, and a listing of a prefix inside `name#`
+//! reads it (and removes the members whose lock is gone) instead of scanning the
+//! keyspace. No lock key has `:` right after its hash tag but the fence counter's
+//! `:fence`, so the index never collides with a lock.
+//!
 //! Releases are announced on the channel `{prefix}:released` with the lock name as message.
 
 use leader_core::LockName;
@@ -22,19 +29,37 @@ pub(crate) struct LockKeys {
     pub(crate) lock: String,
     /// The fencing counter.
     pub(crate) fence: String,
+    /// The index of the derived names of the lock's name (of the group's name, for a
+    /// derived one).
+    pub(crate) index: String,
 }
 
 impl LockKeys {
     pub(crate) fn new(prefix: &str, name: &LockName) -> Self {
-        let lock = match name.as_str().split_once(LockName::DERIVED_SEPARATOR) {
-            Some((group, rest)) => {
-                format!("{prefix}:{{{group}}}{}{rest}", LockName::DERIVED_SEPARATOR)
-            }
-            None => format!("{prefix}:{{{name}}}"),
+        let (group, lock) = match name.as_str().split_once(LockName::DERIVED_SEPARATOR) {
+            Some((group, rest)) => (
+                group,
+                format!("{prefix}:{{{group}}}{}{rest}", LockName::DERIVED_SEPARATOR),
+            ),
+            None => (name.as_str(), format!("{prefix}:{{{name}}}")),
         };
         let fence = format!("{lock}:fence");
-        LockKeys { lock, fence }
+        LockKeys {
+            lock,
+            fence,
+            index: index_key(prefix, group),
+        }
     }
+}
+
+/// The index of the derived names of `group` (see the module docs).
+pub(crate) fn index_key(prefix: &str, group: &str) -> String {
+    format!("{prefix}:{{{group}}}:derived")
+}
+
+/// What the lock keys of `group`'s derived names start with: `{prefix}:{<group>}#`.
+pub(crate) fn derived_head(prefix: &str, group: &str) -> String {
+    format!("{prefix}:{{{group}}}{}", LockName::DERIVED_SEPARATOR)
 }
 
 /// The channel releases are published on.
@@ -51,6 +76,7 @@ mod tests {
         let keys = LockKeys::new("leader", &LockName::new("tenant:acme:sync").unwrap());
         assert_eq!(keys.lock, "leader:{tenant:acme:sync}");
         assert_eq!(keys.fence, "leader:{tenant:acme:sync}:fence");
+        assert_eq!(keys.index, "leader:{tenant:acme:sync}:derived");
         assert_eq!(release_channel("leader"), "leader:released");
     }
 
@@ -59,6 +85,11 @@ mod tests {
         let slot = LockKeys::new("leader", &LockName::new("tenant:acme:consumers#2").unwrap());
         assert_eq!(slot.lock, "leader:{tenant:acme:consumers}#2");
         assert_eq!(slot.fence, "leader:{tenant:acme:consumers}#2:fence");
+        assert_eq!(slot.index, "leader:{tenant:acme:consumers}:derived");
+        assert!(
+            slot.lock
+                .starts_with(&derived_head("leader", "tenant:acme:consumers"))
+        );
         let group = LockKeys::new("leader", &LockName::new("tenant:acme:consumers").unwrap());
         // Redis Cluster hashes what the first `{...}` holds.
         let tag = |key: &str| {
@@ -68,5 +99,6 @@ mod tests {
         };
         assert_eq!(tag(&slot.lock), tag(&group.lock));
         assert_eq!(tag(&slot.fence), tag(&group.fence));
+        assert_eq!(tag(&slot.index), tag(&group.lock));
     }
 }

@@ -28,3 +28,7 @@ pub(crate) static FENCE: LazyLock<Script> =
 /// Free a lock whoever holds it (the operator's call): see `lua/force_release.lua`.
 pub(crate) static FORCE_RELEASE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/force_release.lua")));
+
+/// One page of a name's derived locks from its index: see `lua/list.lua`.
+pub(crate) static LIST: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/list.lua")));

@@ -1,10 +1,15 @@
-//! `list`: the held locks under a name prefix, one page at a time, by `SCAN` (never
-//! `KEYS`), on one server or on every master of a cluster in turn.
+//! `list`: the held locks under a name prefix, one page at a time.
 //!
-//! A page is a small state machine ([`Listing`]) that asks for round trips ([`Io`]) and
-//! reads their replies; the blocking and async paths only send what it asks (`run`).
+//! A prefix inside one name's derived names (`job#`, `job#rank:`: a leader group's slots,
+//! ranked candidates' records) is read from that name's index, one script call a page
+//! ([`IndexListing`]), at a cost of the page's members whatever else the server holds.
+//! Any other prefix is scanned with `SCAN` (never `KEYS`), on one server or on every
+//! master of a cluster in turn: a page is a small state machine ([`Listing`]) that asks
+//! for round trips ([`Io`]) and reads their replies. The blocking and async paths only
+//! send what they ask (`run`).
 
 mod cursor;
+mod index;
 mod io;
 mod masters;
 mod page;

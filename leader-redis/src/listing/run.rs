@@ -1,12 +1,14 @@
-//! `list` on the blocking and async connections: each sends what [`Listing`] asks, one
-//! round trip at a time, exactly as `Script` has `invoke` and `invoke_async`; the page
-//! logic, decoding and tracing are shared.
+//! `list` on the blocking and async connections: a page read from a name's index is one
+//! script call ([`IndexListing`]); a scanned page sends what [`Listing`] asks, one round
+//! trip at a time, exactly as `Script` has `invoke` and `invoke_async`. The page logic,
+//! decoding and tracing are shared.
 
 use std::time::Instant;
 
 use leader_core::{BackendErrorKind, Error, ListPage, ListRequest};
 use redis::{RedisResult, Value};
 
+use super::index::IndexListing;
 use super::page::{Listing, Step};
 use super::pattern::Pattern;
 use super::{ListFailure, OP};
@@ -17,6 +19,15 @@ impl RedisBackend {
     /// One page of `request` on the blocking connections.
     pub(crate) fn list_blocking(&self, request: &ListRequest) -> Result<ListPage, Error> {
         let started = Instant::now();
+        match IndexListing::new(self.key_prefix(), request) {
+            Ok(Some(listing)) => {
+                let sent = self.sync_pool().run(&listing.invocation());
+                let result = read_index(&listing, sent);
+                return self.finish_list(request, result, 1, started);
+            }
+            Ok(None) => {}
+            Err(failure) => return self.finish_list(request, Err(failure.into()), 0, started),
+        }
         let mut round_trips = 0;
         let listing = Listing::new(self.key_prefix(), request, self.is_cluster());
         let result = listing.and_then(|mut listing| {
@@ -41,6 +52,15 @@ impl RedisBackend {
     #[cfg(any(feature = "tokio", feature = "smol"))]
     pub(crate) async fn list_async(&self, request: &ListRequest) -> Result<ListPage, Error> {
         let started = Instant::now();
+        match IndexListing::new(self.key_prefix(), request) {
+            Ok(Some(listing)) => {
+                let sent = self.async_pool().run(&listing.invocation()).await;
+                let result = read_index(&listing, sent);
+                return self.finish_list(request, result, 1, started);
+            }
+            Ok(None) => {}
+            Err(failure) => return self.finish_list(request, Err(failure.into()), 0, started),
+        }
         let mut round_trips = 0;
         let result = match Listing::new(self.key_prefix(), request, self.is_cluster()) {
             Ok(mut listing) => {
@@ -99,6 +119,17 @@ impl RedisBackend {
                 .unwrap_or_else(|| Pattern::new(self.key_prefix(), &request.prefix).display());
             failed.failure.into_error(&key)
         })
+    }
+}
+
+/// The page in the reply to an index read; a failure of the call names the index.
+fn read_index(listing: &IndexListing, sent: RedisResult<Value>) -> Result<ListPage, ListFailure> {
+    match sent {
+        Ok(value) => listing.decode(&value),
+        Err(err) => Err(ListFailure::at(
+            Failure::from_redis(OP, err),
+            listing.index().to_owned(),
+        )),
     }
 }
 

@@ -9,7 +9,9 @@
 --   n, the number of its slots
 -- KEYS           per request, in order, its n slots' pairs in the order they are tried:
 --   the slot's lock hash ({prefix}:{name} for slot 0, {prefix}:{name}#<i> after) and its
---   fence counter (<its lock hash>:fence, never expires); a group's keys share one hash tag
+--   fence counter (<its lock hash>:fence, never expires); then the index of the derived
+--   names of the request's name ({prefix}:{name}:derived, a sorted set); a request's keys
+--   share one hash tag
 --
 -- Returns one reply per request, in order:
 --   {1, fence, acquired_us, expires_us, leader, i} when the caller holds slot i
@@ -23,6 +25,13 @@
 --   {-1, 'error', message} when no slot could be taken and a command on one of its keys
 --     failed (another type of value there): one request's trouble is its own, not the
 --     batch's, and one unusable slot of a group is skipped while another can be taken.
+--
+-- A derived name's lock ({prefix}:{name}#<rest>) that the caller holds when the script
+-- ends, taken or renewed, is a member <rest> of the index (score 0, so members sort by
+-- name): `list` reads a name's derived locks from there instead of scanning the keyspace.
+-- Adding it on every renewal by acquire too (a ranked candidate's heartbeat) rebuilds an
+-- index that was lost. Members whose lock is gone are removed by the listing that finds
+-- them gone (see list.lua), so release, extend and force release need not know of it.
 --
 -- The caller's own slot wins over a free one: a retried attempt whose first answer was
 -- lost renews what that attempt took instead of taking a second slot.
@@ -48,8 +57,33 @@ local function server_us()
   return server_time
 end
 
--- The request whose slots' keys start at KEYS[first].
+-- `lock`'s member in `index` when it is a derived name's lock, else nil: the two keys
+-- share the head {prefix}:{name}, which `index` follows with ':derived' and a derived
+-- lock with '#'.
+local function derived_member(lock, index)
+  local head = string.sub(index, 1, -#':derived' - 1)
+  if string.sub(lock, 1, #head + 1) == head .. '#' then
+    return string.sub(lock, #head + 2)
+  end
+  return nil
+end
+
+-- Lists `lock` in `index` if it is a derived name's lock; an error reply when `index`
+-- holds another type of value (nothing was written then).
+local function add_to_index(lock, index_key)
+  local member = derived_member(lock, index_key)
+  if member then
+    local added = redis.pcall('ZADD', index_key, 0, member)
+    if type(added) == 'table' and added.err then
+      return {-1, 'error', added.err}
+    end
+  end
+  return nil
+end
+
+-- The request whose slots' keys start at KEYS[first], and its index at KEYS[first + 2n].
 local function acquire(first, slots, owner, leader, lease_ms, db_time)
+  local index_key = KEYS[first + 2 * slots]
   -- The hash only exists while a lease runs: PX removes it on expiry. A hash without an
   -- owner holds nothing. One HMGET a slot reads all an answer needs (a single lock that
   -- is held costs it and a PTTL, nothing more).
@@ -61,6 +95,10 @@ local function acquire(first, slots, owner, leader, lease_ms, db_time)
       broken = broken or cur.err
       broken_at = broken_at or i
     elseif cur[1] == owner then
+      local failed = add_to_index(lock, index_key)
+      if failed then
+        return failed
+      end
       local now_us = client_us
       if db_time then
         now_us = server_us()
@@ -95,6 +133,10 @@ local function acquire(first, slots, owner, leader, lease_ms, db_time)
   -- back as long as the server's clock does not, and a lock averages fewer than one
   -- acquisition per microsecond (each acquisition takes several microseconds).
   local lock, counter = KEYS[first + 2 * free - 2], KEYS[first + 2 * free - 1]
+  local failed = add_to_index(lock, index_key)
+  if failed then
+    return failed
+  end
   local server_now = server_us()
   local now_us = client_us
   if db_time then
@@ -125,6 +167,6 @@ for arg = 2, #ARGV, 5 do
   local slots = tonumber(ARGV[arg + 4])
   replies[#replies + 1] = acquire(first, slots, ARGV[arg], ARGV[arg + 1],
     tonumber(ARGV[arg + 2]), ARGV[arg + 3] == '1')
-  first = first + 2 * slots
+  first = first + 2 * slots + 1
 end
 return replies

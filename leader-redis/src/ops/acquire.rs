@@ -68,6 +68,8 @@ impl Op for Acquire<'_, '_> {
                     invocation.key(later.lock).key(later.fence);
                 }
             }
+            // The index of the group's derived names, where a derived slot taken is listed.
+            invocation.key(LockKeys::new(self.key_prefix, slot_request.group_name()).index);
             let request = &slot_request.request;
             invocation
                 .arg(request.owner.to_string())

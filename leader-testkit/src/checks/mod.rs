@@ -3,12 +3,14 @@
 //! Each check makes a fresh random lock name, drives the backend through a [`Runner`](crate::Runner) and
 //! panics with a message naming the broken guarantee.
 
+mod derived;
 mod groups;
 mod operator;
 mod ownership;
 mod properties;
 mod refusals;
 
+pub use derived::*;
 pub use groups::*;
 pub use operator::*;
 pub use ownership::*;

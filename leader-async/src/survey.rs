@@ -1,0 +1,148 @@
+//! A ranked campaign's I/O about its candidacy: heartbeats of its membership record, the
+//! survey of the other candidates (a leader's runs beside its renewals), and the
+//! withdrawal of the record when it resigns. The decisions are leader-core's
+//! (`Candidacy`, `TermCheck`).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_lite::FutureExt;
+use leader_core::__private::{CampaignRun, Candidacy, LeadershipState, Orphan, Standing};
+use leader_core::{AsyncLockBackend, Lease};
+
+use crate::on_drop::OnDrop;
+use crate::orphan::release_orphan;
+use crate::rt;
+
+/// A leader's survey on its way, polled by the leader's loop between its waits.
+pub(crate) type Pending<'a> = Pin<Box<dyn Future<Output = Standing> + Send + 'a>>;
+
+/// A ranked campaign's look at the candidates: renews its membership record when due,
+/// then, when `list`, lists the live ones (see [`Standing`]).
+pub(crate) async fn survey<C: AsyncLockBackend>(
+    candidacy: &Candidacy,
+    backend: &C,
+    list: bool,
+) -> Standing {
+    let sent_at = Instant::now();
+    if let Some(request) = candidacy.begin_heartbeat(sent_at) {
+        let answer = backend.try_acquire(request).await;
+        candidacy.after_heartbeat(answer, sent_at);
+    }
+    let mut survey = candidacy.survey();
+    while let Some(request) = survey.next_request().filter(|_| list) {
+        let answer = backend.list(&request).await;
+        survey.read(answer);
+    }
+    survey.standing()
+}
+
+/// A ranked leader's survey, to run beside the renewals that keep the term (see
+/// `TermCheck`): neither a slow listing nor a hanging heartbeat holds them up. It lists
+/// the others only when a higher rank could preempt the leader. `None` when unranked.
+pub(crate) fn start<'a, C: AsyncLockBackend>(
+    campaign: &'a CampaignRun,
+    backend: &'a C,
+) -> Option<Pending<'a>> {
+    let candidacy = campaign.candidacy()?;
+    Some(Box::pin(survey(candidacy, backend, candidacy.preempts())))
+}
+
+/// Waits until `until` (the next renewal), a stop request, or the end of the survey on
+/// its way, whichever comes first; returns the survey's standing if it ended. A survey
+/// still on its way at `until` stays pending, to be waited for after the renewal.
+pub(crate) async fn wait_for_renewal(
+    state: &LeadershipState,
+    until: Instant,
+    pending: &mut Option<Pending<'_>>,
+) -> Option<Standing> {
+    let stop = state.stop_listener();
+    if state.stop_requested() {
+        return None;
+    }
+    let left = until.saturating_duration_since(Instant::now());
+    let Some(survey) = pending.as_mut() else {
+        rt::timeout(left, stop).await;
+        return None;
+    };
+    let surveyed = async { Some(survey.as_mut().await) }.or(async {
+        stop.await;
+        None
+    });
+    let standing = rt::timeout(left, surveyed).await.flatten();
+    if standing.is_some() {
+        *pending = None;
+    }
+    standing
+}
+
+/// Releases a ranked campaign's membership record when it resigns — before the lock, so
+/// the standby that the lock's release wakes no longer sees it — and, when a heartbeat may
+/// still land after that release (a survey dropped on its way), releases it again in the
+/// background while it could (see `Candidacy::withdraw`). Dropped half-way (the runtime
+/// shut down), it finishes in the background. Abandoning leaves the record to run out,
+/// as a crash would.
+pub(crate) async fn withdraw<C: AsyncLockBackend + 'static>(
+    campaign: &CampaignRun,
+    backend: &Arc<C>,
+) {
+    if campaign.state.abandon_requested() {
+        return;
+    }
+    let Some(withdrawal) = campaign.candidacy().map(|c| c.withdraw()) else {
+        return;
+    };
+    let (record, late) = (withdrawal.record, withdrawal.late);
+    let unfinished = OnDrop::new(|| in_background(backend, record.clone(), late.clone()));
+    if let Some(record) = &record {
+        release_record(&**backend, record).await;
+    }
+    unfinished.disarm();
+    if let Some(late) = late {
+        release_orphan(Arc::clone(backend), late);
+    }
+}
+
+/// [`withdraw`] from a campaign task being dropped (its runtime shutting down): the same
+/// releases, in the background, finishing even if the runtime goes away first.
+pub(crate) fn withdraw_in_background<C: AsyncLockBackend + 'static>(
+    campaign: &CampaignRun,
+    backend: &Arc<C>,
+) {
+    if campaign.state.abandon_requested() {
+        return;
+    }
+    if let Some(withdrawal) = campaign.candidacy().map(|c| c.withdraw()) {
+        in_background(backend, withdrawal.record, withdrawal.late);
+    }
+}
+
+/// Releases `record` and then, if any, the heartbeats that may land later (`late`), on a
+/// task that finishes even if the runtime shuts down (both may run twice: a release by
+/// owner token that finds nothing changes nothing).
+fn in_background<C: AsyncLockBackend + 'static>(
+    backend: &Arc<C>,
+    record: Option<Lease>,
+    late: Option<Orphan>,
+) {
+    if record.is_none() && late.is_none() {
+        return;
+    }
+    let backend = Arc::clone(backend);
+    rt::spawn_to_completion(move || async move {
+        if let Some(record) = &record {
+            release_record(&*backend, record).await;
+        }
+        if let Some(late) = late {
+            release_orphan(backend, late);
+        }
+    });
+}
+
+async fn release_record<C: AsyncLockBackend>(backend: &C, record: &Lease) {
+    if let Err(err) = backend.release(record, Duration::ZERO).await {
+        tracing::debug!(record = %record.key, error = %err, "releasing the membership record failed; it will run out");
+    }
+}
