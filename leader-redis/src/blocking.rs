@@ -112,6 +112,18 @@ impl LockBackend for RedisBackend {
     }
 
     fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
-        self.run_blocking(ForceRelease { key })
+        self.run_blocking(ForceRelease { key, only: None })
+    }
+
+    /// The same script, freeing only a holder with `fencing_token`.
+    fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> Result<ForceReleaseOutcome, Error> {
+        self.run_blocking(ForceRelease {
+            key,
+            only: Some(fencing_token),
+        })
     }
 }

@@ -46,7 +46,21 @@ impl LockBackend for SqliteBackend {
     }
 
     fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
-        let outcome = self.run(key.as_str(), |conn| operator::force_release(conn, key))?;
+        let outcome = self.run(key.as_str(), |conn| {
+            operator::force_release(conn, key, None)
+        })?;
+        self.force_released(key, &outcome);
+        Ok(outcome)
+    }
+
+    fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> Result<ForceReleaseOutcome, Error> {
+        let outcome = self.run(key.as_str(), |conn| {
+            operator::force_release(conn, key, Some(fencing_token))
+        })?;
         self.force_released(key, &outcome);
         Ok(outcome)
     }

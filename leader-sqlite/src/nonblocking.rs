@@ -67,7 +67,22 @@ impl AsyncLockBackend for SqliteBackend {
         let owned = key.clone();
         let outcome = self
             .run_async(key.as_str(), move |conn| {
-                operator::force_release(conn, &owned)
+                operator::force_release(conn, &owned, None)
+            })
+            .await?;
+        self.force_released(key, &outcome);
+        Ok(outcome)
+    }
+
+    async fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> Result<ForceReleaseOutcome, Error> {
+        let owned = key.clone();
+        let outcome = self
+            .run_async(key.as_str(), move |conn| {
+                operator::force_release(conn, &owned, Some(fencing_token))
             })
             .await?;
         self.force_released(key, &outcome);

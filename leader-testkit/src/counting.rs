@@ -32,7 +32,7 @@ pub enum Call {
     State,
     /// `list`.
     List,
-    /// `force_release`.
+    /// `force_release` and `force_release_if`.
     ForceRelease,
 }
 
@@ -195,5 +195,14 @@ impl<B: LockBackend> LockBackend for CountingBackend<B> {
     fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
         self.counter.count(Call::ForceRelease, 1);
         self.inner.force_release(key)
+    }
+
+    fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> Result<ForceReleaseOutcome, Error> {
+        self.counter.count(Call::ForceRelease, 1);
+        self.inner.force_release_if(key, fencing_token)
     }
 }

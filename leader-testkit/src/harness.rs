@@ -209,4 +209,12 @@ impl<B: LockBackend> AsyncLockBackend for BlockingAsAsync<B> {
     ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
         ready(self.0.force_release(key))
     }
+
+    fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
+        ready(self.0.force_release_if(key, fencing_token))
+    }
 }

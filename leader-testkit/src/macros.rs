@@ -43,6 +43,7 @@ macro_rules! contract_tests {
                 use_db_time_takes_the_backend_clock,
                 list_pages_through_held_locks_under_a_prefix,
                 force_release_frees_whoever_holds,
+                force_release_if_frees_only_the_holder_seen,
                 group_slots_are_all_usable_and_never_more,
                 group_release_frees_exactly_one_slot,
                 group_slots_expire_and_tokens_grow_per_slot,

@@ -164,6 +164,14 @@ impl LockBackend for AnyBackend {
     fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
         on_backend!(self, backend => LockBackend::force_release(backend, key))
     }
+
+    fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> Result<ForceReleaseOutcome, Error> {
+        on_backend!(self, backend => LockBackend::force_release_if(backend, key, fencing_token))
+    }
 }
 
 #[cfg(any(feature = "tokio", feature = "smol", feature = "async-std"))]
@@ -231,5 +239,14 @@ impl leader_core::AsyncLockBackend for AnyBackend {
     async fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
         use leader_core::AsyncLockBackend as Async;
         on_backend!(self, backend => Async::force_release(backend, key).await)
+    }
+
+    async fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> Result<ForceReleaseOutcome, Error> {
+        use leader_core::AsyncLockBackend as Async;
+        on_backend!(self, backend => Async::force_release_if(backend, key, fencing_token).await)
     }
 }
