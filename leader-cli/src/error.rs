@@ -166,7 +166,7 @@ fn one_line(text: &str) -> String {
 fn connect_exit_code(err: &ConnectError) -> u8 {
     use leader::{mongodb, postgres};
     match err {
-        ConnectError::NotAUrl { .. }
+        ConnectError::NotAUrl
         | ConnectError::UnknownScheme { .. }
         | ConnectError::FeatureDisabled { .. }
         | ConnectError::InvalidUrl { .. }
