@@ -173,6 +173,11 @@ fn invalid(url: &str, reason: &'static str) -> ConnectError {
 /// assert_eq!(leader::redacted_url("host=db password=s3cret"), "…");
 /// # #[cfg(feature = "redis")]
 /// assert_eq!(leader::redacted_url("redis://:pa#ss@127.0.0.1/"), "redis://…");
+/// # #[cfg(feature = "redis")]
+/// assert_eq!(
+///     leader::redacted_url("redis+cluster://:s3cret@127.0.0.1:7000,127.0.0.1:7001"),
+///     "redis+cluster://:***@127.0.0.1:7000,127.0.0.1:7001"
+/// );
 /// # #[cfg(feature = "postgres")]
 /// assert_eq!(
 ///     leader::redacted_url("postgres://app:pa/ss@127.0.0.1:1/app"),
@@ -189,22 +194,32 @@ pub fn redacted_url(url: &str) -> String {
         Target::Redis { url, .. } => leader_redis::redacted_url(url),
         #[cfg(feature = "redis")]
         Target::RedisCluster { nodes, .. } => {
-            let scheme = url_scheme(url).unwrap_or("redis+cluster");
-            let hosts: Vec<String> = nodes
+            // Each node as the driver parsed it; the nodes share the user info.
+            let scheme = url_scheme(url)
+                .unwrap_or("redis+cluster")
+                .to_ascii_lowercase();
+            let shown: Vec<String> = nodes
                 .iter()
-                .map(|node| {
-                    let shown = leader_redis::redacted_url(node);
-                    let rest = shown.split_once("://").map_or("…", |(_, rest)| rest);
-                    rest.split('/').next().unwrap_or("…").to_owned()
-                })
+                .map(|n| leader_redis::redacted_url(n))
                 .collect();
-            let secrets = leader_core::UrlSecrets::from_url(url);
-            secrets
-                .mask(&format!(
-                    "{}://{}",
-                    scheme.to_ascii_lowercase(),
-                    hosts.join(",")
-                ))
+            let mut auth = "";
+            let mut hosts = Vec::with_capacity(shown.len());
+            for node in &shown {
+                let Some((_, rest)) = node.split_once("://").filter(|(_, rest)| *rest != "…")
+                else {
+                    return unparsed_url(url);
+                };
+                let authority = rest.split('/').next().unwrap_or(rest);
+                let (user_info, host) = match authority.rfind('@') {
+                    Some(at) => authority.split_at(at + 1),
+                    None => ("", authority),
+                };
+                auth = user_info;
+                hosts.push(host);
+            }
+            let text = format!("{scheme}://{auth}{}", hosts.join(","));
+            leader_core::UrlSecrets::from_url(url)
+                .mask(&text)
                 .into_owned()
         }
         #[cfg(feature = "mongodb")]
