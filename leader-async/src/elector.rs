@@ -370,4 +370,39 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
         let key = self.observed_key(name)?;
         self.backend.force_release(&key).await
     }
+
+    /// Frees the lock `name` only if its holder is still the acquisition with
+    /// `fencing_token` (the one a [`state`](Self::state) showed), checked and freed by the
+    /// backend in one atomic step; a holder that took over since is returned as
+    /// [`ForceReleaseOutcome::HolderChanged`] and kept (a free lock is `NotHeld`).
+    ///
+    /// # Errors
+    ///
+    /// An invalid name, or a backend failure.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_async::AsyncLeaderElector;
+    /// use leader_core::{ForceReleaseOutcome, InMemoryBackend, LeaderElectionOptions, LeaseMode};
+    ///
+    /// # smol::block_on(async {
+    /// let elector = AsyncLeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default())?;
+    /// let held = elector.acquire("nightly", LeaseMode::watchdog()).await?;
+    /// let stale = held.fencing_token() + 1;
+    /// let kept = elector.force_release_if("nightly", stale).await?;
+    /// assert!(matches!(kept, ForceReleaseOutcome::HolderChanged(_)));
+    /// let freed = elector.force_release_if("nightly", held.fencing_token()).await?;
+    /// assert!(matches!(freed, ForceReleaseOutcome::Released(_)));
+    /// # Ok::<(), leader_core::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn force_release_if(
+        &self,
+        name: &str,
+        fencing_token: u64,
+    ) -> Result<ForceReleaseOutcome, Error> {
+        let key = self.observed_key(name)?;
+        self.backend.force_release_if(&key, fencing_token).await
+    }
 }

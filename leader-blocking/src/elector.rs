@@ -393,4 +393,40 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         let key = self.observed_key(name)?;
         self.backend.force_release(&key)
     }
+
+    /// Frees the lock `name` only if its holder is still the acquisition with
+    /// `fencing_token` (the one a [`state`](Self::state) showed): the operator's release
+    /// of the holder they looked at. The backend checks and frees in one atomic step, so a
+    /// holder that took over since the look is never freed: it comes back as
+    /// [`ForceReleaseOutcome::HolderChanged`] (a free lock as `NotHeld`), nothing changed.
+    ///
+    /// # Errors
+    ///
+    /// An invalid name, or a backend failure.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_blocking::LeaderElector;
+    /// use leader_core::{ForceReleaseOutcome, InMemoryBackend, LeaderElectionOptions, LeaseMode};
+    ///
+    /// let elector = LeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default())?;
+    /// let first = elector.acquire("nightly", LeaseMode::watchdog())?;
+    /// let seen = elector.state("nightly")?.leader().map(|holder| holder.fencing_token);
+    /// // Meanwhile the holder leaves and another acquisition takes the lock.
+    /// first.release()?;
+    /// let second = elector.acquire("nightly", LeaseMode::watchdog())?;
+    /// let outcome = elector.force_release_if("nightly", seen.unwrap_or_default())?;
+    /// assert!(matches!(outcome, ForceReleaseOutcome::HolderChanged(now) if now.fencing_token == second.fencing_token()));
+    /// assert!(!second.is_lost());
+    /// # Ok::<(), leader_core::Error>(())
+    /// ```
+    pub fn force_release_if(
+        &self,
+        name: &str,
+        fencing_token: u64,
+    ) -> Result<ForceReleaseOutcome, Error> {
+        let key = self.observed_key(name)?;
+        self.backend.force_release_if(&key, fencing_token)
+    }
 }

@@ -299,6 +299,34 @@ impl<B: LockBackend + 'static> ThreadPoolLeaderElector<B> {
         self.elector.force_release(name)
     }
 
+    /// Frees the lock `name` only if its holder still has `fencing_token`, on the calling
+    /// thread (see [`LeaderElector::force_release_if`]).
+    ///
+    /// # Errors
+    ///
+    /// An invalid name, or a backend failure.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_blocking::ThreadPoolLeaderElector;
+    /// use leader_core::{ForceReleaseOutcome, InMemoryBackend, LeaderElectionOptions, LeaseMode};
+    ///
+    /// let pool = ThreadPoolLeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default(), 1)?;
+    /// let held = pool.elector().acquire("nightly", LeaseMode::watchdog())?;
+    /// let outcome = pool.force_release_if("nightly", held.fencing_token())?;
+    /// assert!(matches!(outcome, ForceReleaseOutcome::Released(freed) if freed.fencing_token == held.fencing_token()));
+    /// # pool.shutdown();
+    /// # Ok::<(), leader_core::Error>(())
+    /// ```
+    pub fn force_release_if(
+        &self,
+        name: &str,
+        fencing_token: u64,
+    ) -> Result<ForceReleaseOutcome, Error> {
+        self.elector.force_release_if(name, fencing_token)
+    }
+
     /// Stops taking tasks, lets the queued ones finish and joins the workers. Later
     /// submissions fail with [`Error::ShutDown`].
     pub fn shutdown(&self) {

@@ -9,6 +9,7 @@ Exit codes:
   0  success: the command did what it says (a free lock is not an error)
   1  error: the backend is unreachable or failed, `acquire` found the lock held
      elsewhere, the lease was lost while holding it, or the release was not confirmed
+     or not done (another holder took the lock after it was shown)
   2  usage: bad arguments, URL, lock name, tenant or duration; `release` without
      --force, or without --yes when stdin is not a terminal";
 
@@ -58,7 +59,8 @@ pub(crate) enum Command {
         #[arg(long, default_value = "500ms", value_parser = positive_duration)]
         interval: Duration,
     },
-    /// Free a lock whoever holds it (needs --force; asks unless --yes)
+    /// Free a lock whoever holds it (needs --force; asks unless --yes). Only the holder
+    /// shown is freed: if another took the lock meanwhile, nothing is released (exit 1)
     Release {
         /// Required: this frees another process's lock
         #[arg(long)]

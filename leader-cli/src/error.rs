@@ -53,6 +53,15 @@ pub(crate) enum CliError {
         "lost the lock `{name}` while holding it (force-released, expired, or lost by the backend)"
     )]
     LeaseLost { name: String },
+    /// `release`: another acquisition took the lock after its holder was shown.
+    #[error(
+        "not released: lock `{name}` changed holders since it was shown: it was held by {seen}, now by {now}"
+    )]
+    HolderChanged {
+        name: String,
+        seen: String,
+        now: String,
+    },
     /// `release`: the question was not answered yes.
     #[error("not confirmed: lock `{name}` was not released")]
     Declined { name: String },
@@ -85,6 +94,7 @@ impl CliError {
             | CliError::HeldElsewhere(_)
             | CliError::LeaseLost { .. }
             | CliError::Declined { .. }
+            | CliError::HolderChanged { .. }
             | CliError::Signal(_)
             | CliError::Io { .. } => FAILURE,
         }
@@ -156,7 +166,7 @@ fn one_line(text: &str) -> String {
 fn connect_exit_code(err: &ConnectError) -> u8 {
     use leader::{mongodb, postgres};
     match err {
-        ConnectError::NotAUrl { .. }
+        ConnectError::NotAUrl
         | ConnectError::UnknownScheme { .. }
         | ConnectError::FeatureDisabled { .. }
         | ConnectError::InvalidUrl { .. }

@@ -21,18 +21,18 @@ fn main() -> ExitCode {
             return ExitCode::from(if err.use_stderr() { error::USAGE } else { 0 });
         }
     };
-    // Whatever a driver puts in its messages, the URL's password is not printed.
-    let secret = cli
+    // The library's errors show no password; whatever reaches a message all the same is
+    // masked here too, every reading of the URL's secret parts.
+    let secrets = cli
         .url
         .as_deref()
-        .and_then(session::password)
-        .map(str::to_owned);
+        .map(leader::UrlSecrets::from_url)
+        .unwrap_or_default();
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             if !err.is_broken_pipe() {
-                let message = session::mask(&err.render(), secret.as_deref());
-                eprintln!("leader: error: {message}");
+                eprintln!("leader: error: {}", secrets.mask(&err.render()));
             }
             ExitCode::from(err.exit_code())
         }

@@ -2,7 +2,7 @@
 //! UTC with milliseconds; remaining leases are durations (`29.8s`, `4m 10s`).
 
 use std::io::{self, Write};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use leader::{LeaderLease, LeaderState};
 use serde::Serialize;
@@ -56,8 +56,33 @@ impl<'a> LeaderJson<'a> {
 }
 
 /// `time` as RFC 3339 UTC with milliseconds (`2026-11-30T21:22:09.123Z`).
+///
+/// RFC 3339 writes the years 1970 (here) to 9999 only, and a store can return other times
+/// (a hand-edited record, a lease of millennia, which SQLite and Redis keep as asked): such
+/// a time is written as its Unix time instead (`unix time -1.5s (before 1970)`), so no
+/// record can stop a command.
 pub(crate) fn timestamp(time: SystemTime) -> String {
-    humantime::format_rfc3339_millis(time).to_string()
+    use std::fmt::Write as _;
+    let since_epoch = time.duration_since(UNIX_EPOCH);
+    let mut text = String::new();
+    // humantime's formatter panics before the epoch and fails from the year 10000 on.
+    if since_epoch.is_ok() && write!(text, "{}", humantime::format_rfc3339_millis(time)).is_ok() {
+        return text;
+    }
+    match since_epoch {
+        Ok(after) => format!("unix time {}s (after the year 9999)", seconds(after)),
+        Err(before) => format!("unix time -{}s (before 1970)", seconds(before.duration())),
+    }
+}
+
+/// Whole seconds, with up to three decimals when there are milliseconds (`1.5`, `12`).
+fn seconds(duration: Duration) -> String {
+    let millis = duration.subsec_millis();
+    if millis == 0 {
+        return duration.as_secs().to_string();
+    }
+    let fraction = format!("{millis:03}");
+    format!("{}.{}", duration.as_secs(), fraction.trim_end_matches('0'))
 }
 
 /// How long `lease` still runs after `now` (zero once past).
@@ -143,8 +168,6 @@ impl Out {
 
 #[cfg(test)]
 mod tests {
-    use std::time::UNIX_EPOCH;
-
     use super::*;
 
     fn lease(expires_in: Duration) -> (LeaderLease, SystemTime) {
@@ -169,6 +192,31 @@ mod tests {
     fn timestamps_are_rfc3339_utc() {
         let (lease, _) = lease(Duration::ZERO);
         assert_eq!(timestamp(lease.acquired_at), "2026-11-30T00:53:20.000Z");
+    }
+
+    #[test]
+    fn times_out_of_the_rfc3339_range_are_written_without_panicking() {
+        let far = UNIX_EPOCH + Duration::from_secs(253_402_300_800 + 86_400);
+        assert_eq!(
+            timestamp(far),
+            "unix time 253402387200s (after the year 9999)"
+        );
+        let before = UNIX_EPOCH - Duration::from_millis(1500);
+        assert_eq!(timestamp(before), "unix time -1.5s (before 1970)");
+        assert_eq!(timestamp(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let last = UNIX_EPOCH + Duration::from_millis(253_402_300_799_999);
+        assert_eq!(timestamp(last), "9999-12-31T23:59:59.999Z");
+        // The most extreme lease a store can return: JSON and the table show it.
+        let forever = LeaderLease::new(
+            "n",
+            before,
+            UNIX_EPOCH + Duration::from_secs(i64::MAX as u64),
+            1,
+        );
+        let json = LeaderJson::new(&forever, UNIX_EPOCH);
+        assert!(json.expires_at.contains("after the year 9999"), "{json:?}");
+        assert!(json.acquired_at.contains("before 1970"), "{json:?}");
+        assert!(expires_in(&forever, UNIX_EPOCH).ends_with('m'));
     }
 
     #[test]

@@ -10,8 +10,10 @@ use crate::error::CliError;
 #[derive(Debug)]
 pub(crate) struct Session {
     elector: LeaderElector<AnyBackend>,
-    /// The URL with its password masked, for messages.
+    /// The URL as the library shows it (no password), for messages.
     url: String,
+    /// The URL's secret parts, masked in the messages printed while the command runs.
+    secrets: leader::UrlSecrets,
 }
 
 impl Session {
@@ -27,7 +29,7 @@ impl Session {
                 "no backend URL: pass --url URL or set LEADER_URL (redis://, mongodb://, sqlite://, postgres://, ...)".into(),
             ));
         };
-        let masked = mask(url, password(url));
+        let masked = leader::redacted_url(url);
         let backend = leader::connect(url)?;
         let elector = LeaderElector::new(backend, options)
             .map_err(|err| CliError::from_leader(err, &masked))?;
@@ -40,6 +42,7 @@ impl Session {
         Ok(Session {
             elector,
             url: masked,
+            secrets: leader::UrlSecrets::from_url(url),
         })
     }
 
@@ -74,12 +77,17 @@ impl Session {
         &self.elector
     }
 
-    /// The URL, its password masked.
+    /// The URL as the library shows it: no password.
     pub(crate) fn url(&self) -> &str {
         &self.url
     }
 
-    /// `err` from this session's backend as a [`CliError`], the URL masked.
+    /// `err` as one line for stderr, the URL's secret parts masked.
+    pub(crate) fn render(&self, err: &CliError) -> String {
+        self.secrets.mask(&err.render()).into_owned()
+    }
+
+    /// `err` from this session's backend as a [`CliError`], naming the URL as shown.
     pub(crate) fn error(&self, err: leader::Error) -> CliError {
         CliError::from_leader(err, &self.url)
     }
@@ -97,48 +105,9 @@ fn split_tenant(name: &str) -> Option<(&str, &str)> {
     (!tenant.is_empty() && !rest.is_empty()).then_some((tenant, rest))
 }
 
-/// The password of a `scheme://user:password@host...` URL, if it has one. Text that is not
-/// quite a URL (`redis:/user:pw@host`) is searched too: it ends up in error messages as well.
-pub(crate) fn password(url: &str) -> Option<&str> {
-    let authority = match url.split_once("://") {
-        // The user info ends at the last `@` before the path (a cluster URL lists its
-        // hosts after it).
-        Some((_, rest)) => &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())],
-        None => url,
-    };
-    let user_info = &authority[..authority.rfind('@')?];
-    let user_info = user_info.rsplit('/').next().unwrap_or(user_info);
-    let (_, password) = user_info.split_once(':')?;
-    (!password.is_empty()).then_some(password)
-}
-
-/// `text` with every occurrence of `secret` replaced by `***`.
-pub(crate) fn mask(text: &str, secret: Option<&str>) -> String {
-    match secret {
-        Some(secret) => text.replace(secret, "***"),
-        None => text.to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn passwords_are_found_and_masked() {
-        assert_eq!(password("redis://user:secret@127.0.0.1:1/"), Some("secret"));
-        assert_eq!(password("redis://:pw@a:1,b:2/0"), Some("pw"));
-        assert_eq!(password("mongodb://u:p%40ss@h/db?x=1"), Some("p%40ss"));
-        assert_eq!(password("redis://127.0.0.1/"), None);
-        assert_eq!(password("redis://user@h/"), None);
-        assert_eq!(password("sqlite:///tmp/a@b:c"), None);
-        assert_eq!(password("redis:/user:pw@h/"), Some("pw"));
-        assert_eq!(password("redis//user:pw@h/"), Some("pw"));
-        assert_eq!(
-            mask("redis://user:secret@h/", Some("secret")),
-            "redis://user:***@h/"
-        );
-    }
 
     #[test]
     fn tenant_names_split() {

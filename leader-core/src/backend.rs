@@ -526,6 +526,12 @@ pub trait Backend: Send + Sync {
 /// - **Force release**: `force_release` frees a lock whoever holds it. The fencing counter
 ///   stays, waiters are woken as on a normal release, and the holder's next `extend` or
 ///   `release` is `NotHeld` (its elector reports the lease lost).
+/// - **Conditional force release**: `force_release_if(key, fencing_token)` frees the lock
+///   as `force_release` does, but only while its unexpired holder is the acquisition with
+///   that fencing token, checked and freed in one atomic step (one script, one statement,
+///   one `findOneAndUpdate`, one critical section). Otherwise it changes nothing and
+///   reports the holder now seen (`HolderChanged`) or a free lock (`NotHeld`), so an
+///   operator who looked at holder A never frees B, who took over meanwhile.
 pub trait LockBackend: Backend {
     /// Takes the lock if it is free, expired, or already owned by `request.owner`.
     ///
@@ -683,6 +689,25 @@ pub trait LockBackend: Backend {
     fn extend_batch_is_native(&self) -> bool {
         false
     }
+
+    /// Frees the lock `key` only if its unexpired holder is the acquisition with
+    /// `fencing_token` (a holder kept for its minimum lease included), as
+    /// [`force_release`](Self::force_release) frees it; returns that holder. Another
+    /// holder is returned as [`ForceReleaseOutcome::HolderChanged`] and a free lock as
+    /// [`ForceReleaseOutcome::NotHeld`], and nothing changes.
+    ///
+    /// The check and the release are one atomic step in the store. There is no default:
+    /// one built on `state` and `force_release` would free a holder that took over between
+    /// the two calls, the very case this call exists for.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Backend`] on any failure of the store.
+    fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> Result<ForceReleaseOutcome, Error>;
 }
 
 /// An async lock backend: the same four primitives as [`LockBackend`], as futures.
@@ -801,4 +826,11 @@ pub trait AsyncLockBackend: Backend {
     fn extend_batch_is_native(&self) -> bool {
         false
     }
+
+    /// See [`LockBackend::force_release_if`].
+    fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send;
 }

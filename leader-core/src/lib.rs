@@ -107,6 +107,7 @@ pub use memory::InMemoryBackend;
 pub use name::LockName;
 pub use noop::NoopBackend;
 pub use options::LeaderElectionOptions;
+pub use redact::{RedactedError, UrlSecrets};
 pub use result::LeaderRunResult;
 pub use state::{LeaderLease, LeaderState, LockStatus};
 pub use tenant::{IntoTenantId, TENANT_PREFIX, TenantId, TenantIdError};
@@ -130,7 +131,7 @@ pub mod __private {
     pub use crate::late::is_late;
     pub use crate::leadership::LeadershipState;
     pub use crate::orphan::Orphan;
-    pub use crate::redact::mask_password;
+    pub use crate::redact::{unparsed_url, url_scheme};
     pub use crate::renewal_schedule::RenewalSchedule;
     pub use crate::retry::Backoff;
     pub use crate::settings::ElectorSettings;

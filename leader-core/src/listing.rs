@@ -1,5 +1,5 @@
 //! Operator requests of the SPI: listing the held locks under a prefix, and freeing a lock
-//! whoever holds it.
+//! whoever holds it (or only if its holder is still the one the operator saw).
 
 use crate::state::{LeaderLease, LeaderState};
 
@@ -156,22 +156,58 @@ impl ListPage {
     }
 }
 
-/// The answer to `force_release`.
+/// The answer to `force_release` and `force_release_if`.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use leader_core::{AcquireOutcome, AcquireRequest, ForceReleaseOutcome, InMemoryBackend, LockBackend, LockName, OwnerToken};
+///
+/// let backend = InMemoryBackend::new();
+/// let key = LockName::new("nightly")?;
+/// let request = AcquireRequest::new(&key, OwnerToken::random(), "node-a", Duration::from_secs(30));
+/// let AcquireOutcome::Acquired(lease) = backend.try_acquire(request)? else { unreachable!() };
+/// // Another acquisition's token: the holder is not the one the operator saw.
+/// let outcome = backend.force_release_if(&key, lease.fencing_token + 1)?;
+/// assert!(matches!(&outcome, ForceReleaseOutcome::HolderChanged(now) if now.leader_id == "node-a"));
+/// assert_eq!(outcome.as_str(), "holder_changed");
+/// let outcome = backend.force_release_if(&key, lease.fencing_token)?;
+/// assert!(matches!(outcome, ForceReleaseOutcome::Released(freed) if freed.fencing_token == lease.fencing_token));
+/// assert_eq!(backend.force_release(&key)?, ForceReleaseOutcome::NotHeld);
+/// # Ok::<(), leader_core::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ForceReleaseOutcome {
     /// The lock was held, by this holder, and is free now.
     Released(LeaderLease),
+    /// Only from `force_release_if`: the lock is held by another acquisition than the one
+    /// named (its fencing token differs), shown here; nothing changed.
+    HolderChanged(LeaderLease),
     /// Nobody held the lock; nothing changed.
     NotHeld,
 }
 
 impl ForceReleaseOutcome {
-    /// A short label for logs and metrics: `"released"` or `"not_held"`.
+    /// A short label for logs and metrics: `"released"`, `"holder_changed"` or
+    /// `"not_held"`.
     pub fn as_str(&self) -> &'static str {
         match self {
             ForceReleaseOutcome::Released(_) => "released",
+            ForceReleaseOutcome::HolderChanged(_) => "holder_changed",
             ForceReleaseOutcome::NotHeld => "not_held",
+        }
+    }
+
+    /// The answer of a conditional force release, from the live holder seen (if any) and
+    /// whether it was freed: for backends, which decide in one atomic step and then
+    /// report. `freed` with no holder is [`NotHeld`](Self::NotHeld).
+    pub fn conditional(holder: Option<LeaderLease>, freed: bool) -> Self {
+        match (holder, freed) {
+            (Some(holder), true) => ForceReleaseOutcome::Released(holder),
+            (Some(holder), false) => ForceReleaseOutcome::HolderChanged(holder),
+            (None, _) => ForceReleaseOutcome::NotHeld,
         }
     }
 }

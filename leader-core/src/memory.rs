@@ -351,22 +351,27 @@ impl InMemoryBackend {
         Ok(ListPage::new(locks, next))
     }
 
-    fn force_free(&self, key: &LockName) -> ForceReleaseOutcome {
+    /// Frees `key` if it is held, and by the acquisition with `only_token` when given; one
+    /// critical section decides and frees.
+    fn force_free(&self, key: &LockName, only_token: Option<u64>) -> ForceReleaseOutcome {
         let clock_now = self.monotonic();
         let mut slots = self.inner.slots.lock();
         let Some(slot) = slots.get_mut(key.as_str()) else {
             return ForceReleaseOutcome::NotHeld;
         };
+        let live = match &slot.holder {
+            Some(holder) if holder.deadline > clock_now => holder,
+            _ => return ForceReleaseOutcome::NotHeld,
+        };
+        if only_token.is_some_and(|token| token != live.fencing_token) {
+            return ForceReleaseOutcome::HolderChanged(live.snapshot());
+        }
         let Some(holder) = slot.holder.take() else {
             return ForceReleaseOutcome::NotHeld;
         };
-        let live = holder.deadline > clock_now;
         let snapshot = holder.snapshot();
         slot.spare_leader_id = holder.leader_id;
         drop(slots);
-        if !live {
-            return ForceReleaseOutcome::NotHeld;
-        }
         self.inner.events.notify(key.as_str());
         ForceReleaseOutcome::Released(snapshot)
     }
@@ -409,7 +414,15 @@ impl LockBackend for InMemoryBackend {
     }
 
     fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
-        Ok(self.force_free(key))
+        Ok(self.force_free(key, None))
+    }
+
+    fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> Result<ForceReleaseOutcome, Error> {
+        Ok(self.force_free(key, Some(fencing_token)))
     }
 
     /// Each renewal is a short critical section on a mutex, so no lease's renewal can hold
@@ -457,7 +470,15 @@ impl AsyncLockBackend for InMemoryBackend {
         &self,
         key: &LockName,
     ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
-        ready(Ok(self.force_free(key)))
+        ready(Ok(self.force_free(key, None)))
+    }
+
+    fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
+        ready(Ok(self.force_free(key, Some(fencing_token))))
     }
 
     fn extend_batch_is_native(&self) -> bool {

@@ -89,6 +89,10 @@ impl LockBackend for NoopBackend {
     fn force_release(&self, _: &LockName) -> Result<ForceReleaseOutcome, Error> {
         Ok(ForceReleaseOutcome::NotHeld)
     }
+
+    fn force_release_if(&self, _: &LockName, _: u64) -> Result<ForceReleaseOutcome, Error> {
+        Ok(ForceReleaseOutcome::NotHeld)
+    }
 }
 
 impl AsyncLockBackend for NoopBackend {
@@ -129,5 +133,13 @@ impl AsyncLockBackend for NoopBackend {
         key: &LockName,
     ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
         ready(LockBackend::force_release(self, key))
+    }
+
+    fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
+        ready(LockBackend::force_release_if(self, key, fencing_token))
     }
 }

@@ -106,3 +106,23 @@ impl LeaderState {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use super::*;
+
+    #[test]
+    fn extreme_times_print_without_panicking() {
+        let far = UNIX_EPOCH + Duration::from_micros(u64::MAX);
+        let before = UNIX_EPOCH - Duration::from_secs(86_400 * 365 * 3000);
+        let lease = LeaderLease::new("node-a", before, far, u64::MAX);
+        let state = LeaderState::occupied("job", lease.clone());
+        let text = format!("{state:?} {lease:#?}");
+        assert!(
+            text.contains("node-a") && text.contains("18446744073709551615"),
+            "{text}"
+        );
+    }
+}

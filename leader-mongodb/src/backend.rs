@@ -4,7 +4,7 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
-use leader_core::Backend;
+use leader_core::{Backend, RedactedError, UrlSecrets};
 use mongodb::Client;
 use mongodb::error::ErrorKind;
 use mongodb::options::ClientOptions;
@@ -216,16 +216,24 @@ async fn parse_options(
     uri: String,
     config: MongoConfig,
 ) -> Result<(Client, ClientOptions), ConnectError> {
-    let mut options = ClientOptions::parse(uri).await.map_err(connect_error)?;
+    let secrets = UrlSecrets::from_url(&uri);
+    let mut options = ClientOptions::parse(&uri)
+        .await
+        .map_err(|err| connect_error(&err, &secrets))?;
     config.apply_to(&mut options);
-    let client = Client::with_options(options.clone()).map_err(ConnectError::InvalidUri)?;
+    let client =
+        Client::with_options(options.clone()).map_err(|err| connect_error(&err, &secrets))?;
     Ok((client, options))
 }
 
-fn connect_error(err: mongodb::error::Error) -> ConnectError {
+/// The driver's refusal of the connection string, its message masked with the string's
+/// `secrets` (it may quote a host or an option, where a password written without encoding
+/// can end up).
+fn connect_error(err: &mongodb::error::Error, secrets: &UrlSecrets) -> ConnectError {
+    let redacted = Box::new(RedactedError::new(err, secrets));
     match err.kind.as_ref() {
-        ErrorKind::DnsResolve { .. } => ConnectError::Resolve(err),
-        _ => ConnectError::InvalidUri(err),
+        ErrorKind::DnsResolve { .. } => ConnectError::Resolve(redacted),
+        _ => ConnectError::InvalidUri(redacted),
     }
 }
 

@@ -50,4 +50,15 @@ impl LockBackend for MongoBackend {
     fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
         self.block_on(key.as_str(), self.store().force_release(key.clone()))
     }
+
+    fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> Result<ForceReleaseOutcome, Error> {
+        self.block_on(
+            key.as_str(),
+            self.store().force_release_if(key.clone(), fencing_token),
+        )
+    }
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use leader_core::{BackendError, BackendErrorKind};
+use leader_core::{BackendError, BackendErrorKind, BoxError};
 use mongodb::error::{Error as DriverError, ErrorKind, WriteFailure};
 
 use crate::document::ShapeError;
@@ -19,12 +19,15 @@ pub(crate) const BACKEND: &str = "mongodb";
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConnectError {
-    /// The connection string was rejected, or the options it gives are inconsistent.
+    /// The connection string was rejected, or the options it gives are inconsistent. The
+    /// driver's message comes with the string's secrets masked (a
+    /// [`RedactedError`](leader_core::RedactedError)): it may quote a piece of the string.
     #[error("invalid MongoDB connection string: {0}")]
-    InvalidUri(#[source] DriverError),
-    /// A `mongodb+srv://` connection string could not be resolved.
+    InvalidUri(#[source] BoxError),
+    /// A `mongodb+srv://` connection string could not be resolved (the driver's message
+    /// masked likewise).
     #[error("could not resolve the MongoDB connection string: {0}")]
-    Resolve(#[source] DriverError),
+    Resolve(#[source] BoxError),
     /// The background tokio runtime could not be started.
     #[error("could not start the background tokio runtime: {0}")]
     Runtime(#[source] std::io::Error),

@@ -17,10 +17,12 @@ mod ops;
 mod pipeline;
 mod runtime;
 mod time;
+mod url;
 
 pub use backend::MongoBackend;
 pub use config::MongoConfig;
 pub use error::ConnectError;
+pub use url::redacted_url;
 
 /// The `mongodb` driver this crate is built on, re-exported: use this to match the driver
 /// version when you build the [`Client`](mongodb::Client) you pass to

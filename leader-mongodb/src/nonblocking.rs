@@ -63,4 +63,15 @@ impl AsyncLockBackend for MongoBackend {
     ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
         self.run(key.to_string(), self.store().force_release(key.clone()))
     }
+
+    fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
+        self.run(
+            key.to_string(),
+            self.store().force_release_if(key.clone(), fencing_token),
+        )
+    }
 }

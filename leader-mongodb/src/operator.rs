@@ -1,5 +1,5 @@
 //! The operator's calls against the collection: listing the held locks under a prefix, and
-//! freeing a lock whoever holds it. Async code, run by both SPI implementations like `ops`.
+//! freeing a lock whoever holds it (or only while its holder has a given fencing token). Async code, run by both SPI implementations like `ops`.
 
 use leader_core::{ForceReleaseOutcome, ListPage, ListRequest, LockName};
 use mongodb::bson::{Document, doc};
@@ -52,6 +52,28 @@ impl Store {
     /// [`pipeline::force_release`].
     pub(crate) async fn force_release(self, key: LockName) -> Result<ForceReleaseOutcome, OpError> {
         let plan = pipeline::force_release(&key);
+        self.force(key, plan, None).await
+    }
+
+    /// One `findOneAndUpdate` returning the document before it; see
+    /// [`pipeline::force_release_if`].
+    pub(crate) async fn force_release_if(
+        self,
+        key: LockName,
+        fencing_token: u64,
+    ) -> Result<ForceReleaseOutcome, OpError> {
+        let plan = pipeline::force_release_if(&key, fencing_token);
+        self.force(key, plan, Some(fencing_token)).await
+    }
+
+    /// Runs a force release's `plan`: the document before it is the holder, freed unless
+    /// `only` names another token than its own.
+    async fn force(
+        self,
+        key: LockName,
+        plan: pipeline::Plan,
+        only: Option<u64>,
+    ) -> Result<ForceReleaseOutcome, OpError> {
         let result = async {
             let before: Option<Document> = self
                 .collection
@@ -60,16 +82,23 @@ impl Store {
                 .max_time(self.max_time)
                 .write_concern(self.write_concern.clone())
                 .await?;
-            Ok(match before {
-                Some(doc) => ForceReleaseOutcome::Released(decode(&doc)?.holder()),
-                None => ForceReleaseOutcome::NotHeld,
-            })
+            let holder = match before {
+                Some(doc) => Some(decode(&doc)?.holder()),
+                None => None,
+            };
+            let freed = holder
+                .as_ref()
+                .is_some_and(|holder| only.is_none_or(|token| token == holder.fencing_token));
+            Ok(ForceReleaseOutcome::conditional(holder, freed))
         }
         .await;
         match &result {
-            Ok(ForceReleaseOutcome::Released(holder)) => tracing::debug!(
+            Ok(
+                outcome @ (ForceReleaseOutcome::Released(holder)
+                | ForceReleaseOutcome::HolderChanged(holder)),
+            ) => tracing::debug!(
                 lock = %key,
-                outcome = "released",
+                outcome = outcome.as_str(),
                 fencing_token = holder.fencing_token,
                 "mongodb force release"
             ),

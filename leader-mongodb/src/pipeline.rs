@@ -183,12 +183,38 @@ pub(crate) fn release(key: &LockName, owner: OwnerToken, min_lease_time: Duratio
 /// written: it matches nothing.
 pub(crate) fn force_release(key: &LockName) -> Plan {
     Plan {
-        filter: doc! {
-            ID: key.as_str(),
-            OWNER: { "$type": "string" },
-            "$expr": { "$and": [ well_formed(), unexpired() ] },
-        },
+        filter: held(key),
         update: vec![doc! { "$set": { OWNER: Bson::Null, EXPIRES_AT: NOW } }],
+    }
+}
+
+/// Conditional force release: [`force_release`]'s `findOneAndUpdate` and filter, whose
+/// update frees the lock only when its `fencing_token` is `fencing_token` and otherwise
+/// sets every field to what it was. The document before (returned) tells the caller which
+/// happened: it is the holder, and it was freed if and only if its token is the one given,
+/// both read and written in the one atomic update. A token above `i64::MAX` is no token
+/// this backend stores, so it frees nothing.
+pub(crate) fn force_release_if(key: &LockName, fencing_token: u64) -> Plan {
+    let same = match i64::try_from(fencing_token) {
+        Ok(token) => Bson::Document(doc! { "$eq": [ path::FENCING_TOKEN, token ] }),
+        Err(_) => Bson::Boolean(false),
+    };
+    Plan {
+        filter: held(key),
+        update: vec![doc! { "$set": {
+            OWNER: { "$cond": [ same.clone(), Bson::Null, path::OWNER ] },
+            EXPIRES_AT: { "$cond": [ same, NOW, path::EXPIRES_AT ] },
+        } }],
+    }
+}
+
+/// The lock `key` while anyone holds it: a well-formed document with an owner (a
+/// [`RELEASED`] one included), unexpired on the server's clock.
+fn held(key: &LockName) -> Document {
+    doc! {
+        ID: key.as_str(),
+        OWNER: { "$type": "string" },
+        "$expr": { "$and": [ well_formed(), unexpired() ] },
     }
 }
 
@@ -351,6 +377,32 @@ mod tests {
         assert_eq!(
             plan.update,
             vec![doc! { "$set": { "owner": Bson::Null, "expires_at": "$$NOW" } }]
+        );
+    }
+
+    #[test]
+    fn force_release_if_frees_only_the_token_given_and_keeps_the_rest() {
+        let plan = force_release_if(&key(), 42);
+        assert_eq!(
+            plan.filter,
+            force_release(&key()).filter,
+            "the same live holder"
+        );
+        let same = Bson::Document(doc! { "$eq": [ "$fencing_token", 42_i64 ] });
+        assert_eq!(
+            plan.update,
+            vec![doc! { "$set": {
+                "owner": { "$cond": [ same.clone(), Bson::Null, "$owner" ] },
+                "expires_at": { "$cond": [ same, "$$NOW", "$expires_at" ] },
+            } }]
+        );
+        let never = force_release_if(&key(), u64::MAX);
+        let set = never.update[0].get_document("$set").unwrap();
+        let cond = set.get_document(OWNER).unwrap().get_array("$cond").unwrap();
+        assert_eq!(
+            cond[0],
+            Bson::Boolean(false),
+            "no stored token is above i64::MAX"
         );
     }
 

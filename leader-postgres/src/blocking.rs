@@ -60,6 +60,21 @@ impl LockBackend for PostgresBackend {
         let outcome = self.block_on(ForceRelease {
             key: key.clone(),
             channel: self.release_channel(),
+            only: None,
+        })?;
+        self.force_released(key, &outcome);
+        Ok(outcome)
+    }
+
+    fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> Result<ForceReleaseOutcome, Error> {
+        let outcome = self.block_on(ForceRelease {
+            key: key.clone(),
+            channel: self.release_channel(),
+            only: Some(fencing_token),
         })?;
         self.force_released(key, &outcome);
         Ok(outcome)

@@ -51,7 +51,7 @@ impl Statements {
         let operator = futures_util::future::try_join3(
             client.prepare_typed(&sql.list, &[TEXT, TEXT, TEXT, INT8]),
             client.prepare_typed(&sql.list_unbounded, &[TEXT, TEXT, INT8]),
-            client.prepare_typed(&sql.force_release, &[TEXT, TEXT]),
+            client.prepare_typed(&sql.force_release, &[TEXT, TEXT, Type::BOOL, INT8]),
         );
         let ((acquire, holder, extend, release), (list, list_unbounded, force_release)) =
             futures_util::future::try_join(locks, operator).await?;

@@ -4,7 +4,7 @@
 use std::future::poll_fn;
 use std::time::Duration;
 
-use leader_core::ReleaseEvents;
+use leader_core::{RedactedError, ReleaseEvents, UrlSecrets};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::task::JoinHandle;
 use tokio_postgres::config::SslMode;
@@ -43,7 +43,10 @@ impl Drop for Driver {
 impl Connector {
     /// The connector for `url`; contacts nothing.
     pub(crate) fn new(url: &str, settings: &PostgresConfig) -> Result<Self, ConnectError> {
-        let mut config: Config = url.parse().map_err(ConnectError::InvalidUrl)?;
+        let mut config: Config = url.parse().map_err(|err: tokio_postgres::Error| {
+            let redacted = RedactedError::new(&err, &UrlSecrets::from_url(url));
+            ConnectError::InvalidUrl(Box::new(redacted))
+        })?;
         config.connect_timeout(settings.connect_timeout());
         if config.get_application_name().is_none() {
             config.application_name("leader-postgres");

@@ -5,7 +5,7 @@
 use std::io;
 use std::time::Duration;
 
-use leader_core::{BackendError, BackendErrorKind};
+use leader_core::{BackendError, BackendErrorKind, BoxError};
 use tokio_postgres::error::SqlState;
 
 use crate::schema::ShapeError;
@@ -22,9 +22,10 @@ pub(crate) const BACKEND: &str = "postgres";
 #[non_exhaustive]
 pub enum ConnectError {
     /// The connection URL was rejected (`postgres://user[:password]@host[:port]/db[?...]`,
-    /// or the `key=value` form).
+    /// or the `key=value` form). The driver's message comes with the URL's secrets masked
+    /// (a [`RedactedError`](leader_core::RedactedError)): it may quote a piece of the URL.
     #[error("invalid PostgreSQL connection URL: {0}")]
-    InvalidUrl(#[source] tokio_postgres::Error),
+    InvalidUrl(#[source] BoxError),
     /// The table name cannot be used.
     #[error("invalid lock table name `{table}`: {reason}")]
     InvalidTable {

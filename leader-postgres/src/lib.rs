@@ -19,10 +19,12 @@ mod table;
 mod time;
 #[cfg(feature = "tls")]
 mod tls;
+mod url;
 
 pub use backend::PostgresBackend;
 pub use config::PostgresConfig;
 pub use error::ConnectError;
+pub use url::redacted_url;
 
 /// Not public API: for the benches, which measure the backend against its own statements
 /// run raw, and the tests that read a statement's plan. Exempt from semver.

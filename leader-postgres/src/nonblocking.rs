@@ -71,6 +71,23 @@ impl AsyncLockBackend for PostgresBackend {
             .run(ForceRelease {
                 key: key.clone(),
                 channel: self.release_channel(),
+                only: None,
+            })
+            .await?;
+        self.force_released(key, &outcome);
+        Ok(outcome)
+    }
+
+    async fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> Result<ForceReleaseOutcome, Error> {
+        let outcome = self
+            .run(ForceRelease {
+                key: key.clone(),
+                channel: self.release_channel(),
+                only: Some(fencing_token),
             })
             .await?;
         self.force_released(key, &outcome);

@@ -1,5 +1,5 @@
 //! The operator's calls as [`Op`]s: listing the held locks under a prefix, and freeing a
-//! lock whoever holds it. Like `ops`, nothing here knows about threads or runtimes.
+//! lock whoever holds it (or only while its holder has a given fencing token). Like `ops`, nothing here knows about threads or runtimes.
 
 use leader_core::{ForceReleaseOutcome, LeaderState, ListCursor, ListPage, ListRequest, LockName};
 use tokio_postgres::Row;
@@ -78,11 +78,14 @@ fn page(rows: &[Row], request: &ListRequest) -> Result<ListPage, OpError> {
     Ok(ListPage::new(locks, next))
 }
 
-/// `force_release`'s arguments, and the channel its `NOTIFY` goes to.
+/// `force_release`'s arguments (`only: None`), or `force_release_if`'s (`only: Some(token)`),
+/// and the channel its `NOTIFY` goes to.
 #[derive(Debug, Clone)]
 pub(crate) struct ForceRelease {
     pub(crate) key: LockName,
     pub(crate) channel: String,
+    /// The fencing token the holder must have to be freed.
+    pub(crate) only: Option<u64>,
 }
 
 impl Op for ForceRelease {
@@ -93,18 +96,25 @@ impl Op for ForceRelease {
         self.key.as_str()
     }
 
-    /// One statement: frees the row if anyone holds it, returns that holder, and notifies
-    /// the channel as a release does.
+    /// One statement: frees the row if anyone holds it (with `only`, if the holder has
+    /// that token), returns that holder and whether it was freed, and notifies the
+    /// channel as a release does when it freed it.
     async fn run(self, conn: &Conn) -> Result<ForceReleaseOutcome, OpError> {
+        let any = self.only.is_none();
+        // A token above i64::MAX is none this backend stores: NULL matches no row.
+        let token = self.only.and_then(|token| i64::try_from(token).ok());
         let row = conn
             .client
             .query_opt(
                 &conn.statements.force_release,
-                &[&self.key.as_str(), &self.channel],
+                &[&self.key.as_str(), &self.channel, &any, &token],
             )
             .await?;
         Ok(match row {
-            Some(row) => ForceReleaseOutcome::Released(LeaseRow::read(&row)?.snapshot()),
+            Some(row) => {
+                let freed: bool = row.try_get(4).map_err(OpError::Decode)?;
+                ForceReleaseOutcome::conditional(Some(LeaseRow::read(&row)?.snapshot()), freed)
+            }
             None => ForceReleaseOutcome::NotHeld,
         })
     }

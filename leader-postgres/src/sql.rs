@@ -32,9 +32,9 @@ pub(crate) struct Sql {
     /// [`list`](Self::list) for a prefix without an upper bound (the empty prefix):
     /// `$1` prefix, `$2` after, `$3` how many rows.
     pub(crate) list_unbounded: String,
-    /// `$1` name, `$2` channel → the holder it freed (leader id, token, acquired,
-    /// expires), or no row when nobody held the lock. Notifies `$2` with the name when it
-    /// freed it.
+    /// `$1` name, `$2` channel, `$3` any holder, `$4` else the holder's token → the live
+    /// holder (leader id, token, acquired, expires) and whether it was freed, or no row
+    /// when nobody held the lock. Notifies `$2` with the name when it freed it.
     pub(crate) force_release: String,
 }
 
@@ -144,30 +144,33 @@ impl Sql {
         };
         let list = list_from(" AND name COLLATE \"C\" < $3::text", "$4");
         let list_unbounded = list_from("", "$3");
-        // Frees the live holder's row whoever it is (a lock kept for its minimum lease
-        // included), as a release without minimum lease does: owner NULL, expiry now; the
-        // row, and with it the fencing counter, stays. The subquery locks the row and
-        // reads the holder it replaces (RETURNING only has the new values); the NOTIFY,
-        // sent at commit, goes out once per freed row, so never for a free lock.
+        // Frees the live holder's row (a lock kept for its minimum lease included) as a
+        // release without minimum lease does: owner NULL, expiry now; the row, and with it
+        // the fencing counter, stays. `$3` true frees whoever holds it; false only a holder
+        // whose token is `$4` (NULL: none). `prior` locks the row and reads the holder
+        // (RETURNING only has the new values), so the check and the update are one step
+        // on one version of the row; the NOTIFY, sent at commit, goes out once per freed
+        // row, so never for a free lock or a holder kept.
         let force_release = format!(
             "WITH clock AS (SELECT clock_timestamp() AS now),
+            prior AS (
+                SELECT cur.name, cur.leader_id, cur.fencing_token, cur.acquired_at,
+                    cur.expires_at
+                FROM {t} AS cur, clock
+                WHERE cur.name = $1::text AND cur.owner IS NOT NULL
+                    AND cur.expires_at > clock.now
+                FOR UPDATE OF cur
+            ),
             forced AS (
                 UPDATE {t} AS held SET owner = NULL, expires_at = clock.now
-                FROM clock, (
-                    SELECT cur.name, cur.leader_id, cur.fencing_token, cur.acquired_at,
-                        cur.expires_at
-                    FROM {t} AS cur, clock
-                    WHERE cur.name = $1::text AND cur.owner IS NOT NULL
-                        AND cur.expires_at > clock.now
-                    FOR UPDATE OF cur
-                ) AS prior
+                FROM clock, prior
                 WHERE held.name = prior.name
-                RETURNING prior.leader_id, prior.fencing_token, prior.acquired_at,
-                    prior.expires_at, held.name
+                    AND ($3::boolean OR prior.fencing_token = $4::bigint)
+                RETURNING held.name
             )
             SELECT leader_id, fencing_token, acquired_at, expires_at,
-                (SELECT 1 FROM pg_notify($2::text, forced.name))
-            FROM forced"
+                EXISTS (SELECT 1 FROM forced, pg_notify($2::text, forced.name)) AS freed
+            FROM prior"
         );
         Sql {
             create,

@@ -134,7 +134,18 @@ impl AsyncLockBackend for RedisBackend {
         &self,
         key: &LockName,
     ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
-        self.run_async(ForceRelease { key })
+        self.run_async(ForceRelease { key, only: None })
+    }
+
+    fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
+        self.run_async(ForceRelease {
+            key,
+            only: Some(fencing_token),
+        })
     }
 
     fn extend_batch_is_native(&self) -> bool {

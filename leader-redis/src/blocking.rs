@@ -118,7 +118,19 @@ impl LockBackend for RedisBackend {
     }
 
     fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
-        self.run_blocking(ForceRelease { key })
+        self.run_blocking(ForceRelease { key, only: None })
+    }
+
+    /// The same script, freeing only a holder with `fencing_token`.
+    fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> Result<ForceReleaseOutcome, Error> {
+        self.run_blocking(ForceRelease {
+            key,
+            only: Some(fencing_token),
+        })
     }
 
     /// On a standalone server (scripts pipelined in one round trip); not on a cluster,

@@ -39,9 +39,10 @@ impl Target {
             .min_retry_wait(10)
             .max_retry_wait(100);
         let builder = with_cluster_certs(builder, config);
-        let client = builder
-            .build()
-            .map_err(|err| ConfigError::invalid_url(&urls.join(","), err))?;
+        let client = builder.build().map_err(|err| {
+            let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+            ConfigError::invalid_url(&urls, &err)
+        })?;
         Ok(Target::Cluster {
             client: Box::new(client),
             nodes,
@@ -64,7 +65,7 @@ fn node_client(url: &str, config: &RedisConfig) -> Result<Client, ConfigError> {
         Some(certs) => Client::build_with_tls(url, certs),
         _ => Client::open(url),
     };
-    client.map_err(|err| ConfigError::invalid_url(url, err))
+    client.map_err(|err| ConfigError::invalid_url(&[url], &err))
 }
 
 #[cfg(feature = "tls")]

@@ -1,20 +1,20 @@
 //! Errors: [`ConfigError`] at construction, and the crate's detailed failures, which
 //! become `leader_core::Error::Backend` with the lock key and a classification.
 
-use leader_core::__private::mask_password;
-use leader_core::{BackendError, BackendErrorKind, BoxError, Error};
+use leader_core::{BackendError, BackendErrorKind, BoxError, Error, RedactedError, UrlSecrets};
 use redis::{ErrorKind, RedisError, ServerErrorKind};
 
 /// Why a [`RedisBackend`](crate::RedisBackend) could not be built.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
-    /// A URL was not understood (credentials are masked in `url`).
+    /// A URL was not understood.
     #[error("invalid redis URL `{url}`: {source}")]
     InvalidUrl {
-        /// The URL, with any password replaced by `***`.
+        /// The URL as [`redacted_url`](crate::redacted_url) shows it: no password.
         url: String,
-        /// What the redis driver said.
+        /// What the redis driver said, the URL's secrets masked (a
+        /// [`RedactedError`](leader_core::RedactedError)).
         #[source]
         source: BoxError,
     },
@@ -41,10 +41,18 @@ pub enum ConfigError {
 }
 
 impl ConfigError {
-    pub(crate) fn invalid_url(url: &str, source: RedisError) -> Self {
+    /// The driver refused one of `urls` (a cluster's nodes, or one server's URL): each
+    /// shown as [`redacted_url`](crate::redacted_url) shows it, and the driver's message
+    /// masked with the secrets of every URL.
+    pub(crate) fn invalid_url(urls: &[&str], source: &RedisError) -> Self {
+        let shown: Vec<String> = urls.iter().map(|url| crate::redacted_url(url)).collect();
+        let mut redacted = RedactedError::new(source, &UrlSecrets::default());
+        for url in urls {
+            redacted = RedactedError::new(&redacted, &UrlSecrets::from_url(url));
+        }
         ConfigError::InvalidUrl {
-            url: mask_password(url),
-            source: Box::new(source),
+            url: shown.join(","),
+            source: Box::new(redacted),
         }
     }
 }

@@ -1,4 +1,5 @@
-//! `force_release` as an [`Op`]: one script that frees the lock whoever holds it.
+//! `force_release` and `force_release_if` as an [`Op`]: one script that frees the lock
+//! whoever holds it, or only while its holder has the fencing token given.
 
 use leader_core::{ForceReleaseOutcome, LeaderLease, LockName};
 use redis::{ScriptInvocation, Value};
@@ -9,10 +10,12 @@ use crate::keys::LockKeys;
 use crate::ops::Op;
 use crate::scripts::FORCE_RELEASE;
 
-/// `force_release`.
+/// `force_release` (`only: None`), or `force_release_if` (`only: Some(token)`).
 #[derive(Debug)]
 pub(crate) struct ForceRelease<'a> {
     pub(crate) key: &'a LockName,
+    /// The fencing token the holder must have to be freed.
+    pub(crate) only: Option<u64>,
 }
 
 impl Op for ForceRelease<'_> {
@@ -26,19 +29,29 @@ impl Op for ForceRelease<'_> {
     fn invocation(&self, keys: &LockKeys, channel: &str) -> ScriptInvocation<'static> {
         let mut invocation = FORCE_RELEASE.key(&keys.lock);
         invocation.arg(channel).arg(self.key.as_str());
+        match self.only {
+            Some(token) => invocation.arg(token.to_string()),
+            None => invocation.arg(""),
+        };
         invocation
     }
 
     fn decode(&self, reply: Value) -> Result<ForceReleaseOutcome, Failure> {
         let bad = || Failure::bad_reply(Self::NAME, &reply);
         let items = array(&reply).ok_or_else(bad)?;
-        match (items.first().and_then(int), items.len()) {
-            (Some(1), 5) => Ok(ForceReleaseOutcome::Released(LeaderLease::new(
+        let holder = || {
+            Ok::<_, Failure>(LeaderLease::new(
                 text_field(items.get(1), "leader")?,
                 time_field(items.get(3), "acq")?,
                 time_field(items.get(4), "exp")?,
                 u64_field(items.get(2), "fence")?,
-            ))),
+            ))
+        };
+        match (items.first().and_then(int), items.len()) {
+            (Some(1), 5) => Ok(ForceReleaseOutcome::Released(holder()?)),
+            (Some(2), 5) if self.only.is_some() => {
+                Ok(ForceReleaseOutcome::HolderChanged(holder()?))
+            }
             (Some(0), 1) => Ok(ForceReleaseOutcome::NotHeld),
             (Some(-1), 2) => Err(match text_field(items.get(1), "field")?.as_str() {
                 "expiry" => Failure::NoExpiry,
@@ -69,7 +82,10 @@ mod tests {
     #[test]
     fn decodes_the_holder_freed_nothing_held_and_corruption() {
         let key = LockName::new("job").unwrap();
-        let op = ForceRelease { key: &key };
+        let op = ForceRelease {
+            key: &key,
+            only: None,
+        };
         let freed = Value::Array(vec![
             Value::Int(1),
             bulk("node-a"),
@@ -102,6 +118,26 @@ mod tests {
         assert!(matches!(
             op.decode(fence),
             Err(Failure::Corrupt { field: "fence" })
+        ));
+        // Another holder is an answer of the conditional call only.
+        let other = Value::Array(vec![
+            Value::Int(2),
+            bulk("node-b"),
+            bulk("43"),
+            bulk("1000000"),
+            bulk("3000000"),
+        ]);
+        assert!(matches!(
+            op.decode(other.clone()),
+            Err(Failure::BadReply { .. })
+        ));
+        let only = ForceRelease {
+            key: &key,
+            only: Some(42),
+        };
+        assert!(matches!(
+            only.decode(other).unwrap(),
+            ForceReleaseOutcome::HolderChanged(holder) if holder.fencing_token == 43
         ));
         let odd = Value::Array(vec![Value::Int(-1), bulk("owner?")]);
         assert!(matches!(op.decode(odd), Err(Failure::BadReply { .. })));

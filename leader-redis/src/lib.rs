@@ -24,10 +24,12 @@ mod pubsub;
 mod scripts;
 mod started;
 mod sync_conn;
+mod url;
 
 pub use backend::RedisBackend;
 pub use config::RedisConfig;
 pub use error::ConfigError;
+pub use url::redacted_url;
 
 /// The `redis` driver this crate is built on, re-exported: use this to match the driver
 /// version when you build the clients you pass to

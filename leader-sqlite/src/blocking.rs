@@ -51,7 +51,19 @@ impl LockBackend for SqliteBackend {
 
     fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
         let outcome = self.run(key.as_str(), |conn, clock| {
-            operator::force_release(conn, clock, key)
+            operator::force_release(conn, clock, key, None)
+        })?;
+        self.force_released(key, &outcome);
+        Ok(outcome)
+    }
+
+    fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> Result<ForceReleaseOutcome, Error> {
+        let outcome = self.run(key.as_str(), |conn, clock| {
+            operator::force_release(conn, clock, key, Some(fencing_token))
         })?;
         self.force_released(key, &outcome);
         Ok(outcome)

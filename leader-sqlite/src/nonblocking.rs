@@ -73,7 +73,22 @@ impl AsyncLockBackend for SqliteBackend {
         let owned = key.clone();
         let outcome = self
             .run_async(key.as_str(), move |conn, clock| {
-                operator::force_release(conn, clock, &owned)
+                operator::force_release(conn, clock, &owned, None)
+            })
+            .await?;
+        self.force_released(key, &outcome);
+        Ok(outcome)
+    }
+
+    async fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> Result<ForceReleaseOutcome, Error> {
+        let owned = key.clone();
+        let outcome = self
+            .run_async(key.as_str(), move |conn, clock| {
+                operator::force_release(conn, clock, &owned, Some(fencing_token))
             })
             .await?;
         self.force_released(key, &outcome);

@@ -1,5 +1,6 @@
 //! The operator's calls: listing the held locks under a prefix, and freeing a lock whoever
-//! holds it. Plain functions on a connection, like `ops`.
+//! holds it (or only while its holder has a given fencing token). Plain functions on a
+//! connection, like `ops`.
 
 use leader_core::{ForceReleaseOutcome, LeaderState, ListCursor, ListPage, ListRequest, LockName};
 use rusqlite::{Connection, TransactionBehavior, params};
@@ -64,27 +65,32 @@ pub(crate) fn list(
     Ok(ListPage::new(locks, next))
 }
 
-/// Frees `key` whoever holds it (a row kept for a minimum lease included). The fencing
-/// counter is in its own table and stays.
+/// Frees `key` whoever holds it (a row kept for a minimum lease included), or, with `only`,
+/// only while its holder has that fencing token; one IMMEDIATE transaction reads and frees,
+/// so no other writer comes between. The fencing counter is in its own table and stays.
 pub(crate) fn force_release(
     conn: &mut Connection,
     clock: &HostClock,
     key: &LockName,
+    only: Option<u64>,
 ) -> Result<ForceReleaseOutcome, OpFailure> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let now = clock.now()?;
-    let outcome = match live_holder(&tx, key, clock, &now)? {
-        Some(holder) => {
-            tx.execute(
-                "UPDATE leader_locks SET owner = NULL, expires_us = ?2 WHERE name = ?1",
-                params![key.as_str(), now.at],
-            )?;
-            ForceReleaseOutcome::Released(holder.snapshot(&now)?)
-        }
-        None => ForceReleaseOutcome::NotHeld,
+    let holder = match live_holder(&tx, key, clock, &now)? {
+        Some(holder) => Some(holder.snapshot(&now)?),
+        None => None,
     };
+    let freed = holder
+        .as_ref()
+        .is_some_and(|holder| only.is_none_or(|token| token == holder.fencing_token));
+    if freed {
+        tx.execute(
+            "UPDATE leader_locks SET owner = NULL, expires_us = ?2 WHERE name = ?1",
+            params![key.as_str(), now.at],
+        )?;
+    }
     tx.commit()?;
-    Ok(outcome)
+    Ok(ForceReleaseOutcome::conditional(holder, freed))
 }
 
 #[cfg(test)]

@@ -121,6 +121,14 @@ impl<B: LockBackend> LockBackend for Scoped<B> {
     fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
         self.inner.force_release(&self.key(key)?)
     }
+
+    fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> Result<ForceReleaseOutcome, Error> {
+        self.inner.force_release_if(&self.key(key)?, fencing_token)
+    }
 }
 
 impl<B: AsyncLockBackend> AsyncLockBackend for Scoped<B> {
@@ -162,6 +170,14 @@ impl<B: AsyncLockBackend> AsyncLockBackend for Scoped<B> {
 
     async fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
         AsyncLockBackend::force_release(&self.inner, &self.key(key)?).await
+    }
+
+    async fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> Result<ForceReleaseOutcome, Error> {
+        AsyncLockBackend::force_release_if(&self.inner, &self.key(key)?, fencing_token).await
     }
 }
 

@@ -32,7 +32,7 @@ pub enum Call {
     State,
     /// `list`.
     List,
-    /// `force_release`.
+    /// `force_release` and `force_release_if`.
     ForceRelease,
 }
 
@@ -199,5 +199,14 @@ impl<B: LockBackend> LockBackend for CountingBackend<B> {
 
     fn extend_batch_is_native(&self) -> bool {
         self.inner.extend_batch_is_native()
+    }
+
+    fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> Result<ForceReleaseOutcome, Error> {
+        self.counter.count(Call::ForceRelease, 1);
+        self.inner.force_release_if(key, fencing_token)
     }
 }

@@ -394,6 +394,15 @@ impl<B: LockBackend> LockBackend for FaultyBackend<B> {
     fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
         self.inner.force_release(key)
     }
+
+    /// Passes through unfaulted, as `force_release`.
+    fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> Result<ForceReleaseOutcome, Error> {
+        self.inner.force_release_if(key, fencing_token)
+    }
 }
 
 impl<B: AsyncLockBackend> AsyncLockBackend for FaultyBackend<B> {
@@ -440,5 +449,13 @@ impl<B: AsyncLockBackend> AsyncLockBackend for FaultyBackend<B> {
         key: &LockName,
     ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
         self.inner.force_release(key)
+    }
+
+    fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
+        self.inner.force_release_if(key, fencing_token)
     }
 }

@@ -213,4 +213,12 @@ impl<B: LockBackend> AsyncLockBackend for BlockingAsAsync<B> {
     fn extend_batch_is_native(&self) -> bool {
         self.0.extend_batch_is_native()
     }
+
+    fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
+        ready(self.0.force_release_if(key, fencing_token))
+    }
 }

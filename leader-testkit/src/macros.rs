@@ -44,6 +44,7 @@ macro_rules! contract_tests {
                 list_pages_through_held_locks_under_a_prefix,
                 force_release_frees_whoever_holds,
                 list_of_a_names_derived_locks_holds_only_the_live_ones,
+                force_release_if_frees_only_the_holder_seen,
                 group_slots_are_all_usable_and_never_more,
                 group_release_frees_exactly_one_slot,
                 group_slots_expire_and_tokens_grow_per_slot,

@@ -27,6 +27,8 @@ pub struct CapturedSpan {
 pub struct CapturedEvent {
     /// The event's `message` field.
     pub message: String,
+    /// Its other fields, by name, as their `Debug`/`Display` text.
+    pub fields: BTreeMap<String, String>,
     /// Indexes into [`SpanLog::spans`] of the spans the event was inside.
     pub scope: Vec<usize>,
 }
@@ -98,6 +100,23 @@ impl SpanLog {
     }
 }
 
+impl SpanLog {
+    /// Every span and event captured so far, one per line with all its fields: what a log
+    /// would hold, for tests that check what never appears in one (a password).
+    pub fn text(&self) -> String {
+        let captured = self.inner.lock();
+        let spans = captured
+            .spans
+            .iter()
+            .map(|span| format!("span {} {:?}", span.name, span.fields));
+        let events = captured
+            .events
+            .iter()
+            .map(|event| format!("event {} {:?}", event.message, event.fields));
+        spans.chain(events).collect::<Vec<_>>().join("\n")
+    }
+}
+
 struct Fields<'a>(&'a mut BTreeMap<String, String>);
 
 impl Visit for Fields<'_> {
@@ -149,6 +168,7 @@ where
             .collect();
         self.inner.lock().events.push(CapturedEvent {
             message: fields.remove("message").unwrap_or_default(),
+            fields,
             scope,
         });
     }

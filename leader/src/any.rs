@@ -168,6 +168,14 @@ impl LockBackend for AnyBackend {
     fn extend_batch_is_native(&self) -> bool {
         on_backend!(self, backend => LockBackend::extend_batch_is_native(backend))
     }
+
+    fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> Result<ForceReleaseOutcome, Error> {
+        on_backend!(self, backend => LockBackend::force_release_if(backend, key, fencing_token))
+    }
 }
 
 #[cfg(any(feature = "tokio", feature = "smol", feature = "async-std"))]
@@ -240,5 +248,14 @@ impl leader_core::AsyncLockBackend for AnyBackend {
     fn extend_batch_is_native(&self) -> bool {
         use leader_core::AsyncLockBackend as Async;
         on_backend!(self, backend => Async::extend_batch_is_native(backend))
+    }
+
+    async fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> Result<ForceReleaseOutcome, Error> {
+        use leader_core::AsyncLockBackend as Async;
+        on_backend!(self, backend => Async::force_release_if(backend, key, fencing_token).await)
     }
 }

@@ -1,6 +1,6 @@
 //! [`connect`] and [`connect_async`]: a backend chosen by URL.
 
-use leader_core::__private::mask_password;
+use leader_core::__private::{unparsed_url, url_scheme};
 
 use crate::any::AnyBackend;
 use crate::error::ConnectError;
@@ -88,7 +88,7 @@ pub fn connect(url: &str) -> Result<AnyBackend, ConnectError> {
         Target::Postgres { url, .. } => leader_postgres::PostgresBackend::connect(url)
             .map(AnyBackend::Postgres)
             .map_err(|source| ConnectError::Postgres {
-                url: mask_password(url),
+                url: leader_postgres::redacted_url(url),
                 source,
             }),
         // `enabled` refused every target whose feature is off.
@@ -140,15 +140,96 @@ pub async fn connect_async(url: &str) -> Result<AnyBackend, ConnectError> {
 #[cfg(feature = "mongodb")]
 fn mongo_error(uri: &str, source: leader_mongodb::ConnectError) -> ConnectError {
     ConnectError::Mongo {
-        url: mask_password(uri),
+        url: leader_mongodb::redacted_url(uri),
         source,
     }
 }
 
+/// `url`'s scheme is known but the rest is wrong for `connect` itself (before any driver
+/// parsed it): only the scheme is shown.
 fn invalid(url: &str, reason: &'static str) -> ConnectError {
     ConnectError::InvalidUrl {
-        url: mask_password(url),
+        url: unparsed_url(url),
         reason,
+    }
+}
+
+/// `url` as [`connect`]'s errors show it, and as an application may log it: rebuilt from
+/// what the backend's driver parses (scheme, user, hosts, ports, database; a given password
+/// as `***`), so no password is shown however it is written, percent-encoded or not. A URL
+/// the driver does not parse, or of a backend not built in, shows only its scheme
+/// (`redis://…`); text that is not a URL shows nothing (`…`). SQLite and memory URLs hold
+/// no secret and are shown as given.
+///
+/// Why rebuild rather than mask: each driver ends the user info somewhere else when a
+/// password was not percent-encoded (redis-rs at the last `@` before the first `/`, `?` or
+/// `#`; tokio-postgres at the first `@` anywhere; MongoDB at the last `@` before the
+/// options), so a mask that reads the URL one way shows a password that another reads.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(leader::redacted_url("memory://"), "memory://");
+/// assert_eq!(leader::redacted_url("host=db password=s3cret"), "…");
+/// # #[cfg(feature = "redis")]
+/// assert_eq!(leader::redacted_url("redis://:pa#ss@127.0.0.1/"), "redis://…");
+/// # #[cfg(feature = "redis")]
+/// assert_eq!(
+///     leader::redacted_url("redis+cluster://:s3cret@127.0.0.1:7000,127.0.0.1:7001"),
+///     "redis+cluster://:***@127.0.0.1:7000,127.0.0.1:7001"
+/// );
+/// # #[cfg(feature = "postgres")]
+/// assert_eq!(
+///     leader::redacted_url("postgres://app:pa/ss@127.0.0.1:1/app"),
+///     "postgres://app:***@127.0.0.1:1/app"
+/// );
+/// ```
+pub fn redacted_url(url: &str) -> String {
+    let Ok(target) = Target::parse(url).and_then(Target::enabled) else {
+        return unparsed_url(url);
+    };
+    match target {
+        Target::Memory => "memory://".to_owned(),
+        #[cfg(feature = "redis")]
+        Target::Redis { url, .. } => leader_redis::redacted_url(url),
+        #[cfg(feature = "redis")]
+        Target::RedisCluster { nodes, .. } => {
+            // Each node as the driver parsed it; the nodes share the user info.
+            let scheme = url_scheme(url)
+                .unwrap_or("redis+cluster")
+                .to_ascii_lowercase();
+            let shown: Vec<String> = nodes
+                .iter()
+                .map(|n| leader_redis::redacted_url(n))
+                .collect();
+            let mut auth = "";
+            let mut hosts = Vec::with_capacity(shown.len());
+            for node in &shown {
+                let Some((_, rest)) = node.split_once("://").filter(|(_, rest)| *rest != "…")
+                else {
+                    return unparsed_url(url);
+                };
+                let authority = rest.split('/').next().unwrap_or(rest);
+                let (user_info, host) = match authority.rfind('@') {
+                    Some(at) => authority.split_at(at + 1),
+                    None => ("", authority),
+                };
+                auth = user_info;
+                hosts.push(host);
+            }
+            let text = format!("{scheme}://{auth}{}", hosts.join(","));
+            leader_core::UrlSecrets::from_url(url)
+                .mask(&text)
+                .into_owned()
+        }
+        #[cfg(feature = "mongodb")]
+        Target::Mongo { uri, .. } => leader_mongodb::redacted_url(uri),
+        #[cfg(feature = "sqlite")]
+        Target::Sqlite { path } => format!("sqlite://{path}"),
+        #[cfg(feature = "postgres")]
+        Target::Postgres { url, .. } => leader_postgres::redacted_url(url),
+        #[allow(unreachable_patterns)]
+        _ => unparsed_url(url),
     }
 }
 
@@ -167,10 +248,10 @@ enum Target<'a> {
 impl<'a> Target<'a> {
     fn parse(url: &'a str) -> Result<Self, ConnectError> {
         let url = url.trim();
-        let Some((scheme, rest)) = url.split_once("://") else {
-            return Err(ConnectError::NotAUrl {
-                url: mask_password(url),
-            });
+        // What stands before a `://` in a `key=value` string (`password=x options=a://b`)
+        // is no scheme, and may hold a password.
+        let Some((scheme, rest)) = url_scheme(url).and_then(|_| url.split_once("://")) else {
+            return Err(ConnectError::NotAUrl);
         };
         match scheme.to_ascii_lowercase().as_str() {
             "memory" if rest.is_empty() || rest == "/" => Ok(Target::Memory),
@@ -195,7 +276,7 @@ impl<'a> Target<'a> {
             }),
             _ => Err(ConnectError::UnknownScheme {
                 scheme: scheme.to_owned(),
-                url: mask_password(url),
+                url: unparsed_url(url),
             }),
         }
     }
@@ -286,19 +367,19 @@ mod tests {
     #[test]
     fn not_urls_and_unknown_schemes_mask_the_password() {
         for text in ["", "127.0.0.1:6379", "redis:/host"] {
-            assert!(
-                matches!(parse(text), Err(ConnectError::NotAUrl { .. })),
-                "{text}"
-            );
+            assert!(matches!(parse(text), Err(ConnectError::NotAUrl)), "{text}");
         }
         let err = parse("mysql://app:hunter2@db/app").unwrap_err();
         assert!(matches!(&err, ConnectError::UnknownScheme { scheme, .. } if scheme == "mysql"));
         let text = err.to_string();
-        assert!(text.contains("mysql://app:***@db/app"), "{text}");
+        assert!(text.contains("`mysql://…`"), "{text}");
         assert!(!text.contains("hunter2"), "{text}");
+        // A `key=value` string is not a URL, even with a `://` after its password.
+        let err = parse("host=db password=hunter2 options=a://b").unwrap_err();
+        assert!(matches!(&err, ConnectError::NotAUrl), "{err}");
         // Almost a URL: the error repeats it, without the password.
         let err = parse("redis:/app:hunter2@db/").unwrap_err();
-        assert!(matches!(&err, ConnectError::NotAUrl { .. }));
+        assert!(matches!(&err, ConnectError::NotAUrl));
         assert!(!err.to_string().contains("hunter2"), "{err}");
     }
 

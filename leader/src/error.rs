@@ -2,24 +2,24 @@
 
 /// Why a backend could not be built from a URL.
 ///
-/// Every variant that names the URL shows it with any password replaced by `***`.
+/// No variant shows a password: a URL is shown as [`redacted_url`](crate::redacted_url)
+/// shows it (rebuilt from what the backend's driver parsed, or only its scheme when it did
+/// not parse), and the drivers' messages come with the URL's secrets masked.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConnectError {
-    /// The text is not a URL (`scheme://...`).
+    /// The text is not a URL (`scheme://...`). It is not repeated: where a password ends in
+    /// text that is not a URL (a `key=value` string) cannot be told.
     #[error(
-        "not a backend URL: `{url}` (expected `scheme://...`, for instance `redis://127.0.0.1/`)"
+        "not a backend URL (expected `scheme://...`, for instance `redis://127.0.0.1/`; the text is not repeated, as it may hold a password)"
     )]
-    NotAUrl {
-        /// The text given, password masked.
-        url: String,
-    },
+    NotAUrl,
     /// No backend answers to this scheme.
     #[error("unknown backend URL scheme `{scheme}` in `{url}`; known: {}", crate::connect::SCHEMES.join(", "))]
     UnknownScheme {
         /// The scheme.
         scheme: String,
-        /// The URL, password masked.
+        /// The URL as shown: its scheme only (`mysql://…`), since no driver parsed it.
         url: String,
     },
     /// The scheme is known, but the crate was built without the feature it needs.
@@ -33,7 +33,7 @@ pub enum ConnectError {
     /// The URL has the right scheme but a part of it is wrong.
     #[error("invalid backend URL `{url}`: {reason}")]
     InvalidUrl {
-        /// The URL, password masked.
+        /// The URL as [`redacted_url`](crate::redacted_url) shows it.
         url: String,
         /// What is wrong.
         reason: &'static str,
@@ -50,7 +50,7 @@ pub enum ConnectError {
     #[cfg(feature = "mongodb")]
     #[error("{source} (connection string `{url}`)")]
     Mongo {
-        /// The connection string, password masked.
+        /// The connection string as [`redacted_url`](crate::redacted_url) shows it.
         url: String,
         /// What the MongoDB backend said.
         #[source]
@@ -60,7 +60,7 @@ pub enum ConnectError {
     #[cfg(feature = "postgres")]
     #[error("{source} (URL `{url}`)")]
     Postgres {
-        /// The URL, password masked.
+        /// The URL as [`redacted_url`](crate::redacted_url) shows it.
         url: String,
         /// What the PostgreSQL backend said.
         #[source]

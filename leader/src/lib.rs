@@ -7,7 +7,7 @@ mod error;
 pub mod fencing;
 
 pub use any::AnyBackend;
-pub use connect::{connect, connect_async};
+pub use connect::{connect, connect_async, redacted_url};
 pub use error::ConnectError;
 
 // What a user names: options, results, errors, snapshots, names, campaigns, listings.
@@ -16,7 +16,7 @@ pub use leader_core::{
     GroupSlots, GroupState, InMemoryBackend, IntoTenantId, LeaderElectionOptions, LeaderLease,
     LeaderRunResult, LeaderState, LeadershipEvent, LeadershipEvents, LeadershipWatcher,
     LeaseContext, LeaseMode, ListCursor, ListPage, ListRequest, LockName, LockStatus, NameError,
-    NoopBackend, OptionsError, RevokeReason, TenantId, TenantIdError,
+    NoopBackend, OptionsError, RedactedError, RevokeReason, TenantId, TenantIdError, UrlSecrets,
 };
 
 // The electors.

@@ -1,6 +1,9 @@
 //! `leader release --force NAME [--yes]`: free a lock whoever holds it. Without `--yes` it
 //! shows the holder and asks on the terminal; with no terminal and no `--yes` it refuses
-//! (exit 2) rather than hang or act. A free lock is not an error (exit 0).
+//! (exit 2) rather than hang or act. A free lock is not an error (exit 0). Only the holder
+//! shown (with `--yes`, the one just read) is freed, by its fencing token: if another
+//! acquisition took the lock meanwhile, nothing is released and the command says so
+//! (exit 1).
 
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::time::SystemTime;
@@ -58,16 +61,16 @@ pub(crate) fn run(
     out: &mut Out,
 ) -> Result<(), CliError> {
     let (elector, lock) = session.lock(name)?;
+    let state = elector.state(lock).map_err(|err| session.error(err))?;
+    let Some(seen) = state.leader() else {
+        return report(out, name, None, json);
+    };
     if confirm == Confirm::Ask {
-        let state = elector.state(lock).map_err(|err| session.error(err))?;
-        let Some(lease) = state.leader() else {
-            return report(out, name, None, json);
-        };
         let question = format!(
             "lock `{name}` is held by `{}` (fencing token {}, expires in {}). Release it? [y/N] ",
-            lease.leader_id,
-            lease.fencing_token,
-            output::expires_in(lease, SystemTime::now())
+            seen.leader_id,
+            seen.fencing_token,
+            output::expires_in(seen, SystemTime::now())
         );
         if !ask(&question)? {
             return Err(CliError::Declined {
@@ -75,13 +78,27 @@ pub(crate) fn run(
             });
         }
     }
+    // Only the holder shown (or, with --yes, just read): one that took over since is kept.
     match elector
-        .force_release(lock)
+        .force_release_if(lock, seen.fencing_token)
         .map_err(|err| session.error(err))?
     {
         ForceReleaseOutcome::Released(lease) => report(out, name, Some(&lease), json),
+        ForceReleaseOutcome::HolderChanged(now) => Err(CliError::HolderChanged {
+            name: name.to_owned(),
+            seen: holder(seen),
+            now: holder(&now),
+        }),
         _ => report(out, name, None, json),
     }
+}
+
+/// `` `node-a` (fencing token 7) ``.
+fn holder(lease: &leader::LeaderLease) -> String {
+    format!(
+        "`{}` (fencing token {})",
+        lease.leader_id, lease.fencing_token
+    )
 }
 
 fn report(

@@ -53,7 +53,7 @@ pub(crate) fn run(
             Ok(state) => state,
             // A blip while watching is reported and the watch goes on; a permanent failure ends it.
             Err(err) if err.is_transient() => {
-                eprintln!("leader: warning: {}", session.error(err).render());
+                eprintln!("leader: warning: {}", session.render(&session.error(err)));
                 continue;
             }
             Err(err) => return Err(session.error(err)),

@@ -1,11 +1,16 @@
--- Free a lock whoever holds it: the operator's force release.
+-- Free a lock whoever holds it (the operator's force release), or only while its holder
+-- has a given fencing token (the conditional force release): the check and the release
+-- in one script, so a holder that took over since the operator looked is never freed.
 --
 -- KEYS[1]  the lock hash
 -- ARGV[1]  the channel to announce a release on
 -- ARGV[2]  the lock name (the message)
+-- ARGV[3]  the fencing token the holder must have (a decimal), or '' for any holder
 --
 -- Returns {1, leader, fence, acquired_us, expires_us} when the lock was held and is freed
 --         (and the release published, as release.lua does, so waiters wake),
+--         {2, leader, fence, acquired_us, expires_us} when it is held with another token
+--         than ARGV[3] (nothing changed),
 --         {0} when nobody holds it (no hash, or a hash without an owner),
 --         {-1, field} when the record is corrupted ('expiry' for a key without one); such a
 --         record is left alone, as every other script leaves it.
@@ -72,6 +77,14 @@ if not decimal(cur[4]) then
 end
 if not decimal(cur[5]) then
   return {-1, 'exp'}
+end
+
+-- Tokens compared as decimals without leading zeros: a Lua number would round them.
+local function canonical(s)
+  return (string.gsub(s, '^0+(%d)', '%1'))
+end
+if ARGV[3] ~= '' and canonical(cur[3]) ~= canonical(ARGV[3]) then
+  return {2, cur[2], cur[3], cur[4], cur[5]}
 end
 
 redis.call('DEL', KEYS[1])

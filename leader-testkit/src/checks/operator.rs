@@ -1,4 +1,4 @@
-//! The operator's calls: `list` and `force_release` (the SPI's `# Contract`, beyond §4).
+//! The operator's calls: `list`, `force_release` and `force_release_if` (the SPI's `# Contract`, beyond §4).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -183,6 +183,135 @@ where
         );
         assert!(matches!(
             backend.force_release(&key).await.unwrap(),
+            ForceReleaseOutcome::Released(holder) if holder.fencing_token == second.fencing_token
+        ));
+        let third = must_acquire(
+            &backend,
+            request(&key, OwnerToken::random(), "node-c", LONG_LEASE),
+        )
+        .await;
+        assert!(third.fencing_token > second.fencing_token);
+    });
+}
+
+/// `force_release_if` frees the lock only while its holder has the fencing token named:
+/// the holder with that token is freed (waiters woken, its renewal `NotHeld` afterwards);
+/// with another token, on a free lock, and once another owner took over after the first
+/// holder left, nothing changes: the holder now seen is reported and its next `extend`
+/// still succeeds. A holder kept for its minimum lease is freed by its token too.
+pub fn force_release_if_frees_only_the_holder_seen<H: Harness, R: Runner>(harness: &H, runner: &R)
+where
+    H::Backend: AsyncLockBackend,
+{
+    runner.block_on(async {
+        let backend = harness.backend().await;
+        let key = fresh_name("force-if");
+        let first = must_acquire(
+            &backend,
+            request(&key, OwnerToken::random(), "node-a", LONG_LEASE),
+        )
+        .await;
+
+        // Another token than the holder's: refused, the holder reported, nothing changed.
+        for other in [
+            first.fencing_token + 1,
+            first.fencing_token.saturating_sub(1),
+            0,
+            u64::MAX,
+        ] {
+            match backend.force_release_if(&key, other).await.unwrap() {
+                ForceReleaseOutcome::HolderChanged(now) => {
+                    assert_eq!(now.leader_id, "node-a");
+                    assert_eq!(now.fencing_token, first.fencing_token);
+                }
+                outcome => {
+                    panic!("a holder with another token than {other} must be kept, got {outcome:?}")
+                }
+            }
+        }
+        assert!(
+            matches!(
+                backend.extend(&first, LONG_LEASE, false).await.unwrap(),
+                ExtendOutcome::Extended { .. }
+            ),
+            "a refused conditional force release must leave the holder's lease alone"
+        );
+
+        // The holder's own token: freed as force_release frees.
+        let waiter = backend
+            .release_events()
+            .map(|events| events.listen(key.as_str()));
+        match backend
+            .force_release_if(&key, first.fencing_token)
+            .await
+            .unwrap()
+        {
+            ForceReleaseOutcome::Released(holder) => {
+                assert_eq!(holder.leader_id, "node-a");
+                assert_eq!(holder.fencing_token, first.fencing_token);
+            }
+            outcome => panic!("the holder with the token must be freed, got {outcome:?}"),
+        }
+        if let Some(waiter) = waiter {
+            assert!(
+                waiter.wait_timeout(WAKE_WITHIN),
+                "a conditional force release must wake waiters as a release does"
+            );
+        }
+        assert_eq!(
+            backend.extend(&first, LONG_LEASE, false).await.unwrap(),
+            ExtendOutcome::NotHeld,
+            "the freed holder finds its lease gone at its next renewal"
+        );
+
+        // A free lock: nothing to free, whatever the token.
+        assert_eq!(
+            backend
+                .force_release_if(&key, first.fencing_token)
+                .await
+                .unwrap(),
+            ForceReleaseOutcome::NotHeld,
+            "a free lock has nothing to force"
+        );
+
+        // The operator saw `first`; another owner took the lock after it left.
+        let second = must_acquire(
+            &backend,
+            request(&key, OwnerToken::random(), "node-b", LONG_LEASE),
+        )
+        .await;
+        match backend
+            .force_release_if(&key, first.fencing_token)
+            .await
+            .unwrap()
+        {
+            ForceReleaseOutcome::HolderChanged(now) => {
+                assert_eq!(now.leader_id, "node-b");
+                assert_eq!(now.fencing_token, second.fencing_token);
+            }
+            outcome => panic!("a new holder must be kept and reported, got {outcome:?}"),
+        }
+        assert!(
+            matches!(
+                backend.extend(&second, LONG_LEASE, false).await.unwrap(),
+                ExtendOutcome::Extended { .. }
+            ),
+            "the new holder keeps its lease"
+        );
+        let state = backend.state(&key).await.unwrap();
+        assert_eq!(
+            state.leader().map(|holder| holder.fencing_token),
+            Some(second.fencing_token),
+            "the new holder still holds: {state:?}"
+        );
+
+        // Released by its owner but kept for its minimum lease: freed by its token.
+        assert_eq!(
+            backend.release(&second, LONG_LEASE).await.unwrap(),
+            ReleaseOutcome::Released
+        );
+        assert!(matches!(
+            backend.force_release_if(&key, second.fencing_token).await.unwrap(),
             ForceReleaseOutcome::Released(holder) if holder.fencing_token == second.fencing_token
         ));
         let third = must_acquire(
