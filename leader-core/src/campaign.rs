@@ -513,16 +513,20 @@ impl CampaignRun {
 
     /// A term ended (it was released, lost or abandoned): the next term gets a new token.
     /// Returns what an unsettled attempt of the old token may still take back, the term's
-    /// own slot, to release in the background while that attempt could land.
+    /// own slot, to release in the background while that attempt could land. However long
+    /// ago it was sent: a request held in a stalled store lands when the store goes on,
+    /// and the [`Orphan`]'s own rule says how long its release goes on.
     pub fn term_ended(&self) -> Option<Orphan> {
         let mut attempts = self.attempts.lock();
         let old = std::mem::replace(&mut *attempts, StandbyAttempts::fresh(self.keys.len()));
         let (slot, since) = old.late?;
-        let lease_time = self.config.lease_time;
-        (since.elapsed() < lease_time).then(|| {
-            let key = self.keys.slot(usize::try_from(slot).unwrap_or(0)).clone();
-            Orphan::of_keys([key], old.owner, since, lease_time)
-        })
+        let key = self.keys.slot(usize::try_from(slot).unwrap_or(0)).clone();
+        Some(Orphan::of_keys(
+            [key],
+            old.owner,
+            since,
+            self.config.lease_time,
+        ))
     }
 
     /// After a term began: what failed attempts of its token may have taken on other slots
@@ -647,6 +651,42 @@ mod tests {
             run.term_ended().is_none(),
             "a fresh term has nothing in flight"
         );
+    }
+
+    /// An attempt lost against a stalled store may land whenever the store goes on, also
+    /// more than a lease after it was sent: the term's end still hands it to the orphan
+    /// release, whose own rule says how long to go on (until the store answers, then a
+    /// lease more).
+    #[test]
+    fn a_lost_attempt_sent_more_than_a_lease_ago_is_still_released_when_the_term_ends() {
+        let lease_time = Duration::from_millis(30);
+        let config = CampaignConfig::default()
+            .with_lease_time(lease_time)
+            .with_heartbeat(Duration::from_millis(10))
+            .with_renew_deadline(Duration::from_millis(20))
+            .with_poll_interval(Duration::from_millis(10));
+        let run = group_campaign(2, config).unwrap();
+        let owner = run.request().request.owner;
+        assert!(matches!(
+            run.after_attempt(Err(Error::ShutDown), Instant::now()),
+            AfterAttempt::Wait
+        ));
+        std::thread::sleep(lease_time + Duration::from_millis(10));
+        let lease = Lease::new(
+            LockName::new("consumers#1").unwrap(),
+            owner,
+            "me",
+            7,
+            std::time::SystemTime::now(),
+            std::time::SystemTime::now(),
+        );
+        let elected =
+            run.after_attempt(Ok(SlotOutcome::Acquired { slot: 1, lease }), Instant::now());
+        assert!(matches!(elected, AfterAttempt::Elected(_)), "{elected:?}");
+        let late = run.term_ended().expect(
+            "the lost attempt may still land on the term's slot, however long ago it was sent",
+        );
+        assert_eq!(keys_of(&late), ["consumers#1"]);
     }
 
     #[test]

@@ -84,6 +84,17 @@ impl Orphan {
         sent_at: Instant,
         lease_time: Duration,
     ) -> Self {
+        Orphan::with_outage(keys, owner, sent_at, lease_time, Self::OUTAGE)
+    }
+
+    /// [`of_keys`](Self::of_keys) with `outage` in place of [`OUTAGE`](Self::OUTAGE).
+    fn with_outage(
+        keys: impl IntoIterator<Item = LockName>,
+        owner: OwnerToken,
+        sent_at: Instant,
+        lease_time: Duration,
+        outage: Duration,
+    ) -> Self {
         Orphan {
             // Backends identify a lease by key and owner token alone; the rest is unknown.
             leases: keys
@@ -101,7 +112,7 @@ impl Orphan {
                 .collect(),
             backoff: Backoff::with_bounds(
                 sent_at,
-                lease_time.max(Self::OUTAGE),
+                lease_time.max(outage),
                 Self::INITIAL,
                 Self::MAX,
             ),
@@ -247,22 +258,20 @@ mod tests {
 
     #[test]
     fn an_outage_longer_than_the_bound_ends_the_cleanup() {
-        let Some(long_ago) = Instant::now().checked_sub(Orphan::OUTAGE + Duration::from_secs(1))
-        else {
-            return;
-        };
-        let key = LockName::new("k").unwrap();
-        let lease = Duration::from_secs(10);
-        let mut o = Orphan::new(key.clone(), OwnerToken::random(), long_ago, lease);
-        let unreachable = backend_error(BackendErrorKind::Transient);
-        assert_eq!(o.after_releases(&[unreachable]), None);
+        let key = || LockName::new("k").unwrap();
+        let outage = Duration::from_millis(20);
+        let sent_at = Instant::now();
+        let mut short =
+            Orphan::with_outage([key()], OwnerToken::random(), sent_at, outage / 4, outage);
         // A lease longer than the bound is the bound.
-        let long = Orphan::OUTAGE * 2;
-        let mut o = Orphan::new(key, OwnerToken::random(), long_ago, long);
-        assert!(
-            o.after_releases(&[backend_error(BackendErrorKind::Transient)])
-                .is_some()
-        );
+        let mut long =
+            Orphan::with_outage([key()], OwnerToken::random(), sent_at, outage * 10, outage);
+        std::thread::sleep(outage + Duration::from_millis(10));
+        let unreachable = || backend_error(BackendErrorKind::Transient);
+        assert_eq!(short.after_releases(&[unreachable()]), None);
+        assert!(long.after_releases(&[unreachable()]).is_some());
+        // The bound in use is minutes: longer than pauses, failovers and restarts.
+        assert!(Orphan::OUTAGE >= Duration::from_secs(60));
     }
 
     #[test]
