@@ -218,9 +218,11 @@ impl Candidacy {
             return None;
         }
         beat.written = true;
-        // Those whose lease is over can write nothing that lasts.
+        // An unanswered heartbeat may land whenever a stalled store goes on, its lease
+        // starting then; past the orphan release's outage bound it is given up.
+        let kept = self.lease_time.max(Orphan::OUTAGE);
         beat.unsettled
-            .retain(|sent| now.saturating_duration_since(*sent) < self.lease_time);
+            .retain(|sent| now.saturating_duration_since(*sent) < kept);
         beat.unsettled.push(now);
         Some(self.heartbeat_request())
     }
@@ -262,15 +264,14 @@ impl Candidacy {
     /// still on its way (a leader's survey runs beside its loop, and a resignation does
     /// not wait for it) or answered with an error may land after that release and write
     /// the record again; [`Withdrawal::late`] then releases it again, with backoff, for
-    /// as long as such a heartbeat's lease could run: a late heartbeat's record lives at
-    /// most one [`Orphan::MAX`] delay (and a round trip) after it lands, not a lease.
+    /// as long as such a heartbeat could land (until the store answers, then a lease
+    /// more: see [`Orphan`]): a late heartbeat's record lives at most one [`Orphan::MAX`]
+    /// delay (and a round trip) after it lands, not a lease.
     pub fn withdraw(&self) -> Withdrawal {
         let mut beat = self.beat.lock();
         let written = std::mem::take(&mut beat.written);
-        let latest = std::mem::take(&mut beat.unsettled)
-            .into_iter()
-            .filter(|sent| sent.elapsed() < self.lease_time)
-            .max();
+        // However long ago it was sent: the orphan release's own rule bounds it.
+        let latest = std::mem::take(&mut beat.unsettled).into_iter().max();
         beat.renewed_at = None;
         let record = written.then(|| self.record_by_token());
         let late = latest
@@ -404,6 +405,37 @@ mod tests {
         c.after_heartbeat(Err(Error::ShutDown), t2);
         let lost = c.withdraw();
         assert!(lost.record.is_some() && lost.late.is_some());
+    }
+
+    /// A heartbeat held in a stalled store lands when the store goes on, however long
+    /// after it was sent: a withdrawal still hands it to the orphan release.
+    #[test]
+    fn a_heartbeat_unanswered_for_more_than_a_lease_is_still_released_on_withdrawal() {
+        let lease_time = Duration::from_millis(30);
+        let config = CampaignConfig::default()
+            .with_rank(1)
+            .with_lease_time(lease_time)
+            .with_heartbeat(Duration::from_millis(10))
+            .with_renew_deadline(Duration::from_millis(20))
+            .with_poll_interval(Duration::from_millis(10));
+        let key = LockName::new("job").unwrap();
+        let c = Candidacy::new(&key, &config, "node", false)
+            .unwrap()
+            .unwrap();
+        let sent_at = Instant::now();
+        assert!(c.begin_heartbeat(sent_at).is_some());
+        c.after_heartbeat(Err(Error::ShutDown), sent_at);
+        std::thread::sleep(lease_time + Duration::from_millis(10));
+        // A later heartbeat is answered; the stuck one is not.
+        let now = Instant::now();
+        assert!(c.begin_heartbeat(now).is_some());
+        c.after_heartbeat(acquired(&c), now);
+        let withdrawal = c.withdraw();
+        assert!(withdrawal.record.is_some());
+        assert!(
+            withdrawal.late.is_some(),
+            "the stuck heartbeat may still land, however long ago it was sent"
+        );
     }
 
     #[test]
