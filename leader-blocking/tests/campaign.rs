@@ -181,6 +181,11 @@ fn never_two_leaders_and_tokens_grow_across_terms() {
         let next = make(&format!("n{leader}-{round}"));
         sampler.watch(Arc::clone(next.state()));
         nodes[leader] = Some(next);
+        // Across the handover, however busy the machine (one core of two may be taken).
+        assert!(
+            sampler.wait_for_samples(10, Duration::from_secs(10)),
+            "the sampler did not run in round {round}"
+        );
     }
     wait_until_some_leader(&nodes);
     let samples = sampler.finish().unwrap();

@@ -1,9 +1,10 @@
 //! [`LeaderSampler`]: watches campaigns from a thread and catches two leaders at once (or,
 //! for a leader group, more leaders than slots).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use leader_core::__private::LeadershipState;
 
@@ -37,6 +38,8 @@ pub struct LeaderSampler {
     limit: usize,
     watched: Arc<Mutex<Vec<Arc<LeadershipState>>>>,
     stop: Arc<AtomicBool>,
+    /// Samples taken so far.
+    taken: Arc<AtomicU64>,
     thread: JoinHandle<Result<u64, String>>,
 }
 
@@ -52,14 +55,17 @@ impl LeaderSampler {
     pub fn start_with_limit(limit: usize) -> Self {
         let watched: Arc<Mutex<Vec<Arc<LeadershipState>>>> = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
+        let taken = Arc::new(AtomicU64::new(0));
         let thread = {
-            let (watched, stop) = (Arc::clone(&watched), Arc::clone(&stop));
-            std::thread::spawn(move || sample(&watched, &stop, limit))
+            let (watched, stop, taken) =
+                (Arc::clone(&watched), Arc::clone(&stop), Arc::clone(&taken));
+            std::thread::spawn(move || sample(&watched, &stop, &taken, limit))
         };
         LeaderSampler {
             limit,
             watched,
             stop,
+            taken,
             thread,
         }
     }
@@ -77,6 +83,21 @@ impl LeaderSampler {
             .push(state);
     }
 
+    /// Waits until `more` samples beyond those taken so far are taken, at most `timeout`;
+    /// `false` if they were not. For a test that must have the sampler look across an
+    /// event (a handover) on a machine too busy to schedule its thread often.
+    pub fn wait_for_samples(&self, more: u64, timeout: Duration) -> bool {
+        let target = self.taken.load(Ordering::SeqCst).saturating_add(more);
+        let give_up = Instant::now() + timeout;
+        while self.taken.load(Ordering::SeqCst) < target {
+            if Instant::now() >= give_up {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
+    }
+
     /// Stops sampling and returns how many samples were taken, or which two nodes led at
     /// once (sampling stops at the first overlap).
     pub fn finish(self) -> Result<u64, String> {
@@ -91,6 +112,7 @@ impl LeaderSampler {
 fn sample(
     watched: &Mutex<Vec<Arc<LeadershipState>>>,
     stop: &AtomicBool,
+    taken: &AtomicU64,
     limit: usize,
 ) -> Result<u64, String> {
     let mut samples = 0u64;
@@ -115,6 +137,7 @@ fn sample(
             }
         }
         samples += 1;
+        taken.store(samples, Ordering::SeqCst);
         if stop.load(Ordering::SeqCst) {
             return Ok(samples);
         }
