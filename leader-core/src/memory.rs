@@ -15,6 +15,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::{BackendError, BackendErrorKind, Error};
 use crate::events::ReleaseEvents;
 use crate::lease::{Lease, OwnerToken};
+use crate::lease_limit::LeaseTooLong;
 use crate::listing::{ForceReleaseOutcome, ListCursor, ListPage, ListRequest};
 use crate::name::LockName;
 use crate::state::{LeaderLease, LeaderState};
@@ -61,20 +62,15 @@ struct Inner {
 /// The backend's name, in errors and list cursors.
 const NAME: &str = "memory";
 
-/// A lease that reaches beyond what the clocks hold: `now + lease` is no `Instant` or no
-/// `SystemTime`.
-#[derive(Debug, thiserror::Error)]
-#[error("a lease of {0:?} reaches beyond what the clock can hold")]
-struct LeaseTooLong(Duration);
-
-/// The permanent error of a lease too long for the clocks, naming `key`.
+/// The permanent error of a lease that reaches beyond what the clocks hold (`now + lease`
+/// is no `Instant` or no `SystemTime`), naming `key`.
 fn too_long(key: &LockName, lease: Duration) -> Error {
     let kind = BackendErrorKind::Permanent;
     Error::Backend(BackendError::new(
         NAME,
         key.as_str(),
         kind,
-        LeaseTooLong(lease),
+        LeaseTooLong::new(lease),
     ))
 }
 

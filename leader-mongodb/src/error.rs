@@ -70,8 +70,8 @@ pub(crate) enum OpError {
     #[error("the runtime running the MongoDB operation shut down")]
     ShutDown,
     /// A lease longer than this backend holds (see `time::lease_millis`).
-    #[error("a lease of {0:?} is longer than this backend holds (1,000 years)")]
-    LeaseTooLong(Duration),
+    #[error(transparent)]
+    LeaseTooLong(#[from] leader_core::LeaseTooLong),
     /// A list cursor this backend did not make for this listing.
     #[error(transparent)]
     BadCursor(#[from] leader_core::CursorError),

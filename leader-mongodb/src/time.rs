@@ -5,13 +5,14 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use leader_core::{LeaseTooLong, MAX_SERVER_LEASE};
 use mongodb::bson::DateTime;
 
 use crate::error::OpError;
 
-/// The longest lease: 1,000 years, far inside what a BSON date holds (milliseconds in an
-/// `i64`, about 292 million years) and longer than any deployment.
-const MAX_LEASE: Duration = Duration::from_secs(1_000 * 366 * 24 * 3600);
+/// The longest lease: [`MAX_SERVER_LEASE`], far inside what a BSON date holds
+/// (milliseconds in an `i64`, about 292 million years).
+const MAX_LEASE: Duration = MAX_SERVER_LEASE;
 
 /// Milliseconds in `duration`, saturating at `i64::MAX`: for a lease checked by
 /// [`check_lease`], or a minimum lease, which cannot keep a lock past its expiry anyway.
@@ -27,11 +28,7 @@ pub(crate) fn millis(duration: Duration) -> i64 {
 /// [`OpError::LeaseTooLong`] beyond 1,000 years: refused here rather than left to the
 /// server, whose date arithmetic may overflow or cut it.
 pub(crate) fn check_lease(lease: Duration) -> Result<Duration, OpError> {
-    if lease <= MAX_LEASE {
-        Ok(lease)
-    } else {
-        Err(OpError::LeaseTooLong(lease))
-    }
+    Ok(LeaseTooLong::check(lease, MAX_LEASE)?)
 }
 
 /// A BSON date as a `SystemTime`, or `None` when the platform cannot represent it.
@@ -71,7 +68,9 @@ mod tests {
     fn a_lease_beyond_a_thousand_years_is_refused() {
         assert_eq!(check_lease(MAX_LEASE).ok(), Some(MAX_LEASE));
         for lease in [MAX_LEASE + Duration::from_millis(1), Duration::MAX] {
-            assert!(matches!(check_lease(lease), Err(OpError::LeaseTooLong(l)) if l == lease));
+            assert!(
+                matches!(check_lease(lease), Err(OpError::LeaseTooLong(l)) if l.lease() == lease)
+            );
         }
     }
 }

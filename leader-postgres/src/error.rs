@@ -81,9 +81,9 @@ pub(crate) enum OpError {
     /// The backend's runtime shut down before the call finished.
     #[error("the runtime running the PostgreSQL call shut down")]
     ShutDown,
-    /// A lease longer than the statements take (see `time::MAX_LEASE`).
-    #[error("a lease of {0:?} is longer than this backend holds (1,000 years)")]
-    LeaseTooLong(Duration),
+    /// A lease longer than the statements take ([`leader_core::MAX_SERVER_LEASE`]).
+    #[error(transparent)]
+    LeaseTooLong(leader_core::LeaseTooLong),
     /// A list cursor this backend did not make for this listing.
     #[error(transparent)]
     BadCursor(#[from] leader_core::CursorError),

@@ -2,11 +2,13 @@
 
 use std::time::Duration;
 
+use leader_core::{LeaseTooLong, MAX_SERVER_LEASE};
+
 use crate::error::OpError;
 
-/// The longest lease a statement is given: 1,000 years, far inside what PostgreSQL's
-/// timestamps hold (up to the year 294276) and longer than any deployment.
-const MAX_MICROS: i64 = 1_000 * 366 * 24 * 3600 * 1_000_000;
+/// The longest lease a statement is given, in microseconds: [`MAX_SERVER_LEASE`], far
+/// inside what PostgreSQL's timestamps hold (up to the year 294276).
+const MAX_MICROS: i64 = MAX_SERVER_LEASE.as_secs() as i64 * 1_000_000;
 
 /// A lease in whole microseconds.
 ///
@@ -18,7 +20,7 @@ pub(crate) fn lease_micros(lease: Duration) -> Result<i64, OpError> {
     i64::try_from(lease.as_micros())
         .ok()
         .filter(|micros| *micros <= MAX_MICROS)
-        .ok_or(OpError::LeaseTooLong(lease))
+        .ok_or(OpError::LeaseTooLong(LeaseTooLong::new(lease)))
 }
 
 /// A minimum lease in whole microseconds, at most 1,000 years: longer than any lease, so
@@ -47,7 +49,9 @@ mod tests {
             Duration::from_micros(MAX_MICROS.unsigned_abs() + 1),
             Duration::MAX,
         ] {
-            assert!(matches!(lease_micros(lease), Err(OpError::LeaseTooLong(l)) if l == lease));
+            assert!(
+                matches!(lease_micros(lease), Err(OpError::LeaseTooLong(l)) if l.lease() == lease)
+            );
         }
     }
 

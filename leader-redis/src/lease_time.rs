@@ -5,18 +5,15 @@
 
 use std::time::Duration;
 
-use leader_core::{BackendError, BackendErrorKind, Error, LockName};
+use leader_core::{
+    BackendError, BackendErrorKind, Error, LeaseTooLong, LockName, MAX_SERVER_LEASE,
+};
 
 use crate::backend::RedisBackend;
 
-/// The longest lease: far inside what `PX` holds (milliseconds in an `i64`, on top of the
-/// server's clock) and longer than any deployment.
-pub(crate) const MAX_LEASE: Duration = Duration::from_secs(1_000 * 366 * 24 * 3600);
-
-/// A lease longer than [`MAX_LEASE`].
-#[derive(Debug, thiserror::Error)]
-#[error("a lease of {0:?} is longer than this backend holds (1,000 years)")]
-struct LeaseTooLong(Duration);
+/// The longest lease: [`MAX_SERVER_LEASE`], far inside what `PX` holds (milliseconds in
+/// an `i64`, on top of the server's clock).
+pub(crate) const MAX_LEASE: Duration = MAX_SERVER_LEASE;
 
 /// The items of a batch whose lease the scripts take, and where the refused ones were.
 #[derive(Debug)]
@@ -47,11 +44,12 @@ impl<I> Checked<I> {
 impl RedisBackend {
     /// The permanent error of a lease of `lease` on `key`, or `Ok` when it is not too long.
     pub(crate) fn check_lease(&self, key: &LockName, lease: Duration) -> Result<(), Error> {
-        if lease <= MAX_LEASE {
-            return Ok(());
-        }
-        let kind = BackendErrorKind::Permanent;
-        Err(BackendError::new("redis", self.lock_key(key), kind, LeaseTooLong(lease)).into())
+        LeaseTooLong::check(lease, MAX_LEASE)
+            .map(drop)
+            .map_err(|too_long| {
+                let kind = BackendErrorKind::Permanent;
+                BackendError::new("redis", self.lock_key(key), kind, too_long).into()
+            })
     }
 
     /// `items` split into those whose lease the scripts take and the refused ones.

@@ -139,8 +139,8 @@ pub(crate) enum OpFailure {
     #[error("the host's clock is out of range")]
     Clock,
     /// A lease time the tables (microseconds in an `i64`) or a `SystemTime` cannot hold.
-    #[error("a lease of {0:?} is longer than the lock table can hold")]
-    LeaseTooLong(Duration),
+    #[error(transparent)]
+    LeaseTooLong(leader_core::LeaseTooLong),
     /// This process's earlier calls on the same backend value kept its connection for the
     /// whole busy timeout.
     #[error("this process's other calls kept the database connection busy for {0:?}")]

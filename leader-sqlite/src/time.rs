@@ -69,7 +69,9 @@ impl Now {
             .ok()
             .and_then(|micros| self.at.checked_add(micros))
             .filter(|_| self.wall.checked_add(lease).is_some())
-            .ok_or(OpFailure::LeaseTooLong(lease))
+            .ok_or(OpFailure::LeaseTooLong(leader_core::LeaseTooLong::new(
+                lease,
+            )))
     }
 
     /// A stored instant on the wall clock: now there, plus the time from now to it.
@@ -183,7 +185,7 @@ mod tests {
             Duration::from_micros(i64::MAX as u64),
         ] {
             assert!(
-                matches!(now.after(lease), Err(OpFailure::LeaseTooLong(l)) if l == lease),
+                matches!(now.after(lease), Err(OpFailure::LeaseTooLong(l)) if l.lease() == lease),
                 "{lease:?}"
             );
         }
