@@ -1,5 +1,5 @@
 //! The `leader` binary prints no password, however the URL writes it: arbitrary printable
-//! passwords in the URL forms of every backend, against servers that do not listen (port 1
+//! passwords in every URL form of every backend (`leader_testkit::secret_urls`), against servers that do not listen (port 1
 //! on 127.0.0.1) or URLs that do not parse; neither stdout nor stderr may hold the
 //! password or its percent-encoded form.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -7,36 +7,8 @@
 mod common;
 
 use common::{leader, run};
+use leader_testkit::secret_urls::{encode, urls};
 use proptest::prelude::*;
-
-/// Every character but ASCII letters, digits and `-._~`, percent-encoded.
-fn encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                char::from(b).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-fn urls(password: &str) -> Vec<String> {
-    let (p, e) = (password, encode(password));
-    let mongo = "serverSelectionTimeoutMS=200&connectTimeoutMS=200";
-    vec![
-        format!("redis://:{p}@127.0.0.1:1/"),
-        format!("redis://app:{e}@127.0.0.1:1/"),
-        format!("rediss+cluster://:{p}@127.0.0.1:1,127.0.0.1:2"),
-        format!("postgres://app:{p}@127.0.0.1:1/app"),
-        format!("postgres://app@127.0.0.1:1/app?password={e}"),
-        format!("postgres://app@127.0.0.1:1/app?sslpassword={p}"),
-        format!("mongodb://app:{e}@127.0.0.1:1/?{mongo}"),
-        format!("mongodb://app:{p}@127.0.0.1:1/?{mongo}"),
-        format!("mysql://app:{p}@127.0.0.1:1/app"),
-        format!("host=127.0.0.1 port=1 password={p}"),
-    ]
-}
 
 fn assert_hidden(url: &str, password: &str) {
     for args in [&["state", "job"][..], &["--json", "list"][..]] {
@@ -56,7 +28,7 @@ fn password() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 4, ..ProptestConfig::default() })]
 
     #[test]
     fn no_password_reaches_stdout_or_stderr(password in password()) {

@@ -31,6 +31,7 @@ mod macros;
 mod proxy;
 mod runner;
 mod sampler;
+pub mod secret_urls;
 pub mod spans;
 mod wait;
 
