@@ -1,6 +1,5 @@
 //! [`CliError`]: every way a command fails, and its exit code.
 
-use std::error::Error as _;
 use std::io;
 
 use leader::{ConnectError, NameError, OptionsError, TenantIdError};
@@ -106,19 +105,10 @@ impl CliError {
     }
 
     /// The message and its causes on one line, each cause once (a driver's multi-line
-    /// message is joined into the line).
-    pub(crate) fn render(&self) -> String {
-        let mut message = self.to_string();
-        let mut cause = self.source();
-        while let Some(err) = cause {
-            let text = err.to_string();
-            if !message.contains(&text) {
-                message.push_str(": ");
-                message.push_str(&text);
-            }
-            cause = err.source();
-        }
-        one_line(&message)
+    /// message is joined into the line), `secrets` masked: the library's
+    /// [`RedactedError`](leader::RedactedError), on one line.
+    pub(crate) fn render(&self, secrets: &leader::UrlSecrets) -> String {
+        one_line(&leader::RedactedError::new(self, secrets).to_string())
     }
 
     /// The error for `err` from a call to the backend at `url` (masked).
@@ -197,13 +187,16 @@ mod tests {
             what: "cannot read the answer",
             source: io::Error::other("closed"),
         };
-        assert_eq!(err.render(), "cannot read the answer: closed");
+        assert_eq!(
+            err.render(&leader::UrlSecrets::default()),
+            "cannot read the answer: closed"
+        );
         let err = CliError::Io {
             what: "cannot parse",
             source: io::Error::other("Parse error at 1\nUnexpected `84`\n\n"),
         };
         assert_eq!(
-            err.render(),
+            err.render(&leader::UrlSecrets::default()),
             "cannot parse: Parse error at 1 Unexpected `84`"
         );
         assert_eq!(err.exit_code(), FAILURE);
@@ -216,6 +209,11 @@ mod tests {
         };
         let err = CliError::from(err);
         assert_eq!(err.exit_code(), USAGE);
-        assert!(!err.render().contains("hunter2"), "{}", err.render());
+        assert!(
+            !err.render(&leader::UrlSecrets::default())
+                .contains("hunter2"),
+            "{}",
+            err.render(&leader::UrlSecrets::default())
+        );
     }
 }

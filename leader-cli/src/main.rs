@@ -32,7 +32,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             if !err.is_broken_pipe() {
-                eprintln!("leader: error: {}", secrets.mask(&err.render()));
+                eprintln!("leader: error: {}", err.render(&secrets));
             }
             ExitCode::from(err.exit_code())
         }

@@ -84,7 +84,7 @@ impl Session {
 
     /// `err` as one line for stderr, the URL's secret parts masked.
     pub(crate) fn render(&self, err: &CliError) -> String {
-        self.secrets.mask(&err.render()).into_owned()
+        err.render(&self.secrets)
     }
 
     /// `err` from this session's backend as a [`CliError`], naming the URL as shown.
