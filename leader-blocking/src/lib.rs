@@ -58,6 +58,7 @@ mod group;
 mod guard;
 mod held;
 mod orphan;
+mod per_backend;
 mod pool;
 mod renew;
 mod renewals;

@@ -10,14 +10,14 @@
 //! leaves one (a tenant poller with a hundred tenants would start a hundred threads a
 //! cycle).
 
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use leader_core::__private::Orphan;
 use leader_core::LockBackend;
-use parking_lot::Mutex;
 
+use crate::per_backend::PerBackend;
 use crate::workers::Workers;
 
 /// One release attempt; `Some(delay)` to be run again after `delay`.
@@ -64,32 +64,24 @@ pub(crate) fn release_orphan<B: LockBackend + 'static>(backend: Arc<B>, orphan: 
 /// The release threads of `backend`'s value (by the address of its `Arc`): the ones its
 /// other orphans use, or new ones. They go away with the last orphan that uses them.
 fn workers_of<B: LockBackend + 'static>(backend: &Arc<B>) -> Arc<Workers> {
-    let address = Arc::as_ptr(backend) as usize;
-    let mut all = WORKERS.lock();
-    all.retain(|(_, workers)| workers.strong_count() > 0);
-    let known = all
-        .iter()
-        .filter(|(at, _)| *at == address)
-        .find_map(|(_, workers)| workers.upgrade());
-    known.unwrap_or_else(|| {
+    WORKERS.find_or_make(backend, Some, || {
         let workers = Arc::new(Workers::new("leader-orphans-io", MAX_CALLS));
-        all.push((address, Arc::downgrade(&workers)));
-        workers
+        let kept = Arc::downgrade(&workers);
+        (workers, kept)
     })
 }
 
-/// The release threads of every backend value with orphans, by the address of its `Arc`.
-static WORKERS: Mutex<Vec<(usize, Weak<Workers>)>> = Mutex::new(Vec::new());
+/// The release threads of every backend value with orphans.
+static WORKERS: PerBackend<Workers> = PerBackend::new();
 
 /// Starts a thread for each backend whose releases all hang while others wait; when to
 /// look again.
 fn unstick_all() -> Option<Instant> {
-    let all: Vec<Arc<Workers>> = WORKERS
-        .lock()
+    WORKERS
+        .live()
         .iter()
-        .filter_map(|(_, workers)| workers.upgrade())
-        .collect();
-    all.iter().filter_map(|workers| workers.unstick()).min()
+        .filter_map(|workers| workers.unstick())
+        .min()
 }
 
 /// An attempt, when it is due, and the threads of its backend.

@@ -27,6 +27,7 @@ use leader_core::__private::{LeaseTracker, RenewalSchedule, answers_in_order};
 use leader_core::{LockBackend, Renewal};
 use parking_lot::{Condvar, Mutex};
 
+use crate::per_backend::PerBackend;
 use crate::workers::Workers;
 
 /// The longest the scheduler sleeps: an unused driver notices it is unused this soon.
@@ -105,25 +106,17 @@ impl<B: LockBackend + 'static> Drop for Registration<B> {
 impl<B: LockBackend + 'static> Renewals<B> {
     /// The driver of `backend`: the one its electors already use, or a new one.
     pub(crate) fn of(backend: &Arc<B>) -> Arc<Self> {
-        let mut drivers = DRIVERS.lock();
-        drivers.retain(|(_, driver)| driver.strong_count() > 0);
-        let address = Arc::as_ptr(backend) as usize;
-        let known = drivers
-            .iter()
-            .filter(|(at, _)| *at == address)
-            .find_map(|(_, driver)| driver.upgrade()?.downcast::<Self>().ok());
-        if let Some(driver) = known {
-            return driver;
-        }
-        let driver = Arc::new(Renewals {
-            backend: Arc::clone(backend),
-            queue: Mutex::new(Queue::default()),
-            changed: Condvar::new(),
-            workers: Workers::new("leader-renew-io", MAX_CALLS),
-        });
-        let erased: Arc<dyn Any + Send + Sync> = Arc::clone(&driver) as _;
-        drivers.push((address, Arc::downgrade(&erased)));
-        driver
+        let pick = |driver: Arc<dyn Any + Send + Sync>| driver.downcast::<Self>().ok();
+        DRIVERS.find_or_make(backend, pick, || {
+            let driver = Arc::new(Renewals {
+                backend: Arc::clone(backend),
+                queue: Mutex::new(Queue::default()),
+                changed: Condvar::new(),
+                workers: Workers::new("leader-renew-io", MAX_CALLS),
+            });
+            let erased: Arc<dyn Any + Send + Sync> = Arc::clone(&driver) as _;
+            (driver, Arc::downgrade(&erased))
+        })
     }
 
     /// Renews `tracker`'s lease on `schedule` (the first renewal one interval after its
@@ -246,7 +239,7 @@ impl<B: LockBackend + 'static> Renewals<B> {
 
 /// Every driver, by the address of its backend's `Arc` (type-erased: drivers of every
 /// backend type live here).
-static DRIVERS: Mutex<Vec<(usize, Weak<dyn Any + Send + Sync>)>> = Mutex::new(Vec::new());
+static DRIVERS: PerBackend<dyn Any + Send + Sync> = PerBackend::new();
 
 /// Starts the scheduler of `driver`.
 fn start<B: LockBackend + 'static>(driver: &Arc<Renewals<B>>) -> std::io::Result<()> {
