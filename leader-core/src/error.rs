@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::state::LeaderLease;
+use crate::spi::state::LeaderLease;
 use crate::tenant::TenantIdError;
 
 /// A boxed error from a backend's driver, kept as the source of a [`BackendError`].

@@ -2,6 +2,8 @@
 //! listed in the crate docs (`# Tracing`), the metrics in [`crate::metrics`] (feature
 //! `metrics`).
 
+#[cfg(feature = "metrics")]
+pub mod metrics;
 mod record;
 
 use std::future::Future;
@@ -12,12 +14,12 @@ use futures_util::FutureExt;
 use tracing::field::Empty;
 use tracing::{Instrument, Span};
 
-use crate::acquire_batch::BatchAnswer;
-use crate::attempts::Step;
-use crate::backend::{ExtendOutcome, ReleaseOutcome, SlotRequest};
+use crate::engine::acquire_batch::BatchAnswer;
+use crate::engine::attempts::Step;
 use crate::error::Error;
-use crate::lease::Lease;
 use crate::name::LockName;
+use crate::spi::backend::{ExtendOutcome, ReleaseOutcome, SlotRequest};
+use crate::spi::lease::Lease;
 
 use record::{AcquireEnd, Stopwatch};
 

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use event_listener::{Event, Listener};
 use parking_lot::Mutex;
 
-use crate::backend::{ExtendOutcome, ReleaseOutcome};
 use crate::error::Error;
-use crate::lease::Lease;
+use crate::spi::backend::{ExtendOutcome, ReleaseOutcome};
+use crate::spi::lease::Lease;
 use crate::telemetry::HoldProbe;
 
 /// What an action sees of the lease it runs under: the fencing token, the deadline, and
@@ -403,7 +403,7 @@ impl LeaseTracker {
         self.count_lost();
         self.mark_lost();
         let lease = self.lease();
-        Err(crate::late::lost_before_start(
+        Err(crate::engine::late::lost_before_start(
             &lease.key,
             lease.fencing_token,
         ))

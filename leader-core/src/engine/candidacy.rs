@@ -14,13 +14,13 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::backend::{AcquireOutcome, AcquireRequest};
-use crate::campaign::CampaignConfig;
+use crate::engine::campaign::CampaignConfig;
+use crate::engine::orphan::Orphan;
 use crate::error::Error;
-use crate::lease::{Lease, OwnerToken};
-use crate::listing::{ListPage, ListRequest};
 use crate::name::LockName;
-use crate::orphan::Orphan;
+use crate::spi::backend::{AcquireOutcome, AcquireRequest};
+use crate::spi::lease::{Lease, OwnerToken};
+use crate::spi::listing::{ListPage, ListRequest};
 
 /// A ranked campaign's membership: its record, and what it saw of the other candidates.
 #[derive(Debug)]
@@ -329,7 +329,7 @@ mod tests {
     use std::time::SystemTime;
 
     use super::*;
-    use crate::state::{LeaderLease, LeaderState};
+    use crate::spi::state::{LeaderLease, LeaderState};
 
     fn candidacy(rank: u32, preempt: bool) -> Candidacy {
         let config = CampaignConfig::default()

@@ -2,8 +2,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::options::LeaderElectionOptions;
-use crate::renewal_schedule::RenewalSchedule;
+use crate::config::options::LeaderElectionOptions;
+use crate::engine::renewal_schedule::RenewalSchedule;
 
 /// How an elector keeps a held lease alive and releases it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,16 +4,16 @@
 
 use std::time::Instant;
 
-use crate::attempts::request;
-use crate::backend::{AcquireOutcome, AcquireRequest, SlotRequest};
-use crate::batch_answers::answers_in_order;
+use crate::config::options::LeaderElectionOptions;
+use crate::engine::attempts::request;
+use crate::engine::batch_answers::answers_in_order;
+use crate::engine::late::{answered_late, is_late};
+use crate::engine::orphan::Orphan;
 use crate::error::{BackendError, BackendErrorKind, Error};
-use crate::late::{answered_late, is_late};
-use crate::lease::Lease;
 use crate::name::LockName;
-use crate::options::LeaderElectionOptions;
-use crate::orphan::Orphan;
-use crate::state::LeaderLease;
+use crate::spi::backend::{AcquireOutcome, AcquireRequest, SlotRequest};
+use crate::spi::lease::Lease;
+use crate::spi::state::LeaderLease;
 use crate::telemetry::AcquireProbe;
 use crate::tenant::TenantId;
 
@@ -210,8 +210,8 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
-    use crate::backend::LockBackend;
-    use crate::memory::InMemoryBackend;
+    use crate::embedded::memory::InMemoryBackend;
+    use crate::spi::backend::LockBackend;
 
     #[test]
     fn a_lock_answered_after_its_deadline_fails_as_lost_and_is_released() {

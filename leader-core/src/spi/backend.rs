@@ -7,12 +7,12 @@ use std::future::Future;
 use std::time::{Duration, SystemTime};
 
 use crate::error::Error;
-use crate::events::ReleaseEvents;
-use crate::group::GroupKeys;
-use crate::lease::{Lease, OwnerToken};
-use crate::listing::{ForceReleaseOutcome, ListPage, ListRequest};
 use crate::name::LockName;
-use crate::state::{LeaderLease, LeaderState};
+use crate::spi::group::GroupKeys;
+use crate::spi::lease::{Lease, OwnerToken};
+use crate::spi::listing::{ForceReleaseOutcome, ListPage, ListRequest};
+use crate::spi::release_events::ReleaseEvents;
+use crate::spi::state::{LeaderLease, LeaderState};
 
 /// What `try_acquire` asks of a backend.
 ///

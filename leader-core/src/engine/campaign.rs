@@ -5,18 +5,18 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::backend::{AcquireRequest, SlotOutcome, SlotRequest};
-use crate::candidacy::Candidacy;
-use crate::context::LeaseTracker;
+use crate::config::options::LeaderElectionOptions;
+use crate::engine::candidacy::Candidacy;
+use crate::engine::late::{answered_late, is_late};
+use crate::engine::leadership_state::{EventCallback, LeadershipState};
+use crate::engine::lease_tracker::LeaseTracker;
+use crate::engine::orphan::Orphan;
+use crate::engine::settings::ElectorSettings;
 use crate::error::{Error, OptionsError};
-use crate::group::{GroupKeys, GroupSlots, random_slot};
-use crate::late::{answered_late, is_late};
-use crate::leadership::{EventCallback, LeadershipState};
-use crate::lease::OwnerToken;
 use crate::name::LockName;
-use crate::options::LeaderElectionOptions;
-use crate::orphan::Orphan;
-use crate::settings::ElectorSettings;
+use crate::spi::backend::{AcquireRequest, SlotOutcome, SlotRequest};
+use crate::spi::group::{GroupKeys, GroupSlots, random_slot};
+use crate::spi::lease::OwnerToken;
 
 /// Whether a campaign elects one leader or lets every instance lead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -580,8 +580,8 @@ impl CampaignRun {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::lease::Lease;
-    use crate::state::LeaderLease;
+    use crate::spi::lease::Lease;
+    use crate::spi::state::LeaderLease;
 
     fn group_campaign(slots: u32, config: CampaignConfig) -> Result<CampaignRun, Error> {
         let settings = ElectorSettings::new(LeaderElectionOptions::default()).unwrap();

@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 use event_listener::{Event, EventListener, Listener};
 use parking_lot::Mutex;
 
-use crate::backend::{ExtendOutcome, SlotOutcome};
-use crate::candidacy::TermCheck;
-use crate::context::{LeaseContext, LeaseTracker};
+use crate::engine::candidacy::TermCheck;
+use crate::engine::lease_tracker::{LeaseContext, LeaseTracker};
 use crate::error::Error;
-use crate::leadership_events::{EventSender, LeadershipEvents};
+use crate::leadership::events::{EventSender, LeadershipEvents};
+use crate::spi::backend::{ExtendOutcome, SlotOutcome};
 
 /// Something that happened to a campaign.
 #[derive(Debug, Clone)]

@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
+use crate::config::options::LeaderElectionOptions;
+use crate::engine::keepalive::Keepalive;
 use crate::error::OptionsError;
-use crate::keepalive::Keepalive;
-use crate::options::LeaderElectionOptions;
 
 /// How a lock guard (`acquire` / `with_lock` on the electors) keeps its lease.
 ///

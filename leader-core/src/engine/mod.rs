@@ -1,0 +1,43 @@
+//! The I/O-free election engine the electors of `leader-blocking` and `leader-async`
+//! share: acquire attempts and batches, campaign runs and candidacy, the lease tracker,
+//! keepalive and renewal schedules, lateness, leadership state, orphan release, backoff.
+//! The state machines here decide what happens next; the electors only do the I/O and
+//! differ only in how they wait.
+//!
+//! **Not public API**: the crate re-exports this module as the hidden, semver-exempt
+//! `__private`. It may import `spi`, `config`, `leadership`, `telemetry` and the
+//! cross-cutting modules; nothing outside it imports from here except through `__private`
+//! and the in-crate items the public types are built on.
+
+pub(crate) mod acquire_batch;
+pub(crate) mod attempts;
+pub(crate) mod batch_answers;
+pub(crate) mod campaign;
+pub(crate) mod candidacy;
+pub(crate) mod keepalive;
+pub(crate) mod late;
+pub(crate) mod leadership_state;
+pub(crate) mod lease_tracker;
+pub(crate) mod orphan;
+pub(crate) mod renewal_schedule;
+pub(crate) mod retry;
+pub(crate) mod settings;
+
+pub use acquire_batch::{AcquireBatch, BatchAnswer, TenantKeys};
+pub use attempts::{Attempts, LateLease, Step};
+pub use batch_answers::{answers_in_order, by_backend, unanswered};
+pub use campaign::{AfterAttempt, CampaignRun};
+pub use candidacy::{Candidacy, Standing, Survey, TermCheck, Withdrawal};
+pub use keepalive::Keepalive;
+pub use late::is_late;
+pub use leadership_state::LeadershipState;
+pub use lease_tracker::LeaseTracker;
+pub use orphan::Orphan;
+pub use renewal_schedule::RenewalSchedule;
+pub use retry::Backoff;
+pub use settings::ElectorSettings;
+
+pub use crate::redact::{unparsed_url, url_scheme};
+pub use crate::spi::backend::OwnedAcquire;
+pub use crate::spi::group::random_slot;
+pub use crate::telemetry::AcquireProbe;

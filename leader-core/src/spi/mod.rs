@@ -1,0 +1,18 @@
+//! The backend SPI: the [`LockBackend`](backend::LockBackend) and
+//! [`AsyncLockBackend`](backend::AsyncLockBackend) traits and the values that cross them
+//! (requests, outcomes, leases and owner tokens, listing pages and cursors, group keys,
+//! release events, lock state, the lease limit a backend enforces).
+//!
+//! Everything here is public API. It may import the crate's cross-cutting modules
+//! (`error`, `name`, `tenant`) and nothing from `config`, `engine`, `embedded`,
+//! `leadership` or `telemetry`.
+
+pub(crate) mod backend;
+pub(crate) mod cursor;
+pub(crate) mod group;
+pub(crate) mod lease;
+pub(crate) mod lease_limit;
+pub(crate) mod listing;
+pub(crate) mod release_events;
+pub(crate) mod state;
+pub(crate) mod token_source;
