@@ -62,12 +62,12 @@ mod tenant;
 #[cfg(feature = "metrics")]
 pub use telemetry::metrics;
 
+pub use config::campaign::{CampaignConfig, DeploymentMode};
 pub use config::lease_mode::LeaseMode;
 pub use config::options::LeaderElectionOptions;
 pub use embedded::clock::{Clock, ManualClock, SystemClock};
 pub use embedded::memory::InMemoryBackend;
 pub use embedded::noop::NoopBackend;
-pub use engine::campaign::{CampaignConfig, DeploymentMode};
 pub use engine::leadership_state::{EventCallback, LeadershipEvent, RevokeReason};
 pub use engine::lease_tracker::LeaseContext;
 pub use error::{BackendError, BackendErrorKind, BoxError, Error, NameError, OptionsError};

@@ -6,6 +6,7 @@
 //! `name`, `tenant`) and `spi`, and nothing from `engine`, `embedded`, `leadership` or
 //! `telemetry`.
 
+pub(crate) mod campaign;
 pub(crate) mod lease_mode;
 pub(crate) mod options;
 #[cfg(feature = "serde")]

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::engine::campaign::CampaignConfig;
+use crate::config::campaign::CampaignConfig;
 use crate::engine::orphan::Orphan;
 use crate::error::Error;
 use crate::name::LockName;
