@@ -11,8 +11,9 @@ use event_listener::{Event, EventListener, Listener};
 use parking_lot::Mutex;
 
 use crate::engine::candidacy::TermCheck;
-use crate::engine::lease_tracker::{LeaseContext, LeaseTracker};
+use crate::engine::lease_tracker::LeaseTracker;
 use crate::error::Error;
+use crate::leadership::context::LeaseContext;
 use crate::leadership::events::{EventSender, LeadershipEvents};
 use crate::spi::backend::{ExtendOutcome, SlotOutcome};
 

@@ -7,6 +7,7 @@
 //! Public API. It may import `spi`, `telemetry` and the cross-cutting modules, and nothing
 //! from `engine`, `config` or `embedded`.
 
+pub(crate) mod context;
 pub(crate) mod events;
 pub(crate) mod result;
 pub(crate) mod watcher;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::engine::leadership_state::LeadershipState;
-use crate::engine::lease_tracker::LeaseContext;
+use crate::leadership::context::LeaseContext;
 use crate::leadership::events::LeadershipEvents;
 
 /// A read-only view of a campaign, for the tasks or threads that do the leader's work
