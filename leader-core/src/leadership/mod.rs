@@ -8,6 +8,7 @@
 //! from `engine`, `config` or `embedded`.
 
 pub(crate) mod context;
+pub(crate) mod event;
 pub(crate) mod events;
 pub(crate) mod result;
 pub(crate) mod watcher;
