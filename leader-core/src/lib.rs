@@ -76,16 +76,15 @@ pub use leadership::result::LeaderRunResult;
 pub use leadership::watcher::LeadershipWatcher;
 pub use name::LockName;
 pub use redact::{RedactedError, UrlSecrets};
-pub use spi::backend::{
-    AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, ExtendOutcome, LockBackend,
-    ReleaseOutcome, ReleaseRequest, Renewal, SlotOutcome, SlotRequest, SlotWalk,
-};
+pub use spi::backend::{AsyncLockBackend, Backend, LockBackend};
 pub use spi::cursor::CursorError;
 pub use spi::group::{GroupKeys, GroupSlots, GroupState};
 pub use spi::lease::{Lease, OwnerToken, ParseOwnerTokenError};
 pub use spi::lease_limit::{LeaseTooLong, MAX_SERVER_LEASE};
 pub use spi::listing::{ForceReleaseOutcome, ListCursor, ListPage, ListRequest};
+pub use spi::outcome::{AcquireOutcome, ExtendOutcome, ReleaseOutcome, SlotOutcome};
 pub use spi::release_events::{ReleaseEvents, ReleaseListener};
+pub use spi::request::{AcquireRequest, ReleaseRequest, Renewal, SlotRequest, SlotWalk};
 pub use spi::state::{LeaderLease, LeaderState, LockStatus};
 pub use tenant::{IntoTenantId, TENANT_PREFIX, TenantId, TenantIdError};
 

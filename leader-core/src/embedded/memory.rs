@@ -10,14 +10,13 @@ use parking_lot::Mutex;
 use crate::embedded::clock::{Clock, SystemClock};
 use crate::error::{BackendError, BackendErrorKind, Error};
 use crate::name::LockName;
-use crate::spi::backend::{
-    AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, ExtendOutcome, LockBackend,
-    ReleaseOutcome,
-};
+use crate::spi::backend::{AsyncLockBackend, Backend, LockBackend};
 use crate::spi::lease::{Lease, OwnerToken};
 use crate::spi::lease_limit::LeaseTooLong;
 use crate::spi::listing::{ForceReleaseOutcome, ListCursor, ListPage, ListRequest};
+use crate::spi::outcome::{AcquireOutcome, ExtendOutcome, ReleaseOutcome};
 use crate::spi::release_events::ReleaseEvents;
+use crate::spi::request::AcquireRequest;
 use crate::spi::state::{LeaderLease, LeaderState};
 
 /// Locks held in this process's memory, behind one `parking_lot` mutex.

@@ -7,12 +7,11 @@ use std::time::{Duration, SystemTime};
 
 use crate::error::Error;
 use crate::name::LockName;
-use crate::spi::backend::{
-    AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, ExtendOutcome, LockBackend,
-    ReleaseOutcome,
-};
+use crate::spi::backend::{AsyncLockBackend, Backend, LockBackend};
 use crate::spi::lease::Lease;
 use crate::spi::listing::{ForceReleaseOutcome, ListPage, ListRequest};
+use crate::spi::outcome::{AcquireOutcome, ExtendOutcome, ReleaseOutcome};
+use crate::spi::request::AcquireRequest;
 use crate::spi::state::LeaderState;
 
 /// A backend that always grants the lock and reports no leader.

@@ -11,10 +11,12 @@ use crate::engine::orphan::Orphan;
 use crate::engine::retry::Backoff;
 use crate::error::Error;
 use crate::name::LockName;
-use crate::spi::backend::{AcquireRequest, Backend, SlotOutcome, SlotRequest};
+use crate::spi::backend::Backend;
 use crate::spi::group::GroupKeys;
 use crate::spi::lease::{Lease, OwnerToken};
+use crate::spi::outcome::SlotOutcome;
 use crate::spi::release_events::ReleaseListener;
+use crate::spi::request::{AcquireRequest, SlotRequest};
 use crate::spi::state::LeaderLease;
 
 /// Drives the attempts to acquire one lock within `wait_time`.

@@ -15,9 +15,10 @@ use crate::engine::settings::ElectorSettings;
 use crate::error::{Error, OptionsError};
 use crate::leadership::event::EventCallback;
 use crate::name::LockName;
-use crate::spi::backend::{AcquireRequest, SlotOutcome, SlotRequest};
 use crate::spi::group::{GroupKeys, GroupSlots, random_slot};
 use crate::spi::lease::OwnerToken;
+use crate::spi::outcome::SlotOutcome;
+use crate::spi::request::{AcquireRequest, SlotRequest};
 
 /// What one campaign loop works with; built once by the elector, used by its loop.
 #[derive(Debug)]

@@ -18,9 +18,10 @@ use crate::config::campaign::CampaignConfig;
 use crate::engine::orphan::Orphan;
 use crate::error::Error;
 use crate::name::LockName;
-use crate::spi::backend::{AcquireOutcome, AcquireRequest};
 use crate::spi::lease::{Lease, OwnerToken};
 use crate::spi::listing::{ListPage, ListRequest};
+use crate::spi::outcome::AcquireOutcome;
+use crate::spi::request::AcquireRequest;
 
 /// A ranked campaign's membership: its record, and what it saw of the other candidates.
 #[derive(Debug)]

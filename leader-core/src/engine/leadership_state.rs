@@ -16,7 +16,7 @@ use crate::error::Error;
 use crate::leadership::context::LeaseContext;
 use crate::leadership::event::{EventCallback, LeadershipEvent, RevokeReason};
 use crate::leadership::events::{EventSender, LeadershipEvents};
-use crate::spi::backend::{ExtendOutcome, SlotOutcome};
+use crate::spi::outcome::{ExtendOutcome, SlotOutcome};
 
 /// The shared state of one campaign.
 ///

@@ -10,8 +10,8 @@ use parking_lot::Mutex;
 
 use crate::error::Error;
 use crate::leadership::context::{LeaseContext, Shared};
-use crate::spi::backend::{ExtendOutcome, ReleaseOutcome};
 use crate::spi::lease::Lease;
+use crate::spi::outcome::{ExtendOutcome, ReleaseOutcome};
 use crate::telemetry::HoldProbe;
 
 /// The elector's side of a [`LeaseContext`]: records renewals and losses.

@@ -38,6 +38,6 @@ pub use retry::Backoff;
 pub use settings::ElectorSettings;
 
 pub use crate::redact::{unparsed_url, url_scheme};
-pub use crate::spi::backend::OwnedAcquire;
 pub use crate::spi::group::random_slot;
+pub use crate::spi::request::OwnedAcquire;
 pub use crate::telemetry::AcquireProbe;

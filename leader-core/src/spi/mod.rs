@@ -13,6 +13,8 @@ pub(crate) mod group;
 pub(crate) mod lease;
 pub(crate) mod lease_limit;
 pub(crate) mod listing;
+pub(crate) mod outcome;
 pub(crate) mod release_events;
+pub(crate) mod request;
 pub(crate) mod state;
 pub(crate) mod token_source;

@@ -18,8 +18,9 @@ use crate::engine::acquire_batch::BatchAnswer;
 use crate::engine::attempts::Step;
 use crate::error::Error;
 use crate::name::LockName;
-use crate::spi::backend::{ExtendOutcome, ReleaseOutcome, SlotRequest};
 use crate::spi::lease::Lease;
+use crate::spi::outcome::{ExtendOutcome, ReleaseOutcome};
+use crate::spi::request::SlotRequest;
 
 use record::{AcquireEnd, Stopwatch};
 
