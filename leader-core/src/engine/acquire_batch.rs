@@ -15,7 +15,7 @@ use crate::spi::lease::Lease;
 use crate::spi::outcome::AcquireOutcome;
 use crate::spi::request::{AcquireRequest, SlotRequest};
 use crate::spi::state::LeaderLease;
-use crate::telemetry::AcquireProbe;
+use crate::telemetry::{AcquireEnd, AcquireProbe};
 use crate::tenant::TenantId;
 
 /// The requests of one batch, one per key, each with a fresh owner token and the options'
@@ -203,6 +203,17 @@ fn unanswered_tenant() -> Error {
         "a tenant of the batch got no answer",
     )
     .into()
+}
+
+impl AcquireProbe<'_> {
+    /// The request of a batch ended with `answer`.
+    pub(crate) fn finish_batched(&self, answer: &BatchAnswer) {
+        match answer {
+            BatchAnswer::Acquired(lease, _) => self.end(AcquireEnd::Acquired, Some(lease)),
+            BatchAnswer::Held(_) => self.end(AcquireEnd::Skipped, None),
+            BatchAnswer::Failed(_) => self.end(AcquireEnd::Failed, None),
+        }
+    }
 }
 
 #[cfg(test)]

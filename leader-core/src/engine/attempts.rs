@@ -18,6 +18,7 @@ use crate::spi::outcome::SlotOutcome;
 use crate::spi::release_events::ReleaseListener;
 use crate::spi::request::{AcquireRequest, SlotRequest};
 use crate::spi::state::LeaderLease;
+use crate::telemetry::{AcquireEnd, AcquireProbe};
 
 /// Drives the attempts to acquire one lock within `wait_time`.
 ///
@@ -243,6 +244,17 @@ pub(crate) fn request<'a>(
         options.lease_time(),
     )
     .with_db_time(options.use_db_time())
+}
+
+impl AcquireProbe<'_> {
+    /// The call ended with `result`.
+    pub fn finish(&self, result: &Result<Step, Error>) {
+        match result {
+            Ok(Step::Acquired(lease, _)) => self.end(AcquireEnd::Acquired, Some(lease)),
+            Ok(_) => self.end(AcquireEnd::Skipped, None),
+            Err(_) => self.end(AcquireEnd::Failed, None),
+        }
+    }
 }
 
 #[cfg(test)]
