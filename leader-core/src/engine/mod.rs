@@ -22,6 +22,7 @@ pub(crate) mod orphan;
 pub(crate) mod renewal_schedule;
 pub(crate) mod retry;
 pub(crate) mod settings;
+pub(crate) mod watcher;
 
 pub use acquire_batch::{AcquireBatch, BatchAnswer, TenantKeys};
 pub use attempts::{Attempts, LateLease, Step};

@@ -11,4 +11,3 @@ pub(crate) mod context;
 pub(crate) mod event;
 pub(crate) mod events;
 pub(crate) mod result;
-pub(crate) mod watcher;
