@@ -48,6 +48,15 @@
 //! # Ok::<(), leader_core::Error>(())
 //! ```
 
+// The layers, lowest first (each folder's `mod.rs` says what it holds and may import):
+// - `name`, `tenant`, `error`, `redact`: cross-cutting. `name` and `redact` import
+//   nothing; `tenant` imports `name`; `error` imports `name`, `tenant` and `spi::state`
+//   (a leaf: the holder an error names).
+// - `spi` (backend traits and values) imports `error` and `name`.
+// - `config` (public settings) imports `error`.
+// - `embedded` (memory, noop, clock), `leadership` (what an application is handed) and
+//   `telemetry` (spans, metrics) import `spi` and the cross-cutting modules.
+// - `engine` (`__private`) imports all of the above; only this file imports it.
 mod config;
 mod embedded;
 mod engine;

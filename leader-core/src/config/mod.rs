@@ -1,10 +1,12 @@
-//! Public configuration: [`LeaderElectionOptions`](options::LeaderElectionOptions), the
-//! guard's [`LeaseMode`](lease_mode::LeaseMode), the campaign's
-//! [`CampaignConfig`](crate::CampaignConfig), and their serde support (feature `serde`).
+//! Public configuration: [`LeaderElectionOptions`](crate::LeaderElectionOptions), the lock
+//! guard's [`LeaseMode`](crate::LeaseMode), the campaign's
+//! [`CampaignConfig`](crate::CampaignConfig) and [`DeploymentMode`](crate::DeploymentMode),
+//! and their serde support (feature `serde`).
 //!
-//! Everything here is public API. It may import the cross-cutting modules (`error`,
-//! `name`, `tenant`) and `spi`, and nothing from `engine`, `embedded`, `leadership` or
-//! `telemetry`.
+//! Public API. Imports only the cross-cutting `error`; nothing from `spi`, `engine`,
+//! `embedded`, `leadership` or `telemetry` (the engine reads the settings, never the
+//! other way round: `LeaseMode::apply`, which builds the engine's `Keepalive`, is written
+//! in `engine/keepalive.rs`).
 
 pub(crate) mod campaign;
 pub(crate) mod lease_mode;

@@ -1,9 +1,9 @@
-//! The embedded backends and their clocks: [`InMemoryBackend`](memory::InMemoryBackend)
-//! (a complete backend in one process, for tests and single-process deployments),
-//! [`NoopBackend`](noop::NoopBackend) (always grants), and the [`Clock`](clock::Clock)
-//! the in-memory backend reads.
+//! The embedded backends and their clock: [`InMemoryBackend`](crate::InMemoryBackend) (a
+//! complete backend inside one process, for tests and single-process deployments),
+//! [`NoopBackend`](crate::NoopBackend) (grants every lock), and the
+//! [`Clock`](crate::Clock) the in-memory backend reads.
 //!
-//! Public API. It may import `spi` and the cross-cutting modules, and nothing from
+//! Public API. Imports `spi` and the cross-cutting `error` and `name`; nothing from
 //! `config`, `engine`, `leadership` or `telemetry`.
 
 pub(crate) mod clock;

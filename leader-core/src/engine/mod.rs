@@ -1,13 +1,19 @@
 //! The I/O-free election engine the electors of `leader-blocking` and `leader-async`
 //! share: acquire attempts and batches, campaign runs and candidacy, the lease tracker,
 //! keepalive and renewal schedules, lateness, leadership state, orphan release, backoff.
-//! The state machines here decide what happens next; the electors only do the I/O and
-//! differ only in how they wait.
+//! The state machines here decide what happens next; the electors only do the I/O, feed
+//! the answers back, and differ only in how they wait.
 //!
-//! **Not public API**: the crate re-exports this module as the hidden, semver-exempt
-//! `__private`. It may import `spi`, `config`, `leadership`, `telemetry` and the
-//! cross-cutting modules; nothing outside it imports from here except through `__private`
-//! and the in-crate items the public types are built on.
+//! **Not public API**: the crate re-exports the `pub use` list below as the hidden,
+//! semver-exempt `__private` module. The list also carries four helpers that live beside
+//! the public types they serve (`OwnedAcquire` in `spi`, `random_slot` in `spi::group`,
+//! the URL helpers of `redact`, `AcquireProbe` in `telemetry`). One public type lives
+//! here too: [`LeadershipWatcher`](crate::LeadershipWatcher), the read-only view of a
+//! campaign's `LeadershipState`, re-exported at the crate root.
+//!
+//! Imports: `spi`, `config`, `leadership`, `telemetry` and the cross-cutting modules
+//! (`error`, `name`, `tenant`, `redact`); `embedded` only in tests. Nothing but `lib.rs`
+//! imports from here.
 
 pub(crate) mod acquire_batch;
 pub(crate) mod attempts;

@@ -1,11 +1,12 @@
-//! What an elector hands the application about its leadership: the
-//! [`LeaderRunResult`](result::LeaderRunResult) of a run, the
-//! [`LeaseContext`](crate::LeaseContext) an action runs under, and the leadership events
-//! ([`LeadershipEvents`](events::LeadershipEvents) stream,
-//! [`LeadershipWatcher`](watcher::LeadershipWatcher)).
+//! The values an elector hands the application about its leadership: the
+//! [`LeaderRunResult`](crate::LeaderRunResult) of a run, the
+//! [`LeaseContext`](crate::LeaseContext) an action runs under, the
+//! [`LeadershipEvent`](crate::LeadershipEvent)s of a campaign (with their
+//! [`RevokeReason`](crate::RevokeReason)) and the
+//! [`LeadershipEvents`](crate::LeadershipEvents) stream that carries them.
 //!
-//! Public API. It may import `spi`, `telemetry` and the cross-cutting modules, and nothing
-//! from `engine`, `config` or `embedded`.
+//! Public API. Imports `spi` and the cross-cutting `error`; nothing from `config`,
+//! `engine`, `embedded` or `telemetry` (the engine fills these values in).
 
 pub(crate) mod context;
 pub(crate) mod event;

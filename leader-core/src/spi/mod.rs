@@ -1,11 +1,10 @@
-//! The backend SPI: the [`LockBackend`](backend::LockBackend) and
-//! [`AsyncLockBackend`](backend::AsyncLockBackend) traits and the values that cross them
+//! The backend SPI: the [`LockBackend`](crate::LockBackend) and
+//! [`AsyncLockBackend`](crate::AsyncLockBackend) traits and the values that cross them
 //! (requests, outcomes, leases and owner tokens, listing pages and cursors, group keys,
 //! release events, lock state, the lease limit a backend enforces).
 //!
-//! Everything here is public API. It may import the crate's cross-cutting modules
-//! (`error`, `name`, `tenant`) and nothing from `config`, `engine`, `embedded`,
-//! `leadership` or `telemetry`.
+//! Public API, the lowest layer: it imports only the cross-cutting `error` and `name`,
+//! and nothing from `config`, `engine`, `embedded`, `leadership` or `telemetry`.
 
 pub(crate) mod backend;
 pub(crate) mod cursor;
