@@ -21,7 +21,7 @@ pub struct OwnerToken(u128);
 impl OwnerToken {
     /// A fresh random token.
     pub fn random() -> Self {
-        OwnerToken(crate::token_source::next_token())
+        OwnerToken(crate::spi::token_source::next_token())
     }
 
     /// The token's bits.

@@ -5,17 +5,20 @@
 
 use std::time::{Duration, Instant};
 
-use crate::backend::{AcquireRequest, Backend, SlotOutcome, SlotRequest};
+use crate::config::options::LeaderElectionOptions;
+use crate::engine::late::{answered_late, is_late};
+use crate::engine::orphan::Orphan;
+use crate::engine::retry::Backoff;
 use crate::error::Error;
-use crate::events::ReleaseListener;
-use crate::group::GroupKeys;
-use crate::late::{answered_late, is_late};
-use crate::lease::{Lease, OwnerToken};
 use crate::name::LockName;
-use crate::options::LeaderElectionOptions;
-use crate::orphan::Orphan;
-use crate::retry::Backoff;
-use crate::state::LeaderLease;
+use crate::spi::backend::Backend;
+use crate::spi::group::GroupKeys;
+use crate::spi::lease::{Lease, OwnerToken};
+use crate::spi::outcome::SlotOutcome;
+use crate::spi::release_events::ReleaseListener;
+use crate::spi::request::{AcquireRequest, SlotRequest};
+use crate::spi::state::LeaderLease;
+use crate::telemetry::{AcquireEnd, AcquireProbe};
 
 /// Drives the attempts to acquire one lock within `wait_time`.
 ///
@@ -243,13 +246,24 @@ pub(crate) fn request<'a>(
     .with_db_time(options.use_db_time())
 }
 
+impl AcquireProbe<'_> {
+    /// The call ended with `result`.
+    pub fn finish(&self, result: &Result<Step, Error>) {
+        match result {
+            Ok(Step::Acquired(lease, _)) => self.end(AcquireEnd::Acquired, Some(lease)),
+            Ok(_) => self.end(AcquireEnd::Skipped, None),
+            Err(_) => self.end(AcquireEnd::Failed, None),
+        }
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
     use super::*;
-    use crate::backend::LockBackend;
-    use crate::group::GroupSlots;
-    use crate::memory::InMemoryBackend;
+    use crate::embedded::memory::InMemoryBackend;
+    use crate::spi::backend::LockBackend;
+    use crate::spi::group::GroupSlots;
 
     fn attempt(backend: &InMemoryBackend, attempts: &mut Attempts<'_>) -> Step {
         let outcome = backend.try_acquire_slot(attempts.request()).unwrap();

@@ -14,13 +14,14 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::backend::{AcquireOutcome, AcquireRequest};
-use crate::campaign::CampaignConfig;
+use crate::config::campaign::CampaignConfig;
+use crate::engine::orphan::Orphan;
 use crate::error::Error;
-use crate::lease::{Lease, OwnerToken};
-use crate::listing::{ListPage, ListRequest};
 use crate::name::LockName;
-use crate::orphan::Orphan;
+use crate::spi::lease::{Lease, OwnerToken};
+use crate::spi::listing::{ListPage, ListRequest};
+use crate::spi::outcome::AcquireOutcome;
+use crate::spi::request::AcquireRequest;
 
 /// A ranked campaign's membership: its record, and what it saw of the other candidates.
 #[derive(Debug)]
@@ -329,7 +330,7 @@ mod tests {
     use std::time::SystemTime;
 
     use super::*;
-    use crate::state::{LeaderLease, LeaderState};
+    use crate::spi::state::{LeaderLease, LeaderState};
 
     fn candidacy(rank: u32, preempt: bool) -> Candidacy {
         let config = CampaignConfig::default()

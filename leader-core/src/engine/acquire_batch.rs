@@ -4,17 +4,18 @@
 
 use std::time::Instant;
 
-use crate::attempts::request;
-use crate::backend::{AcquireOutcome, AcquireRequest, SlotRequest};
-use crate::batch_answers::answers_in_order;
+use crate::config::options::LeaderElectionOptions;
+use crate::engine::attempts::request;
+use crate::engine::batch_answers::answers_in_order;
+use crate::engine::late::{answered_late, is_late};
+use crate::engine::orphan::Orphan;
 use crate::error::{BackendError, BackendErrorKind, Error};
-use crate::late::{answered_late, is_late};
-use crate::lease::Lease;
 use crate::name::LockName;
-use crate::options::LeaderElectionOptions;
-use crate::orphan::Orphan;
-use crate::state::LeaderLease;
-use crate::telemetry::AcquireProbe;
+use crate::spi::lease::Lease;
+use crate::spi::outcome::AcquireOutcome;
+use crate::spi::request::{AcquireRequest, SlotRequest};
+use crate::spi::state::LeaderLease;
+use crate::telemetry::{AcquireEnd, AcquireProbe};
 use crate::tenant::TenantId;
 
 /// The requests of one batch, one per key, each with a fresh owner token and the options'
@@ -204,14 +205,25 @@ fn unanswered_tenant() -> Error {
     .into()
 }
 
+impl AcquireProbe<'_> {
+    /// The request of a batch ended with `answer`.
+    pub(crate) fn finish_batched(&self, answer: &BatchAnswer) {
+        match answer {
+            BatchAnswer::Acquired(lease, _) => self.end(AcquireEnd::Acquired, Some(lease)),
+            BatchAnswer::Held(_) => self.end(AcquireEnd::Skipped, None),
+            BatchAnswer::Failed(_) => self.end(AcquireEnd::Failed, None),
+        }
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
-    use crate::backend::LockBackend;
-    use crate::memory::InMemoryBackend;
+    use crate::embedded::memory::InMemoryBackend;
+    use crate::spi::backend::LockBackend;
 
     #[test]
     fn a_lock_answered_after_its_deadline_fails_as_lost_and_is_released() {

@@ -68,7 +68,7 @@ impl ReleaseEvents {
         }
         // A slot of a leader group (`job#2`) also wakes those waiting for any slot of the
         // group, who listen on the group's name (`job`).
-        let group = crate::group::group_of_slot(key);
+        let group = crate::spi::group::group_of_slot(key);
         let (own, of_group) = {
             let by_key = self.shared.by_key.lock();
             (

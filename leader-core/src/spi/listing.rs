@@ -1,7 +1,7 @@
 //! Operator requests of the SPI: listing the held locks under a prefix, and freeing a lock
 //! whoever holds it (or only if its holder is still the one the operator saw).
 
-use crate::state::{LeaderLease, LeaderState};
+use crate::spi::state::{LeaderLease, LeaderState};
 
 /// What `list` asks of a backend: the held locks whose full key starts with `prefix`, one
 /// page at a time.

@@ -4,9 +4,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::context::LeaseContext;
-use crate::leadership::LeadershipState;
-use crate::leadership_events::LeadershipEvents;
+use crate::engine::leadership_state::LeadershipState;
+use crate::leadership::context::LeaseContext;
+use crate::leadership::events::LeadershipEvents;
 
 /// A read-only view of a campaign, for the tasks or threads that do the leader's work
 /// while the campaign's handle stays with whoever may resign.

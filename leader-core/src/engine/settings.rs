@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
+use crate::config::options::LeaderElectionOptions;
 use crate::error::Error;
-use crate::listing::{ListPage, ListRequest};
 use crate::name::LockName;
-use crate::options::LeaderElectionOptions;
+use crate::spi::listing::{ListPage, ListRequest};
 use crate::tenant::{IntoTenantId, TenantId};
 
 /// Validated options plus the lock-name prefix (tenant scoping) shared by every elector.

@@ -2,11 +2,12 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::backend::{ReleaseOutcome, SlotRequest};
+use crate::engine::retry::Backoff;
 use crate::error::Error;
-use crate::lease::{Lease, OwnerToken};
 use crate::name::LockName;
-use crate::retry::Backoff;
+use crate::spi::lease::{Lease, OwnerToken};
+use crate::spi::outcome::ReleaseOutcome;
+use crate::spi::request::SlotRequest;
 
 /// An acquisition that may exist without anyone holding it: the acquire request was sent,
 /// then it failed (a response timeout, a dropped connection, a write-concern error) or

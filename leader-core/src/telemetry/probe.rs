@@ -1,8 +1,5 @@
-//! Spans and metrics, in one place for the blocking and the async electors. The spans are
-//! listed in the crate docs (`# Tracing`), the metrics in [`crate::metrics`] (feature
-//! `metrics`).
-
-mod record;
+//! The probes the electors hold: [`AcquireProbe`] around one acquire call, [`HoldProbe`]
+//! around one held lease or term; each opens its span and records its metrics.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,14 +9,13 @@ use futures_util::FutureExt;
 use tracing::field::Empty;
 use tracing::{Instrument, Span};
 
-use crate::acquire_batch::BatchAnswer;
-use crate::attempts::Step;
-use crate::backend::{ExtendOutcome, ReleaseOutcome, SlotRequest};
 use crate::error::Error;
-use crate::lease::Lease;
 use crate::name::LockName;
+use crate::spi::lease::Lease;
+use crate::spi::outcome::{ExtendOutcome, ReleaseOutcome};
+use crate::spi::request::SlotRequest;
 
-use record::{AcquireEnd, Stopwatch};
+use super::record::{self, AcquireEnd, Stopwatch};
 
 /// The span and metrics of one acquire call (its whole wait).
 #[derive(Debug)]
@@ -61,25 +57,11 @@ impl<'a> AcquireProbe<'a> {
         record::acquire_answered(self.backend, self.key.as_str(), Stopwatch::since(sent_at));
     }
 
-    /// The call ended with `result`.
-    pub fn finish(&self, result: &Result<Step, Error>) {
-        match result {
-            Ok(Step::Acquired(lease, _)) => self.end(AcquireEnd::Acquired, Some(lease)),
-            Ok(_) => self.end(AcquireEnd::Skipped, None),
-            Err(_) => self.end(AcquireEnd::Failed, None),
-        }
-    }
-
-    /// The request of a batch ended with `answer`.
-    pub(crate) fn finish_batched(&self, answer: &BatchAnswer) {
-        match answer {
-            BatchAnswer::Acquired(lease, _) => self.end(AcquireEnd::Acquired, Some(lease)),
-            BatchAnswer::Held(_) => self.end(AcquireEnd::Skipped, None),
-            BatchAnswer::Failed(_) => self.end(AcquireEnd::Failed, None),
-        }
-    }
-
-    fn end(&self, end: AcquireEnd, lease: Option<&Lease>) {
+    /// The attempts ended as `end`, with `lease` when they won one. The engine's answers
+    /// reach this through `finish` (for [`Step`](crate::__private::Step)) and
+    /// `finish_batched` (for a batch's answers), written beside those types so this module
+    /// needs nothing from the engine.
+    pub(crate) fn end(&self, end: AcquireEnd, lease: Option<&Lease>) {
         if let Some(lease) = lease {
             self.span.record("fencing_token", lease.fencing_token);
         }

@@ -3,7 +3,7 @@
 //! another prefix, or garbled on the way, is refused instead of silently starting a page
 //! somewhere else.
 
-use crate::listing::{ListCursor, ListRequest};
+use crate::spi::listing::{ListCursor, ListRequest};
 
 /// Why a backend refused a list cursor: it did not make it for this listing.
 ///

@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 
 use futures_core::Stream;
 
-use crate::leadership::LeadershipEvent;
+use crate::leadership::event::LeadershipEvent;
 
 /// The events of one campaign from the moment of subscribing, for one reader: a
 /// [`Stream`], also readable with [`recv`](Self::recv) or, from blocking code,

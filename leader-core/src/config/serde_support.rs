@@ -12,8 +12,8 @@ use std::time::Duration;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::campaign::{CampaignConfig, DeploymentMode};
-use crate::options::LeaderElectionOptions;
+use crate::config::campaign::{CampaignConfig, DeploymentMode};
+use crate::config::options::LeaderElectionOptions;
 
 /// The settings of [`LeaderElectionOptions`] as a file holds them.
 #[derive(Serialize, Deserialize)]

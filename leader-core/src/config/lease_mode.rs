@@ -1,10 +1,7 @@
-//! [`LeaseMode`]: how a must-run lock guard keeps its lease.
+//! [`LeaseMode`]: how a must-run lock guard keeps its lease. (`LeaseMode::apply`, which
+//! builds the engine's `Keepalive`, is written in `engine/keepalive.rs`.)
 
 use std::time::Duration;
-
-use crate::error::OptionsError;
-use crate::keepalive::Keepalive;
-use crate::options::LeaderElectionOptions;
 
 /// How a lock guard (`acquire` / `with_lock` on the electors) keeps its lease.
 ///
@@ -50,24 +47,6 @@ impl LeaseMode {
             LeaseMode::Watchdog { timeout } => timeout,
             LeaseMode::Fixed(lease) => lease,
         }
-    }
-
-    /// `options` with this mode's lease, validated, and the keepalive it implies.
-    ///
-    /// # Errors
-    ///
-    /// An [`OptionsError`] when the lease is invalid (zero, too long, below `min_lease_time`).
-    pub fn apply(
-        &self,
-        options: &LeaderElectionOptions,
-    ) -> Result<(LeaderElectionOptions, Keepalive), OptionsError> {
-        let options = options
-            .clone()
-            .with_lease_time(self.lease_time())
-            .with_auto_extend(matches!(self, LeaseMode::Watchdog { .. }));
-        options.validate()?;
-        let keepalive = Keepalive::from_options(&options);
-        Ok((options, keepalive))
     }
 }
 

@@ -5,15 +5,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
-use crate::backend::{
-    AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, ExtendOutcome, LockBackend,
-    ReleaseOutcome,
-};
 use crate::error::Error;
-use crate::lease::Lease;
-use crate::listing::{ForceReleaseOutcome, ListPage, ListRequest};
 use crate::name::LockName;
-use crate::state::LeaderState;
+use crate::spi::backend::{AsyncLockBackend, Backend, LockBackend};
+use crate::spi::lease::Lease;
+use crate::spi::listing::{ForceReleaseOutcome, ListPage, ListRequest};
+use crate::spi::outcome::{AcquireOutcome, ExtendOutcome, ReleaseOutcome};
+use crate::spi::request::AcquireRequest;
+use crate::spi::state::LeaderState;
 
 /// A backend that always grants the lock and reports no leader.
 ///

@@ -14,7 +14,7 @@ use std::fmt;
 
 use crate::error::{Error, OptionsError};
 use crate::name::LockName;
-use crate::state::{LeaderLease, LeaderState};
+use crate::spi::state::{LeaderLease, LeaderState};
 
 /// The number of slots of a leader group: how many nodes may lead one name at once.
 ///

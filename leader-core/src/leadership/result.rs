@@ -1,6 +1,6 @@
 //! [`LeaderRunResult`]: the outcome of running an action only if elected.
 
-use crate::lease::Lease;
+use crate::spi::lease::Lease;
 
 /// What happened to an action submitted with `run_if_leader_result`.
 ///

@@ -7,18 +7,17 @@ use std::time::{Duration, Instant, SystemTime};
 
 use parking_lot::Mutex;
 
-use crate::backend::{
-    AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, ExtendOutcome, LockBackend,
-    ReleaseOutcome,
-};
-use crate::clock::{Clock, SystemClock};
+use crate::embedded::clock::{Clock, SystemClock};
 use crate::error::{BackendError, BackendErrorKind, Error};
-use crate::events::ReleaseEvents;
-use crate::lease::{Lease, OwnerToken};
-use crate::lease_limit::LeaseTooLong;
-use crate::listing::{ForceReleaseOutcome, ListCursor, ListPage, ListRequest};
 use crate::name::LockName;
-use crate::state::{LeaderLease, LeaderState};
+use crate::spi::backend::{AsyncLockBackend, Backend, LockBackend};
+use crate::spi::lease::{Lease, OwnerToken};
+use crate::spi::lease_limit::LeaseTooLong;
+use crate::spi::listing::{ForceReleaseOutcome, ListCursor, ListPage, ListRequest};
+use crate::spi::outcome::{AcquireOutcome, ExtendOutcome, ReleaseOutcome};
+use crate::spi::release_events::ReleaseEvents;
+use crate::spi::request::AcquireRequest;
+use crate::spi::state::{LeaderLease, LeaderState};
 
 /// Locks held in this process's memory, behind one `parking_lot` mutex.
 ///
@@ -485,7 +484,7 @@ impl AsyncLockBackend for InMemoryBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::ManualClock;
+    use crate::embedded::clock::ManualClock;
 
     fn request(key: &LockName, lease_time: Duration) -> AcquireRequest<'_> {
         AcquireRequest::new(key, OwnerToken::random(), "node", lease_time).with_db_time(true)

@@ -2,8 +2,10 @@
 
 use std::time::{Duration, Instant};
 
-use crate::options::LeaderElectionOptions;
-use crate::renewal_schedule::RenewalSchedule;
+use crate::config::lease_mode::LeaseMode;
+use crate::config::options::LeaderElectionOptions;
+use crate::engine::renewal_schedule::RenewalSchedule;
+use crate::error::OptionsError;
 
 /// How an elector keeps a held lease alive and releases it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,5 +36,27 @@ impl Keepalive {
     pub fn schedule(&self, sent_at: Instant) -> Option<RenewalSchedule> {
         self.renew_every
             .map(|interval| RenewalSchedule::new(sent_at, interval))
+    }
+}
+
+// Written here rather than beside `LeaseMode` because it builds the engine's `Keepalive`:
+// this way the configuration imports nothing from the engine.
+impl LeaseMode {
+    /// `options` with this mode's lease, validated, and the keepalive it implies.
+    ///
+    /// # Errors
+    ///
+    /// An [`OptionsError`] when the lease is invalid (zero, too long, below `min_lease_time`).
+    pub fn apply(
+        &self,
+        options: &LeaderElectionOptions,
+    ) -> Result<(LeaderElectionOptions, Keepalive), OptionsError> {
+        let options = options
+            .clone()
+            .with_lease_time(self.lease_time())
+            .with_auto_extend(matches!(self, LeaseMode::Watchdog { .. }));
+        options.validate()?;
+        let keepalive = Keepalive::from_options(&options);
+        Ok((options, keepalive))
     }
 }
