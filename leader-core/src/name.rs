@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 /// A validated lock name.
 ///
-/// Rules (DESIGN §3): not empty, at most [`LockName::MAX_LEN`] bytes (counting any tenant
+/// Rules: not empty, at most [`LockName::MAX_LEN`] bytes (counting any tenant
 /// prefix), no control characters, no `{` or `}` (the Redis backend wraps names in a
 /// cluster hash tag), and no whitespace at either end (`"job"` and `"job "` from a config
 /// file would otherwise be two locks). Any other UTF-8 is fine, `:` and inner spaces

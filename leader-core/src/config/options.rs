@@ -143,8 +143,9 @@ impl LeaderElectionOptions {
         self
     }
 
-    /// Uses the backend server's clock for the reported timestamps (see DESIGN §4.8 and
-    /// "Clocks and expiry" above: expiry is the server's either way).
+    /// Uses the backend server's clock for the reported timestamps (see "Clocks and
+    /// expiry" above: expiry is decided on the server's clock either way, so a node whose
+    /// wall clock is off can neither stretch nor cut a lease).
     pub fn with_use_db_time(mut self, use_db_time: bool) -> Self {
         self.use_db_time = use_db_time;
         self

@@ -194,7 +194,7 @@ impl LeaseTracker {
     /// now lost and renewing should stop.
     ///
     /// The first failed or refused renewal marks the lease lost: the action is told at once
-    /// rather than left running on a lease that may be gone (DESIGN §4.7). A transient error
+    /// rather than left running on a lease that may be gone. A transient error
     /// could have been retried, but the lease would then be trusted past a renewal nobody
     /// confirmed; failing fast is the safe side.
     pub fn record_renewal(
@@ -230,7 +230,8 @@ impl LeaseTracker {
 
     /// How long a renewal sent now may take: the time left until the deadline. Electors
     /// race every renewal against it and call [`renewal_unanswered`](Self::renewal_unanswered)
-    /// when it runs out, whatever the driver's own timeout (DESIGN §4.7).
+    /// when it runs out, whatever the driver's own timeout: a renewal answered after the
+    /// deadline cannot bring back a lease that another node may already hold.
     pub fn renewal_budget(&self) -> Duration {
         self.context
             .deadline()

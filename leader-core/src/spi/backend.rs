@@ -39,8 +39,9 @@ pub trait Backend: Send + Sync {
 ///
 /// # Contract
 ///
-/// The guarantees of DESIGN §4 that a backend owns (the contract suite in
-/// `leader-testkit` checks each):
+/// The guarantees a backend owns. The electors build everything else on these (waiting,
+/// renewal, results, tenants, campaigns), and the contract suite in `leader-testkit` checks
+/// each one on every backend and runtime:
 ///
 /// 1. **Mutual exclusion**: at most one unexpired lease per key at any moment;
 ///    concurrent `try_acquire` calls on a free key produce exactly one `Acquired`.
@@ -59,9 +60,11 @@ pub trait Backend: Send + Sync {
 /// 5. `state` never reports an expired lease.
 /// 6. **Min lease**: `release` keeps the lock until `acquired_at + min_lease_time` in the
 ///    store, and returns without waiting for it.
-/// 8. **Clock**: with `use_db_time`, timestamps come from the backend's clock.
+/// 7. **Clock**: expiry is decided on one clock that no node's wall clock moves: a server
+///    backend's own clock, or for an embedded backend a host clock that does not step;
+///    with `use_db_time`, the reported timestamps come from that clock too.
 ///
-/// And for operators (not numbered in DESIGN §4):
+/// And for operators:
 ///
 /// - **Listing**: `list` pages through the unexpired holders whose key starts with the
 ///   prefix, holding at most about one page in memory, without a command that blocks the
