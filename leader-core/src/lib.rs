@@ -2,8 +2,16 @@
 //! Core of the `leader` toolkit: the shared value types, the one error type, the backend
 //! SPI, and the in-memory and no-op backends.
 //!
-//! Electors live in `leader-blocking` and `leader-async`; backends for servers in
-//! `leader-redis` and `leader-mongodb`. This crate depends on no async runtime.
+//! Electors live in `leader-blocking` and `leader-async`; the other backends in
+//! `leader-sqlite` (one file per host) and, for servers, `leader-redis`,
+//! `leader-postgres` and `leader-mongodb`. This crate depends on no async runtime.
+//!
+//! Inside, the crate is layered: `spi` (the backend traits and their values), `config`
+//! (what a user sets), `embedded` (the in-memory and no-op backends), `leadership` (what
+//! an elector hands the application), `telemetry`, and the `engine`, which makes every
+//! decision the electors act on without doing any I/O (the blocking and async electors
+//! only call the backend, wait, and feed the answers back). The engine is not public API.
+//! The repository's `ARCHITECTURE.md` draws the whole picture.
 //!
 //! Most applications add the facade crate `leader` instead: it re-exports these types and
 //! picks the backend by URL.
