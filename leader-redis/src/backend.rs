@@ -10,7 +10,7 @@ use redis::{RedisResult, Value};
 use crate::async_conn::AsyncPool;
 use crate::clients::Target;
 use crate::config::RedisConfig;
-use crate::error::{ConfigError, Failure};
+use crate::error::{ConnectError, OpError};
 use crate::keys::{LockKeys, release_channel};
 use crate::ops::Op;
 use crate::pubsub::Subscriber;
@@ -94,22 +94,22 @@ impl RedisBackend {
     ///
     /// # Errors
     ///
-    /// [`ConfigError::InvalidUrl`] when the URL is not understood.
+    /// [`ConnectError::InvalidUrl`] when the URL is not understood.
     ///
     /// # Examples
     ///
     /// ```
-    /// use leader_redis::{ConfigError, RedisBackend};
+    /// use leader_redis::{ConnectError, RedisBackend};
     ///
     /// let backend = RedisBackend::connect("redis://127.0.0.1:6379/")?; // nothing is sent yet
     /// assert_eq!(backend.key_prefix(), "leader");
     /// assert!(matches!(
     ///     RedisBackend::connect("http://127.0.0.1/"),
-    ///     Err(ConfigError::InvalidUrl { .. })
+    ///     Err(ConnectError::InvalidUrl { .. })
     /// ));
-    /// # Ok::<(), ConfigError>(())
+    /// # Ok::<(), ConnectError>(())
     /// ```
-    pub fn connect(url: &str) -> Result<Self, ConfigError> {
+    pub fn connect(url: &str) -> Result<Self, ConnectError> {
         RedisBackend::connect_with(url, RedisConfig::default())
     }
 
@@ -117,7 +117,7 @@ impl RedisBackend {
     ///
     /// # Errors
     ///
-    /// [`ConfigError`] when the URL or a setting is rejected.
+    /// [`ConnectError`] when the URL or a setting is rejected.
     ///
     /// # Examples
     ///
@@ -130,9 +130,9 @@ impl RedisBackend {
     ///     .with_response_timeout(Duration::from_millis(500));
     /// let backend = RedisBackend::connect_with("redis://:secret@127.0.0.1/", config)?;
     /// assert_eq!(backend.key_prefix(), "billing");
-    /// # Ok::<(), leader_redis::ConfigError>(())
+    /// # Ok::<(), leader_redis::ConnectError>(())
     /// ```
-    pub fn connect_with(url: &str, config: RedisConfig) -> Result<Self, ConfigError> {
+    pub fn connect_with(url: &str, config: RedisConfig) -> Result<Self, ConnectError> {
         config.validate()?;
         let target = Target::single(url, &config)?;
         Ok(RedisBackend::build(target, config))
@@ -144,7 +144,7 @@ impl RedisBackend {
     ///
     /// # Errors
     ///
-    /// [`ConfigError::NoClusterNodes`] for an empty list, [`ConfigError::InvalidUrl`] for a
+    /// [`ConnectError::NoClusterNodes`] for an empty list, [`ConnectError::InvalidUrl`] for a
     /// bad URL, or a rejected setting.
     ///
     /// # Examples
@@ -155,9 +155,9 @@ impl RedisBackend {
     /// let urls = ["redis://127.0.0.1:7000/", "redis://127.0.0.1:7001/"];
     /// let backend = RedisBackend::connect_cluster(urls, RedisConfig::default())?;
     /// # let _ = backend;
-    /// # Ok::<(), leader_redis::ConfigError>(())
+    /// # Ok::<(), leader_redis::ConnectError>(())
     /// ```
-    pub fn connect_cluster<I, S>(urls: I, config: RedisConfig) -> Result<Self, ConfigError>
+    pub fn connect_cluster<I, S>(urls: I, config: RedisConfig) -> Result<Self, ConnectError>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
@@ -243,7 +243,7 @@ impl RedisBackend {
     }
 
     /// [`run_blocking`](Self::run_blocking), the failure not yet named by a key.
-    pub(crate) fn run_blocking_raw<O: Op>(&self, op: O) -> Result<O::Output, Failure> {
+    pub(crate) fn run_blocking_raw<O: Op>(&self, op: O) -> Result<O::Output, OpError> {
         let keys = LockKeys::new(self.key_prefix(), op.name());
         let invocation = op.invocation(&keys, &self.inner.channel);
         let started = Instant::now();
@@ -256,7 +256,7 @@ impl RedisBackend {
     pub(crate) fn run_blocking_pipelined<O: Op>(
         &self,
         ops: Vec<O>,
-    ) -> Vec<Result<O::Output, Failure>> {
+    ) -> Vec<Result<O::Output, OpError>> {
         let invocations: Vec<_> = ops
             .iter()
             .map(|op| {
@@ -274,11 +274,11 @@ impl RedisBackend {
                 .map(|(op, reply)| finish(op, reply, started))
                 .collect(),
             Err(err) => {
-                let failure = Failure::from_redis(O::NAME, err);
+                let failure = OpError::from_redis(O::NAME, err);
                 let (kind, message) = (failure.kind(), failure.to_string());
                 ops.iter()
                     .map(|_| {
-                        Err(Failure::Pipeline {
+                        Err(OpError::Pipeline {
                             kind,
                             message: message.clone(),
                         })
@@ -299,7 +299,7 @@ impl RedisBackend {
 
     /// [`run_async`](Self::run_async), the failure not yet named by a key.
     #[cfg(any(feature = "tokio", feature = "smol"))]
-    pub(crate) async fn run_async_raw<O: Op>(&self, op: O) -> Result<O::Output, Failure> {
+    pub(crate) async fn run_async_raw<O: Op>(&self, op: O) -> Result<O::Output, OpError> {
         let keys = LockKeys::new(self.key_prefix(), op.name());
         let invocation = op.invocation(&keys, &self.inner.channel);
         let started = Instant::now();
@@ -312,7 +312,7 @@ impl RedisBackend {
     pub(crate) fn per_lock<'k, T>(
         &self,
         keys: impl Iterator<Item = &'k LockName>,
-        answer: Result<Vec<Result<T, Failure>>, Failure>,
+        answer: Result<Vec<Result<T, OpError>>, OpError>,
     ) -> Vec<Result<T, Error>> {
         match answer {
             Ok(items) => keys
@@ -322,7 +322,7 @@ impl RedisBackend {
             Err(failure) => {
                 let (kind, message) = (failure.kind(), failure.to_string());
                 keys.map(|key| {
-                    let failure = Failure::Pipeline {
+                    let failure = OpError::Pipeline {
                         kind,
                         message: message.clone(),
                     };
@@ -365,7 +365,7 @@ impl RedisBackend {
         key: impl Fn(&I) -> &LockName,
     ) -> Vec<Result<T, Error>>
     where
-        O: Op<Output = Vec<Result<T, Failure>>>,
+        O: Op<Output = Vec<Result<T, OpError>>>,
     {
         let mut answers = Vec::with_capacity(items.len());
         for (chunks, ops) in self.round_trips(items, sizes, &op) {
@@ -396,7 +396,7 @@ impl RedisBackend {
         key: impl Fn(&I) -> &LockName,
     ) -> Vec<Result<T, Error>>
     where
-        O: Op<Output = Vec<Result<T, Failure>>> + Send,
+        O: Op<Output = Vec<Result<T, OpError>>> + Send,
     {
         let mut answers = Vec::with_capacity(items.len());
         for (chunks, mut ops) in self.round_trips(items, sizes, &op) {
@@ -429,9 +429,9 @@ impl RedisBackend {
 }
 
 /// Decodes the reply and traces the outcome.
-fn finish<O: Op>(op: O, reply: RedisResult<Value>, started: Instant) -> Result<O::Output, Failure> {
+fn finish<O: Op>(op: O, reply: RedisResult<Value>, started: Instant) -> Result<O::Output, OpError> {
     let result = reply
-        .map_err(|err| Failure::from_redis(O::NAME, err))
+        .map_err(|err| OpError::from_redis(O::NAME, err))
         .and_then(|value| op.decode(value));
     let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
     match &result {

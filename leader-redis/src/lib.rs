@@ -28,7 +28,7 @@ mod url;
 
 pub use backend::RedisBackend;
 pub use config::RedisConfig;
-pub use error::ConfigError;
+pub use error::ConnectError;
 pub use url::redacted_url;
 
 /// The `redis` driver this crate is built on, re-exported: use this to match the driver

@@ -14,4 +14,4 @@ mod time;
 
 pub use backend::SqliteBackend;
 pub use config::SqliteConfig;
-pub use error::OpenError;
+pub use error::ConnectError;
