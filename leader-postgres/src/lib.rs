@@ -4,6 +4,8 @@
 mod backend;
 mod blocking;
 mod config;
+#[cfg(feature = "serde")]
+mod config_serde;
 mod conn;
 mod connector;
 mod error;
