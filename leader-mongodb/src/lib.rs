@@ -15,7 +15,6 @@ mod nonblocking;
 mod operator;
 mod ops;
 mod pipeline;
-mod runtime;
 mod time;
 mod url;
 

@@ -14,7 +14,6 @@ mod nonblocking;
 mod operator;
 mod ops;
 mod pool;
-mod runtime;
 mod schema;
 mod sql;
 mod table;
