@@ -12,8 +12,8 @@ use crate::clients::Target;
 use crate::config::RedisConfig;
 use crate::error::{ConnectError, OpError};
 use crate::keys::{LockKeys, release_channel};
+use crate::listener::Listener;
 use crate::ops::Op;
-use crate::pubsub::Subscriber;
 use crate::started::Started;
 use crate::sync_conn::SyncPool;
 
@@ -83,7 +83,7 @@ struct Inner {
     #[cfg(any(feature = "tokio", feature = "smol"))]
     async_pool: AsyncPool,
     events: ReleaseEvents,
-    subscriber: Started<Subscriber>,
+    listener: Started<Listener>,
 }
 
 impl RedisBackend {
@@ -178,7 +178,7 @@ impl RedisBackend {
                 target,
                 config,
                 events: ReleaseEvents::new(),
-                subscriber: Started::new(SUBSCRIPTION_RETRY),
+                listener: Started::new(SUBSCRIPTION_RETRY),
             }),
         }
     }
@@ -214,9 +214,9 @@ impl RedisBackend {
     /// release notifications are off.
     pub fn is_subscribed(&self) -> bool {
         self.inner
-            .subscriber
+            .listener
             .get()
-            .is_some_and(Subscriber::is_subscribed)
+            .is_some_and(Listener::is_subscribed)
     }
 
     /// The blocking connections.
@@ -416,9 +416,9 @@ impl RedisBackend {
         answers
     }
 
-    fn start_subscriber(&self) -> std::io::Result<Subscriber> {
+    fn start_listener(&self) -> std::io::Result<Listener> {
         let inner = &self.inner;
-        Subscriber::spawn(
+        Listener::spawn(
             inner.target.subscription_clients(),
             inner.channel.clone(),
             inner.events.clone(),
@@ -472,9 +472,7 @@ impl Backend for RedisBackend {
         if !self.inner.config.release_notifications() {
             return None;
         }
-        self.inner
-            .subscriber
-            .get_or_start(|| self.start_subscriber());
+        self.inner.listener.get_or_start(|| self.start_listener());
         Some(&self.inner.events)
     }
 }

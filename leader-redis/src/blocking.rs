@@ -10,7 +10,7 @@ use leader_core::{
 };
 
 use crate::backend::RedisBackend;
-use crate::force_release::ForceRelease;
+use crate::operator::ForceRelease;
 use crate::ops::{Acquire, Extend, Release, State};
 
 /// Blocking calls wait at most the configured connect timeout plus the response timeout.

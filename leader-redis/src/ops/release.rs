@@ -7,8 +7,8 @@ use super::Op;
 use crate::decode::{array, int, millis, text_field};
 use crate::error::OpError;
 use crate::keys::LockKeys;
-use crate::lease_time::min_lease;
 use crate::scripts::RELEASE;
+use crate::time::min_lease;
 
 /// `release` and `release_batch`: one script releases every lease of a chunk, each
 /// answered on its own (see `lua/release.lua`).

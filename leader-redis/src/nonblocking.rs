@@ -11,7 +11,7 @@ use leader_core::{
 };
 
 use crate::backend::RedisBackend;
-use crate::force_release::ForceRelease;
+use crate::operator::ForceRelease;
 use crate::ops::{Acquire, Extend, Release, State};
 
 /// # Cancel safety
