@@ -10,7 +10,6 @@ mod config_serde;
 mod document;
 mod error;
 pub mod fence;
-mod listing;
 mod nonblocking;
 mod operator;
 mod ops;
