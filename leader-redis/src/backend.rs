@@ -10,7 +10,7 @@ use redis::{RedisResult, Value};
 use crate::async_conn::AsyncPool;
 use crate::clients::Target;
 use crate::config::RedisConfig;
-use crate::error::{ConnectError, OpError};
+use crate::error::{BACKEND, ConnectError, OpError};
 use crate::keys::{LockKeys, release_channel};
 use crate::listener::Listener;
 use crate::ops::Op;
@@ -239,7 +239,7 @@ impl RedisBackend {
     pub(crate) fn run_blocking<O: Op>(&self, op: O) -> Result<O::Output, Error> {
         let key = self.lock_key(op.name());
         self.run_blocking_raw(op)
-            .map_err(|failure| failure.into_error(&key))
+            .map_err(|failure| failure.into_core(&key))
     }
 
     /// [`run_blocking`](Self::run_blocking), the failure not yet named by a key.
@@ -294,7 +294,7 @@ impl RedisBackend {
         let key = self.lock_key(op.name());
         self.run_async_raw(op)
             .await
-            .map_err(|failure| failure.into_error(&key))
+            .map_err(|failure| failure.into_core(&key))
     }
 
     /// [`run_async`](Self::run_async), the failure not yet named by a key.
@@ -317,7 +317,7 @@ impl RedisBackend {
         match answer {
             Ok(items) => keys
                 .zip(items)
-                .map(|(key, item)| item.map_err(|failure| failure.into_error(&self.lock_key(key))))
+                .map(|(key, item)| item.map_err(|failure| failure.into_core(&self.lock_key(key))))
                 .collect(),
             Err(failure) => {
                 let (kind, message) = (failure.kind(), failure.to_string());
@@ -326,7 +326,7 @@ impl RedisBackend {
                         kind,
                         message: message.clone(),
                     };
-                    Err(BackendError::new("redis", self.lock_key(key), kind, failure).into())
+                    Err(BackendError::new(BACKEND, self.lock_key(key), kind, failure).into())
                 })
                 .collect()
             }
@@ -457,7 +457,7 @@ fn finish<O: Op>(op: O, reply: RedisResult<Value>, started: Instant) -> Result<O
 
 impl Backend for RedisBackend {
     fn name(&self) -> &'static str {
-        "redis"
+        BACKEND
     }
 
     /// The hash's key, `{prefix}:{<name>}`: see [`RedisBackend::lock_key`].

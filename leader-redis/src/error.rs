@@ -4,6 +4,9 @@
 use leader_core::{BackendError, BackendErrorKind, BoxError, Error, RedactedError, UrlSecrets};
 use redis::{ErrorKind, RedisError, ServerErrorKind};
 
+/// The backend name in errors and traces.
+pub(crate) const BACKEND: &str = "redis";
+
 /// Why a [`RedisBackend`](crate::RedisBackend) could not be built.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -58,7 +61,7 @@ impl ConnectError {
 }
 
 /// What went wrong in one backend call, in detail. Converted to
-/// `leader_core::Error::Backend` by [`OpError::into_error`].
+/// `leader_core::Error::Backend` by [`OpError::into_core`].
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum OpError {
     /// The server could not be reached or did not answer in time.
@@ -175,13 +178,13 @@ impl OpError {
     }
 
     /// The toolkit's error, naming the lock `key`.
-    pub(crate) fn into_error(self, key: &str) -> Error {
+    pub(crate) fn into_core(self, key: &str) -> Error {
         let kind = self.kind();
         let key = match &self {
             OpError::NoExpiryAt { key } => key.clone(),
             _ => key.to_owned(),
         };
-        Error::Backend(BackendError::new("redis", key, kind, self))
+        Error::Backend(BackendError::new(BACKEND, key, kind, self))
     }
 }
 
@@ -304,11 +307,11 @@ mod tests {
         let io = RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
         let failure = OpError::from_redis("acquire", io);
         assert_eq!(failure.kind(), BackendErrorKind::Transient);
-        let err = failure.into_error("leader:{job}");
+        let err = failure.into_core("leader:{job}");
         assert!(err.is_transient());
         assert_eq!(err.lock_key(), Some("leader:{job}"));
 
-        let corrupt = OpError::Corrupt { field: "fence" }.into_error("leader:{job}");
+        let corrupt = OpError::Corrupt { field: "fence" }.into_core("leader:{job}");
         assert!(!corrupt.is_transient());
         assert!(corrupt.to_string().contains("leader:{job}"), "{corrupt}");
     }

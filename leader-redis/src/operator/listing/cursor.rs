@@ -8,7 +8,7 @@
 
 use leader_core::{ListCursor, ListRequest};
 
-use crate::error::OpError;
+use crate::error::{BACKEND, OpError};
 
 /// A scan position: which master (always 0 on one server) and its `SCAN` cursor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -18,9 +18,6 @@ pub(crate) struct Position {
     /// The `SCAN` cursor on that master.
     pub(crate) cursor: u64,
 }
-
-/// The backend's name in its cursors.
-const BACKEND: &str = "redis";
 
 /// The cursor of the page of `request`'s listing that starts at `at`.
 pub(crate) fn encode(at: Position, cluster: bool, request: &ListRequest) -> ListCursor {

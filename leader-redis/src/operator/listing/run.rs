@@ -117,7 +117,7 @@ impl RedisBackend {
             let key = failed
                 .key
                 .unwrap_or_else(|| Pattern::new(self.key_prefix(), &request.prefix).display());
-            failed.failure.into_error(&key)
+            failed.failure.into_core(&key)
         })
     }
 }
