@@ -11,7 +11,7 @@ use leader_core::{
     ReleaseOutcome,
 };
 use leader_redis::redis::{self, cluster::ClusterClient};
-use leader_redis::{ConfigError, RedisBackend, RedisConfig};
+use leader_redis::{ConnectError, RedisBackend, RedisConfig};
 use leader_testkit::fixtures;
 use leader_testkit::fresh_name;
 
@@ -117,7 +117,7 @@ fn a_backend_from_a_cluster_client_locks_and_subscribes() {
 fn a_cluster_client_needs_subscription_nodes_only_for_notifications() {
     let cluster = || ClusterClient::new(vec!["redis://127.0.0.1:7000/"]).unwrap();
     let err = RedisBackend::from_cluster_client(cluster(), [], RedisConfig::default()).unwrap_err();
-    assert!(matches!(err, ConfigError::NoSubscriptionNodes), "{err}");
+    assert!(matches!(err, ConnectError::NoSubscriptionNodes), "{err}");
     let quiet = RedisConfig::default().with_release_notifications(false);
     let backend = RedisBackend::from_cluster_client(cluster(), [], quiet).unwrap();
     assert!(backend.release_events().is_none());
@@ -129,6 +129,6 @@ fn the_config_is_checked_as_for_urls() {
     let config = RedisConfig::default().with_response_timeout(Duration::ZERO);
     assert!(matches!(
         RedisBackend::from_client(client, config),
-        Err(ConfigError::ZeroTimeout("response_timeout"))
+        Err(ConnectError::ZeroTimeout("response_timeout"))
     ));
 }

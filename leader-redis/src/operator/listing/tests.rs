@@ -6,7 +6,7 @@ use redis::Value;
 
 use super::io::Io;
 use super::page::{Listing, Step};
-use crate::error::Failure;
+use crate::error::OpError;
 
 fn bulk(s: &str) -> Value {
     Value::BulkString(s.as_bytes().to_vec())
@@ -180,10 +180,10 @@ fn a_cursor_past_the_last_master_ends_the_listing_and_garbage_is_an_error() {
 
     let bad = ListRequest::new("").after(ListCursor::new("not a cursor"));
     let failed = Listing::new("leader", &bad, false).unwrap_err();
-    assert!(matches!(failed.failure, Failure::BadCursor { .. }));
+    assert!(matches!(failed.failure, OpError::BadCursor { .. }));
 
     let mut listing = Listing::new("leader", &ListRequest::new(""), false).unwrap();
     let _ = listing.next();
     let failed = listing.feed(Value::Okay).unwrap_err();
-    assert!(matches!(failed.failure, Failure::BadReply { .. }));
+    assert!(matches!(failed.failure, OpError::BadReply { .. }));
 }

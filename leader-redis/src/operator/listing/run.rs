@@ -13,7 +13,7 @@ use super::page::{Listing, Step};
 use super::pattern::Pattern;
 use super::{ListFailure, OP};
 use crate::backend::RedisBackend;
-use crate::error::Failure;
+use crate::error::OpError;
 
 impl RedisBackend {
     /// One page of `request` on the blocking connections.
@@ -117,7 +117,7 @@ impl RedisBackend {
             let key = failed
                 .key
                 .unwrap_or_else(|| Pattern::new(self.key_prefix(), &request.prefix).display());
-            failed.failure.into_error(&key)
+            failed.failure.into_core(&key)
         })
     }
 }
@@ -127,7 +127,7 @@ fn read_index(listing: &IndexListing, sent: RedisResult<Value>) -> Result<ListPa
     match sent {
         Ok(value) => listing.decode(&value),
         Err(err) => Err(ListFailure::at(
-            Failure::from_redis(OP, err),
+            OpError::from_redis(OP, err),
             listing.index().to_owned(),
         )),
     }
@@ -135,5 +135,5 @@ fn read_index(listing: &IndexListing, sent: RedisResult<Value>) -> Result<ListPa
 
 /// A round trip's reply, or its failure classified.
 fn reply(sent: RedisResult<Value>) -> Result<Value, ListFailure> {
-    sent.map_err(|err| Failure::from_redis(OP, err).into())
+    sent.map_err(|err| OpError::from_redis(OP, err).into())
 }

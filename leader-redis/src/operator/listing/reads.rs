@@ -5,7 +5,7 @@ use leader_core::LeaderState;
 use redis::{Cmd, Value};
 
 use crate::decode::{array, int};
-use crate::error::Failure;
+use crate::error::OpError;
 use crate::ops::holder_state;
 
 use super::ListFailure;
@@ -40,7 +40,7 @@ pub(crate) fn commands(found: &[Found]) -> Vec<Cmd> {
 ///
 /// A reply of another shape, or a corrupted record (with that record's key).
 pub(crate) fn held(found: Vec<Found>, reply: &Value) -> Result<Vec<LeaderState>, ListFailure> {
-    let bad = || ListFailure::from(Failure::bad_reply(super::OP, reply));
+    let bad = || ListFailure::from(OpError::bad_reply(super::OP, reply));
     let replies = array(reply).ok_or_else(bad)?;
     if replies.len() != found.len() * 2 {
         return Err(bad());
@@ -102,11 +102,11 @@ mod tests {
     fn a_corrupted_record_names_its_key() {
         let reply = Value::Array(vec![Value::Int(-1), record(bulk("owner"))]);
         let failed = held(vec![found("x")], &reply).unwrap_err();
-        assert!(matches!(failed.failure, Failure::NoExpiry));
+        assert!(matches!(failed.failure, OpError::NoExpiry));
         assert_eq!(failed.key.as_deref(), Some("leader:{x}"));
         let short = Value::Array(vec![Value::Int(1)]);
         let failed = held(vec![found("x")], &short).unwrap_err();
-        assert!(matches!(failed.failure, Failure::BadReply { .. }));
+        assert!(matches!(failed.failure, OpError::BadReply { .. }));
         assert_eq!(failed.key, None);
     }
 }

@@ -25,13 +25,13 @@ const BACKOFF_MAX: Duration = Duration::from_secs(2);
 
 /// Handle of the subscription thread; dropping it stops the thread.
 #[derive(Debug)]
-pub(crate) struct Subscriber {
+pub(crate) struct Listener {
     stop: Arc<AtomicBool>,
     subscribed: Arc<AtomicBool>,
 }
 
 /// What the thread needs.
-struct Listener {
+struct Session {
     clients: Vec<Client>,
     channel: String,
     events: ReleaseEvents,
@@ -41,7 +41,7 @@ struct Listener {
     subscribed: Arc<AtomicBool>,
 }
 
-impl Subscriber {
+impl Listener {
     /// Starts the subscription thread.
     pub(crate) fn spawn(
         clients: Vec<Client>,
@@ -52,7 +52,7 @@ impl Subscriber {
     ) -> std::io::Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
         let subscribed = Arc::new(AtomicBool::new(false));
-        let listener = Listener {
+        let session = Session {
             clients,
             channel,
             events,
@@ -63,8 +63,8 @@ impl Subscriber {
         };
         thread::Builder::new()
             .name("leader-redis-pubsub".to_owned())
-            .spawn(move || listener.run())?;
-        Ok(Subscriber { stop, subscribed })
+            .spawn(move || session.run())?;
+        Ok(Listener { stop, subscribed })
     }
 
     /// Whether the subscription is up right now.
@@ -73,13 +73,13 @@ impl Subscriber {
     }
 }
 
-impl Drop for Subscriber {
+impl Drop for Listener {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Release);
     }
 }
 
-impl Listener {
+impl Session {
     fn stopped(&self) -> bool {
         self.stop.load(Ordering::Acquire)
     }

@@ -11,7 +11,8 @@ use leader_core::{
 };
 
 use crate::backend::RedisBackend;
-use crate::force_release::ForceRelease;
+use crate::error::BACKEND;
+use crate::operator::ForceRelease;
 use crate::ops::{Acquire, Extend, Release, State};
 
 /// # Cancel safety
@@ -36,7 +37,7 @@ impl AsyncLockBackend for RedisBackend {
         let mut answers = self.per_lock(requests.iter().map(|r| r.request.key), answer);
         answers
             .pop()
-            .unwrap_or_else(|| Err(unanswered("redis", requests[0].request.key)))
+            .unwrap_or_else(|| Err(unanswered(BACKEND, requests[0].request.key)))
     }
 
     /// As the blocking `try_acquire_batch`; the scripts of a round trip go out at once on
@@ -72,7 +73,7 @@ impl AsyncLockBackend for RedisBackend {
         let mut answers = self.extend_batch(&renewal).await;
         answers
             .pop()
-            .unwrap_or_else(|| Err(unanswered("redis", &lease.key)))
+            .unwrap_or_else(|| Err(unanswered(BACKEND, &lease.key)))
     }
 
     /// As the blocking `extend_batch`.
@@ -98,7 +99,7 @@ impl AsyncLockBackend for RedisBackend {
         let mut answers = self.release_batch(&release).await;
         answers
             .pop()
-            .unwrap_or_else(|| Err(unanswered("redis", &lease.key)))
+            .unwrap_or_else(|| Err(unanswered(BACKEND, &lease.key)))
     }
 
     /// As the blocking `release_batch`.

@@ -8,7 +8,7 @@ use redis::{ScriptInvocation, Value};
 
 use super::{ListFailure, OP};
 use crate::decode::{array, int, text_field};
-use crate::error::Failure;
+use crate::error::OpError;
 use crate::keys::{derived_head, index_key};
 use crate::ops::holder_state;
 use crate::scripts::LIST;
@@ -36,8 +36,8 @@ impl IndexListing {
     ///
     /// # Errors
     ///
-    /// [`Failure::BadCursor`] for a cursor that no page of this listing made.
-    pub(crate) fn new(key_prefix: &str, request: &ListRequest) -> Result<Option<Self>, Failure> {
+    /// [`OpError::BadCursor`] for a cursor that no page of this listing made.
+    pub(crate) fn new(key_prefix: &str, request: &ListRequest) -> Result<Option<Self>, OpError> {
         let Some((group, rest)) = request.prefix.split_once(LockName::DERIVED_SEPARATOR) else {
             return Ok(None);
         };
@@ -88,20 +88,20 @@ impl IndexListing {
     /// A reply of another shape, a corrupted record (naming its key), or another type of
     /// value at a record's key or at the index.
     pub(crate) fn decode(&self, reply: &Value) -> Result<ListPage, ListFailure> {
-        let bad = || ListFailure::from(Failure::bad_reply(OP, reply));
+        let bad = || ListFailure::from(OpError::bad_reply(OP, reply));
         let items = array(reply).ok_or_else(bad)?;
         match items.first().and_then(int) {
             Some(1) => {}
             Some(-1) => {
                 let member = text_field(items.get(1), "member")?;
-                let failure = Failure::InScript {
+                let failure = OpError::InScript {
                     op: OP,
                     message: text_field(items.get(2), "error")?,
                 };
                 return Err(ListFailure::at(failure, format!("{}{member}", self.head)));
             }
             Some(-2) => {
-                let failure = Failure::InScript {
+                let failure = OpError::InScript {
                     op: OP,
                     message: text_field(items.get(1), "error")?,
                 };
@@ -151,14 +151,14 @@ impl IndexListing {
 
 /// The member a cursor resumes after: the cursor is the full name of the last member a
 /// page looked at (`<group>#<member>`), which starts with the listing's prefix.
-fn member_of(cursor: &ListCursor, group: &str, rest: &str) -> Result<String, Failure> {
+fn member_of(cursor: &ListCursor, group: &str, rest: &str) -> Result<String, OpError> {
     cursor
         .as_str()
         .strip_prefix(group)
         .and_then(|tail| tail.strip_prefix(LockName::DERIVED_SEPARATOR))
         .filter(|member| member.starts_with(rest))
         .map(str::to_owned)
-        .ok_or_else(|| Failure::BadCursor {
+        .ok_or_else(|| OpError::BadCursor {
             cursor: cursor.as_str().chars().take(64).collect(),
         })
 }
@@ -258,7 +258,7 @@ mod tests {
             assert!(
                 matches!(
                     IndexListing::new("leader", &request),
-                    Err(Failure::BadCursor { .. })
+                    Err(OpError::BadCursor { .. })
                 ),
                 "{cursor}"
             );
@@ -274,11 +274,11 @@ mod tests {
             fields(Some("owner")),
         ]);
         let failed = listing.decode(&forever).unwrap_err();
-        assert!(matches!(failed.failure, Failure::NoExpiry));
+        assert!(matches!(failed.failure, OpError::NoExpiry));
         assert_eq!(failed.key.as_deref(), Some("leader:{job}#2"));
         let wrong_type = Value::Array(vec![Value::Int(-1), bulk("2"), bulk("WRONGTYPE")]);
         let failed = listing.decode(&wrong_type).unwrap_err();
-        assert!(matches!(failed.failure, Failure::InScript { .. }));
+        assert!(matches!(failed.failure, OpError::InScript { .. }));
         assert_eq!(failed.key.as_deref(), Some("leader:{job}#2"));
         let bad_index = Value::Array(vec![Value::Int(-2), bulk("WRONGTYPE")]);
         let failed = listing.decode(&bad_index).unwrap_err();
@@ -290,7 +290,7 @@ mod tests {
         ] {
             let failed = listing.decode(&odd).unwrap_err();
             assert!(
-                matches!(failed.failure, Failure::BadReply { .. }),
+                matches!(failed.failure, OpError::BadReply { .. }),
                 "{odd:?}"
             );
         }

@@ -8,7 +8,7 @@
 
 use leader_core::{ListCursor, ListRequest};
 
-use crate::error::Failure;
+use crate::error::{BACKEND, OpError};
 
 /// A scan position: which master (always 0 on one server) and its `SCAN` cursor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -18,9 +18,6 @@ pub(crate) struct Position {
     /// The `SCAN` cursor on that master.
     pub(crate) cursor: u64,
 }
-
-/// The backend's name in its cursors.
-const BACKEND: &str = "redis";
 
 /// The cursor of the page of `request`'s listing that starts at `at`.
 pub(crate) fn encode(at: Position, cluster: bool, request: &ListRequest) -> ListCursor {
@@ -37,10 +34,10 @@ pub(crate) fn encode(at: Position, cluster: bool, request: &ListRequest) -> List
 ///
 /// # Errors
 ///
-/// [`Failure::BadCursor`] for a cursor this kind of backend (one server or a cluster) did
+/// [`OpError::BadCursor`] for a cursor this kind of backend (one server or a cluster) did
 /// not make for this prefix.
-pub(crate) fn decode(request: &ListRequest, cluster: bool) -> Result<Position, Failure> {
-    let bad = || Failure::BadCursor {
+pub(crate) fn decode(request: &ListRequest, cluster: bool) -> Result<Position, OpError> {
+    let bad = || OpError::BadCursor {
         cursor: request
             .cursor
             .as_ref()
@@ -105,11 +102,11 @@ mod tests {
         let at = Position { node: 0, cursor: 7 };
         let other = encode(at, false, &ListRequest::new("jobs:"));
         let err = decode(&after(other), false).unwrap_err();
-        assert!(matches!(err, Failure::BadCursor { .. }), "{err}");
+        assert!(matches!(err, OpError::BadCursor { .. }), "{err}");
         let untagged = after(ListCursor::new("7"));
         assert!(matches!(
             decode(&untagged, false),
-            Err(Failure::BadCursor { .. })
+            Err(OpError::BadCursor { .. })
         ));
     }
 
@@ -130,7 +127,7 @@ mod tests {
         ] {
             let cursor = ListCursor::tagged(BACKEND, &request, text);
             let err = decode(&after(cursor), cluster).unwrap_err();
-            assert!(matches!(err, Failure::BadCursor { .. }), "{text:?}: {err}");
+            assert!(matches!(err, OpError::BadCursor { .. }), "{text:?}: {err}");
         }
     }
 }

@@ -10,6 +10,7 @@ use leader_core::{
 };
 
 use crate::backend::RedisBackend;
+use crate::error::BACKEND;
 
 /// The longest lease: [`MAX_SERVER_LEASE`], far inside what `PX` holds (milliseconds in
 /// an `i64`, on top of the server's clock).
@@ -48,7 +49,7 @@ impl RedisBackend {
             .map(drop)
             .map_err(|too_long| {
                 let kind = BackendErrorKind::Permanent;
-                BackendError::new("redis", self.lock_key(key), kind, too_long).into()
+                BackendError::new(BACKEND, self.lock_key(key), kind, too_long).into()
             })
     }
 
@@ -84,7 +85,7 @@ mod tests {
     use super::*;
 
     fn err(text: &str) -> Error {
-        BackendError::new("redis", text, BackendErrorKind::Permanent, "refused").into()
+        BackendError::new(BACKEND, text, BackendErrorKind::Permanent, "refused").into()
     }
 
     #[test]

@@ -19,7 +19,7 @@ use super::pattern::Pattern;
 use super::reads::{self, Found};
 use super::{ListFailure, OP, masters};
 use crate::decode::array;
-use crate::error::Failure;
+use crate::error::OpError;
 
 /// The largest `COUNT` a `SCAN` asks for, whatever the page size: a call walks about that
 /// many keys, and a huge count would make one call walk the whole keyspace.
@@ -72,7 +72,7 @@ impl Listing {
     ///
     /// # Errors
     ///
-    /// [`Failure::BadCursor`] when the request's cursor is not one this backend made.
+    /// [`OpError::BadCursor`] when the request's cursor is not one this backend made.
     pub(crate) fn new(
         key_prefix: &str,
         request: &ListRequest,
@@ -149,7 +149,7 @@ impl Listing {
             }
             Awaiting::Scan => self.scanned(&reply)?,
             Awaiting::Records(found) => self.locks.extend(reads::held(found, &reply)?),
-            Awaiting::Nothing => return Err(Failure::bad_reply(OP, &reply).into()),
+            Awaiting::Nothing => return Err(OpError::bad_reply(OP, &reply).into()),
         }
         Ok(())
     }
@@ -166,8 +166,8 @@ impl Listing {
     }
 
     /// Takes a `SCAN` reply: `[next cursor, [key, ...]]`.
-    fn scanned(&mut self, reply: &Value) -> Result<(), Failure> {
-        let bad = || Failure::bad_reply(OP, reply);
+    fn scanned(&mut self, reply: &Value) -> Result<(), OpError> {
+        let bad = || OpError::bad_reply(OP, reply);
         let items = array(reply).ok_or_else(bad)?;
         let next = items.first().and_then(scan_cursor).ok_or_else(bad)?;
         let keys = items.get(1).and_then(array).ok_or_else(bad)?;

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use redis::Value;
 
 use crate::decode::{array, int};
-use crate::error::Failure;
+use crate::error::OpError;
 
 /// The number of hash slots of a Redis Cluster.
 const SLOTS: i64 = 16384;
@@ -20,8 +20,8 @@ pub(crate) fn command() -> redis::Cmd {
 /// One slot of each master (its lowest), ordered by the master's address (`host`, then
 /// `port`): commands routed to a master's slot reach that master. Replicas, listed after
 /// the master of each range, are left out.
-pub(crate) fn slots(reply: &Value) -> Result<Vec<u16>, Failure> {
-    let bad = || Failure::bad_reply(super::OP, reply);
+pub(crate) fn slots(reply: &Value) -> Result<Vec<u16>, OpError> {
+    let bad = || OpError::bad_reply(super::OP, reply);
     let mut masters: BTreeMap<(Vec<u8>, i64), u16> = BTreeMap::new();
     for range in array(reply).ok_or_else(bad)? {
         let range = array(range).ok_or_else(bad)?;
@@ -93,7 +93,7 @@ mod tests {
             Value::Array(vec![range(0, 10, vec![])]),
             Value::Array(vec![range(20000, 20001, vec![node("h", 1)])]),
         ] {
-            assert!(matches!(slots(&reply), Err(Failure::BadReply { .. })));
+            assert!(matches!(slots(&reply), Err(OpError::BadReply { .. })));
         }
         assert!(slots(&Value::Array(vec![])).unwrap().is_empty());
     }

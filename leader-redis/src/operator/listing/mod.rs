@@ -23,7 +23,7 @@ mod tests;
 pub(crate) use io::node;
 pub(crate) use io::{Io, pipeline, routing};
 
-use crate::error::Failure;
+use crate::error::OpError;
 
 /// The operation's name, for traces and errors.
 const OP: &str = "list";
@@ -31,13 +31,13 @@ const OP: &str = "list";
 /// A failed listing, and the key of the record at fault when one is.
 #[derive(Debug)]
 pub(crate) struct ListFailure {
-    pub(crate) failure: Failure,
+    pub(crate) failure: OpError,
     pub(crate) key: Option<String>,
 }
 
 impl ListFailure {
     /// A failure about the record at `key`.
-    fn at(failure: Failure, key: String) -> Self {
+    fn at(failure: OpError, key: String) -> Self {
         ListFailure {
             failure,
             key: Some(key),
@@ -45,8 +45,8 @@ impl ListFailure {
     }
 }
 
-impl From<Failure> for ListFailure {
-    fn from(failure: Failure) -> Self {
+impl From<OpError> for ListFailure {
+    fn from(failure: OpError) -> Self {
         ListFailure { failure, key: None }
     }
 }

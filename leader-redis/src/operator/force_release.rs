@@ -5,7 +5,7 @@ use leader_core::{ForceReleaseOutcome, LeaderLease, LockName};
 use redis::{ScriptInvocation, Value};
 
 use crate::decode::{array, int, text_field, time_field, u64_field};
-use crate::error::Failure;
+use crate::error::OpError;
 use crate::keys::LockKeys;
 use crate::ops::Op;
 use crate::scripts::FORCE_RELEASE;
@@ -36,11 +36,11 @@ impl Op for ForceRelease<'_> {
         invocation
     }
 
-    fn decode(&self, reply: Value) -> Result<ForceReleaseOutcome, Failure> {
-        let bad = || Failure::bad_reply(Self::NAME, &reply);
+    fn decode(&self, reply: Value) -> Result<ForceReleaseOutcome, OpError> {
+        let bad = || OpError::bad_reply(Self::NAME, &reply);
         let items = array(&reply).ok_or_else(bad)?;
         let holder = || {
-            Ok::<_, Failure>(LeaderLease::new(
+            Ok::<_, OpError>(LeaderLease::new(
                 text_field(items.get(1), "leader")?,
                 time_field(items.get(3), "acq")?,
                 time_field(items.get(4), "exp")?,
@@ -54,11 +54,11 @@ impl Op for ForceRelease<'_> {
             }
             (Some(0), 1) => Ok(ForceReleaseOutcome::NotHeld),
             (Some(-1), 2) => Err(match text_field(items.get(1), "field")?.as_str() {
-                "expiry" => Failure::NoExpiry,
-                "leader" => Failure::Corrupt { field: "leader" },
-                "fence" => Failure::Corrupt { field: "fence" },
-                "acq" => Failure::Corrupt { field: "acq" },
-                "exp" => Failure::Corrupt { field: "exp" },
+                "expiry" => OpError::NoExpiry,
+                "leader" => OpError::Corrupt { field: "leader" },
+                "fence" => OpError::Corrupt { field: "fence" },
+                "acq" => OpError::Corrupt { field: "acq" },
+                "exp" => OpError::Corrupt { field: "exp" },
                 _ => return Err(bad()),
             }),
             _ => Err(bad()),
@@ -113,11 +113,11 @@ mod tests {
         assert_eq!(op.decode(none).unwrap(), ForceReleaseOutcome::NotHeld);
 
         let forever = Value::Array(vec![Value::Int(-1), bulk("expiry")]);
-        assert!(matches!(op.decode(forever), Err(Failure::NoExpiry)));
+        assert!(matches!(op.decode(forever), Err(OpError::NoExpiry)));
         let fence = Value::Array(vec![Value::Int(-1), bulk("fence")]);
         assert!(matches!(
             op.decode(fence),
-            Err(Failure::Corrupt { field: "fence" })
+            Err(OpError::Corrupt { field: "fence" })
         ));
         // Another holder is an answer of the conditional call only.
         let other = Value::Array(vec![
@@ -129,7 +129,7 @@ mod tests {
         ]);
         assert!(matches!(
             op.decode(other.clone()),
-            Err(Failure::BadReply { .. })
+            Err(OpError::BadReply { .. })
         ));
         let only = ForceRelease {
             key: &key,
@@ -140,10 +140,10 @@ mod tests {
             ForceReleaseOutcome::HolderChanged(holder) if holder.fencing_token == 43
         ));
         let odd = Value::Array(vec![Value::Int(-1), bulk("owner?")]);
-        assert!(matches!(op.decode(odd), Err(Failure::BadReply { .. })));
+        assert!(matches!(op.decode(odd), Err(OpError::BadReply { .. })));
         assert!(matches!(
             op.decode(Value::Nil),
-            Err(Failure::BadReply { .. })
+            Err(OpError::BadReply { .. })
         ));
     }
 }

@@ -1,5 +1,9 @@
 //! The operator's calls against the collection: listing the held locks under a prefix, and
-//! freeing a lock whoever holds it (or only while its holder has a given fencing token). Async code, run by both SPI implementations like `ops`.
+//! freeing a lock whoever holds it (or only while its holder has a given fencing token).
+//! Async code, run by both SPI implementations like `ops`; the listing's query and page,
+//! without I/O, are in [`listing`].
+
+mod listing;
 
 use leader_core::{ForceReleaseOutcome, ListPage, ListRequest, LockName};
 use mongodb::bson::{Document, doc};
@@ -8,7 +12,6 @@ use mongodb::options::ReturnDocument;
 use crate::document::decode;
 use crate::document::field::ID;
 use crate::error::OpError;
-use crate::listing;
 use crate::ops::Store;
 use crate::pipeline;
 
