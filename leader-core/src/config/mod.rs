@@ -12,4 +12,4 @@ pub(crate) mod campaign;
 pub(crate) mod lease_mode;
 pub(crate) mod options;
 #[cfg(feature = "serde")]
-mod serde_support;
+mod config_serde;
