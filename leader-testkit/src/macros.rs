@@ -25,9 +25,13 @@
 /// evaluated once per test; `None` skips (build it on a [`fixtures`](crate::fixtures)
 /// server, which is `None` only when servers are not required, so CI never skips).
 ///
-/// ```ignore
-/// // tests/contract.rs of a backend crate
-/// leader_testkit::contract_tests!(every_runtime, MyHarness::from_env());
+/// ```
+/// // tests/contract.rs of a backend crate, with its own harness in place of this one
+/// use leader_testkit::MemoryHarness;
+///
+/// # #[cfg(all(feature = "tokio", feature = "async-std", feature = "smol"))]
+/// leader_testkit::contract_tests!(every_runtime, Some(MemoryHarness::new()));
+/// # fn main() {}
 /// ```
 #[macro_export]
 macro_rules! contract_tests {
