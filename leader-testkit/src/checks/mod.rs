@@ -5,6 +5,7 @@
 
 mod derived;
 mod groups;
+mod listing;
 mod operator;
 mod ownership;
 mod properties;
@@ -12,6 +13,7 @@ mod refusals;
 
 pub use derived::*;
 pub use groups::*;
+pub use listing::*;
 pub use operator::*;
 pub use ownership::*;
 pub use properties::*;
