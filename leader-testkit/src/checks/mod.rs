@@ -6,6 +6,7 @@
 mod derived;
 mod groups;
 mod listing;
+mod notifications;
 mod operator;
 mod ownership;
 mod properties;
@@ -14,6 +15,7 @@ mod refusals;
 pub use derived::*;
 pub use groups::*;
 pub use listing::*;
+pub use notifications::*;
 pub use operator::*;
 pub use ownership::*;
 pub use properties::*;
