@@ -4,6 +4,7 @@
 //! panics with a message naming the broken guarantee.
 
 mod derived;
+mod faults;
 mod groups;
 mod listing;
 mod notifications;
@@ -13,6 +14,7 @@ mod properties;
 mod refusals;
 
 pub use derived::*;
+pub use faults::*;
 pub use groups::*;
 pub use listing::*;
 pub use notifications::*;
