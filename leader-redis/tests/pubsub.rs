@@ -23,23 +23,10 @@ fn acquire(backend: &RedisBackend, key: &LockName, lease_time: Duration) -> Leas
     }
 }
 
-/// Starts the subscription and waits until it is up.
-fn subscribed(backend: &RedisBackend) {
-    assert!(backend.release_events().is_some());
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !backend.is_subscribed() {
-        assert!(
-            Instant::now() < deadline,
-            "the subscription did not come up"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 fn a_release_wakes_the_waiter(harness: RedisHarness) {
     let holder = harness.make();
     let waiter = harness.make();
-    subscribed(&waiter);
+    common::subscribed(&waiter);
     leader_testkit::checks::a_release_by_another_node_wakes_only_that_locks_waiters(
         &holder,
         &waiter,
@@ -84,7 +71,7 @@ fn an_elector_takes_over_right_after_the_release() {
 fn one_handoff(harness: &RedisHarness) -> Duration {
     let holder = harness.make();
     let waiter = harness.make();
-    subscribed(&waiter);
+    common::subscribed(&waiter);
     let key = fresh_name("handoff");
     let lease = acquire(&holder, &key, Duration::from_secs(30));
 
@@ -128,7 +115,7 @@ fn a_resubscription_wakes_every_waiter() {
             .with_response_timeout(Duration::from_millis(300)),
     )
     .unwrap();
-    subscribed(&backend);
+    common::subscribed(&backend);
     let listener = backend.release_events().unwrap().listen("anything");
 
     server.kill();
