@@ -130,6 +130,9 @@ where
         .await
 }
 
+/// [`drive`]'s cycle, phase by phase: the ledger of the plan's tenants, their locks tried
+/// in batches, each won (or lone) tenant's job started and timed, its line collected
+/// (until shutdown, in [`ShutdownMode::Abandon`]), the report closed.
 async fn drive_in_span<T, E, A, FB, FutB, F, Fut>(
     run: CycleRun<'_>,
     plan: Plan,
