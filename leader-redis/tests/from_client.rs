@@ -2,7 +2,9 @@
 //! take, hold and release locks, and run the release subscription, like URL-built ones.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::time::{Duration, Instant};
+mod common;
+
+use std::time::Duration;
 
 #[cfg(feature = "tokio")]
 use leader_core::AsyncLockBackend;
@@ -68,18 +70,6 @@ fn takes_and_releases_async(backend: &RedisBackend, key: &LockName) {
     });
 }
 
-fn comes_up_subscribed(backend: &RedisBackend) {
-    assert!(backend.release_events().is_some());
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !backend.is_subscribed() {
-        assert!(
-            Instant::now() < deadline,
-            "the subscription did not come up"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 #[test]
 fn a_backend_from_a_client_locks_and_subscribes() {
     let Some(server) = fixtures::shared_redis() else {
@@ -88,7 +78,7 @@ fn a_backend_from_a_client_locks_and_subscribes() {
     let client = redis::Client::open(server.url()).unwrap();
     let backend = RedisBackend::from_client(client.clone(), RedisConfig::default()).unwrap();
     takes_and_releases(&backend);
-    comes_up_subscribed(&backend);
+    common::subscribed(&backend);
     // The caller's client is still theirs to use.
     let pong: String = redis::cmd("PING")
         .query(&mut client.get_connection().unwrap())
@@ -110,7 +100,7 @@ fn a_backend_from_a_cluster_client_locks_and_subscribes() {
     let backend =
         RedisBackend::from_cluster_client(cluster, nodes, RedisConfig::default()).unwrap();
     takes_and_releases(&backend);
-    comes_up_subscribed(&backend);
+    common::subscribed(&backend);
 }
 
 #[test]

@@ -4,14 +4,20 @@
 //! panics with a message naming the broken guarantee.
 
 mod derived;
+mod faults;
 mod groups;
+mod listing;
+mod notifications;
 mod operator;
 mod ownership;
 mod properties;
 mod refusals;
 
 pub use derived::*;
+pub use faults::*;
 pub use groups::*;
+pub use listing::*;
+pub use notifications::*;
 pub use operator::*;
 pub use ownership::*;
 pub use properties::*;
