@@ -71,11 +71,12 @@ feature_matrix=(
     # The facade: tokio by default; none = the blocking electors only; redis,mongodb,tenant
     # = no async runtime; sqlite = the embedded backend alone.
     "leader default none tokio smol async-std redis,mongodb,tenant smol,redis-tls,tenant sqlite postgres metrics"
-    "leader-sqlite default"
-    "leader-postgres default +tls"
-    "leader-core default"
+    "leader-sqlite default +serde"
+    "leader-postgres default +tls +serde"
+    "leader-core default +serde +metrics"
     "leader-blocking default"
-    "leader-mongodb default"
+    "leader-mongodb default +serde"
+    "leader-runtime default"
     # No default features.
     "leader-testkit default tokio smol async-std"
     # Without a runtime feature leader-async does not compile by design (a compile_error!
@@ -84,7 +85,7 @@ feature_matrix=(
     # none = the blocking half only.
     "leader-tenant default none tokio smol async-std"
     # none = the blocking backend only.
-    "leader-redis default none tokio smol async-std tls"
+    "leader-redis default none tokio smol async-std tls +serde"
 )
 # The cargo arguments of one feature set of the table above, one a line.
 feature_args() {
