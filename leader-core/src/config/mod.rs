@@ -9,7 +9,7 @@
 //! in `engine/keepalive.rs`).
 
 pub(crate) mod campaign;
-pub(crate) mod lease_mode;
-pub(crate) mod options;
 #[cfg(feature = "serde")]
 mod config_serde;
+pub(crate) mod lease_mode;
+pub(crate) mod options;
