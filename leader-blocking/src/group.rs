@@ -133,9 +133,7 @@ impl<B: LockBackend + 'static> LeaderGroupElector<B> {
         name: &str,
         action: impl FnOnce() -> T,
     ) -> Result<Option<T>, Error> {
-        let outcome =
-            self.run_if_leader_with(name, |_| Ok::<T, std::convert::Infallible>(action()))?;
-        Ok(outcome.into_value())
+        self.elector.run_plain(Some(self.slots), name, action)
     }
 
     /// Like [`run_if_leader`](Self::run_if_leader), with the action's `Result` and the
@@ -149,7 +147,7 @@ impl<B: LockBackend + 'static> LeaderGroupElector<B> {
         name: &str,
         action: impl FnOnce() -> Result<T, E>,
     ) -> Result<LeaderRunResult<T, E>, Error> {
-        self.run_if_leader_with(name, |_| action())
+        self.elector.run_on(Some(self.slots), name, |_| action())
     }
 
     /// Like [`run_if_leader_result`](Self::run_if_leader_result); the action gets the
@@ -163,7 +161,7 @@ impl<B: LockBackend + 'static> LeaderGroupElector<B> {
         name: &str,
         action: impl FnOnce(&LeaseContext) -> Result<T, E>,
     ) -> Result<LeaderRunResult<T, E>, Error> {
-        self.elector.run_in_group_with(name, self.slots, action)
+        self.elector.run_on(Some(self.slots), name, action)
     }
 
     /// A best-effort snapshot of every slot of `name`: who holds which (see [`GroupState`]).

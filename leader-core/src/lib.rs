@@ -67,6 +67,8 @@ mod leadership_events;
 mod lease;
 mod lease_limit;
 mod lease_mode;
+#[path = "engine/machine_scope.rs"]
+mod machine_scope;
 mod listing;
 mod memory;
 #[cfg(feature = "metrics")]
@@ -132,6 +134,7 @@ pub mod __private {
     pub use crate::keepalive::Keepalive;
     pub use crate::late::is_late;
     pub use crate::leadership::LeadershipState;
+    pub use crate::machine_scope::Scope;
     pub use crate::orphan::Orphan;
     pub use crate::redact::{unparsed_url, url_scheme};
     pub use crate::renewal_schedule::RenewalSchedule;
