@@ -67,9 +67,11 @@ mod leadership_events;
 mod lease;
 mod lease_limit;
 mod lease_mode;
+mod listing;
+#[path = "engine/machine_campaign.rs"]
+mod machine_campaign;
 #[path = "engine/machine_scope.rs"]
 mod machine_scope;
-mod listing;
 mod memory;
 #[cfg(feature = "metrics")]
 pub mod metrics;
@@ -134,6 +136,7 @@ pub mod __private {
     pub use crate::keepalive::Keepalive;
     pub use crate::late::is_late;
     pub use crate::leadership::LeadershipState;
+    pub use crate::machine_campaign::{CampaignStep, Raced, TermLoop, TermStep};
     pub use crate::machine_scope::Scope;
     pub use crate::orphan::Orphan;
     pub use crate::redact::{unparsed_url, url_scheme};
