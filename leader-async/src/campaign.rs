@@ -10,7 +10,7 @@ use leader_core::__private::{
     CampaignRun, CampaignStep, LeadershipState, LeaseTracker, Orphan, Raced, TermLoop, TermStep,
 };
 use leader_core::{
-    AsyncLockBackend, CampaignConfig, DeploymentMode, Error, EventCallback, LeadershipWatcher,
+    AsyncLockBackend, CampaignConfig, Error, EventCallback, GroupSlots, LeadershipWatcher,
     NoopBackend, ReleaseListener, RevokeReason,
 };
 use tracing::Instrument;
@@ -139,9 +139,22 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
         config: CampaignConfig,
         callbacks: Vec<EventCallback>,
     ) -> Result<AsyncLeadershipHandle, Error> {
-        let campaign = CampaignRun::new(
+        self.campaign_on(GroupSlots::ONE, name, config, callbacks)
+    }
+
+    /// Starts a campaign for one slot of the group `name` (the lock itself with one slot)
+    /// in a task of its own.
+    pub(crate) fn campaign_on(
+        &self,
+        slots: GroupSlots,
+        name: &str,
+        config: CampaignConfig,
+        callbacks: Vec<EventCallback>,
+    ) -> Result<AsyncLeadershipHandle, Error> {
+        let campaign = CampaignRun::for_group(
             self.settings(),
             name,
+            slots,
             config,
             callbacks,
             self.backend().name(),
@@ -150,14 +163,12 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     }
 
     /// Starts the loop of `campaign` in a task of its own.
-    pub(crate) fn start_campaign(&self, campaign: CampaignRun) -> AsyncLeadershipHandle {
+    fn start_campaign(&self, campaign: CampaignRun) -> AsyncLeadershipHandle {
         let state = Arc::clone(&campaign.state);
-        match campaign.config.mode() {
-            DeploymentMode::AllInstances => {
-                spawn_campaign(Arc::new(NoopBackend::new()), campaign);
-            }
-            // `SingleLeader`, and any mode added later unless it says otherwise.
-            _ => spawn_campaign(Arc::clone(self.backend()), campaign),
+        if campaign.contends() {
+            spawn_campaign(Arc::clone(self.backend()), campaign);
+        } else {
+            spawn_campaign(Arc::new(NoopBackend::new()), campaign);
         }
         AsyncLeadershipHandle {
             watcher: state.watcher(),

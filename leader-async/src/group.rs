@@ -2,7 +2,6 @@
 
 use std::future::Future;
 
-use leader_core::__private::CampaignRun;
 use leader_core::{
     AsyncLockBackend, CampaignConfig, Error, EventCallback, GroupSlots, GroupState, IntoTenantId,
     LeaderElectionOptions, LeaderRunResult, LeaseContext, TenantId,
@@ -207,14 +206,7 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderGroupElector<B> {
         config: CampaignConfig,
         callbacks: Vec<EventCallback>,
     ) -> Result<AsyncLeadershipHandle, Error> {
-        let run = CampaignRun::for_group(
-            self.elector.settings(),
-            name,
-            self.slots,
-            config,
-            callbacks,
-            self.elector.backend().name(),
-        )?;
-        Ok(self.elector.start_campaign(run))
+        self.elector
+            .campaign_on(self.slots, name, config, callbacks)
     }
 }

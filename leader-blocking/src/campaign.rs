@@ -10,8 +10,8 @@ use leader_core::__private::{
     CampaignRun, CampaignStep, LeadershipState, LeaseTracker, Orphan, TermLoop, TermStep,
 };
 use leader_core::{
-    CampaignConfig, DeploymentMode, Error, EventCallback, LeadershipWatcher, LockBackend,
-    NoopBackend, ReleaseEvents, ReleaseListener,
+    CampaignConfig, Error, EventCallback, GroupSlots, LeadershipWatcher, LockBackend, NoopBackend,
+    ReleaseEvents, ReleaseListener,
 };
 
 use crate::elector::LeaderElector;
@@ -134,30 +134,36 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         config: CampaignConfig,
         callbacks: Vec<EventCallback>,
     ) -> Result<LeadershipHandle, Error> {
-        let campaign = CampaignRun::new(
+        self.campaign_on(GroupSlots::ONE, name, config, callbacks)
+    }
+
+    /// Starts a campaign for one slot of the group `name` (the lock itself with one slot)
+    /// on a thread of its own.
+    pub(crate) fn campaign_on(
+        &self,
+        slots: GroupSlots,
+        name: &str,
+        config: CampaignConfig,
+        callbacks: Vec<EventCallback>,
+    ) -> Result<LeadershipHandle, Error> {
+        let campaign = CampaignRun::for_group(
             self.settings(),
             name,
+            slots,
             config,
             callbacks,
             self.backend().name(),
         )?;
-        self.start_campaign(campaign)
-    }
-
-    /// Starts the loop of `campaign` on a thread of its own.
-    pub(crate) fn start_campaign(&self, campaign: CampaignRun) -> Result<LeadershipHandle, Error> {
         let state = Arc::clone(&campaign.state);
-        let (wake, spawned) = match campaign.config.mode() {
-            DeploymentMode::AllInstances => {
-                (None, spawn_campaign(Arc::new(NoopBackend::new()), campaign))
-            }
-            // `SingleLeader`, and any mode added later unless it says otherwise.
-            _ => (
+        let (wake, spawned) = if campaign.contends() {
+            (
                 self.backend()
                     .release_events()
                     .map(|events| (events.clone(), campaign.key.as_str().to_owned())),
                 spawn_campaign(Arc::clone(self.backend()), campaign),
-            ),
+            )
+        } else {
+            (None, spawn_campaign(Arc::new(NoopBackend::new()), campaign))
         };
         let thread = spawned.map_err(|err| {
             tracing::warn!(error = %err, "could not start the campaign thread");

@@ -1,6 +1,5 @@
 //! [`LeaderGroupElector`]: up to N nodes lead one name at once, each in a slot.
 
-use leader_core::__private::CampaignRun;
 use leader_core::{
     CampaignConfig, Error, EventCallback, GroupSlots, GroupState, IntoTenantId,
     LeaderElectionOptions, LeaderRunResult, LeaseContext, LockBackend, TenantId,
@@ -203,14 +202,7 @@ impl<B: LockBackend + 'static> LeaderGroupElector<B> {
         config: CampaignConfig,
         callbacks: Vec<EventCallback>,
     ) -> Result<LeadershipHandle, Error> {
-        let run = CampaignRun::for_group(
-            self.elector.settings(),
-            name,
-            self.slots,
-            config,
-            callbacks,
-            self.elector.backend().name(),
-        )?;
-        self.elector.start_campaign(run)
+        self.elector
+            .campaign_on(self.slots, name, config, callbacks)
     }
 }

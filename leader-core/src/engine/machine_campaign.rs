@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::backend::{ExtendOutcome, SlotOutcome};
-use crate::campaign::{AfterAttempt, CampaignRun};
+use crate::campaign::{AfterAttempt, CampaignRun, DeploymentMode};
 use crate::candidacy::{Candidacy, Standing, TermCheck};
 use crate::context::LeaseTracker;
 use crate::error::Error;
@@ -51,6 +51,14 @@ pub enum CampaignStep<'a> {
 }
 
 impl CampaignRun {
+    /// Whether the campaign contends for its lock in the backend (one leader), or runs
+    /// over a backend of its own that every instance wins (every instance leads,
+    /// [`DeploymentMode::AllInstances`]); a mode added later contends unless it says
+    /// otherwise, as one leader is the safe reading of an unknown mode.
+    pub fn contends(&self) -> bool {
+        !matches!(self.config.mode(), DeploymentMode::AllInstances)
+    }
+
     /// The first step of a round of the standby's loop. Call it after registering for
     /// the lock's release notification and the stop listener, so that neither a release
     /// nor a stop between this look and the wait is missed.
