@@ -68,6 +68,8 @@ mod lease;
 mod lease_limit;
 mod lease_mode;
 mod listing;
+#[path = "engine/machine_batch.rs"]
+mod machine_batch;
 #[path = "engine/machine_campaign.rs"]
 mod machine_campaign;
 #[path = "engine/machine_scope.rs"]
@@ -136,6 +138,7 @@ pub mod __private {
     pub use crate::keepalive::Keepalive;
     pub use crate::late::is_late;
     pub use crate::leadership::LeadershipState;
+    pub use crate::machine_batch::{TenantBatch, Won};
     pub use crate::machine_campaign::{CampaignStep, Raced, TermLoop, TermStep};
     pub use crate::machine_scope::Scope;
     pub use crate::orphan::Orphan;
