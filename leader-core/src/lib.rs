@@ -88,6 +88,8 @@ mod retry;
 #[cfg(feature = "serde")]
 mod serde_support;
 mod settings;
+#[path = "engine/shell_scope.rs"]
+mod shell_scope;
 mod state;
 mod telemetry;
 mod tenant;
