@@ -139,31 +139,14 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
         config: CampaignConfig,
         callbacks: Vec<EventCallback>,
     ) -> Result<AsyncLeadershipHandle, Error> {
-        self.campaign_on(GroupSlots::ONE, name, config, callbacks)
-    }
-
-    /// Starts a campaign for one slot of the group `name` (the lock itself with one slot)
-    /// in a task of its own.
-    pub(crate) fn campaign_on(
-        &self,
-        slots: GroupSlots,
-        name: &str,
-        config: CampaignConfig,
-        callbacks: Vec<EventCallback>,
-    ) -> Result<AsyncLeadershipHandle, Error> {
-        let campaign = CampaignRun::for_group(
-            self.settings(),
-            name,
-            slots,
-            config,
-            callbacks,
-            self.backend().name(),
-        )?;
+        let campaign = self
+            .scope()
+            .campaign(GroupSlots::ONE, name, config, callbacks)?;
         Ok(self.start_campaign(campaign))
     }
 
     /// Starts the loop of `campaign` in a task of its own.
-    fn start_campaign(&self, campaign: CampaignRun) -> AsyncLeadershipHandle {
+    pub(crate) fn start_campaign(&self, campaign: CampaignRun) -> AsyncLeadershipHandle {
         let state = Arc::clone(&campaign.state);
         if campaign.contends() {
             spawn_campaign(Arc::clone(self.backend()), campaign);

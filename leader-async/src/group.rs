@@ -151,7 +151,10 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderGroupElector<B> {
         config: CampaignConfig,
         callbacks: Vec<EventCallback>,
     ) -> Result<AsyncLeadershipHandle, Error> {
-        self.elector
-            .campaign_on(self.slots, name, config, callbacks)
+        let campaign = self
+            .elector
+            .scope()
+            .campaign(self.slots, name, config, callbacks)?;
+        Ok(self.elector.start_campaign(campaign))
     }
 }

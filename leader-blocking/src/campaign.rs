@@ -134,26 +134,14 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         config: CampaignConfig,
         callbacks: Vec<EventCallback>,
     ) -> Result<LeadershipHandle, Error> {
-        self.campaign_on(GroupSlots::ONE, name, config, callbacks)
+        self.start_campaign(
+            self.scope()
+                .campaign(GroupSlots::ONE, name, config, callbacks)?,
+        )
     }
 
-    /// Starts a campaign for one slot of the group `name` (the lock itself with one slot)
-    /// on a thread of its own.
-    pub(crate) fn campaign_on(
-        &self,
-        slots: GroupSlots,
-        name: &str,
-        config: CampaignConfig,
-        callbacks: Vec<EventCallback>,
-    ) -> Result<LeadershipHandle, Error> {
-        let campaign = CampaignRun::for_group(
-            self.settings(),
-            name,
-            slots,
-            config,
-            callbacks,
-            self.backend().name(),
-        )?;
+    /// Starts the loop of `campaign` on a thread of its own.
+    pub(crate) fn start_campaign(&self, campaign: CampaignRun) -> Result<LeadershipHandle, Error> {
         let state = Arc::clone(&campaign.state);
         let (wake, spawned) = if campaign.contends() {
             (

@@ -143,7 +143,10 @@ impl<B: LockBackend + 'static> LeaderGroupElector<B> {
         config: CampaignConfig,
         callbacks: Vec<EventCallback>,
     ) -> Result<LeadershipHandle, Error> {
-        self.elector
-            .campaign_on(self.slots, name, config, callbacks)
+        let campaign = self
+            .elector
+            .scope()
+            .campaign(self.slots, name, config, callbacks)?;
+        self.elector.start_campaign(campaign)
     }
 }

@@ -4,7 +4,10 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::backend::Backend;
+use crate::campaign::{CampaignConfig, CampaignRun};
 use crate::error::Error;
+use crate::group::GroupSlots;
+use crate::leadership::EventCallback;
 use crate::listing::{ListPage, ListRequest};
 use crate::name::LockName;
 use crate::options::LeaderElectionOptions;
@@ -175,6 +178,23 @@ impl<B> Scope<B> {
 }
 
 impl<B: Backend> Scope<B> {
+    /// A campaign for one slot of the group `name` (with [`GroupSlots::ONE`], for the lock
+    /// `name` itself) in this scope, its loop yet to start.
+    ///
+    /// # Errors
+    ///
+    /// An invalid name or config ([`CampaignRun::for_group`]).
+    pub fn campaign(
+        &self,
+        slots: GroupSlots,
+        name: &str,
+        config: CampaignConfig,
+        callbacks: Vec<EventCallback>,
+    ) -> Result<CampaignRun, Error> {
+        let backend = self.backend.name();
+        CampaignRun::for_group(&self.settings, name, slots, config, callbacks, backend)
+    }
+
     /// Where the lock `name` (derived names included) lives in the backend's store.
     ///
     /// # Errors

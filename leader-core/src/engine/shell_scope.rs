@@ -8,7 +8,7 @@
 //! methods). What differs between the electors — how they wait — stays in each crate.
 
 /// Generates, for an elector struct `$elector<B>` with one field `scope: Scope<B>`:
-/// `Clone`, `Debug`, a crate-private `from_scope`, and the public naming and scoping
+/// `Clone`, `Debug`, crate-private `from_scope` and `scope`, and the public naming and scoping
 /// methods (`new`, `with_shared_backend`, `options`, `backend`, `name_prefix`,
 /// `with_name_prefix`, `for_tenant`, `tenant`, `storage_key`, `lock_key`,
 /// `observed_key`), each a delegation to the scope, for backends of `$backend`. `$krate`
@@ -41,6 +41,11 @@ macro_rules! __elector_scope {
             /// The elector over `scope`.
             pub(crate) fn from_scope(scope: $crate::__private::Scope<B>) -> Self {
                 $elector { scope }
+            }
+
+            /// Its backend, options and name scope.
+            pub(crate) fn scope(&self) -> &$crate::__private::Scope<B> {
+                &self.scope
             }
         }
 
