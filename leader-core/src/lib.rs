@@ -123,7 +123,14 @@ pub use state::{LeaderLease, LeaderState, LockStatus};
 pub use tenant::{IntoTenantId, TENANT_PREFIX, TenantId, TenantIdError};
 pub use watcher::LeadershipWatcher;
 
-/// The machinery the electors of `leader-blocking` and `leader-async` share.
+/// The machinery the electors of `leader-blocking` and `leader-async` share: the engine.
+///
+/// Its decisions are free of I/O: [`Scope`](__private::Scope) names and scopes locks,
+/// [`Attempts`](__private::Attempts) says what an acquire loop does next,
+/// [`CampaignStep`](__private::CampaignStep) and [`TermLoop`](__private::TermLoop) what a
+/// campaign's standby and leader do next, [`TenantBatch`](__private::TenantBatch) what a
+/// tenant batch's answers come to. The electors are shells over it: they do the I/O each
+/// step asks for and feed the answer back, and differ only in how they wait.
 ///
 /// **Not public API.** It is `pub` only so those sibling crates can use it; it is hidden
 /// from the docs and exempt from semver: anything here may change in any release.
