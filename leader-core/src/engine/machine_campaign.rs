@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use crate::backend::{ExtendOutcome, SlotOutcome};
 use crate::campaign::{AfterAttempt, CampaignRun, DeploymentMode};
-use crate::candidacy::{Candidacy, Standing, TermCheck};
+use crate::candidacy::{Candidacy, Standing, TermCheck, Withdrawal};
 use crate::context::LeaseTracker;
 use crate::error::Error;
 use crate::leadership::RevokeReason;
@@ -96,6 +96,17 @@ impl CampaignRun {
             AfterAttempt::Late(orphan) => self.stand_by(Some(orphan)),
             AfterAttempt::Wait => self.stand_by(None),
         }
+    }
+
+    /// What a stopping campaign releases of its candidacy (see [`Candidacy::withdraw`]):
+    /// `None` for an unranked campaign, and for one that abandons, which leaves its
+    /// membership record to run out as a crash would (that is what abandoning is for:
+    /// failover drills).
+    pub fn withdrawal(&self) -> Option<Withdrawal> {
+        if self.state.abandon_requested() {
+            return None;
+        }
+        self.candidacy().map(|candidacy| candidacy.withdraw())
     }
 
     fn stand_by(&self, orphan: Option<Orphan>) -> CampaignStep<'_> {
@@ -349,6 +360,24 @@ mod tests {
         };
         assert_eq!(orphan.leases()[0].key.as_str(), "job");
         assert!(!run.state.is_leader());
+    }
+
+    #[test]
+    fn only_a_ranked_campaign_that_does_not_abandon_withdraws() {
+        let now = Instant::now();
+        assert!(campaign(config()).withdrawal().is_none(), "unranked");
+        let ranked = campaign(config().with_rank(1));
+        let heartbeat = ranked.candidacy().unwrap().begin_heartbeat(now);
+        assert!(heartbeat.is_some(), "a first heartbeat is due");
+        let withdrawal = ranked.withdrawal().expect("a ranked campaign withdraws");
+        assert!(withdrawal.record.is_some() || withdrawal.late.is_some());
+        let abandoning = campaign(config().with_rank(1));
+        let _ = abandoning.candidacy().unwrap().begin_heartbeat(now);
+        abandoning.state.request_abandon();
+        assert!(
+            abandoning.withdrawal().is_none(),
+            "abandoning leaves the record"
+        );
     }
 
     #[test]
