@@ -37,12 +37,25 @@ pub struct AsyncAcquired<B: AsyncLockBackend + 'static> {
     min_lease_time: Duration,
 }
 
-leader_core::__held_view!(AsyncAcquired, leader_core::AsyncLockBackend);
-
 impl<B: AsyncLockBackend + 'static> AsyncAcquired<B> {
     /// The tenant whose lock this is.
     pub fn tenant(&self) -> &TenantId {
         &self.tenant
+    }
+
+    /// The fencing token of this acquisition.
+    pub fn fencing_token(&self) -> u64 {
+        self.held.lease().fencing_token
+    }
+
+    /// The lease's context: deadline, lost flag, lost signal.
+    pub fn context(&self) -> &LeaseContext {
+        self.held.context()
+    }
+
+    /// `true` once the lease was lost or ran out.
+    pub fn is_lost(&self) -> bool {
+        self.held.context().is_lost()
     }
 
     /// Runs `action` under the lock, then releases it (keeping the minimum lease): the

@@ -1,5 +1,6 @@
 //! Continuous leadership in a background task: one leader renews, standbys wait to take over.
 
+use std::ops::Deref;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -36,9 +37,32 @@ pub struct AsyncLeadershipHandle {
     watcher: LeadershipWatcher,
 }
 
-leader_core::__leadership_handle_view!(AsyncLeadershipHandle);
+impl Deref for AsyncLeadershipHandle {
+    type Target = LeadershipWatcher;
+
+    fn deref(&self) -> &LeadershipWatcher {
+        &self.watcher
+    }
+}
 
 impl AsyncLeadershipHandle {
+    /// A read-only, cloneable view of this campaign for the code doing the leader's work;
+    /// dropping it does not stop the campaign (dropping the handle does).
+    pub fn watcher(&self) -> LeadershipWatcher {
+        self.watcher.clone()
+    }
+
+    /// Calls `callback` on every event from now on, on the campaign's loop (keep it short).
+    pub fn on_event(&self, callback: EventCallback) {
+        self.state.on_event(callback);
+    }
+
+    /// The shared state. Not public API: for the project's own test kit.
+    #[doc(hidden)]
+    pub fn state(&self) -> &Arc<LeadershipState> {
+        &self.state
+    }
+
     /// Steps down (releasing the lease if leading), stops campaigning, and waits for the
     /// background task to finish.
     pub async fn resign(self) {

@@ -3,8 +3,8 @@
 use std::future::Future;
 
 use leader_core::{
-    AsyncLockBackend, CampaignConfig, Error, EventCallback, GroupSlots, GroupState,
-    LeaderRunResult, LeaseContext,
+    AsyncLockBackend, CampaignConfig, Error, EventCallback, GroupSlots, GroupState, IntoTenantId,
+    LeaderElectionOptions, LeaderRunResult, LeaseContext, TenantId,
 };
 
 use crate::campaign::AsyncLeadershipHandle;
@@ -45,13 +45,68 @@ pub struct AsyncLeaderGroupElector<B> {
     slots: GroupSlots,
 }
 
-leader_core::__group_scope!(
-    AsyncLeaderGroupElector,
-    AsyncLeaderElector,
-    leader_core::AsyncLockBackend
-);
+impl<B> Clone for AsyncLeaderGroupElector<B> {
+    fn clone(&self) -> Self {
+        AsyncLeaderGroupElector {
+            elector: self.elector.clone(),
+            slots: self.slots,
+        }
+    }
+}
+
+impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
+    /// A group elector on this elector's backend and options: up to `slots` nodes lead
+    /// each name at once.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidOptions`] unless `1 ≤ slots ≤` [`GroupSlots::MAX`].
+    pub fn group(&self, slots: u32) -> Result<AsyncLeaderGroupElector<B>, Error> {
+        Ok(AsyncLeaderGroupElector {
+            elector: self.clone(),
+            slots: GroupSlots::new(slots)?,
+        })
+    }
+}
 
 impl<B: AsyncLockBackend + 'static> AsyncLeaderGroupElector<B> {
+    /// A group elector over `backend`: up to `slots` nodes lead each name at once.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidOptions`] when `options` do not validate, or unless
+    /// `1 ≤ slots ≤` [`GroupSlots::MAX`].
+    pub fn new(backend: B, options: LeaderElectionOptions, slots: u32) -> Result<Self, Error> {
+        AsyncLeaderElector::new(backend, options)?.group(slots)
+    }
+
+    /// How many nodes may lead a name at once.
+    pub fn slots(&self) -> GroupSlots {
+        self.slots
+    }
+
+    /// The single-lock elector underneath (same backend, options and scope).
+    pub fn elector(&self) -> &AsyncLeaderElector<B> {
+        &self.elector
+    }
+
+    /// A clone scoped to `tenant` (see [`AsyncLeaderElector::for_tenant`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidTenant`] or [`Error::AlreadyScoped`].
+    pub fn for_tenant(&self, tenant: impl IntoTenantId) -> Result<Self, Error> {
+        Ok(AsyncLeaderGroupElector {
+            elector: self.elector.for_tenant(tenant)?,
+            slots: self.slots,
+        })
+    }
+
+    /// The tenant this elector is scoped to, if any.
+    pub fn tenant(&self) -> Option<TenantId> {
+        self.elector.tenant()
+    }
+
     /// Runs `action` if this node wins a slot of `name`; `Ok(None)` if every slot stayed
     /// held for the whole `wait_time`.
     ///

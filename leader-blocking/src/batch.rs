@@ -31,12 +31,25 @@ pub struct Acquired<B: LockBackend + 'static> {
     min_lease_time: Duration,
 }
 
-leader_core::__held_view!(Acquired, leader_core::LockBackend);
-
 impl<B: LockBackend + 'static> Acquired<B> {
     /// The tenant whose lock this is.
     pub fn tenant(&self) -> &TenantId {
         &self.tenant
+    }
+
+    /// The fencing token of this acquisition.
+    pub fn fencing_token(&self) -> u64 {
+        self.held.lease().fencing_token
+    }
+
+    /// The lease's context: deadline, lost flag, lost signal.
+    pub fn context(&self) -> &LeaseContext {
+        self.held.context()
+    }
+
+    /// `true` once the lease was lost or ran out.
+    pub fn is_lost(&self) -> bool {
+        self.held.context().is_lost()
     }
 
     /// Runs `action` under the lock, then releases it (keeping the minimum lease): the

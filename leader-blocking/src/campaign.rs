@@ -1,5 +1,6 @@
 //! Continuous leadership on a thread: one leader renews, standbys wait to take over.
 
+use std::ops::Deref;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -35,9 +36,32 @@ pub struct LeadershipHandle {
     thread: Option<JoinHandle<()>>,
 }
 
-leader_core::__leadership_handle_view!(LeadershipHandle);
+impl Deref for LeadershipHandle {
+    type Target = LeadershipWatcher;
+
+    fn deref(&self) -> &LeadershipWatcher {
+        &self.watcher
+    }
+}
 
 impl LeadershipHandle {
+    /// A read-only, cloneable view of this campaign for the code doing the leader's work;
+    /// dropping it does not stop the campaign (dropping the handle does).
+    pub fn watcher(&self) -> LeadershipWatcher {
+        self.watcher.clone()
+    }
+
+    /// Calls `callback` on every event from now on, on the campaign's loop (keep it short).
+    pub fn on_event(&self, callback: EventCallback) {
+        self.state.on_event(callback);
+    }
+
+    /// The shared state. Not public API: for the project's own test kit.
+    #[doc(hidden)]
+    pub fn state(&self) -> &Arc<LeadershipState> {
+        &self.state
+    }
+
     /// Steps down (releasing the lease if leading) and stops campaigning.
     pub fn resign(mut self) {
         self.stop();

@@ -1,8 +1,8 @@
 //! [`LeaderGroupElector`]: up to N nodes lead one name at once, each in a slot.
 
 use leader_core::{
-    CampaignConfig, Error, EventCallback, GroupSlots, GroupState, LeaderRunResult, LeaseContext,
-    LockBackend,
+    CampaignConfig, Error, EventCallback, GroupSlots, GroupState, IntoTenantId,
+    LeaderElectionOptions, LeaderRunResult, LeaseContext, LockBackend, TenantId,
 };
 
 use crate::campaign::LeadershipHandle;
@@ -55,9 +55,68 @@ pub struct LeaderGroupElector<B> {
     slots: GroupSlots,
 }
 
-leader_core::__group_scope!(LeaderGroupElector, LeaderElector, leader_core::LockBackend);
+impl<B> Clone for LeaderGroupElector<B> {
+    fn clone(&self) -> Self {
+        LeaderGroupElector {
+            elector: self.elector.clone(),
+            slots: self.slots,
+        }
+    }
+}
+
+impl<B: LockBackend + 'static> LeaderElector<B> {
+    /// A group elector on this elector's backend and options: up to `slots` nodes lead
+    /// each name at once.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidOptions`] unless `1 ≤ slots ≤` [`GroupSlots::MAX`].
+    pub fn group(&self, slots: u32) -> Result<LeaderGroupElector<B>, Error> {
+        Ok(LeaderGroupElector {
+            elector: self.clone(),
+            slots: GroupSlots::new(slots)?,
+        })
+    }
+}
 
 impl<B: LockBackend + 'static> LeaderGroupElector<B> {
+    /// A group elector over `backend`: up to `slots` nodes lead each name at once.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidOptions`] when `options` do not validate, or unless
+    /// `1 ≤ slots ≤` [`GroupSlots::MAX`].
+    pub fn new(backend: B, options: LeaderElectionOptions, slots: u32) -> Result<Self, Error> {
+        LeaderElector::new(backend, options)?.group(slots)
+    }
+
+    /// How many nodes may lead a name at once.
+    pub fn slots(&self) -> GroupSlots {
+        self.slots
+    }
+
+    /// The single-lock elector underneath (same backend, options and scope).
+    pub fn elector(&self) -> &LeaderElector<B> {
+        &self.elector
+    }
+
+    /// A clone scoped to `tenant` (see [`LeaderElector::for_tenant`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidTenant`] or [`Error::AlreadyScoped`].
+    pub fn for_tenant(&self, tenant: impl IntoTenantId) -> Result<Self, Error> {
+        Ok(LeaderGroupElector {
+            elector: self.elector.for_tenant(tenant)?,
+            slots: self.slots,
+        })
+    }
+
+    /// The tenant this elector is scoped to, if any.
+    pub fn tenant(&self) -> Option<TenantId> {
+        self.elector.tenant()
+    }
+
     /// Runs `action` if this node wins a slot of `name`; `Ok(None)` if every slot stayed
     /// held for the whole `wait_time`.
     ///

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use leader_core::{Error, LeaseMode, LockBackend};
+use leader_core::{Error, LeaseContext, LeaseMode, LockBackend};
 
 use crate::acquire::acquire;
 use crate::elector::LeaderElector;
@@ -21,9 +21,22 @@ pub struct LockGuard<B: LockBackend + 'static> {
     held: HeldLease<B>,
 }
 
-leader_core::__held_view!(LockGuard, leader_core::LockBackend);
-
 impl<B: LockBackend + 'static> LockGuard<B> {
+    /// The fencing token of this acquisition.
+    pub fn fencing_token(&self) -> u64 {
+        self.held.lease().fencing_token
+    }
+
+    /// The lease's context: deadline, lost flag, lost signal.
+    pub fn context(&self) -> &LeaseContext {
+        self.held.context()
+    }
+
+    /// `true` once the lease was lost or ran out.
+    pub fn is_lost(&self) -> bool {
+        self.held.context().is_lost()
+    }
+
     /// Releases the lock now (dropping the guard does the same, logging any failure).
     ///
     /// # Errors

@@ -88,10 +88,6 @@ mod retry;
 #[cfg(feature = "serde")]
 mod serde_support;
 mod settings;
-#[path = "engine/shell_scope.rs"]
-mod shell_scope;
-#[path = "engine/shell_views.rs"]
-mod shell_views;
 mod state;
 mod telemetry;
 mod tenant;
