@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install what the integration tests and benches of this workspace need
-# (DESIGN.md section 8):
+# (ARCHITECTURE.md, "Tests and their servers"):
 #
 #   scripts/services.sh install     install whatever is missing (idempotent)
 #
@@ -13,6 +13,8 @@
 #   * openssl, which makes the TLS server's CA and certificate;
 #   * libfaketime, which runs the clock-skew tests' child processes with their
 #     wall clock off;
+#   * PostgreSQL's server binaries, initdb and postgres (Debian: postgresql),
+#     found on PATH or in the newest /usr/lib/postgresql/*/bin;
 #   * secantusd-rs, a MongoDB wire-compatible server (crate secantus-mdb,
 #     built with cargo install; the build needs cmake).
 set -euo pipefail

@@ -5,8 +5,8 @@
 #
 # It installs what the tests need (scripts/services.sh install) and exports
 # LEADER_TEST_REQUIRE_SERVERS=1, so a test whose server cannot start fails
-# instead of skipping. The tests start their Redis, Redis Cluster, TLS Redis
-# and MongoDB-compatible servers themselves (leader_testkit::fixtures), on free
+# instead of skipping. The tests start their Redis, Redis Cluster, TLS Redis,
+# MongoDB-compatible and PostgreSQL servers themselves (leader_testkit::fixtures), on free
 # ports of 127.0.0.1, and no server outlives the test process that started it.
 # Then it runs, in order:
 #   1. cargo fmt --all -- --check
@@ -60,47 +60,49 @@ run_step env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-fe
 # The feature matrix. The steps above build the workspace with every feature of every
 # crate on at once; here each crate builds alone, so a feature it needs but does not turn
 # on (its own or a dependency's) fails. Libraries only, to stay quick; the target dir is
-# the one the steps above use. A new crate or feature is one line here.
-check_lib() {
-    run_step cargo check --lib -p "$@"
+# the one the steps above use. One row per crate: its name, then the feature sets it is
+# checked with, one `cargo check --lib -p CRATE` each, in order:
+#   default  its default features
+#   none     --no-default-features
+#   +F       its default features and F (--features F)
+#   F        --no-default-features --features F (F a comma-separated list)
+# A new crate is one row here; a new feature set is one word.
+feature_matrix=(
+    # The facade: tokio by default; none = the blocking electors only; redis,mongodb,tenant
+    # = no async runtime; sqlite = the embedded backend alone.
+    "leader default none tokio smol async-std redis,mongodb,tenant smol,redis-tls,tenant sqlite postgres metrics"
+    "leader-sqlite default +serde"
+    "leader-postgres default +tls +serde"
+    "leader-core default +serde +metrics"
+    "leader-blocking default"
+    "leader-mongodb default +serde"
+    "leader-runtime default"
+    # No default features.
+    "leader-testkit default tokio smol async-std"
+    # Without a runtime feature leader-async does not compile by design (a compile_error!
+    # naming the features), so it has no `none`.
+    "leader-async default tokio smol async-std"
+    # none = the blocking half only.
+    "leader-tenant default none tokio smol async-std"
+    # none = the blocking backend only.
+    "leader-redis default none tokio smol async-std tls +serde"
+)
+# The cargo arguments of one feature set of the table above, one a line.
+feature_args() {
+    case $1 in
+        default) ;;
+        none) printf '%s\n' --no-default-features ;;
+        +*) printf '%s\n' --features "${1#+}" ;;
+        *) printf '%s\n' --no-default-features --features "$1" ;;
+    esac
 }
-check_lib leader # the facade: tokio by default
-check_lib leader --no-default-features # blocking electors only
-check_lib leader --no-default-features --features tokio
-check_lib leader --no-default-features --features smol
-check_lib leader --no-default-features --features async-std
-check_lib leader --no-default-features --features redis,mongodb,tenant # no async runtime
-check_lib leader --no-default-features --features smol,redis-tls,tenant
-check_lib leader --no-default-features --features sqlite # the embedded backend alone
-check_lib leader --no-default-features --features postgres
-check_lib leader --no-default-features --features metrics
-check_lib leader-sqlite
-check_lib leader-postgres
-check_lib leader-postgres --features tls
-check_lib leader-core
-check_lib leader-blocking
-check_lib leader-mongodb
-check_lib leader-testkit # no default features
-check_lib leader-testkit --no-default-features --features tokio
-check_lib leader-testkit --no-default-features --features smol
-check_lib leader-testkit --no-default-features --features async-std
-# leader-async without a runtime feature does not compile by design (a compile_error!
-# naming the features), so it is not built with --no-default-features alone.
-check_lib leader-async
-check_lib leader-async --no-default-features --features tokio
-check_lib leader-async --no-default-features --features smol
-check_lib leader-async --no-default-features --features async-std
-check_lib leader-tenant
-check_lib leader-tenant --no-default-features # the blocking half only
-check_lib leader-tenant --no-default-features --features tokio
-check_lib leader-tenant --no-default-features --features smol
-check_lib leader-tenant --no-default-features --features async-std
-check_lib leader-redis
-check_lib leader-redis --no-default-features # the blocking backend only
-check_lib leader-redis --no-default-features --features tokio
-check_lib leader-redis --no-default-features --features smol
-check_lib leader-redis --no-default-features --features async-std
-check_lib leader-redis --no-default-features --features tls
+for row in "${feature_matrix[@]}"; do
+    read -r crate sets <<<"$row"
+    for set in $sets; do
+        mapfile -t args < <(feature_args "$set")
+        run_step cargo check --lib -p "$crate" "${args[@]}"
+    done
+done
 # leader-cli is a binary crate (no --lib): it builds alone with the features it turns on.
 run_step cargo check -p leader-cli
 

@@ -1,4 +1,5 @@
-//! The edges of DESIGN §4.5 and §4.7 on the async elector, on every runtime, through the
+//! The edges of guarantees 8 (no orphaned lock) and 9 (renewals race the deadline) of
+//! ARCHITECTURE.md on the async elector, on every runtime, through the
 //! testkit's fault-injecting backend: no orphaned lock after a cancelled or failed acquire,
 //! and a lease lost at its deadline when a renewal never answers.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

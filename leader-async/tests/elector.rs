@@ -1,4 +1,4 @@
-//! `AsyncLeaderElector` semantics (DESIGN §4), each body written once and run on tokio
+//! `AsyncLeaderElector` semantics (the README's "Semantics in brief"), each body written once and run on tokio
 //! (current-thread and multi-thread), async-std and smol.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

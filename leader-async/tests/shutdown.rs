@@ -1,4 +1,4 @@
-//! DESIGN §4.5 when a tokio runtime shuts down: its tasks are dropped, queued or half-way,
+//! No orphaned lock (guarantee 8 in ARCHITECTURE.md) when a tokio runtime shuts down: its tasks are dropped, queued or half-way,
 //! and the releases they leave behind must still reach the store.
 #![cfg(feature = "tokio")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

@@ -1,4 +1,4 @@
-//! `LeaderElector` semantics on the in-memory backend (DESIGN §4).
+//! `LeaderElector` semantics on the in-memory backend (the README's "Semantics in brief").
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,8 +1,10 @@
-//! The one error type of the toolkit, and the detailed errors it wraps.
+//! The one error type of the toolkit, and the option and backend errors it wraps (the
+//! lock-name and tenant-id errors live beside their types, in `name` and `tenant`).
 
 use std::time::Duration;
 
-use crate::state::LeaderLease;
+use crate::name::NameError;
+use crate::spi::state::LeaderLease;
 use crate::tenant::TenantIdError;
 
 /// A boxed error from a backend's driver, kept as the source of a [`BackendError`].
@@ -83,69 +85,6 @@ impl Error {
             _ => None,
         }
     }
-}
-
-/// Why a lock name (or a tenant-prefixed lock name) was rejected.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum NameError {
-    /// The name is empty.
-    #[error("lock name is empty")]
-    Empty,
-    /// The name is longer than [`LockName::MAX_LEN`](crate::LockName::MAX_LEN) bytes.
-    #[error("lock name `{name}` is {len} bytes long; the limit is {max} bytes")]
-    TooLong {
-        /// The rejected name, cut to the first 64 characters.
-        name: String,
-        /// Its length in bytes.
-        len: usize,
-        /// The limit in bytes.
-        max: usize,
-    },
-    /// The name contains a control character.
-    #[error("lock name contains the control character {ch:?} at byte {index}")]
-    ControlCharacter {
-        /// The character.
-        ch: char,
-        /// Its byte offset in the name.
-        index: usize,
-    },
-    /// The name contains `{` or `}`, which are reserved for Redis Cluster hash tags.
-    #[error("lock name contains {ch:?} at byte {index}; braces are reserved for cluster hash tags")]
-    Brace {
-        /// The brace.
-        ch: char,
-        /// Its byte offset in the name.
-        index: usize,
-    },
-    /// The name starts or ends with whitespace (or is only whitespace).
-    #[error(
-        "lock name {name:?} starts or ends with whitespace; trim it (\"job\" and \"job \" would be two locks)"
-    )]
-    SurroundingWhitespace {
-        /// The rejected name (or name prefix), cut to the first 64 characters.
-        name: String,
-    },
-    /// A caller's name (or name prefix) contains `#`, which separates the names this
-    /// library derives from a lock's: the slots of a leader group (`job#1`) and the
-    /// candidates of a ranked campaign (`job#rank:…`).
-    #[error(
-        "lock name contains '#' at byte {index}; '#' is reserved for the names of group slots and ranked candidates"
-    )]
-    Hash {
-        /// Its byte offset in the name.
-        index: usize,
-    },
-    /// An unscoped name (or a name prefix) starts with the namespace of tenant-scoped locks.
-    #[error(
-        "lock name {name:?} starts with `{namespace}`, which is reserved for tenant-scoped locks; scope the elector to the tenant (`for_tenant`) instead"
-    )]
-    Reserved {
-        /// The rejected name (or name prefix), cut to the first 64 characters.
-        name: String,
-        /// The reserved namespace, [`LockName::TENANT_NAMESPACE`](crate::LockName::TENANT_NAMESPACE).
-        namespace: &'static str,
-    },
 }
 
 /// Why [`LeaderElectionOptions`](crate::LeaderElectionOptions) were rejected.

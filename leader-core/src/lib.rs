@@ -2,8 +2,16 @@
 //! Core of the `leader` toolkit: the shared value types, the one error type, the backend
 //! SPI, and the in-memory and no-op backends.
 //!
-//! Electors live in `leader-blocking` and `leader-async`; backends for servers in
-//! `leader-redis` and `leader-mongodb`. This crate depends on no async runtime.
+//! Electors live in `leader-blocking` and `leader-async`; the other backends in
+//! `leader-sqlite` (one file per host) and, for servers, `leader-redis`,
+//! `leader-postgres` and `leader-mongodb`. This crate depends on no async runtime.
+//!
+//! Inside, the crate is layered: `spi` (the backend traits and their values), `config`
+//! (what a user sets), `embedded` (the in-memory and no-op backends), `leadership` (what
+//! an elector hands the application), `telemetry`, and the `engine`, which makes every
+//! decision the electors act on without doing any I/O (the blocking and async electors
+//! only call the backend, wait, and feed the answers back). The engine is not public API.
+//! The repository's `ARCHITECTURE.md` draws the whole picture.
 //!
 //! Most applications add the facade crate `leader` instead: it re-exports these types and
 //! picks the backend by URL.
@@ -48,110 +56,60 @@
 //! # Ok::<(), leader_core::Error>(())
 //! ```
 
-mod acquire_batch;
-mod attempts;
-mod backend;
-mod batch_answers;
-mod campaign;
-mod candidacy;
-mod clock;
-mod context;
-mod cursor;
+// The layers, lowest first (each folder's `mod.rs` says what it holds and may import):
+// - `name`, `tenant`, `error`, `redact`: cross-cutting. `name` and `redact` import
+//   nothing; `tenant` imports `name`; `error` imports `name`, `tenant` and `spi::state`
+//   (a leaf: the holder an error names).
+// - `spi` (backend traits and values) imports `error` and `name`.
+// - `config` (public settings) imports `error`.
+// - `embedded` (memory, noop, clock), `leadership` (what an application is handed) and
+//   `telemetry` (spans, metrics) import `spi` and the cross-cutting modules.
+// - `engine` (`__private`) imports all of the above; only this file imports it.
+mod config;
+mod embedded;
+mod engine;
 mod error;
-mod events;
-mod group;
-mod keepalive;
-mod late;
 mod leadership;
-mod leadership_events;
-mod lease;
-mod lease_limit;
-mod lease_mode;
-mod listing;
-#[path = "engine/machine_batch.rs"]
-mod machine_batch;
-#[path = "engine/machine_campaign.rs"]
-mod machine_campaign;
-#[path = "engine/machine_scope.rs"]
-mod machine_scope;
-mod memory;
-#[cfg(feature = "metrics")]
-pub mod metrics;
 mod name;
-mod noop;
-mod options;
-mod orphan;
 mod redact;
-mod renewal_schedule;
-mod result;
-mod retry;
-#[cfg(feature = "serde")]
-mod serde_support;
-mod settings;
-mod state;
+mod spi;
 mod telemetry;
 mod tenant;
-mod token_source;
-mod watcher;
 
-pub use backend::{
-    AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, ExtendOutcome, LockBackend,
-    ReleaseOutcome, ReleaseRequest, Renewal, SlotOutcome, SlotRequest, SlotWalk,
-};
-pub use campaign::{CampaignConfig, DeploymentMode};
-pub use clock::{Clock, ManualClock, SystemClock};
-pub use context::LeaseContext;
-pub use cursor::CursorError;
-pub use error::{BackendError, BackendErrorKind, BoxError, Error, NameError, OptionsError};
-pub use events::{ReleaseEvents, ReleaseListener};
-pub use group::{GroupKeys, GroupSlots, GroupState};
-pub use leadership::{EventCallback, LeadershipEvent, RevokeReason};
-pub use leadership_events::LeadershipEvents;
-pub use lease::{Lease, OwnerToken, ParseOwnerTokenError};
-pub use lease_limit::{LeaseTooLong, MAX_SERVER_LEASE};
-pub use lease_mode::LeaseMode;
-pub use listing::{ForceReleaseOutcome, ListCursor, ListPage, ListRequest};
-pub use memory::InMemoryBackend;
-pub use name::LockName;
-pub use noop::NoopBackend;
-pub use options::LeaderElectionOptions;
+#[cfg(feature = "metrics")]
+pub use telemetry::metrics;
+
+pub use config::campaign::{CampaignConfig, DeploymentMode};
+pub use config::lease_mode::LeaseMode;
+pub use config::options::LeaderElectionOptions;
+pub use embedded::clock::{Clock, ManualClock, SystemClock};
+pub use embedded::memory::InMemoryBackend;
+pub use embedded::noop::NoopBackend;
+pub use engine::watcher::LeadershipWatcher;
+pub use error::{BackendError, BackendErrorKind, BoxError, Error, OptionsError};
+pub use leadership::context::LeaseContext;
+pub use leadership::event::{EventCallback, LeadershipEvent, RevokeReason};
+pub use leadership::events::LeadershipEvents;
+pub use leadership::result::LeaderRunResult;
+pub use name::{LockName, NameError};
 pub use redact::{RedactedError, UrlSecrets};
-pub use result::LeaderRunResult;
-pub use state::{LeaderLease, LeaderState, LockStatus};
+pub use spi::backend::{AsyncLockBackend, Backend, LockBackend};
+pub use spi::cursor::CursorError;
+pub use spi::group::{GroupKeys, GroupSlots, GroupState};
+pub use spi::lease::{Lease, OwnerToken, ParseOwnerTokenError};
+pub use spi::lease_limit::{LeaseTooLong, MAX_SERVER_LEASE};
+pub use spi::listing::{ForceReleaseOutcome, ListCursor, ListPage, ListRequest};
+pub use spi::outcome::{AcquireOutcome, ExtendOutcome, ReleaseOutcome, SlotOutcome};
+pub use spi::release_events::{ReleaseEvents, ReleaseListener};
+pub use spi::request::{AcquireRequest, ReleaseRequest, Renewal, SlotRequest, SlotWalk};
+pub use spi::state::{LeaderLease, LeaderState, LockStatus};
 pub use tenant::{IntoTenantId, TENANT_PREFIX, TenantId, TenantIdError};
-pub use watcher::LeadershipWatcher;
 
-/// The machinery the electors of `leader-blocking` and `leader-async` share: the engine.
-///
-/// Its decisions are free of I/O: [`Scope`](__private::Scope) names and scopes locks,
-/// [`Attempts`](__private::Attempts) says what an acquire loop does next,
-/// [`CampaignStep`](__private::CampaignStep) and [`TermLoop`](__private::TermLoop) what a
-/// campaign's standby and leader do next, [`TenantBatch`](__private::TenantBatch) what a
-/// tenant batch's answers come to. The electors are shells over it: they do the I/O each
-/// step asks for and feed the answer back, and differ only in how they wait.
+/// The machinery the electors of `leader-blocking` and `leader-async` share.
 ///
 /// **Not public API.** It is `pub` only so those sibling crates can use it; it is hidden
 /// from the docs and exempt from semver: anything here may change in any release.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::acquire_batch::{AcquireBatch, BatchAnswer, TenantKeys};
-    pub use crate::attempts::{Attempts, LateLease, Step};
-    pub use crate::backend::OwnedAcquire;
-    pub use crate::batch_answers::{answers_in_order, by_backend, unanswered};
-    pub use crate::campaign::{AfterAttempt, CampaignRun};
-    pub use crate::candidacy::{Candidacy, Standing, Survey, TermCheck, Withdrawal};
-    pub use crate::context::LeaseTracker;
-    pub use crate::group::random_slot;
-    pub use crate::keepalive::Keepalive;
-    pub use crate::late::is_late;
-    pub use crate::leadership::LeadershipState;
-    pub use crate::machine_batch::{TenantBatch, Won};
-    pub use crate::machine_campaign::{CampaignStep, Raced, TermLoop, TermStep};
-    pub use crate::machine_scope::Scope;
-    pub use crate::orphan::Orphan;
-    pub use crate::redact::{unparsed_url, url_scheme};
-    pub use crate::renewal_schedule::RenewalSchedule;
-    pub use crate::retry::Backoff;
-    pub use crate::settings::ElectorSettings;
-    pub use crate::telemetry::AcquireProbe;
+    pub use crate::engine::*;
 }

@@ -5,8 +5,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use crate::error::NameError;
-use crate::name::LockName;
+use crate::name::{LockName, NameError};
 
 /// The prefix of every tenant-scoped lock name: `tenant:<id>:<lock>`.
 pub const TENANT_PREFIX: &str = LockName::TENANT_NAMESPACE;

@@ -5,6 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use leader_core::{Backend, RedactedError, UrlSecrets};
+use leader_runtime::{Background, Stopped};
 use mongodb::Client;
 use mongodb::error::ErrorKind;
 use mongodb::options::ClientOptions;
@@ -13,7 +14,6 @@ use crate::clients::Clients;
 use crate::config::MongoConfig;
 use crate::error::{ConnectError, OpError};
 use crate::ops::Store;
-use crate::runtime::{Background, Stopped};
 
 /// Locks in a MongoDB collection, one document per lock; blocking and async.
 ///
@@ -84,9 +84,9 @@ impl MongoBackend {
     ///
     /// As for [`connect`](Self::connect).
     pub fn connect_with(uri: &str, config: MongoConfig) -> Result<Self, ConnectError> {
-        let background = Background::new().map_err(ConnectError::Runtime)?;
+        let background = background()?;
         let parse = parse_options(uri.to_owned(), config.clone());
-        let parsed = background.block_on(config.operation_timeout(), parse)??;
+        let parsed = background.block_on(Some(config.operation_timeout()), parse)??;
         Ok(MongoBackend::from_parsed(parsed, config, background))
     }
 
@@ -98,11 +98,11 @@ impl MongoBackend {
     ///
     /// As for [`connect`](Self::connect).
     pub async fn connect_async(uri: &str, config: MongoConfig) -> Result<Self, ConnectError> {
-        let background = Background::new().map_err(ConnectError::Runtime)?;
+        let background = background()?;
         let parse = parse_options(uri.to_owned(), config.clone());
         // On the background runtime: the client's monitor tasks must not live on the caller's.
         let parsed = background
-            .run_here(config.operation_timeout(), parse)
+            .run_here(Some(config.operation_timeout()), parse)
             .await??;
         Ok(MongoBackend::from_parsed(parsed, config, background))
     }
@@ -133,7 +133,7 @@ impl MongoBackend {
     ///
     /// [`ConnectError::Runtime`] when the background runtime cannot start.
     pub fn from_client(client: Client, config: MongoConfig) -> Result<Self, ConnectError> {
-        let background = Background::new().map_err(ConnectError::Runtime)?;
+        let background = background()?;
         let uri_database = client.default_database().map(|db| db.name().to_owned());
         let database = config.database_or(uri_database.as_deref());
         let clients = Clients::borrowed(Store::on(&client, &database, &config));
@@ -189,7 +189,7 @@ impl MongoBackend {
         T: Send + 'static,
     {
         let deadline = self.inner.config.operation_timeout();
-        match self.inner.background.block_on(deadline, op) {
+        match self.inner.background.block_on(Some(deadline), op) {
             Ok(result) => result.map_err(|err| err.into_core(key)),
             Err(stopped) => Err(self.failed(stopped, key)),
         }
@@ -203,11 +203,21 @@ impl MongoBackend {
         T: Send + 'static,
     {
         let deadline = self.inner.config.operation_timeout();
-        match self.inner.background.run(deadline, op).await {
+        match self.inner.background.run(Some(deadline), op).await {
             Ok(result) => result.map_err(|err| err.into_core(&key)),
             Err(stopped) => Err(self.failed(stopped, &key)),
         }
     }
+}
+
+/// The backend's background runtime. Async calls from a tokio runtime run on the caller's
+/// runtime (the driver's tasks and timer work on any), each within the operation timeout,
+/// after which it goes on in the background: a driver future is never dropped mid-flight.
+fn background() -> Result<Background, ConnectError> {
+    Background::builder("leader-mongodb")
+        .on_caller_runtime(true)
+        .build()
+        .map_err(ConnectError::Runtime)
 }
 
 /// Parses `uri` (resolving a `mongodb+srv://` name) and builds the driver's client; runs

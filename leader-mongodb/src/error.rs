@@ -7,7 +7,7 @@ use leader_core::{BackendError, BackendErrorKind, BoxError};
 use mongodb::error::{Error as DriverError, ErrorKind, WriteFailure};
 
 use crate::document::ShapeError;
-use crate::runtime::Stopped;
+use leader_runtime::Stopped;
 
 /// The backend name in errors and traces.
 pub(crate) const BACKEND: &str = "mongodb";

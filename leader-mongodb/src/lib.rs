@@ -10,12 +10,10 @@ mod config_serde;
 mod document;
 mod error;
 pub mod fence;
-mod listing;
 mod nonblocking;
 mod operator;
 mod ops;
 mod pipeline;
-mod runtime;
 mod time;
 mod url;
 

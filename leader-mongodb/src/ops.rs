@@ -1,7 +1,7 @@
 //! The four operations against the collection, written once as async code.
 //!
 //! Both the blocking and the async trait implementations run these futures (through
-//! [`Background`](crate::runtime::Background)); they own everything they touch, so they can
+//! [`Background`](leader_runtime::Background)); they own everything they touch, so they can
 //! be spawned and outlive the caller.
 
 use std::time::{Duration, SystemTime};

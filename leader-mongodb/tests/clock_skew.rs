@@ -1,4 +1,4 @@
-//! DESIGN §4.1 under clock skew: nodes whose wall clocks are 30 s apart never hold one lock
+//! Mutual exclusion under clock skew: nodes whose wall clocks are 30 s apart never hold one lock
 //! at once, with the default options. Each skewed node is a child process of this test
 //! binary whose clock libfaketime (`leader_testkit::fixtures::faketime_library`) sets off,
 //! talking to the parent's server.

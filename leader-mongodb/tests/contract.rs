@@ -6,30 +6,5 @@
 mod common;
 
 use common::MongoHarness;
-use leader_testkit::{AsyncStdRunner, SmolRunner, ThreadRunner, TokioRunner};
 
-leader_testkit::contract_tests!(
-    blocking_threads,
-    blocking,
-    MongoHarness::from_env(),
-    ThreadRunner
-);
-leader_testkit::contract_tests!(
-    async_tokio_current_thread,
-    async,
-    MongoHarness::from_env(),
-    TokioRunner::current_thread()
-);
-leader_testkit::contract_tests!(
-    async_tokio_multi_thread,
-    async,
-    MongoHarness::from_env(),
-    TokioRunner::multi_thread()
-);
-leader_testkit::contract_tests!(
-    async_async_std,
-    async,
-    MongoHarness::from_env(),
-    AsyncStdRunner
-);
-leader_testkit::contract_tests!(async_smol, async, MongoHarness::from_env(), SmolRunner);
+leader_testkit::contract_tests!(every_runtime, MongoHarness::from_env());

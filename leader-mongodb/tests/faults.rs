@@ -16,7 +16,7 @@ use leader_core::{
 };
 use leader_mongodb::{MongoBackend, MongoConfig};
 use leader_testkit::fixtures::Data;
-use leader_testkit::fresh_name;
+use leader_testkit::{checks, fresh_name};
 use mongodb::bson::{Bson, DateTime, Document, doc};
 
 const LEASE: Duration = Duration::from_secs(30);
@@ -38,11 +38,7 @@ fn assert_backend_error<T: std::fmt::Debug>(
     key: &LockName,
     transient: bool,
 ) {
-    let err = result.expect_err("expected a backend error");
-    assert!(matches!(err, Error::Backend(_)), "{err:?}");
-    assert_eq!(err.lock_key(), Some(key.as_str()), "{err}");
-    assert_eq!(err.is_transient(), transient, "{err}");
-    assert!(err.to_string().contains("mongodb"), "{err}");
+    checks::assert_backend_error(result, key.as_str(), transient, "mongodb");
 }
 
 /// Driver timeouts of one second and an operation bound of three.
@@ -51,20 +47,6 @@ fn fast(collection: &str) -> MongoConfig {
         .with_server_selection_timeout(Duration::from_secs(1))
         .with_connect_timeout(Duration::from_secs(1))
         .with_operation_timeout(Duration::from_secs(3))
-}
-
-/// Runs `f`, checks it failed with a transient error on `key` within `bound`.
-fn fails_fast<T: std::fmt::Debug>(
-    what: &str,
-    key: &LockName,
-    bound: Duration,
-    f: impl FnOnce() -> Result<T, Error>,
-) {
-    let started = Instant::now();
-    let result = f();
-    let took = started.elapsed();
-    assert!(took < bound, "{what} took {took:?}, bound {bound:?}");
-    assert_backend_error(result, key, true);
 }
 
 #[test]
@@ -82,39 +64,15 @@ fn stopped_server_fails_closed_within_the_timeout_and_the_action_does_not_run() 
 
     server.kill();
 
-    let other = OwnerToken::random();
-    fails_fast("blocking try_acquire", &key, bound, || {
-        LockBackend::try_acquire(&backend, request(&key, other, "node-b"))
-    });
-    fails_fast("blocking extend", &key, bound, || {
-        LockBackend::extend(&backend, &lease, LEASE, false)
-    });
-    fails_fast("blocking release", &key, bound, || {
-        LockBackend::release(&backend, &lease, Duration::ZERO)
-    });
-    fails_fast("blocking state", &key, bound, || {
-        LockBackend::state(&backend, &key)
-    });
+    checks::a_stopped_server_fails_closed_within_the_timeout(
+        &backend, &lease, bound, false, "mongodb",
+    );
 
     let ran = AtomicBool::new(false);
-    fails_fast("run_if_leader", &key, bound, || {
+    checks::fails_fast("run_if_leader", key.as_str(), bound, "mongodb", || {
         elector.run_if_leader(key.as_str(), || ran.store(true, Ordering::SeqCst))
     });
     assert!(!ran.load(Ordering::SeqCst), "the action must not run");
-
-    let tokio = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    fails_fast("async try_acquire on tokio", &key, bound, || {
-        tokio.block_on(AsyncLockBackend::try_acquire(
-            &backend,
-            request(&key, other, "node-b"),
-        ))
-    });
-    fails_fast("async extend on smol", &key, bound, || {
-        smol::block_on(AsyncLockBackend::extend(&backend, &lease, LEASE, false))
-    });
 }
 
 #[test]

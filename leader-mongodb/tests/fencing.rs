@@ -1,4 +1,4 @@
-//! DESIGN §4.3: fencing tokens never go back, even when the lock document is lost — deleted
+//! Fencing tokens never go back, even when the lock document is lost — deleted
 //! by an operator's cleanup or a TTL index, or replaced by an older copy from a backup.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

@@ -10,9 +10,8 @@ use std::time::{Duration, Instant};
 use common::{config, private_server, uri, uri_of};
 use leader_blocking::LeaderElector;
 use leader_core::{
-    AcquireOutcome, AcquireRequest, AsyncLockBackend, ForceReleaseOutcome, LeaderElectionOptions,
-    LeaseMode, ListPage, ListRequest, LockBackend, LockName, LockStatus, OwnerToken,
-    ReleaseOutcome,
+    AcquireOutcome, AcquireRequest, ForceReleaseOutcome, LeaderElectionOptions, LeaseMode,
+    ListRequest, LockBackend, LockName, OwnerToken,
 };
 use leader_mongodb::MongoBackend;
 use leader_testkit::fresh_name;
@@ -32,104 +31,18 @@ fn acquire(backend: &MongoBackend, key: &LockName) -> leader_core::Lease {
     }
 }
 
-/// Every page of `prefix`, by `limit`, through `list`: the names in order, and the pages'
-/// sizes.
-fn all_pages(
-    prefix: &str,
-    limit: usize,
-    mut list: impl FnMut(&ListRequest) -> ListPage,
-) -> (Vec<String>, Vec<usize>) {
-    let (mut names, mut sizes) = (Vec::new(), Vec::new());
-    let mut request = ListRequest::new(prefix).with_limit(limit);
-    loop {
-        let page = list(&request);
-        sizes.push(page.locks.len());
-        for state in &page.locks {
-            assert_eq!(state.status(), LockStatus::Occupied);
-            names.push(state.lock_name().to_owned());
-        }
-        match page.next {
-            Some(cursor) => request = request.after(cursor),
-            None => return (names, sizes),
-        }
-        assert!(sizes.len() < 100, "the listing does not end");
-    }
-}
-
 #[test]
 fn sixty_locks_list_in_pages_of_seven_blocking_and_async() {
     let Some(uri) = uri() else { return };
     let backend = MongoBackend::connect_with(&uri, config(COLLECTION)).unwrap();
-    let base = fresh_name("sixty");
-    let prefix = format!("{base}:");
-    let mut expected: Vec<String> = (0..60).map(|i| format!("{prefix}{i:02}")).collect();
-    // Under the prefix too: the prefix itself as a name, and one past every digit.
-    expected.push(prefix.clone());
-    expected.push(format!("{prefix}\u{10FFFF}"));
-    expected.sort();
-    for held in &expected {
-        acquire(&backend, &name(held.clone()));
-    }
-    // Beside the prefix: below it, just above its range (`;` follows `:`), and a lock
-    // under it that is released.
-    for beside in [base.to_string(), format!("{base};"), format!("{base}9")] {
-        acquire(&backend, &name(beside));
-    }
-    let released = acquire(&backend, &name(format!("{prefix}released")));
-    assert_eq!(
-        LockBackend::release(&backend, &released, Duration::ZERO).unwrap(),
-        ReleaseOutcome::Released
-    );
-
-    let (blocking, sizes) = all_pages(&prefix, 7, |request| {
-        LockBackend::list(&backend, request).unwrap()
-    });
-    assert_eq!(blocking, expected);
-    assert_eq!(sizes, [7, 7, 7, 7, 7, 7, 7, 7, 6]);
-
-    let tokio = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let (on_tokio, _) = all_pages(&prefix, 7, |request| {
-        tokio
-            .block_on(AsyncLockBackend::list(&backend, request))
-            .unwrap()
-    });
-    assert_eq!(on_tokio, expected);
-    let (on_smol, _) = all_pages(&prefix, 7, |request| {
-        smol::block_on(AsyncLockBackend::list(&backend, request)).unwrap()
-    });
-    assert_eq!(on_smol, expected);
+    leader_testkit::checks::sixty_locks_list_in_pages_of_seven_blocking_and_async(&backend);
 }
 
 #[test]
 fn a_prefix_with_metacharacters_matches_literally() {
     let Some(uri) = uri() else { return };
     let backend = MongoBackend::connect_with(&uri, config(COLLECTION)).unwrap();
-    let base = fresh_name("meta");
-    let prefix = format!("{base}:a.*[x]%_");
-    let expected = [
-        prefix.clone(),
-        format!("{prefix}_"),
-        format!("{prefix}tail"),
-    ];
-    // What a regex (`.`, `*`, `[x]`) or a LIKE pattern (`%`, `_`) would also match.
-    let decoys = [
-        format!("{base}:ab*[x]%_"),
-        format!("{base}:a.[x]%_"),
-        format!("{base}:a.*x%_"),
-        format!("{base}:a.*[x]Z_"),
-        format!("{base}:a.*[x]%Z"),
-        format!("{base}:a"),
-    ];
-    for held in expected.iter().chain(&decoys) {
-        acquire(&backend, &name(held.clone()));
-    }
-    let (names, _) = all_pages(&prefix, 2, |request| {
-        LockBackend::list(&backend, request).unwrap()
-    });
-    assert_eq!(names, expected);
+    leader_testkit::checks::a_prefix_with_metacharacters_matches_literally(&backend);
 }
 
 /// With `notablescan` set the server refuses a query that would read the whole

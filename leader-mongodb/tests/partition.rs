@@ -1,4 +1,4 @@
-//! DESIGN §4.4 after a network partition heals: the backend works again within two seconds
+//! Failing closed, then recovering, after a network partition heals: the backend works again within two seconds
 //! of the network coming back, through a proxy that drops every byte while partitioned.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

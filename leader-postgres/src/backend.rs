@@ -6,6 +6,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use leader_core::{Backend, Error, ForceReleaseOutcome, LockName, ReleaseEvents};
+use leader_runtime::Background;
 
 use crate::config::PostgresConfig;
 use crate::connector::Connector;
@@ -13,7 +14,6 @@ use crate::error::{BACKEND, ConnectError, OpError};
 use crate::listener::Listener;
 use crate::ops::{Op, Released};
 use crate::pool::Pool;
-use crate::runtime::Background;
 use crate::table::Table;
 
 /// Locks in one PostgreSQL table, one row per lock; blocking and async.
@@ -120,7 +120,13 @@ impl PostgresBackend {
             reason,
         })?;
         let connector = Arc::new(Connector::new(url, &config)?);
-        let background = Background::new().map_err(ConnectError::Runtime)?;
+        // Every call on the background runtime (its sessions must outlive any caller's
+        // runtime); a blocking one driven on the calling thread: it keeps its own deadline
+        // (`call`) and closes its connection when dropped at it.
+        let background = Background::builder("leader-postgres")
+            .drive_blocking_calls(true)
+            .build()
+            .map_err(ConnectError::Runtime)?;
         let pool = Arc::new(Pool::new(
             Arc::clone(&connector),
             table.clone(),
@@ -168,7 +174,8 @@ impl PostgresBackend {
     pub(crate) fn block_on<O: Op>(&self, op: O) -> Result<O::Output, Error> {
         let key = op.key().to_owned();
         let started = Instant::now();
-        let result = self.inner.background.block_on(self.call(op));
+        let result = self.inner.background.block_on(None, self.call(op));
+        let result = result.unwrap_or_else(|stopped| Err(OpError::from(stopped)));
         finish::<O>(&key, result, started)
     }
 
@@ -177,7 +184,8 @@ impl PostgresBackend {
     pub(crate) async fn run<O: Op>(&self, op: O) -> Result<O::Output, Error> {
         let key = op.key().to_owned();
         let started = Instant::now();
-        let result = self.inner.background.run(self.call(op)).await;
+        let result = self.inner.background.run(None, self.call(op)).await;
+        let result = result.unwrap_or_else(|stopped| Err(OpError::from(stopped)));
         finish::<O>(&key, result, started)
     }
 

@@ -18,6 +18,44 @@ use std::time::Duration;
 /// the call was using is closed (its statement may or may not have been applied: a
 /// timed-out acquire is released by the electors with the same owner token).
 ///
+/// # Configuration files
+///
+/// With the `serde` feature the config reads from (and writes to) any serde format, with
+/// the settings above as fields and durations in human form (`"5s"`, `"1m 30s"`,
+/// `"250ms"`). A field left out keeps its default, an unknown field is an error, and the
+/// result is checked as [`connect_with`](crate::PostgresBackend::connect_with) checks it: a
+/// zero `pool_size` or timeout, or a table name that cannot be used, is a deserialize error
+/// carrying the [`ConnectError`](crate::ConnectError) message. The config holds no secret
+/// (the password is in the connection URL, which is not part of it).
+///
+/// `tls_root_certificate` holds the PEM text itself (a TOML multi-line string, say), not
+/// a path: reading a file is left to the application, which knows where paths are relative
+/// to. A value that does not contain `-----BEGIN ` is rejected as the likely path it is.
+/// To keep the CA in a file, leave the field out and add the file's contents after
+/// reading the config: `config.with_tls_root_certificate(std::fs::read(path)?)`.
+///
+/// ```
+/// # #[cfg(feature = "serde")] {
+/// use std::time::Duration;
+/// use leader_postgres::PostgresConfig;
+///
+/// let config: PostgresConfig = toml::from_str(
+///     r#"
+///     table = "ops.leader_locks"
+///     pool_size = 2
+///     operation_timeout = "1m 30s"
+///     "#,
+/// )?;
+/// assert_eq!(config.table(), "ops.leader_locks");
+/// assert_eq!(config.operation_timeout(), Duration::from_secs(90));
+/// assert_eq!(config.connect_timeout(), Duration::from_secs(5)); // the default
+///
+/// let bad = toml::from_str::<PostgresConfig>(r#"table = "a-b""#).unwrap_err();
+/// assert!(bad.to_string().contains("invalid lock table name `a-b`"));
+/// # }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
 /// # Examples
 ///
 /// ```

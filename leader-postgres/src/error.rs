@@ -6,6 +6,7 @@ use std::io;
 use std::time::Duration;
 
 use leader_core::{BackendError, BackendErrorKind, BoxError};
+use leader_runtime::Stopped;
 use tokio_postgres::error::SqlState;
 
 use crate::schema::ShapeError;
@@ -87,6 +88,19 @@ pub(crate) enum OpError {
     /// A list cursor this backend did not make for this listing.
     #[error(transparent)]
     BadCursor(#[from] leader_core::CursorError),
+}
+
+impl From<Stopped> for OpError {
+    /// The bridge's reason a call gave no result. The backend gives it no deadline (each
+    /// call keeps its own), so `TimedOut` does not come from there; it maps to the
+    /// timeout it would be.
+    fn from(stopped: Stopped) -> Self {
+        match stopped {
+            Stopped::TimedOut(after) => OpError::TimedOut(after),
+            Stopped::Panicked => OpError::Panicked,
+            Stopped::ShutDown => OpError::ShutDown,
+        }
+    }
 }
 
 impl OpError {

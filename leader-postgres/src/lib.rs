@@ -4,6 +4,8 @@
 mod backend;
 mod blocking;
 mod config;
+#[cfg(feature = "serde")]
+mod config_serde;
 mod conn;
 mod connector;
 mod error;
@@ -12,7 +14,6 @@ mod nonblocking;
 mod operator;
 mod ops;
 mod pool;
-mod runtime;
 mod schema;
 mod sql;
 mod table;

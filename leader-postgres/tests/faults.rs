@@ -8,14 +8,14 @@ mod common;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{assert_backend_error, config, must_acquire, private_server};
+use common::{config, must_acquire, private_server};
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, LeaderElectionOptions,
     LockBackend, LockName, OwnerToken,
 };
 use leader_postgres::{PostgresBackend, PostgresConfig};
 use leader_testkit::fixtures::Data;
-use leader_testkit::fresh_name;
+use leader_testkit::{checks, fresh_name};
 
 const LEASE: Duration = Duration::from_secs(30);
 
@@ -33,11 +33,7 @@ fn fails_fast<T: std::fmt::Debug>(
     bound: Duration,
     f: impl FnOnce() -> Result<T, Error>,
 ) {
-    let started = Instant::now();
-    let result = f();
-    let took = started.elapsed();
-    assert!(took < bound, "{what} took {took:?}, bound {bound:?}");
-    assert_backend_error(result, key, true);
+    checks::fails_fast(what, key.as_str(), bound, "postgres", f);
 }
 
 /// Retries `f` until it succeeds (transient errors in between), at most `within`.
@@ -67,22 +63,10 @@ fn a_killed_server_fails_closed_within_the_timeout_and_the_action_does_not_run()
     let lease = must_acquire(&backend, &key, "node-a", LEASE);
 
     server.kill();
-    fails_fast("extend", &key, bound, || {
-        LockBackend::extend(&backend, &lease, LEASE, true)
-    });
-    fails_fast("release", &key, bound, || {
-        LockBackend::release(&backend, &lease, Duration::ZERO)
-    });
-    fails_fast("state", &key, bound, || LockBackend::state(&backend, &key));
+    checks::a_stopped_server_fails_closed_within_the_timeout(
+        &backend, &lease, bound, true, "postgres",
+    );
     let other = fresh_name("killed-other");
-    fails_fast("acquire", &other, bound, || {
-        let request = AcquireRequest::new(&other, OwnerToken::random(), "node-b", LEASE);
-        LockBackend::try_acquire(&backend, request)
-    });
-    let async_key = key.clone();
-    fails_fast("async state", &key, bound, || {
-        futures::executor::block_on(AsyncLockBackend::state(&backend, &async_key))
-    });
 
     let ran = AtomicBool::new(false);
     let options = LeaderElectionOptions::default().with_wait_time(Duration::ZERO);

@@ -30,26 +30,10 @@ fn a_release_by_another_node_wakes_only_that_locks_waiters() {
     let holder = PostgresBackend::connect_with(&url, config(TABLE)).unwrap();
     let waiter = PostgresBackend::connect_with(&url, config(TABLE)).unwrap();
     listening(&waiter);
-    let key = fresh_name("wake");
-    let lease = must_acquire(&holder, &key, "holder", Duration::from_secs(30));
-
-    let events = waiter.release_events().unwrap();
-    let other = events.listen("some-other-lock");
-    let listener = events.listen(key.as_str());
-    let released_at = Instant::now();
-    LockBackend::release(&holder, &lease, Duration::ZERO).unwrap();
-    assert!(
-        listener.wait_timeout(Duration::from_secs(2)),
-        "the waiter was not woken"
-    );
-    let latency = released_at.elapsed();
-    assert!(
-        latency < Duration::from_millis(500),
-        "woken after {latency:?}"
-    );
-    assert!(
-        !other.wait_timeout(Duration::from_millis(50)),
-        "only the released lock's waiters wake"
+    leader_testkit::checks::a_release_by_another_node_wakes_only_that_locks_waiters(
+        &holder,
+        &waiter,
+        Duration::from_millis(500),
     );
 }
 

@@ -11,8 +11,7 @@ use std::time::{Duration, Instant};
 use common::{Raw, config, must_acquire, url};
 use leader_blocking::LeaderElector;
 use leader_core::{
-    AsyncLockBackend, Backend, ForceReleaseOutcome, LeaderElectionOptions, LeaseMode, ListPage,
-    ListRequest, LockBackend, LockName, LockStatus, ReleaseOutcome,
+    Backend, ForceReleaseOutcome, LeaderElectionOptions, LeaseMode, ListRequest, LockBackend,
 };
 use leader_postgres::PostgresBackend;
 use leader_testkit::fresh_name;
@@ -20,108 +19,18 @@ use leader_testkit::fresh_name;
 const TABLE: &str = "operator_locks";
 const LONG: Duration = Duration::from_secs(60);
 
-fn name(text: String) -> LockName {
-    LockName::new(text).unwrap()
-}
-
-/// Every page of `prefix`, by `limit`, through `list`: the names in order, and the pages'
-/// sizes.
-fn all_pages(
-    prefix: &str,
-    limit: usize,
-    mut list: impl FnMut(&ListRequest) -> ListPage,
-) -> (Vec<String>, Vec<usize>) {
-    let (mut names, mut sizes) = (Vec::new(), Vec::new());
-    let mut request = ListRequest::new(prefix).with_limit(limit);
-    loop {
-        let page = list(&request);
-        sizes.push(page.locks.len());
-        for state in &page.locks {
-            assert_eq!(state.status(), LockStatus::Occupied);
-            names.push(state.lock_name().to_owned());
-        }
-        match page.next {
-            Some(cursor) => request = request.after(cursor),
-            None => return (names, sizes),
-        }
-        assert!(sizes.len() < 100, "the listing does not end");
-    }
-}
-
 #[test]
 fn sixty_locks_list_in_pages_of_seven_blocking_and_async() {
     let Some(url) = url() else { return };
     let backend = PostgresBackend::connect_with(&url, config(TABLE)).unwrap();
-    let base = fresh_name("sixty");
-    let prefix = format!("{base}:");
-    let mut expected: Vec<String> = (0..60).map(|i| format!("{prefix}{i:02}")).collect();
-    // Under the prefix too: the prefix itself as a name, and one past every digit.
-    expected.push(prefix.clone());
-    expected.push(format!("{prefix}\u{10FFFF}"));
-    expected.sort();
-    for held in &expected {
-        must_acquire(&backend, &name(held.clone()), "node", LONG);
-    }
-    // Beside the prefix: below it, just above its range (`;` follows `:`), and a lock
-    // under it that is released.
-    for beside in [base.to_string(), format!("{base};"), format!("{base}9")] {
-        must_acquire(&backend, &name(beside), "node", LONG);
-    }
-    let released = must_acquire(&backend, &name(format!("{prefix}released")), "node", LONG);
-    assert_eq!(
-        LockBackend::release(&backend, &released, Duration::ZERO).unwrap(),
-        ReleaseOutcome::Released
-    );
-
-    let (blocking, sizes) = all_pages(&prefix, 7, |request| {
-        LockBackend::list(&backend, request).unwrap()
-    });
-    assert_eq!(blocking, expected);
-    assert_eq!(sizes, [7, 7, 7, 7, 7, 7, 7, 7, 6]);
-
-    let tokio = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let (on_tokio, _) = all_pages(&prefix, 7, |request| {
-        tokio
-            .block_on(AsyncLockBackend::list(&backend, request))
-            .unwrap()
-    });
-    assert_eq!(on_tokio, expected);
-    let (on_futures, _) = all_pages(&prefix, 7, |request| {
-        futures::executor::block_on(AsyncLockBackend::list(&backend, request)).unwrap()
-    });
-    assert_eq!(on_futures, expected);
+    leader_testkit::checks::sixty_locks_list_in_pages_of_seven_blocking_and_async(&backend);
 }
 
 #[test]
 fn a_prefix_with_metacharacters_matches_literally() {
     let Some(url) = url() else { return };
     let backend = PostgresBackend::connect_with(&url, config(TABLE)).unwrap();
-    let base = fresh_name("meta");
-    let prefix = format!("{base}:a.*[x]%_");
-    let expected = [
-        prefix.clone(),
-        format!("{prefix}_"),
-        format!("{prefix}tail"),
-    ];
-    // What a regex (`.`, `*`, `[x]`) or a LIKE pattern (`%`, `_`) would also match.
-    let decoys = [
-        format!("{base}:ab*[x]%_"),
-        format!("{base}:a.[x]%_"),
-        format!("{base}:a.*x%_"),
-        format!("{base}:a.*[x]Z_"),
-        format!("{base}:a.*[x]%Z"),
-        format!("{base}:a"),
-    ];
-    for held in expected.iter().chain(&decoys) {
-        must_acquire(&backend, &name(held.clone()), "node", LONG);
-    }
-    let (names, _) = all_pages(&prefix, 2, |request| {
-        LockBackend::list(&backend, request).unwrap()
-    });
-    assert_eq!(names, expected);
+    leader_testkit::checks::a_prefix_with_metacharacters_matches_literally(&backend);
 }
 
 /// In a database whose collation is not `C`, on a table the backend made: the listing's

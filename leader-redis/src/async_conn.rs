@@ -20,7 +20,7 @@ use redis::{RedisResult, ScriptInvocation, Value};
 use crate::clients::Target;
 use crate::config::RedisConfig;
 use crate::error::is_dead_connection;
-use crate::listing::{self, Io};
+use crate::operator::listing::{self, Io};
 
 #[derive(Clone)]
 enum AsyncConn {

@@ -10,10 +10,10 @@ use redis::{RedisResult, Value};
 use crate::async_conn::AsyncPool;
 use crate::clients::Target;
 use crate::config::RedisConfig;
-use crate::error::{ConfigError, Failure};
+use crate::error::{BACKEND, ConnectError, OpError};
 use crate::keys::{LockKeys, release_channel};
+use crate::listener::Listener;
 use crate::ops::Op;
-use crate::pubsub::Subscriber;
 use crate::started::Started;
 use crate::sync_conn::SyncPool;
 
@@ -83,7 +83,7 @@ struct Inner {
     #[cfg(any(feature = "tokio", feature = "smol"))]
     async_pool: AsyncPool,
     events: ReleaseEvents,
-    subscriber: Started<Subscriber>,
+    listener: Started<Listener>,
 }
 
 impl RedisBackend {
@@ -94,22 +94,22 @@ impl RedisBackend {
     ///
     /// # Errors
     ///
-    /// [`ConfigError::InvalidUrl`] when the URL is not understood.
+    /// [`ConnectError::InvalidUrl`] when the URL is not understood.
     ///
     /// # Examples
     ///
     /// ```
-    /// use leader_redis::{ConfigError, RedisBackend};
+    /// use leader_redis::{ConnectError, RedisBackend};
     ///
     /// let backend = RedisBackend::connect("redis://127.0.0.1:6379/")?; // nothing is sent yet
     /// assert_eq!(backend.key_prefix(), "leader");
     /// assert!(matches!(
     ///     RedisBackend::connect("http://127.0.0.1/"),
-    ///     Err(ConfigError::InvalidUrl { .. })
+    ///     Err(ConnectError::InvalidUrl { .. })
     /// ));
-    /// # Ok::<(), ConfigError>(())
+    /// # Ok::<(), ConnectError>(())
     /// ```
-    pub fn connect(url: &str) -> Result<Self, ConfigError> {
+    pub fn connect(url: &str) -> Result<Self, ConnectError> {
         RedisBackend::connect_with(url, RedisConfig::default())
     }
 
@@ -117,7 +117,7 @@ impl RedisBackend {
     ///
     /// # Errors
     ///
-    /// [`ConfigError`] when the URL or a setting is rejected.
+    /// [`ConnectError`] when the URL or a setting is rejected.
     ///
     /// # Examples
     ///
@@ -130,9 +130,9 @@ impl RedisBackend {
     ///     .with_response_timeout(Duration::from_millis(500));
     /// let backend = RedisBackend::connect_with("redis://:secret@127.0.0.1/", config)?;
     /// assert_eq!(backend.key_prefix(), "billing");
-    /// # Ok::<(), leader_redis::ConfigError>(())
+    /// # Ok::<(), leader_redis::ConnectError>(())
     /// ```
-    pub fn connect_with(url: &str, config: RedisConfig) -> Result<Self, ConfigError> {
+    pub fn connect_with(url: &str, config: RedisConfig) -> Result<Self, ConnectError> {
         config.validate()?;
         let target = Target::single(url, &config)?;
         Ok(RedisBackend::build(target, config))
@@ -144,7 +144,7 @@ impl RedisBackend {
     ///
     /// # Errors
     ///
-    /// [`ConfigError::NoClusterNodes`] for an empty list, [`ConfigError::InvalidUrl`] for a
+    /// [`ConnectError::NoClusterNodes`] for an empty list, [`ConnectError::InvalidUrl`] for a
     /// bad URL, or a rejected setting.
     ///
     /// # Examples
@@ -155,9 +155,9 @@ impl RedisBackend {
     /// let urls = ["redis://127.0.0.1:7000/", "redis://127.0.0.1:7001/"];
     /// let backend = RedisBackend::connect_cluster(urls, RedisConfig::default())?;
     /// # let _ = backend;
-    /// # Ok::<(), leader_redis::ConfigError>(())
+    /// # Ok::<(), leader_redis::ConnectError>(())
     /// ```
-    pub fn connect_cluster<I, S>(urls: I, config: RedisConfig) -> Result<Self, ConfigError>
+    pub fn connect_cluster<I, S>(urls: I, config: RedisConfig) -> Result<Self, ConnectError>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
@@ -178,7 +178,7 @@ impl RedisBackend {
                 target,
                 config,
                 events: ReleaseEvents::new(),
-                subscriber: Started::new(SUBSCRIPTION_RETRY),
+                listener: Started::new(SUBSCRIPTION_RETRY),
             }),
         }
     }
@@ -214,9 +214,9 @@ impl RedisBackend {
     /// release notifications are off.
     pub fn is_subscribed(&self) -> bool {
         self.inner
-            .subscriber
+            .listener
             .get()
-            .is_some_and(Subscriber::is_subscribed)
+            .is_some_and(Listener::is_subscribed)
     }
 
     /// The blocking connections.
@@ -239,11 +239,11 @@ impl RedisBackend {
     pub(crate) fn run_blocking<O: Op>(&self, op: O) -> Result<O::Output, Error> {
         let key = self.lock_key(op.name());
         self.run_blocking_raw(op)
-            .map_err(|failure| failure.into_error(&key))
+            .map_err(|failure| failure.into_core(&key))
     }
 
     /// [`run_blocking`](Self::run_blocking), the failure not yet named by a key.
-    pub(crate) fn run_blocking_raw<O: Op>(&self, op: O) -> Result<O::Output, Failure> {
+    pub(crate) fn run_blocking_raw<O: Op>(&self, op: O) -> Result<O::Output, OpError> {
         let keys = LockKeys::new(self.key_prefix(), op.name());
         let invocation = op.invocation(&keys, &self.inner.channel);
         let started = Instant::now();
@@ -256,7 +256,7 @@ impl RedisBackend {
     pub(crate) fn run_blocking_pipelined<O: Op>(
         &self,
         ops: Vec<O>,
-    ) -> Vec<Result<O::Output, Failure>> {
+    ) -> Vec<Result<O::Output, OpError>> {
         let invocations: Vec<_> = ops
             .iter()
             .map(|op| {
@@ -274,11 +274,11 @@ impl RedisBackend {
                 .map(|(op, reply)| finish(op, reply, started))
                 .collect(),
             Err(err) => {
-                let failure = Failure::from_redis(O::NAME, err);
+                let failure = OpError::from_redis(O::NAME, err);
                 let (kind, message) = (failure.kind(), failure.to_string());
                 ops.iter()
                     .map(|_| {
-                        Err(Failure::Pipeline {
+                        Err(OpError::Pipeline {
                             kind,
                             message: message.clone(),
                         })
@@ -294,12 +294,12 @@ impl RedisBackend {
         let key = self.lock_key(op.name());
         self.run_async_raw(op)
             .await
-            .map_err(|failure| failure.into_error(&key))
+            .map_err(|failure| failure.into_core(&key))
     }
 
     /// [`run_async`](Self::run_async), the failure not yet named by a key.
     #[cfg(any(feature = "tokio", feature = "smol"))]
-    pub(crate) async fn run_async_raw<O: Op>(&self, op: O) -> Result<O::Output, Failure> {
+    pub(crate) async fn run_async_raw<O: Op>(&self, op: O) -> Result<O::Output, OpError> {
         let keys = LockKeys::new(self.key_prefix(), op.name());
         let invocation = op.invocation(&keys, &self.inner.channel);
         let started = Instant::now();
@@ -312,21 +312,21 @@ impl RedisBackend {
     pub(crate) fn per_lock<'k, T>(
         &self,
         keys: impl Iterator<Item = &'k LockName>,
-        answer: Result<Vec<Result<T, Failure>>, Failure>,
+        answer: Result<Vec<Result<T, OpError>>, OpError>,
     ) -> Vec<Result<T, Error>> {
         match answer {
             Ok(items) => keys
                 .zip(items)
-                .map(|(key, item)| item.map_err(|failure| failure.into_error(&self.lock_key(key))))
+                .map(|(key, item)| item.map_err(|failure| failure.into_core(&self.lock_key(key))))
                 .collect(),
             Err(failure) => {
                 let (kind, message) = (failure.kind(), failure.to_string());
                 keys.map(|key| {
-                    let failure = Failure::Pipeline {
+                    let failure = OpError::Pipeline {
                         kind,
                         message: message.clone(),
                     };
-                    Err(BackendError::new("redis", self.lock_key(key), kind, failure).into())
+                    Err(BackendError::new(BACKEND, self.lock_key(key), kind, failure).into())
                 })
                 .collect()
             }
@@ -365,7 +365,7 @@ impl RedisBackend {
         key: impl Fn(&I) -> &LockName,
     ) -> Vec<Result<T, Error>>
     where
-        O: Op<Output = Vec<Result<T, Failure>>>,
+        O: Op<Output = Vec<Result<T, OpError>>>,
     {
         let mut answers = Vec::with_capacity(items.len());
         for (chunks, ops) in self.round_trips(items, sizes, &op) {
@@ -396,7 +396,7 @@ impl RedisBackend {
         key: impl Fn(&I) -> &LockName,
     ) -> Vec<Result<T, Error>>
     where
-        O: Op<Output = Vec<Result<T, Failure>>> + Send,
+        O: Op<Output = Vec<Result<T, OpError>>> + Send,
     {
         let mut answers = Vec::with_capacity(items.len());
         for (chunks, mut ops) in self.round_trips(items, sizes, &op) {
@@ -416,9 +416,9 @@ impl RedisBackend {
         answers
     }
 
-    fn start_subscriber(&self) -> std::io::Result<Subscriber> {
+    fn start_listener(&self) -> std::io::Result<Listener> {
         let inner = &self.inner;
-        Subscriber::spawn(
+        Listener::spawn(
             inner.target.subscription_clients(),
             inner.channel.clone(),
             inner.events.clone(),
@@ -429,9 +429,9 @@ impl RedisBackend {
 }
 
 /// Decodes the reply and traces the outcome.
-fn finish<O: Op>(op: O, reply: RedisResult<Value>, started: Instant) -> Result<O::Output, Failure> {
+fn finish<O: Op>(op: O, reply: RedisResult<Value>, started: Instant) -> Result<O::Output, OpError> {
     let result = reply
-        .map_err(|err| Failure::from_redis(O::NAME, err))
+        .map_err(|err| OpError::from_redis(O::NAME, err))
         .and_then(|value| op.decode(value));
     let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
     match &result {
@@ -457,7 +457,7 @@ fn finish<O: Op>(op: O, reply: RedisResult<Value>, started: Instant) -> Result<O
 
 impl Backend for RedisBackend {
     fn name(&self) -> &'static str {
-        "redis"
+        BACKEND
     }
 
     /// The hash's key, `{prefix}:{<name>}`: see [`RedisBackend::lock_key`].
@@ -472,9 +472,7 @@ impl Backend for RedisBackend {
         if !self.inner.config.release_notifications() {
             return None;
         }
-        self.inner
-            .subscriber
-            .get_or_start(|| self.start_subscriber());
+        self.inner.listener.get_or_start(|| self.start_listener());
         Some(&self.inner.events)
     }
 }

@@ -10,7 +10,8 @@ use leader_core::{
 };
 
 use crate::backend::RedisBackend;
-use crate::force_release::ForceRelease;
+use crate::error::BACKEND;
+use crate::operator::ForceRelease;
 use crate::ops::{Acquire, Extend, Release, State};
 
 /// Blocking calls wait at most the configured connect timeout plus the response timeout.
@@ -31,7 +32,7 @@ impl LockBackend for RedisBackend {
         let mut answers = self.per_lock(requests.iter().map(|r| r.request.key), answer);
         answers
             .pop()
-            .unwrap_or_else(|| Err(unanswered("redis", requests[0].request.key)))
+            .unwrap_or_else(|| Err(unanswered(BACKEND, requests[0].request.key)))
     }
 
     /// On a standalone server one script per chunk of up to 100 requests (each answered on
@@ -67,7 +68,7 @@ impl LockBackend for RedisBackend {
         let mut answers = self.extend_batch(&renewal);
         answers
             .pop()
-            .unwrap_or_else(|| Err(unanswered("redis", &lease.key)))
+            .unwrap_or_else(|| Err(unanswered(BACKEND, &lease.key)))
     }
 
     /// On a standalone server, one script per chunk of up to 1,000 leases (each lease
@@ -89,7 +90,7 @@ impl LockBackend for RedisBackend {
         let mut answers = self.release_batch(&release);
         answers
             .pop()
-            .unwrap_or_else(|| Err(unanswered("redis", &lease.key)))
+            .unwrap_or_else(|| Err(unanswered(BACKEND, &lease.key)))
     }
 
     /// As `try_acquire_batch`: up to 100 leases per script, 10 scripts per round trip on a

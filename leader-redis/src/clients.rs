@@ -5,7 +5,7 @@ use redis::Client;
 use redis::cluster::{ClusterClient, ClusterClientBuilder};
 
 use crate::config::RedisConfig;
-use crate::error::ConfigError;
+use crate::error::ConnectError;
 
 /// The server(s) a backend talks to.
 #[derive(Debug, Clone)]
@@ -20,13 +20,13 @@ pub(crate) enum Target {
 }
 
 impl Target {
-    pub(crate) fn single(url: &str, config: &RedisConfig) -> Result<Self, ConfigError> {
+    pub(crate) fn single(url: &str, config: &RedisConfig) -> Result<Self, ConnectError> {
         Ok(Target::Single(Box::new(node_client(url, config)?)))
     }
 
-    pub(crate) fn cluster(urls: &[String], config: &RedisConfig) -> Result<Self, ConfigError> {
+    pub(crate) fn cluster(urls: &[String], config: &RedisConfig) -> Result<Self, ConnectError> {
         if urls.is_empty() {
-            return Err(ConfigError::NoClusterNodes);
+            return Err(ConnectError::NoClusterNodes);
         }
         let nodes = urls
             .iter()
@@ -41,7 +41,7 @@ impl Target {
         let builder = with_cluster_certs(builder, config);
         let client = builder.build().map_err(|err| {
             let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
-            ConfigError::invalid_url(&urls, &err)
+            ConnectError::invalid_url(&urls, &err)
         })?;
         Ok(Target::Cluster {
             client: Box::new(client),
@@ -59,13 +59,13 @@ impl Target {
     }
 }
 
-fn node_client(url: &str, config: &RedisConfig) -> Result<Client, ConfigError> {
+fn node_client(url: &str, config: &RedisConfig) -> Result<Client, ConnectError> {
     let client = match tls_certificates(url, config) {
         #[cfg(feature = "tls")]
         Some(certs) => Client::build_with_tls(url, certs),
         _ => Client::open(url),
     };
-    client.map_err(|err| ConfigError::invalid_url(&[url], &err))
+    client.map_err(|err| ConnectError::invalid_url(&[url], &err))
 }
 
 #[cfg(feature = "tls")]

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::error::ConfigError;
+use crate::error::ConnectError;
 
 /// Settings of a [`RedisBackend`](crate::RedisBackend), beside its URL.
 ///
@@ -22,7 +22,7 @@ use crate::error::ConfigError;
 /// the settings above as fields and durations in human form (`"2s"`, `"1m 30s"`,
 /// `"250ms"`). A field left out keeps its default, an unknown field is an error, and the
 /// result is validated: a zero timeout or a bad key prefix is a deserialize error carrying
-/// the [`ConfigError`] message.
+/// the [`ConnectError`] message.
 ///
 /// `tls_root_certificate` holds the PEM text itself (a TOML multi-line string, say), not
 /// a path: reading a file is left to the application, which knows where paths are relative
@@ -165,21 +165,21 @@ impl RedisConfig {
     ///
     /// # Errors
     ///
-    /// [`ConfigError::ZeroTimeout`] or [`ConfigError::InvalidKeyPrefix`].
+    /// [`ConnectError::ZeroTimeout`] or [`ConnectError::InvalidKeyPrefix`].
     ///
     /// # Examples
     ///
     /// ```
-    /// use leader_redis::{ConfigError, RedisConfig};
+    /// use leader_redis::{ConnectError, RedisConfig};
     /// let bad = RedisConfig::default().with_key_prefix("a{b}");
-    /// assert!(matches!(bad.validate(), Err(ConfigError::InvalidKeyPrefix { .. })));
+    /// assert!(matches!(bad.validate(), Err(ConnectError::InvalidKeyPrefix { .. })));
     /// ```
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    pub fn validate(&self) -> Result<(), ConnectError> {
         if self.connect_timeout.is_zero() {
-            return Err(ConfigError::ZeroTimeout("connect_timeout"));
+            return Err(ConnectError::ZeroTimeout("connect_timeout"));
         }
         if self.response_timeout.is_zero() {
-            return Err(ConfigError::ZeroTimeout("response_timeout"));
+            return Err(ConnectError::ZeroTimeout("response_timeout"));
         }
         let reason = if self.key_prefix.is_empty() {
             Some("it is empty")
@@ -191,7 +191,7 @@ impl RedisConfig {
             None
         };
         match reason {
-            Some(reason) => Err(ConfigError::InvalidKeyPrefix {
+            Some(reason) => Err(ConnectError::InvalidKeyPrefix {
                 prefix: self.key_prefix.clone(),
                 reason,
             }),
@@ -231,17 +231,20 @@ mod tests {
         let zero = RedisConfig::default().with_connect_timeout(Duration::ZERO);
         assert!(matches!(
             zero.validate(),
-            Err(ConfigError::ZeroTimeout("connect_timeout"))
+            Err(ConnectError::ZeroTimeout("connect_timeout"))
         ));
         let zero = RedisConfig::default().with_response_timeout(Duration::ZERO);
         assert!(matches!(
             zero.validate(),
-            Err(ConfigError::ZeroTimeout("response_timeout"))
+            Err(ConnectError::ZeroTimeout("response_timeout"))
         ));
         for prefix in ["", "a}", "a\nb"] {
             let config = RedisConfig::default().with_key_prefix(prefix);
             assert!(
-                matches!(config.validate(), Err(ConfigError::InvalidKeyPrefix { .. })),
+                matches!(
+                    config.validate(),
+                    Err(ConnectError::InvalidKeyPrefix { .. })
+                ),
                 "{prefix:?}"
             );
         }

@@ -85,7 +85,7 @@ impl<'de> Deserialize<'de> for RedisConfig {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::ConfigError;
+    use crate::ConnectError;
 
     const PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
 
@@ -139,7 +139,7 @@ mod tests {
     #[test]
     fn invalid_values_carry_the_typed_message() {
         let err = read("connect_timeout = \"0s\"").unwrap_err();
-        let expected = ConfigError::ZeroTimeout("connect_timeout").to_string();
+        let expected = ConnectError::ZeroTimeout("connect_timeout").to_string();
         assert!(err.to_string().contains(&expected), "{err}");
         let err = read("key_prefix = \"a{b}\"").unwrap_err();
         let expected = RedisConfig::default()

@@ -4,7 +4,7 @@ use std::time::{Duration, SystemTime};
 
 use redis::Value;
 
-use crate::error::Failure;
+use crate::error::OpError;
 
 /// The elements of an array reply, or `None` for any other shape.
 pub(crate) fn array(reply: &Value) -> Option<&[Value]> {
@@ -30,32 +30,32 @@ pub(crate) fn is_nil(value: &Value) -> bool {
 }
 
 /// A non-negative integer field of the lock record.
-pub(crate) fn u64_field(value: Option<&Value>, field: &'static str) -> Result<u64, Failure> {
+pub(crate) fn u64_field(value: Option<&Value>, field: &'static str) -> Result<u64, OpError> {
     value
         .and_then(int)
         .and_then(|n| u64::try_from(n).ok())
-        .ok_or(Failure::Corrupt { field })
+        .ok_or(OpError::Corrupt { field })
 }
 
 /// A UTF-8 text field of the lock record.
-pub(crate) fn text_field(value: Option<&Value>, field: &'static str) -> Result<String, Failure> {
+pub(crate) fn text_field(value: Option<&Value>, field: &'static str) -> Result<String, OpError> {
     let text = match value {
         Some(Value::BulkString(bytes)) => std::str::from_utf8(bytes).ok().map(str::to_owned),
         Some(Value::SimpleString(text)) => Some(text.clone()),
         _ => None,
     };
-    text.ok_or(Failure::Corrupt { field })
+    text.ok_or(OpError::Corrupt { field })
 }
 
 /// A timestamp field: microseconds since the Unix epoch.
 pub(crate) fn time_field(
     value: Option<&Value>,
     field: &'static str,
-) -> Result<SystemTime, Failure> {
+) -> Result<SystemTime, OpError> {
     let micros = u64_field(value, field)?;
     SystemTime::UNIX_EPOCH
         .checked_add(Duration::from_micros(micros))
-        .ok_or(Failure::Corrupt { field })
+        .ok_or(OpError::Corrupt { field })
 }
 
 /// This node's clock in microseconds since the Unix epoch (0 before the epoch).
@@ -92,7 +92,7 @@ mod tests {
         ] {
             assert!(matches!(
                 u64_field(Some(&bad), "fence"),
-                Err(Failure::Corrupt { field: "fence" })
+                Err(OpError::Corrupt { field: "fence" })
             ));
         }
         assert!(u64_field(None, "fence").is_err());

@@ -1,13 +1,16 @@
-//! Errors: [`ConfigError`] at construction, and the crate's detailed failures, which
+//! Errors: [`ConnectError`] at construction, and the crate's detailed failures, which
 //! become `leader_core::Error::Backend` with the lock key and a classification.
 
 use leader_core::{BackendError, BackendErrorKind, BoxError, Error, RedactedError, UrlSecrets};
 use redis::{ErrorKind, RedisError, ServerErrorKind};
 
+/// The backend name in errors and traces.
+pub(crate) const BACKEND: &str = "redis";
+
 /// Why a [`RedisBackend`](crate::RedisBackend) could not be built.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum ConfigError {
+pub enum ConnectError {
     /// A URL was not understood.
     #[error("invalid redis URL `{url}`: {source}")]
     InvalidUrl {
@@ -40,7 +43,7 @@ pub enum ConfigError {
     ZeroTimeout(&'static str),
 }
 
-impl ConfigError {
+impl ConnectError {
     /// The driver refused one of `urls` (a cluster's nodes, or one server's URL): each
     /// shown as [`redacted_url`](crate::redacted_url) shows it, and the driver's message
     /// masked with the secrets of every URL.
@@ -50,7 +53,7 @@ impl ConfigError {
         for url in urls {
             redacted = RedactedError::new(&redacted, &UrlSecrets::from_url(url));
         }
-        ConfigError::InvalidUrl {
+        ConnectError::InvalidUrl {
             url: shown.join(","),
             source: Box::new(redacted),
         }
@@ -58,9 +61,9 @@ impl ConfigError {
 }
 
 /// What went wrong in one backend call, in detail. Converted to
-/// `leader_core::Error::Backend` by [`Failure::into_error`].
+/// `leader_core::Error::Backend` by [`OpError::into_core`].
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum Failure {
+pub(crate) enum OpError {
     /// The server could not be reached or did not answer in time.
     #[error("redis is unreachable: {0}")]
     Unreachable(#[source] RedisError),
@@ -113,7 +116,7 @@ pub(crate) enum Failure {
     BadCursor { cursor: String },
 }
 
-impl Failure {
+impl OpError {
     /// Classifies a driver error from the `op` call.
     ///
     /// Transient: the network (refused, reset, closed, timed out — also during a TLS
@@ -125,16 +128,16 @@ impl Failure {
     pub(crate) fn from_redis(op: &'static str, err: RedisError) -> Self {
         // The network first: a reset or timeout in a TLS handshake is the network's too.
         if err.is_timeout() || err.is_connection_dropped() || err.is_connection_refusal() {
-            return Failure::Unreachable(err);
+            return OpError::Unreachable(err);
         }
         if is_tls_error(&err) {
-            return Failure::Tls(err);
+            return OpError::Tls(err);
         }
         if err.is_io_error() {
-            return Failure::Unreachable(err);
+            return OpError::Unreachable(err);
         }
         match err.kind() {
-            ErrorKind::ClusterConnectionNotFound => Failure::Unreachable(err),
+            ErrorKind::ClusterConnectionNotFound => OpError::Unreachable(err),
             ErrorKind::Server(
                 ServerErrorKind::BusyLoading
                 | ServerErrorKind::TryAgain
@@ -144,22 +147,22 @@ impl Failure {
                 | ServerErrorKind::Moved
                 | ServerErrorKind::Ask
                 | ServerErrorKind::NoScript,
-            ) => Failure::Unavailable(err),
+            ) => OpError::Unavailable(err),
             _ => match err.code() {
-                Some("WRONGTYPE") => Failure::WrongType(err),
+                Some("WRONGTYPE") => OpError::WrongType(err),
                 Some("BUSY" | "OOM" | "NOREPLICAS" | "LOADING" | "MISCONF") => {
-                    Failure::Unavailable(err)
+                    OpError::Unavailable(err)
                 }
-                _ if is_client_limit(&err) => Failure::Unavailable(err),
-                _ if is_script_error(&err) => Failure::Script { op, source: err },
-                _ => Failure::Refused { op, source: err },
+                _ if is_client_limit(&err) => OpError::Unavailable(err),
+                _ if is_script_error(&err) => OpError::Script { op, source: err },
+                _ => OpError::Refused { op, source: err },
             },
         }
     }
 
     /// A reply that does not match what the script returns.
     pub(crate) fn bad_reply(op: &'static str, reply: &redis::Value) -> Self {
-        Failure::BadReply {
+        OpError::BadReply {
             op,
             reply: reply_text(reply),
         }
@@ -168,20 +171,20 @@ impl Failure {
     /// Transient when retrying later may work.
     pub(crate) fn kind(&self) -> BackendErrorKind {
         match self {
-            Failure::Unreachable(_) | Failure::Unavailable(_) => BackendErrorKind::Transient,
-            Failure::Pipeline { kind, .. } => *kind,
+            OpError::Unreachable(_) | OpError::Unavailable(_) => BackendErrorKind::Transient,
+            OpError::Pipeline { kind, .. } => *kind,
             _ => BackendErrorKind::Permanent,
         }
     }
 
     /// The toolkit's error, naming the lock `key`.
-    pub(crate) fn into_error(self, key: &str) -> Error {
+    pub(crate) fn into_core(self, key: &str) -> Error {
         let kind = self.kind();
         let key = match &self {
-            Failure::NoExpiryAt { key } => key.clone(),
+            OpError::NoExpiryAt { key } => key.clone(),
             _ => key.to_owned(),
         };
-        Error::Backend(BackendError::new("redis", key, kind, self))
+        Error::Backend(BackendError::new(BACKEND, key, kind, self))
     }
 }
 
@@ -275,7 +278,7 @@ mod tests {
         for err in transient {
             let text = err.to_string();
             assert_eq!(
-                Failure::from_redis("acquire", err).kind(),
+                OpError::from_redis("acquire", err).kind(),
                 BackendErrorKind::Transient,
                 "{text}"
             );
@@ -292,7 +295,7 @@ mod tests {
         for err in permanent {
             let text = err.to_string();
             assert_eq!(
-                Failure::from_redis("acquire", err).kind(),
+                OpError::from_redis("acquire", err).kind(),
                 BackendErrorKind::Permanent,
                 "{text}"
             );
@@ -302,13 +305,13 @@ mod tests {
     #[test]
     fn classification() {
         let io = RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
-        let failure = Failure::from_redis("acquire", io);
+        let failure = OpError::from_redis("acquire", io);
         assert_eq!(failure.kind(), BackendErrorKind::Transient);
-        let err = failure.into_error("leader:{job}");
+        let err = failure.into_core("leader:{job}");
         assert!(err.is_transient());
         assert_eq!(err.lock_key(), Some("leader:{job}"));
 
-        let corrupt = Failure::Corrupt { field: "fence" }.into_error("leader:{job}");
+        let corrupt = OpError::Corrupt { field: "fence" }.into_core("leader:{job}");
         assert!(!corrupt.is_transient());
         assert!(corrupt.to_string().contains("leader:{job}"), "{corrupt}");
     }

@@ -6,7 +6,7 @@ use redis::cluster::ClusterClient;
 use crate::backend::RedisBackend;
 use crate::clients::Target;
 use crate::config::RedisConfig;
-use crate::error::ConfigError;
+use crate::error::ConnectError;
 
 impl RedisBackend {
     /// A backend for the server of `client`, with `config`: for an application that
@@ -28,7 +28,7 @@ impl RedisBackend {
     ///
     /// # Errors
     ///
-    /// [`ConfigError`] when a setting of `config` is rejected.
+    /// [`ConnectError`] when a setting of `config` is rejected.
     ///
     /// # Examples
     ///
@@ -42,7 +42,7 @@ impl RedisBackend {
     /// # let _ = backend;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn from_client(client: Client, config: RedisConfig) -> Result<Self, ConfigError> {
+    pub fn from_client(client: Client, config: RedisConfig) -> Result<Self, ConnectError> {
         config.validate()?;
         warn_if_certificate_unused(&config);
         Ok(RedisBackend::build(
@@ -66,7 +66,7 @@ impl RedisBackend {
     ///
     /// # Errors
     ///
-    /// [`ConfigError::NoSubscriptionNodes`] when `subscription_nodes` is empty while
+    /// [`ConnectError::NoSubscriptionNodes`] when `subscription_nodes` is empty while
     /// release notifications are on; a rejected setting of `config`.
     ///
     /// # Examples
@@ -89,14 +89,14 @@ impl RedisBackend {
         client: ClusterClient,
         subscription_nodes: I,
         config: RedisConfig,
-    ) -> Result<Self, ConfigError>
+    ) -> Result<Self, ConnectError>
     where
         I: IntoIterator<Item = Client>,
     {
         config.validate()?;
         let nodes: Vec<Client> = subscription_nodes.into_iter().collect();
         if nodes.is_empty() && config.release_notifications() {
-            return Err(ConfigError::NoSubscriptionNodes);
+            return Err(ConnectError::NoSubscriptionNodes);
         }
         warn_if_certificate_unused(&config);
         let target = Target::Cluster {

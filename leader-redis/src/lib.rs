@@ -3,8 +3,6 @@
 
 #[cfg(any(feature = "tokio", feature = "smol"))]
 mod async_conn;
-#[cfg(any(feature = "tokio", feature = "smol"))]
-mod asynchronous;
 mod backend;
 mod blocking;
 mod clients;
@@ -14,21 +12,22 @@ mod config_serde;
 mod decode;
 mod error;
 pub mod fence;
-mod force_release;
 mod from_client;
 mod keys;
-mod lease_time;
-mod listing;
+mod listener;
+#[cfg(any(feature = "tokio", feature = "smol"))]
+mod nonblocking;
+mod operator;
 mod ops;
-mod pubsub;
 mod scripts;
 mod started;
 mod sync_conn;
+mod time;
 mod url;
 
 pub use backend::RedisBackend;
 pub use config::RedisConfig;
-pub use error::ConfigError;
+pub use error::ConnectError;
 pub use url::redacted_url;
 
 /// The `redis` driver this crate is built on, re-exported: use this to match the driver

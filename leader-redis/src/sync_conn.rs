@@ -14,7 +14,7 @@ use redis::{Connection, ConnectionLike, ErrorKind, RedisResult, ScriptInvocation
 use crate::clients::Target;
 use crate::config::RedisConfig;
 use crate::error::is_dead_connection;
-use crate::listing::{self, Io};
+use crate::operator::listing::{self, Io};
 
 /// A pooled blocking connection.
 enum SyncConn {

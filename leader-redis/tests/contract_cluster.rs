@@ -7,38 +7,6 @@
 mod common;
 
 use common::RedisHarness;
-use leader_testkit::ThreadRunner;
 
-leader_testkit::contract_tests!(blocking, blocking, RedisHarness::cluster(), ThreadRunner);
-
-#[cfg(feature = "tokio")]
-leader_testkit::contract_tests!(
-    tokio_current_thread,
-    async,
-    RedisHarness::cluster(),
-    leader_testkit::TokioRunner::current_thread()
-);
-
-#[cfg(feature = "tokio")]
-leader_testkit::contract_tests!(
-    tokio_multi_thread,
-    async,
-    RedisHarness::cluster(),
-    leader_testkit::TokioRunner::multi_thread()
-);
-
-#[cfg(feature = "async-std")]
-leader_testkit::contract_tests!(
-    async_std,
-    async,
-    RedisHarness::cluster(),
-    leader_testkit::AsyncStdRunner
-);
-
-#[cfg(feature = "smol")]
-leader_testkit::contract_tests!(
-    smol,
-    async,
-    RedisHarness::cluster(),
-    leader_testkit::SmolRunner
-);
+// The async API is behind the crate's runtime features.
+leader_testkit::contract_tests!(every_runtime, RedisHarness::cluster(), behind_features);

@@ -1,4 +1,5 @@
-//! DESIGN §4.5 and §4.7 against a real redis-server paused with SIGSTOP: an acquire that
+//! No orphaned lock, and renewals that race the lease deadline, against a real
+//! redis-server paused with SIGSTOP: an acquire that
 //! timed out leaves no orphaned lock behind, and a lease whose renewal hangs is lost at
 //! its deadline, not after the response timeout.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

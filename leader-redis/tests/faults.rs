@@ -11,7 +11,7 @@ use leader_core::{
     AcquireOutcome, AcquireRequest, BackendErrorKind, Error, LeaderElectionOptions, Lease,
     LockBackend, LockName, LockStatus, OwnerToken, ReleaseOutcome,
 };
-use leader_redis::{ConfigError, RedisBackend, RedisConfig};
+use leader_redis::{ConnectError, RedisBackend, RedisConfig};
 use leader_testkit::fixtures::Data;
 use leader_testkit::fresh_name;
 
@@ -366,29 +366,29 @@ fn backends_with_different_prefixes_do_not_see_each_other() {
 #[test]
 fn bad_urls_and_settings_are_typed_errors_at_construction() {
     match RedisBackend::connect("http://user:hunter2@127.0.0.1/") {
-        Err(ConfigError::InvalidUrl { url, .. }) => {
+        Err(ConnectError::InvalidUrl { url, .. }) => {
             assert!(!url.contains("hunter2"), "{url}");
         }
         other => panic!("expected InvalidUrl, got {other:?}"),
     }
     assert!(matches!(
         RedisBackend::connect("not a url"),
-        Err(ConfigError::InvalidUrl { .. })
+        Err(ConnectError::InvalidUrl { .. })
     ));
     assert!(matches!(
         RedisBackend::connect_cluster(Vec::<String>::new(), RedisConfig::default()),
-        Err(ConfigError::NoClusterNodes)
+        Err(ConnectError::NoClusterNodes)
     ));
     assert!(matches!(
         RedisBackend::connect_cluster(["redis://127.0.0.1/", "bogus"], RedisConfig::default()),
-        Err(ConfigError::InvalidUrl { .. })
+        Err(ConnectError::InvalidUrl { .. })
     ));
     assert!(matches!(
         RedisBackend::connect_with(
             "redis://127.0.0.1/",
             RedisConfig::default().with_key_prefix("a{b")
         ),
-        Err(ConfigError::InvalidKeyPrefix { .. })
+        Err(ConnectError::InvalidKeyPrefix { .. })
     ));
 }
 

@@ -1,4 +1,4 @@
-//! DESIGN §4.3: fencing tokens never go back, even when Redis loses data — a counter set
+//! Fencing tokens never go back, even when Redis loses data — a counter set
 //! back or deleted, and a real restart on an older snapshot.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

@@ -2,7 +2,9 @@
 //! take, hold and release locks, and run the release subscription, like URL-built ones.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::time::{Duration, Instant};
+mod common;
+
+use std::time::Duration;
 
 #[cfg(feature = "tokio")]
 use leader_core::AsyncLockBackend;
@@ -11,7 +13,7 @@ use leader_core::{
     ReleaseOutcome,
 };
 use leader_redis::redis::{self, cluster::ClusterClient};
-use leader_redis::{ConfigError, RedisBackend, RedisConfig};
+use leader_redis::{ConnectError, RedisBackend, RedisConfig};
 use leader_testkit::fixtures;
 use leader_testkit::fresh_name;
 
@@ -68,18 +70,6 @@ fn takes_and_releases_async(backend: &RedisBackend, key: &LockName) {
     });
 }
 
-fn comes_up_subscribed(backend: &RedisBackend) {
-    assert!(backend.release_events().is_some());
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !backend.is_subscribed() {
-        assert!(
-            Instant::now() < deadline,
-            "the subscription did not come up"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 #[test]
 fn a_backend_from_a_client_locks_and_subscribes() {
     let Some(server) = fixtures::shared_redis() else {
@@ -88,7 +78,7 @@ fn a_backend_from_a_client_locks_and_subscribes() {
     let client = redis::Client::open(server.url()).unwrap();
     let backend = RedisBackend::from_client(client.clone(), RedisConfig::default()).unwrap();
     takes_and_releases(&backend);
-    comes_up_subscribed(&backend);
+    common::subscribed(&backend);
     // The caller's client is still theirs to use.
     let pong: String = redis::cmd("PING")
         .query(&mut client.get_connection().unwrap())
@@ -110,14 +100,14 @@ fn a_backend_from_a_cluster_client_locks_and_subscribes() {
     let backend =
         RedisBackend::from_cluster_client(cluster, nodes, RedisConfig::default()).unwrap();
     takes_and_releases(&backend);
-    comes_up_subscribed(&backend);
+    common::subscribed(&backend);
 }
 
 #[test]
 fn a_cluster_client_needs_subscription_nodes_only_for_notifications() {
     let cluster = || ClusterClient::new(vec!["redis://127.0.0.1:7000/"]).unwrap();
     let err = RedisBackend::from_cluster_client(cluster(), [], RedisConfig::default()).unwrap_err();
-    assert!(matches!(err, ConfigError::NoSubscriptionNodes), "{err}");
+    assert!(matches!(err, ConnectError::NoSubscriptionNodes), "{err}");
     let quiet = RedisConfig::default().with_release_notifications(false);
     let backend = RedisBackend::from_cluster_client(cluster(), [], quiet).unwrap();
     assert!(backend.release_events().is_none());
@@ -129,6 +119,6 @@ fn the_config_is_checked_as_for_urls() {
     let config = RedisConfig::default().with_response_timeout(Duration::ZERO);
     assert!(matches!(
         RedisBackend::from_client(client, config),
-        Err(ConfigError::ZeroTimeout("response_timeout"))
+        Err(ConnectError::ZeroTimeout("response_timeout"))
     ));
 }

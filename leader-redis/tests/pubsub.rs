@@ -23,43 +23,14 @@ fn acquire(backend: &RedisBackend, key: &LockName, lease_time: Duration) -> Leas
     }
 }
 
-/// Starts the subscription and waits until it is up.
-fn subscribed(backend: &RedisBackend) {
-    assert!(backend.release_events().is_some());
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !backend.is_subscribed() {
-        assert!(
-            Instant::now() < deadline,
-            "the subscription did not come up"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 fn a_release_wakes_the_waiter(harness: RedisHarness) {
     let holder = harness.make();
     let waiter = harness.make();
-    subscribed(&waiter);
-    let key = fresh_name("wake");
-    let lease = acquire(&holder, &key, Duration::from_secs(30));
-
-    let events = waiter.release_events().unwrap();
-    let other = events.listen("some-other-lock");
-    let listener = events.listen(key.as_str());
-    let released_at = Instant::now();
-    LockBackend::release(&holder, &lease, Duration::ZERO).unwrap();
-    assert!(
-        listener.wait_timeout(Duration::from_secs(2)),
-        "the waiter was not woken"
-    );
-    let latency = released_at.elapsed();
-    assert!(
-        latency < Duration::from_millis(200),
-        "woken after {latency:?}"
-    );
-    assert!(
-        !other.wait_timeout(Duration::from_millis(50)),
-        "only the released lock's waiters wake"
+    common::subscribed(&waiter);
+    leader_testkit::checks::a_release_by_another_node_wakes_only_that_locks_waiters(
+        &holder,
+        &waiter,
+        Duration::from_millis(200),
     );
 }
 
@@ -100,7 +71,7 @@ fn an_elector_takes_over_right_after_the_release() {
 fn one_handoff(harness: &RedisHarness) -> Duration {
     let holder = harness.make();
     let waiter = harness.make();
-    subscribed(&waiter);
+    common::subscribed(&waiter);
     let key = fresh_name("handoff");
     let lease = acquire(&holder, &key, Duration::from_secs(30));
 
@@ -144,7 +115,7 @@ fn a_resubscription_wakes_every_waiter() {
             .with_response_timeout(Duration::from_millis(300)),
     )
     .unwrap();
-    subscribed(&backend);
+    common::subscribed(&backend);
     let listener = backend.release_events().unwrap().listen("anything");
 
     server.kill();

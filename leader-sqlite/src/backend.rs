@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 use rusqlite::Connection;
 
 use crate::config::SqliteConfig;
-use crate::error::{BACKEND, OpFailure, OpenError};
+use crate::error::{BACKEND, ConnectError, OpError};
 use crate::ops::Released;
 use crate::time::HostClock;
 use crate::{path, schema};
@@ -58,16 +58,16 @@ impl SqliteBackend {
     ///
     /// # Errors
     ///
-    /// An [`OpenError`] naming the problem: a path other processes cannot share, such as
+    /// An [`ConnectError`] naming the problem: a path other processes cannot share, such as
     /// `:memory:` or a `file:` URI with `mode=memory` or `nolock=1`
-    /// ([`OpenError::NotShared`]), a missing directory or no permission
-    /// ([`OpenError::CannotOpen`]), a file that is not an SQLite database
-    /// ([`OpenError::NotADatabase`]), a read-only database ([`OpenError::ReadOnly`]), a
-    /// database another connection keeps locked ([`OpenError::Locked`]), tables of the
-    /// same names made by someone else ([`OpenError::ForeignTable`]) or by a newer version
-    /// of this crate ([`OpenError::NewerSchema`]). The file is checked before anything is
+    /// ([`ConnectError::NotShared`]), a missing directory or no permission
+    /// ([`ConnectError::CannotOpen`]), a file that is not an SQLite database
+    /// ([`ConnectError::NotADatabase`]), a read-only database ([`ConnectError::ReadOnly`]), a
+    /// database another connection keeps locked ([`ConnectError::Locked`]), tables of the
+    /// same names made by someone else ([`ConnectError::ForeignTable`]) or by a newer version
+    /// of this crate ([`ConnectError::NewerSchema`]). The file is checked before anything is
     /// written to it, so on an error it is left byte for byte as it was.
-    pub fn open(path: impl AsRef<Path>) -> Result<Self, OpenError> {
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, ConnectError> {
         SqliteBackend::open_with(path, SqliteConfig::new())
     }
 
@@ -76,10 +76,10 @@ impl SqliteBackend {
     /// # Errors
     ///
     /// As for [`open`](Self::open).
-    pub fn open_with(path: impl AsRef<Path>, config: SqliteConfig) -> Result<Self, OpenError> {
+    pub fn open_with(path: impl AsRef<Path>, config: SqliteConfig) -> Result<Self, ConnectError> {
         let path = path.as_ref().to_owned();
         path::check(&path)?;
-        let clock = HostClock::new().map_err(|source| OpenError::HostClock {
+        let clock = HostClock::new().map_err(|source| ConnectError::HostClock {
             path: path.clone(),
             source,
         })?;
@@ -105,7 +105,7 @@ impl SqliteBackend {
     pub async fn open_async(
         path: impl Into<PathBuf>,
         config: SqliteConfig,
-    ) -> Result<Self, OpenError> {
+    ) -> Result<Self, ConnectError> {
         let path = path.into();
         ::blocking::unblock(move || SqliteBackend::open_with(path, config)).await
     }
@@ -119,7 +119,7 @@ impl SqliteBackend {
     pub(crate) fn run<T>(
         &self,
         key: &str,
-        op: impl FnOnce(&mut Connection, &HostClock) -> Result<T, OpFailure>,
+        op: impl FnOnce(&mut Connection, &HostClock) -> Result<T, OpError>,
     ) -> Result<T, Error> {
         self.inner
             .call(Instant::now(), op)
@@ -132,7 +132,7 @@ impl SqliteBackend {
     pub(crate) async fn run_async<T, F>(&self, key: &str, op: F) -> Result<T, Error>
     where
         T: Send + 'static,
-        F: FnOnce(&mut Connection, &HostClock) -> Result<T, OpFailure> + Send + 'static,
+        F: FnOnce(&mut Connection, &HostClock) -> Result<T, OpError> + Send + 'static,
     {
         let inner = Arc::clone(&self.inner);
         let started = Instant::now();
@@ -164,14 +164,14 @@ impl Inner {
     fn call<T>(
         &self,
         started: Instant,
-        op: impl FnOnce(&mut Connection, &HostClock) -> Result<T, OpFailure>,
-    ) -> Result<T, OpFailure> {
+        op: impl FnOnce(&mut Connection, &HostClock) -> Result<T, OpError>,
+    ) -> Result<T, OpError> {
         let budget = self.busy_timeout;
         let mut conn = match started.checked_add(budget) {
             Some(deadline) => self
                 .conn
                 .try_lock_until(deadline)
-                .ok_or(OpFailure::Queued(budget))?,
+                .ok_or(OpError::Queued(budget))?,
             None => self.conn.lock(),
         };
         conn.busy_timeout(budget.saturating_sub(started.elapsed()))?;
@@ -180,7 +180,7 @@ impl Inner {
 }
 
 /// `key` names the lock (or, for a listing, the prefix) in the error.
-fn failed(key: &str, failure: OpFailure) -> Error {
+fn failed(key: &str, failure: OpError) -> Error {
     tracing::debug!(lock = %key, error = %failure, "sqlite lock call failed");
     failure.into_core(key)
 }

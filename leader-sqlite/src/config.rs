@@ -8,6 +8,29 @@ use std::time::Duration;
 /// |---|---|---|
 /// | `busy_timeout` | 5 s | how long a call may wait, in all, for this process's other calls on the backend value and for another process's write, before it fails with a transient error |
 ///
+/// # Configuration files
+///
+/// With the `serde` feature the config reads from (and writes to) any serde format, with
+/// the setting above as a field and durations in human form (`"2s"`, `"1m 30s"`,
+/// `"250ms"`). A field left out keeps its default and an unknown field is an error; a
+/// `busy_timeout` longer than [`MAX_BUSY_TIMEOUT`](Self::MAX_BUSY_TIMEOUT) is cut to it,
+/// as [`with_busy_timeout`](Self::with_busy_timeout) does.
+///
+/// ```
+/// # #[cfg(feature = "serde")] {
+/// use std::time::Duration;
+/// use leader_sqlite::SqliteConfig;
+///
+/// let config: SqliteConfig = toml::from_str(r#"busy_timeout = "1m 30s""#)?;
+/// assert_eq!(config.busy_timeout(), Duration::from_secs(90));
+/// assert_eq!(toml::from_str::<SqliteConfig>("")?, SqliteConfig::default());
+///
+/// let bad = toml::from_str::<SqliteConfig>(r#"busy_timout = "1s""#).unwrap_err();
+/// assert!(bad.to_string().contains("unknown field `busy_timout`"));
+/// # }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
 /// # Examples
 ///
 /// ```

@@ -1,4 +1,4 @@
-//! Errors: [`OpenError`] when a database cannot be used, and the classification of a
+//! Errors: [`ConnectError`] when a database cannot be used, and the classification of a
 //! failed call into `leader_core::Error::Backend`.
 
 use std::path::PathBuf;
@@ -17,7 +17,7 @@ pub(crate) const BACKEND: &str = "sqlite";
 /// journal or WAL file left beside it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum OpenError {
+pub enum ConnectError {
     /// The file cannot be opened or created: a missing directory, no permission, a path
     /// that is a directory.
     #[error("cannot open the SQLite database `{}`: {source}", path.display())]
@@ -108,27 +108,27 @@ pub enum OpenError {
     },
 }
 
-impl OpenError {
+impl ConnectError {
     pub(crate) fn classify(path: PathBuf, source: rusqlite::Error) -> Self {
         match source.sqlite_error_code() {
             Some(ErrorCode::CannotOpen | ErrorCode::PermissionDenied) => {
-                OpenError::CannotOpen { path, source }
+                ConnectError::CannotOpen { path, source }
             }
             Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => {
-                OpenError::NotADatabase { path, source }
+                ConnectError::NotADatabase { path, source }
             }
-            Some(ErrorCode::ReadOnly) => OpenError::ReadOnly { path, source },
+            Some(ErrorCode::ReadOnly) => ConnectError::ReadOnly { path, source },
             Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
-                OpenError::Locked { path, source }
+                ConnectError::Locked { path, source }
             }
-            _ => OpenError::Other { path, source },
+            _ => ConnectError::Other { path, source },
         }
     }
 }
 
 /// A failed call, in detail.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum OpFailure {
+pub(crate) enum OpError {
     /// SQLite failed.
     #[error(transparent)]
     Sqlite(#[from] rusqlite::Error),
@@ -150,12 +150,12 @@ pub(crate) enum OpFailure {
     BadCursor(#[from] CursorError),
 }
 
-impl OpFailure {
+impl OpError {
     /// `Transient` when another connection holds the database (busy, locked) or the
     /// disk or memory ran short; `Permanent` for what needs someone to intervene.
     fn kind(&self) -> BackendErrorKind {
         match self {
-            OpFailure::Sqlite(err) => match err.sqlite_error_code() {
+            OpError::Sqlite(err) => match err.sqlite_error_code() {
                 Some(
                     ErrorCode::DatabaseBusy
                     | ErrorCode::DatabaseLocked
@@ -165,11 +165,11 @@ impl OpFailure {
                 ) => BackendErrorKind::Transient,
                 _ => BackendErrorKind::Permanent,
             },
-            OpFailure::Queued(_) => BackendErrorKind::Transient,
-            OpFailure::Corrupt(_)
-            | OpFailure::Clock
-            | OpFailure::LeaseTooLong(_)
-            | OpFailure::BadCursor(_) => BackendErrorKind::Permanent,
+            OpError::Queued(_) => BackendErrorKind::Transient,
+            OpError::Corrupt(_)
+            | OpError::Clock
+            | OpError::LeaseTooLong(_)
+            | OpError::BadCursor(_) => BackendErrorKind::Permanent,
         }
     }
 

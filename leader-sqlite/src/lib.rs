@@ -4,6 +4,8 @@
 mod backend;
 mod blocking;
 mod config;
+#[cfg(feature = "serde")]
+mod config_serde;
 mod error;
 mod nonblocking;
 mod operator;
@@ -14,4 +16,4 @@ mod time;
 
 pub use backend::SqliteBackend;
 pub use config::SqliteConfig;
-pub use error::OpenError;
+pub use error::ConnectError;

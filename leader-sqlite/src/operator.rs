@@ -5,7 +5,7 @@
 use leader_core::{ForceReleaseOutcome, LeaderState, ListCursor, ListPage, ListRequest, LockName};
 use rusqlite::{Connection, TransactionBehavior, params};
 
-use crate::error::{BACKEND, OpFailure};
+use crate::error::{BACKEND, OpError};
 use crate::ops::{Holder, LIVE, live_holder};
 use crate::time::HostClock;
 
@@ -38,7 +38,7 @@ pub(crate) fn list(
     conn: &Connection,
     clock: &HostClock,
     request: &ListRequest,
-) -> Result<ListPage, OpFailure> {
+) -> Result<ListPage, OpError> {
     let after = ListCursor::resume(BACKEND, request)?;
     let now = clock.now()?;
     let limit = i64::try_from(request.page_size().saturating_add(1)).unwrap_or(i64::MAX);
@@ -73,7 +73,7 @@ pub(crate) fn force_release(
     clock: &HostClock,
     key: &LockName,
     only: Option<u64>,
-) -> Result<ForceReleaseOutcome, OpFailure> {
+) -> Result<ForceReleaseOutcome, OpError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let now = clock.now()?;
     let holder = match live_holder(&tx, key, clock, &now)? {

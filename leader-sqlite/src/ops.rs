@@ -12,7 +12,7 @@ use leader_core::{
 };
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use crate::error::OpFailure;
+use crate::error::OpError;
 use crate::time::{HostClock, Now, micros};
 
 /// The `owner` of a lock released before its minimum lease ran out: held, by nobody.
@@ -48,7 +48,7 @@ impl Holder {
     }
 
     /// The holder as callers see it: its times on the wall clock, read at `now`.
-    pub(crate) fn snapshot(&self, now: &Now) -> Result<LeaderLease, OpFailure> {
+    pub(crate) fn snapshot(&self, now: &Now) -> Result<LeaderLease, OpError> {
         Ok(LeaderLease::new(
             self.leader_id.clone(),
             now.wall_time(self.acquired_us)?,
@@ -58,8 +58,8 @@ impl Holder {
     }
 }
 
-fn token(stored: i64) -> Result<u64, OpFailure> {
-    u64::try_from(stored).map_err(|_| OpFailure::Corrupt("a negative fencing token"))
+fn token(stored: i64) -> Result<u64, OpError> {
+    u64::try_from(stored).map_err(|_| OpError::Corrupt("a negative fencing token"))
 }
 
 /// The lock's row while someone holds it (a released-but-minimum-lease row included).
@@ -68,7 +68,7 @@ pub(crate) fn live_holder(
     key: &LockName,
     clock: &HostClock,
     now: &Now,
-) -> Result<Option<Holder>, OpFailure> {
+) -> Result<Option<Holder>, OpError> {
     Ok(conn
         .query_row(
             &format!(
@@ -87,7 +87,7 @@ pub(crate) fn acquire(
     conn: &mut Connection,
     clock: &HostClock,
     request: &Acquire,
-) -> Result<AcquireOutcome, OpFailure> {
+) -> Result<AcquireOutcome, OpError> {
     // IMMEDIATE: the write lock is taken up front, so two processes never both read the
     // lock free and then both try to write (which SQLite would fail with SQLITE_BUSY).
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -122,7 +122,7 @@ pub(crate) fn acquire(
             let next = match last {
                 Some(last) => last
                     .checked_add(1)
-                    .ok_or(OpFailure::Corrupt("the fencing counter is at its maximum"))?,
+                    .ok_or(OpError::Corrupt("the fencing counter is at its maximum"))?,
                 None => 1,
             };
             let fencing_token = next.max(now.token_floor()?);
@@ -170,7 +170,7 @@ pub(crate) fn extend(
     key: &LockName,
     owner: OwnerToken,
     lease_time: Duration,
-) -> Result<ExtendOutcome, OpFailure> {
+) -> Result<ExtendOutcome, OpError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let now = clock.now()?;
     let expires_us = now.after(lease_time)?;
@@ -224,7 +224,7 @@ pub(crate) fn release(
     key: &LockName,
     owner: OwnerToken,
     min_lease_time: Duration,
-) -> Result<Released, OpFailure> {
+) -> Result<Released, OpError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let now = clock.now()?;
     let row: Option<(i64, i64, bool)> = tx
@@ -267,7 +267,7 @@ pub(crate) fn state(
     conn: &Connection,
     clock: &HostClock,
     key: &LockName,
-) -> Result<LeaderState, OpFailure> {
+) -> Result<LeaderState, OpError> {
     let now = clock.now()?;
     Ok(match live_holder(conn, key, clock, &now)? {
         Some(holder) => LeaderState::occupied(key.as_str(), holder.snapshot(&now)?),

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::error::OpenError;
+use crate::error::ConnectError;
 
 /// `Ok` when `path` names a database file other processes share, with SQLite's locking.
 ///
@@ -14,9 +14,9 @@ use crate::error::OpenError;
 /// `mode=memory`), an empty one (a private temporary database), `nolock` and `immutable`
 /// unless clearly off (`0`, `no`, `off`, `false`), and any `vfs=` (a VFS may lock
 /// differently from the processes that open the file without it, or not at all).
-pub(crate) fn check(path: &Path) -> Result<(), OpenError> {
+pub(crate) fn check(path: &Path) -> Result<(), ConnectError> {
     let refuse = |reason| {
-        Err(OpenError::NotShared {
+        Err(ConnectError::NotShared {
             path: path.to_owned(),
             reason,
         })
@@ -116,7 +116,7 @@ mod tests {
     use super::*;
 
     fn refused(path: &str) -> bool {
-        matches!(check(Path::new(path)), Err(OpenError::NotShared { .. }))
+        matches!(check(Path::new(path)), Err(ConnectError::NotShared { .. }))
     }
 
     #[test]

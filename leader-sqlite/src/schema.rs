@@ -13,7 +13,7 @@ use std::path::Path;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use crate::config::SqliteConfig;
-use crate::error::{OpFailure, OpenError};
+use crate::error::{ConnectError, OpError};
 use crate::time::HostClock;
 
 /// The schema version this crate writes, and the newest it reads.
@@ -84,18 +84,18 @@ pub(crate) fn open(
     path: &Path,
     config: &SqliteConfig,
     clock: &HostClock,
-) -> Result<Connection, OpenError> {
-    let fail = |source| OpenError::classify(path.to_owned(), source);
+) -> Result<Connection, ConnectError> {
+    let fail = |source| ConnectError::classify(path.to_owned(), source);
     let conn = Connection::open(path).map_err(fail)?;
     if conn.path().is_some_and(str::is_empty) {
-        return Err(OpenError::NotShared {
+        return Err(ConnectError::NotShared {
             path: path.to_owned(),
             reason: "it opens an in-memory or temporary database",
         });
     }
     conn.busy_timeout(config.busy_timeout()).map_err(fail)?;
     if conn.is_readonly("main").map_err(fail)? {
-        return Err(OpenError::ReadOnly {
+        return Err(ConnectError::ReadOnly {
             path: path.to_owned(),
             source: rusqlite::Error::SqliteFailure(
                 rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_READONLY),
@@ -120,8 +120,12 @@ pub(crate) fn open(
 
 /// Creates or migrates the tables under the write lock, after looking again: another
 /// process may have done it meanwhile.
-fn prepare(mut conn: Connection, path: &Path, clock: &HostClock) -> Result<Connection, OpenError> {
-    let fail = |source| OpenError::classify(path.to_owned(), source);
+fn prepare(
+    mut conn: Connection,
+    path: &Path,
+    clock: &HostClock,
+) -> Result<Connection, ConnectError> {
+    let fail = |source| ConnectError::classify(path.to_owned(), source);
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(fail)?;
@@ -147,15 +151,15 @@ fn create(conn: &Connection) -> rusqlite::Result<()> {
 /// clock that lie as far from now as they did, so a live lease keeps exactly the time it
 /// had left (offsets beyond about 70,000 years are cut to that: still forever). A value
 /// that is not a number is copied as it is, to fail as it did. The fences are untouched.
-fn migrate(conn: &Connection, path: &Path, clock: &HostClock) -> Result<(), OpenError> {
-    let clock_failed = |err: OpFailure| OpenError::HostClock {
+fn migrate(conn: &Connection, path: &Path, clock: &HostClock) -> Result<(), ConnectError> {
+    let clock_failed = |err: OpError| ConnectError::HostClock {
         path: path.to_owned(),
         source: std::io::Error::other(err.to_string()),
     };
     let now = clock.now().map_err(clock_failed)?;
     let wall = now.token_floor().map_err(clock_failed)?;
     copy(conn, clock.boot(), now.at, wall)
-        .map_err(|source| OpenError::classify(path.to_owned(), source))
+        .map_err(|source| ConnectError::classify(path.to_owned(), source))
 }
 
 /// The copy of [`migrate`]: rows moved to the clock reading `now` (monotonic, of `boot`)
@@ -204,8 +208,8 @@ fn same(found: Option<&[String]>, expected: &[&str]) -> bool {
 }
 
 /// What the file holds, read without writing anything.
-fn inspect(conn: &Connection, path: &Path) -> Result<Found, OpenError> {
-    let foreign = |table| OpenError::ForeignTable {
+fn inspect(conn: &Connection, path: &Path) -> Result<Found, ConnectError> {
+    let foreign = |table| ConnectError::ForeignTable {
         path: path.to_owned(),
         table,
     };
@@ -220,7 +224,7 @@ fn inspect(conn: &Connection, path: &Path) -> Result<Found, OpenError> {
         Some(_) => {
             let version = schema_version(conn, path)?.ok_or(foreign("leader_schema"))?;
             if version > VERSION {
-                return Err(OpenError::NewerSchema {
+                return Err(ConnectError::NewerSchema {
                     path: path.to_owned(),
                     found: version,
                     supported: VERSION,
@@ -249,8 +253,8 @@ fn columns(
     conn: &Connection,
     path: &Path,
     table: &'static str,
-) -> Result<Option<Vec<String>>, OpenError> {
-    let fail = |source| OpenError::classify(path.to_owned(), source);
+) -> Result<Option<Vec<String>>, ConnectError> {
+    let fail = |source| ConnectError::classify(path.to_owned(), source);
     let kind: Option<String> = conn
         .query_row(
             "SELECT type FROM sqlite_schema WHERE name = ?1 COLLATE NOCASE",
@@ -263,7 +267,7 @@ fn columns(
         None => return Ok(None),
         Some("table") => {}
         Some(_) => {
-            return Err(OpenError::ForeignTable {
+            return Err(ConnectError::ForeignTable {
                 path: path.to_owned(),
                 table,
             });
@@ -281,8 +285,8 @@ fn columns(
 }
 
 /// The version in `leader_schema`'s row, `None` when the row is missing or not a number.
-fn schema_version(conn: &Connection, path: &Path) -> Result<Option<i64>, OpenError> {
-    let fail = |source| OpenError::classify(path.to_owned(), source);
+fn schema_version(conn: &Connection, path: &Path) -> Result<Option<i64>, ConnectError> {
+    let fail = |source| ConnectError::classify(path.to_owned(), source);
     let version: Option<rusqlite::types::Value> = conn
         .query_row(
             "SELECT version FROM leader_schema WHERE id = 1",

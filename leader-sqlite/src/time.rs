@@ -19,7 +19,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::error::OpFailure;
+use crate::error::OpError;
 
 /// The host's clocks, and the boot the monotonic one counts from (read once, at open).
 #[derive(Debug, Clone)]
@@ -45,9 +45,9 @@ impl HostClock {
     }
 
     /// Both clocks, now.
-    pub(crate) fn now(&self) -> Result<Now, OpFailure> {
+    pub(crate) fn now(&self) -> Result<Now, OpError> {
         Ok(Now {
-            at: imp::monotonic_micros().ok_or(OpFailure::Clock)?,
+            at: imp::monotonic_micros().ok_or(OpError::Clock)?,
             wall: SystemTime::now(),
         })
     }
@@ -64,19 +64,17 @@ pub(crate) struct Now {
 impl Now {
     /// The instant `lease` from now, if both the tables (`i64` microseconds) and the
     /// reported `SystemTime` can hold it.
-    pub(crate) fn after(&self, lease: Duration) -> Result<i64, OpFailure> {
+    pub(crate) fn after(&self, lease: Duration) -> Result<i64, OpError> {
         i64::try_from(lease.as_micros())
             .ok()
             .and_then(|micros| self.at.checked_add(micros))
             .filter(|_| self.wall.checked_add(lease).is_some())
-            .ok_or(OpFailure::LeaseTooLong(leader_core::LeaseTooLong::new(
-                lease,
-            )))
+            .ok_or(OpError::LeaseTooLong(leader_core::LeaseTooLong::new(lease)))
     }
 
     /// A stored instant on the wall clock: now there, plus the time from now to it.
-    pub(crate) fn wall_time(&self, at: i64) -> Result<SystemTime, OpFailure> {
-        let out_of_range = OpFailure::Corrupt("a time out of range");
+    pub(crate) fn wall_time(&self, at: i64) -> Result<SystemTime, OpError> {
+        let out_of_range = OpError::Corrupt("a time out of range");
         let ahead = at.checked_sub(self.at).ok_or(out_of_range)?;
         let by = Duration::from_micros(ahead.unsigned_abs());
         let wall = if ahead >= 0 {
@@ -84,17 +82,17 @@ impl Now {
         } else {
             self.wall.checked_sub(by)
         };
-        wall.ok_or(OpFailure::Corrupt("a time out of range"))
+        wall.ok_or(OpError::Corrupt("a time out of range"))
     }
 
     /// The wall clock in microseconds since the Unix epoch: the least fencing token a new
     /// holder gets, so that tokens keep growing across reboots and lost counters.
-    pub(crate) fn token_floor(&self) -> Result<i64, OpFailure> {
+    pub(crate) fn token_floor(&self) -> Result<i64, OpError> {
         self.wall
             .duration_since(UNIX_EPOCH)
             .ok()
             .and_then(|since| i64::try_from(since.as_micros()).ok())
-            .ok_or(OpFailure::Clock)
+            .ok_or(OpError::Clock)
     }
 }
 
@@ -185,7 +183,7 @@ mod tests {
             Duration::from_micros(i64::MAX as u64),
         ] {
             assert!(
-                matches!(now.after(lease), Err(OpFailure::LeaseTooLong(l)) if l.lease() == lease),
+                matches!(now.after(lease), Err(OpError::LeaseTooLong(l)) if l.lease() == lease),
                 "{lease:?}"
             );
         }

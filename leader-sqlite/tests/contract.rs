@@ -5,25 +5,5 @@
 mod common;
 
 use common::SqliteHarness;
-use leader_testkit::{AsyncStdRunner, SmolRunner, ThreadRunner, TokioRunner};
 
-leader_testkit::contract_tests!(
-    blocking_threads,
-    blocking,
-    SqliteHarness::new(),
-    ThreadRunner
-);
-leader_testkit::contract_tests!(
-    async_tokio_current_thread,
-    async,
-    SqliteHarness::new(),
-    TokioRunner::current_thread()
-);
-leader_testkit::contract_tests!(
-    async_tokio_multi_thread,
-    async,
-    SqliteHarness::new(),
-    TokioRunner::multi_thread()
-);
-leader_testkit::contract_tests!(async_async_std, async, SqliteHarness::new(), AsyncStdRunner);
-leader_testkit::contract_tests!(async_smol, async, SqliteHarness::new(), SmolRunner);
+leader_testkit::contract_tests!(every_runtime, SqliteHarness::new());

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::TempDir;
 use leader_core::{AcquireRequest, Error, LockBackend, LockName, OwnerToken};
-use leader_sqlite::{OpenError, SqliteBackend, SqliteConfig};
+use leader_sqlite::{ConnectError, SqliteBackend, SqliteConfig};
 
 fn request(key: &LockName) -> AcquireRequest<'_> {
     AcquireRequest::new(key, OwnerToken::random(), "node", Duration::from_secs(30))
@@ -22,7 +22,7 @@ fn a_path_in_a_missing_directory_cannot_be_opened() {
     let dir = TempDir::new("missing");
     let path = dir.file("no/such/dir/locks.db");
     let err = SqliteBackend::open(&path).unwrap_err();
-    assert!(matches!(err, OpenError::CannotOpen { .. }), "{err:?}");
+    assert!(matches!(err, ConnectError::CannotOpen { .. }), "{err:?}");
     assert!(err.to_string().contains("no/such/dir/locks.db"), "{err}");
     assert!(!dir.file("no").exists(), "no directory was created");
 }
@@ -38,7 +38,7 @@ fn a_file_that_is_not_a_database_is_refused_and_left_as_it_was() {
         std::fs::write(&path, &garbage).unwrap();
         let before = snapshot(&dir, "locks.db");
         let err = SqliteBackend::open(&path).unwrap_err();
-        assert!(matches!(err, OpenError::NotADatabase { .. }), "{err:?}");
+        assert!(matches!(err, ConnectError::NotADatabase { .. }), "{err:?}");
         assert_eq!(
             snapshot(&dir, "locks.db"),
             before,
@@ -104,7 +104,7 @@ fn a_table_of_the_same_name_made_by_someone_else_is_refused_and_nothing_is_writt
         let before = snapshot(&dir, "app.db");
         let err = SqliteBackend::open(&path).unwrap_err();
         assert!(
-            matches!(&err, OpenError::ForeignTable { table: t, .. } if *t == table),
+            matches!(&err, ConnectError::ForeignTable { table: t, .. } if *t == table),
             "{sql}: {err:?}"
         );
         assert_eq!(
@@ -145,7 +145,7 @@ fn refused_as_newer(dir: &TempDir, path: &std::path::Path) {
     assert!(
         matches!(
             err,
-            OpenError::NewerSchema {
+            ConnectError::NewerSchema {
                 found: 3,
                 supported: 2,
                 ..
@@ -172,7 +172,7 @@ fn a_schema_table_of_another_shape_is_refused_and_nothing_is_written() {
         let before = snapshot(&dir, "locks.db");
         let err = SqliteBackend::open(&path).unwrap_err();
         assert!(
-            matches!(err, OpenError::ForeignTable { .. }),
+            matches!(err, ConnectError::ForeignTable { .. }),
             "{sql}: {err:?}"
         );
         assert_eq!(
@@ -235,8 +235,8 @@ fn a_read_only_database_is_refused() {
         let err = SqliteBackend::open(&path).unwrap_err();
         let expected = std::env::var("LEADER_SQLITE_READ_ONLY_EXPECT").unwrap();
         let kind = match &err {
-            OpenError::ReadOnly { .. } => "read-only",
-            OpenError::CannotOpen { .. } => "cannot-open",
+            ConnectError::ReadOnly { .. } => "read-only",
+            ConnectError::CannotOpen { .. } => "cannot-open",
             _ => "other",
         };
         assert_eq!(kind, expected, "{err:?}");

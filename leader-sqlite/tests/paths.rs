@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use common::TempDir;
 use leader_core::{AcquireOutcome, AcquireRequest, LockBackend, LockName, OwnerToken};
-use leader_sqlite::{OpenError, SqliteBackend};
+use leader_sqlite::{ConnectError, SqliteBackend};
 
-fn refused(path: &str) -> OpenError {
+fn refused(path: &str) -> ConnectError {
     match SqliteBackend::open(path) {
         Ok(backend) => {
             panic!("`{path}` was opened as {backend:?}: it loses cross-process exclusion")
@@ -51,7 +51,7 @@ fn in_memory_and_lock_free_forms_are_refused() {
     for form in &forms {
         let err = refused(form);
         assert!(
-            matches!(&err, OpenError::NotShared { .. }),
+            matches!(&err, ConnectError::NotShared { .. }),
             "`{form}`: {err:?}"
         );
         assert!(err.to_string().contains(form.as_str()), "{err}");

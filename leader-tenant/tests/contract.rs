@@ -15,7 +15,7 @@ use leader_core::{
     LockName, NameError, OwnerToken, ReleaseOutcome,
 };
 use leader_tenant::TenantId;
-use leader_testkit::{Harness, MemoryHarness, ThreadRunner, TokioRunner};
+use leader_testkit::{Harness, MemoryHarness};
 
 /// A backend that stores every key under a tenant's prefix.
 #[derive(Debug, Clone)]
@@ -216,18 +216,7 @@ impl<H: Harness> Harness for TenantHarness<H> {
     }
 }
 
-leader_testkit::contract_tests!(
-    blocking,
-    blocking,
-    Some(TenantHarness(MemoryHarness::new())),
-    ThreadRunner
-);
-leader_testkit::contract_tests!(
-    tokio_async,
-    async,
-    Some(TenantHarness(MemoryHarness::new())),
-    TokioRunner::multi_thread()
-);
+leader_testkit::contract_tests!(every_runtime, Some(TenantHarness(MemoryHarness::new())));
 
 #[test]
 fn long_scoped_names_work_up_to_the_limit() {

@@ -2,8 +2,8 @@
 //! The backend contract suite of the `leader` toolkit.
 //! Its API is exempt from semver: use it as a dev-dependency, at an exact version (`=`).
 //!
-//! Every backend must keep the guarantees of DESIGN §4 (listed under `# Contract` on
-//! [`LockBackend`](leader_core::LockBackend)). The checks in [`checks`] verify them one by
+//! Every backend must keep the guarantees listed under `# Contract` on
+//! [`LockBackend`](leader_core::LockBackend). The checks in [`checks`] verify them one by
 //! one; each takes a [`Harness`] (how to make the backend and move its time) and a
 //! [`Runner`] (how to drive futures: plain threads, tokio, async-std or smol), and uses a
 //! fresh random lock name. [`contract_tests!`] expands them into one named `#[test]` each.

@@ -1,16 +1,72 @@
 //! [`contract_tests!`](crate::contract_tests): one `#[test]` per check.
 
-/// Expands to a module with one `#[test]` per contract check.
+/// Expands to modules with one `#[test]` per contract check.
 ///
-/// `contract_tests!(module, blocking | async, harness_option, runner)`:
+/// The runtime matrix, one invocation per harness:
+/// - `contract_tests!(every_runtime, harness_option)`: the blocking API on plain threads
+///   (module `blocking_threads`) and the async API on every runtime (modules
+///   `async_tokio_current_thread`, `async_tokio_multi_thread`, `async_async_std`,
+///   `async_smol`);
+/// - `contract_tests!(every_async_runtime, harness_option)`: the four async modules only;
+/// - `contract_tests!(every_runtime, harness_option, behind_features)`: as
+///   `every_runtime`, each async module compiled only with the invoking crate's feature
+///   of the runtime's name (`tokio`, `async-std`, `smol`), for a backend whose async API
+///   is behind such features.
+///
+/// The runtime matrix needs the testkit's `tokio`, `async-std` and `smol` features.
+///
+/// One module on one runtime: `contract_tests!(module, blocking | async, harness_option,
+/// runner)`:
 /// - `blocking` runs the checks on the harness's blocking API (through
 ///   [`Blocking`](crate::Blocking)), `async` on its async API;
-/// - `harness_option` is an expression giving `Option<impl Harness>`; `None` skips (build
-///   it on a [`fixtures`](crate::fixtures) server, which is `None` only when servers are
-///   not required, so CI never skips);
 /// - `runner` is an expression giving a [`Runner`](crate::Runner).
+///
+/// In every form, `harness_option` is an expression giving `Option<impl Harness>`,
+/// evaluated once per test; `None` skips (build it on a [`fixtures`](crate::fixtures)
+/// server, which is `None` only when servers are not required, so CI never skips).
+///
+/// ```
+/// // tests/contract.rs of a backend crate, with its own harness in place of this one
+/// use leader_testkit::MemoryHarness;
+///
+/// # #[cfg(all(feature = "tokio", feature = "async-std", feature = "smol"))]
+/// leader_testkit::contract_tests!(every_runtime, Some(MemoryHarness::new()));
+/// # fn main() {}
+/// ```
 #[macro_export]
 macro_rules! contract_tests {
+    (every_runtime, $harness:expr, behind_features $(,)?) => {
+        $crate::contract_tests!(blocking_threads, blocking, $harness, $crate::ThreadRunner);
+        $crate::contract_tests!(@async_runtimes $harness;
+            [cfg(feature = "tokio")] [cfg(feature = "async-std")] [cfg(feature = "smol")]);
+    };
+    (every_runtime, $harness:expr $(,)?) => {
+        $crate::contract_tests!(blocking_threads, blocking, $harness, $crate::ThreadRunner);
+        $crate::contract_tests!(every_async_runtime, $harness);
+    };
+    (every_async_runtime, $harness:expr $(,)?) => {
+        $crate::contract_tests!(@async_runtimes $harness; [cfg(all())] [cfg(all())] [cfg(all())]);
+    };
+    (@async_runtimes $harness:expr; [$($tokio:tt)*] [$($async_std:tt)*] [$($smol:tt)*]) => {
+        #[$($tokio)*]
+        $crate::contract_tests!(
+            async_tokio_current_thread,
+            async,
+            $harness,
+            $crate::TokioRunner::current_thread()
+        );
+        #[$($tokio)*]
+        $crate::contract_tests!(
+            async_tokio_multi_thread,
+            async,
+            $harness,
+            $crate::TokioRunner::multi_thread()
+        );
+        #[$($async_std)*]
+        $crate::contract_tests!(async_async_std, async, $harness, $crate::AsyncStdRunner);
+        #[$($smol)*]
+        $crate::contract_tests!(async_smol, async, $harness, $crate::SmolRunner);
+    };
     ($module:ident, blocking, $harness:expr, $runner:expr) => {
         $crate::contract_tests!(@expand $module, ($harness).map($crate::Blocking), $runner);
     };

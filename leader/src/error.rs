@@ -41,11 +41,11 @@ pub enum ConnectError {
     /// The Redis backend rejected the URL or its settings.
     #[cfg(feature = "redis")]
     #[error(transparent)]
-    Redis(#[from] leader_redis::ConfigError),
+    Redis(#[from] leader_redis::ConnectError),
     /// The SQLite database could not be used (its path is in the error).
     #[cfg(feature = "sqlite")]
     #[error(transparent)]
-    Sqlite(#[from] leader_sqlite::OpenError),
+    Sqlite(#[from] leader_sqlite::ConnectError),
     /// The MongoDB backend rejected the connection string or could not start.
     #[cfg(feature = "mongodb")]
     #[error("{source} (connection string `{url}`)")]

@@ -19,13 +19,15 @@ pub use leader_core::{
     NoopBackend, OptionsError, RedactedError, RevokeReason, TenantId, TenantIdError, UrlSecrets,
 };
 
-// The electors.
+// The electors, and the locks their batch calls hand back (`try_acquire_for_tenants`,
+// `release_all`).
 #[cfg(any(feature = "tokio", feature = "smol", feature = "async-std"))]
 pub use leader_async::{
-    AsyncLeaderElector, AsyncLeaderGroupElector, AsyncLeadershipHandle, AsyncLockGuard,
+    AsyncAcquired, AsyncFinished, AsyncLeaderElector, AsyncLeaderGroupElector,
+    AsyncLeadershipHandle, AsyncLockGuard,
 };
 pub use leader_blocking::{
-    LeaderElector, LeaderGroupElector, LeadershipHandle, LockGuard, TaskHandle,
+    Acquired, Finished, LeaderElector, LeaderGroupElector, LeadershipHandle, LockGuard, TaskHandle,
     ThreadPoolLeaderElector,
 };
 

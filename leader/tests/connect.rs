@@ -87,7 +87,7 @@ fn sqlite_urls_give_a_backend_on_that_file_sync_and_async() {
     assert!(
         matches!(
             err,
-            leader::ConnectError::Sqlite(leader::sqlite::OpenError::CannotOpen { .. })
+            leader::ConnectError::Sqlite(leader::sqlite::ConnectError::CannotOpen { .. })
         ),
         "{err:?}"
     );
@@ -112,7 +112,7 @@ fn sqlite_urls_of_unshared_databases_are_refused() {
             assert!(
                 matches!(
                     err,
-                    leader::ConnectError::Sqlite(leader::sqlite::OpenError::NotShared { .. })
+                    leader::ConnectError::Sqlite(leader::sqlite::ConnectError::NotShared { .. })
                 ),
                 "{url}: {err:?}"
             );

@@ -165,9 +165,5 @@ pub fn assert_backend_error<T: std::fmt::Debug>(
     key: &leader_core::LockName,
     transient: bool,
 ) {
-    let err = result.expect_err("expected a backend error");
-    assert!(matches!(err, leader_core::Error::Backend(_)), "{err:?}");
-    assert_eq!(err.lock_key(), Some(key.as_str()), "{err}");
-    assert_eq!(err.is_transient(), transient, "{err}");
-    assert!(err.to_string().contains("postgres"), "{err}");
+    leader_testkit::checks::assert_backend_error(result, key.as_str(), transient, "postgres");
 }

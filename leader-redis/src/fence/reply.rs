@@ -5,7 +5,7 @@ use leader_core::BackendErrorKind;
 use redis::{RedisError, Value};
 
 use crate::decode::{array, int};
-use crate::error::{Failure, reply_text};
+use crate::error::{OpError, reply_text};
 
 /// Whether a fenced write happened.
 ///
@@ -65,7 +65,7 @@ impl FenceError {
     pub fn is_transient(&self) -> bool {
         match self {
             FenceError::Redis(err) => {
-                Failure::from_redis("fence", err.clone()).kind() == BackendErrorKind::Transient
+                OpError::from_redis("fence", err.clone()).kind() == BackendErrorKind::Transient
             }
             FenceError::CorruptFence { .. } | FenceError::BadReply { .. } => false,
         }

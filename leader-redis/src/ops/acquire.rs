@@ -7,7 +7,7 @@ use redis::{ScriptInvocation, Value};
 
 use super::{Op, flag, status};
 use crate::decode::{array, int, micros_since_epoch, millis, text_field, time_field, u64_field};
-use crate::error::Failure;
+use crate::error::OpError;
 use crate::keys::LockKeys;
 use crate::scripts::ACQUIRE;
 
@@ -50,7 +50,7 @@ impl<'a, 'p> Acquire<'a, 'p> {
 
 impl Op for Acquire<'_, '_> {
     /// One answer per request; a request's own failure names its key.
-    type Output = Vec<Result<SlotOutcome, Failure>>;
+    type Output = Vec<Result<SlotOutcome, OpError>>;
     const NAME: &'static str = "acquire";
 
     fn name(&self) -> &LockName {
@@ -81,8 +81,8 @@ impl Op for Acquire<'_, '_> {
         invocation
     }
 
-    fn decode(&self, reply: Value) -> Result<Self::Output, Failure> {
-        let bad = || Failure::bad_reply(Self::NAME, &reply);
+    fn decode(&self, reply: Value) -> Result<Self::Output, OpError> {
+        let bad = || OpError::bad_reply(Self::NAME, &reply);
         let items = array(&reply).ok_or_else(bad)?;
         if items.len() != self.requests.len() {
             return Err(bad());
@@ -109,8 +109,8 @@ fn slot_answer(
     request: &SlotRequest<'_>,
     key_prefix: &str,
     item: &Value,
-) -> Result<SlotOutcome, Failure> {
-    let bad = || Failure::bad_reply(Acquire::NAME, item);
+) -> Result<SlotOutcome, OpError> {
+    let bad = || OpError::bad_reply(Acquire::NAME, item);
     // The slot a reply's 1-based position in the request's order names.
     let nth_slot = |position: Option<&Value>| {
         let nth = position.and_then(int)?.checked_sub(1)?;
@@ -143,11 +143,11 @@ fn slot_answer(
             // Another owner's record without expiry: corrupted, never a holder to wait for.
             "expiry" => {
                 let (_, key) = nth_slot(items.get(2)).ok_or_else(bad)?;
-                Err(Failure::NoExpiryAt {
+                Err(OpError::NoExpiryAt {
                     key: LockKeys::new(key_prefix, key).lock,
                 })
             }
-            "error" => Err(Failure::InScript {
+            "error" => Err(OpError::InScript {
                 op: Acquire::NAME,
                 message: text_field(items.get(2), "error")?,
             }),
@@ -169,7 +169,7 @@ mod tests {
     }
 
     /// The answer to the one request of `op` in a reply made of `item`.
-    fn one(op: &Acquire<'_, '_>, item: Value) -> Result<SlotOutcome, Failure> {
+    fn one(op: &Acquire<'_, '_>, item: Value) -> Result<SlotOutcome, OpError> {
         let mut answers = op.decode(Value::Array(vec![item]))?;
         assert_eq!(answers.len(), 1);
         answers.pop().unwrap()
@@ -211,7 +211,7 @@ mod tests {
         ]);
         assert!(matches!(
             one(&op, out_of_range),
-            Err(Failure::BadReply { .. })
+            Err(OpError::BadReply { .. })
         ));
 
         let held = Value::Array(vec![
@@ -232,29 +232,29 @@ mod tests {
         ]);
         assert!(matches!(
             one(&op, corrupt),
-            Err(Failure::Corrupt { field: "fence" })
+            Err(OpError::Corrupt { field: "fence" })
         ));
         assert!(matches!(
             op.decode(Value::Okay),
-            Err(Failure::BadReply { .. })
+            Err(OpError::BadReply { .. })
         ));
         let failed = Value::Array(vec![Value::Int(-1), bulk("error"), bulk("WRONGTYPE")]);
         assert!(
-            matches!(one(&op, failed), Err(Failure::InScript { message, .. }) if message == "WRONGTYPE")
+            matches!(one(&op, failed), Err(OpError::InScript { message, .. }) if message == "WRONGTYPE")
         );
         assert!(
             matches!(
                 op.decode(Value::Array(Vec::new())),
-                Err(Failure::BadReply { .. })
+                Err(OpError::BadReply { .. })
             ),
             "one answer per request"
         );
         let no_expiry = Value::Array(vec![Value::Int(-1), bulk("expiry"), Value::Int(1)]);
         assert!(
-            matches!(one(&op, no_expiry), Err(Failure::NoExpiryAt { key }) if key == "leader:{job}")
+            matches!(one(&op, no_expiry), Err(OpError::NoExpiryAt { key }) if key == "leader:{job}")
         );
         let far = Value::Array(vec![Value::Int(-1), bulk("expiry"), Value::Int(i64::MIN)]);
-        assert!(matches!(one(&op, far), Err(Failure::BadReply { .. })));
+        assert!(matches!(one(&op, far), Err(OpError::BadReply { .. })));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use redis::{ScriptInvocation, Value};
 
 use super::{Op, flag};
 use crate::decode::{array, int, micros_since_epoch, millis, text_field, time_field};
-use crate::error::Failure;
+use crate::error::OpError;
 use crate::keys::LockKeys;
 use crate::scripts::EXTEND;
 
@@ -48,7 +48,7 @@ impl<'a, 'p> Extend<'a, 'p> {
 
 impl Op for Extend<'_, '_> {
     /// One answer per lease; a lease's own failure names its key.
-    type Output = Vec<Result<ExtendOutcome, Failure>>;
+    type Output = Vec<Result<ExtendOutcome, OpError>>;
     const NAME: &'static str = "extend";
 
     fn name(&self) -> &LockName {
@@ -70,8 +70,8 @@ impl Op for Extend<'_, '_> {
         invocation
     }
 
-    fn decode(&self, reply: Value) -> Result<Self::Output, Failure> {
-        let bad = || Failure::bad_reply(Self::NAME, &reply);
+    fn decode(&self, reply: Value) -> Result<Self::Output, OpError> {
+        let bad = || OpError::bad_reply(Self::NAME, &reply);
         let items = array(&reply).ok_or_else(bad)?;
         if items.len() != self.renewals.len() {
             return Err(bad());
@@ -89,11 +89,11 @@ impl Op for Extend<'_, '_> {
 }
 
 /// One lease's answer in an `extend` reply.
-fn extended(item: &Value) -> Result<ExtendOutcome, Failure> {
+fn extended(item: &Value) -> Result<ExtendOutcome, OpError> {
     match item {
         Value::Int(0) => Ok(ExtendOutcome::NotHeld),
         Value::Array(failed) if failed.first().and_then(int) == Some(-1) => {
-            Err(Failure::InScript {
+            Err(OpError::InScript {
                 op: Extend::NAME,
                 message: text_field(failed.get(1), "error")?,
             })

@@ -16,7 +16,7 @@ use leader_core::LockName;
 use redis::{ScriptInvocation, Value};
 
 use crate::decode::int;
-use crate::error::Failure;
+use crate::error::OpError;
 use crate::keys::LockKeys;
 
 /// One backend operation.
@@ -30,7 +30,7 @@ pub(crate) trait Op {
     /// The EVALSHA invocation.
     fn invocation(&self, keys: &LockKeys, channel: &str) -> ScriptInvocation<'static>;
     /// Reads the script's reply.
-    fn decode(&self, reply: Value) -> Result<Self::Output, Failure>;
+    fn decode(&self, reply: Value) -> Result<Self::Output, OpError>;
     /// A short word for traces.
     fn outcome(output: &Self::Output) -> &'static str;
 }

@@ -5,10 +5,10 @@ use redis::{ScriptInvocation, Value};
 
 use super::Op;
 use crate::decode::{array, int, millis, text_field};
-use crate::error::Failure;
+use crate::error::OpError;
 use crate::keys::LockKeys;
-use crate::lease_time::min_lease;
 use crate::scripts::RELEASE;
+use crate::time::min_lease;
 
 /// `release` and `release_batch`: one script releases every lease of a chunk, each
 /// answered on its own (see `lua/release.lua`).
@@ -70,7 +70,7 @@ impl Released {
 
 impl Op for Release<'_, '_> {
     /// One answer per lease; a lease's own failure names its key.
-    type Output = Vec<Result<Released, Failure>>;
+    type Output = Vec<Result<Released, OpError>>;
     const NAME: &'static str = "release";
 
     fn name(&self) -> &LockName {
@@ -97,8 +97,8 @@ impl Op for Release<'_, '_> {
         invocation
     }
 
-    fn decode(&self, reply: Value) -> Result<Self::Output, Failure> {
-        let bad = || Failure::bad_reply(Self::NAME, &reply);
+    fn decode(&self, reply: Value) -> Result<Self::Output, OpError> {
+        let bad = || OpError::bad_reply(Self::NAME, &reply);
         let items = array(&reply).ok_or_else(bad)?;
         if items.len() != self.releases.len() {
             return Err(bad());
@@ -116,21 +116,21 @@ impl Op for Release<'_, '_> {
 }
 
 /// One lease's answer in a `release` reply.
-fn released(item: &Value) -> Result<Released, Failure> {
-    let bad = || Failure::bad_reply(Release::NAME, item);
+fn released(item: &Value) -> Result<Released, OpError> {
+    let bad = || OpError::bad_reply(Release::NAME, item);
     match item {
         Value::Int(1) => Ok(Released::Freed),
         Value::Int(2) => Ok(Released::KeptForMinLease),
         Value::Int(0) => Ok(Released::NotHeld),
         Value::Array(failed) if failed.first().and_then(int) == Some(-1) => {
             match (text_field(failed.get(1), "field")?.as_str(), failed.len()) {
-                ("error", 3) => Err(Failure::InScript {
+                ("error", 3) => Err(OpError::InScript {
                     op: Release::NAME,
                     message: text_field(failed.get(2), "error")?,
                 }),
-                ("sacq", 2) => Err(Failure::Corrupt { field: "sacq" }),
-                ("acq", 2) => Err(Failure::Corrupt { field: "acq" }),
-                ("exp", 2) => Err(Failure::Corrupt { field: "exp" }),
+                ("sacq", 2) => Err(OpError::Corrupt { field: "sacq" }),
+                ("acq", 2) => Err(OpError::Corrupt { field: "acq" }),
+                ("exp", 2) => Err(OpError::Corrupt { field: "exp" }),
                 _ => Err(bad()),
             }
         }

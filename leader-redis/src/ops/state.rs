@@ -5,7 +5,7 @@ use redis::{ScriptInvocation, Value};
 
 use super::{Op, status};
 use crate::decode::{array, is_nil, text_field, time_field, u64_field};
-use crate::error::Failure;
+use crate::error::OpError;
 use crate::keys::LockKeys;
 use crate::scripts::STATE;
 
@@ -27,8 +27,8 @@ impl Op for State<'_> {
         STATE.key(&keys.lock)
     }
 
-    fn decode(&self, reply: Value) -> Result<LeaderState, Failure> {
-        let bad = || Failure::bad_reply(Self::NAME, &reply);
+    fn decode(&self, reply: Value) -> Result<LeaderState, OpError> {
+        let bad = || OpError::bad_reply(Self::NAME, &reply);
         let items = array(&reply).ok_or_else(bad)?;
         if items.len() != 6 {
             return Err(bad());
@@ -53,7 +53,7 @@ pub(crate) fn holder_state(
     name: &str,
     pttl: i64,
     fields: &[Value],
-) -> Result<LeaderState, Failure> {
+) -> Result<LeaderState, OpError> {
     if pttl == -2 || pttl == 0 {
         // No key (or one that expires this very millisecond): nobody holds the lock.
         return Ok(LeaderState::empty(name));
@@ -63,7 +63,7 @@ pub(crate) fn holder_state(
         return Ok(LeaderState::empty(name));
     }
     if pttl < 0 {
-        return Err(Failure::NoExpiry);
+        return Err(OpError::NoExpiry);
     }
     let lease = LeaderLease::new(
         text_field(fields.get(1), "leader")?,
@@ -105,6 +105,6 @@ mod tests {
             bulk("1"),
             bulk("2"),
         ]);
-        assert!(matches!(op.decode(forever), Err(Failure::NoExpiry)));
+        assert!(matches!(op.decode(forever), Err(OpError::NoExpiry)));
     }
 }

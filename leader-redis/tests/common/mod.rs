@@ -125,3 +125,17 @@ pub fn scripts_run(conn: &mut redis::Connection) -> u64 {
         })
         .sum()
 }
+
+/// Starts `backend`'s release subscription and waits (up to 5 s) until it is up.
+pub fn subscribed(backend: &RedisBackend) {
+    use leader_core::Backend;
+    assert!(backend.release_events().is_some());
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !backend.is_subscribed() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the subscription did not come up"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}

@@ -9,7 +9,7 @@ use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant, SystemTime};
 
 use futures_util::future::Either;
-use futures_util::{FutureExt, StreamExt, stream};
+use futures_util::{FutureExt, Stream, StreamExt, stream};
 use leader_core::{Error, LeaderRunResult};
 use tracing::Instrument;
 
@@ -130,10 +130,13 @@ where
         .await
 }
 
+/// [`drive`]'s cycle, phase by phase: the ledger of the plan's tenants, their locks tried
+/// in batches, each won (or lone) tenant's job started and timed, its line collected
+/// (until shutdown, in [`ShutdownMode::Abandon`]), the report closed.
 async fn drive_in_span<T, E, A, FB, FutB, F, Fut>(
     run: CycleRun<'_>,
     plan: Plan,
-    mut try_batch: FB,
+    try_batch: FB,
     mut run_one: F,
 ) -> CycleReport<T, E>
 where
@@ -144,83 +147,21 @@ where
     E: Debug,
 {
     let clock = Instant::now();
-    let mut slots: Vec<Option<TenantReport<T, E>>> = Vec::with_capacity(plan.entries.len());
-    let mut began = vec![false; plan.entries.len()];
-    let mut names = Vec::with_capacity(plan.entries.len());
-    let mut runnable = Vec::with_capacity(plan.entries.len());
-    for (index, (name, id)) in plan.entries.into_iter().enumerate() {
-        slots.push(match id {
-            Ok(id) => {
-                runnable.push((index, id));
-                None
-            }
-            Err(error) => {
-                let line = report(
-                    name.clone(),
-                    TenantOutcome::Error(error),
-                    Duration::ZERO,
-                    Duration::ZERO,
-                );
-                line.trace();
-                Some(line)
-            }
-        });
-        names.push(name);
-    }
-
+    let (mut ledger, runnable) = Ledger::open(plan.entries);
     {
-        let began = &mut began;
-        let tasks = stream::iter(runnable)
-            .take_while(|_| ready(!run.stopped()))
-            .chunks(run.acquire_batch)
-            .then(|batch| {
-                let tenants = batch.iter().map(|(_, id)| id.clone()).collect();
-                let tried = try_batch(tenants, run.cycle);
-                async move {
-                    let mut tried = tried.await.into_iter();
-                    batch
-                        .into_iter()
-                        .map(|(index, id)| (index, id, tried.next().unwrap_or(Tried::Alone)))
-                        .collect::<Vec<_>>()
-                }
-            })
-            .flat_map(stream::iter)
+        let began = &mut ledger.began;
+        let tasks = tried_in_batches(run, runnable, try_batch)
             .map(|(index, id, tried)| {
                 if run.stopped() {
                     // Not started: a won lock is released as it is dropped here.
                     return Either::Left(ready(None));
                 }
                 began[index] = true;
-                let job = match tried {
-                    Tried::Won(won) => Either::Left(run_one(id, Some(won), run.cycle)),
-                    Tried::Alone => Either::Left(run_one(id, None, run.cycle)),
-                    Tried::Held => Either::Right(ready(Ok(LeaderRunResult::Skipped))),
-                    Tried::Failed(error) => Either::Right(ready(Err(error))),
-                };
-                Either::Right(async move {
-                    let started_after = clock.elapsed();
-                    let start = Instant::now();
-                    let outcome = AssertUnwindSafe(job).catch_unwind().await;
-                    Some((
-                        index,
-                        TenantOutcome::from_run(outcome),
-                        started_after,
-                        start.elapsed(),
-                    ))
-                })
+                let job = job_for(id, tried, run.cycle, &mut run_one);
+                Either::Right(timed(index, clock, job).map(Some))
             })
             .buffer_unordered(run.concurrency);
-        let collect = async {
-            let mut tasks = std::pin::pin!(tasks);
-            while let Some(done) = tasks.next().await {
-                let Some((index, outcome, started_after, elapsed)) = done else {
-                    continue;
-                };
-                let line = report(names[index].clone(), outcome, started_after, elapsed);
-                line.trace();
-                slots[index] = Some(line);
-            }
-        };
+        let collect = collect(tasks, &mut ledger.lines, &ledger.names);
         match (run.mode, run.shutdown) {
             (ShutdownMode::Abandon, Some(shutdown)) => {
                 futures_lite::future::or(collect, shutdown.triggered()).await;
@@ -228,38 +169,183 @@ where
             _ => collect.await,
         }
     }
+    ledger.close(run, clock, plan.source_error)
+}
 
-    let tenants: Vec<_> = slots
-        .into_iter()
-        .zip(began)
-        .zip(names)
-        .map(|((slot, began), name)| {
-            slot.unwrap_or_else(|| {
-                let outcome = if began {
-                    TenantOutcome::Abandoned
-                } else {
-                    TenantOutcome::NotStarted
-                };
-                report(name, outcome, Duration::ZERO, Duration::ZERO)
+/// What one cycle knows of each tenant of its plan, by the plan's index.
+struct Ledger<T, E> {
+    /// Each tenant's report line, once it has one.
+    lines: Vec<Option<TenantReport<T, E>>>,
+    /// Whether its job began.
+    began: Vec<bool>,
+    /// Its id as the source gave it.
+    names: Vec<String>,
+}
+
+/// A job that ran: its tenant's index, its outcome, when it started (after the cycle
+/// began) and how long it took.
+type Done<T, E> = (usize, TenantOutcome<T, E>, Duration, Duration);
+
+impl<T, E: Debug> Ledger<T, E> {
+    /// The first phase: a line for each invalid tenant of `entries` (traced at once), and
+    /// the valid ones with their index.
+    fn open(
+        entries: Vec<(String, Result<TenantId, TenantError>)>,
+    ) -> (Self, Vec<(usize, TenantId)>) {
+        let mut ledger = Ledger {
+            lines: Vec::with_capacity(entries.len()),
+            began: vec![false; entries.len()],
+            names: Vec::with_capacity(entries.len()),
+        };
+        let mut runnable = Vec::with_capacity(entries.len());
+        for (index, (name, id)) in entries.into_iter().enumerate() {
+            ledger.lines.push(match id {
+                Ok(id) => {
+                    runnable.push((index, id));
+                    None
+                }
+                Err(error) => {
+                    let line = report(
+                        name.clone(),
+                        TenantOutcome::Error(error),
+                        Duration::ZERO,
+                        Duration::ZERO,
+                    );
+                    line.trace();
+                    Some(line)
+                }
+            });
+            ledger.names.push(name);
+        }
+        (ledger, runnable)
+    }
+
+    /// The last phase: the cycle's report (traced), with every tenant that has no line yet
+    /// reported as abandoned (its job began) or not started.
+    fn close(
+        self,
+        run: CycleRun<'_>,
+        clock: Instant,
+        source_error: Option<TenantError>,
+    ) -> CycleReport<T, E> {
+        let tenants: Vec<_> = self
+            .lines
+            .into_iter()
+            .zip(self.began)
+            .zip(self.names)
+            .map(|((slot, began), name)| {
+                slot.unwrap_or_else(|| {
+                    let outcome = if began {
+                        TenantOutcome::Abandoned
+                    } else {
+                        TenantOutcome::NotStarted
+                    };
+                    report(name, outcome, Duration::ZERO, Duration::ZERO)
+                })
             })
+            .collect();
+        let interrupted = tenants.iter().any(|t| {
+            matches!(
+                t.outcome,
+                TenantOutcome::Abandoned | TenantOutcome::NotStarted
+            )
+        });
+        let report = CycleReport {
+            cycle: run.cycle,
+            started_at: run.started_at,
+            elapsed: clock.elapsed(),
+            tenants,
+            source_error,
+            interrupted,
+        };
+        report.trace();
+        report
+    }
+}
+
+/// The second phase: the `runnable` tenants, tried `run.acquire_batch` at a time with
+/// `try_batch` (none once shutdown is triggered), each with its answer (`Alone` when the
+/// batch gave too few). A batch is tried only when the stream is polled for its first
+/// tenant, that is when every tenant of the batch before has started.
+fn tried_in_batches<'a, A, FB, FutB>(
+    run: CycleRun<'a>,
+    runnable: Vec<(usize, TenantId)>,
+    mut try_batch: FB,
+) -> impl Stream<Item = (usize, TenantId, Tried<A>)> + 'a
+where
+    FB: FnMut(Vec<TenantId>, u64) -> FutB + 'a,
+    FutB: Future<Output = Vec<Tried<A>>> + 'a,
+    A: 'a,
+{
+    stream::iter(runnable)
+        .take_while(move |_| ready(!run.stopped()))
+        .chunks(run.acquire_batch)
+        .then(move |batch| {
+            let tenants = batch.iter().map(|(_, id)| id.clone()).collect();
+            let tried = try_batch(tenants, run.cycle);
+            async move {
+                let mut tried = tried.await.into_iter();
+                batch
+                    .into_iter()
+                    .map(|(index, id)| (index, id, tried.next().unwrap_or(Tried::Alone)))
+                    .collect::<Vec<_>>()
+            }
         })
-        .collect();
-    let interrupted = tenants.iter().any(|t| {
-        matches!(
-            t.outcome,
-            TenantOutcome::Abandoned | TenantOutcome::NotStarted
-        )
-    });
-    let report = CycleReport {
-        cycle: run.cycle,
-        started_at: run.started_at,
-        elapsed: clock.elapsed(),
-        tenants,
-        source_error: plan.source_error,
-        interrupted,
-    };
-    report.trace();
-    report
+        .flat_map(stream::iter)
+}
+
+/// The third phase, for one tenant: its job as the answer for its lock says (run under
+/// the won lock, run on its own, skipped, or failed).
+fn job_for<T, E, A, F, Fut>(
+    id: TenantId,
+    tried: Tried<A>,
+    cycle: u64,
+    run_one: &mut F,
+) -> impl Future<Output = Result<LeaderRunResult<T, E>, TenantError>> + use<T, E, A, F, Fut>
+where
+    F: FnMut(TenantId, Option<A>, u64) -> Fut,
+    Fut: Future<Output = Result<LeaderRunResult<T, E>, TenantError>>,
+{
+    match tried {
+        Tried::Won(won) => Either::Left(run_one(id, Some(won), cycle)),
+        Tried::Alone => Either::Left(run_one(id, None, cycle)),
+        Tried::Held => Either::Right(ready(Ok(LeaderRunResult::Skipped))),
+        Tried::Failed(error) => Either::Right(ready(Err(error))),
+    }
+}
+
+/// Runs `job` isolated (a panic is its outcome) and times it.
+async fn timed<T, E>(
+    index: usize,
+    clock: Instant,
+    job: impl Future<Output = Result<LeaderRunResult<T, E>, TenantError>>,
+) -> Done<T, E> {
+    let started_after = clock.elapsed();
+    let start = Instant::now();
+    let outcome = AssertUnwindSafe(job).catch_unwind().await;
+    (
+        index,
+        TenantOutcome::from_run(outcome),
+        started_after,
+        start.elapsed(),
+    )
+}
+
+/// The fourth phase: a line (traced) for each job as it ends.
+async fn collect<T, E: Debug>(
+    tasks: impl Stream<Item = Option<Done<T, E>>>,
+    lines: &mut [Option<TenantReport<T, E>>],
+    names: &[String],
+) {
+    let mut tasks = std::pin::pin!(tasks);
+    while let Some(done) = tasks.next().await {
+        let Some((index, outcome, started_after, elapsed)) = done else {
+            continue;
+        };
+        let line = report(names[index].clone(), outcome, started_after, elapsed);
+        line.trace();
+        lines[index] = Some(line);
+    }
 }
 
 fn report<T, E>(

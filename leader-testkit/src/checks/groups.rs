@@ -1,5 +1,5 @@
 //! Leader groups (`try_acquire_slot`): at most N holders, every slot usable, ownership and
-//! release per slot, expiry, fencing per slot (§4.1-4.3 for each slot).
+//! release per slot, expiry, fencing per slot (guarantees 1-3 for each slot).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -69,7 +69,7 @@ async fn states<B: AsyncLockBackend>(backend: &B, keys: &GroupKeys) -> Vec<Leade
     states
 }
 
-/// §4.1 per slot: N owners get the N slots of a group, each a different one, whatever
+/// Guarantee 1 per slot: N owners get the N slots of a group, each a different one, whatever
 /// slot their attempts start from; the next owner finds every slot held and learns a
 /// holder.
 pub fn group_slots_are_all_usable_and_never_more<H: Harness, R: Runner>(harness: &H, runner: &R)
@@ -105,7 +105,7 @@ where
     });
 }
 
-/// §4.2 per slot: the owner's attempt again, from the same slot, renews its own slot and
+/// Guarantee 2 per slot: the owner's attempt again, from the same slot, renews its own slot and
 /// keeps its token; another owner's token extends or releases nothing; the owner's
 /// release frees exactly its slot, which the next owner then gets.
 pub fn group_release_frees_exactly_one_slot<H: Harness, R: Runner>(harness: &H, runner: &R)
@@ -170,7 +170,7 @@ where
     });
 }
 
-/// §4.1, §4.3 per slot: slots expire, and the next holder of each slot gets a larger
+/// Guarantees 1, 3 per slot: slots expire, and the next holder of each slot gets a larger
 /// token than that slot's last holder.
 pub fn group_slots_expire_and_tokens_grow_per_slot<H: Harness, R: Runner>(harness: &H, runner: &R)
 where
@@ -199,7 +199,7 @@ where
     });
 }
 
-/// §4.1 per slot: concurrent attempts on a free group of N produce exactly N winners, on
+/// Guarantee 1 per slot: concurrent attempts on a free group of N produce exactly N winners, on
 /// N different slots.
 pub fn racing_group_attempts_have_n_winners<H: Harness, R: Runner>(harness: &H, runner: &R)
 where

@@ -1,17 +1,28 @@
-//! The contract checks, one public function per guarantee (numbers refer to DESIGN §4).
+//! The contract checks, one public function per guarantee.
+//!
+//! The numbers in their docs are those of the `# Contract` on
+//! [`LockBackend`](leader_core::LockBackend): 1 mutual exclusion, 2 ownership, 3 fencing,
+//! 4 fail closed, 5 no expired lease in `state`, 6 minimum lease, 7 clock. (The
+//! repository's `ARCHITECTURE.md` numbers the electors' own guarantees from 8 on.)
 //!
 //! Each check makes a fresh random lock name, drives the backend through a [`Runner`](crate::Runner) and
 //! panics with a message naming the broken guarantee.
 
 mod derived;
+mod faults;
 mod groups;
+mod listing;
+mod notifications;
 mod operator;
 mod ownership;
 mod properties;
 mod refusals;
 
 pub use derived::*;
+pub use faults::*;
 pub use groups::*;
+pub use listing::*;
+pub use notifications::*;
 pub use operator::*;
 pub use ownership::*;
 pub use properties::*;

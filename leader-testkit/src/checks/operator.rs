@@ -1,4 +1,4 @@
-//! The operator's calls: `list`, `force_release` and `force_release_if` (the SPI's `# Contract`, beyond §4).
+//! The operator's calls: `list`, `force_release` and `force_release_if` (the operators' part of the SPI's `# Contract`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! Acquire, extend and release: mutual exclusion, ownership and fencing (§4.1-4.3).
+//! Acquire, extend and release: mutual exclusion, ownership and fencing (guarantees 1-3).
 
 use std::time::Duration;
 
@@ -11,7 +11,7 @@ use super::{LONG_LEASE, acquire, must_acquire, request, within};
 use crate::harness::{Harness, fresh_name};
 use crate::runner::Runner;
 
-/// §4.1: a free lock is acquired; the lease names the key, the node, a positive fencing
+/// Guarantee 1: a free lock is acquired; the lease names the key, the node, a positive fencing
 /// token, and lasts `lease_time`.
 pub fn acquire_free_lock<H: Harness, R: Runner>(harness: &H, runner: &R)
 where
@@ -34,7 +34,7 @@ where
     });
 }
 
-/// §4.1, §4.4: a second owner is told the lock is held, and by whom.
+/// Guarantees 1, 4: a second owner is told the lock is held, and by whom.
 pub fn second_owner_sees_the_holder<H: Harness, R: Runner>(harness: &H, runner: &R)
 where
     H::Backend: AsyncLockBackend,
@@ -67,7 +67,7 @@ where
     });
 }
 
-/// §4.2, §4.3: the same owner token re-acquires (a renewal): same fencing token, later expiry.
+/// Guarantees 2, 3: the same owner token re-acquires (a renewal): same fencing token, later expiry.
 pub fn same_owner_reacquire_keeps_the_token<H: Harness, R: Runner>(harness: &H, runner: &R)
 where
     H::Backend: AsyncLockBackend,
@@ -90,7 +90,7 @@ where
     });
 }
 
-/// §4.1, §4.3: after expiry another owner acquires, with a larger fencing token.
+/// Guarantees 1, 3: after expiry another owner acquires, with a larger fencing token.
 pub fn acquire_after_expiry_gets_a_larger_token<H: Harness, R: Runner>(harness: &H, runner: &R)
 where
     H::Backend: AsyncLockBackend,
@@ -119,7 +119,7 @@ where
     });
 }
 
-/// §4.2: the owner's extend moves the expiry, and the lock outlives its first lease.
+/// Guarantee 2: the owner's extend moves the expiry, and the lock outlives its first lease.
 pub fn extend_by_owner_moves_expiry<H: Harness, R: Runner>(harness: &H, runner: &R)
 where
     H::Backend: AsyncLockBackend,
@@ -163,7 +163,7 @@ where
     });
 }
 
-/// §4.2: extend by another owner, or after expiry, is `NotHeld` and changes nothing.
+/// Guarantee 2: extend by another owner, or after expiry, is `NotHeld` and changes nothing.
 pub fn extend_by_non_owner_or_after_expiry_is_not_held<H: Harness, R: Runner>(
     harness: &H,
     runner: &R,
@@ -198,7 +198,7 @@ pub fn extend_by_non_owner_or_after_expiry_is_not_held<H: Harness, R: Runner>(
     });
 }
 
-/// §4.2, §4.5: the owner's release frees the lock at once.
+/// Guarantee 2: the owner's release frees the lock at once.
 pub fn release_by_owner_frees<H: Harness, R: Runner>(harness: &H, runner: &R)
 where
     H::Backend: AsyncLockBackend,
@@ -233,7 +233,7 @@ where
     });
 }
 
-/// §4.2: a release by another owner is `NotHeld` and changes nothing.
+/// Guarantee 2: a release by another owner is `NotHeld` and changes nothing.
 pub fn release_by_non_owner_changes_nothing<H: Harness, R: Runner>(harness: &H, runner: &R)
 where
     H::Backend: AsyncLockBackend,
@@ -262,7 +262,7 @@ where
     });
 }
 
-/// §4.2 for many leases at once: `extend_batch` answers each renewal in order as `extend`
+/// Guarantee 2 for many leases at once: `extend_batch` answers each renewal in order as `extend`
 /// would — the owner's lease renewed (and held past its first lease), a released one and
 /// one asked for with another owner's token not held, and changes nothing of the latter.
 pub fn extend_batch_renews_each_lease_as_extend_would<H: Harness, R: Runner>(
@@ -304,7 +304,7 @@ pub fn extend_batch_renews_each_lease_as_extend_would<H: Harness, R: Runner>(
     });
 }
 
-/// §4.1-4.3 for many locks at once: `try_acquire_batch` answers each request in order as
+/// Guarantees 1-3 for many locks at once: `try_acquire_batch` answers each request in order as
 /// `try_acquire` would — a free lock acquired with a larger token than its last owner's, a
 /// held one reported with its holder, the owner's own lock re-acquired with its token
 /// kept — and two requests for one free key in one batch give one winner.
@@ -382,7 +382,7 @@ pub fn try_acquire_batch_answers_each_request_as_try_acquire_would<H: Harness, R
     });
 }
 
-/// §4.2, §4.6 for many leases at once: `release_batch` answers each release in order as
+/// Guarantees 2, 6 for many leases at once: `release_batch` answers each release in order as
 /// `release` would — the owner's lock freed, another owner's untouched (`NotHeld`), one
 /// kept for its minimum lease — and an empty batch is empty.
 pub fn release_batch_answers_each_release_as_release_would<H: Harness, R: Runner>(

@@ -1,4 +1,5 @@
-//! Minimum lease, token growth, snapshots, races, names and clocks (§3, §4.1, §4.3, §4.6, §4.8).
+//! Minimum lease, token growth, snapshots, races, names and clocks (guarantees 1, 3, 5, 6
+//! and 7, and the name rules of `LockName`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -12,7 +13,7 @@ use super::{LONG_LEASE, acquire, must_acquire, request, within};
 use crate::harness::{Harness, fresh_name};
 use crate::runner::Runner;
 
-/// §4.6: release with a minimum lease returns at once, keeps the lock until
+/// Guarantee 6: release with a minimum lease returns at once, keeps the lock until
 /// `acquired_at + min_lease_time`, then frees it.
 pub fn min_lease_keeps_the_lock_without_blocking<H: Harness, R: Runner>(harness: &H, runner: &R)
 where
@@ -67,7 +68,7 @@ where
     });
 }
 
-/// §4.6: a release that keeps the lock for the minimum lease is final: a renewal that
+/// Guarantee 6: a release that keeps the lock for the minimum lease is final: a renewal that
 /// arrives after it (one that was in flight when the action ended) neither renews nor
 /// stretches the lease, and the same owner cannot re-acquire it.
 pub fn min_lease_release_is_final<H: Harness, R: Runner>(harness: &H, runner: &R)
@@ -114,7 +115,7 @@ where
     });
 }
 
-/// §4.6: a release after the minimum lease has passed frees at once.
+/// Guarantee 6: a release after the minimum lease has passed frees at once.
 pub fn min_lease_already_passed_frees_at_once<H: Harness, R: Runner>(harness: &H, runner: &R)
 where
     H::Backend: AsyncLockBackend,
@@ -140,7 +141,7 @@ where
     });
 }
 
-/// §4.3: fencing tokens strictly increase over 100 acquire/release cycles and across expiry.
+/// Guarantee 3: fencing tokens strictly increase over 100 acquire/release cycles and across expiry.
 pub fn tokens_strictly_increase<H: Harness, R: Runner>(harness: &H, runner: &R)
 where
     H::Backend: AsyncLockBackend,
@@ -187,7 +188,7 @@ where
     });
 }
 
-/// §4 (state): `Empty` for an unknown key, `Occupied` with the holder, never an expired lease.
+/// Guarantee 5: `Empty` for an unknown key, `Occupied` with the holder, never an expired lease.
 pub fn state_reports_holder_and_hides_expired<H: Harness, R: Runner>(harness: &H, runner: &R)
 where
     H::Backend: AsyncLockBackend,
@@ -225,7 +226,7 @@ where
     });
 }
 
-/// §4.1: 16 contenders racing `try_acquire` on one key produce exactly one winner, in each
+/// Guarantee 1: 16 contenders racing `try_acquire` on one key produce exactly one winner, in each
 /// of 200 rounds.
 pub fn racing_acquire_has_one_winner<H: Harness, R: Runner>(harness: &H, runner: &R)
 where
@@ -257,7 +258,7 @@ where
     }
 }
 
-/// §3: a name of the longest allowed length (255 bytes, or less behind a prefix) and a non-ASCII UTF-8 name work end to end.
+/// The name rules of `LockName`: a name of the longest allowed length (255 bytes, or less behind a prefix) and a non-ASCII UTF-8 name work end to end.
 pub fn long_and_unicode_names_work<H: Harness, R: Runner>(harness: &H, runner: &R)
 where
     H::Backend: AsyncLockBackend,
@@ -297,7 +298,7 @@ where
     });
 }
 
-/// §4.8: with `use_db_time` the lease's timestamps come from the backend's clock; without,
+/// Guarantee 7: with `use_db_time` the lease's timestamps come from the backend's clock; without,
 /// from this node's.
 pub fn use_db_time_takes_the_backend_clock<H: Harness, R: Runner>(harness: &H, runner: &R)
 where

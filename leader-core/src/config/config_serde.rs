@@ -1,0 +1,268 @@
+//! Config files (feature `serde`): [`LeaderElectionOptions`] and [`CampaignConfig`] read
+//! from and written to any serde format, with durations in human form (`"30s"`,
+//! `"1m 30s"`, `"250ms"`, as the `humantime` crate reads and writes them).
+//!
+//! Each type goes through a plain mirror of its settings: a field the file leaves out keeps
+//! its default, an unknown field is an error (a typo must not be silently ignored), and the
+//! result is validated, so a bad value is a deserialize error carrying the
+//! [`OptionsError`](crate::OptionsError) message.
+
+use std::time::Duration;
+
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::config::campaign::{CampaignConfig, DeploymentMode};
+use crate::config::options::LeaderElectionOptions;
+
+/// The settings of [`LeaderElectionOptions`] as a file holds them.
+#[derive(Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct OptionsFile {
+    #[serde(with = "humantime_serde")]
+    wait_time: Duration,
+    #[serde(with = "humantime_serde")]
+    lease_time: Duration,
+    node_id: String,
+    #[serde(with = "humantime_serde")]
+    min_lease_time: Duration,
+    auto_extend: bool,
+    use_db_time: bool,
+}
+
+impl Default for OptionsFile {
+    fn default() -> Self {
+        OptionsFile::from(&LeaderElectionOptions::default())
+    }
+}
+
+impl From<&LeaderElectionOptions> for OptionsFile {
+    fn from(options: &LeaderElectionOptions) -> Self {
+        OptionsFile {
+            wait_time: options.wait_time(),
+            lease_time: options.lease_time(),
+            node_id: options.node_id().to_owned(),
+            min_lease_time: options.min_lease_time(),
+            auto_extend: options.auto_extend(),
+            use_db_time: options.use_db_time(),
+        }
+    }
+}
+
+impl Serialize for LeaderElectionOptions {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        OptionsFile::from(self).serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for LeaderElectionOptions {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let file = OptionsFile::deserialize(deserializer)?;
+        let options = LeaderElectionOptions::new()
+            .with_wait_time(file.wait_time)
+            .with_lease_time(file.lease_time)
+            .with_node_id(file.node_id)
+            .with_min_lease_time(file.min_lease_time)
+            .with_auto_extend(file.auto_extend)
+            .with_use_db_time(file.use_db_time);
+        options.validate().map_err(D::Error::custom)?;
+        Ok(options)
+    }
+}
+
+/// The settings of [`CampaignConfig`] as a file holds them.
+#[derive(Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct CampaignFile {
+    #[serde(with = "humantime_serde")]
+    lease_time: Duration,
+    #[serde(with = "humantime_serde")]
+    heartbeat: Duration,
+    /// Left out: two thirds of the lease, whatever the lease is.
+    #[serde(with = "humantime_serde", skip_serializing_if = "Option::is_none")]
+    renew_deadline: Option<Duration>,
+    #[serde(with = "humantime_serde")]
+    poll_interval: Duration,
+    mode: DeploymentMode,
+    /// Left out: an unranked campaign (the race decides).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rank: Option<u32>,
+    preempt: bool,
+}
+
+impl Default for CampaignFile {
+    fn default() -> Self {
+        CampaignFile::from(&CampaignConfig::default())
+    }
+}
+
+impl From<&CampaignConfig> for CampaignFile {
+    fn from(config: &CampaignConfig) -> Self {
+        CampaignFile {
+            lease_time: config.lease_time(),
+            heartbeat: config.heartbeat(),
+            renew_deadline: config.explicit_renew_deadline(),
+            poll_interval: config.poll_interval(),
+            mode: config.mode(),
+            rank: config.rank(),
+            preempt: config.preempts(),
+        }
+    }
+}
+
+impl Serialize for CampaignConfig {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        CampaignFile::from(self).serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for CampaignConfig {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let file = CampaignFile::deserialize(deserializer)?;
+        let mut config = CampaignConfig::default()
+            .with_lease_time(file.lease_time)
+            .with_heartbeat(file.heartbeat)
+            .with_poll_interval(file.poll_interval)
+            .with_mode(file.mode)
+            .with_preemption(file.preempt);
+        if let Some(rank) = file.rank {
+            config = config.with_rank(rank);
+        }
+        if let Some(deadline) = file.renew_deadline {
+            config = config.with_renew_deadline(deadline);
+        }
+        config.validate().map_err(D::Error::custom)?;
+        Ok(config)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::OptionsError;
+
+    fn options(text: &str) -> Result<LeaderElectionOptions, toml::de::Error> {
+        toml::from_str(text)
+    }
+
+    fn campaign(text: &str) -> Result<CampaignConfig, toml::de::Error> {
+        toml::from_str(text)
+    }
+
+    #[test]
+    fn options_round_trip_through_toml() {
+        let original = LeaderElectionOptions::default()
+            .with_wait_time(Duration::ZERO)
+            .with_lease_time(Duration::from_millis(90_250))
+            .with_node_id("worker-7")
+            .with_min_lease_time(Duration::from_secs(10))
+            .with_auto_extend(true)
+            .with_use_db_time(true);
+        let text = toml::to_string(&original).unwrap();
+        assert!(text.contains("lease_time = \"1m 30s 250ms\""), "{text}");
+        assert_eq!(options(&text).unwrap(), original);
+    }
+
+    #[test]
+    fn durations_are_read_in_human_form() {
+        let o = options("wait_time = \"250ms\"\nlease_time = \"1m 30s\"").unwrap();
+        assert_eq!(o.wait_time(), Duration::from_millis(250));
+        assert_eq!(o.lease_time(), Duration::from_secs(90));
+        let err = options("lease_time = \"5 parsecs\"").unwrap_err();
+        assert!(err.to_string().contains("lease_time"), "{err}");
+        assert!(
+            options("lease_time = 30").is_err(),
+            "a bare number has no unit"
+        );
+    }
+
+    #[test]
+    fn missing_fields_keep_the_defaults() {
+        assert_eq!(options("").unwrap(), LeaderElectionOptions::default());
+        let o = options("auto_extend = true").unwrap();
+        assert!(o.auto_extend());
+        assert_eq!(o.node_id(), LeaderElectionOptions::default().node_id());
+        assert!(o.node_id().ends_with(&format!(":{}", std::process::id())));
+        assert_eq!(campaign("").unwrap(), CampaignConfig::default());
+    }
+
+    #[test]
+    fn unknown_fields_are_rejected() {
+        let err = options("lease_tme = \"5s\"").unwrap_err();
+        assert!(
+            err.to_string().contains("unknown field `lease_tme`"),
+            "{err}"
+        );
+        let err = campaign("heartbeats = \"1s\"").unwrap_err();
+        assert!(
+            err.to_string().contains("unknown field `heartbeats`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn invalid_options_carry_the_typed_message() {
+        let err = options("lease_time = \"10s\"\nmin_lease_time = \"11s\"").unwrap_err();
+        let expected = OptionsError::MinLeaseAboveLease {
+            min: Duration::from_secs(11),
+            lease: Duration::from_secs(10),
+        };
+        assert!(err.to_string().contains(&expected.to_string()), "{err}");
+        let err = options("node_id = \"\"").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains(&OptionsError::EmptyNodeId.to_string()),
+            "{err}"
+        );
+        let err = campaign("heartbeat = \"0s\"").unwrap_err();
+        let expected = OptionsError::ZeroDuration { field: "heartbeat" };
+        assert!(err.to_string().contains(&expected.to_string()), "{err}");
+    }
+
+    #[test]
+    fn campaign_round_trips_with_and_without_a_renew_deadline() {
+        let implicit = CampaignConfig::default()
+            .with_lease_time(Duration::from_secs(30))
+            .with_mode(DeploymentMode::AllInstances);
+        let text = toml::to_string(&implicit).unwrap();
+        assert!(!text.contains("renew_deadline"), "{text}");
+        assert!(text.contains("mode = \"all_instances\""), "{text}");
+        assert_eq!(campaign(&text).unwrap(), implicit);
+
+        let explicit = implicit.with_renew_deadline(Duration::from_secs(12));
+        let text = toml::to_string(&explicit).unwrap();
+        assert!(text.contains("renew_deadline = \"12s\""), "{text}");
+        assert_eq!(campaign(&text).unwrap(), explicit);
+    }
+
+    #[test]
+    fn campaign_reads_its_mode_and_durations() {
+        let c = campaign(
+            "lease_time = \"10s\"\nheartbeat = \"2s\"\npoll_interval = \"250ms\"\nmode = \"single_leader\"",
+        )
+        .unwrap();
+        assert_eq!(c.lease_time(), Duration::from_secs(10));
+        assert_eq!(c.heartbeat(), Duration::from_secs(2));
+        assert_eq!(c.poll_interval(), Duration::from_millis(250));
+        assert_eq!(c.mode(), DeploymentMode::SingleLeader);
+        assert!(campaign("mode = \"everyone\"").is_err());
+    }
+
+    #[test]
+    fn campaign_reads_and_writes_its_rank() {
+        let ranked = campaign("rank = 3\npreempt = false").unwrap();
+        assert_eq!((ranked.rank(), ranked.preempts()), (Some(3), false));
+        let text = toml::to_string(&ranked).unwrap();
+        assert!(
+            text.contains("rank = 3") && text.contains("preempt = false"),
+            "{text}"
+        );
+        assert_eq!(campaign(&text).unwrap(), ranked);
+
+        let unranked = campaign("").unwrap();
+        assert_eq!((unranked.rank(), unranked.preempts()), (None, true));
+        assert!(!toml::to_string(&unranked).unwrap().contains("rank ="));
+        assert!(campaign("rank = -1").is_err());
+    }
+}

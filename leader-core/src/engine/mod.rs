@@ -1,0 +1,56 @@
+//! The I/O-free election engine the electors of `leader-blocking` and `leader-async`
+//! share: acquire attempts and batches, campaign runs and candidacy, the lease tracker,
+//! keepalive and renewal schedules, lateness, leadership state, orphan release, backoff.
+//! The state machines here decide what happens next; the electors only do the I/O, feed
+//! the answers back, and differ only in how they wait.
+//!
+//! **Not public API**: the crate re-exports the `pub use` list below as the hidden,
+//! semver-exempt `__private` module. The list also carries four helpers that live beside
+//! the public types they serve (`OwnedAcquire` in `spi`, `random_slot` in `spi::group`,
+//! the URL helpers of `redact`, `AcquireProbe` in `telemetry`). One public type lives
+//! here too: [`LeadershipWatcher`](crate::LeadershipWatcher), the read-only view of a
+//! campaign's `LeadershipState`, re-exported at the crate root.
+//!
+//! Imports: `spi`, `config`, `leadership`, `telemetry` and the cross-cutting modules
+//! (`error`, `name`, `tenant`, `redact`); `embedded` only in tests. Nothing but `lib.rs`
+//! imports from here.
+
+pub(crate) mod acquire_batch;
+pub(crate) mod attempts;
+pub(crate) mod batch_answers;
+pub(crate) mod campaign;
+pub(crate) mod campaign_loop;
+pub(crate) mod candidacy;
+pub(crate) mod keepalive;
+pub(crate) mod late;
+pub(crate) mod leadership_state;
+pub(crate) mod lease_tracker;
+pub(crate) mod orphan;
+pub(crate) mod renewal_schedule;
+pub(crate) mod retry;
+pub(crate) mod scope;
+pub(crate) mod settings;
+pub(crate) mod tenant_batch;
+pub(crate) mod watcher;
+
+pub use acquire_batch::{AcquireBatch, BatchAnswer, TenantKeys};
+pub use attempts::{Attempts, LateLease, Step};
+pub use batch_answers::{answers_in_order, by_backend, unanswered};
+pub use campaign::{AfterAttempt, CampaignRun};
+pub use campaign_loop::{CampaignStep, Raced, TermLoop, TermStep};
+pub use candidacy::{Candidacy, Standing, Survey, TermCheck, Withdrawal};
+pub use keepalive::Keepalive;
+pub use late::is_late;
+pub use leadership_state::LeadershipState;
+pub use lease_tracker::LeaseTracker;
+pub use orphan::Orphan;
+pub use renewal_schedule::RenewalSchedule;
+pub use retry::Backoff;
+pub use scope::Scope;
+pub use settings::ElectorSettings;
+pub use tenant_batch::{TenantBatch, Won};
+
+pub use crate::redact::{unparsed_url, url_scheme};
+pub use crate::spi::group::random_slot;
+pub use crate::spi::request::OwnedAcquire;
+pub use crate::telemetry::AcquireProbe;

@@ -1,0 +1,19 @@
+//! The backend SPI: the [`LockBackend`](crate::LockBackend) and
+//! [`AsyncLockBackend`](crate::AsyncLockBackend) traits and the values that cross them
+//! (requests, outcomes, leases and owner tokens, listing pages and cursors, group keys,
+//! release events, lock state, the lease limit a backend enforces).
+//!
+//! Public API, the lowest layer: it imports only the cross-cutting `error` and `name`,
+//! and nothing from `config`, `engine`, `embedded`, `leadership` or `telemetry`.
+
+pub(crate) mod backend;
+pub(crate) mod cursor;
+pub(crate) mod group;
+pub(crate) mod lease;
+pub(crate) mod lease_limit;
+pub(crate) mod listing;
+pub(crate) mod outcome;
+pub(crate) mod release_events;
+pub(crate) mod request;
+pub(crate) mod state;
+pub(crate) mod token_source;

@@ -1,0 +1,155 @@
+//! [`AsyncLockBackend`] for [`RedisBackend`] (features `tokio`, `smol`, `async-std`).
+
+use std::future::Future;
+use std::time::{Duration, SystemTime};
+
+use leader_core::__private::unanswered;
+use leader_core::{
+    AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, ForceReleaseOutcome,
+    LeaderState, Lease, ListPage, ListRequest, LockName, ReleaseOutcome, ReleaseRequest, Renewal,
+    SlotOutcome, SlotRequest,
+};
+
+use crate::backend::RedisBackend;
+use crate::error::BACKEND;
+use crate::operator::ForceRelease;
+use crate::ops::{Acquire, Extend, Release, State};
+
+/// # Cancel safety
+///
+/// Dropping a future before it completes may leave its script run or not; a lock taken
+/// that way runs out with its lease.
+impl AsyncLockBackend for RedisBackend {
+    async fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
+        AsyncLockBackend::try_acquire_slot(self, SlotRequest::single(request))
+            .await
+            .map(SlotOutcome::into_acquire)
+    }
+
+    /// One script over every slot of the request (their keys share the group's hash tag).
+    async fn try_acquire_slot(&self, request: SlotRequest<'_>) -> Result<SlotOutcome, Error> {
+        self.check_lease(request.request.key, request.request.lease_time)?;
+        let requests = [request];
+        let answer = match Acquire::new(&requests, self.key_prefix(), SystemTime::now()) {
+            Some(op) => self.run_async_raw(op).await,
+            None => Ok(Vec::new()),
+        };
+        let mut answers = self.per_lock(requests.iter().map(|r| r.request.key), answer);
+        answers
+            .pop()
+            .unwrap_or_else(|| Err(unanswered(BACKEND, requests[0].request.key)))
+    }
+
+    /// As the blocking `try_acquire_batch`; the scripts of a round trip go out at once on
+    /// the multiplexed connection, which writes them together.
+    async fn try_acquire_batch(
+        &self,
+        requests: &[AcquireRequest<'_>],
+    ) -> Vec<Result<AcquireOutcome, Error>> {
+        let requests: Vec<_> = requests.iter().map(|r| SlotRequest::single(*r)).collect();
+        let checked = self.check_leases(&requests, |r| r.request.lease_time, |r| r.request.key);
+        let answers = self
+            .run_async_batch(
+                &checked.valid,
+                (Acquire::CHUNK, Acquire::PIPELINED),
+                |chunk, now| Acquire::new(chunk, self.key_prefix(), now),
+                |request| request.request.key,
+            )
+            .await;
+        checked
+            .answers(answers)
+            .into_iter()
+            .map(|a| a.map(SlotOutcome::into_acquire))
+            .collect()
+    }
+
+    async fn extend(
+        &self,
+        lease: &Lease,
+        lease_time: Duration,
+        use_db_time: bool,
+    ) -> Result<ExtendOutcome, Error> {
+        let renewal = [Renewal::new(lease, lease_time).with_db_time(use_db_time)];
+        let mut answers = self.extend_batch(&renewal).await;
+        answers
+            .pop()
+            .unwrap_or_else(|| Err(unanswered(BACKEND, &lease.key)))
+    }
+
+    /// As the blocking `extend_batch`.
+    async fn extend_batch(&self, renewals: &[Renewal<'_>]) -> Vec<Result<ExtendOutcome, Error>> {
+        let checked = self.check_leases(renewals, |r| r.lease_time, |r| &r.lease.key);
+        let answers = self
+            .run_async_batch(
+                &checked.valid,
+                (Extend::CHUNK, Extend::PIPELINED),
+                |chunk, now| Extend::new(chunk, self.key_prefix(), now),
+                |renewal| &renewal.lease.key,
+            )
+            .await;
+        checked.answers(answers)
+    }
+
+    async fn release(
+        &self,
+        lease: &Lease,
+        min_lease_time: Duration,
+    ) -> Result<ReleaseOutcome, Error> {
+        let release = [ReleaseRequest::new(lease, min_lease_time)];
+        let mut answers = self.release_batch(&release).await;
+        answers
+            .pop()
+            .unwrap_or_else(|| Err(unanswered(BACKEND, &lease.key)))
+    }
+
+    /// As the blocking `release_batch`.
+    async fn release_batch(
+        &self,
+        releases: &[ReleaseRequest<'_>],
+    ) -> Vec<Result<ReleaseOutcome, Error>> {
+        let answers = self
+            .run_async_batch(
+                releases,
+                (Release::CHUNK, Release::PIPELINED),
+                |chunk, _now| Release::new(chunk, self.key_prefix()),
+                |release| &release.lease.key,
+            )
+            .await;
+        answers
+            .into_iter()
+            .map(|a| a.map(ReleaseOutcome::from))
+            .collect()
+    }
+
+    fn state(&self, key: &LockName) -> impl Future<Output = Result<LeaderState, Error>> + Send {
+        self.run_async(State { key })
+    }
+
+    /// Reads a name's index for a prefix inside its derived names, else pages by `SCAN`
+    /// (never `KEYS`); see [`RedisBackend`]'s `# Listing`.
+    fn list(&self, request: &ListRequest) -> impl Future<Output = Result<ListPage, Error>> + Send {
+        self.list_async(request)
+    }
+
+    fn force_release(
+        &self,
+        key: &LockName,
+    ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
+        self.run_async(ForceRelease { key, only: None })
+    }
+
+    fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
+        self.run_async(ForceRelease {
+            key,
+            only: Some(fencing_token),
+        })
+    }
+
+    fn extend_batch_is_native(&self) -> bool {
+        !self.is_cluster()
+    }
+}

@@ -1,0 +1,139 @@
+//! `list` on the blocking and async connections: a page read from a name's index is one
+//! script call ([`IndexListing`]); a scanned page sends what [`Listing`] asks, one round
+//! trip at a time, exactly as `Script` has `invoke` and `invoke_async`. The page logic,
+//! decoding and tracing are shared.
+
+use std::time::Instant;
+
+use leader_core::{BackendErrorKind, Error, ListPage, ListRequest};
+use redis::{RedisResult, Value};
+
+use super::index::IndexListing;
+use super::page::{Listing, Step};
+use super::pattern::Pattern;
+use super::{ListFailure, OP};
+use crate::backend::RedisBackend;
+use crate::error::OpError;
+
+impl RedisBackend {
+    /// One page of `request` on the blocking connections.
+    pub(crate) fn list_blocking(&self, request: &ListRequest) -> Result<ListPage, Error> {
+        let started = Instant::now();
+        match IndexListing::new(self.key_prefix(), request) {
+            Ok(Some(listing)) => {
+                let sent = self.sync_pool().run(&listing.invocation());
+                let result = read_index(&listing, sent);
+                return self.finish_list(request, result, 1, started);
+            }
+            Ok(None) => {}
+            Err(failure) => return self.finish_list(request, Err(failure.into()), 0, started),
+        }
+        let mut round_trips = 0;
+        let listing = Listing::new(self.key_prefix(), request, self.is_cluster());
+        let result = listing.and_then(|mut listing| {
+            let page = loop {
+                match listing.next() {
+                    Step::Send(io) => {
+                        let sent = self.sync_pool().send(&io);
+                        if let Err(failed) = reply(sent).and_then(|value| listing.feed(value)) {
+                            break Err(failed);
+                        }
+                    }
+                    Step::Done(page) => break Ok(page),
+                }
+            };
+            round_trips = listing.round_trips();
+            page
+        });
+        self.finish_list(request, result, round_trips, started)
+    }
+
+    /// One page of `request` on the async connection.
+    #[cfg(any(feature = "tokio", feature = "smol"))]
+    pub(crate) async fn list_async(&self, request: &ListRequest) -> Result<ListPage, Error> {
+        let started = Instant::now();
+        match IndexListing::new(self.key_prefix(), request) {
+            Ok(Some(listing)) => {
+                let sent = self.async_pool().run(&listing.invocation()).await;
+                let result = read_index(&listing, sent);
+                return self.finish_list(request, result, 1, started);
+            }
+            Ok(None) => {}
+            Err(failure) => return self.finish_list(request, Err(failure.into()), 0, started),
+        }
+        let mut round_trips = 0;
+        let result = match Listing::new(self.key_prefix(), request, self.is_cluster()) {
+            Ok(mut listing) => {
+                let page = loop {
+                    match listing.next() {
+                        Step::Send(io) => {
+                            let sent = self.async_pool().send(&io).await;
+                            if let Err(failed) = reply(sent).and_then(|value| listing.feed(value)) {
+                                break Err(failed);
+                            }
+                        }
+                        Step::Done(page) => break Ok(page),
+                    }
+                };
+                round_trips = listing.round_trips();
+                page
+            }
+            Err(failed) => Err(failed),
+        };
+        self.finish_list(request, result, round_trips, started)
+    }
+
+    /// Traces the outcome and names the listing (or the record at fault) in any error.
+    fn finish_list(
+        &self,
+        request: &ListRequest,
+        result: Result<ListPage, ListFailure>,
+        round_trips: usize,
+        started: Instant,
+    ) -> Result<ListPage, Error> {
+        let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        match &result {
+            Ok(page) => tracing::debug!(
+                prefix = %request.prefix,
+                op = OP,
+                outcome = if page.next.is_some() { "page" } else { "last_page" },
+                locks = page.locks.len(),
+                round_trips,
+                micros,
+                "redis lock call"
+            ),
+            Err(failed) => tracing::debug!(
+                prefix = %request.prefix,
+                op = OP,
+                outcome = "error",
+                transient = matches!(failed.failure.kind(), BackendErrorKind::Transient),
+                error = %failed.failure,
+                round_trips,
+                micros,
+                "redis lock call failed"
+            ),
+        }
+        result.map_err(|failed| {
+            let key = failed
+                .key
+                .unwrap_or_else(|| Pattern::new(self.key_prefix(), &request.prefix).display());
+            failed.failure.into_core(&key)
+        })
+    }
+}
+
+/// The page in the reply to an index read; a failure of the call names the index.
+fn read_index(listing: &IndexListing, sent: RedisResult<Value>) -> Result<ListPage, ListFailure> {
+    match sent {
+        Ok(value) => listing.decode(&value),
+        Err(err) => Err(ListFailure::at(
+            OpError::from_redis(OP, err),
+            listing.index().to_owned(),
+        )),
+    }
+}
+
+/// A round trip's reply, or its failure classified.
+fn reply(sent: RedisResult<Value>) -> Result<Value, ListFailure> {
+    sent.map_err(|err| OpError::from_redis(OP, err).into())
+}

@@ -1,0 +1,118 @@
+//! Lease times the scripts are given: at most 1,000 years. A longer one (up to
+//! `Duration::MAX`) would overflow the server's `PX` arithmetic mid-script and leave a lock
+//! record without expiry, held forever; it is refused before anything is sent, and the
+//! other requests of a batch go on.
+
+use std::time::Duration;
+
+use leader_core::{
+    BackendError, BackendErrorKind, Error, LeaseTooLong, LockName, MAX_SERVER_LEASE,
+};
+
+use crate::backend::RedisBackend;
+use crate::error::BACKEND;
+
+/// The longest lease: [`MAX_SERVER_LEASE`], far inside what `PX` holds (milliseconds in
+/// an `i64`, on top of the server's clock).
+pub(crate) const MAX_LEASE: Duration = MAX_SERVER_LEASE;
+
+/// The items of a batch whose lease the scripts take, and where the refused ones were.
+#[derive(Debug)]
+pub(crate) struct Checked<I> {
+    pub(crate) valid: Vec<I>,
+    refused: Vec<(usize, Error)>,
+}
+
+impl<I> Checked<I> {
+    /// The answers of the whole batch, in its order: `answers` (one per valid item, in
+    /// their order) with each refused item's error put back in its place.
+    pub(crate) fn answers<T>(self, answers: Vec<Result<T, Error>>) -> Vec<Result<T, Error>> {
+        if self.refused.is_empty() {
+            return answers;
+        }
+        let total = answers.len() + self.refused.len();
+        let mut refused = self.refused.into_iter().peekable();
+        let mut answers = answers.into_iter();
+        (0..total)
+            .filter_map(|at| match refused.next_if(|(index, _)| *index == at) {
+                Some((_, err)) => Some(Err(err)),
+                None => answers.next(),
+            })
+            .collect()
+    }
+}
+
+impl RedisBackend {
+    /// The permanent error of a lease of `lease` on `key`, or `Ok` when it is not too long.
+    pub(crate) fn check_lease(&self, key: &LockName, lease: Duration) -> Result<(), Error> {
+        LeaseTooLong::check(lease, MAX_LEASE)
+            .map(drop)
+            .map_err(|too_long| {
+                let kind = BackendErrorKind::Permanent;
+                BackendError::new(BACKEND, self.lock_key(key), kind, too_long).into()
+            })
+    }
+
+    /// `items` split into those whose lease the scripts take and the refused ones.
+    pub(crate) fn check_leases<I: Copy>(
+        &self,
+        items: &[I],
+        lease: impl Fn(&I) -> Duration,
+        key: impl Fn(&I) -> &LockName,
+    ) -> Checked<I> {
+        let mut checked = Checked {
+            valid: Vec::with_capacity(items.len()),
+            refused: Vec::new(),
+        };
+        for (at, item) in items.iter().enumerate() {
+            match self.check_lease(key(item), lease(item)) {
+                Ok(()) => checked.valid.push(*item),
+                Err(err) => checked.refused.push((at, err)),
+            }
+        }
+        checked
+    }
+}
+
+/// A minimum lease for the scripts: one longer than [`MAX_LEASE`] is longer than any
+/// lease, so it means the same as `MAX_LEASE` (the lock is kept until its lease ends).
+pub(crate) fn min_lease(min_lease_time: Duration) -> Duration {
+    min_lease_time.min(MAX_LEASE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> Error {
+        BackendError::new(BACKEND, text, BackendErrorKind::Permanent, "refused").into()
+    }
+
+    #[test]
+    fn refused_answers_go_back_in_their_places() {
+        let checked = Checked::<u8> {
+            valid: vec![1, 3],
+            refused: vec![(0, err("a")), (2, err("c")), (4, err("e"))],
+        };
+        let answers = checked.answers(vec![Ok(1), Ok(3)]);
+        let shown: Vec<String> = answers
+            .iter()
+            .map(|answer| match answer {
+                Ok(n) => n.to_string(),
+                Err(err) => err.lock_key().unwrap_or_default().to_owned(),
+            })
+            .collect();
+        assert_eq!(shown, ["a", "1", "c", "3", "e"]);
+        let none = Checked::<u8> {
+            valid: vec![1],
+            refused: Vec::new(),
+        };
+        assert_eq!(none.answers(vec![Ok(7)]).len(), 1);
+    }
+
+    #[test]
+    fn a_minimum_lease_is_cut_to_the_longest_lease() {
+        assert_eq!(min_lease(Duration::MAX), MAX_LEASE);
+        assert_eq!(min_lease(Duration::from_secs(5)), Duration::from_secs(5));
+    }
+}
