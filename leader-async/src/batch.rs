@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use leader_core::__private::{AcquireBatch, BatchAnswer, Keepalive, Orphan, TenantKeys};
+use leader_core::__private::{Orphan, TenantBatch, Won};
 use leader_core::{AsyncLockBackend, Error, LeaderRunResult, LeaseContext, SlotRequest, TenantId};
 
 use crate::elector::AsyncLeaderElector;
@@ -187,44 +187,44 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
         name: &str,
         tenants: &[TenantId],
     ) -> Vec<Result<Option<AsyncAcquired<B>>, Error>> {
-        if let Some(prefix) = self.name_prefix() {
-            let scoped = || Error::AlreadyScoped {
-                prefix: prefix.to_owned(),
-            };
-            return tenants.iter().map(|_| Err(scoped())).collect();
-        }
-        let keys = TenantKeys::new(name, tenants);
-        let options = self.options();
         let backend = self.backend();
-        let batch = AcquireBatch::new(backend.name(), keys.valid(), options);
+        let batch = match TenantBatch::new(self.settings(), backend.name(), name, tenants) {
+            Ok(batch) => batch,
+            Err(refused) => return refused.into_iter().map(Err).collect(),
+        };
+        let requests = batch.requests();
         let sent_at = Instant::now();
         // Unless answered, every request may take its lock anyway.
         let in_flight = OnDrop::new(|| {
-            for request in batch.requests() {
+            for request in requests.requests() {
                 let orphan = Orphan::of_request(&SlotRequest::single(*request), sent_at);
                 release_orphan(Arc::clone(backend), orphan);
             }
         });
-        let answers = backend.try_acquire_batch(batch.requests()).await;
+        let answers = backend.try_acquire_batch(requests.requests()).await;
         in_flight.disarm();
-        let (answers, orphans) = batch.finish(answers, sent_at);
+        let (answers, orphans) = requests.finish(answers, sent_at);
         for orphan in orphans {
             release_orphan(Arc::clone(backend), orphan);
         }
-        let keepalive = Keepalive::from_options(options);
-        let answers = keys.merge(answers).into_iter().zip(tenants);
-        answers
-            .map(|(answer, tenant)| match answer? {
-                BatchAnswer::Acquired(lease, sent_at) => Ok(Some(AsyncAcquired {
-                    held: AsyncHeld::new(Arc::clone(backend), lease, sent_at, name, 0, keepalive)
-                        .with_min_lease(Duration::ZERO)
-                        .renewed_from_now(),
-                    tenant: tenant.clone(),
-                    min_lease_time: keepalive.min_lease_time,
-                })),
-                BatchAnswer::Held(_) => Ok(None),
-                BatchAnswer::Failed(error) => Err(error),
-            })
+        let acquired = |won: Won<'_>| AsyncAcquired {
+            held: AsyncHeld::new(
+                Arc::clone(backend),
+                won.lease,
+                won.sent_at,
+                name,
+                0,
+                won.keepalive,
+            )
+            .with_min_lease(Duration::ZERO)
+            .renewed_from_now(),
+            tenant: won.tenant.clone(),
+            min_lease_time: won.keepalive.min_lease_time,
+        };
+        batch
+            .answers(answers)
+            .into_iter()
+            .map(|answer| Ok(answer?.map(acquired)))
             .collect()
     }
 }

@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 use event_listener::EventListener;
 use futures_lite::FutureExt;
 use leader_core::__private::{
-    AfterAttempt, CampaignRun, LeadershipState, LeaseTracker, Orphan, TermCheck,
+    CampaignRun, CampaignStep, LeadershipState, LeaseTracker, Orphan, Raced, TermLoop, TermStep,
 };
 use leader_core::{
-    AsyncLockBackend, CampaignConfig, DeploymentMode, Error, EventCallback, LeadershipWatcher,
+    AsyncLockBackend, CampaignConfig, Error, EventCallback, GroupSlots, LeadershipWatcher,
     NoopBackend, ReleaseListener, RevokeReason,
 };
 use tracing::Instrument;
@@ -139,25 +139,19 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
         config: CampaignConfig,
         callbacks: Vec<EventCallback>,
     ) -> Result<AsyncLeadershipHandle, Error> {
-        let campaign = CampaignRun::new(
-            self.settings(),
-            name,
-            config,
-            callbacks,
-            self.backend().name(),
-        )?;
+        let campaign = self
+            .scope()
+            .campaign(GroupSlots::ONE, name, config, callbacks)?;
         Ok(self.start_campaign(campaign))
     }
 
     /// Starts the loop of `campaign` in a task of its own.
     pub(crate) fn start_campaign(&self, campaign: CampaignRun) -> AsyncLeadershipHandle {
         let state = Arc::clone(&campaign.state);
-        match campaign.config.mode() {
-            DeploymentMode::AllInstances => {
-                spawn_campaign(Arc::new(NoopBackend::new()), campaign);
-            }
-            // `SingleLeader`, and any mode added later unless it says otherwise.
-            _ => spawn_campaign(Arc::clone(self.backend()), campaign),
+        if campaign.contends() {
+            spawn_campaign(Arc::clone(self.backend()), campaign);
+        } else {
+            spawn_campaign(Arc::new(NoopBackend::new()), campaign);
         }
         AsyncLeadershipHandle {
             watcher: state.watcher(),
@@ -171,7 +165,7 @@ fn spawn_campaign<C: AsyncLockBackend + 'static>(backend: Arc<C>, campaign: Camp
         // However the task ends, what a failed attempt may have taken is released and
         // the handle learns the campaign is over.
         let finish = OnDrop::new(|| {
-            stop_standing_by(&campaign, &backend);
+            release_all(&backend, campaign.unsettled_attempts());
             campaign.state.mark_finished();
         });
         // Dropped half-way, the runtime shut down under the campaign: the term ends and
@@ -188,130 +182,122 @@ fn spawn_campaign<C: AsyncLockBackend + 'static>(backend: Arc<C>, campaign: Camp
     });
 }
 
-/// Releases what failed standby attempts may have taken (see
-/// `CampaignRun::unsettled_attempts`).
-fn stop_standing_by<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
-    if let Some(orphan) = campaign.unsettled_attempts() {
+/// Standby until elected, lead until the term ends; again until stopped: the steps of
+/// [`CampaignStep`], done in this task.
+async fn run<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
+    loop {
+        let release = backend
+            .release_events()
+            .map(|e| e.listen(campaign.key.as_str()));
+        let stop = campaign.state.stop_listener();
+        let mut step = campaign.next_round();
+        loop {
+            step = match step {
+                CampaignStep::Survey(candidacy) => {
+                    campaign.after_standby_survey(survey(candidacy, &**backend, true).await)
+                }
+                CampaignStep::Attempt => attempt(campaign, backend).await,
+                CampaignStep::StandBy { orphan, wait } => {
+                    release_all(backend, orphan);
+                    stand_by(wait, release, stop).await;
+                    break;
+                }
+                CampaignStep::Lead { term, strays } => {
+                    release_all(backend, strays);
+                    lead(campaign, backend).instrument(term.term_span()).await;
+                    release_all(backend, campaign.term_ended());
+                    break;
+                }
+                CampaignStep::Stop => {
+                    withdraw(campaign, backend).await;
+                    return;
+                }
+            };
+        }
+    }
+}
+
+/// Sends a standby's attempt and hands its answer to the campaign.
+async fn attempt<'a, C: AsyncLockBackend + 'static>(
+    campaign: &'a CampaignRun,
+    backend: &Arc<C>,
+) -> CampaignStep<'a> {
+    let request = campaign.request();
+    let sent_at = Instant::now();
+    // Unless answered, the attempt may take a slot anyway: if this future is dropped
+    // while it is on its way (a runtime shutting down), its owner token is released in
+    // the background, as an elector's cancelled acquire is.
+    let in_flight = OnDrop::new(|| {
+        tracing::debug!(lock = %request.group_name(), "a campaign's attempt was dropped in flight: releasing its owner token");
+        release_orphan(Arc::clone(backend), Orphan::of_request(&request, sent_at));
+    });
+    let answer = backend.try_acquire_slot(request).await;
+    in_flight.disarm();
+    campaign.after_standby_attempt(answer, sent_at)
+}
+
+/// Releases `orphan`, if there is one, in the background.
+fn release_all<C: AsyncLockBackend + 'static>(backend: &Arc<C>, orphan: Option<Orphan>) {
+    if let Some(orphan) = orphan {
         release_orphan(Arc::clone(backend), orphan);
     }
 }
 
-/// Standby until elected, lead until the term ends; again until stopped.
-async fn run<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
-    let state = &campaign.state;
-    while !state.stop_requested() {
-        let release = backend
-            .release_events()
-            .map(|e| e.listen(campaign.key.as_str()));
-        let stop = state.stop_listener();
-        if state.stop_requested() {
-            break;
-        }
-        let may_lead = match campaign.candidacy() {
-            Some(candidacy) => survey(candidacy, &**backend, true).await.may_lead,
-            None => true,
-        };
-        let next = if may_lead {
-            let request = campaign.request();
-            let sent_at = Instant::now();
-            // Unless answered, the attempt may take a slot anyway: if this future is
-            // dropped while it is on its way (a runtime shutting down), its owner token is
-            // released in the background, as an elector's cancelled acquire is.
-            let in_flight = OnDrop::new(|| {
-                tracing::debug!(lock = %request.group_name(), "a campaign's attempt was dropped in flight: releasing its owner token");
-                release_orphan(Arc::clone(backend), Orphan::of_request(&request, sent_at));
-            });
-            let answer = backend.try_acquire_slot(request).await;
-            in_flight.disarm();
-            campaign.after_attempt(answer, sent_at)
-        } else {
-            AfterAttempt::Wait
-        };
-        match next {
-            AfterAttempt::Elected(term) => {
-                if let Some(orphan) = campaign.stray_attempts() {
-                    release_orphan(Arc::clone(backend), orphan);
-                }
-                lead(campaign, backend).instrument(term.term_span()).await;
-                if let Some(orphan) = campaign.term_ended() {
-                    release_orphan(Arc::clone(backend), orphan);
-                }
-            }
-            // A late answer starts no term: its lease is released, and the standby waits.
-            AfterAttempt::Late(orphan) => {
-                release_orphan(Arc::clone(backend), orphan);
-                stand_by(campaign, release, stop).await;
-            }
-            AfterAttempt::Wait => stand_by(campaign, release, stop).await,
-        }
-    }
-    withdraw(campaign, backend).await;
-}
-
-/// Waits for a release of the lock, a stop request, or the next poll.
-async fn stand_by(campaign: &CampaignRun, release: Option<ReleaseListener>, stop: EventListener) {
+/// Waits for a release of the lock, a stop request, or `wait`.
+async fn stand_by(wait: Duration, release: Option<ReleaseListener>, stop: EventListener) {
     let woken = async {
         match release {
             Some(release) => release.await,
             None => std::future::pending().await,
         }
     };
-    rt::timeout(campaign.standby_wait(), woken.or(stop)).await;
+    rt::timeout(wait, woken.or(stop)).await;
 }
 
-/// Renews every heartbeat until the term ends (failure, deadline, resignation, or a
-/// higher rank). Each renewal races the renew deadline: unanswered by then, the term ends
-/// at that moment. A ranked leader's survey runs beside the renewals, one at a time, and
-/// its verdict applies when it arrives (see [`TermCheck`]): it never holds them up.
+/// Leads one term: the steps of [`TermLoop`], done in this task (a ranked leader's
+/// survey polled beside the renewals).
 async fn lead<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
     let state = &campaign.state;
-    let mut next_renewal = Instant::now() + campaign.config.heartbeat();
+    let (mut term_loop, mut step) = TermLoop::new(campaign, Instant::now());
     let mut pending = None;
     loop {
-        let surveyed = survey::wait_for_renewal(state, next_renewal, &mut pending).await;
-        if state.stop_requested() {
-            // A survey on its way is dropped here; the withdrawal covers its heartbeat.
-            drop(pending);
-            if let Some(term) = state.end_on_stop() {
-                withdraw(campaign, backend).await;
-                release_term(backend, &term).await;
+        step = match step {
+            TermStep::Wait {
+                until,
+                start_survey,
+            } => {
+                if start_survey && pending.is_none() {
+                    pending = survey::start(campaign, &**backend);
+                }
+                let surveyed = survey::wait_for_renewal(state, until, &mut pending).await;
+                term_loop.after_wait(surveyed, Instant::now())
             }
-            return;
-        }
-        if let Some(standing) = surveyed {
-            if let Some(ended) = state.after_survey(TermCheck::of(standing)) {
-                release_term(backend, &ended).await;
+            TermStep::Renew { term, sent_at } => {
+                let renewal = term.traced_extend_async(backend.extend(
+                    term.lease(),
+                    campaign.config.lease_time(),
+                    campaign.use_db_time(),
+                ));
+                let renewal = match rt::timeout(term.renewal_budget(), renewal).await {
+                    Some(answer) => Raced::Answered(answer),
+                    None => Raced::DeadlinePassed,
+                };
+                term_loop.after_renewal(&term, renewal, sent_at)
+            }
+            TermStep::End {
+                term,
+                withdraw: first,
+            } => {
+                // A survey on its way is dropped here; the withdrawal covers its heartbeat.
+                drop(pending);
+                if first {
+                    withdraw(campaign, backend).await;
+                }
+                release_term(backend, &term).await;
                 return;
             }
-            continue;
-        }
-        let Some(term) = state.term_tracker() else {
-            return;
+            TermStep::Over => return,
         };
-        if let Some(ended) = state.check_deadline(&term) {
-            release_term(backend, &ended).await;
-            return;
-        }
-        let sent_at = Instant::now();
-        next_renewal = sent_at + campaign.config.heartbeat();
-        let renewal = term.traced_extend_async(backend.extend(
-            term.lease(),
-            campaign.config.lease_time(),
-            campaign.use_db_time(),
-        ));
-        let ended = match rt::timeout(term.renewal_budget(), renewal).await {
-            Some(answer) => {
-                state.after_renewal(&term, answer, sent_at, campaign.config.renew_deadline())
-            }
-            None => state.revoke(RevokeReason::RenewDeadlinePassed),
-        };
-        if let Some(ended) = ended {
-            release_term(backend, &ended).await;
-            return;
-        }
-        if pending.is_none() {
-            pending = survey::start(campaign, &**backend);
-        }
     }
 }
 

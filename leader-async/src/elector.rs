@@ -1,10 +1,12 @@
 //! [`AsyncLeaderElector`]: `run_if_leader(...).await`.
 
+use std::convert::Infallible;
+use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
-use leader_core::__private::{ElectorSettings, Keepalive, Step};
+use leader_core::__private::{ElectorSettings, Keepalive, Scope, Step};
 use leader_core::{
     AsyncLockBackend, Error, ForceReleaseOutcome, GroupSlots, IntoTenantId, LeaderElectionOptions,
     LeaderRunResult, LeaderState, Lease, LeaseContext, ListPage, ListRequest, LockName, TenantId,
@@ -46,18 +48,31 @@ use crate::held::AsyncHeld;
 /// # Ok::<(), leader_core::Error>(())
 /// # }).unwrap();
 /// ```
-#[derive(Debug)]
 pub struct AsyncLeaderElector<B> {
-    backend: Arc<B>,
-    settings: ElectorSettings,
+    scope: Scope<B>,
 }
 
 impl<B> Clone for AsyncLeaderElector<B> {
     fn clone(&self) -> Self {
-        AsyncLeaderElector {
-            backend: Arc::clone(&self.backend),
-            settings: self.settings.clone(),
-        }
+        Self::from_scope(self.scope.clone())
+    }
+}
+
+impl<B> AsyncLeaderElector<B> {
+    /// The elector over `scope`.
+    pub(crate) fn from_scope(scope: Scope<B>) -> Self {
+        AsyncLeaderElector { scope }
+    }
+
+    /// Its backend, options and name scope.
+    pub(crate) fn scope(&self) -> &Scope<B> {
+        &self.scope
+    }
+}
+
+impl<B: fmt::Debug> fmt::Debug for AsyncLeaderElector<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.scope.debug_as("AsyncLeaderElector", f)
     }
 }
 
@@ -68,7 +83,7 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     ///
     /// [`Error::InvalidOptions`] when `options` do not validate.
     pub fn new(backend: B, options: LeaderElectionOptions) -> Result<Self, Error> {
-        AsyncLeaderElector::with_shared_backend(Arc::new(backend), options)
+        Ok(Self::from_scope(Scope::new(backend, options)?))
     }
 
     /// An elector over a backend shared with other electors.
@@ -80,31 +95,30 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
         backend: Arc<B>,
         options: LeaderElectionOptions,
     ) -> Result<Self, Error> {
-        Ok(AsyncLeaderElector {
-            backend,
-            settings: ElectorSettings::new(options)?,
-        })
+        Ok(Self::from_scope(Scope::with_shared_backend(
+            backend, options,
+        )?))
     }
 
     /// The options this elector runs with.
     pub fn options(&self) -> &LeaderElectionOptions {
-        self.settings.options()
+        self.scope.options()
     }
 
     /// The options and name prefix, as one value. Not public API (the type is internal).
     #[doc(hidden)]
     pub fn settings(&self) -> &ElectorSettings {
-        &self.settings
+        self.scope.settings()
     }
 
     /// The backend.
     pub fn backend(&self) -> &Arc<B> {
-        &self.backend
+        self.scope.backend()
     }
 
     /// The prefix put in front of every lock name (set by tenant scoping), if any.
     pub fn name_prefix(&self) -> Option<&str> {
-        self.settings.name_prefix()
+        self.scope.name_prefix()
     }
 
     /// A clone whose lock names all start with `prefix` (an application's own namespace,
@@ -116,10 +130,7 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     /// [`Error::InvalidName`] for an empty prefix, a forbidden character, whitespace at
     /// either end, or a prefix in the tenant namespace ([`LockName::check_prefix`]).
     pub fn with_name_prefix(&self, prefix: impl Into<Arc<str>>) -> Result<Self, Error> {
-        Ok(AsyncLeaderElector {
-            backend: Arc::clone(&self.backend),
-            settings: self.settings.with_name_prefix(prefix)?,
-        })
+        Ok(Self::from_scope(self.scope.with_name_prefix(prefix)?))
     }
 
     /// A clone scoped to `tenant`: every lock name it is given becomes
@@ -146,15 +157,12 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     /// # Ok::<(), Error>(())
     /// ```
     pub fn for_tenant(&self, tenant: impl IntoTenantId) -> Result<Self, Error> {
-        Ok(AsyncLeaderElector {
-            backend: Arc::clone(&self.backend),
-            settings: self.settings.for_tenant(tenant)?,
-        })
+        Ok(Self::from_scope(self.scope.for_tenant(tenant)?))
     }
 
     /// The tenant this elector is scoped to, if any.
     pub fn tenant(&self) -> Option<TenantId> {
-        self.settings.tenant()
+        self.scope.tenant()
     }
 
     /// Where the lock `name` lives in the backend's store (a Redis key, a MongoDB document
@@ -164,7 +172,7 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     ///
     /// [`Error::InvalidName`] naming the problem.
     pub fn storage_key(&self, name: &str) -> Result<String, Error> {
-        Ok(self.backend.storage_key(&self.settings.observed_key(name)?))
+        self.scope.storage_key(name)
     }
 
     /// The full lock key for `name`, prefix included.
@@ -173,7 +181,7 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     ///
     /// [`Error::InvalidName`] naming the problem.
     pub fn lock_key(&self, name: &str) -> Result<LockName, Error> {
-        self.settings.lock_key(name)
+        self.scope.lock_key(name)
     }
 
     /// The full key of a lock that [`state`](Self::state),
@@ -186,7 +194,7 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     ///
     /// [`Error::InvalidName`] naming the problem.
     pub fn observed_key(&self, name: &str) -> Result<LockName, Error> {
-        self.settings.observed_key(name)
+        self.scope.observed_key(name)
     }
 
     /// Runs `action` if this node wins the lock `name`; `Ok(None)` if another node holds it
@@ -229,12 +237,7 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
         F: FnOnce() -> Fut,
         Fut: Future<Output = T>,
     {
-        let outcome = self
-            .run_if_leader_with(name, |_| async move {
-                Ok::<T, std::convert::Infallible>(action().await)
-            })
-            .await?;
-        Ok(outcome.into_value())
+        self.run_plain(None, name, action).await
     }
 
     /// Runs a fallible `action` if this node wins the lock; its error comes back as
@@ -255,7 +258,7 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        self.run_if_leader_with(name, |_| action()).await
+        self.run_on(None, name, |_| action()).await
     }
 
     /// Like [`run_if_leader_result`](Self::run_if_leader_result), and the action gets its
@@ -280,28 +283,46 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
         F: FnOnce(LeaseContext) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let key = self.lock_key(name)?;
-        let Step::Acquired(lease, sent_at) =
-            acquire(&self.backend, self.settings.options(), &key).await?
-        else {
-            return Ok(LeaderRunResult::Skipped);
-        };
-        self.run_held(name, lease, sent_at, 0, action).await
+        self.run_on(None, name, action).await
     }
 
-    /// Runs `action` if this node wins a slot of the group `name` with `slots` slots.
-    pub(crate) async fn run_in_group_with<T, E, F, Fut>(
+    /// Runs a plain `action` as [`run_if_leader`](Self::run_if_leader) does, on the lock
+    /// `name` (`slots` `None`) or on a slot of the group `name`.
+    pub(crate) async fn run_plain<T, F, Fut>(
         &self,
+        slots: Option<GroupSlots>,
         name: &str,
-        slots: GroupSlots,
+        action: F,
+    ) -> Result<Option<T>, Error>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = T>,
+    {
+        let outcome = self
+            .run_on(slots, name, |_| async move {
+                Ok::<T, Infallible>(action().await)
+            })
+            .await?;
+        Ok(outcome.into_value())
+    }
+
+    /// Runs `action` if this node wins the lock `name` (`slots` `None`) or a slot of the
+    /// group `name`.
+    pub(crate) async fn run_on<T, E, F, Fut>(
+        &self,
+        slots: Option<GroupSlots>,
+        name: &str,
         action: F,
     ) -> Result<LeaderRunResult<T, E>, Error>
     where
         F: FnOnce(LeaseContext) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let keys = slots.keys(&self.lock_key(name)?)?;
-        let (step, slot) = acquire_slot(&self.backend, self.settings.options(), &keys).await?;
+        let key = self.lock_key(name)?;
+        let (step, slot) = match slots {
+            None => (acquire(self.backend(), self.options(), &key).await?, 0),
+            Some(slots) => acquire_slot(self.backend(), self.options(), &slots.keys(&key)?).await?,
+        };
         let Step::Acquired(lease, sent_at) = step else {
             return Ok(LeaderRunResult::Skipped);
         };
@@ -324,12 +345,12 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
         Fut: Future<Output = Result<T, E>>,
     {
         AsyncHeld::new(
-            Arc::clone(&self.backend),
+            Arc::clone(self.backend()),
             lease,
             sent_at,
             name,
             slot,
-            Keepalive::from_options(self.settings.options()),
+            Keepalive::from_options(self.options()),
         )
         .run_action(slot, action)
     }
@@ -341,7 +362,7 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     /// An invalid name, or a backend failure.
     pub async fn state(&self, name: &str) -> Result<LeaderState, Error> {
         let key = self.observed_key(name)?;
-        Ok(self.backend.state(&key).await?.with_lock_name(name))
+        Ok(self.backend().state(&key).await?.with_lock_name(name))
     }
 
     /// One page of the locks held under `request.prefix` (inside this elector's tenant
@@ -353,10 +374,10 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     /// A backend failure, or a cursor the backend did not make.
     pub async fn list(&self, request: ListRequest) -> Result<ListPage, Error> {
         let page = self
-            .backend
-            .list(&self.settings.scoped_list(request))
+            .backend()
+            .list(&self.scope.scoped_list(request))
             .await?;
-        Ok(self.settings.unscoped_page(page))
+        Ok(self.scope.unscoped_page(page))
     }
 
     /// Frees the lock `name` whoever holds it, and returns the holder it removed: an
@@ -368,7 +389,7 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     /// An invalid name, or a backend failure.
     pub async fn force_release(&self, name: &str) -> Result<ForceReleaseOutcome, Error> {
         let key = self.observed_key(name)?;
-        self.backend.force_release(&key).await
+        self.backend().force_release(&key).await
     }
 
     /// Frees the lock `name` only if its holder is still the acquisition with
@@ -403,6 +424,6 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
         fencing_token: u64,
     ) -> Result<ForceReleaseOutcome, Error> {
         let key = self.observed_key(name)?;
-        self.backend.force_release_if(&key, fencing_token).await
+        self.backend().force_release_if(&key, fencing_token).await
     }
 }

@@ -2,7 +2,6 @@
 
 use std::future::Future;
 
-use leader_core::__private::CampaignRun;
 use leader_core::{
     AsyncLockBackend, CampaignConfig, Error, EventCallback, GroupSlots, GroupState, IntoTenantId,
     LeaderElectionOptions, LeaderRunResult, LeaseContext, TenantId,
@@ -123,12 +122,7 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderGroupElector<B> {
         F: FnOnce() -> Fut,
         Fut: Future<Output = T>,
     {
-        let outcome = self
-            .run_if_leader_with(name, |_| async move {
-                Ok::<T, std::convert::Infallible>(action().await)
-            })
-            .await?;
-        Ok(outcome.into_value())
+        self.elector.run_plain(Some(self.slots), name, action).await
     }
 
     /// Like [`run_if_leader`](Self::run_if_leader), with the action's `Result` and the
@@ -146,7 +140,9 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderGroupElector<B> {
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        self.run_if_leader_with(name, |_| action()).await
+        self.elector
+            .run_on(Some(self.slots), name, |_| action())
+            .await
     }
 
     /// Like [`run_if_leader_result`](Self::run_if_leader_result); the action gets the
@@ -164,9 +160,7 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderGroupElector<B> {
         F: FnOnce(LeaseContext) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        self.elector
-            .run_in_group_with(name, self.slots, action)
-            .await
+        self.elector.run_on(Some(self.slots), name, action).await
     }
 
     /// A best-effort snapshot of every slot of `name`: who holds which (see [`GroupState`]).
@@ -212,14 +206,10 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderGroupElector<B> {
         config: CampaignConfig,
         callbacks: Vec<EventCallback>,
     ) -> Result<AsyncLeadershipHandle, Error> {
-        let run = CampaignRun::for_group(
-            self.elector.settings(),
-            name,
-            self.slots,
-            config,
-            callbacks,
-            self.elector.backend().name(),
-        )?;
-        Ok(self.elector.start_campaign(run))
+        let campaign = self
+            .elector
+            .scope()
+            .campaign(self.slots, name, config, callbacks)?;
+        Ok(self.elector.start_campaign(campaign))
     }
 }

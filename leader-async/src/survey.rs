@@ -88,10 +88,7 @@ pub(crate) async fn withdraw<C: AsyncLockBackend + 'static>(
     campaign: &CampaignRun,
     backend: &Arc<C>,
 ) {
-    if campaign.state.abandon_requested() {
-        return;
-    }
-    let Some(withdrawal) = campaign.candidacy().map(|c| c.withdraw()) else {
+    let Some(withdrawal) = campaign.withdrawal() else {
         return;
     };
     let (record, late) = (withdrawal.record, withdrawal.late);
@@ -111,10 +108,7 @@ pub(crate) fn withdraw_in_background<C: AsyncLockBackend + 'static>(
     campaign: &CampaignRun,
     backend: &Arc<C>,
 ) {
-    if campaign.state.abandon_requested() {
-        return;
-    }
-    if let Some(withdrawal) = campaign.candidacy().map(|c| c.withdraw()) {
+    if let Some(withdrawal) = campaign.withdrawal() {
         in_background(backend, withdrawal.record, withdrawal.late);
     }
 }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use leader_core::__private::{AcquireBatch, BatchAnswer, Keepalive, TenantKeys};
+use leader_core::__private::{TenantBatch, Won};
 use leader_core::{Error, LeaderRunResult, LeaseContext, LockBackend, TenantId};
 
 use crate::elector::LeaderElector;
@@ -183,41 +183,34 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         name: &str,
         tenants: &[TenantId],
     ) -> Vec<Result<Option<Acquired<B>>, Error>> {
-        if let Some(prefix) = self.name_prefix() {
-            let scoped = || Error::AlreadyScoped {
-                prefix: prefix.to_owned(),
-            };
-            return tenants.iter().map(|_| Err(scoped())).collect();
-        }
-        let keys = TenantKeys::new(name, tenants);
-        let options = self.options();
-        let batch = AcquireBatch::new(self.backend().name(), keys.valid(), options);
+        let batch = match TenantBatch::new(self.settings(), self.backend().name(), name, tenants) {
+            Ok(batch) => batch,
+            Err(refused) => return refused.into_iter().map(Err).collect(),
+        };
+        let requests = batch.requests();
         let sent_at = Instant::now();
-        let answers = self.backend().try_acquire_batch(batch.requests());
-        let (answers, orphans) = batch.finish(answers, sent_at);
+        let answers = self.backend().try_acquire_batch(requests.requests());
+        let (answers, orphans) = requests.finish(answers, sent_at);
         for orphan in orphans {
             release_orphan(Arc::clone(self.backend()), orphan);
         }
-        let keepalive = Keepalive::from_options(options);
-        let answers = keys.merge(answers).into_iter().zip(tenants);
-        answers
-            .map(|(answer, tenant)| match answer? {
-                BatchAnswer::Acquired(lease, sent_at) => Ok(Some(Acquired {
-                    held: HeldLease::new(
-                        Arc::clone(self.backend()),
-                        lease,
-                        sent_at,
-                        name,
-                        0,
-                        keepalive,
-                    )
-                    .with_min_lease(Duration::ZERO),
-                    tenant: tenant.clone(),
-                    min_lease_time: keepalive.min_lease_time,
-                })),
-                BatchAnswer::Held(_) => Ok(None),
-                BatchAnswer::Failed(error) => Err(error),
-            })
+        let acquired = |won: Won<'_>| Acquired {
+            held: HeldLease::new(
+                Arc::clone(self.backend()),
+                won.lease,
+                won.sent_at,
+                name,
+                0,
+                won.keepalive,
+            )
+            .with_min_lease(Duration::ZERO),
+            tenant: won.tenant.clone(),
+            min_lease_time: won.keepalive.min_lease_time,
+        };
+        batch
+            .answers(answers)
+            .into_iter()
+            .map(|answer| Ok(answer?.map(acquired)))
             .collect()
     }
 }

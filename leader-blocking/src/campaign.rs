@@ -6,15 +6,17 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use event_listener::{EventListener, Listener};
-use leader_core::__private::{AfterAttempt, CampaignRun, LeadershipState, LeaseTracker, TermCheck};
+use leader_core::__private::{
+    CampaignRun, CampaignStep, LeadershipState, LeaseTracker, Orphan, TermLoop, TermStep,
+};
 use leader_core::{
-    CampaignConfig, DeploymentMode, Error, EventCallback, LeadershipWatcher, LockBackend,
-    NoopBackend, ReleaseEvents, ReleaseListener, RevokeReason,
+    CampaignConfig, Error, EventCallback, GroupSlots, LeadershipWatcher, LockBackend, NoopBackend,
+    ReleaseEvents, ReleaseListener,
 };
 
 use crate::elector::LeaderElector;
 use crate::orphan::release_orphan;
-use crate::renew::{Raced, extend_before};
+use crate::renew::extend_before;
 use crate::survey::{self, survey, withdraw};
 
 /// A running campaign for continuous leadership, driven by a background thread.
@@ -132,30 +134,24 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         config: CampaignConfig,
         callbacks: Vec<EventCallback>,
     ) -> Result<LeadershipHandle, Error> {
-        let campaign = CampaignRun::new(
-            self.settings(),
-            name,
-            config,
-            callbacks,
-            self.backend().name(),
-        )?;
-        self.start_campaign(campaign)
+        self.start_campaign(
+            self.scope()
+                .campaign(GroupSlots::ONE, name, config, callbacks)?,
+        )
     }
 
     /// Starts the loop of `campaign` on a thread of its own.
     pub(crate) fn start_campaign(&self, campaign: CampaignRun) -> Result<LeadershipHandle, Error> {
         let state = Arc::clone(&campaign.state);
-        let (wake, spawned) = match campaign.config.mode() {
-            DeploymentMode::AllInstances => {
-                (None, spawn_campaign(Arc::new(NoopBackend::new()), campaign))
-            }
-            // `SingleLeader`, and any mode added later unless it says otherwise.
-            _ => (
+        let (wake, spawned) = if campaign.contends() {
+            (
                 self.backend()
                     .release_events()
                     .map(|events| (events.clone(), campaign.key.as_str().to_owned())),
                 spawn_campaign(Arc::clone(self.backend()), campaign),
-            ),
+            )
+        } else {
+            (None, spawn_campaign(Arc::new(NoopBackend::new()), campaign))
         };
         let thread = spawned.map_err(|err| {
             tracing::warn!(error = %err, "could not start the campaign thread");
@@ -178,124 +174,112 @@ fn spawn_campaign<C: LockBackend + 'static>(
         .name("leader-campaign".into())
         .spawn(move || {
             run(&campaign, &backend);
-            if let Some(orphan) = campaign.unsettled_attempts() {
-                release_orphan(Arc::clone(&backend), orphan);
-            }
+            release_all(&backend, campaign.unsettled_attempts());
             campaign.state.mark_finished();
         })
 }
 
-/// Standby until elected, lead until the term ends; again until stopped.
+/// Standby until elected, lead until the term ends; again until stopped: the steps of
+/// [`CampaignStep`], done on this thread.
 fn run<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
-    let state = &campaign.state;
-    while !state.stop_requested() {
+    loop {
         let release = backend
             .release_events()
             .map(|e| e.listen(campaign.key.as_str()));
-        let stop = state.stop_listener();
-        if state.stop_requested() {
-            break;
-        }
-        let may_lead = campaign
-            .candidacy()
-            .is_none_or(|candidacy| survey(candidacy, &**backend, true).may_lead);
-        let next = if may_lead {
-            let sent_at = Instant::now();
-            let answer = backend.try_acquire_slot(campaign.request());
-            campaign.after_attempt(answer, sent_at)
-        } else {
-            AfterAttempt::Wait
-        };
-        match next {
-            AfterAttempt::Elected(term) => {
-                if let Some(orphan) = campaign.stray_attempts() {
-                    release_orphan(Arc::clone(backend), orphan);
+        let stop = campaign.state.stop_listener();
+        let mut step = campaign.next_round();
+        loop {
+            step = match step {
+                CampaignStep::Survey(candidacy) => {
+                    campaign.after_standby_survey(survey(candidacy, &**backend, true))
                 }
-                term.term_span().in_scope(|| lead(campaign, backend));
-                if let Some(orphan) = campaign.term_ended() {
-                    release_orphan(Arc::clone(backend), orphan);
+                CampaignStep::Attempt => {
+                    let sent_at = Instant::now();
+                    let answer = backend.try_acquire_slot(campaign.request());
+                    campaign.after_standby_attempt(answer, sent_at)
                 }
-            }
-            // A late answer starts no term: its lease is released, and the standby waits.
-            AfterAttempt::Late(orphan) => {
-                release_orphan(Arc::clone(backend), orphan);
-                stand_by(campaign, release, stop);
-            }
-            AfterAttempt::Wait => stand_by(campaign, release, stop),
+                CampaignStep::StandBy { orphan, wait } => {
+                    release_all(backend, orphan);
+                    stand_by(wait, release, stop);
+                    break;
+                }
+                CampaignStep::Lead { term, strays } => {
+                    release_all(backend, strays);
+                    term.term_span().in_scope(|| lead(campaign, backend));
+                    release_all(backend, campaign.term_ended());
+                    break;
+                }
+                CampaignStep::Stop => {
+                    withdraw(campaign, backend);
+                    return;
+                }
+            };
         }
     }
-    withdraw(campaign, backend);
+}
+
+/// Releases `orphan`, if there is one, in the background.
+fn release_all<C: LockBackend + 'static>(backend: &Arc<C>, orphan: Option<Orphan>) {
+    if let Some(orphan) = orphan {
+        release_orphan(Arc::clone(backend), orphan);
+    }
 }
 
 /// Waits for a release of the lock, or the next poll. A stop request also wakes the
 /// release listener (the handle pokes it).
-fn stand_by(campaign: &CampaignRun, release: Option<ReleaseListener>, stop: EventListener) {
+fn stand_by(wait: Duration, release: Option<ReleaseListener>, stop: EventListener) {
     match release {
         Some(release) => {
-            release.wait_timeout(campaign.standby_wait());
+            release.wait_timeout(wait);
         }
         None => {
-            stop.wait_timeout(campaign.standby_wait());
+            stop.wait_timeout(wait);
         }
     }
 }
 
-/// Renews every heartbeat until the term ends (failure, deadline, resignation, or a
-/// higher rank). Each renewal races the renew deadline: unanswered by then, the term ends
-/// at that moment. A ranked leader's survey runs beside the renewals, one at a time, and
-/// its verdict applies when it arrives (see [`TermCheck`]): it never holds them up.
+/// Leads one term: the steps of [`TermLoop`], done on this thread (a ranked leader's
+/// survey on a thread of its own).
 fn lead<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
     let state = &campaign.state;
-    let mut next_renewal = Instant::now() + campaign.config.heartbeat();
+    let (mut term_loop, mut step) = TermLoop::new(campaign, Instant::now());
     let mut pending = None;
     loop {
-        let surveyed = survey::wait_for_renewal(state, next_renewal, &mut pending);
-        if state.stop_requested() {
-            if let Some(term) = state.end_on_stop() {
-                withdraw(campaign, backend);
-                release(&**backend, &term);
+        step = match step {
+            TermStep::Wait {
+                until,
+                start_survey,
+            } => {
+                if start_survey && pending.is_none() {
+                    pending = survey::start(campaign, backend);
+                }
+                let surveyed = survey::wait_for_renewal(state, until, &mut pending);
+                term_loop.after_wait(surveyed, Instant::now())
             }
-            return;
-        }
-        if let Some(standing) = surveyed {
-            if let Some(ended) = state.after_survey(TermCheck::of(standing)) {
-                release(&**backend, &ended);
+            TermStep::Renew { term, sent_at } => {
+                let renewal = extend_before(
+                    backend,
+                    &term,
+                    campaign.config.lease_time(),
+                    campaign.use_db_time(),
+                    term.context().deadline(),
+                    || state.stop_requested(),
+                );
+                term_loop.after_renewal(&term, renewal, sent_at)
+            }
+            TermStep::End {
+                term,
+                withdraw: first,
+            } => {
+                drop(pending);
+                if first {
+                    withdraw(campaign, backend);
+                }
+                release(&**backend, &term);
                 return;
             }
-            continue;
-        }
-        let Some(term) = state.term_tracker() else {
-            return;
+            TermStep::Over => return,
         };
-        if let Some(ended) = state.check_deadline(&term) {
-            release(&**backend, &ended);
-            return;
-        }
-        let sent_at = Instant::now();
-        next_renewal = sent_at + campaign.config.heartbeat();
-        let renewal = extend_before(
-            backend,
-            &term,
-            campaign.config.lease_time(),
-            campaign.use_db_time(),
-            term.context().deadline(),
-            || state.stop_requested(),
-        );
-        let ended = match renewal {
-            Raced::Answered(answer) => {
-                state.after_renewal(&term, answer, sent_at, campaign.config.renew_deadline())
-            }
-            Raced::DeadlinePassed => state.revoke(RevokeReason::RenewDeadlinePassed),
-            // Resign at the top of the loop; the renewal's late answer changes nothing.
-            Raced::Stopped => None,
-        };
-        if let Some(ended) = ended {
-            release(&**backend, &ended);
-            return;
-        }
-        if pending.is_none() && !state.stop_requested() {
-            pending = survey::start(campaign, backend);
-        }
     }
 }
 

@@ -1,12 +1,13 @@
 //! [`LeaderElector`]: run an action on the calling thread, only if elected.
 
+use std::convert::Infallible;
+use std::fmt;
 use std::sync::Arc;
-use std::time::Instant;
 
-use leader_core::__private::{ElectorSettings, Keepalive, Step};
+use leader_core::__private::{ElectorSettings, Keepalive, Scope, Step};
 use leader_core::{
     Error, ForceReleaseOutcome, GroupSlots, IntoTenantId, LeaderElectionOptions, LeaderRunResult,
-    LeaderState, Lease, LeaseContext, ListPage, ListRequest, LockBackend, LockName, TenantId,
+    LeaderState, LeaseContext, ListPage, ListRequest, LockBackend, LockName, TenantId,
 };
 
 use crate::acquire::{acquire, acquire_slot};
@@ -49,18 +50,31 @@ use crate::held::HeldLease;
 /// assert!(matches!(outcome, LeaderRunResult::Elected { value: "done", .. }));
 /// # Ok::<(), leader_core::Error>(())
 /// ```
-#[derive(Debug)]
 pub struct LeaderElector<B> {
-    backend: Arc<B>,
-    settings: ElectorSettings,
+    scope: Scope<B>,
 }
 
 impl<B> Clone for LeaderElector<B> {
     fn clone(&self) -> Self {
-        LeaderElector {
-            backend: Arc::clone(&self.backend),
-            settings: self.settings.clone(),
-        }
+        Self::from_scope(self.scope.clone())
+    }
+}
+
+impl<B> LeaderElector<B> {
+    /// The elector over `scope`.
+    pub(crate) fn from_scope(scope: Scope<B>) -> Self {
+        LeaderElector { scope }
+    }
+
+    /// Its backend, options and name scope.
+    pub(crate) fn scope(&self) -> &Scope<B> {
+        &self.scope
+    }
+}
+
+impl<B: fmt::Debug> fmt::Debug for LeaderElector<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.scope.debug_as("LeaderElector", f)
     }
 }
 
@@ -71,7 +85,7 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     ///
     /// [`Error::InvalidOptions`] when `options` do not validate.
     pub fn new(backend: B, options: LeaderElectionOptions) -> Result<Self, Error> {
-        LeaderElector::with_shared_backend(Arc::new(backend), options)
+        Ok(Self::from_scope(Scope::new(backend, options)?))
     }
 
     /// An elector over a backend shared with other electors.
@@ -83,31 +97,30 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         backend: Arc<B>,
         options: LeaderElectionOptions,
     ) -> Result<Self, Error> {
-        Ok(LeaderElector {
-            backend,
-            settings: ElectorSettings::new(options)?,
-        })
+        Ok(Self::from_scope(Scope::with_shared_backend(
+            backend, options,
+        )?))
     }
 
     /// The options this elector runs with.
     pub fn options(&self) -> &LeaderElectionOptions {
-        self.settings.options()
+        self.scope.options()
     }
 
     /// The options and name prefix, as one value. Not public API (the type is internal).
     #[doc(hidden)]
     pub fn settings(&self) -> &ElectorSettings {
-        &self.settings
+        self.scope.settings()
     }
 
     /// The backend.
     pub fn backend(&self) -> &Arc<B> {
-        &self.backend
+        self.scope.backend()
     }
 
     /// The prefix put in front of every lock name (set by tenant scoping), if any.
     pub fn name_prefix(&self) -> Option<&str> {
-        self.settings.name_prefix()
+        self.scope.name_prefix()
     }
 
     /// A clone whose lock names all start with `prefix` (an application's own namespace,
@@ -119,10 +132,7 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     /// [`Error::InvalidName`] for an empty prefix, a forbidden character, whitespace at
     /// either end, or a prefix in the tenant namespace ([`LockName::check_prefix`]).
     pub fn with_name_prefix(&self, prefix: impl Into<Arc<str>>) -> Result<Self, Error> {
-        Ok(LeaderElector {
-            backend: Arc::clone(&self.backend),
-            settings: self.settings.with_name_prefix(prefix)?,
-        })
+        Ok(Self::from_scope(self.scope.with_name_prefix(prefix)?))
     }
 
     /// A clone scoped to `tenant`: every lock name it is given becomes
@@ -150,15 +160,12 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     /// # Ok::<(), Error>(())
     /// ```
     pub fn for_tenant(&self, tenant: impl IntoTenantId) -> Result<Self, Error> {
-        Ok(LeaderElector {
-            backend: Arc::clone(&self.backend),
-            settings: self.settings.for_tenant(tenant)?,
-        })
+        Ok(Self::from_scope(self.scope.for_tenant(tenant)?))
     }
 
     /// The tenant this elector is scoped to, if any.
     pub fn tenant(&self) -> Option<TenantId> {
-        self.settings.tenant()
+        self.scope.tenant()
     }
 
     /// Where the lock `name` lives in the backend's store (a Redis key, a MongoDB document
@@ -180,7 +187,7 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     /// # Ok::<(), leader_core::Error>(())
     /// ```
     pub fn storage_key(&self, name: &str) -> Result<String, Error> {
-        Ok(self.backend.storage_key(&self.settings.observed_key(name)?))
+        self.scope.storage_key(name)
     }
 
     /// The full lock key for `name`, prefix included.
@@ -189,7 +196,7 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     ///
     /// [`Error::InvalidName`] naming the problem.
     pub fn lock_key(&self, name: &str) -> Result<LockName, Error> {
-        self.settings.lock_key(name)
+        self.scope.lock_key(name)
     }
 
     /// The full key of a lock that [`state`](Self::state),
@@ -202,7 +209,7 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     ///
     /// [`Error::InvalidName`] naming the problem.
     pub fn observed_key(&self, name: &str) -> Result<LockName, Error> {
-        self.settings.observed_key(name)
+        self.scope.observed_key(name)
     }
 
     /// Runs `action` if this node wins the lock `name`; `Ok(None)` if another node holds it
@@ -244,9 +251,7 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         name: &str,
         action: impl FnOnce() -> T,
     ) -> Result<Option<T>, Error> {
-        let outcome =
-            self.run_if_leader_with(name, |_| Ok::<T, std::convert::Infallible>(action()))?;
-        Ok(outcome.into_value())
+        self.run_plain(None, name, action)
     }
 
     /// Runs a fallible `action` if this node wins the lock; its error comes back as
@@ -263,7 +268,7 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         name: &str,
         action: impl FnOnce() -> Result<T, E>,
     ) -> Result<LeaderRunResult<T, E>, Error> {
-        self.run_if_leader_with(name, |_| action())
+        self.run_on(None, name, |_| action())
     }
 
     /// Like [`run_if_leader_result`](Self::run_if_leader_result), and the action sees its
@@ -296,47 +301,45 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         name: &str,
         action: impl FnOnce(&LeaseContext) -> Result<T, E>,
     ) -> Result<LeaderRunResult<T, E>, Error> {
-        let key = self.lock_key(name)?;
-        let Step::Acquired(lease, requested_at) =
-            acquire(&self.backend, self.settings.options(), &key)?
-        else {
-            return Ok(LeaderRunResult::Skipped);
-        };
-        self.run_held(name, lease, requested_at, 0, action)
+        self.run_on(None, name, action)
     }
 
-    /// Runs `action` if this node wins a slot of the group `name` with `slots` slots.
-    pub(crate) fn run_in_group_with<T, E>(
+    /// Runs a plain `action` as [`run_if_leader`](Self::run_if_leader) does, on the lock
+    /// `name` (`slots` `None`) or on a slot of the group `name`.
+    pub(crate) fn run_plain<T>(
         &self,
+        slots: Option<GroupSlots>,
         name: &str,
-        slots: GroupSlots,
+        action: impl FnOnce() -> T,
+    ) -> Result<Option<T>, Error> {
+        let outcome = self.run_on(slots, name, |_| Ok::<T, Infallible>(action()))?;
+        Ok(outcome.into_value())
+    }
+
+    /// Runs `action` if this node wins the lock `name` (`slots` `None`) or a slot of the
+    /// group `name`, then releases it; [`Error::LeaseLost`] if the lease was lost before
+    /// the action could start.
+    pub(crate) fn run_on<T, E>(
+        &self,
+        slots: Option<GroupSlots>,
+        name: &str,
         action: impl FnOnce(&LeaseContext) -> Result<T, E>,
     ) -> Result<LeaderRunResult<T, E>, Error> {
-        let keys = slots.keys(&self.lock_key(name)?)?;
-        let (step, slot) = acquire_slot(&self.backend, self.settings.options(), &keys)?;
+        let key = self.lock_key(name)?;
+        let (step, slot) = match slots {
+            None => (acquire(self.backend(), self.options(), &key)?, 0),
+            Some(slots) => acquire_slot(self.backend(), self.options(), &slots.keys(&key)?)?,
+        };
         let Step::Acquired(lease, requested_at) = step else {
             return Ok(LeaderRunResult::Skipped);
         };
-        self.run_held(name, lease, requested_at, slot, action)
-    }
-
-    /// Runs `action` under an acquired lease, then releases it; [`Error::LeaseLost`] if
-    /// the lease was lost before the action could start.
-    fn run_held<T, E>(
-        &self,
-        name: &str,
-        lease: Lease,
-        requested_at: Instant,
-        slot: u32,
-        action: impl FnOnce(&LeaseContext) -> Result<T, E>,
-    ) -> Result<LeaderRunResult<T, E>, Error> {
         HeldLease::new(
-            Arc::clone(&self.backend),
+            Arc::clone(self.backend()),
             lease,
             requested_at,
             name,
             slot,
-            Keepalive::from_options(self.settings.options()),
+            Keepalive::from_options(self.options()),
         )
         .run_action(slot, action)
     }
@@ -348,7 +351,7 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     /// An invalid name, or a backend failure.
     pub fn state(&self, name: &str) -> Result<LeaderState, Error> {
         let key = self.observed_key(name)?;
-        Ok(self.backend.state(&key)?.with_lock_name(name))
+        Ok(self.backend().state(&key)?.with_lock_name(name))
     }
 
     /// One page of the locks held under `request.prefix` (inside this elector's tenant
@@ -377,8 +380,8 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     /// # Ok::<(), leader_core::Error>(())
     /// ```
     pub fn list(&self, request: ListRequest) -> Result<ListPage, Error> {
-        let page = self.backend.list(&self.settings.scoped_list(request))?;
-        Ok(self.settings.unscoped_page(page))
+        let page = self.backend().list(&self.scope.scoped_list(request))?;
+        Ok(self.scope.unscoped_page(page))
     }
 
     /// Frees the lock `name` whoever holds it, and returns the holder it removed: an
@@ -391,7 +394,7 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     /// An invalid name, or a backend failure.
     pub fn force_release(&self, name: &str) -> Result<ForceReleaseOutcome, Error> {
         let key = self.observed_key(name)?;
-        self.backend.force_release(&key)
+        self.backend().force_release(&key)
     }
 
     /// Frees the lock `name` only if its holder is still the acquisition with
@@ -427,6 +430,6 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         fencing_token: u64,
     ) -> Result<ForceReleaseOutcome, Error> {
         let key = self.observed_key(name)?;
-        self.backend.force_release_if(&key, fencing_token)
+        self.backend().force_release_if(&key, fencing_token)
     }
 }

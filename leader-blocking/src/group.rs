@@ -1,6 +1,5 @@
 //! [`LeaderGroupElector`]: up to N nodes lead one name at once, each in a slot.
 
-use leader_core::__private::CampaignRun;
 use leader_core::{
     CampaignConfig, Error, EventCallback, GroupSlots, GroupState, IntoTenantId,
     LeaderElectionOptions, LeaderRunResult, LeaseContext, LockBackend, TenantId,
@@ -133,9 +132,7 @@ impl<B: LockBackend + 'static> LeaderGroupElector<B> {
         name: &str,
         action: impl FnOnce() -> T,
     ) -> Result<Option<T>, Error> {
-        let outcome =
-            self.run_if_leader_with(name, |_| Ok::<T, std::convert::Infallible>(action()))?;
-        Ok(outcome.into_value())
+        self.elector.run_plain(Some(self.slots), name, action)
     }
 
     /// Like [`run_if_leader`](Self::run_if_leader), with the action's `Result` and the
@@ -149,7 +146,7 @@ impl<B: LockBackend + 'static> LeaderGroupElector<B> {
         name: &str,
         action: impl FnOnce() -> Result<T, E>,
     ) -> Result<LeaderRunResult<T, E>, Error> {
-        self.run_if_leader_with(name, |_| action())
+        self.elector.run_on(Some(self.slots), name, |_| action())
     }
 
     /// Like [`run_if_leader_result`](Self::run_if_leader_result); the action gets the
@@ -163,7 +160,7 @@ impl<B: LockBackend + 'static> LeaderGroupElector<B> {
         name: &str,
         action: impl FnOnce(&LeaseContext) -> Result<T, E>,
     ) -> Result<LeaderRunResult<T, E>, Error> {
-        self.elector.run_in_group_with(name, self.slots, action)
+        self.elector.run_on(Some(self.slots), name, action)
     }
 
     /// A best-effort snapshot of every slot of `name`: who holds which (see [`GroupState`]).
@@ -205,14 +202,10 @@ impl<B: LockBackend + 'static> LeaderGroupElector<B> {
         config: CampaignConfig,
         callbacks: Vec<EventCallback>,
     ) -> Result<LeadershipHandle, Error> {
-        let run = CampaignRun::for_group(
-            self.elector.settings(),
-            name,
-            self.slots,
-            config,
-            callbacks,
-            self.elector.backend().name(),
-        )?;
-        self.elector.start_campaign(run)
+        let campaign = self
+            .elector
+            .scope()
+            .campaign(self.slots, name, config, callbacks)?;
+        self.elector.start_campaign(campaign)
     }
 }

@@ -4,23 +4,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::RecvTimeoutError;
-use leader_core::__private::LeaseTracker;
+use leader_core::__private::{LeaseTracker, Raced};
 use leader_core::{Error, ExtendOutcome, LockBackend};
 
 /// How often a caller waiting for an answer checks whether it was asked to stop.
 const STOP_CHECK: Duration = Duration::from_millis(20);
-
-/// What became of a call raced against a deadline.
-#[derive(Debug)]
-pub(crate) enum Raced<T> {
-    /// The call returned in time.
-    Answered(T),
-    /// The deadline passed first. For a renewal the lease is lost at that moment (DESIGN
-    /// §4.7), whatever the driver's own timeout.
-    DeadlinePassed,
-    /// The caller was asked to stop while waiting.
-    Stopped,
-}
 
 /// What became of a renewal raced against its deadline.
 pub(crate) type Renewal = Raced<Result<ExtendOutcome, Error>>;

@@ -101,10 +101,7 @@ pub(crate) fn wait_for_renewal(
 /// still land after that release, releases it again in the background while it could
 /// (see `Candidacy::withdraw`). Abandoning leaves the record to run out, as a crash would.
 pub(crate) fn withdraw<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
-    if campaign.state.abandon_requested() {
-        return;
-    }
-    let Some(withdrawal) = campaign.candidacy().map(|c| c.withdraw()) else {
+    let Some(withdrawal) = campaign.withdrawal() else {
         return;
     };
     if let Some(record) = &withdrawal.record
