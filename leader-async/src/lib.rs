@@ -4,7 +4,8 @@
 //! Most applications add the facade crate `leader` instead: it re-exports these types and
 //! picks the backend by URL.
 //!
-//! [`AsyncLeaderElector`] has exactly the semantics of the blocking elector (DESIGN §4):
+//! [`AsyncLeaderElector`] has exactly the semantics of the blocking elector (both are shells
+//! over one engine in `leader-core`, which makes every decision):
 //! the same [`LeaderElectionOptions`], the same [`LeaderRunResult`], over any
 //! [`AsyncLockBackend`](leader_core::AsyncLockBackend). Waiting and backoff are async
 //! sleeps; no executor thread is ever blocked.
