@@ -1,6 +1,8 @@
 //! Every backend by URL, for the election tests that must hold on all of them.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub(crate) mod notified;
+
 use std::path::{Path, PathBuf};
 
 use leader::AnyBackend;
