@@ -1,20 +1,19 @@
 //! The operator's calls on MongoDB: `list` pages through exactly the held locks under a
-//! prefix (blocking and async, one range of the `_id` index, metacharacters literal), and
-//! `force_release` makes the holder's elector lose its lease at its next renewal.
+//! prefix (blocking and async, one range of the `_id` index, metacharacters literal). How a
+//! force release reaches the holder's elector is checked on every backend by the facade's
+//! `leader/tests/operator.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{config, private_server, uri, uri_of};
-use leader_blocking::LeaderElector;
 use leader_core::{
-    AcquireOutcome, AcquireRequest, ForceReleaseOutcome, LeaderElectionOptions, LeaseMode,
-    ListRequest, LockBackend, LockName, OwnerToken,
+    AcquireOutcome, AcquireRequest, ForceReleaseOutcome, ListRequest, LockBackend, LockName,
+    OwnerToken,
 };
 use leader_mongodb::MongoBackend;
-use leader_testkit::fresh_name;
 use mongodb::bson::doc;
 
 const COLLECTION: &str = "operator_locks";
@@ -80,47 +79,4 @@ fn a_listing_reads_one_range_of_the_id_index() {
         LockBackend::force_release(&backend, &key).unwrap(),
         ForceReleaseOutcome::Released(_)
     ));
-}
-
-#[test]
-fn force_release_makes_the_holder_lose_its_lease_at_its_next_renewal() {
-    let Some(uri) = uri() else { return };
-    let backend = MongoBackend::connect_with(&uri, config(COLLECTION)).unwrap();
-    let options = LeaderElectionOptions::default().with_node_id("node-a");
-    let elector = LeaderElector::new(backend.clone(), options).unwrap();
-    let lock = fresh_name("forced").to_string();
-    // Renewed every 3 s: without the renewal finding it gone, the lease would still be
-    // certainly held for 6 s after the force release.
-    let timeout = Duration::from_secs(9);
-    let guard = elector
-        .acquire(&lock, LeaseMode::Watchdog { timeout })
-        .unwrap();
-
-    let forced_at = Instant::now();
-    match elector.force_release(&lock).unwrap() {
-        ForceReleaseOutcome::Released(holder) => {
-            assert_eq!(holder.leader_id, "node-a");
-            assert_eq!(holder.fencing_token, guard.fencing_token());
-        }
-        other => panic!("the guard's lock must be force-released: {other:?}"),
-    }
-    assert!(
-        guard.context().wait_lost_timeout(Duration::from_secs(20)),
-        "the guard never heard of the force release"
-    );
-    let noticed = forced_at.elapsed();
-    assert!(
-        noticed < timeout * 2 / 3,
-        "lost after {noticed:?}: by its deadline, not at its next renewal"
-    );
-    assert!(guard.is_lost());
-
-    // The lock is free, and the next holder's token is above the forced one's.
-    let other = LeaderElector::new(backend, LeaderElectionOptions::default()).unwrap();
-    let next = other
-        .acquire(&lock, LeaseMode::Watchdog { timeout })
-        .unwrap();
-    assert!(next.fencing_token() > guard.fencing_token());
-    drop(guard);
-    next.release().unwrap();
 }

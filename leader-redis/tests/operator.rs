@@ -1,24 +1,22 @@
 //! The operator's calls on Redis: `list` pages through many locks spread over every
 //! cluster master, among many other keys, on the blocking and the async API; a foreign
-//! cursor is a typed error; `force_release` wakes a waiting elector at once and the old
-//! holder learns of it at its next renewal; a corrupted record is reported, not deleted.
+//! cursor is a typed error; a corrupted record is reported, not deleted. That a force release
+//! wakes a waiting elector at once and the old holder learns of it at its next renewal is
+//! checked on every backend by the facade's `leader/tests/operator.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
 use std::collections::BTreeSet;
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::RedisHarness;
-use leader_blocking::LeaderElector;
 use leader_core::{
-    AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ForceReleaseOutcome,
-    LeaderElectionOptions, LeaseMode, ListCursor, ListPage, ListRequest, LockBackend, LockName,
-    OwnerToken,
+    AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ListCursor, ListPage, ListRequest,
+    LockBackend, LockName, OwnerToken,
 };
 use leader_redis::RedisBackend;
-use leader_testkit::{fresh_name, wait_until};
+use leader_testkit::fresh_name;
 
 const LOCKS: usize = 120;
 const LIMIT: usize = 7;
@@ -144,67 +142,6 @@ fn a_foreign_cursor_is_a_typed_error() {
             assert_bad_cursor(runtime.block_on(AsyncLockBackend::list(&backend, &request)));
         }
     }
-}
-
-#[test]
-fn a_force_release_hands_the_lock_to_a_waiting_elector_at_once() {
-    let Some(harness) = RedisHarness::cluster() else {
-        return;
-    };
-    let name = fresh_name("stuck");
-    let options = |node: &str| {
-        LeaderElectionOptions::default()
-            .with_node_id(node)
-            .with_wait_time(Duration::from_secs(10))
-    };
-    let holder = LeaderElector::new(harness.make(), options("stuck-node")).unwrap();
-    let stuck = holder
-        .acquire(
-            name.as_str(),
-            LeaseMode::Watchdog {
-                timeout: Duration::from_secs(3),
-            },
-        )
-        .unwrap();
-
-    let waiting = harness.make();
-    let waiter = LeaderElector::new(waiting.clone(), options("waiter")).unwrap();
-    let (acquired_tx, acquired) = mpsc::channel();
-    let waiter_name = name.to_string();
-    let waiter_thread = std::thread::spawn(move || {
-        let guard = waiter.acquire(&waiter_name, LeaseMode::watchdog());
-        acquired_tx.send(Instant::now()).unwrap();
-        guard
-    });
-    wait_until("the waiter subscribes", Duration::from_secs(5), || {
-        waiting.is_subscribed()
-    });
-    // Let the waiter find the lock held and start waiting (its backoff grows meanwhile).
-    std::thread::sleep(Duration::from_millis(300));
-
-    let operator = harness.make();
-    let released_at = Instant::now();
-    match LockBackend::force_release(&operator, &name).unwrap() {
-        ForceReleaseOutcome::Released(holder) => {
-            assert_eq!(holder.leader_id, "stuck-node");
-            assert_eq!(holder.fencing_token, stuck.fencing_token());
-        }
-        other => panic!("the stuck holder must be released, got {other:?}"),
-    }
-    let acquired_at = acquired
-        .recv_timeout(Duration::from_secs(5))
-        .expect("the waiter acquires the lock");
-    let took = acquired_at.saturating_duration_since(released_at);
-    assert!(took < Duration::from_secs(2), "took over {took:?} after");
-    let taken = waiter_thread.join().unwrap().unwrap();
-    assert!(taken.fencing_token() > stuck.fencing_token());
-
-    assert!(
-        stuck.context().wait_lost_timeout(Duration::from_secs(5)),
-        "the old holder learns of the loss at its next renewal"
-    );
-    assert!(stuck.is_lost());
-    drop(taken);
 }
 
 #[test]

@@ -1,22 +1,51 @@
 //! Every backend by URL, for the election tests that must hold on all of them.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub(crate) mod notified;
+
+use std::path::{Path, PathBuf};
+
 use leader::AnyBackend;
 use leader_testkit::fixtures;
 
+/// A directory of the test's own, removed with everything in it when the guard drops (at
+/// the end of the test, on success or panic).
+pub(crate) struct TempDir(PathBuf);
+
+impl TempDir {
+    /// A fresh, empty directory under the system's temporary directory.
+    pub(crate) fn new() -> TempDir {
+        let dir = std::env::temp_dir().join(format!(
+            "leader-election-{}-{}",
+            std::process::id(),
+            rand_suffix()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A fresh backend of `kind` (`memory`, `sqlite`, `redis`, `redis_cluster`, `mongodb`,
-/// `postgres`); `None` when its server is not installed and servers are not required.
-pub(crate) fn backend(kind: &str) -> Option<AnyBackend> {
+/// `postgres`), and the SQLite database's directory, which goes away when the returned
+/// guard drops: keep it until the test ends. `None` when its server is not installed and
+/// servers are not required.
+pub(crate) fn backend(kind: &str) -> Option<(AnyBackend, Option<TempDir>)> {
+    let mut dir = None;
     let url = match kind {
         "memory" => "memory://".to_owned(),
         "sqlite" => {
-            let dir = std::env::temp_dir().join(format!(
-                "leader-election-{}-{}",
-                std::process::id(),
-                rand_suffix()
-            ));
-            std::fs::create_dir_all(&dir).unwrap();
-            format!("sqlite://{}", dir.join("locks.db").display())
+            let path = dir.insert(TempDir::new()).path().join("locks.db");
+            format!("sqlite://{}", path.display())
         }
         "redis" => fixtures::shared_redis()?.url(),
         "redis_cluster" => {
@@ -35,7 +64,8 @@ pub(crate) fn backend(kind: &str) -> Option<AnyBackend> {
         "postgres" => fixtures::shared_postgres()?.url(),
         other => panic!("no backend {other}"),
     };
-    Some(leader::connect(&url).unwrap_or_else(|err| panic!("connect {url}: {err}")))
+    let backend = leader::connect(&url).unwrap_or_else(|err| panic!("connect {url}: {err}"));
+    Some((backend, dir))
 }
 
 fn rand_suffix() -> u64 {
@@ -50,7 +80,7 @@ macro_rules! on_every_backend {
         $(
             mod $check {
                 fn run(kind: &str) {
-                    if let Some(backend) = $crate::common::backend(kind) {
+                    if let Some((backend, _dir)) = $crate::common::backend(kind) {
                         super::$check(backend);
                     }
                 }
