@@ -17,7 +17,8 @@
 #     found on PATH or in the newest /usr/lib/postgresql/*/bin;
 #   * etcd and etcdctl (Debian: etcd-server, etcd-client), the members of the
 #     single-member server and the three-member cluster of the etcd tests;
-#   * protoc (Debian: protobuf-compiler), which the build of the etcd client
+#   * protoc and the protobuf well-known types (Debian: protobuf-compiler,
+#     libprotobuf-dev), which the build of the etcd client
 #     crate (etcd-client) needs to compile etcd's protocol files;
 #   * secantusd-rs, a MongoDB wire-compatible server (crate secantus-mdb,
 #     built with cargo install; the build needs cmake).
@@ -31,9 +32,10 @@ readonly SECANTUS_BIN=secantusd-rs
 # Debian packages the servers and the secantus build need.
 # libfaketime lets the clock-skew tests run a node whose wall clock is off.
 # etcd-server and etcd-client (etcdctl) are the etcd members of the etcd tests; protobuf-compiler
-# (protoc) is what the etcd client crate's build script compiles etcd's gRPC protocol with.
+# (protoc) and libprotobuf-dev (the well-known .proto files it imports) are what the etcd
+# client crate's build script compiles etcd's gRPC protocol with.
 readonly APT_PACKAGES=(redis-server redis-tools cmake openssl libfaketime postgresql
-    etcd-server etcd-client protobuf-compiler)
+    etcd-server etcd-client protobuf-compiler libprotobuf-dev)
 
 # `cargo install` puts binaries here; make sure we find what it installed.
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"

@@ -199,6 +199,10 @@ impl<H: Harness> Harness for TenantHarness<H> {
         self.0.advance(by);
     }
 
+    fn expire(&self, lease: Duration) {
+        self.0.expire(lease);
+    }
+
     fn backend_now(&self) -> SystemTime {
         self.0.backend_now()
     }

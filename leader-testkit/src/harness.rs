@@ -22,6 +22,14 @@ pub trait Harness: Send + Sync + 'static {
     /// Lets `by` pass on the backend's clock (a manual clock moves; a server's is waited for).
     fn advance(&self, by: Duration);
 
+    /// Lets a lease of `lease` run out in the store: [`advance`](Self::advance) by one and a
+    /// half leases unless the store frees expired locks later than that (etcd removes an
+    /// expired lease's keys up to a second and a half after a lease it rounded up to whole
+    /// seconds).
+    fn expire(&self, lease: Duration) {
+        self.advance(lease + lease / 2);
+    }
+
     /// The backend's current time (a server's `TIME`, the in-memory clock).
     fn backend_now(&self) -> SystemTime;
 
@@ -108,6 +116,10 @@ where
 
     fn advance(&self, by: Duration) {
         self.0.advance(by);
+    }
+
+    fn expire(&self, lease: Duration) {
+        self.0.expire(lease);
     }
 
     fn backend_now(&self) -> SystemTime {

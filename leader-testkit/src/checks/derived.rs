@@ -94,7 +94,7 @@ pub fn list_of_a_names_derived_locks_holds_only_the_live_ones<H: Harness, R: Run
             request(&base, OwnerToken::random(), "n", LONG_LEASE),
         )
         .await;
-        harness.advance(short + short / 2);
+        harness.expire(short);
 
         let ranks = format!("{base}#rank:");
         assert_eq!(

@@ -185,7 +185,7 @@ where
             let (slot, taken) = must_take(&backend, &keys, 0, &format!("old-{n}"), lease).await;
             before[usize::try_from(slot).unwrap_or(0)] = taken.fencing_token;
         }
-        harness.advance(lease + lease / 2);
+        harness.expire(lease);
         for n in 0..2 {
             let (slot, taken) =
                 must_take(&backend, &keys, 1, &format!("new-{n}"), LONG_LEASE).await;

@@ -64,7 +64,7 @@ where
             request(&base, OwnerToken::random(), "node-x", LONG_LEASE),
         )
         .await;
-        harness.advance(short + short / 2);
+        harness.expire(short);
 
         let mut seen = BTreeMap::new();
         let mut list = ListRequest::new(prefix.clone()).with_limit(2);

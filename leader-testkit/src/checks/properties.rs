@@ -58,7 +58,7 @@ where
             until.abs_diff(min_lease) <= Duration::from_millis(5),
             "expiry moved to acquired_at + min lease, got {until:?}"
         );
-        harness.advance(min_lease + min_lease / 2);
+        harness.expire(min_lease);
         let next = must_acquire(
             &backend,
             request(&key, OwnerToken::random(), "node-b", LONG_LEASE),
@@ -105,7 +105,7 @@ where
             }
             other => panic!("the released owner must not get the lock back, got {other:?}"),
         }
-        harness.advance(min_lease + min_lease / 2);
+        harness.expire(min_lease);
         let next = must_acquire(
             &backend,
             request(&key, OwnerToken::random(), "node-b", LONG_LEASE),
@@ -129,7 +129,7 @@ where
             request(&key, OwnerToken::random(), "node-a", LONG_LEASE),
         )
         .await;
-        harness.advance(min_lease + min_lease / 2);
+        harness.expire(min_lease);
         assert_eq!(
             backend.release(&lease, min_lease).await.unwrap(),
             ReleaseOutcome::Released
@@ -175,7 +175,7 @@ where
         )
         .await;
         assert!(expiring.fencing_token > last);
-        harness.advance(short + short / 2);
+        harness.expire(short);
         let after = must_acquire(
             &backend,
             request(&key, OwnerToken::random(), "node-b", LONG_LEASE),
@@ -216,7 +216,7 @@ where
         assert!(within(leader.acquired_at, lease.acquired_at, tolerance));
         assert!(within(leader.expires_at, lease.expires_at, tolerance));
 
-        harness.advance(lease_time + lease_time / 2);
+        harness.expire(lease_time);
         let expired = backend.state(&key).await.unwrap();
         assert_eq!(
             expired.status(),

@@ -1,0 +1,294 @@
+//! [`EtcdBackend`]: construction, and the plumbing both SPI implementations share.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use leader_core::{Backend, Error, ForceReleaseOutcome, LockName, ReleaseEvents};
+use leader_runtime::Background;
+
+use crate::config::EtcdConfig;
+use crate::conn::Connection;
+use crate::error::{BACKEND, ConnectError, OpError};
+use crate::keys::Keys;
+use crate::listener::Listener;
+use crate::ops::{Op, Released};
+use crate::url::Target;
+
+/// Locks in an etcd cluster, three keys per lock on an etcd lease; blocking and async.
+///
+/// Implements [`LockBackend`](leader_core::LockBackend) and
+/// [`AsyncLockBackend`](leader_core::AsyncLockBackend). Build it once and share it:
+/// cloning is cheap, and clones share the client (its connections to the members), the
+/// release watch and the background runtime. The client connects on first use, so the
+/// cluster may start later than the application; until then every call is a transient
+/// [`Error::Backend`].
+///
+/// See the [crate docs](crate) for the keys, the leases, the fencing tokens and the
+/// runtimes.
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use leader_core::{AcquireOutcome, AcquireRequest, LockBackend, LockName, OwnerToken};
+/// use leader_etcd::EtcdBackend;
+///
+/// let backend = EtcdBackend::connect("etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379")?;
+/// let key = LockName::new("nightly-report")?;
+/// let request = AcquireRequest::new(&key, OwnerToken::random(), "node-a", Duration::from_secs(30));
+/// if let AcquireOutcome::Acquired(lease) = backend.try_acquire(request)? {
+///     // ... the work only one node may do, passing lease.fencing_token along ...
+///     backend.release(&lease, Duration::ZERO)?;
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct EtcdBackend {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    connection: Arc<Connection>,
+    config: EtcdConfig,
+    shown_url: String,
+    events: ReleaseEvents,
+    listener: OnceLock<Listener>,
+    // Declared last: shut down after the client and the watch above are dropped.
+    background: Background,
+}
+
+impl EtcdBackend {
+    /// A backend for the cluster at `url`, with the default [`EtcdConfig`].
+    ///
+    /// `url` is `etcd://[user[:password]@]host[:port][,host[:port]...][/prefix]`, or
+    /// `etcds://...` for TLS (feature `tls`): every member the client may talk to (port
+    /// 2379 when left out), the user and password of etcd's authentication, and the key
+    /// prefix (`leader` when left out). Nothing is sent yet.
+    ///
+    /// # Errors
+    ///
+    /// [`ConnectError::InvalidUrl`] when the URL is not understood,
+    /// [`ConnectError::TlsNotBuilt`] for `etcds://` without the `tls` feature, or
+    /// [`ConnectError::Runtime`] when the background runtime cannot start.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_etcd::{ConnectError, EtcdBackend};
+    ///
+    /// let backend = EtcdBackend::connect("etcd://127.0.0.1:2379/billing")?; // nothing sent yet
+    /// assert_eq!(backend.prefix(), "billing");
+    /// assert!(matches!(
+    ///     EtcdBackend::connect("etcd://h:port"),
+    ///     Err(ConnectError::InvalidUrl(_))
+    /// ));
+    /// # Ok::<(), ConnectError>(())
+    /// ```
+    pub fn connect(url: &str) -> Result<Self, ConnectError> {
+        EtcdBackend::connect_with(url, EtcdConfig::new())
+    }
+
+    /// A backend for the cluster at `url`, with `config`. A prefix in the URL replaces the
+    /// config's. See [`connect`](Self::connect).
+    ///
+    /// # Errors
+    ///
+    /// As for [`connect`](Self::connect), and [`ConnectError::InvalidConfig`] for a
+    /// setting that cannot work.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leader_etcd::{ConnectError, EtcdBackend, EtcdConfig};
+    ///
+    /// let config = EtcdConfig::new().with_prefix("ops").with_operation_timeout(Duration::from_secs(2));
+    /// let backend = EtcdBackend::connect_with("etcd://127.0.0.1:2379", config)?;
+    /// assert_eq!(backend.prefix(), "ops");
+    ///
+    /// let bad = EtcdConfig::new().with_operation_timeout(Duration::ZERO);
+    /// assert!(matches!(
+    ///     EtcdBackend::connect_with("etcd://127.0.0.1:2379", bad),
+    ///     Err(ConnectError::InvalidConfig(_))
+    /// ));
+    /// # Ok::<(), ConnectError>(())
+    /// ```
+    pub fn connect_with(url: &str, config: EtcdConfig) -> Result<Self, ConnectError> {
+        let target = Target::parse(url)?;
+        let config = match &target.prefix {
+            Some(prefix) => config.with_prefix(prefix.clone()),
+            None => config,
+        };
+        if let Some(problem) = config.problem() {
+            return Err(ConnectError::InvalidConfig(problem));
+        }
+        let keys = Keys::new(config.prefix());
+        let connection = Arc::new(Connection::new(&target, &config, keys)?);
+        // Every call on the background runtime (the client's connections must outlive any
+        // caller's runtime); a blocking one driven on the calling thread.
+        let background = Background::builder("leader-etcd")
+            .drive_blocking_calls(true)
+            .build()
+            .map_err(ConnectError::Runtime)?;
+        Ok(EtcdBackend {
+            inner: Arc::new(Inner {
+                connection,
+                shown_url: target.shown(),
+                config,
+                events: ReleaseEvents::new(),
+                listener: OnceLock::new(),
+                background,
+            }),
+        })
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &EtcdConfig {
+        &self.inner.config
+    }
+
+    /// The key prefix: lock `name` lives at `{prefix}/lock/{name}`,
+    /// `{prefix}/holder/{name}` and `{prefix}/fence/{name}`.
+    pub fn prefix(&self) -> &str {
+        self.inner.config.prefix()
+    }
+
+    /// `true` while the watch for release notifications is up. It starts with the first
+    /// call of [`Backend::release_events`] (waiting electors make it), and is never up
+    /// when release notifications are off.
+    pub fn is_listening(&self) -> bool {
+        self.inner
+            .listener
+            .get()
+            .is_some_and(Listener::is_listening)
+    }
+
+    /// Runs `op` within the operation timeout, on the calling thread.
+    pub(crate) fn block_on<O: Op>(&self, op: O) -> Result<O::Output, Error> {
+        let key = op.key().to_owned();
+        let started = Instant::now();
+        let result = self.inner.background.block_on(None, self.call(op));
+        let result = result.unwrap_or_else(|stopped| Err(OpError::from(stopped)));
+        finish::<O>(&key, result, started)
+    }
+
+    /// Runs `op` within the operation timeout, on the background runtime, awaited from
+    /// any executor.
+    pub(crate) async fn run<O: Op>(&self, op: O) -> Result<O::Output, Error> {
+        let key = op.key().to_owned();
+        let started = Instant::now();
+        let result = self.inner.background.run(None, self.call(op)).await;
+        let result = result.unwrap_or_else(|stopped| Err(OpError::from(stopped)));
+        finish::<O>(&key, result, started)
+    }
+
+    /// The call as a future owning what it needs, bounded by the operation timeout.
+    fn call<O: Op>(
+        &self,
+        op: O,
+    ) -> impl Future<Output = Result<O::Output, OpError>> + Send + 'static {
+        let connection = Arc::clone(&self.inner.connection);
+        let deadline = self.inner.config.operation_timeout();
+        async move {
+            let call = async {
+                let conn = connection.get().await?;
+                op.run(conn).await
+            };
+            tokio::time::timeout(deadline, call)
+                .await
+                .unwrap_or(Err(OpError::TimedOut(deadline)))
+        }
+    }
+
+    /// After a release: waiters in this process wake at once, without waiting for the
+    /// watch to report it.
+    pub(crate) fn released(&self, key: &LockName, released: Released) {
+        if released == Released::Freed {
+            self.inner.events.notify(key.as_str());
+        }
+    }
+
+    /// After a force release: waiters in this process wake as after a release.
+    pub(crate) fn force_released(&self, key: &LockName, outcome: &ForceReleaseOutcome) {
+        if matches!(outcome, ForceReleaseOutcome::Released(_)) {
+            self.inner.events.notify(key.as_str());
+        }
+    }
+
+    fn start_listener(&self) -> Listener {
+        let inner = &self.inner;
+        Listener::start(
+            inner.background.handle(),
+            Arc::clone(&inner.connection),
+            inner.events.clone(),
+            inner.config.operation_timeout(),
+        )
+    }
+}
+
+/// Traces the outcome and names the lock in any error.
+fn finish<O: Op>(
+    key: &str,
+    result: Result<O::Output, OpError>,
+    started: Instant,
+) -> Result<O::Output, Error> {
+    let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+    match &result {
+        Ok(output) => tracing::debug!(
+            lock = %key,
+            op = O::NAME,
+            outcome = O::outcome(output),
+            micros,
+            "etcd lock call"
+        ),
+        Err(err) => tracing::debug!(
+            lock = %key,
+            op = O::NAME,
+            outcome = "error",
+            transient = matches!(err.kind(), leader_core::BackendErrorKind::Transient),
+            error = %err,
+            micros,
+            "etcd lock call failed"
+        ),
+    }
+    result.map_err(|err| err.into_core(key))
+}
+
+impl Backend for EtcdBackend {
+    fn name(&self) -> &'static str {
+        BACKEND
+    }
+
+    /// The shared release notifications (`None` when turned off in [`EtcdConfig`]). The
+    /// first call starts the watch on the background runtime; it restarts on its own, and
+    /// waiters poll while it is down.
+    fn release_events(&self) -> Option<&ReleaseEvents> {
+        if !self.inner.config.release_notifications() {
+            return None;
+        }
+        self.inner.listener.get_or_init(|| self.start_listener());
+        Some(&self.inner.events)
+    }
+
+    /// The lock key: `{prefix}/lock/{name}`.
+    fn storage_key(&self, name: &LockName) -> String {
+        format!(
+            "{}{}",
+            self.inner.connection.keys().lock_prefix(),
+            name.as_str()
+        )
+    }
+}
+
+impl fmt::Debug for EtcdBackend {
+    // The URL may hold a password: show it masked.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EtcdBackend")
+            .field("url", &self.inner.shown_url)
+            .field("prefix", &self.prefix())
+            .field("listening", &self.is_listening())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,96 @@
+//! The blocking SPI: each call is driven on the calling thread, its I/O on the backend's
+//! runtime.
+
+use std::time::Duration;
+
+use leader_core::{
+    AcquireOutcome, AcquireRequest, Error, ExtendOutcome, ForceReleaseOutcome, LeaderState, Lease,
+    ListPage, ListRequest, LockBackend, LockName, ReleaseOutcome, SlotOutcome, SlotRequest,
+};
+
+use crate::backend::EtcdBackend;
+use crate::operator::{ForceRelease, List};
+use crate::ops::{Acquire, AcquireSlot, Extend, Release, State, slot_fits_one_txn};
+
+/// Blocks the calling thread for at most the configured `operation_timeout` per call.
+/// Callable from any thread, including one that runs an async runtime (which it then
+/// blocks for that long, like any blocking call).
+///
+/// `use_db_time` changes nothing: expiry is always the cluster's (an etcd lease), and
+/// etcd has no clock to read, so timestamps are this host's.
+impl LockBackend for EtcdBackend {
+    fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
+        self.block_on(Acquire::from(request))
+    }
+
+    fn try_acquire_slot(&self, request: SlotRequest<'_>) -> Result<SlotOutcome, Error> {
+        if slot_fits_one_txn(&request) {
+            return self.block_on(AcquireSlot::from(request));
+        }
+        let mut walk = request.walk();
+        while let Some(request) = walk.next_request() {
+            match LockBackend::try_acquire(self, request) {
+                Ok(answer) => {
+                    if let Some(done) = walk.answer(answer) {
+                        return Ok(done);
+                    }
+                }
+                Err(err) => walk.failed(err)?,
+            }
+        }
+        walk.finish()
+    }
+
+    fn extend(
+        &self,
+        lease: &Lease,
+        lease_time: Duration,
+        _use_db_time: bool,
+    ) -> Result<ExtendOutcome, Error> {
+        self.block_on(Extend {
+            lease: lease.clone(),
+            lease_time,
+        })
+    }
+
+    fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {
+        let released = self.block_on(Release {
+            lease: lease.clone(),
+            min_lease_time,
+        })?;
+        self.released(&lease.key, released);
+        Ok(released.outcome())
+    }
+
+    fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
+        self.block_on(State { key: key.clone() })
+    }
+
+    fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
+        self.block_on(List {
+            request: request.clone(),
+        })
+    }
+
+    fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
+        let outcome = self.block_on(ForceRelease {
+            key: key.clone(),
+            only: None,
+        })?;
+        self.force_released(key, &outcome);
+        Ok(outcome)
+    }
+
+    fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> Result<ForceReleaseOutcome, Error> {
+        let outcome = self.block_on(ForceRelease {
+            key: key.clone(),
+            only: Some(fencing_token),
+        })?;
+        self.force_released(key, &outcome);
+        Ok(outcome)
+    }
+}

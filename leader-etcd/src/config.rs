@@ -1,0 +1,227 @@
+//! [`EtcdConfig`]: where the locks live under the cluster's keys, the time limits, TLS.
+
+use std::fmt;
+use std::time::Duration;
+
+/// Settings of an [`EtcdBackend`](crate::EtcdBackend).
+///
+/// | setting | default | meaning |
+/// |---|---|---|
+/// | `prefix` | `leader` | the keys of lock `name` are `{prefix}/lock/{name}`, `{prefix}/holder/{name}` and `{prefix}/fence/{name}` (not empty, at most 128 bytes, no trailing `/`) |
+/// | `connect_timeout` | 5 s | how long opening the connection to a member may take |
+/// | `operation_timeout` | 10 s | the caller waits at most this long for any one call, connecting included |
+/// | `keep_alive` | 2 s | an HTTP/2 ping after this long without traffic, and as long again for its answer: how soon a member that stopped answering (paused, cut off) is noticed and another used |
+/// | `release_notifications` | on | a watch on the lock keys, so waiting electors retry as soon as a lock is released or expires |
+/// | `tls_root_certificate` | none | a PEM CA to trust for `etcds://` instead of the platform's roots (feature `tls`) |
+///
+/// When `operation_timeout` runs out the caller gets a transient error (the call may or
+/// may not have been applied: a timed-out acquire is released by the electors with the
+/// same owner token).
+///
+/// # Configuration files
+///
+/// With the `serde` feature the config reads from (and writes to) any serde format, with
+/// the settings above as fields and durations in human form (`"5s"`, `"250ms"`). A field
+/// left out keeps its default, an unknown field is an error, and the result is checked as
+/// [`connect_with`](crate::EtcdBackend::connect_with) checks it. The config holds no
+/// secret (user and password are in the URL). `tls_root_certificate` holds the PEM text
+/// itself, not a path.
+///
+/// ```
+/// # #[cfg(feature = "serde")] {
+/// use std::time::Duration;
+/// use leader_etcd::EtcdConfig;
+///
+/// let config: EtcdConfig = toml::from_str(
+///     r#"
+///     prefix = "billing"
+///     operation_timeout = "3s"
+///     "#,
+/// )?;
+/// assert_eq!(config.prefix(), "billing");
+/// assert_eq!(config.operation_timeout(), Duration::from_secs(3));
+/// assert_eq!(config.connect_timeout(), Duration::from_secs(5)); // the default
+/// # }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use leader_etcd::EtcdConfig;
+///
+/// let config = EtcdConfig::new()
+///     .with_prefix("billing")
+///     .with_operation_timeout(Duration::from_secs(3));
+/// assert_eq!(config.prefix(), "billing");
+/// assert_eq!(config.operation_timeout(), Duration::from_secs(3));
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct EtcdConfig {
+    prefix: String,
+    connect_timeout: Duration,
+    operation_timeout: Duration,
+    keep_alive: Duration,
+    release_notifications: bool,
+    tls_root_certificate: Option<Vec<u8>>,
+}
+
+impl EtcdConfig {
+    /// The default key prefix.
+    pub const DEFAULT_PREFIX: &'static str = "leader";
+    /// The longest key prefix.
+    pub const MAX_PREFIX_LEN: usize = 128;
+    /// The default connect timeout.
+    pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+    /// The default operation timeout.
+    pub const DEFAULT_OPERATION_TIMEOUT: Duration = Duration::from_secs(10);
+    /// The default keep-alive interval.
+    pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(2);
+
+    /// The defaults of the table above.
+    pub fn new() -> Self {
+        EtcdConfig {
+            prefix: Self::DEFAULT_PREFIX.to_owned(),
+            connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
+            operation_timeout: Self::DEFAULT_OPERATION_TIMEOUT,
+            keep_alive: Self::DEFAULT_KEEP_ALIVE,
+            release_notifications: true,
+            tls_root_certificate: None,
+        }
+    }
+
+    /// Sets the key prefix (checked when the backend is built).
+    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// Sets how long opening the connection to a member may take.
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Sets how long a caller waits for any one call.
+    pub fn with_operation_timeout(mut self, timeout: Duration) -> Self {
+        self.operation_timeout = timeout;
+        self
+    }
+
+    /// Sets the HTTP/2 keep-alive interval (and how long a ping may go unanswered).
+    pub fn with_keep_alive(mut self, interval: Duration) -> Self {
+        self.keep_alive = interval;
+        self
+    }
+
+    /// Turns release notifications (a watch on the lock keys) on or off. Off, waiting
+    /// electors poll with backoff.
+    pub fn with_release_notifications(mut self, on: bool) -> Self {
+        self.release_notifications = on;
+        self
+    }
+
+    /// Trusts the CA certificate(s) in `pem` for `etcds://` connections instead of the
+    /// platform's roots. Needs the `tls` feature to connect.
+    pub fn with_tls_root_certificate(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.tls_root_certificate = Some(pem.into());
+        self
+    }
+
+    /// The key prefix.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// How long opening the connection to a member may take.
+    pub fn connect_timeout(&self) -> Duration {
+        self.connect_timeout
+    }
+
+    /// How long a caller waits for any one call.
+    pub fn operation_timeout(&self) -> Duration {
+        self.operation_timeout
+    }
+
+    /// The HTTP/2 keep-alive interval.
+    pub fn keep_alive(&self) -> Duration {
+        self.keep_alive
+    }
+
+    /// Whether waiting electors are woken by a watch on the lock keys.
+    pub fn release_notifications(&self) -> bool {
+        self.release_notifications
+    }
+
+    /// The PEM CA certificate(s) to trust, if set.
+    pub fn tls_root_certificate(&self) -> Option<&[u8]> {
+        self.tls_root_certificate.as_deref()
+    }
+
+    /// The first setting that cannot work, if any.
+    pub(crate) fn problem(&self) -> Option<&'static str> {
+        if self.prefix.is_empty() {
+            Some("prefix must not be empty")
+        } else if self.prefix.len() > Self::MAX_PREFIX_LEN {
+            Some("prefix must be at most 128 bytes")
+        } else if self.prefix.ends_with('/') {
+            Some("prefix must not end with `/` (the backend adds its own)")
+        } else if self.connect_timeout.is_zero() {
+            Some("connect_timeout must be greater than zero")
+        } else if self.operation_timeout.is_zero() {
+            Some("operation_timeout must be greater than zero")
+        } else if self.keep_alive.is_zero() {
+            Some("keep_alive must be greater than zero")
+        } else {
+            None
+        }
+    }
+}
+
+impl Default for EtcdConfig {
+    fn default() -> Self {
+        EtcdConfig::new()
+    }
+}
+
+impl fmt::Debug for EtcdConfig {
+    // The certificate is public, but long: show its size.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EtcdConfig")
+            .field("prefix", &self.prefix)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("operation_timeout", &self.operation_timeout)
+            .field("keep_alive", &self.keep_alive)
+            .field("release_notifications", &self.release_notifications)
+            .field(
+                "tls_root_certificate",
+                &self.tls_root_certificate.as_ref().map(Vec::len),
+            )
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_problems() {
+        let config = EtcdConfig::default();
+        assert_eq!(config.prefix(), "leader");
+        assert_eq!(config.problem(), None);
+        for bad in [
+            EtcdConfig::new().with_prefix(""),
+            EtcdConfig::new().with_prefix("a/"),
+            EtcdConfig::new().with_prefix("x".repeat(129)),
+            EtcdConfig::new().with_operation_timeout(Duration::ZERO),
+            EtcdConfig::new().with_connect_timeout(Duration::ZERO),
+            EtcdConfig::new().with_keep_alive(Duration::ZERO),
+        ] {
+            assert!(bad.problem().is_some(), "{bad:?}");
+        }
+        let debug = format!("{:?}", config.with_tls_root_certificate(b"pem".to_vec()));
+        assert!(debug.contains("Some(3)"), "{debug}");
+    }
+}

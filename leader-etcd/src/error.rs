@@ -1,0 +1,207 @@
+//! Errors: the public [`ConnectError`] of the constructors, and the private detailed
+//! [`OpError`] of one call, classified and converted into `leader_core::Error::Backend`
+//! naming the lock.
+
+use std::io;
+use std::time::Duration;
+
+use leader_core::{BackendError, BackendErrorKind};
+use leader_runtime::Stopped;
+
+/// The backend name in errors and traces.
+pub(crate) const BACKEND: &str = "etcd";
+
+/// Why an [`EtcdBackend`](crate::EtcdBackend) could not be built.
+///
+/// Building does not contact the cluster (the client connects on first use), so an
+/// unreachable cluster or a wrong password shows up on the first call, as an
+/// [`Error::Backend`](leader_core::Error::Backend) naming the lock.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectError {
+    /// The URL was rejected (`etcd://[user[:password]@]host:port[,host:port...][/prefix]`,
+    /// or `etcds://` for TLS). The message never quotes the password.
+    #[error("invalid etcd URL: {0}")]
+    InvalidUrl(String),
+    /// A setting of the [`EtcdConfig`](crate::EtcdConfig) cannot work.
+    #[error("invalid etcd backend setting: {0}")]
+    InvalidConfig(&'static str),
+    /// The URL asks for TLS (`etcds://`) but the crate was built without its `tls` feature.
+    #[error("the URL asks for TLS (etcds://): enable the `tls` feature of leader-etcd")]
+    TlsNotBuilt,
+    /// The background tokio runtime could not be started.
+    #[error("could not start the background tokio runtime: {0}")]
+    Runtime(#[source] io::Error),
+}
+
+/// What went wrong in one call, in detail; converted by [`OpError::into_core`].
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum OpError {
+    /// The client failed: the network, a member, the cluster (no leader, no quorum), or a
+    /// refusal (authentication, permissions).
+    #[error("{}", describe(.0))]
+    Client(#[from] etcd_client::Error),
+    /// A key at the lock's path holds a value this backend never writes.
+    #[error("corrupted lock record at `{key}`: {problem}")]
+    Corrupt {
+        /// The etcd key.
+        key: String,
+        /// What is wrong with it.
+        problem: &'static str,
+    },
+    /// The cluster answered with something this backend cannot read (a missing answer to a
+    /// transaction's operation).
+    #[error("unexpected answer from etcd: {0}")]
+    Protocol(&'static str),
+    /// No answer within the operation timeout.
+    #[error("no answer from etcd within {0:?}")]
+    TimedOut(Duration),
+    /// The task running the call panicked.
+    #[error("the task running the etcd call panicked")]
+    Panicked,
+    /// The backend's runtime shut down before the call finished.
+    #[error("the runtime running the etcd call shut down")]
+    ShutDown,
+    /// A lease longer than etcd's longest TTL.
+    #[error(transparent)]
+    LeaseTooLong(leader_core::LeaseTooLong),
+    /// The fencing counter could not be moved past the stored one (another client kept
+    /// writing a larger one).
+    #[error("the fencing counter kept moving; try again")]
+    FenceContended,
+    /// A list cursor this backend did not make for this listing.
+    #[error(transparent)]
+    BadCursor(#[from] leader_core::CursorError),
+}
+
+impl From<Stopped> for OpError {
+    /// The bridge's reason a call gave no result. The backend gives it no deadline (each
+    /// call keeps its own), so `TimedOut` does not come from there; it maps to the
+    /// timeout it would be.
+    fn from(stopped: Stopped) -> Self {
+        match stopped {
+            Stopped::TimedOut(after) => OpError::TimedOut(after),
+            Stopped::Panicked => OpError::Panicked,
+            Stopped::ShutDown => OpError::ShutDown,
+        }
+    }
+}
+
+impl OpError {
+    /// A corrupted record at `key`.
+    pub(crate) fn corrupt(key: &[u8], problem: &'static str) -> Self {
+        OpError::Corrupt {
+            key: String::from_utf8_lossy(key).into_owned(),
+            problem,
+        }
+    }
+
+    /// Whether retrying later may help.
+    pub(crate) fn kind(&self) -> BackendErrorKind {
+        match self {
+            OpError::Client(err) => client_kind(err),
+            OpError::TimedOut(_) | OpError::ShutDown | OpError::FenceContended => {
+                BackendErrorKind::Transient
+            }
+            OpError::Corrupt { .. }
+            | OpError::Protocol(_)
+            | OpError::Panicked
+            | OpError::LeaseTooLong(_)
+            | OpError::BadCursor(_) => BackendErrorKind::Permanent,
+        }
+    }
+
+    /// The toolkit's error, naming the backend and `key`: the lock, or for a listing the
+    /// prefix.
+    pub(crate) fn into_core(self, key: &str) -> leader_core::Error {
+        let kind = self.kind();
+        BackendError::new(BACKEND, key, kind, self).into()
+    }
+}
+
+/// The client's error with the gRPC status' code and message when the cluster sent one.
+fn describe(err: &etcd_client::Error) -> String {
+    match err {
+        etcd_client::Error::GRpcStatus(status) => {
+            format!("etcd answered {:?}: {}", status.code(), status.message())
+        }
+        other => other.to_string(),
+    }
+}
+
+/// Transient for a cluster that cannot be reached, has no leader or quorum, restarts or is
+/// overloaded; permanent for what needs a person: authentication, permissions, a request
+/// the cluster refuses as invalid.
+fn client_kind(err: &etcd_client::Error) -> BackendErrorKind {
+    use tonic::Code;
+    match err {
+        etcd_client::Error::GRpcStatus(status) => match status.code() {
+            Code::Unavailable
+            | Code::DeadlineExceeded
+            | Code::Aborted
+            | Code::ResourceExhausted
+            | Code::Cancelled
+            | Code::Unknown
+            | Code::Internal => BackendErrorKind::Transient,
+            // etcd answers FailedPrecondition for a lease that expired or was revoked
+            // between our grant and our transaction: the next attempt grants another.
+            Code::FailedPrecondition if status.message().contains("lease not found") => {
+                BackendErrorKind::Transient
+            }
+            _ => BackendErrorKind::Permanent,
+        },
+        etcd_client::Error::TransportError(_) | etcd_client::Error::IoError(_) => {
+            BackendErrorKind::Transient
+        }
+        etcd_client::Error::WatchError(_) | etcd_client::Error::LeaseKeepAliveError(_) => {
+            BackendErrorKind::Transient
+        }
+        // An endpoint or option the client refuses, a bad message: nothing a retry fixes.
+        _ => BackendErrorKind::Permanent,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_are_classified() {
+        let status = |code, message: &str| {
+            etcd_client::Error::GRpcStatus(tonic::Status::new(code, message.to_owned()))
+        };
+        for code in [tonic::Code::Unavailable, tonic::Code::DeadlineExceeded] {
+            assert_eq!(
+                client_kind(&status(code, "no leader")),
+                BackendErrorKind::Transient
+            );
+        }
+        for code in [
+            tonic::Code::Unauthenticated,
+            tonic::Code::PermissionDenied,
+            tonic::Code::InvalidArgument,
+        ] {
+            assert_eq!(
+                client_kind(&status(code, "no")),
+                BackendErrorKind::Permanent
+            );
+        }
+        assert_eq!(
+            client_kind(&status(
+                tonic::Code::FailedPrecondition,
+                "etcdserver: requested lease not found"
+            )),
+            BackendErrorKind::Transient
+        );
+    }
+
+    #[test]
+    fn converts_to_a_backend_error_naming_the_lock() {
+        let err = OpError::TimedOut(Duration::from_secs(1)).into_core("nightly");
+        assert_eq!(err.lock_key(), Some("nightly"));
+        assert!(err.is_transient());
+        assert!(err.to_string().contains("etcd"), "{err}");
+        let err = OpError::corrupt(b"leader/lock/x", "not an owner token").into_core("x");
+        assert!(!err.is_transient());
+    }
+}

@@ -1,0 +1,121 @@
+//! Where a lock lives in etcd: three keys under the configured prefix.
+//!
+//! | key | value | etcd lease |
+//! |---|---|---|
+//! | `{prefix}/lock/{name}` | the owner token (32 hex digits), compared by every ownership check | the holder's |
+//! | `{prefix}/holder/{name}` | the [`Record`](crate::record::Record): fencing token, times, node id | the holder's |
+//! | `{prefix}/fence/{name}` | the last fencing token handed out, 20 zero-padded digits | none: it never expires |
+//!
+//! The lock and holder keys are written and deleted together, in one transaction, and
+//! hang on the same etcd lease, so they expire together. Listing pages through the holder
+//! keys; release notifications watch the lock keys.
+
+use leader_core::LockName;
+
+/// The key layout under one prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Keys {
+    lock: String,
+    holder: String,
+    fence: String,
+}
+
+impl Keys {
+    /// The layout under `prefix` (the `prefix` of [`EtcdConfig`](crate::EtcdConfig)).
+    pub(crate) fn new(prefix: &str) -> Self {
+        Keys {
+            lock: format!("{prefix}/lock/"),
+            holder: format!("{prefix}/holder/"),
+            fence: format!("{prefix}/fence/"),
+        }
+    }
+
+    /// The key holding `name`'s owner token.
+    pub(crate) fn lock(&self, name: &str) -> Vec<u8> {
+        join(&self.lock, name)
+    }
+
+    /// The key holding `name`'s holder record.
+    pub(crate) fn holder(&self, name: &str) -> Vec<u8> {
+        join(&self.holder, name)
+    }
+
+    /// The key holding `name`'s last fencing token.
+    pub(crate) fn fence(&self, name: &str) -> Vec<u8> {
+        join(&self.fence, name)
+    }
+
+    /// The start of every lock key (what release notifications watch).
+    pub(crate) fn lock_prefix(&self) -> &str {
+        &self.lock
+    }
+
+    /// The start of every holder key (what listing pages through).
+    pub(crate) fn holder_prefix(&self) -> &str {
+        &self.holder
+    }
+
+    /// The lock name of a lock key, if it is one of this layout's and a valid name.
+    pub(crate) fn name_of_lock(&self, key: &[u8]) -> Option<LockName> {
+        name_after(&self.lock, key)
+    }
+
+    /// The lock name of a holder key, if it is one of this layout's and a valid name.
+    pub(crate) fn name_of_holder(&self, key: &[u8]) -> Option<LockName> {
+        name_after(&self.holder, key)
+    }
+}
+
+fn join(prefix: &str, name: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(prefix.len() + name.len());
+    key.extend_from_slice(prefix.as_bytes());
+    key.extend_from_slice(name.as_bytes());
+    key
+}
+
+fn name_after(prefix: &str, key: &[u8]) -> Option<LockName> {
+    let name = key.strip_prefix(prefix.as_bytes())?;
+    LockName::new(std::str::from_utf8(name).ok()?).ok()
+}
+
+/// The first key after every key that starts with `prefix` (etcd's `range_end` for a
+/// prefix): the prefix with its last byte below `0xff` incremented and the rest dropped;
+/// `[0]` (every key) when there is none.
+pub(crate) fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_lock_has_three_keys_under_the_prefix() {
+        let keys = Keys::new("leader");
+        assert_eq!(keys.lock("nightly"), b"leader/lock/nightly");
+        assert_eq!(keys.holder("nightly"), b"leader/holder/nightly");
+        assert_eq!(keys.fence("nightly"), b"leader/fence/nightly");
+        assert_eq!(
+            keys.name_of_lock(b"leader/lock/nightly")
+                .map(|n| n.to_string()),
+            Some("nightly".to_owned())
+        );
+        assert_eq!(keys.name_of_lock(b"leader/holder/nightly"), None);
+        assert_eq!(keys.name_of_holder(b"other/holder/x"), None);
+    }
+
+    #[test]
+    fn a_prefix_ends_at_its_last_byte_plus_one() {
+        assert_eq!(prefix_end(b"leader/holder/"), b"leader/holder0");
+        assert_eq!(prefix_end(b"a\xff"), b"b");
+        assert_eq!(prefix_end(b"\xff\xff"), vec![0]);
+        assert_eq!(prefix_end(b""), vec![0]);
+    }
+}

@@ -1,0 +1,110 @@
+//! The async SPI: each call runs as a task on the backend's runtime, awaited from any
+//! executor.
+
+use std::time::Duration;
+
+use leader_core::{
+    AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, ForceReleaseOutcome,
+    LeaderState, Lease, ListPage, ListRequest, LockName, ReleaseOutcome, SlotOutcome, SlotRequest,
+};
+
+use crate::backend::EtcdBackend;
+use crate::operator::{ForceRelease, List};
+use crate::ops::{Acquire, AcquireSlot, Extend, Release, State, slot_fits_one_txn};
+
+/// # Cancel safety
+///
+/// The call runs in a task of its own; dropping one of these futures only stops waiting
+/// for it. A dropped `try_acquire` may still take the lock (the electors release it with
+/// the same owner token); a dropped `release` still releases.
+///
+/// `use_db_time` changes nothing: expiry is always the cluster's (an etcd lease), and
+/// etcd has no clock to read, so timestamps are this host's.
+impl AsyncLockBackend for EtcdBackend {
+    async fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
+        self.run(Acquire::from(request)).await
+    }
+
+    async fn try_acquire_slot(&self, request: SlotRequest<'_>) -> Result<SlotOutcome, Error> {
+        if slot_fits_one_txn(&request) {
+            return self.run(AcquireSlot::from(request)).await;
+        }
+        let mut walk = request.walk();
+        while let Some(request) = walk.next_request() {
+            match AsyncLockBackend::try_acquire(self, request).await {
+                Ok(answer) => {
+                    if let Some(done) = walk.answer(answer) {
+                        return Ok(done);
+                    }
+                }
+                Err(err) => walk.failed(err)?,
+            }
+        }
+        walk.finish()
+    }
+
+    async fn extend(
+        &self,
+        lease: &Lease,
+        lease_time: Duration,
+        _use_db_time: bool,
+    ) -> Result<ExtendOutcome, Error> {
+        self.run(Extend {
+            lease: lease.clone(),
+            lease_time,
+        })
+        .await
+    }
+
+    async fn release(
+        &self,
+        lease: &Lease,
+        min_lease_time: Duration,
+    ) -> Result<ReleaseOutcome, Error> {
+        let released = self
+            .run(Release {
+                lease: lease.clone(),
+                min_lease_time,
+            })
+            .await?;
+        self.released(&lease.key, released);
+        Ok(released.outcome())
+    }
+
+    async fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
+        self.run(State { key: key.clone() }).await
+    }
+
+    async fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
+        self.run(List {
+            request: request.clone(),
+        })
+        .await
+    }
+
+    async fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
+        let outcome = self
+            .run(ForceRelease {
+                key: key.clone(),
+                only: None,
+            })
+            .await?;
+        self.force_released(key, &outcome);
+        Ok(outcome)
+    }
+
+    async fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> Result<ForceReleaseOutcome, Error> {
+        let outcome = self
+            .run(ForceRelease {
+                key: key.clone(),
+                only: Some(fencing_token),
+            })
+            .await?;
+        self.force_released(key, &outcome);
+        Ok(outcome)
+    }
+}

@@ -1,0 +1,75 @@
+//! `extend`: a new etcd lease for the new lease time, then one transaction that moves the
+//! caller's lock onto it, if the caller still holds it.
+//!
+//! A new lease rather than a keep-alive of the old one: a keep-alive renews for the TTL
+//! the lease was granted with, and a renewal may ask for another lease time. The old
+//! lease, with no key left on it, is revoked in the background.
+
+use std::time::{Duration, SystemTime};
+
+use etcd_client::Txn;
+use leader_core::{ExtendOutcome, Lease};
+
+use crate::conn::Conn;
+use crate::error::OpError;
+use crate::ops::Op;
+use crate::ops::answer::Answer;
+use crate::ops::txn::LockKeys;
+use crate::record::Record;
+use crate::time::{later, ttl_secs};
+
+/// `extend`'s arguments.
+#[derive(Debug, Clone)]
+pub(crate) struct Extend {
+    pub(crate) lease: Lease,
+    pub(crate) lease_time: Duration,
+}
+
+impl Op for Extend {
+    type Output = ExtendOutcome;
+    const NAME: &'static str = "extend";
+
+    fn key(&self) -> &str {
+        self.lease.key.as_str()
+    }
+
+    async fn run(self, conn: Conn) -> Result<ExtendOutcome, OpError> {
+        let ttl = ttl_secs(self.lease_time)?;
+        let sent = SystemTime::now();
+        let (new_lease, granted) = conn.grant(ttl).await?;
+        let expires_at = later(sent, granted);
+        let keys = LockKeys::of(&conn.keys, self.lease.key.as_str());
+        let record = Record {
+            fencing_token: self.lease.fencing_token,
+            acquired_at: self.lease.acquired_at,
+            expires_at,
+            owner: self.lease.owner,
+            leader_id: self.lease.leader_id.clone(),
+        };
+        let txn = Txn::new()
+            .when([keys.is_held_by(self.lease.owner)])
+            .and_then(keys.rewrite(&record, new_lease));
+        let answer = conn.client.kv_client().txn(txn).await;
+        let mut answer = match answer {
+            Ok(answer) => Answer::read(answer),
+            Err(err) => {
+                conn.revoke_later(new_lease);
+                return Err(err.into());
+            }
+        };
+        if !answer.succeeded {
+            conn.revoke_later(new_lease);
+            return Ok(ExtendOutcome::NotHeld);
+        }
+        if let Some(old) = answer.put_before(0)?
+            && old.lease != new_lease
+        {
+            conn.revoke_later(old.lease);
+        }
+        Ok(ExtendOutcome::Extended { expires_at })
+    }
+
+    fn outcome(output: &ExtendOutcome) -> &'static str {
+        output.as_str()
+    }
+}

@@ -1,0 +1,130 @@
+//! `release`: one transaction that frees the caller's lock, or, while its minimum lease
+//! is still ahead, keeps it until then on a lease of its own and marks it released.
+
+use std::time::{Duration, SystemTime};
+
+use etcd_client::Txn;
+use leader_core::{Lease, ReleaseOutcome};
+
+use crate::conn::Conn;
+use crate::error::OpError;
+use crate::ops::Op;
+use crate::ops::answer::Answer;
+use crate::ops::txn::LockKeys;
+use crate::record::Record;
+use crate::time::ttl_secs;
+
+/// `release`'s arguments.
+#[derive(Debug, Clone)]
+pub(crate) struct Release {
+    pub(crate) lease: Lease,
+    pub(crate) min_lease_time: Duration,
+}
+
+/// What a release did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Released {
+    /// The lock is free: waiters may take it now.
+    Freed,
+    /// The lock stays until the minimum lease ends, then frees itself.
+    Kept,
+    /// The caller did not hold it.
+    NotHeld,
+}
+
+impl Released {
+    /// The SPI's outcome.
+    pub(crate) fn outcome(self) -> ReleaseOutcome {
+        match self {
+            Released::Freed | Released::Kept => ReleaseOutcome::Released,
+            Released::NotHeld => ReleaseOutcome::NotHeld,
+        }
+    }
+}
+
+impl Op for Release {
+    type Output = Released;
+    const NAME: &'static str = "release";
+
+    fn key(&self) -> &str {
+        self.lease.key.as_str()
+    }
+
+    async fn run(self, conn: Conn) -> Result<Released, OpError> {
+        let keys = LockKeys::of(&conn.keys, self.lease.key.as_str());
+        let keep_until = self.lease.acquired_at.checked_add(self.min_lease_time);
+        let now = SystemTime::now();
+        // A minimum lease that no time can reach keeps the lock until its lease ends:
+        // nothing to change but the owner's hold on it (never stretched past its lease).
+        let keep_until = keep_until
+            .unwrap_or(self.lease.expires_at)
+            .min(self.lease.expires_at);
+        match keep_until.duration_since(now) {
+            Ok(left) if !left.is_zero() => keep(&conn, &keys, &self.lease, keep_until, left).await,
+            _ => free(&conn, &keys, &self.lease).await,
+        }
+    }
+
+    fn outcome(output: &Released) -> &'static str {
+        match output {
+            Released::Freed => "freed",
+            Released::Kept => "kept",
+            Released::NotHeld => "not_held",
+        }
+    }
+}
+
+/// Deletes both keys if the caller holds the lock; the lease they hung on is revoked.
+async fn free(conn: &Conn, keys: &LockKeys, lease: &Lease) -> Result<Released, OpError> {
+    let txn = Txn::new()
+        .when([keys.is_held_by(lease.owner)])
+        .and_then(keys.free());
+    let mut answer = Answer::read(conn.client.kv_client().txn(txn).await?);
+    if !answer.succeeded {
+        return Ok(Released::NotHeld);
+    }
+    if let Some(lock) = answer.deleted(0)? {
+        conn.revoke_later(lock.lease);
+    }
+    Ok(Released::Freed)
+}
+
+/// Keeps the lock until `until` (`left` from now) on a lease of that length, the record
+/// saying so, and the lock key no longer the owner's: the owner can neither renew nor
+/// re-acquire a lock it released.
+async fn keep(
+    conn: &Conn,
+    keys: &LockKeys,
+    lease: &Lease,
+    until: SystemTime,
+    left: Duration,
+) -> Result<Released, OpError> {
+    let ttl = ttl_secs(left)?;
+    let (kept, _) = conn.grant(ttl).await?;
+    let record = Record {
+        fencing_token: lease.fencing_token,
+        acquired_at: lease.acquired_at,
+        expires_at: until,
+        owner: lease.owner,
+        leader_id: lease.leader_id.clone(),
+    };
+    let txn = Txn::new()
+        .when([keys.is_held_by(lease.owner)])
+        .and_then(keys.keep(&record, kept));
+    let answer = conn.client.kv_client().txn(txn).await;
+    let mut answer = match answer {
+        Ok(answer) => Answer::read(answer),
+        Err(err) => {
+            conn.revoke_later(kept);
+            return Err(err.into());
+        }
+    };
+    if !answer.succeeded {
+        conn.revoke_later(kept);
+        return Ok(Released::NotHeld);
+    }
+    if let Some(old) = answer.put_before(0)? {
+        conn.revoke_later(old.lease);
+    }
+    Ok(Released::Kept)
+}

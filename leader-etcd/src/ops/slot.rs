@@ -1,0 +1,206 @@
+//! `try_acquire_slot`: a group's slots tried in one transaction — the caller's own slot
+//! first, then the first free one in the request's order — after one lease grant.
+//!
+//! The transaction nests one level per slot and pass, so a group of more than
+//! [`MAX_SLOTS_IN_ONE_TXN`] slots is walked one slot's transaction at a time instead
+//! (etcd bounds the operations of a transaction and its answer's nesting).
+
+use std::time::SystemTime;
+
+use etcd_client::{Txn, TxnOp};
+use leader_core::{LockName, OwnerToken, SlotOutcome};
+
+use crate::conn::Conn;
+use crate::error::OpError;
+use crate::ops::Op;
+use crate::ops::acquire::{Took, held, read_take, renewed};
+use crate::ops::answer::Answer;
+use crate::ops::txn::LockKeys;
+use crate::record::Record;
+use crate::time::{later, micros, ttl_secs};
+
+/// The largest group tried in one transaction.
+pub(crate) const MAX_SLOTS_IN_ONE_TXN: usize = 16;
+
+/// Whether `request`'s group is tried in one transaction (else slot by slot).
+pub(crate) fn slot_fits_one_txn(request: &leader_core::SlotRequest<'_>) -> bool {
+    request.len() <= MAX_SLOTS_IN_ONE_TXN
+}
+
+/// How many times the transaction is tried again with a token above a counter that was
+/// ahead of this client's clock, before the call fails (transient).
+const FENCE_ATTEMPTS: usize = 4;
+
+/// `try_acquire_slot`'s arguments, owned.
+#[derive(Debug, Clone)]
+pub(crate) struct AcquireSlot {
+    /// The group's name (for traces and errors).
+    pub(crate) group: LockName,
+    /// The slots, in the order to try them: slot number and key.
+    pub(crate) slots: Vec<(u32, LockName)>,
+    pub(crate) owner: OwnerToken,
+    pub(crate) leader_id: String,
+    pub(crate) lease_time: std::time::Duration,
+}
+
+impl From<leader_core::SlotRequest<'_>> for AcquireSlot {
+    fn from(request: leader_core::SlotRequest<'_>) -> Self {
+        AcquireSlot {
+            group: request.group_name().clone(),
+            slots: request
+                .slots()
+                .map(|(slot, key)| (slot, key.clone()))
+                .collect(),
+            owner: request.request.owner,
+            leader_id: request.request.leader_id.to_owned(),
+            lease_time: request.request.lease_time,
+        }
+    }
+}
+
+impl Op for AcquireSlot {
+    type Output = SlotOutcome;
+    const NAME: &'static str = "acquire_slot";
+
+    fn key(&self) -> &str {
+        self.group.as_str()
+    }
+
+    async fn run(self, conn: Conn) -> Result<SlotOutcome, OpError> {
+        let ttl = ttl_secs(self.lease_time)?;
+        let sent = SystemTime::now();
+        let (lease, granted) = conn.grant(ttl).await?;
+        let expires_at = later(sent, granted);
+        let result = self.attempt(&conn, lease, sent, expires_at).await;
+        if !matches!(result, Ok(SlotOutcome::Acquired { .. })) {
+            conn.revoke_later(lease);
+        }
+        result
+    }
+
+    fn outcome(output: &SlotOutcome) -> &'static str {
+        output.as_str()
+    }
+}
+
+impl AcquireSlot {
+    async fn attempt(
+        &self,
+        conn: &Conn,
+        lease: i64,
+        sent: SystemTime,
+        expires_at: SystemTime,
+    ) -> Result<SlotOutcome, OpError> {
+        let keys: Vec<LockKeys> = self
+            .slots
+            .iter()
+            .map(|(_, key)| LockKeys::of(&conn.keys, key.as_str()))
+            .collect();
+        if keys.is_empty() {
+            return Ok(SlotOutcome::Held(None));
+        }
+        let mut token = conn.next_token(micros(sent));
+        for _ in 0..FENCE_ATTEMPTS {
+            let record = Record {
+                fencing_token: token,
+                acquired_at: sent,
+                expires_at,
+                owner: self.owner,
+                leader_id: self.leader_id.clone(),
+            };
+            let txn = mine_first(&keys, 0, self.owner, &record, lease);
+            let answer = Answer::read(conn.client.kv_client().txn(txn).await?);
+            let (index, took) = read(answer, &keys, &record)?;
+            let (slot, key) = self
+                .slots
+                .get(index)
+                .ok_or(OpError::Protocol("an answer for a slot not asked for"))?;
+            match took {
+                Took::Taken(record) => {
+                    conn.saw_token(record.fencing_token);
+                    return Ok(SlotOutcome::Acquired {
+                        slot: *slot,
+                        lease: record.lease(key.clone()),
+                    });
+                }
+                Took::Mine { old_lease, record } => {
+                    if old_lease != lease {
+                        conn.revoke_later(old_lease);
+                    }
+                    let slot_keys = &keys[index];
+                    return Ok(
+                        match renewed(conn, slot_keys, self.owner, record, expires_at).await? {
+                            Some(record) => SlotOutcome::Acquired {
+                                slot: *slot,
+                                lease: record.lease(key.clone()),
+                            },
+                            None => SlotOutcome::Held(None),
+                        },
+                    );
+                }
+                Took::Held(holder) => return Ok(SlotOutcome::Held(holder)),
+                Took::Behind(stored) => {
+                    conn.saw_token(stored);
+                    token = conn.next_token(micros(sent));
+                }
+            }
+        }
+        Err(OpError::FenceContended)
+    }
+}
+
+/// The first pass: slot `i` if the caller holds it, else the next; after the last, the
+/// second pass.
+fn mine_first(keys: &[LockKeys], i: usize, owner: OwnerToken, record: &Record, lease: i64) -> Txn {
+    let next = match i + 1 < keys.len() {
+        true => mine_first(keys, i + 1, owner, record, lease),
+        false => free_first(keys, 0, record, lease),
+    };
+    Txn::new()
+        .when([keys[i].is_held_by(owner)])
+        .and_then(keys[i].renew_mine(lease))
+        .or_else([TxnOp::txn(next)])
+}
+
+/// The second pass: slot `i` if it is free, else the next; after the last, the first
+/// slot's holder is read.
+fn free_first(keys: &[LockKeys], i: usize, record: &Record, lease: i64) -> Txn {
+    let otherwise = match i + 1 < keys.len() {
+        true => vec![TxnOp::txn(free_first(keys, i + 1, record, lease))],
+        false => keys[0].read_holder(),
+    };
+    Txn::new()
+        .when([keys[i].is_free()])
+        .and_then([TxnOp::txn(keys[i].take(record, lease))])
+        .or_else(otherwise)
+}
+
+/// Follows the answer down the two passes to the slot that was taken (or the holder read).
+fn read(mut answer: Answer, keys: &[LockKeys], record: &Record) -> Result<(usize, Took), OpError> {
+    for (i, slot) in keys.iter().enumerate() {
+        if answer.succeeded {
+            let old_lease = answer.put_before(0)?.map(|kv| kv.lease).unwrap_or(0);
+            let stored = answer.got(2)?.ok_or_else(|| {
+                OpError::corrupt(&slot.holder, "a held lock without its holder record")
+            })?;
+            let stored = Record::decode(&stored.key, &stored.value)?;
+            return Ok((
+                i,
+                Took::Mine {
+                    old_lease,
+                    record: stored,
+                },
+            ));
+        }
+        answer = answer.txn(0)?;
+    }
+    for (i, slot) in keys.iter().enumerate() {
+        if answer.succeeded {
+            return Ok((i, read_take(answer.txn(0)?, slot, record.clone())?));
+        }
+        if i + 1 < keys.len() {
+            answer = answer.txn(0)?;
+        }
+    }
+    Ok((0, Took::Held(held(answer, &keys[0])?)))
+}

@@ -1,0 +1,166 @@
+//! The transactions, as etcd requests: the pieces every call that changes a lock is built
+//! from, so each rule is written once.
+//!
+//! - **Take** (a free lock): put the lock key (the owner token) and the holder key (the
+//!   record) on the new etcd lease, and the fencing counter to the new token, but only if
+//!   the token is above the stored counter: etcd compares values byte-wise, and the
+//!   counter's 20 zero-padded digits compare as numbers. A lock whose counter does not
+//!   exist yet takes any token; one whose counter is at or above the token takes
+//!   nothing and reads the counter, so the caller tries again above it.
+//! - **Mine** (a lock whose owner token is the caller's): move both keys to the new lease,
+//!   values kept, and read the record.
+//! - **Ownership**: every change to a held lock compares the lock key's value with the
+//!   caller's owner token, so only the owner extends or releases it.
+
+use etcd_client::{Compare, CompareOp, DeleteOptions, PutOptions, Txn, TxnOp};
+use leader_core::OwnerToken;
+
+use crate::keys::Keys;
+use crate::record::{RELEASED, Record, fence_value, owner_value};
+
+/// The keys of one lock.
+pub(crate) struct LockKeys {
+    pub(crate) lock: Vec<u8>,
+    pub(crate) holder: Vec<u8>,
+    pub(crate) fence: Vec<u8>,
+}
+
+impl LockKeys {
+    /// The keys of `name` in `keys`' layout.
+    pub(crate) fn of(keys: &Keys, name: &str) -> Self {
+        LockKeys {
+            lock: keys.lock(name),
+            holder: keys.holder(name),
+            fence: keys.fence(name),
+        }
+    }
+
+    /// The compare that holds while nobody holds the lock.
+    pub(crate) fn is_free(&self) -> Compare {
+        Compare::create_revision(self.lock.clone(), CompareOp::Equal, 0)
+    }
+
+    /// The compare that holds while `owner` holds the lock.
+    pub(crate) fn is_held_by(&self, owner: OwnerToken) -> Compare {
+        Compare::value(self.lock.clone(), CompareOp::Equal, owner_value(owner))
+    }
+
+    /// Takes a free lock for `record` on the etcd lease `lease`, if the record's token is
+    /// above the lock's fencing counter (see the module docs). In the answer: `succeeded`,
+    /// or a nested transaction (op 0) that `succeeded` (first token), or whose op 0 read
+    /// the counter.
+    pub(crate) fn take(&self, record: &Record, lease: i64) -> Txn {
+        let token = fence_value(record.fencing_token);
+        Txn::new()
+            .when([Compare::value(self.fence.clone(), CompareOp::Less, token)])
+            .and_then(self.take_ops(record, lease))
+            .or_else([TxnOp::txn(
+                Txn::new()
+                    .when([Compare::create_revision(
+                        self.fence.clone(),
+                        CompareOp::Equal,
+                        0,
+                    )])
+                    .and_then(self.take_ops(record, lease))
+                    .or_else([TxnOp::get(self.fence.clone(), None)]),
+            )])
+    }
+
+    fn take_ops(&self, record: &Record, lease: i64) -> Vec<TxnOp> {
+        let on_lease = Some(PutOptions::new().with_lease(lease));
+        vec![
+            TxnOp::put(
+                self.lock.clone(),
+                owner_value(record.owner),
+                on_lease.clone(),
+            ),
+            TxnOp::put(self.holder.clone(), record.encode(), on_lease),
+            TxnOp::put(self.fence.clone(), fence_value(record.fencing_token), None),
+        ]
+    }
+
+    /// For a lock the caller already holds: both keys onto `lease`, values kept; then
+    /// reads the record (op 2) and the old lease is in op 0's previous value.
+    pub(crate) fn renew_mine(&self, lease: i64) -> Vec<TxnOp> {
+        let moved = PutOptions::new()
+            .with_lease(lease)
+            .with_ignore_value()
+            .with_prev_key();
+        vec![
+            TxnOp::put(self.lock.clone(), Vec::new(), Some(moved)),
+            TxnOp::put(
+                self.holder.clone(),
+                Vec::new(),
+                Some(PutOptions::new().with_lease(lease).with_ignore_value()),
+            ),
+            TxnOp::get(self.holder.clone(), None),
+        ]
+    }
+
+    /// Reads the holder (op 0) and the lock key (op 1): what a refused acquire reports.
+    pub(crate) fn read_holder(&self) -> Vec<TxnOp> {
+        vec![
+            TxnOp::get(self.holder.clone(), None),
+            TxnOp::get(self.lock.clone(), None),
+        ]
+    }
+
+    /// Both keys onto `lease` with the record rewritten: an extend, or a release that
+    /// keeps the lock for its minimum lease. The old lease is in op 0's previous value.
+    pub(crate) fn rewrite(&self, record: &Record, lease: i64) -> Vec<TxnOp> {
+        vec![
+            TxnOp::put(
+                self.lock.clone(),
+                owner_value(record.owner),
+                Some(PutOptions::new().with_lease(lease).with_prev_key()),
+            ),
+            TxnOp::put(
+                self.holder.clone(),
+                record.encode(),
+                Some(PutOptions::new().with_lease(lease)),
+            ),
+        ]
+    }
+
+    /// A released lock kept for its minimum lease: both keys onto `lease`, the lock key's
+    /// value [`RELEASED`] (no owner's any more), the record rewritten. The old lease is in
+    /// op 0's previous value.
+    pub(crate) fn keep(&self, record: &Record, lease: i64) -> Vec<TxnOp> {
+        vec![
+            TxnOp::put(
+                self.lock.clone(),
+                RELEASED.to_vec(),
+                Some(PutOptions::new().with_lease(lease).with_prev_key()),
+            ),
+            TxnOp::put(
+                self.holder.clone(),
+                record.encode(),
+                Some(PutOptions::new().with_lease(lease)),
+            ),
+        ]
+    }
+
+    /// The record rewritten on the lease it is on: after a re-acquire moved the keys.
+    pub(crate) fn rewrite_record(&self, record: &Record) -> Vec<TxnOp> {
+        vec![TxnOp::put(
+            self.holder.clone(),
+            record.encode(),
+            Some(PutOptions::new().with_ignore_lease()),
+        )]
+    }
+
+    /// Deletes both keys, the deleted values in the answer (the lock key in op 0, the
+    /// holder in op 1). The fencing counter stays.
+    pub(crate) fn free(&self) -> Vec<TxnOp> {
+        vec![
+            TxnOp::delete(
+                self.lock.clone(),
+                Some(DeleteOptions::new().with_prev_key()),
+            ),
+            TxnOp::delete(
+                self.holder.clone(),
+                Some(DeleteOptions::new().with_prev_key()),
+            ),
+        ]
+    }
+}
