@@ -69,10 +69,12 @@ run_step env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-fe
 # A new crate is one row here; a new feature set is one word.
 feature_matrix=(
     # The facade: tokio by default; none = the blocking electors only; redis,mongodb,tenant
-    # = no async runtime; sqlite = the embedded backend alone.
-    "leader default none tokio smol async-std redis,mongodb,tenant smol,redis-tls,tenant sqlite postgres metrics"
+    # = no async runtime; sqlite = the embedded backend alone; etcd = etcd without a runtime
+    # of the caller's.
+    "leader default none tokio smol async-std redis,mongodb,tenant smol,redis-tls,tenant sqlite postgres etcd metrics"
     "leader-sqlite default +serde"
     "leader-postgres default +tls +serde"
+    "leader-etcd default +tls +serde"
     "leader-core default +serde +metrics"
     "leader-blocking default"
     "leader-mongodb default +serde"

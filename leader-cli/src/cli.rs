@@ -18,7 +18,7 @@ Exit codes:
 #[command(name = "leader", version, after_help = EXIT_CODES)]
 pub(crate) struct Cli {
     /// Backend URL: redis://, rediss://, redis+cluster://h1:p1,h2:p2, mongodb://,
-    /// mongodb+srv://, sqlite://path, postgres://
+    /// mongodb+srv://, sqlite://path, postgres://, etcd://h1:p1,h2:p2
     #[arg(long, env = "LEADER_URL", global = true, hide_env_values = true)]
     pub(crate) url: Option<String>,
 

@@ -154,7 +154,7 @@ fn one_line(text: &str) -> String {
 /// A URL that does not parse or names no backend is a usage error; a backend that could
 /// not be set up (a file that will not open, a name that does not resolve) is a failure.
 fn connect_exit_code(err: &ConnectError) -> u8 {
-    use leader::{mongodb, postgres};
+    use leader::{etcd, mongodb, postgres};
     match err {
         ConnectError::NotAUrl
         | ConnectError::UnknownScheme { .. }
@@ -171,6 +171,13 @@ fn connect_exit_code(err: &ConnectError) -> u8 {
                 | postgres::ConnectError::InvalidTable { .. }
                 | postgres::ConnectError::InvalidConfig(_)
                 | postgres::ConnectError::TlsNotBuilt,
+            ..
+        } => USAGE,
+        ConnectError::Etcd {
+            source:
+                etcd::ConnectError::InvalidUrl(_)
+                | etcd::ConnectError::InvalidConfig(_)
+                | etcd::ConnectError::TlsNotBuilt,
             ..
         } => USAGE,
         _ => FAILURE,

@@ -26,7 +26,7 @@ impl Session {
     ) -> Result<Self, CliError> {
         let Some(url) = url.filter(|url| !url.trim().is_empty()) else {
             return Err(CliError::Usage(
-                "no backend URL: pass --url URL or set LEADER_URL (redis://, mongodb://, sqlite://, postgres://, ...)".into(),
+                "no backend URL: pass --url URL or set LEADER_URL (redis://, mongodb://, sqlite://, postgres://, etcd://, ...)".into(),
             ));
         };
         let masked = leader::redacted_url(url);

@@ -255,3 +255,19 @@ fn postgres_lists_and_force_releases() {
     };
     lists_and_force_releases(&server.url());
 }
+
+#[test]
+fn etcd_holds_and_watches() {
+    let Some(server) = fixtures::shared_etcd() else {
+        return;
+    };
+    holds_and_watches(&server.url());
+}
+
+#[test]
+fn etcd_lists_and_force_releases() {
+    let Some(server) = fixtures::shared_etcd() else {
+        return;
+    };
+    lists_and_force_releases(&format!("{}/cli", server.url()));
+}

@@ -72,6 +72,11 @@ pub fn urls(password: &str) -> Vec<String> {
         format!("mongodb+srv://app:{p}@cluster0.example.invalid/"),
         // A port with SRV is refused before any lookup.
         format!("mongodb+srv://app:{e}@cluster0.example.invalid:1/"),
+        // etcd: user info (to the last `@`, raw and encoded), TLS, several members, a prefix.
+        format!("etcd://app:{p}@127.0.0.1:1"),
+        format!("etcd://app:{e}@127.0.0.1:1,127.0.0.1:2/leader"),
+        format!("etcds://app:{e}@127.0.0.1:1"),
+        format!("etcd://app:{p}@127.0.0.1:1/ops/locks"),
         // Not a URL, or not one we know.
         format!("mysql://app:{p}@127.0.0.1:1/app"),
         format!("127.0.0.1:1 password={p}"),

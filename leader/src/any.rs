@@ -42,6 +42,9 @@ pub enum AnyBackend {
     /// `postgres://`, `postgresql://`: [`PostgresBackend`](leader_postgres::PostgresBackend).
     #[cfg(feature = "postgres")]
     Postgres(leader_postgres::PostgresBackend),
+    /// `etcd://`, `etcds://`: [`EtcdBackend`](leader_etcd::EtcdBackend).
+    #[cfg(feature = "etcd")]
+    Etcd(leader_etcd::EtcdBackend),
 }
 
 /// Runs `$body` with `$backend` bound to the backend inside `$any`, whichever it is.
@@ -57,12 +60,15 @@ macro_rules! on_backend {
             AnyBackend::Sqlite($backend) => $body,
             #[cfg(feature = "postgres")]
             AnyBackend::Postgres($backend) => $body,
+            #[cfg(feature = "etcd")]
+            AnyBackend::Etcd($backend) => $body,
         }
     };
 }
 
 impl AnyBackend {
-    /// The backend's name: `"memory"`, `"redis"`, `"mongodb"`, `"sqlite"` or `"postgres"`.
+    /// The backend's name: `"memory"`, `"redis"`, `"mongodb"`, `"sqlite"`, `"postgres"` or
+    /// `"etcd"`.
     pub fn kind(&self) -> &'static str {
         on_backend!(self, backend => backend.name())
     }
@@ -99,6 +105,13 @@ impl From<leader_sqlite::SqliteBackend> for AnyBackend {
 impl From<leader_postgres::PostgresBackend> for AnyBackend {
     fn from(backend: leader_postgres::PostgresBackend) -> Self {
         AnyBackend::Postgres(backend)
+    }
+}
+
+#[cfg(feature = "etcd")]
+impl From<leader_etcd::EtcdBackend> for AnyBackend {
+    fn from(backend: leader_etcd::EtcdBackend) -> Self {
+        AnyBackend::Etcd(backend)
     }
 }
 

@@ -17,6 +17,8 @@ pub(crate) const SCHEMES: &[&str] = &[
     "sqlite",
     "postgres",
     "postgresql",
+    "etcd",
+    "etcds",
 ];
 
 /// A backend for `url`, usable with every elector, blocking or async.
@@ -32,6 +34,8 @@ pub(crate) const SCHEMES: &[&str] = &[
 /// | `sqlite://path/to/locks.db` (relative), `sqlite:///var/lib/app/locks.db` (absolute) | `SqliteBackend`: one file shared by the processes of a host; created if missing | `sqlite` |
 /// | `postgres://[user[:password]@]host[:port]/db[?...]`, `postgresql://...` | `PostgresBackend`: table `leader_locks`, created on first use | `postgres` |
 /// | `postgres://...?sslmode=require` | the same over TLS, the certificate verified | `postgres-tls` |
+/// | `etcd://[user[:password]@]host[:port][,host[:port]...][/prefix]` | `EtcdBackend`: the cluster's members, keys under `leader/` (or the prefix) | `etcd` |
+/// | `etcds://...` | the same over TLS, the certificates verified | `etcd-tls` |
 ///
 /// Nothing is sent to a server here: connections open on first use, so the server may
 /// start after the application, and an unreachable server shows up as a transient
@@ -89,6 +93,13 @@ pub fn connect(url: &str) -> Result<AnyBackend, ConnectError> {
             .map(AnyBackend::Postgres)
             .map_err(|source| ConnectError::Postgres {
                 url: leader_postgres::redacted_url(url),
+                source,
+            }),
+        #[cfg(feature = "etcd")]
+        Target::Etcd { url, .. } => leader_etcd::EtcdBackend::connect(url)
+            .map(AnyBackend::Etcd)
+            .map_err(|source| ConnectError::Etcd {
+                url: leader_etcd::redacted_url(url),
                 source,
             }),
         // `enabled` refused every target whose feature is off.
@@ -228,6 +239,8 @@ pub fn redacted_url(url: &str) -> String {
         Target::Sqlite { path } => format!("sqlite://{path}"),
         #[cfg(feature = "postgres")]
         Target::Postgres { url, .. } => leader_postgres::redacted_url(url),
+        #[cfg(feature = "etcd")]
+        Target::Etcd { url, .. } => leader_etcd::redacted_url(url),
         #[allow(unreachable_patterns)]
         _ => unparsed_url(url),
     }
@@ -243,6 +256,7 @@ enum Target<'a> {
     Mongo { uri: &'a str, srv: bool },
     Sqlite { path: &'a str },
     Postgres { url: &'a str, tls: bool },
+    Etcd { url: &'a str, tls: bool },
 }
 
 impl<'a> Target<'a> {
@@ -274,6 +288,8 @@ impl<'a> Target<'a> {
                 url,
                 tls: requires_tls(rest),
             }),
+            "etcd" => Ok(Target::Etcd { url, tls: false }),
+            "etcds" => Ok(Target::Etcd { url, tls: true }),
             _ => Err(ConnectError::UnknownScheme {
                 scheme: scheme.to_owned(),
                 url: unparsed_url(url),
@@ -304,6 +320,10 @@ impl<'a> Target<'a> {
             }
             Target::Postgres { tls: true, .. } if !cfg!(feature = "postgres-tls") => {
                 needs("postgres", "postgres-tls")
+            }
+            Target::Etcd { tls: false, .. } if !cfg!(feature = "etcd") => needs("etcd", "etcd"),
+            Target::Etcd { tls: true, .. } if !cfg!(feature = "etcd-tls") => {
+                needs("etcds", "etcd-tls")
             }
             _ => Ok(self),
         }
@@ -439,6 +459,30 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn etcd_urls_and_their_tls_mode() {
+        let url = "etcd://app:pw@a:2379,b:2379/billing";
+        assert_eq!(parse(url).ok(), Some(Target::Etcd { url, tls: false }));
+        let url = "ETCDS://a:2379";
+        assert_eq!(parse(url).ok(), Some(Target::Etcd { url, tls: true }));
+    }
+
+    #[cfg(not(feature = "etcd"))]
+    #[test]
+    fn etcd_urls_without_the_feature_name_it() {
+        let err = parse("etcd://app:hunter2@a:2379")
+            .and_then(Target::enabled)
+            .unwrap_err();
+        assert!(matches!(
+            err,
+            ConnectError::FeatureDisabled {
+                feature: "etcd",
+                ..
+            }
+        ));
+        assert!(!err.to_string().contains("hunter2"), "{err}");
     }
 
     #[test]

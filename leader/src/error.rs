@@ -66,4 +66,14 @@ pub enum ConnectError {
         #[source]
         source: leader_postgres::ConnectError,
     },
+    /// The etcd backend rejected the URL or its settings, or could not start.
+    #[cfg(feature = "etcd")]
+    #[error("{source} (URL `{url}`)")]
+    Etcd {
+        /// The URL as [`redacted_url`](crate::redacted_url) shows it.
+        url: String,
+        /// What the etcd backend said.
+        #[source]
+        source: leader_etcd::ConnectError,
+    },
 }

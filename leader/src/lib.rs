@@ -32,6 +32,8 @@ pub use leader_blocking::{
 };
 
 // The server backends, and their crates (configs, errors, fencing helpers, the driver).
+#[cfg(feature = "etcd")]
+pub use leader_etcd::{self as etcd, EtcdBackend, EtcdConfig};
 #[cfg(feature = "mongodb")]
 pub use leader_mongodb::{self as mongodb, MongoBackend, MongoConfig};
 #[cfg(feature = "postgres")]

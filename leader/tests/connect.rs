@@ -260,3 +260,33 @@ fn bad_postgres_urls_are_typed_errors_without_the_password() {
     let backend = leader::connect("postgresql://user:sesame-9f3@127.0.0.1:1/app").unwrap();
     assert!(!format!("{backend:?}").contains("sesame-9f3"));
 }
+
+#[test]
+fn etcd_urls_give_the_etcd_backend_sync_and_async() {
+    let Some(server) = leader_testkit::fixtures::shared_etcd() else {
+        return;
+    };
+    let url = server.url();
+    let backend = leader::connect(&url).unwrap();
+    assert_eq!(backend.kind(), "etcd");
+    let witness = leader::EtcdBackend::connect(&url).unwrap();
+    exercise(backend, Some(&witness));
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let backend = runtime
+        .block_on(leader::connect_async(&format!("{url}/async")))
+        .unwrap();
+    // The client lives on the backend's own runtime: it outlives the caller's.
+    drop(runtime);
+    exercise(backend, None);
+}
+
+#[test]
+fn bad_etcd_urls_are_typed_errors_without_the_password() {
+    let err = leader::connect("etcd://user:sesame-9f3@db:notaport").unwrap_err();
+    assert!(matches!(err, leader::ConnectError::Etcd { .. }), "{err:?}");
+    let text = format!("{err} {err:?}");
+    assert!(!text.contains("sesame-9f3"), "{text}");
+    let backend = leader::connect("etcd://user:sesame-9f3@127.0.0.1:1,127.0.0.1:2").unwrap();
+    assert!(!format!("{backend:?}").contains("sesame-9f3"));
+}

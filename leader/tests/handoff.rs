@@ -81,3 +81,15 @@ mod redis {
         super::an_elector_takes_over_right_after_the_release("redis", Duration::from_millis(20));
     }
 }
+
+mod etcd {
+    use std::time::Duration;
+
+    /// The release reaches the waiter through etcd's watch (a deletion event from the
+    /// member it watches on, a millisecond or two); a loaded machine delays it, so the
+    /// bound is generous.
+    #[test]
+    fn a_waiting_node_takes_over_right_after_the_release() {
+        super::an_elector_takes_over_right_after_the_release("etcd", Duration::from_millis(50));
+    }
+}

@@ -93,6 +93,7 @@ fn run_future_is_small(backend: AnyBackend) {
         AnyBackend::Mongo(b) => sizes_of(b, kind),
         AnyBackend::Sqlite(b) => sizes_of(b, kind),
         AnyBackend::Postgres(b) => sizes_of(b, kind),
+        AnyBackend::Etcd(b) => sizes_of(b, kind),
         _ => panic!("a backend this test does not know"),
     }
     sizes_of(backend, &format!("AnyBackend ({kind})"));

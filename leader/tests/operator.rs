@@ -170,6 +170,23 @@ mod postgres {
     }
 }
 
+mod etcd {
+    use std::time::Duration;
+
+    /// The force release's deletion reaches the waiter through etcd's watch: the median
+    /// under 100 ms, well before its polling would (250 ms between attempts by then).
+    #[test]
+    fn a_force_release_wakes_the_waiters_of_other_nodes() {
+        super::forced_handoffs("etcd", |handoffs| {
+            let median = super::median(handoffs.to_vec());
+            assert!(
+                median < Duration::from_millis(100),
+                "took over {median:?} after the force release"
+            );
+        });
+    }
+}
+
 /// On Redis each handoff within two seconds, on a single server and on a cluster (the
 /// release is published on whichever master holds the lock).
 fn each_within_two_seconds(handoffs: &[Duration]) {

@@ -12,10 +12,10 @@
 use std::time::{Duration, Instant};
 
 use leader::{
-    AnyBackend, AsyncLeaderElector, LeaderElectionOptions, LeaderElector, MongoBackend,
-    MongoConfig, PostgresBackend, PostgresConfig, RedisBackend, RedisConfig,
+    AnyBackend, AsyncLeaderElector, EtcdBackend, EtcdConfig, LeaderElectionOptions, LeaderElector,
+    MongoBackend, MongoConfig, PostgresBackend, PostgresConfig, RedisBackend, RedisConfig,
 };
-use leader_testkit::fixtures::{self, MongoServer, PostgresServer, RedisServer};
+use leader_testkit::fixtures::{self, EtcdServer, MongoServer, PostgresServer, RedisServer};
 use leader_testkit::wait_until;
 
 /// The lease of the trials: an applied orphan would hold the lock this long after the thaw.
@@ -50,7 +50,7 @@ macro_rules! pause_by_signal {
     };
 }
 
-pause_by_signal!(RedisServer, PostgresServer, MongoServer);
+pause_by_signal!(RedisServer, PostgresServer, MongoServer, EtcdServer);
 
 /// A server of the test's own, and backends on it with short timeouts.
 struct Paused {
@@ -105,6 +105,16 @@ impl Paused {
                         .unwrap()
                         .into()
                 };
+                (Box::new(server), Box::new(backend))
+            }
+            "etcd" => {
+                let server = fixtures::require("etcd", EtcdServer::start())?;
+                let url = server.url();
+                let config = EtcdConfig::new()
+                    .with_prefix("orphans")
+                    .with_connect_timeout(TIMEOUT)
+                    .with_operation_timeout(TIMEOUT);
+                let backend = move || EtcdBackend::connect_with(&url, config.clone()).unwrap().into();
                 (Box::new(server), Box::new(backend))
             }
             other => panic!("no server backend {other}"),
@@ -248,7 +258,7 @@ macro_rules! on_every_server {
     };
 }
 
-on_every_server!(redis, postgres, mongodb);
+on_every_server!(redis, postgres, mongodb, etcd);
 
 /// Three calls time out against a frozen Redis: their orphans' releases hang, each up to
 /// the response timeout, again and again. Then one call times out against a paused

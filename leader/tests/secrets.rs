@@ -12,7 +12,7 @@ use std::error::Error as StdError;
 use std::fmt::Debug;
 
 use leader::backend::LockBackend;
-use leader::{LockName, MongoBackend, PostgresBackend, RedisBackend};
+use leader::{EtcdBackend, LockName, MongoBackend, PostgresBackend, RedisBackend};
 use leader_testkit::spans::SpanLog;
 use proptest::prelude::*;
 
@@ -88,6 +88,15 @@ fn check_url(url: &str, password: &str) {
             check_call("a postgres call", backend, password);
         }
     }
+    if url.starts_with("etcd") {
+        assert_hidden(url, &leader::etcd::redacted_url(url), password);
+        let backend = EtcdBackend::connect(url);
+        check_result("EtcdBackend::connect", &backend, password);
+        if let Ok(backend) = &backend {
+            assert_hidden("the backend's Debug", &format!("{backend:?}"), password);
+            check_call("an etcd call", backend, password);
+        }
+    }
     if url.starts_with("mongodb") {
         assert_hidden(url, &leader::mongodb::redacted_url(url), password);
         let backend = MongoBackend::connect(url);
@@ -127,6 +136,7 @@ fn the_reported_urls_show_no_password() {
     for (url, password) in [
         ("postgres://app:pa/ss@127.0.0.1:1/app", "pa/ss"),
         ("redis://:pa#ss@127.0.0.1/", "pa#ss"),
+        ("etcd://app:pa@ss/x@127.0.0.1:1,127.0.0.1:2", "pa@ss/x"),
         ("postgres://app@127.0.0.1:1/app?password=hunter2", "hunter2"),
         (
             "host=127.0.0.1 port=1 password=hunter2 sslpassword=other",

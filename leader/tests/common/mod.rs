@@ -36,7 +36,7 @@ impl Drop for TempDir {
 }
 
 /// A fresh backend of `kind` (`memory`, `sqlite`, `redis`, `redis_cluster`, `mongodb`,
-/// `postgres`), and the SQLite database's directory, which goes away when the returned
+/// `postgres`, `etcd`), and the SQLite database's directory, which goes away when the returned
 /// guard drops: keep it until the test ends. `None` when its server is not installed and
 /// servers are not required.
 pub(crate) fn backend(kind: &str) -> Option<(AnyBackend, Option<TempDir>)> {
@@ -62,6 +62,7 @@ pub(crate) fn backend(kind: &str) -> Option<(AnyBackend, Option<TempDir>)> {
         }
         "mongodb" => fixtures::shared_mongo()?.uri(),
         "postgres" => fixtures::shared_postgres()?.url(),
+        "etcd" => fixtures::shared_etcd()?.url(),
         other => panic!("no backend {other}"),
     };
     let backend = leader::connect(&url).unwrap_or_else(|err| panic!("connect {url}: {err}"));
@@ -96,6 +97,8 @@ macro_rules! on_every_backend {
                 fn mongodb() { run("mongodb") }
                 #[test]
                 fn postgres() { run("postgres") }
+                #[test]
+                fn etcd() { run("etcd") }
             }
         )*
     };

@@ -1,10 +1,14 @@
-//! Backends whose waiters hear of releases (PostgreSQL's `LISTEN`, Redis's subscription),
+//! Backends whose waiters hear of releases (PostgreSQL's `LISTEN`, Redis's subscription,
+//! etcd's watch),
 //! handed out once their notification session is up, so a test times the wake-up, not the
 //! session's start.
 
 use std::time::{Duration, Instant};
 
-use leader::{AnyBackend, PostgresBackend, PostgresConfig, RedisBackend, RedisConfig};
+use leader::{
+    AnyBackend, EtcdBackend, EtcdConfig, PostgresBackend, PostgresConfig, RedisBackend,
+    RedisConfig,
+};
 use leader_core::{AcquireOutcome, AcquireRequest, Lease, LockBackend, LockName, OwnerToken};
 use leader_testkit::fixtures;
 
@@ -13,9 +17,10 @@ enum Servers {
     Postgres(String),
     Redis(String),
     RedisCluster(Vec<String>),
+    Etcd(String),
 }
 
-/// Backends of one kind (`redis`, `redis_cluster`, `postgres`) on the test process's shared
+/// Backends of one kind (`redis`, `redis_cluster`, `postgres`, `etcd`) on the test process's shared
 /// servers, each a node of its own.
 pub(crate) struct Notified {
     servers: Servers,
@@ -24,12 +29,13 @@ pub(crate) struct Notified {
 
 impl Notified {
     /// `None` when the server is not installed and servers are not required. PostgreSQL's
-    /// locks go to `table`.
+    /// locks go to `table` (etcd's under the prefix `table`).
     pub(crate) fn on(kind: &str, table: &'static str) -> Option<Notified> {
         let servers = match kind {
             "postgres" => Servers::Postgres(fixtures::shared_postgres()?.url()),
             "redis" => Servers::Redis(fixtures::shared_redis()?.url()),
             "redis_cluster" => Servers::RedisCluster(fixtures::shared_redis_cluster()?.urls()),
+            "etcd" => Servers::Etcd(fixtures::shared_etcd()?.url()),
             other => panic!("no notifying backend {other}"),
         };
         Some(Notified { servers, table })
@@ -57,6 +63,20 @@ impl Notified {
                 }
                 backend.into()
             }
+            Servers::Etcd(url) => {
+                let config = EtcdConfig::new()
+                    .with_prefix(self.table)
+                    .with_connect_timeout(Duration::from_secs(2))
+                    .with_operation_timeout(Duration::from_secs(5))
+                    .with_release_notifications(notifications);
+                let backend = EtcdBackend::connect_with(url, config).unwrap();
+                if notifications {
+                    up("the watch", Duration::from_secs(10), &backend, || {
+                        backend.is_listening()
+                    });
+                }
+                backend.into()
+            }
             Servers::Redis(_) | Servers::RedisCluster(_) => {
                 let config = RedisConfig::default()
                     .with_max_idle_connections(16)
@@ -78,7 +98,7 @@ impl Notified {
 
     fn url(&self) -> &str {
         match &self.servers {
-            Servers::Postgres(url) | Servers::Redis(url) => url,
+            Servers::Postgres(url) | Servers::Redis(url) | Servers::Etcd(url) => url,
             Servers::RedisCluster(urls) => &urls[0],
         }
     }
