@@ -184,6 +184,80 @@ impl EtcdBackend {
         finish::<O>(&key, result, started)
     }
 
+    /// Runs `ops` at once (at most [`IN_FLIGHT`] in flight), each within the operation
+    /// timeout, on the calling thread: one answer per op, in their order.
+    pub(crate) fn block_on_each<O: Op>(&self, ops: Vec<O>) -> Vec<Result<O::Output, Error>> {
+        let count = ops.len();
+        let answers = self.inner.background.block_on(None, self.call_each(ops));
+        finish_each::<O>(answers, count)
+    }
+
+    /// [`block_on_each`](Self::block_on_each), awaited from any executor.
+    pub(crate) async fn run_each<O: Op>(&self, ops: Vec<O>) -> Vec<Result<O::Output, Error>> {
+        let count = ops.len();
+        let answers = self.inner.background.run(None, self.call_each(ops)).await;
+        finish_each::<O>(answers, count)
+    }
+
+    /// The ops as one future: the ops of different keys at once, so that one slow or
+    /// failing key holds up no other (etcd multiplexes the calls over the client's
+    /// connections); those of one key one after the other, in their order, so a batch
+    /// that names a key twice answers as the same calls made in turn would.
+    fn call_each<O: Op>(
+        &self,
+        ops: Vec<O>,
+    ) -> impl Future<Output = Vec<Answered<O::Output>>> + Send + 'static {
+        use futures_util::StreamExt;
+        let count = ops.len();
+        let mut chains: Vec<Vec<(usize, O)>> = Vec::new();
+        let mut chain_of: std::collections::HashMap<String, usize> =
+            std::collections::HashMap::new();
+        for (index, op) in ops.into_iter().enumerate() {
+            let chain = *chain_of.entry(op.key().to_owned()).or_insert_with(|| {
+                chains.push(Vec::new());
+                chains.len() - 1
+            });
+            chains[chain].push((index, op));
+        }
+        let calls: Vec<_> = chains
+            .into_iter()
+            .map(|chain| {
+                let chain: Vec<_> = chain
+                    .into_iter()
+                    .map(|(index, op)| (index, op.key().to_owned(), self.call(op)))
+                    .collect();
+                async move {
+                    let mut answered = Vec::with_capacity(chain.len());
+                    for (index, key, call) in chain {
+                        let started = Instant::now();
+                        let result = call.await;
+                        answered.push((
+                            index,
+                            Answered {
+                                key,
+                                result,
+                                started,
+                            },
+                        ));
+                    }
+                    answered
+                }
+            })
+            .collect();
+        async move {
+            let mut slots: Vec<Option<Answered<O::Output>>> = (0..count).map(|_| None).collect();
+            let mut chains = futures_util::stream::iter(calls).buffer_unordered(IN_FLIGHT);
+            while let Some(answered) = chains.next().await {
+                for (index, answer) in answered {
+                    if let Some(slot) = slots.get_mut(index) {
+                        *slot = Some(answer);
+                    }
+                }
+            }
+            slots.into_iter().flatten().collect()
+        }
+    }
+
     /// The call as a future owning what it needs, bounded by the operation timeout.
     fn call<O: Op>(
         &self,
@@ -210,6 +284,24 @@ impl EtcdBackend {
         }
     }
 
+    /// After a batch of releases: as [`released`](Self::released) for each that freed its
+    /// lock; the SPI's answers.
+    pub(crate) fn released_each(
+        &self,
+        releases: &[leader_core::ReleaseRequest<'_>],
+        answers: Vec<Result<Released, Error>>,
+    ) -> Vec<Result<leader_core::ReleaseOutcome, Error>> {
+        releases
+            .iter()
+            .zip(answers)
+            .map(|(request, answer)| {
+                let released = answer?;
+                self.released(&request.lease.key, released);
+                Ok(released.outcome())
+            })
+            .collect()
+    }
+
     /// After a force release: waiters in this process wake as after a release.
     pub(crate) fn force_released(&self, key: &LockName, outcome: &ForceReleaseOutcome) {
         if matches!(outcome, ForceReleaseOutcome::Released(_)) {
@@ -225,6 +317,32 @@ impl EtcdBackend {
             inner.events.clone(),
             inner.config.operation_timeout(),
         )
+    }
+}
+
+/// How many calls of one batch are in flight at once.
+const IN_FLIGHT: usize = 64;
+
+/// One call of a batch, answered.
+struct Answered<T> {
+    key: String,
+    result: Result<T, OpError>,
+    started: Instant,
+}
+
+/// Each answer of a batch traced and converted; every op's error when the batch did not run.
+fn finish_each<O: Op>(
+    answers: Result<Vec<Answered<O::Output>>, leader_runtime::Stopped>,
+    count: usize,
+) -> Vec<Result<O::Output, Error>> {
+    match answers {
+        Ok(answers) => answers
+            .into_iter()
+            .map(|answered| finish::<O>(&answered.key, answered.result, answered.started))
+            .collect(),
+        Err(stopped) => (0..count)
+            .map(|_| Err(OpError::from(stopped).into_core(BACKEND)))
+            .collect(),
     }
 }
 

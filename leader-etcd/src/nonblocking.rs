@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, ForceReleaseOutcome,
-    LeaderState, Lease, ListPage, ListRequest, LockName, ReleaseOutcome, SlotOutcome, SlotRequest,
+    LeaderState, Lease, ListPage, ListRequest, LockName, ReleaseOutcome, ReleaseRequest,
+    SlotOutcome, SlotRequest,
 };
 
 use crate::backend::EtcdBackend;
@@ -23,6 +24,16 @@ use crate::ops::{Acquire, AcquireSlot, Extend, Release, State, slot_fits_one_txn
 impl AsyncLockBackend for EtcdBackend {
     async fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
         self.run(Acquire::from(request)).await
+    }
+
+    /// Every request at once, each its own transaction: a batch costs about one acquire's
+    /// round trips, not one per request.
+    async fn try_acquire_batch(
+        &self,
+        requests: &[AcquireRequest<'_>],
+    ) -> Vec<Result<AcquireOutcome, Error>> {
+        self.run_each(requests.iter().map(|r| Acquire::from(*r)).collect())
+            .await
     }
 
     async fn try_acquire_slot(&self, request: SlotRequest<'_>) -> Result<SlotOutcome, Error> {
@@ -69,6 +80,17 @@ impl AsyncLockBackend for EtcdBackend {
             .await?;
         self.released(&lease.key, released);
         Ok(released.outcome())
+    }
+
+    /// Every release at once, each its own transaction.
+    async fn release_batch(
+        &self,
+        releases: &[ReleaseRequest<'_>],
+    ) -> Vec<Result<ReleaseOutcome, Error>> {
+        let answers = self
+            .run_each(releases.iter().map(Release::from).collect())
+            .await;
+        self.released_each(releases, answers)
     }
 
     async fn state(&self, key: &LockName) -> Result<LeaderState, Error> {

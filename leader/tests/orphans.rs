@@ -114,7 +114,11 @@ impl Paused {
                     .with_prefix("orphans")
                     .with_connect_timeout(TIMEOUT)
                     .with_operation_timeout(TIMEOUT);
-                let backend = move || EtcdBackend::connect_with(&url, config.clone()).unwrap().into();
+                let backend = move || {
+                    EtcdBackend::connect_with(&url, config.clone())
+                        .unwrap()
+                        .into()
+                };
                 (Box::new(server), Box::new(backend))
             }
             other => panic!("no server backend {other}"),

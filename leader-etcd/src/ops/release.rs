@@ -32,6 +32,15 @@ pub(crate) enum Released {
     NotHeld,
 }
 
+impl From<&leader_core::ReleaseRequest<'_>> for Release {
+    fn from(request: &leader_core::ReleaseRequest<'_>) -> Self {
+        Release {
+            lease: request.lease.clone(),
+            min_lease_time: request.min_lease_time,
+        }
+    }
+}
+
 impl Released {
     /// The SPI's outcome.
     pub(crate) fn outcome(self) -> ReleaseOutcome {

@@ -6,8 +6,7 @@
 use std::time::{Duration, Instant};
 
 use leader::{
-    AnyBackend, EtcdBackend, EtcdConfig, PostgresBackend, PostgresConfig, RedisBackend,
-    RedisConfig,
+    AnyBackend, EtcdBackend, EtcdConfig, PostgresBackend, PostgresConfig, RedisBackend, RedisConfig,
 };
 use leader_core::{AcquireOutcome, AcquireRequest, Lease, LockBackend, LockName, OwnerToken};
 use leader_testkit::fixtures;
