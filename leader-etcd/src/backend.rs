@@ -135,7 +135,7 @@ impl EtcdBackend {
         Ok(EtcdBackend {
             inner: Arc::new(Inner {
                 connection,
-                shown_url: target.shown(),
+                shown_url: crate::url::redacted_url(url),
                 config,
                 events: ReleaseEvents::new(),
                 listener: OnceLock::new(),

@@ -49,7 +49,12 @@ impl Connection {
             .with_keep_alive_while_idle(true)
             .with_require_leader(true);
         if let Some((user, password)) = &target.credentials {
-            options = options.with_user(user.clone(), password.clone());
+            // etcd's auth tokens expire (after 5 minutes unused, by default): a call that
+            // finds its token expired authenticates again and is retried (it was refused,
+            // so it did nothing).
+            options = options
+                .with_user(user.clone(), password.clone())
+                .with_auto_token_refresh(true);
         }
         if target.tls {
             options = tls(options, config)?;
