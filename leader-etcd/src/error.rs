@@ -134,6 +134,9 @@ fn describe(err: &etcd_client::Error) -> String {
 /// the cluster refuses as invalid.
 fn client_kind(err: &etcd_client::Error) -> BackendErrorKind {
     use tonic::Code;
+    if tls_refused(err) {
+        return BackendErrorKind::Permanent;
+    }
     match err {
         etcd_client::Error::GRpcStatus(status) => match status.code() {
             Code::Unavailable
@@ -159,6 +162,28 @@ fn client_kind(err: &etcd_client::Error) -> BackendErrorKind {
         // An endpoint or option the client refuses, a bad message: nothing a retry fixes.
         _ => BackendErrorKind::Permanent,
     }
+}
+
+/// Whether the member's certificate was refused (rustls reports it as invalid data under
+/// the status "unavailable"): a configuration to fix, not a member to wait for.
+fn tls_refused(err: &etcd_client::Error) -> bool {
+    // The client's error does not name its cause as a source: start from what it wraps.
+    let mut source: Option<&(dyn std::error::Error + 'static)> = match err {
+        etcd_client::Error::GRpcStatus(status) => Some(status),
+        etcd_client::Error::TransportError(transport) => Some(transport),
+        etcd_client::Error::IoError(io) => Some(io),
+        _ => None,
+    };
+    while let Some(cause) = source {
+        if cause
+            .downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::InvalidData)
+        {
+            return true;
+        }
+        source = cause.source();
+    }
+    false
 }
 
 #[cfg(test)]
