@@ -3,7 +3,7 @@
 
 use std::time::SystemTime;
 
-use etcd_client::{Txn, TxnOp};
+use etcd_client::{Compare, CompareOp, Txn, TxnOp};
 use leader_core::{AcquireOutcome, LeaderLease, OwnerToken};
 
 use crate::conn::Conn;
@@ -11,7 +11,7 @@ use crate::error::OpError;
 use crate::ops::Op;
 use crate::ops::answer::Answer;
 use crate::ops::txn::LockKeys;
-use crate::record::{Record, decode_fence, is_lock_value};
+use crate::record::{RELEASED, Record, decode_fence, is_lock_value};
 use crate::time::{later, micros, ttl_secs};
 
 /// `try_acquire`'s arguments, owned: the one type every backend moves to its worker.
@@ -54,6 +54,13 @@ pub(crate) enum Took {
     Mine { old_lease: i64, record: Record },
     /// Held by someone else.
     Held(Option<LeaderLease>),
+    /// Released by its holder and kept for its minimum lease: the lock key's revision and
+    /// the etcd lease it is kept on.
+    Kept {
+        holder: LeaderLease,
+        revision: i64,
+        lease: i64,
+    },
     /// Free, but the fencing counter is at or above the token tried.
     Behind(u64),
 }
@@ -85,7 +92,7 @@ async fn attempt(
                     .or_else(keys.read_holder()),
             )]);
         let answer = Answer::read(conn.client.kv_client().txn(txn).await?);
-        match read(answer, &keys, record)? {
+        match read(answer, &keys, record.clone())? {
             Took::Taken(record) => {
                 conn.saw_token(record.fencing_token);
                 return Ok(AcquireOutcome::Acquired(record.lease(request.key.clone())));
@@ -102,6 +109,28 @@ async fn attempt(
                 );
             }
             Took::Held(holder) => return Ok(AcquireOutcome::Held(holder)),
+            Took::Kept {
+                holder,
+                revision,
+                lease: kept,
+            } => {
+                if holder.expires_at > SystemTime::now() {
+                    return Ok(AcquireOutcome::Held(Some(holder)));
+                }
+                match take_over(conn, &keys, revision, record, lease).await? {
+                    Some(Took::Taken(record)) => {
+                        conn.saw_token(record.fencing_token);
+                        conn.revoke_later(kept);
+                        return Ok(AcquireOutcome::Acquired(record.lease(request.key.clone())));
+                    }
+                    Some(Took::Behind(stored)) => {
+                        conn.saw_token(stored);
+                        token = conn.next_token(micros(sent));
+                    }
+                    // Changed since it was read: look again.
+                    _ => {}
+                }
+            }
             Took::Behind(stored) => {
                 conn.saw_token(stored);
                 token = conn.next_token(micros(sent));
@@ -109,6 +138,35 @@ async fn attempt(
         }
     }
     Err(OpError::FenceContended)
+}
+
+/// Takes a released lock whose minimum lease is over (on this host's clock) while its lock
+/// key is still at `revision`: `None` when it changed in between.
+///
+/// etcd's leases count whole seconds, so the lease a released lock is kept on may outlast
+/// its minimum lease by up to a second; the holder record says when the minimum lease
+/// ends, and the next acquirer frees it then. Nobody acts on a released lock, so this
+/// decides no holder's lease, only when the releaser's courtesy ends: a job released
+/// with "keep until the cycle ends" can run again in the next cycle.
+async fn take_over(
+    conn: &Conn,
+    keys: &LockKeys,
+    revision: i64,
+    record: Record,
+    lease: i64,
+) -> Result<Option<Took>, OpError> {
+    let txn = Txn::new()
+        .when([Compare::mod_revision(
+            keys.lock.clone(),
+            CompareOp::Equal,
+            revision,
+        )])
+        .and_then([TxnOp::txn(keys.take(&record, lease))]);
+    let answer = Answer::read(conn.client.kv_client().txn(txn).await?);
+    if !answer.succeeded {
+        return Ok(None);
+    }
+    read_take(answer.txn(0)?, keys, record).map(Some)
 }
 
 /// Reads the answer of the transaction [`attempt`] sends, for the lock `keys` and the
@@ -129,7 +187,7 @@ pub(crate) fn read(answer: Answer, keys: &LockKeys, record: Record) -> Result<To
             record: stored,
         });
     }
-    held(mine, keys).map(Took::Held)
+    held(mine, keys)
 }
 
 /// Reads the answer of [`LockKeys::take`].
@@ -147,8 +205,9 @@ pub(crate) fn read_take(answer: Answer, keys: &LockKeys, record: Record) -> Resu
     Ok(Took::Behind(decode_fence(&keys.fence, &fence.value)?))
 }
 
-/// The holder a refused acquire read ([`LockKeys::read_holder`]).
-pub(crate) fn held(mut answer: Answer, keys: &LockKeys) -> Result<Option<LeaderLease>, OpError> {
+/// The holder a refused acquire read ([`LockKeys::read_holder`]): [`Took::Held`], or
+/// [`Took::Kept`] for a lock released and kept for its minimum lease.
+pub(crate) fn held(mut answer: Answer, keys: &LockKeys) -> Result<Took, OpError> {
     let lock = answer.got(1)?;
     if lock
         .as_ref()
@@ -157,14 +216,24 @@ pub(crate) fn held(mut answer: Answer, keys: &LockKeys) -> Result<Option<LeaderL
         return Err(OpError::corrupt(&keys.lock, "not an owner token"));
     }
     match answer.got(0)? {
-        Some(holder) => Ok(Some(Record::decode(&holder.key, &holder.value)?.holder())),
+        Some(holder) => {
+            let holder = Record::decode(&holder.key, &holder.value)?.holder();
+            Ok(match lock {
+                Some(lock) if lock.value == RELEASED => Took::Kept {
+                    holder,
+                    revision: lock.mod_revision,
+                    lease: lock.lease,
+                },
+                _ => Took::Held(Some(holder)),
+            })
+        }
         // The lock expired between the compare and the reads: impossible inside one
         // transaction, so a lock key without a holder record is not this backend's.
         None if lock.is_some() => Err(OpError::corrupt(
             &keys.holder,
             "a held lock without its holder record",
         )),
-        None => Ok(None),
+        None => Ok(Took::Held(None)),
     }
 }
 

@@ -139,6 +139,10 @@ impl AcquireSlot {
                     );
                 }
                 Took::Held(holder) => return Ok(SlotOutcome::Held(holder)),
+                // A group's released slot frees when etcd drops its lease (up to a second
+                // after its minimum lease): a group is tried as one transaction, and a
+                // takeover of one slot would make it two.
+                Took::Kept { holder, .. } => return Ok(SlotOutcome::Held(Some(holder))),
                 Took::Behind(stored) => {
                     conn.saw_token(stored);
                     token = conn.next_token(micros(sent));
@@ -202,5 +206,5 @@ fn read(mut answer: Answer, keys: &[LockKeys], record: &Record) -> Result<(usize
             answer = answer.txn(0)?;
         }
     }
-    Ok((0, Took::Held(held(answer, &keys[0])?)))
+    Ok((0, held(answer, &keys[0])?))
 }
