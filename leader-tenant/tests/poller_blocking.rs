@@ -134,7 +134,7 @@ fn without_the_min_lease_a_late_instance_runs_the_job_again() {
 }
 
 #[test]
-fn a_late_run_never_blocks_the_next_cycle_and_a_late_instance_skips_until_the_guard() {
+fn a_late_run_never_blocks_the_next_cycle_and_a_lock_won_inside_the_guard_runs_nothing() {
     let store = manual_backend();
     let clock = store.1.clone();
     let config = PollerConfig::new("sync", INTERVAL);
@@ -154,10 +154,22 @@ fn a_late_run_never_blocks_the_next_cycle_and_a_late_instance_skips_until_the_gu
     // Cycle 1: reaching it at once is fine, the lock ended 1 s before the boundary.
     clock.advance(Duration::from_secs(2));
     assert_eq!(elected(&b), 1);
-    // The documented limit: an instance reaching it inside the guard (the last second of
-    // the cycle, an overrun of nearly a whole interval) runs it again.
+    // An instance reaching it inside the guard (the last second of the cycle, an overrun
+    // of nearly a whole interval) wins a lock B's minimum lease no longer holds: it must
+    // not run the job a second time this cycle. It skips, and frees the lock at once.
     clock.advance(Duration::from_millis(59_500));
-    assert_eq!(elected(&a), 1);
+    let late = a.run_cycle();
+    assert_eq!(late.count(OutcomeKind::Elected), 0, "{late}");
+    assert_eq!(late.count(OutcomeKind::Skipped), 1, "{late}");
+    assert_eq!(
+        runs.count(0, "tenant-000"),
+        2,
+        "the job ran once per cycle, twice"
+    );
+    // The next cycle runs it, at once.
+    clock.advance(Duration::from_millis(600));
+    assert_eq!(elected(&b), 1);
+    assert_eq!(runs.count(0, "tenant-000"), 3);
 }
 
 #[test]

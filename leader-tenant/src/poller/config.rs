@@ -54,9 +54,12 @@ pub enum ShutdownMode {
 /// that reaches the tenant later in the same cycle skips it, and the lock is free again
 /// when the next cycle starts, however early in that cycle an instance reaches the tenant.
 /// The guard (`min(interval / 10, 1 s)` by default) absorbs clock skew between the instances
-/// and the latency of the acquire. What remains: an instance reaching a tenant within the
-/// guard before the cycle's end (a cycle that overran by nearly a whole interval) runs
-/// its job again; `run` logs such overruns.
+/// and the latency of the acquire. A lock won in a batch whose answer comes within the
+/// guard before the cycle's end — a cycle that overran by nearly a whole interval, or a
+/// store so slow that the answer came after the cycle's locks were freed — does not run
+/// its job: another instance may have run it and freed the lock in between. Its outcome is
+/// `Skipped` (with a warning in the log), its lock is released, and the next cycle runs it:
+/// a tenant may miss a cycle this way, but is not run twice in one. `run` logs overruns.
 ///
 /// The minimum lease is computed per tenant, when its run starts. With
 /// [`with_min_lease_time`](Self::with_min_lease_time) it is a fixed duration instead (zero
@@ -286,13 +289,22 @@ impl PollerConfig {
         if let Some(fixed) = self.fixed_min_lease {
             return fixed;
         }
-        let free_at = schedule::cycle_start(cycle.saturating_add(1), self.interval)
-            .checked_sub(self.cycle_end_guard())
-            .unwrap_or(now);
-        free_at
+        self.free_at(cycle)
+            .unwrap_or(now)
             .duration_since(now)
             .unwrap_or_default()
             .min(self.interval)
+    }
+
+    /// When the locks of cycle `cycle` are freed (a guard before the next cycle starts),
+    /// or `None` with a fixed minimum lease. A lock won after then may have been freed
+    /// by an instance that already ran this cycle's job: it must not run the job again.
+    pub(crate) fn free_at(&self, cycle: u64) -> Option<SystemTime> {
+        if self.fixed_min_lease.is_some() {
+            return None;
+        }
+        schedule::cycle_start(cycle.saturating_add(1), self.interval)
+            .checked_sub(self.cycle_end_guard())
     }
 
     /// The elector options of a run with the minimum lease `min_lease`, derived from `base`.

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use futures_util::future::Either;
 use futures_util::{FutureExt, Stream, StreamExt, stream};
-use leader_core::{Error, LeaderRunResult};
+use leader_core::{Clock, Error, LeaderRunResult};
 use tracing::Instrument;
 
 use crate::error::TenantError;
@@ -65,6 +65,10 @@ pub(crate) enum Tried<A> {
     Alone,
     /// Trying its lock failed.
     Failed(TenantError),
+    /// This instance took the lock, but its answer came after the cycle's locks are freed
+    /// (a slow store): another instance may have run this cycle's job and freed the lock
+    /// in between, so the job is not run, and the lock (`A`, dropped) is released.
+    Late(A),
 }
 
 impl<A> From<Result<Option<A>, Error>> for Tried<A> {
@@ -90,6 +94,11 @@ impl<A> Tried<A> {
 pub(crate) struct CycleRun<'a> {
     pub(crate) started_at: SystemTime,
     pub(crate) cycle: u64,
+    /// When the cycle's locks are freed (`None` with a fixed minimum lease): a lock won
+    /// after then does not run its job.
+    pub(crate) free_at: Option<SystemTime>,
+    /// The clock `free_at` is on.
+    pub(crate) clock: &'a dyn Clock,
     pub(crate) job_name: &'a str,
     pub(crate) concurrency: usize,
     pub(crate) acquire_batch: usize,
@@ -100,6 +109,12 @@ pub(crate) struct CycleRun<'a> {
 impl CycleRun<'_> {
     fn stopped(&self) -> bool {
         self.shutdown.is_some_and(Shutdown::is_triggered)
+    }
+
+    /// Whether a lock won now came too late to run this cycle's job.
+    fn past_free_at(&self) -> bool {
+        self.free_at
+            .is_some_and(|free_at| self.clock.now() >= free_at)
     }
 }
 
@@ -284,7 +299,14 @@ where
             let tenants = batch.iter().map(|(_, id)| id.clone()).collect();
             let tried = try_batch(tenants, run.cycle);
             async move {
-                let mut tried = tried.await.into_iter();
+                let tried = tried.await;
+                // The answers are in: a lock won after the cycle's locks are freed may
+                // follow another instance's run of this cycle (see `Tried::Late`).
+                let late = run.past_free_at();
+                let mut tried = tried.into_iter().map(|tried| match tried {
+                    Tried::Won(won) if late => Tried::Late(won),
+                    other => other,
+                });
                 batch
                     .into_iter()
                     .map(|(index, id)| (index, id, tried.next().unwrap_or(Tried::Alone)))
@@ -310,6 +332,15 @@ where
         Tried::Won(won) => Either::Left(run_one(id, Some(won), cycle)),
         Tried::Alone => Either::Left(run_one(id, None, cycle)),
         Tried::Held => Either::Right(ready(Ok(LeaderRunResult::Skipped))),
+        Tried::Late(won) => {
+            tracing::warn!(
+                tenant = %id,
+                cycle,
+                "the tenant's lock was won after the cycle's locks are freed: its job is not run this cycle"
+            );
+            drop(won);
+            Either::Right(ready(Ok(LeaderRunResult::Skipped)))
+        }
         Tried::Failed(error) => Either::Right(ready(Err(error))),
     }
 }

@@ -124,11 +124,14 @@ impl<S: TenantSource> Core<S> {
         cycle: Option<u64>,
         shutdown: Option<&'a Shutdown>,
     ) -> CycleRun<'a> {
+        let cycle = cycle.unwrap_or_else(|| {
+            schedule::cycle_at(self.run.clock.now(), self.run.config.interval())
+        });
         CycleRun {
             started_at: self.run.clock.now(),
-            cycle: cycle.unwrap_or_else(|| {
-                schedule::cycle_at(self.run.clock.now(), self.run.config.interval())
-            }),
+            cycle,
+            free_at: self.run.config.free_at(cycle),
+            clock: self.run.clock.as_ref(),
             job_name: self.run.config.job_name(),
             concurrency: self.concurrency,
             acquire_batch: self.run.config.acquire_batch(),
