@@ -25,6 +25,7 @@ use crate::cli::{Broken, WorkerArgs};
 use crate::event::{Event, Phase, WriteOutcome, now_us};
 use crate::logfile::LogFile;
 use crate::resource::Resource;
+use crate::servers;
 
 /// The lock every worker contends for.
 pub const LOCK: &str = "chaos";
@@ -79,7 +80,7 @@ pub fn run(args: &WorkerArgs) -> Result<(), Box<dyn Error>> {
         .with_wait_time(WAIT_TIME)
         .with_auto_extend(true)
         .with_node_id(node_id(args.worker));
-    let elector = LeaderElector::new(leader::connect(&args.lock_url)?, options)?;
+    let elector = LeaderElector::new(servers::connect(&args.lock_url)?, options)?;
     while !stop.load(Ordering::SeqCst) {
         let requested = now_us();
         let ran = elector.run_if_leader_with(LOCK, |lease: &LeaseContext| {
