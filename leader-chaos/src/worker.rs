@@ -1,10 +1,10 @@
 //! One worker process: contends for the lock in a loop and, while it holds it, writes to
 //! the resource fenced by its token, logging every step.
 //!
-//! The lease is short (`--lease-ms`, 1.5 s by default) and **auto-extended**: some sections
-//! deliberately work longer than the lease, and with the watchdog renewing every third of
-//! it they keep the lock, so a lease is lost only to a fault (a pause, a partition, a
-//! server restart), which is what the run is about. The work waits with
+//! The lease is short (`--lease-ms`, 1.5 s by default, 2 s for etcd) and
+//! **auto-extended**: some sections deliberately work longer than the lease, and with the
+//! watchdog renewing every third of it they keep the lock, so a lease is lost only to a
+//! fault (a pause, a partition, a server restart), which is what the run is about. The work waits with
 //! [`LeaseContext::wait_lost_timeout`], so a worker whose renewal fails or whose deadline
 //! passes stops at once and logs `lost`, stamped with the moment the lease ended. It then
 //! still makes its `end` write, as a stale holder that checked too early would: the fence
