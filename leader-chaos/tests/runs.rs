@@ -165,7 +165,7 @@ fn a_healthy_etcd_run_passes() {
     if !servers(&["redis-server", "etcd"]) {
         return;
     }
-    // 20 s: long enough for one fault of each of the eight kinds.
+    // 20 s: some five faults, each of another kind (a run draws every kind once first).
     let (code, line) = run(
         "etcd",
         &[
