@@ -26,7 +26,7 @@ pub struct FaultSpan {
 /// Everything the checker reads.
 #[derive(Debug, Clone, Default)]
 pub struct RunRecord {
-    /// `redis` or `mongodb`.
+    /// `redis`, `mongodb` or `etcd`.
     pub backend: String,
     /// Every worker process's log.
     pub incarnations: Vec<Incarnation>,
@@ -160,6 +160,10 @@ fn overlaps(all: &[Section], faults: &[FaultSpan], report: &mut Report) {
 /// Whether a fault explains the overlap of `a` and `b`: a pause of either holder between
 /// the start of its acquire call and the end of the overlap, or a data-losing restart of
 /// the lock server between the earlier acquire call and the end of the overlap.
+///
+/// Nothing else does: not a partition, a reset, a worker kill, a data-keeping restart
+/// (MongoDB, a whole etcd cluster), nor a fault of one etcd member (killed, paused, cut
+/// off), which a cluster must ride out without two holders.
 fn explained(a: &Section, b: &Section, faults: &[FaultSpan]) -> bool {
     let window_end = a.end.min(b.end);
     let during = |fault: &FaultSpan, from: u64| fault.start <= window_end && fault.end >= from;

@@ -9,14 +9,16 @@ use crate::faults::Class;
 
 /// The usage text.
 pub const USAGE: &str = "\
-usage: leader-chaos [--backend redis|mongodb] [--workers N] [--seconds N] [--seed N]
-                    [--lease-ms N] [--faults kill,pause,restart,blackhole,reset|none]
-                    [--broken no-lock|no-fence] [--dir PATH]
+usage: leader-chaos [--backend redis|mongodb|etcd] [--workers N] [--seconds N] [--seed N]
+                    [--lease-ms N] [--faults LIST|all|none] [--broken no-lock|no-fence]
+                    [--dir PATH]
 
 Runs N worker processes contending for one lock behind a fault proxy, injects faults on
 a schedule drawn from --seed, then checks the logs and the fenced resource. Prints one
 `chaos: ...` line and exits 1 when a safety figure is not zero.
-Defaults: --backend redis --workers 5 --seconds 60 --seed 1 --lease-ms 1500, every fault.";
+Faults: kill,pause,restart,blackhole,reset; with etcd also member-kill,member-pause,
+member-cut. Defaults: --backend redis --workers 5 --seconds 60 --seed 1, every fault of
+the backend, --lease-ms 1500 (etcd: 2000, and it must be whole seconds).";
 
 /// The lock backend.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +27,28 @@ pub enum Backend {
     Redis,
     /// A MongoDB-compatible server: a restart keeps them.
     Mongodb,
+    /// A three-member etcd cluster: a restart keeps them; single members fail too.
+    Etcd,
+}
+
+impl Backend {
+    /// Its `--backend` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Redis => "redis",
+            Backend::Mongodb => "mongodb",
+            Backend::Etcd => "etcd",
+        }
+    }
+
+    /// The workers' lease when `--lease-ms` is not given: a whole second count for etcd,
+    /// whose leases count whole seconds.
+    pub fn default_lease(self) -> Duration {
+        match self {
+            Backend::Redis | Backend::Mongodb => Duration::from_millis(1500),
+            Backend::Etcd => Duration::from_millis(2000),
+        }
+    }
 }
 
 /// A deliberately wrong worker, to show that the checker catches it.
@@ -150,9 +174,25 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
     }
     let broken = get("--broken").map(broken).transpose()?;
     let seed = number(get("--seed"), "--seed", 1)?;
-    let lease = Duration::from_millis(number(get("--lease-ms"), "--lease-ms", 1500)?);
+    let backend = match get("--backend").unwrap_or("redis") {
+        "redis" => Backend::Redis,
+        "mongodb" | "mongo" => Backend::Mongodb,
+        "etcd" => Backend::Etcd,
+        other => return Err(UsageError(format!("unknown backend {other}"))),
+    };
+    let lease = match get("--lease-ms") {
+        Some(ms) => Duration::from_millis(ms.parse().map_err(|_| bad("--lease-ms"))?),
+        None => backend.default_lease(),
+    };
     if lease < Duration::from_millis(100) {
         return Err(UsageError("--lease-ms must be at least 100".into()));
+    }
+    // etcd grants whole seconds: a rounded-up lease would make the orchestrator's pauses
+    // and the grace period too short for what the cluster holds.
+    if backend == Backend::Etcd && lease.subsec_nanos() != 0 {
+        return Err(UsageError(
+            "--lease-ms must be whole seconds for etcd (a multiple of 1000)".into(),
+        ));
     }
     if worker {
         let need = |name: &str| {
@@ -171,11 +211,6 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
             broken,
         }));
     }
-    let backend = match get("--backend").unwrap_or("redis") {
-        "redis" => Backend::Redis,
-        "mongodb" | "mongo" => Backend::Mongodb,
-        other => return Err(UsageError(format!("unknown backend {other}"))),
-    };
     let workers = number(get("--workers"), "--workers", 5)?;
     if workers == 0 {
         return Err(UsageError("--workers must be at least 1".into()));
@@ -186,7 +221,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
         seconds: number(get("--seconds"), "--seconds", 60)?,
         seed,
         lease,
-        faults: get("--faults").map_or(Ok(Class::ALL.to_vec()), classes)?,
+        faults: get("--faults").map_or(Ok(Class::of(backend)), |list| classes(list, backend))?,
         broken,
         dir: get("--dir").map(PathBuf::from),
     }))
@@ -227,14 +262,25 @@ fn broken(value: &str) -> Result<Broken, UsageError> {
     }
 }
 
-fn classes(value: &str) -> Result<Vec<Class>, UsageError> {
-    if value == "none" {
-        return Ok(Vec::new());
+fn classes(value: &str, backend: Backend) -> Result<Vec<Class>, UsageError> {
+    match value {
+        "none" => return Ok(Vec::new()),
+        "all" => return Ok(Class::of(backend)),
+        _ => {}
     }
-    value
-        .split(',')
-        .map(|name| Class::from_name(name.trim()).ok_or_else(|| bad("--faults")))
-        .collect()
+    let mut chosen = Vec::new();
+    for name in value.split(',').map(str::trim) {
+        let class = Class::from_name(name).ok_or_else(|| bad("--faults"))?;
+        if class.etcd_only() && backend != Backend::Etcd {
+            return Err(UsageError(format!(
+                "fault {name} needs --backend etcd (it acts on one member of a cluster)"
+            )));
+        }
+        if !chosen.contains(&class) {
+            chosen.push(class);
+        }
+    }
+    Ok(chosen)
 }
 
 fn number<T: std::str::FromStr>(
@@ -266,7 +312,8 @@ mod tests {
             (run.backend, run.workers, run.seconds, run.seed),
             (Backend::Redis, 5, 60, 1)
         );
-        assert_eq!(run.faults, Class::ALL.to_vec());
+        assert_eq!(run.faults, Class::of(Backend::Redis));
+        assert_eq!(run.lease, Duration::from_millis(1500));
         let Command::Run(run) =
             parsed("--backend mongodb --faults pause,kill --broken no-fence --seed 7").unwrap()
         else {
@@ -275,6 +322,73 @@ mod tests {
         assert_eq!(run.backend, Backend::Mongodb);
         assert_eq!(run.faults, vec![Class::Pause, Class::Kill]);
         assert_eq!((run.broken, run.seed), (Some(Broken::NoFence), 7));
+    }
+
+    #[test]
+    fn etcd_runs_take_member_faults_and_whole_second_leases() {
+        let Command::Run(run) = parsed("--backend etcd").unwrap() else {
+            panic!("not a run")
+        };
+        assert_eq!(run.backend, Backend::Etcd);
+        assert_eq!(run.lease, Duration::from_millis(2000));
+        assert_eq!(run.faults, Class::ALL.to_vec());
+        assert!(run.faults.contains(&Class::MemberCut));
+        let Command::Run(run) = parsed(
+            "--backend etcd --lease-ms 3000 --faults member-kill,member-pause,member-cut,reset",
+        )
+        .unwrap() else {
+            panic!("not a run")
+        };
+        assert_eq!(run.lease, Duration::from_secs(3));
+        assert_eq!(
+            run.faults,
+            vec![
+                Class::MemberKill,
+                Class::MemberPause,
+                Class::MemberCut,
+                Class::Reset
+            ]
+        );
+        let Command::Run(run) = parsed("--backend etcd --faults all").unwrap() else {
+            panic!("not a run")
+        };
+        assert_eq!(run.faults, Class::ALL.to_vec());
+        let Command::Run(run) = parsed("--backend redis --faults all").unwrap() else {
+            panic!("not a run")
+        };
+        assert!(
+            !run.faults.iter().any(|c| c.etcd_only()),
+            "{:?}",
+            run.faults
+        );
+        // A repeated name counts once.
+        let Command::Run(run) = parsed("--backend etcd --faults member-cut,member-cut").unwrap()
+        else {
+            panic!("not a run")
+        };
+        assert_eq!(run.faults, vec![Class::MemberCut]);
+    }
+
+    #[test]
+    fn member_faults_and_part_seconds_are_refused_outside_etcd_rules() {
+        for line in [
+            "--faults member-kill",
+            "--backend redis --faults pause,member-pause",
+            "--backend mongodb --faults member-cut",
+            "--backend etcd --lease-ms 1500",
+            "--backend etcd --lease-ms 2500",
+            "--backend etcd --lease-ms 500",
+            "--backend etcd --faults member-nap",
+        ] {
+            assert!(parsed(line).is_err(), "{line}");
+        }
+        let err = parsed("--backend redis --faults member-kill").unwrap_err();
+        assert!(err.to_string().contains("--backend etcd"), "{err}");
+        // Other backends keep part-second leases.
+        let Command::Run(run) = parsed("--backend redis --lease-ms 1200").unwrap() else {
+            panic!("not a run")
+        };
+        assert_eq!(run.lease, Duration::from_millis(1200));
     }
 
     #[test]
@@ -296,7 +410,7 @@ mod tests {
     #[test]
     fn mistakes_are_usage_errors() {
         for line in [
-            "--backend etcd",
+            "--backend consul",
             "--workers",
             "--workers 0",
             "--bogus 1",

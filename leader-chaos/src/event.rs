@@ -71,6 +71,26 @@ pub enum FaultKind {
     Blackhole,
     /// The proxy reset every open connection.
     Reset,
+    /// One etcd member killed with SIGKILL, then started again on its data.
+    MemberKill {
+        /// Its index in the cluster (0, 1, 2).
+        member: usize,
+        /// Whether it was the raft leader when it was killed.
+        leader: bool,
+    },
+    /// One etcd member stopped with SIGSTOP, then continued.
+    MemberPause {
+        /// Its index in the cluster.
+        member: usize,
+        /// Whether it was the raft leader when it was stopped.
+        leader: bool,
+    },
+    /// One etcd member's proxy dropped all traffic, then healed; the member stayed in
+    /// the cluster.
+    MemberCut {
+        /// Its index in the cluster.
+        member: usize,
+    },
 }
 
 /// One line of a log.
@@ -217,6 +237,13 @@ impl fmt::Display for Event {
                     }
                     FaultKind::Blackhole => f.write_str("blackhole")?,
                     FaultKind::Reset => f.write_str("reset")?,
+                    FaultKind::MemberKill { member, leader } => {
+                        write!(f, "member-kill\tmember={member}\trole={}", role(*leader))?;
+                    }
+                    FaultKind::MemberPause { member, leader } => {
+                        write!(f, "member-pause\tmember={member}\trole={}", role(*leader))?;
+                    }
+                    FaultKind::MemberCut { member } => write!(f, "member-cut\tmember={member}")?,
                 }
                 write!(f, "\tstart={start}\tend={end}")
             }
@@ -233,5 +260,21 @@ pub fn describe(kind: FaultKind) -> String {
         FaultKind::Restart { data_lost: false } => "restart the lock server, data kept".into(),
         FaultKind::Blackhole => "blackhole the proxy, then heal".into(),
         FaultKind::Reset => "reset the proxy's connections".into(),
+        FaultKind::MemberKill { member, leader } => format!(
+            "kill -9 etcd member m{member} ({}), then restart it",
+            role(leader)
+        ),
+        FaultKind::MemberPause { member, leader } => format!(
+            "SIGSTOP etcd member m{member} ({}), then SIGCONT",
+            role(leader)
+        ),
+        FaultKind::MemberCut { member } => {
+            format!("blackhole etcd member m{member}'s proxy, then heal")
+        }
     }
+}
+
+/// The `role=` value of a member fault.
+fn role(leader: bool) -> &'static str {
+    if leader { "leader" } else { "follower" }
 }

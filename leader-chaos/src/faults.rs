@@ -1,17 +1,21 @@
 //! The faults: which kinds a run draws from, the seeded schedule, and injecting one.
 //!
-//! One fault at a time: the schedule draws a gap (1–3 s), then a kind by weight, then its
-//! target and duration, all from one RNG seeded by `--seed`. The times at which faults
-//! land still depend on the machine, so a seed fixes the sequence, not the interleaving.
+//! One fault at a time: the schedule draws a gap (1–3 s), then a kind, then its target and
+//! duration, all from one RNG seeded by `--seed`. The first kinds are every chosen kind
+//! once, in a random order (so a short run sees each of them), the rest by weight. The
+//! times at which faults land still depend on the machine, so a seed fixes the sequence,
+//! not the interleaving.
 
 use std::io;
 use std::thread;
 use std::time::Duration;
 
+use leader_testkit::fixtures::{EtcdCluster, EtcdMember};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::checker::FaultSpan;
+use crate::cli::Backend;
 use crate::event::{FaultKind, describe, now_us};
 use crate::orchestrator::Lab;
 use crate::worker::{LOCK, worker_of};
@@ -30,17 +34,44 @@ pub enum Class {
     Blackhole,
     /// Reset every connection through the proxy.
     Reset,
+    /// etcd: kill -9 one member (the raft leader half the time), start it again 1–3 s
+    /// later on its data.
+    MemberKill,
+    /// etcd: SIGSTOP one member (the raft leader half the time) for 1–4 s, then SIGCONT.
+    MemberPause,
+    /// etcd: drop all traffic at one member's proxy for 1–4 s, then heal; the member
+    /// itself stays in the cluster.
+    MemberCut,
 }
 
 impl Class {
     /// Every kind.
-    pub const ALL: [Class; 5] = [
+    pub const ALL: [Class; 8] = [
         Class::Kill,
         Class::Pause,
         Class::Restart,
         Class::Blackhole,
         Class::Reset,
+        Class::MemberKill,
+        Class::MemberPause,
+        Class::MemberCut,
     ];
+
+    /// Every kind `backend` supports: the member faults only for etcd.
+    pub fn of(backend: Backend) -> Vec<Class> {
+        Class::ALL
+            .into_iter()
+            .filter(|class| backend == Backend::Etcd || !class.etcd_only())
+            .collect()
+    }
+
+    /// Whether it acts on one member of an etcd cluster.
+    pub fn etcd_only(self) -> bool {
+        matches!(
+            self,
+            Class::MemberKill | Class::MemberPause | Class::MemberCut
+        )
+    }
 
     /// The kind a `--faults` name means.
     pub fn from_name(name: &str) -> Option<Class> {
@@ -55,6 +86,9 @@ impl Class {
             Class::Restart => "restart",
             Class::Blackhole => "blackhole",
             Class::Reset => "reset",
+            Class::MemberKill => "member-kill",
+            Class::MemberPause => "member-pause",
+            Class::MemberCut => "member-cut",
         }
     }
 
@@ -62,7 +96,12 @@ impl Class {
     fn weight(self) -> u32 {
         match self {
             Class::Pause => 3,
-            Class::Kill | Class::Restart | Class::Blackhole => 2,
+            Class::Kill
+            | Class::Restart
+            | Class::Blackhole
+            | Class::MemberKill
+            | Class::MemberPause
+            | Class::MemberCut => 2,
             Class::Reset => 1,
         }
     }
@@ -73,6 +112,8 @@ impl Class {
 pub struct Schedule {
     rng: StdRng,
     classes: Vec<Class>,
+    /// Kinds not drawn yet: drawn first, in a random order.
+    unseen: Vec<Class>,
 }
 
 impl Schedule {
@@ -80,6 +121,7 @@ impl Schedule {
     pub fn new(seed: u64, classes: Vec<Class>) -> Self {
         Schedule {
             rng: StdRng::seed_from_u64(seed),
+            unseen: classes.clone(),
             classes,
         }
     }
@@ -89,8 +131,13 @@ impl Schedule {
         Duration::from_millis(self.rng.random_range(1000..3000))
     }
 
-    /// The next kind of fault, `None` when the run injects none.
+    /// The next kind of fault, `None` when the run injects none: each kind once, in a
+    /// random order, then by weight.
     pub fn next_class(&mut self) -> Option<Class> {
+        if !self.unseen.is_empty() {
+            let index = self.rng.random_range(0..self.unseen.len());
+            return Some(self.unseen.swap_remove(index));
+        }
         let total: u32 = self.classes.iter().map(|c| c.weight()).sum();
         if total == 0 {
             return None;
@@ -126,6 +173,17 @@ impl Schedule {
             },
             Class::Blackhole => FaultKind::Blackhole,
             Class::Reset => FaultKind::Reset,
+            Class::MemberKill => {
+                let (member, leader) = pick_member(rng, lab)?;
+                FaultKind::MemberKill { member, leader }
+            }
+            Class::MemberPause => {
+                let (member, leader) = pick_member(rng, lab)?;
+                FaultKind::MemberPause { member, leader }
+            }
+            Class::MemberCut => FaultKind::MemberCut {
+                member: rng.random_range(0..lab.proxies.len()),
+            },
         };
         lab.journal.say(&format!("fault: {}", describe(kind)));
         let start = now_us();
@@ -146,11 +204,39 @@ impl Schedule {
                 lab.server.restart()?;
             }
             FaultKind::Blackhole => {
-                lab.proxy.blackhole();
+                lab.blackhole();
                 thread::sleep(Duration::from_millis(rng.random_range(1000..4000)));
-                lab.proxy.heal();
+                lab.heal();
             }
-            FaultKind::Reset => lab.proxy.reset(),
+            FaultKind::Reset => lab.reset(),
+            FaultKind::MemberKill { member, .. } => {
+                let down = Duration::from_millis(rng.random_range(1000..3000));
+                let cluster = etcd(lab)?;
+                let target = member_mut(cluster, member)?;
+                target.kill();
+                thread::sleep(down);
+                target.restart()?;
+                cluster.wait_until_healthy()?;
+            }
+            FaultKind::MemberPause { member, .. } => {
+                let stopped = Duration::from_millis(rng.random_range(1000..4000));
+                let cluster = etcd(lab)?;
+                let pid = member_mut(cluster, member)?
+                    .pid()
+                    .ok_or_else(|| io::Error::other(format!("etcd member m{member} is down")))?;
+                signal(pid, "STOP")?;
+                thread::sleep(stopped);
+                signal(pid, "CONT")?;
+                cluster.wait_until_healthy()?;
+            }
+            FaultKind::MemberCut { member } => {
+                let cut = Duration::from_millis(rng.random_range(1000..4000));
+                if let Some(proxy) = lab.proxies.get(member) {
+                    proxy.blackhole();
+                    thread::sleep(cut);
+                    proxy.heal();
+                }
+            }
         }
         let span = FaultSpan {
             kind,
@@ -160,6 +246,33 @@ impl Schedule {
         lab.journal.fault(span)?;
         Ok(span)
     }
+}
+
+/// A member to act on: the raft leader half the time, else a random one (both choices
+/// drawn whatever the cluster's state, so the sequence stays the seed's), and whether it
+/// leads now.
+fn pick_member(rng: &mut StdRng, lab: &mut Lab) -> io::Result<(usize, bool)> {
+    let to_leader = rng.random_bool(0.5);
+    let cluster = etcd(lab)?;
+    let any = rng.random_range(0..cluster.members().len());
+    let leader = cluster.leader()?;
+    let member = if to_leader { leader } else { any };
+    Ok((member, member == leader))
+}
+
+/// The run's etcd cluster; an error for another backend (the command line refuses
+/// member faults there).
+fn etcd(lab: &mut Lab) -> io::Result<&mut EtcdCluster> {
+    lab.server
+        .etcd_mut()
+        .ok_or_else(|| io::Error::other("a member fault needs the etcd backend"))
+}
+
+fn member_mut(cluster: &mut EtcdCluster, member: usize) -> io::Result<&mut EtcdMember> {
+    cluster
+        .members_mut()
+        .get_mut(member)
+        .ok_or_else(|| io::Error::other(format!("no etcd member m{member}")))
 }
 
 /// The worker holding the lock now, asked of the lock server directly (not through the
@@ -173,4 +286,38 @@ fn holder(lab: &Lab) -> Option<u32> {
         thread::sleep(Duration::from_millis(100));
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_schedule_draws_every_kind_once_first() {
+        for seed in 0..20 {
+            let mut schedule = Schedule::new(seed, Class::ALL.to_vec());
+            let mut first: Vec<Class> = (0..Class::ALL.len())
+                .map(|_| schedule.next_class().unwrap())
+                .collect();
+            first.sort_by_key(|c| c.name());
+            let mut all = Class::ALL.to_vec();
+            all.sort_by_key(|c| c.name());
+            assert_eq!(first, all, "seed {seed}");
+            assert!(schedule.next_class().is_some());
+        }
+        assert_eq!(Schedule::new(1, Vec::new()).next_class(), None);
+    }
+
+    #[test]
+    fn names_round_trip_and_member_faults_are_etcd_only() {
+        for class in Class::ALL {
+            assert_eq!(Class::from_name(class.name()), Some(class));
+        }
+        assert_eq!(Class::of(Backend::Etcd), Class::ALL.to_vec());
+        for backend in [Backend::Redis, Backend::Mongodb] {
+            let classes = Class::of(backend);
+            assert_eq!(classes.len(), 5, "{backend:?}");
+            assert!(classes.iter().all(|c| !c.etcd_only()));
+        }
+    }
 }

@@ -1,4 +1,4 @@
-//! The orchestrator: starts the servers, the proxy and the workers, runs the fault
+//! The orchestrator: starts the servers, the proxies and the workers, runs the fault
 //! schedule, stops everything, and hands the logs and the resource to the checker.
 
 use std::error::Error;
@@ -16,20 +16,38 @@ use crate::event::{now_us, parse_log};
 use crate::faults::Schedule;
 use crate::journal::Journal;
 use crate::resource;
-use crate::servers::LockServer;
+use crate::servers::{self, LockServer};
 use crate::workers::{Life, Workers};
 
 /// What faults act on.
 #[derive(Debug)]
 pub struct Lab {
     pub(crate) server: LockServer,
-    pub(crate) proxy: FaultProxy,
+    /// One proxy per address of the lock server (one per etcd member), in its order.
+    pub(crate) proxies: Vec<FaultProxy>,
     /// Reads the lock's state from the server directly, to find the holder.
     pub(crate) observer: LeaderElector<AnyBackend>,
     pub(crate) workers: Workers,
     pub(crate) journal: Journal,
     pub(crate) lease: Duration,
     pub(crate) restart_loses_data: bool,
+}
+
+impl Lab {
+    /// Every proxy drops all traffic (a partition from the whole lock server).
+    pub(crate) fn blackhole(&self) {
+        self.proxies.iter().for_each(FaultProxy::blackhole);
+    }
+
+    /// Every proxy forwards again.
+    pub(crate) fn heal(&self) {
+        self.proxies.iter().for_each(FaultProxy::heal);
+    }
+
+    /// Every proxy resets its open connections.
+    pub(crate) fn reset(&self) {
+        self.proxies.iter().for_each(FaultProxy::reset);
+    }
 }
 
 /// Runs the whole thing and returns the checker's report (also written to
@@ -45,14 +63,19 @@ pub fn run(args: &RunArgs) -> Result<Report, Box<dyn Error>> {
     journal.say(&describe_run(args, &dir));
     let server = LockServer::start(args.backend)?;
     let resource = RedisServer::start()?;
-    let proxy = FaultProxy::start(server.addr())?;
-    let direct = leader::connect(&server.url_at(server.addr()))?;
+    let addrs = server.addrs();
+    let proxies = addrs
+        .iter()
+        .map(|addr| FaultProxy::start(*addr))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    let proxied: Vec<_> = proxies.iter().map(FaultProxy::addr).collect();
+    let direct = servers::connect(&server.url_at(&addrs))?;
     let observer = LeaderElector::new(
         direct,
         LeaderElectionOptions::new().with_wait_time(Duration::ZERO),
     )?;
     let template = WorkerArgs {
-        lock_url: server.url_at(proxy.addr()),
+        lock_url: server.url_at(&proxied),
         resource_url: resource.url(),
         worker: 0,
         incarnation: 0,
@@ -64,7 +87,7 @@ pub fn run(args: &RunArgs) -> Result<Report, Box<dyn Error>> {
     let workers = Workers::start(args.workers, template, &dir, &mut journal)?;
     let mut lab = Lab {
         server,
-        proxy,
+        proxies,
         observer,
         workers,
         journal,
@@ -74,12 +97,12 @@ pub fn run(args: &RunArgs) -> Result<Report, Box<dyn Error>> {
     let outcome = run_schedule(args, &mut lab);
     // Long sections last up to two leases; then a kill ends the stragglers.
     let grace = args.lease * 2 + Duration::from_secs(3);
-    lab.proxy.heal();
+    lab.heal();
     lab.workers.stop_all(grace, &mut lab.journal);
     outcome?;
     let run_end = now_us();
     let record = RunRecord {
-        backend: backend_name(args.backend).to_owned(),
+        backend: args.backend.name().to_owned(),
         incarnations: read_logs(lab.workers.lives())?,
         faults: lab.journal.faults().to_vec(),
         resource: resource::entries(&resource.url())?,
@@ -137,7 +160,7 @@ fn run_dir(args: &RunArgs) -> std::io::Result<PathBuf> {
         Some(dir) => dir.clone(),
         None => std::env::temp_dir().join(format!(
             "leader-chaos-{}-{}-{}",
-            backend_name(args.backend),
+            args.backend.name(),
             args.seed,
             std::process::id()
         )),
@@ -150,7 +173,7 @@ fn describe_run(args: &RunArgs, dir: &Path) -> String {
     let faults: Vec<&str> = args.faults.iter().map(|c| c.name()).collect();
     format!(
         "run: backend={} workers={} seconds={} seed={} lease_ms={} faults={} broken={} dir={}",
-        backend_name(args.backend),
+        args.backend.name(),
         args.workers,
         args.seconds,
         args.seed,
@@ -163,11 +186,4 @@ fn describe_run(args: &RunArgs, dir: &Path) -> String {
         args.broken.map_or("none", broken_name),
         dir.display()
     )
-}
-
-fn backend_name(backend: Backend) -> &'static str {
-    match backend {
-        Backend::Redis => "redis",
-        Backend::Mongodb => "mongodb",
-    }
 }

@@ -1,10 +1,10 @@
 //! One worker process: contends for the lock in a loop and, while it holds it, writes to
 //! the resource fenced by its token, logging every step.
 //!
-//! The lease is short (`--lease-ms`, 1.5 s by default) and **auto-extended**: some sections
-//! deliberately work longer than the lease, and with the watchdog renewing every third of
-//! it they keep the lock, so a lease is lost only to a fault (a pause, a partition, a
-//! server restart), which is what the run is about. The work waits with
+//! The lease is short (`--lease-ms`, 1.5 s by default, 2 s for etcd) and
+//! **auto-extended**: some sections deliberately work longer than the lease, and with the
+//! watchdog renewing every third of it they keep the lock, so a lease is lost only to a
+//! fault (a pause, a partition, a server restart), which is what the run is about. The work waits with
 //! [`LeaseContext::wait_lost_timeout`], so a worker whose renewal fails or whose deadline
 //! passes stops at once and logs `lost`, stamped with the moment the lease ended. It then
 //! still makes its `end` write, as a stale holder that checked too early would: the fence
@@ -25,6 +25,7 @@ use crate::cli::{Broken, WorkerArgs};
 use crate::event::{Event, Phase, WriteOutcome, now_us};
 use crate::logfile::LogFile;
 use crate::resource::Resource;
+use crate::servers;
 
 /// The lock every worker contends for.
 pub const LOCK: &str = "chaos";
@@ -79,7 +80,7 @@ pub fn run(args: &WorkerArgs) -> Result<(), Box<dyn Error>> {
         .with_wait_time(WAIT_TIME)
         .with_auto_extend(true)
         .with_node_id(node_id(args.worker));
-    let elector = LeaderElector::new(leader::connect(&args.lock_url)?, options)?;
+    let elector = LeaderElector::new(servers::connect(&args.lock_url)?, options)?;
     while !stop.load(Ordering::SeqCst) {
         let requested = now_us();
         let ran = elector.run_if_leader_with(LOCK, |lease: &LeaseContext| {

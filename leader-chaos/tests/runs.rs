@@ -1,6 +1,6 @@
 //! Short runs of the binary: broken workers must be caught, healthy ones must pass.
 //!
-//! They need `redis-server` (and `secantusd-rs` for MongoDB) on `PATH`: without them a
+//! They need `redis-server` (and `secantusd-rs` for MongoDB, `etcd` for etcd) on `PATH`: without them a
 //! test prints a skip line, or fails under `LEADER_TEST_REQUIRE_SERVERS=1`. The runs go
 //! one at a time (each starts several processes and servers).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -158,4 +158,71 @@ fn a_healthy_mongodb_run_passes() {
     assert_eq!(code, Some(0), "{line}");
     assert!(figure(&line, "acquisitions") > 0, "{line}");
     assert!(figure(&line, "faults") > 0, "{line}");
+}
+
+#[test]
+fn a_healthy_etcd_run_passes() {
+    if !servers(&["redis-server", "etcd"]) {
+        return;
+    }
+    // 20 s: some five faults, each of another kind (a run draws every kind once first).
+    let (code, line) = run(
+        "etcd",
+        &[
+            "--backend",
+            "etcd",
+            "--workers",
+            "4",
+            "--seconds",
+            "20",
+            "--seed",
+            "13",
+        ],
+    );
+    assert_eq!(code, Some(0), "{line}");
+    assert!(figure(&line, "acquisitions") > 0, "{line}");
+    assert!(figure(&line, "faults") > 0, "{line}");
+}
+
+#[test]
+fn etcd_workers_without_the_lock_or_the_fence_are_caught() {
+    if !servers(&["redis-server", "etcd"]) {
+        return;
+    }
+    let (code, line) = run(
+        "etcd-no-lock",
+        &[
+            "--backend",
+            "etcd",
+            "--broken",
+            "no-lock",
+            "--workers",
+            "3",
+            "--seconds",
+            "5",
+            "--faults",
+            "none",
+        ],
+    );
+    assert_eq!(code, Some(1), "{line}");
+    assert!(figure(&line, "unexplained_overlaps") > 0, "{line}");
+    assert!(figure(&line, "duplicate_tokens") > 0, "{line}");
+    let (code, line) = run(
+        "etcd-no-fence",
+        &[
+            "--backend",
+            "etcd",
+            "--broken",
+            "no-fence",
+            "--workers",
+            "3",
+            "--seconds",
+            "15",
+            "--faults",
+            "pause",
+        ],
+    );
+    assert_eq!(code, Some(1), "{line}");
+    assert!(figure(&line, "stale_writes_accepted") > 0, "{line}");
+    assert_eq!(figure(&line, "unexplained_overlaps"), 0, "{line}");
 }

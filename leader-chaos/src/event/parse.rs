@@ -125,6 +125,17 @@ fn parse_line(line: &str) -> Result<Stamped, &'static str> {
                 },
                 "blackhole" => FaultKind::Blackhole,
                 "reset" => FaultKind::Reset,
+                "member-kill" => FaultKind::MemberKill {
+                    member: member(get("member")?)?,
+                    leader: leader(get("role")?)?,
+                },
+                "member-pause" => FaultKind::MemberPause {
+                    member: member(get("member")?)?,
+                    leader: leader(get("role")?)?,
+                },
+                "member-cut" => FaultKind::MemberCut {
+                    member: member(get("member")?)?,
+                },
                 _ => return Err("unknown fault"),
             },
             start: num("start")?,
@@ -133,6 +144,18 @@ fn parse_line(line: &str) -> Result<Stamped, &'static str> {
         _ => return Err("unknown kind"),
     };
     Ok(Stamped { at, event })
+}
+
+fn member(text: &str) -> Result<usize, &'static str> {
+    text.parse().map_err(|_| "not a number")
+}
+
+fn leader(role: &str) -> Result<bool, &'static str> {
+    match role {
+        "leader" => Ok(true),
+        "follower" => Ok(false),
+        _ => Err("unknown role"),
+    }
 }
 
 fn write_outcome(text: &str) -> Result<WriteOutcome, &'static str> {
@@ -199,6 +222,27 @@ mod tests {
             },
             Event::Fault {
                 kind: FaultKind::Pause { worker: 4 },
+                start: 1,
+                end: 2,
+            },
+            Event::Fault {
+                kind: FaultKind::MemberKill {
+                    member: 2,
+                    leader: true,
+                },
+                start: 1,
+                end: 2,
+            },
+            Event::Fault {
+                kind: FaultKind::MemberPause {
+                    member: 0,
+                    leader: false,
+                },
+                start: 1,
+                end: 2,
+            },
+            Event::Fault {
+                kind: FaultKind::MemberCut { member: 1 },
                 start: 1,
                 end: 2,
             },
