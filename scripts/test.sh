@@ -175,7 +175,7 @@ run_step cargo test --workspace --all-features "$@"
 # failure reproduces with the printed command. The debug binary is the one `cargo test`
 # just built, so this step compiles nothing; `--release` only makes runs busier.
 chaos_seed=$(( 16#$(git rev-parse --short=8 HEAD 2>/dev/null || echo 1) ))
-for backend in redis mongodb; do
+for backend in redis mongodb etcd; do
     run_step timeout 150 cargo run -q -p leader-chaos -- \
         --backend "$backend" --workers 5 --seconds 45 --seed "$chaos_seed"
 done
