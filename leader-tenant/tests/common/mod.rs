@@ -257,3 +257,79 @@ pub fn scheduled_instances_run_each_job_once<B>(
         "no run outside a reported cycle"
     );
 }
+
+/// Three async instances (each with a backend of its own from `backend`, as separate
+/// processes would have) over 50 tenants, each cycle started just after its boundary, as a
+/// scheduler would: for three cycles, every tenant's job runs exactly once, with one
+/// winner per tenant and no error.
+pub fn async_instances_run_each_job_once<B>(backend: impl Fn() -> B, interval: Duration)
+where
+    B: leader_core::AsyncLockBackend + 'static,
+{
+    use leader_async::AsyncLeaderElector;
+    use leader_tenant::{AsyncTenantPoller, PollerConfig};
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let job_name = unique_job("async-sync");
+        let names = tenants(50);
+        let runs = Runs::default();
+        let pollers: Vec<_> = (0..3)
+            .map(|i| {
+                let elector =
+                    AsyncLeaderElector::new(backend(), options(&format!("node-{i}"))).unwrap();
+                let config = PollerConfig::new(job_name.as_str(), interval)
+                    .with_concurrency(8)
+                    .with_cycle_end_guard(interval / 5);
+                let (names, runs) = (names.clone(), runs.clone());
+                let job = move |tenant: TenantId, _lease: LeaseContext| {
+                    let runs = runs.clone();
+                    async move {
+                        runs.record(&tenant);
+                        Ok::<_, String>(())
+                    }
+                };
+                AsyncTenantPoller::new(&elector, config, move || names.clone(), job).unwrap()
+            })
+            .collect();
+        for round in 0..3 {
+            runs.set_round(round);
+            tokio::time::sleep(until_next_boundary(interval) + Duration::from_millis(5)).await;
+            let (a, (b, c)) = futures_lite::future::zip(
+                pollers[0].run_cycle(),
+                futures_lite::future::zip(pollers[1].run_cycle(), pollers[2].run_cycle()),
+            )
+            .await;
+            let reports = [a, b, c];
+            for report in &reports {
+                assert_eq!(report.count(OutcomeKind::Error), 0, "{report}");
+            }
+            runs.assert_exactly_once(round, &names);
+            assert_one_winner_per_tenant(&reports, &names);
+        }
+    });
+}
+
+/// A tenant-scoped run's lock is the key `tenant:acme:<job>` in `backend`'s store, seen
+/// by the scoped elector under the job's own name and free for the unscoped one.
+pub fn the_tenant_prefix_is_physical<B: leader_core::LockBackend + 'static>(backend: B) {
+    use leader_core::{LockBackend, LockName, LockStatus};
+
+    let elector = leader_blocking::LeaderElector::new(backend, options("a")).unwrap();
+    let acme = elector.for_tenant("acme").unwrap();
+    let job = unique_job("physical");
+    acme.run_if_leader(&job, || {
+        let key = LockName::new(format!("tenant:acme:{job}")).unwrap();
+        let physical = LockBackend::state(elector.backend().as_ref(), &key).unwrap();
+        assert_eq!(physical.status(), LockStatus::Occupied);
+        assert_eq!(physical.lock_name(), format!("tenant:acme:{job}"));
+        assert_eq!(acme.state(&job).unwrap().lock_name(), job);
+        assert_eq!(elector.state(&job).unwrap().status(), LockStatus::Empty);
+    })
+    .unwrap()
+    .unwrap();
+}
