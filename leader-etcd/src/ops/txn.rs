@@ -35,9 +35,14 @@ impl LockKeys {
         }
     }
 
-    /// The compare that holds while nobody holds the lock.
-    pub(crate) fn is_free(&self) -> Compare {
-        Compare::create_revision(self.lock.clone(), CompareOp::Equal, 0)
+    /// The compares that hold while nobody holds the lock: neither its lock key nor its
+    /// holder key exists (this backend writes and deletes them together, so a holder key
+    /// alone is someone else's, and must be read and refused, never overwritten).
+    pub(crate) fn is_free(&self) -> [Compare; 2] {
+        [
+            Compare::create_revision(self.lock.clone(), CompareOp::Equal, 0),
+            Compare::create_revision(self.holder.clone(), CompareOp::Equal, 0),
+        ]
     }
 
     /// The compare that holds while `owner` holds the lock.
