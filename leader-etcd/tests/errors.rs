@@ -34,12 +34,21 @@ fn an_unreachable_cluster_fails_every_call_transiently_within_the_timeout() {
     let backend = EtcdBackend::connect_with(&url, config).unwrap();
     let key = fresh_name("unreachable");
     let now = SystemTime::now();
-    let lease = Lease::new(key.clone(), OwnerToken::random(), "node", 7, now, now + LEASE);
+    let lease = Lease::new(
+        key.clone(),
+        OwnerToken::random(),
+        "node",
+        7,
+        now,
+        now + LEASE,
+    );
 
     fails_fast("try_acquire", &key, bound, || {
         backend.try_acquire(request(&key))
     });
-    fails_fast("extend", &key, bound, || backend.extend(&lease, LEASE, false));
+    fails_fast("extend", &key, bound, || {
+        backend.extend(&lease, LEASE, false)
+    });
     fails_fast("release", &key, bound, || {
         backend.release(&lease, Duration::ZERO)
     });
@@ -48,7 +57,11 @@ fn an_unreachable_cluster_fails_every_call_transiently_within_the_timeout() {
     // A listing names its prefix.
     let started = Instant::now();
     let listed = backend.list(&ListRequest::new("unreach"));
-    assert!(started.elapsed() < bound, "list took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < bound,
+        "list took {:?}",
+        started.elapsed()
+    );
     leader_testkit::checks::assert_backend_error(listed, "unreach", true, "etcd");
 
     let ran = AtomicBool::new(false);
@@ -152,7 +165,10 @@ fn a_wrong_password_or_a_user_without_permission_is_permanent_and_never_shown() 
     .unwrap();
     let err = denied.try_acquire(request(&key)).unwrap_err();
     for shown in [err.to_string(), format!("{err:?}"), format!("{denied:?}")] {
-        assert!(!shown.contains("s3cret-app-pw"), "the password shows: {shown}");
+        assert!(
+            !shown.contains("s3cret-app-pw"),
+            "the password shows: {shown}"
+        );
     }
     assert_backend_error(Err::<(), _>(err), &key, false);
     assert_backend_error(denied.state(&key), &key, false);

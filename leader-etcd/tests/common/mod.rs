@@ -147,10 +147,7 @@ pub fn fails_fast<T: std::fmt::Debug>(
 
 /// Retries `call` until it succeeds (transient errors in between), at most `within`.
 #[track_caller]
-pub fn recovers<T>(
-    within: Duration,
-    mut call: impl FnMut() -> Result<T, leader_core::Error>,
-) -> T {
+pub fn recovers<T>(within: Duration, mut call: impl FnMut() -> Result<T, leader_core::Error>) -> T {
     let deadline = std::time::Instant::now() + within;
     loop {
         match call() {
