@@ -96,6 +96,28 @@ impl OpError {
         }
     }
 
+    /// Whether the request never left this host: a member refused the connection (it is
+    /// down), so nothing of it reached the cluster and another member may be asked.
+    pub(crate) fn never_sent(&self) -> bool {
+        // The client's error gives no source: start from the status or transport error
+        // it holds.
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = match self {
+            OpError::Client(etcd_client::Error::GRpcStatus(status)) => Some(status),
+            OpError::Client(etcd_client::Error::TransportError(err)) => Some(err),
+            _ => None,
+        };
+        while let Some(error) = cause {
+            if error
+                .downcast_ref::<io::Error>()
+                .is_some_and(|io| io.kind() == io::ErrorKind::ConnectionRefused)
+            {
+                return true;
+            }
+            cause = error.source();
+        }
+        false
+    }
+
     /// Whether retrying later may help.
     pub(crate) fn kind(&self) -> BackendErrorKind {
         match self {

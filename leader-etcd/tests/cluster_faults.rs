@@ -127,14 +127,7 @@ fn killing_the_raft_leader_under_a_held_lock_never_makes_two_holders() {
     assert!(next.fencing_token > lease.fencing_token);
     cluster.members_mut()[leader].restart().unwrap();
     cluster.wait_until_healthy().unwrap();
-    // A call may still meet the client's refused connection to the restarted member
-    // (the client reports its last connect error once): transient, then served.
-    let after = recovers(RECOVERY, || {
-        holder.try_acquire(request(&fresh_name("after"), "holder", lease_time))
-    });
-    let AcquireOutcome::Acquired(after) = after else {
-        panic!("a fresh lock is free: {after:?}")
-    };
+    let after = must_acquire(&holder, &fresh_name("after"), "holder", lease_time);
     assert!(after.fencing_token > next.fencing_token);
 }
 
