@@ -112,12 +112,16 @@ fn keys_of_another_shape_at_a_locks_paths_are_refused_and_left_as_they_were() {
         assert!(err.to_string().contains(key.as_str()), "{err}");
         assert!(raw.get(&format!("shapes/lock/{key}")).is_none());
 
-        // A lock key: the lock is not free, and not this backend's to take.
+        // A lock key: the lock is not free, and not this backend's to take; `state`
+        // must not call it free. (A listing pages through the holder keys only, and
+        // shows no holder for it.)
         let key = refused_and_kept(&raw, &backend, "lock", garbage);
+        assert_backend_error(backend.state(&key), &key, false);
         assert!(raw.get(&format!("shapes/holder/{key}")).is_none());
 
         // A fencing counter: no token can be compared with it.
         let key = refused_and_kept(&raw, &backend, "fence", garbage);
+        assert_backend_error(backend.state(&key), &key, false);
         assert!(raw.get(&format!("shapes/lock/{key}")).is_none());
     }
 }
