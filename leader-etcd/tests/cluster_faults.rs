@@ -23,7 +23,7 @@ use leader_core::{
 };
 use leader_etcd::EtcdBackend;
 use leader_testkit::fixtures::EtcdCluster;
-use leader_testkit::{checks, fresh_name, wait_until};
+use leader_testkit::{checks, fixtures, fresh_name, wait_until};
 
 /// Far longer than any fault below lasts.
 const LEASE: Duration = Duration::from_secs(30);
@@ -338,18 +338,19 @@ fn a_paused_member_never_gives_a_wrong_answer() {
     );
 }
 
-/// A member cut off from the other two. The stand-in for a network partition: the
-/// other two are paused (SIGSTOP), so the member hears nobody, as behind a cut. Its
-/// client, given that member only, must fail closed.
+/// A member cut off from the other two by a partition of the peer traffic (every process
+/// runs): its client, given that member only, fails closed until the cut heals, while
+/// the two others go on serving the holder.
 #[test]
 fn a_member_cut_off_from_the_others_fails_closed_and_heals() {
     let _turn = one_at_a_time();
-    let Some(cluster) = private_cluster() else {
+    let Some(cluster) = fixtures::require("etcd", EtcdCluster::start_with_peer_proxies()) else {
         return;
     };
     let writer = backend(&cluster.url(), "cut");
     let key = fresh_name("cut");
     let lease = must_acquire(&writer, &key, "writer", LEASE);
+    // The leader: it must notice it lost its quorum and step down.
     let alone = cluster.leader().unwrap();
     let config = fast("cut");
     let bound = bound(&config);
@@ -359,11 +360,13 @@ fn a_member_cut_off_from_the_others_fails_closed_and_heals() {
     )
     .unwrap();
     assert!(cut_off.state(&key).unwrap().leader().is_some());
+    let majority: Vec<String> = (0..3)
+        .filter(|&i| i != alone)
+        .map(|i| cluster.members()[i].endpoint())
+        .collect();
+    let majority = backend(&format!("etcd://{}", majority.join(",")), "cut");
 
-    let others: Vec<usize> = (0..3).filter(|&i| i != alone).collect();
-    for &i in &others {
-        cluster.members()[i].pause();
-    }
+    cluster.cut_off(alone).unwrap();
     // Reads and writes alike, every call an error: never a stale "free", never a made-up
     // acquisition; the member's leadership ends meanwhile ("no leader" after that).
     let fresh = fresh_name("cut-fresh");
@@ -379,9 +382,19 @@ fn a_member_cut_off_from_the_others_fails_closed_and_heals() {
             cut_off.extend(&lease, LEASE, false)
         });
     }
-    for &i in &others {
-        cluster.members()[i].resume();
-    }
+    // The other side elects a leader and serves: the lock is still the writer's.
+    let seen = recovers(RECOVERY, || {
+        majority.try_acquire(request(&key, "majority", LEASE))
+    });
+    assert!(
+        matches!(&seen, AcquireOutcome::Held(Some(holder)) if holder.fencing_token == lease.fencing_token),
+        "{seen:?}"
+    );
+    let extended = recovers(RECOVERY, || majority.extend(&lease, LEASE, false));
+    assert!(matches!(extended, ExtendOutcome::Extended { .. }));
+    assert_ne!(cluster.leader().unwrap(), alone, "the cut-off member still leads");
+
+    cluster.heal_cut();
     cluster.wait_until_healthy().unwrap();
     let state = recovers(RECOVERY, || cut_off.state(&key));
     assert_eq!(
