@@ -392,7 +392,11 @@ fn a_member_cut_off_from_the_others_fails_closed_and_heals() {
     );
     let extended = recovers(RECOVERY, || majority.extend(&lease, LEASE, false));
     assert!(matches!(extended, ExtendOutcome::Extended { .. }));
-    assert_ne!(cluster.leader().unwrap(), alone, "the cut-off member still leads");
+    assert_ne!(
+        cluster.leader().unwrap(),
+        alone,
+        "the cut-off member still leads"
+    );
 
     cluster.heal_cut();
     cluster.wait_until_healthy().unwrap();

@@ -98,10 +98,16 @@ fn blackholes_only_the_connections_whose_client_sent_a_marker_first() {
     assert_eq!(say(&mut b, b"hello, From: b"), Ok(()));
 
     proxy.blackhole_from(b"From: a");
-    assert!(say(&mut a, b"again").is_err(), "an open connection of a's is cut");
+    assert!(
+        say(&mut a, b"again").is_err(),
+        "an open connection of a's is cut"
+    );
     assert_eq!(say(&mut b, b"again"), Ok(()), "b's passes");
     let mut new_a = connect(&proxy);
-    assert!(say(&mut new_a, b"hi, From: a").is_err(), "a new one of a's too");
+    assert!(
+        say(&mut new_a, b"hi, From: a").is_err(),
+        "a new one of a's too"
+    );
     let mut new_b = connect(&proxy);
     assert_eq!(say(&mut new_b, b"hi, From: b"), Ok(()));
 
