@@ -218,6 +218,22 @@ mod tests {
     }
 
     #[test]
+    fn only_a_refused_connection_is_a_request_never_sent() {
+        let with_source = |kind: io::ErrorKind| {
+            let mut status = tonic::Status::unavailable("tcp connect error");
+            status.set_source(std::sync::Arc::new(io::Error::from(kind)));
+            OpError::Client(etcd_client::Error::GRpcStatus(status))
+        };
+        assert!(with_source(io::ErrorKind::ConnectionRefused).never_sent());
+        // A reset or a timeout may come after the request went out.
+        assert!(!with_source(io::ErrorKind::ConnectionReset).never_sent());
+        assert!(!with_source(io::ErrorKind::TimedOut).never_sent());
+        let bare = tonic::Status::unavailable("etcdserver: no leader");
+        assert!(!OpError::Client(etcd_client::Error::GRpcStatus(bare)).never_sent());
+        assert!(!OpError::TimedOut(Duration::from_secs(1)).never_sent());
+    }
+
+    #[test]
     fn converts_to_a_backend_error_naming_the_lock() {
         let err = OpError::TimedOut(Duration::from_secs(1)).into_core("nightly");
         assert_eq!(err.lock_key(), Some("nightly"));
