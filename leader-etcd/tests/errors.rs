@@ -124,6 +124,11 @@ fn keys_of_another_shape_at_a_locks_paths_are_refused_and_left_as_they_were() {
         assert_backend_error(backend.state(&key), &key, false);
         assert!(raw.get(&format!("shapes/lock/{key}")).is_none());
     }
+    // Counters that sort below any token byte-wise (etcd's compare): still not taken over.
+    for garbage in [&br#""quoted""#[..], b"", b" 42", b"-1"] {
+        let key = refused_and_kept(&raw, &backend, "fence", garbage);
+        assert!(raw.get(&format!("shapes/lock/{key}")).is_none());
+    }
 }
 
 #[test]
