@@ -16,6 +16,17 @@ use crate::listener::Listener;
 use crate::ops::{Op, Released};
 use crate::url::Target;
 
+/// How many times a call is tried again after a member refused its connection (nothing
+/// was sent): the client's balancer keeps a member that is down among its choices, and
+/// hands each call there the refusal, so with one member of three down about a call in
+/// four meets it; the next try goes to another member. Every request of a call may be
+/// sent again (each is guarded by the owner token or revokes what it granted), and the
+/// operation timeout bounds the whole.
+const REFUSED_RETRIES: usize = 8;
+/// The pause before such a retry, so that a cluster with no member up fails in well
+/// under a second rather than spinning.
+const REFUSED_PAUSE: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// Locks in an etcd cluster, three keys per lock on an etcd lease; blocking and async.
 ///
 /// Implements [`LockBackend`](leader_core::LockBackend) and
@@ -266,9 +277,18 @@ impl EtcdBackend {
         let connection = Arc::clone(&self.inner.connection);
         let deadline = self.inner.config.operation_timeout();
         async move {
-            let call = async {
-                let conn = connection.get().await?;
-                op.run(conn).await
+            let call = async move {
+                let mut refused = 0;
+                loop {
+                    let conn = connection.get().await?;
+                    match op.clone().run(conn).await {
+                        Err(err) if err.never_sent() && refused < REFUSED_RETRIES => {
+                            refused += 1;
+                            tokio::time::sleep(REFUSED_PAUSE).await;
+                        }
+                        result => return result,
+                    }
+                }
             };
             tokio::time::timeout(deadline, call)
                 .await

@@ -96,6 +96,28 @@ impl OpError {
         }
     }
 
+    /// Whether the request never left this host: a member refused the connection (it is
+    /// down), so nothing of it reached the cluster and another member may be asked.
+    pub(crate) fn never_sent(&self) -> bool {
+        // The client's error gives no source: start from the status or transport error
+        // it holds.
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = match self {
+            OpError::Client(etcd_client::Error::GRpcStatus(status)) => Some(status),
+            OpError::Client(etcd_client::Error::TransportError(err)) => Some(err),
+            _ => None,
+        };
+        while let Some(error) = cause {
+            if error
+                .downcast_ref::<io::Error>()
+                .is_some_and(|io| io.kind() == io::ErrorKind::ConnectionRefused)
+            {
+                return true;
+            }
+            cause = error.source();
+        }
+        false
+    }
+
     /// Whether retrying later may help.
     pub(crate) fn kind(&self) -> BackendErrorKind {
         match self {
@@ -218,6 +240,22 @@ mod tests {
             )),
             BackendErrorKind::Transient
         );
+    }
+
+    #[test]
+    fn only_a_refused_connection_is_a_request_never_sent() {
+        let with_source = |kind: io::ErrorKind| {
+            let mut status = tonic::Status::unavailable("tcp connect error");
+            status.set_source(std::sync::Arc::new(io::Error::from(kind)));
+            OpError::Client(etcd_client::Error::GRpcStatus(status))
+        };
+        assert!(with_source(io::ErrorKind::ConnectionRefused).never_sent());
+        // A reset or a timeout may come after the request went out.
+        assert!(!with_source(io::ErrorKind::ConnectionReset).never_sent());
+        assert!(!with_source(io::ErrorKind::TimedOut).never_sent());
+        let bare = tonic::Status::unavailable("etcdserver: no leader");
+        assert!(!OpError::Client(etcd_client::Error::GRpcStatus(bare)).never_sent());
+        assert!(!OpError::TimedOut(Duration::from_secs(1)).never_sent());
     }
 
     #[test]

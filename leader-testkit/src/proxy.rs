@@ -3,8 +3,8 @@
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -17,6 +17,7 @@ use tokio::sync::Notify;
 /// | call | what the clients see |
 /// |---|---|
 /// | [`blackhole`](Self::blackhole) | connections are accepted, every byte either way is dropped: requests never answered (a partition) |
+/// | [`blackhole_from`](Self::blackhole_from) | the same, only for the connections whose client sent a marker in its first bytes (one client of several: an etcd member names itself in a header) |
 /// | [`reset`](Self::reset) | every open connection is reset (RST) |
 /// | [`set_latency`](Self::set_latency) | each chunk is delivered that much later |
 /// | [`heal`](Self::heal) | traffic flows again, without added latency (bytes dropped meanwhile stay lost) |
@@ -46,8 +47,33 @@ pub struct FaultProxy {
 #[derive(Debug, Default)]
 struct Faults {
     blackhole: AtomicBool,
+    /// Connections whose first bytes from the client hold one of these are blackholed.
+    cut_markers: Mutex<Vec<Vec<u8>>>,
     latency_micros: AtomicU64,
     reset: Notify,
+}
+
+impl Faults {
+    /// Whether the bytes of a connection whose client's first bytes were `first` are
+    /// dropped now.
+    fn drops(&self, first: &OnceLock<Vec<u8>>) -> bool {
+        if self.blackhole.load(Ordering::SeqCst) {
+            return true;
+        }
+        let Some(first) = first.get() else {
+            return false;
+        };
+        let markers = self
+            .cut_markers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        markers.iter().any(|marker| {
+            !marker.is_empty()
+                && first
+                    .windows(marker.len())
+                    .any(|window| window == &marker[..])
+        })
+    }
 }
 
 impl FaultProxy {
@@ -83,6 +109,18 @@ impl FaultProxy {
         self.faults.blackhole.store(true, Ordering::SeqCst);
     }
 
+    /// Drops every byte either way on the connections, open ones and new ones, whose
+    /// client's first bytes (its first read, up to 16 KiB) contain `marker`: a partition
+    /// of one client from the server while others still pass. Markers add up until
+    /// [`heal`](Self::heal).
+    pub fn blackhole_from(&self, marker: &[u8]) {
+        self.faults
+            .cut_markers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(marker.to_vec());
+    }
+
     /// Resets every open connection.
     pub fn reset(&self) {
         self.faults.reset.notify_waiters();
@@ -94,9 +132,14 @@ impl FaultProxy {
         self.faults.latency_micros.store(micros, Ordering::SeqCst);
     }
 
-    /// Forwards normally again: no blackhole, no latency.
+    /// Forwards normally again: no blackhole (of any marker), no latency.
     pub fn heal(&self) {
         self.faults.blackhole.store(false, Ordering::SeqCst);
+        self.faults
+            .cut_markers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
         self.faults.latency_micros.store(0, Ordering::SeqCst);
     }
 }
@@ -123,12 +166,14 @@ async fn serve(mut client: TcpStream, upstream: SocketAddr, faults: Arc<Faults>)
     let reset = faults.reset.notified();
     tokio::pin!(reset);
     reset.as_mut().enable();
+    // The client's first bytes, for the markers of `blackhole_from`.
+    let first = OnceLock::new();
     let was_reset = {
         let (client_read, client_write) = client.split();
         let (server_read, server_write) = server.split();
         tokio::select! {
-            () = pump(client_read, server_write, &faults) => false,
-            () = pump(server_read, client_write, &faults) => false,
+            () = pump(client_read, server_write, &faults, &first, true) => false,
+            () = pump(server_read, client_write, &faults, &first, false) => false,
             () = reset => true,
         }
     };
@@ -139,8 +184,15 @@ async fn serve(mut client: TcpStream, upstream: SocketAddr, faults: Arc<Faults>)
     }
 }
 
-/// Copies `from` to `to`, honouring the faults, until `from` closes or `to` fails.
-async fn pump(mut from: impl AsyncRead + Unpin, mut to: impl AsyncWrite + Unpin, faults: &Faults) {
+/// Copies `from` to `to`, honouring the faults, until `from` closes or `to` fails; the
+/// first bytes read go to `first` when `from_client`.
+async fn pump(
+    mut from: impl AsyncRead + Unpin,
+    mut to: impl AsyncWrite + Unpin,
+    faults: &Faults,
+    first: &OnceLock<Vec<u8>>,
+    from_client: bool,
+) {
     let mut buffer = vec![0_u8; 16 * 1024];
     loop {
         let read = match from.read(&mut buffer).await {
@@ -151,7 +203,10 @@ async fn pump(mut from: impl AsyncRead + Unpin, mut to: impl AsyncWrite + Unpin,
         if latency > 0 {
             tokio::time::sleep(Duration::from_micros(latency)).await;
         }
-        if faults.blackhole.load(Ordering::SeqCst) {
+        if from_client {
+            let _ = first.set(buffer[..read].to_vec());
+        }
+        if faults.drops(first) {
             continue;
         }
         if to.write_all(&buffer[..read]).await.is_err() {

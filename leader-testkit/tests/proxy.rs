@@ -80,3 +80,38 @@ fn forwards_blackholes_delays_heals_and_resets() {
     let mut fresh = connect(&proxy);
     assert_eq!(ping(&mut fresh), Ok(()));
 }
+
+/// Sends `message` and reads its echo; `Err` with the read error's kind on failure.
+fn say(stream: &mut TcpStream, message: &[u8]) -> Result<(), ErrorKind> {
+    stream.write_all(message).map_err(|e| e.kind())?;
+    let mut answer = vec![0_u8; message.len()];
+    stream.read_exact(&mut answer).map_err(|e| e.kind())?;
+    assert_eq!(answer, message);
+    Ok(())
+}
+
+#[test]
+fn blackholes_only_the_connections_whose_client_sent_a_marker_first() {
+    let proxy = FaultProxy::start(echo_server()).unwrap();
+    let (mut a, mut b) = (connect(&proxy), connect(&proxy));
+    assert_eq!(say(&mut a, b"hello, From: a"), Ok(()));
+    assert_eq!(say(&mut b, b"hello, From: b"), Ok(()));
+
+    proxy.blackhole_from(b"From: a");
+    assert!(
+        say(&mut a, b"again").is_err(),
+        "an open connection of a's is cut"
+    );
+    assert_eq!(say(&mut b, b"again"), Ok(()), "b's passes");
+    let mut new_a = connect(&proxy);
+    assert!(
+        say(&mut new_a, b"hi, From: a").is_err(),
+        "a new one of a's too"
+    );
+    let mut new_b = connect(&proxy);
+    assert_eq!(say(&mut new_b, b"hi, From: b"), Ok(()));
+
+    proxy.heal();
+    let mut healed = connect(&proxy);
+    assert_eq!(say(&mut healed, b"hi, From: a"), Ok(()));
+}

@@ -83,7 +83,7 @@ async fn attempt(
             leader_id: request.leader_id.clone(),
         };
         let txn = Txn::new()
-            .when([keys.is_free()])
+            .when(keys.is_free())
             .and_then([TxnOp::txn(keys.take(&record, lease))])
             .or_else([TxnOp::txn(
                 Txn::new()

@@ -25,8 +25,9 @@ pub(crate) use state::State;
 use crate::conn::Conn;
 use crate::error::OpError;
 
-/// One call: what it needs, owned (it runs on the backend's runtime), and how it runs.
-pub(crate) trait Op: Send + 'static {
+/// One call: what it needs, owned (it runs on the backend's runtime; cloned when it is
+/// sent again), and how it runs.
+pub(crate) trait Op: Clone + Send + 'static {
     /// What the call gives.
     type Output: Send + 'static;
     /// Its name in traces.

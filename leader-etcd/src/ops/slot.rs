@@ -174,7 +174,7 @@ fn free_first(keys: &[LockKeys], i: usize, record: &Record, lease: i64) -> Txn {
         false => keys[0].read_holder(),
     };
     Txn::new()
-        .when([keys[i].is_free()])
+        .when(keys[i].is_free())
         .and_then([TxnOp::txn(keys[i].take(record, lease))])
         .or_else(otherwise)
 }

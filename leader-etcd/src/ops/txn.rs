@@ -4,7 +4,8 @@
 //! - **Take** (a free lock): put the lock key (the owner token) and the holder key (the
 //!   record) on the new etcd lease, and the fencing counter to the new token, but only if
 //!   the token is above the stored counter: etcd compares values byte-wise, and the
-//!   counter's 20 zero-padded digits compare as numbers. A lock whose counter does not
+//!   counter's 20 zero-padded digits compare as numbers (a second compare keeps values
+//!   of another shape that sort below every token from being taken for a counter). A lock whose counter does not
 //!   exist yet takes any token; one whose counter is at or above the token takes
 //!   nothing and reads the counter, so the caller tries again above it.
 //! - **Mine** (a lock whose owner token is the caller's): move both keys to the new lease,
@@ -17,6 +18,11 @@ use leader_core::OwnerToken;
 
 use crate::keys::Keys;
 use crate::record::{RELEASED, Record, fence_value, owner_value};
+
+/// Below every counter this backend writes (20 digits sort above 19 zeros byte-wise), and
+/// above every value that starts with a byte below `0` or is empty: a value of another
+/// shape there fails the take's compare, and is read (and refused) instead of replaced.
+const FENCE_FLOOR: &[u8] = b"0000000000000000000";
 
 /// The keys of one lock.
 pub(crate) struct LockKeys {
@@ -35,9 +41,14 @@ impl LockKeys {
         }
     }
 
-    /// The compare that holds while nobody holds the lock.
-    pub(crate) fn is_free(&self) -> Compare {
-        Compare::create_revision(self.lock.clone(), CompareOp::Equal, 0)
+    /// The compares that hold while nobody holds the lock: neither its lock key nor its
+    /// holder key exists (this backend writes and deletes them together, so a holder key
+    /// alone is someone else's, and must be read and refused, never overwritten).
+    pub(crate) fn is_free(&self) -> [Compare; 2] {
+        [
+            Compare::create_revision(self.lock.clone(), CompareOp::Equal, 0),
+            Compare::create_revision(self.holder.clone(), CompareOp::Equal, 0),
+        ]
     }
 
     /// The compare that holds while `owner` holds the lock.
@@ -52,7 +63,10 @@ impl LockKeys {
     pub(crate) fn take(&self, record: &Record, lease: i64) -> Txn {
         let token = fence_value(record.fencing_token);
         Txn::new()
-            .when([Compare::value(self.fence.clone(), CompareOp::Less, token)])
+            .when([
+                Compare::value(self.fence.clone(), CompareOp::Greater, FENCE_FLOOR),
+                Compare::value(self.fence.clone(), CompareOp::Less, token),
+            ])
             .and_then(self.take_ops(record, lease))
             .or_else([TxnOp::txn(
                 Txn::new()
@@ -162,5 +176,20 @@ impl LockKeys {
                 Some(DeleteOptions::new().with_prev_key()),
             ),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_counter_sorts_above_the_floor_and_foreign_values_below_it() {
+        for token in [0, 1, 1_796_197_387_525_989, u64::MAX] {
+            assert!(fence_value(token).as_slice() > FENCE_FLOOR, "{token}");
+        }
+        for foreign in [&b""[..], b"\"quoted\"", b" 42", b"-1", b"000"] {
+            assert!(foreign < FENCE_FLOOR, "{foreign:?}");
+        }
     }
 }

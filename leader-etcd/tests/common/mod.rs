@@ -110,3 +110,130 @@ pub fn assert_backend_error<T: std::fmt::Debug>(
 ) {
     leader_testkit::checks::assert_backend_error(result, key.as_str(), transient, "etcd");
 }
+
+/// A port of 127.0.0.1 that nobody listens on (bound, then let go).
+pub fn unused_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Connect in one second and answer in two, so tests of broken members stay short.
+pub fn fast(prefix: &str) -> EtcdConfig {
+    config(prefix)
+        .with_connect_timeout(Duration::from_secs(1))
+        .with_operation_timeout(Duration::from_secs(2))
+}
+
+/// The longest a failing call of a backend with `config` may take: its operation
+/// timeout, and a second for a loaded machine.
+pub fn bound(config: &EtcdConfig) -> Duration {
+    config.operation_timeout() + Duration::from_secs(1)
+}
+
+/// Runs `call` and checks that it failed within `bound` with a transient error on `key`
+/// naming etcd.
+#[track_caller]
+pub fn fails_fast<T: std::fmt::Debug>(
+    what: &str,
+    key: &leader_core::LockName,
+    bound: Duration,
+    call: impl FnOnce() -> Result<T, leader_core::Error>,
+) {
+    leader_testkit::checks::fails_fast(what, key.as_str(), bound, "etcd", call);
+}
+
+/// Retries `call` until it succeeds (transient errors in between), at most `within`.
+#[track_caller]
+pub fn recovers<T>(within: Duration, mut call: impl FnMut() -> Result<T, leader_core::Error>) -> T {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        match call() {
+            Ok(value) => return value,
+            Err(err) => {
+                assert!(err.is_transient(), "{err}");
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "no recovery within {within:?}: {err}"
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+}
+
+/// A plain etcd client beside the backend, on a runtime of its own: to write what the
+/// backend never writes, read its keys back, and see the cluster's revision.
+pub struct Raw {
+    runtime: tokio::runtime::Runtime,
+    client: etcd_client::Client,
+}
+
+impl Raw {
+    /// A client of the members `endpoints`, as `user` if given.
+    pub fn connect(endpoints: &[String], user: Option<(&str, &str)>) -> Raw {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let mut options = etcd_client::ConnectOptions::new()
+            .with_connect_timeout(Duration::from_secs(5))
+            .with_timeout(Duration::from_secs(10));
+        if let Some((name, password)) = user {
+            options = options.with_user(name, password);
+        }
+        let client = runtime
+            .block_on(etcd_client::Client::connect(endpoints, Some(options)))
+            .unwrap();
+        Raw { runtime, client }
+    }
+
+    /// Runs `f` with the client on the runtime.
+    pub fn with<T, F: Future<Output = Result<T, etcd_client::Error>>>(
+        &self,
+        f: impl FnOnce(etcd_client::Client) -> F,
+    ) -> Result<T, etcd_client::Error> {
+        self.runtime.block_on(f(self.client.clone()))
+    }
+
+    /// Writes `value` at `key`, on no lease.
+    pub fn put(&self, key: &str, value: &[u8]) {
+        let (key, value) = (key.to_owned(), value.to_vec());
+        self.with(|mut c| async move { c.put(key, value, None).await })
+            .unwrap();
+    }
+
+    /// The value at `key`, if any.
+    pub fn get(&self, key: &str) -> Option<Vec<u8>> {
+        let key = key.to_owned();
+        let answer = self
+            .with(|mut c| async move { c.get(key, None).await })
+            .unwrap();
+        answer.kvs().first().map(|kv| kv.value().to_vec())
+    }
+
+    /// The cluster's current revision.
+    pub fn revision(&self) -> i64 {
+        let answer = self
+            .with(|mut c| async move { c.get("revision-probe", None).await })
+            .unwrap();
+        answer.header().unwrap().revision()
+    }
+}
+
+/// The fencing counter of `name` under `prefix`, as stored.
+pub fn stored_fence(raw: &Raw, prefix: &str, name: &leader_core::LockName) -> u64 {
+    let value = raw.get(&format!("{prefix}/fence/{name}")).unwrap();
+    String::from_utf8(value).unwrap().parse().unwrap()
+}
+
+/// Waits (polling `state`) until nobody holds `key`, at most `within`.
+pub fn wait_until_free(backend: &EtcdBackend, key: &leader_core::LockName, within: Duration) {
+    use leader_core::LockBackend;
+    leader_testkit::wait_until("the lock to be free", within, || {
+        std::thread::sleep(Duration::from_millis(20));
+        LockBackend::state(backend, key).unwrap().leader().is_none()
+    });
+}
