@@ -25,3 +25,62 @@ pub use url::redacted_url;
 /// The etcd client this crate is built on, for an application that wants to talk to the
 /// same cluster directly.
 pub use etcd_client;
+
+/// Not public API: for the benches, which measure the backend against its own
+/// transactions sent raw. Exempt from semver.
+#[doc(hidden)]
+pub mod __private {
+    use std::time::{Duration, SystemTime};
+
+    use etcd_client::{Txn, TxnOp};
+    use leader_core::OwnerToken;
+
+    use crate::keys::Keys;
+    use crate::ops::txn::LockKeys;
+    use crate::record::Record;
+    use crate::time::later;
+
+    /// The transaction an uncontended `try_acquire` sends after its lease grant: lock
+    /// `name` under `prefix` taken for `owner` (node `leader_id`) on the etcd lease
+    /// `lease`, with `fencing_token` (it must be above the lock's stored counter, or the
+    /// transaction only reads the counter), the record saying the lease lasts
+    /// `lease_time` from now. Built as the backend builds it.
+    pub fn acquire_txn(
+        prefix: &str,
+        name: &str,
+        owner: OwnerToken,
+        leader_id: &str,
+        lease: i64,
+        fencing_token: u64,
+        lease_time: Duration,
+    ) -> Txn {
+        let keys = LockKeys::of(&Keys::new(prefix), name);
+        let acquired_at = SystemTime::now();
+        let record = Record {
+            fencing_token,
+            acquired_at,
+            expires_at: later(acquired_at, lease_time),
+            owner,
+            leader_id: leader_id.to_owned(),
+        };
+        Txn::new()
+            .when([keys.is_free()])
+            .and_then([TxnOp::txn(keys.take(&record, lease))])
+            .or_else([TxnOp::txn(
+                Txn::new()
+                    .when([keys.is_held_by(owner)])
+                    .and_then(keys.renew_mine(lease))
+                    .or_else(keys.read_holder()),
+            )])
+    }
+
+    /// The transaction `release` sends when no minimum lease keeps the lock: both keys of
+    /// `name` under `prefix` deleted while `owner` holds it (`succeeded` says it did). The
+    /// backend then revokes the etcd lease they were on in the background.
+    pub fn release_txn(prefix: &str, name: &str, owner: OwnerToken) -> Txn {
+        let keys = LockKeys::of(&Keys::new(prefix), name);
+        Txn::new()
+            .when([keys.is_held_by(owner)])
+            .and_then(keys.free())
+    }
+}
