@@ -32,7 +32,7 @@ pub use etcd_client;
 pub mod __private {
     use std::time::{Duration, SystemTime};
 
-    use etcd_client::{Txn, TxnOp};
+    use etcd_client::Txn;
     use leader_core::OwnerToken;
 
     use crate::keys::Keys;
@@ -44,7 +44,8 @@ pub mod __private {
     /// `name` under `prefix` taken for `owner` (node `leader_id`) on the etcd lease
     /// `lease`, with `fencing_token` (it must be above the lock's stored counter, or the
     /// transaction only reads the counter), the record saying the lease lasts
-    /// `lease_time` from now. Built as the backend builds it.
+    /// `lease_time` from now. Built by the backend's own builder, so the bench's floor
+    /// follows any change to it.
     pub fn acquire_txn(
         prefix: &str,
         name: &str,
@@ -63,24 +64,13 @@ pub mod __private {
             owner,
             leader_id: leader_id.to_owned(),
         };
-        Txn::new()
-            .when([keys.is_free()])
-            .and_then([TxnOp::txn(keys.take(&record, lease))])
-            .or_else([TxnOp::txn(
-                Txn::new()
-                    .when([keys.is_held_by(owner)])
-                    .and_then(keys.renew_mine(lease))
-                    .or_else(keys.read_holder()),
-            )])
+        keys.acquire(&record, lease)
     }
 
     /// The transaction `release` sends when no minimum lease keeps the lock: both keys of
     /// `name` under `prefix` deleted while `owner` holds it (`succeeded` says it did). The
     /// backend then revokes the etcd lease they were on in the background.
     pub fn release_txn(prefix: &str, name: &str, owner: OwnerToken) -> Txn {
-        let keys = LockKeys::of(&Keys::new(prefix), name);
-        Txn::new()
-            .when([keys.is_held_by(owner)])
-            .and_then(keys.free())
+        LockKeys::of(&Keys::new(prefix), name).release(owner)
     }
 }

@@ -82,15 +82,7 @@ async fn attempt(
             owner: request.owner,
             leader_id: request.leader_id.clone(),
         };
-        let txn = Txn::new()
-            .when(keys.is_free())
-            .and_then([TxnOp::txn(keys.take(&record, lease))])
-            .or_else([TxnOp::txn(
-                Txn::new()
-                    .when([keys.is_held_by(request.owner)])
-                    .and_then(keys.renew_mine(lease))
-                    .or_else(keys.read_holder()),
-            )]);
+        let txn = keys.acquire(&record, lease);
         let answer = Answer::read(conn.client.kv_client().txn(txn).await?);
         match read(answer, &keys, record.clone())? {
             Took::Taken(record) => {

@@ -85,9 +85,7 @@ impl Op for Release {
 
 /// Deletes both keys if the caller holds the lock; the lease they hung on is revoked.
 async fn free(conn: &Conn, keys: &LockKeys, lease: &Lease) -> Result<Released, OpError> {
-    let txn = Txn::new()
-        .when([keys.is_held_by(lease.owner)])
-        .and_then(keys.free());
+    let txn = keys.release(lease.owner);
     let mut answer = Answer::read(conn.client.kv_client().txn(txn).await?);
     if !answer.succeeded {
         return Ok(Released::NotHeld);

@@ -80,6 +80,30 @@ impl LockKeys {
             )])
     }
 
+    /// The acquire: [`take`](Self::take) a free lock; or [`renew_mine`](Self::renew_mine)
+    /// the caller's own (a retried acquire, `record.owner`'s); or
+    /// [`read_holder`](Self::read_holder). Op 0 of the answer is the nested transaction of
+    /// the branch that ran.
+    pub(crate) fn acquire(&self, record: &Record, lease: i64) -> Txn {
+        Txn::new()
+            .when(self.is_free())
+            .and_then([TxnOp::txn(self.take(record, lease))])
+            .or_else([TxnOp::txn(
+                Txn::new()
+                    .when([self.is_held_by(record.owner)])
+                    .and_then(self.renew_mine(lease))
+                    .or_else(self.read_holder()),
+            )])
+    }
+
+    /// The release of a lock no minimum lease keeps: [`free`](Self::free) while `owner`
+    /// holds it (`succeeded` says it did).
+    pub(crate) fn release(&self, owner: OwnerToken) -> Txn {
+        Txn::new()
+            .when([self.is_held_by(owner)])
+            .and_then(self.free())
+    }
+
     fn take_ops(&self, record: &Record, lease: i64) -> Vec<TxnOp> {
         let on_lease = Some(PutOptions::new().with_lease(lease));
         vec![
