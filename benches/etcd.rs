@@ -51,11 +51,14 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use criterion::Criterion;
 use etcd_client::{Client, LockOptions};
 use leader_async::AsyncLeaderElector;
-use leader_benches::{Case, LEASE, interleaved, percentile, ratio, request, try_once_options};
+use leader_benches::{
+    Case, LEASE, backend_cycle, backend_cycle_async, elector_cycle, elector_cycle_async,
+    interleaved, percentile, ratio, request, try_once_options,
+};
 use leader_blocking::LeaderElector;
 use leader_core::{
-    AcquireOutcome, AsyncLockBackend, Backend, CampaignConfig, LeaderElectionOptions, LockBackend,
-    LockName, OwnerToken,
+    AcquireOutcome, Backend, CampaignConfig, LeaderElectionOptions, LockBackend, LockName,
+    OwnerToken,
 };
 use leader_etcd::EtcdBackend;
 use leader_testkit::fixtures::{self, EtcdServer};
@@ -223,40 +226,6 @@ impl BlockingRaw {
     fn put(&self) {
         self.runtime.block_on(self.raw.put());
     }
-}
-
-fn backend_cycle(backend: &EtcdBackend, key: &LockName) {
-    let AcquireOutcome::Acquired(lease) = LockBackend::try_acquire(backend, request(key)).unwrap()
-    else {
-        panic!("uncontended")
-    };
-    black_box(LockBackend::release(backend, &lease, Duration::ZERO).unwrap());
-}
-
-async fn backend_cycle_async(backend: &EtcdBackend, key: &LockName) {
-    let AcquireOutcome::Acquired(lease) = AsyncLockBackend::try_acquire(backend, request(key))
-        .await
-        .unwrap()
-    else {
-        panic!("uncontended")
-    };
-    black_box(
-        AsyncLockBackend::release(backend, &lease, Duration::ZERO)
-            .await
-            .unwrap(),
-    );
-}
-
-fn elector_cycle(elector: &LeaderElector<EtcdBackend>) {
-    let value = elector.run_if_leader(black_box("bench-elector"), || 1u8);
-    black_box(value.unwrap().expect("uncontended"));
-}
-
-async fn elector_cycle_async(elector: &AsyncLeaderElector<EtcdBackend>) {
-    let value = elector
-        .run_if_leader(black_box("bench-elector-async"), || async { 1u8 })
-        .await;
-    black_box(value.unwrap().expect("uncontended"));
 }
 
 struct Setup {

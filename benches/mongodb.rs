@@ -28,9 +28,12 @@ use criterion::Criterion;
 use distributed_lock_core::traits::{DistributedLock, LockHandle};
 use distributed_lock_mongo::MongoDistributedLock;
 use leader_async::AsyncLeaderElector;
-use leader_benches::{Case, LEASE, goal, interleaved, ratio, request, try_once_options};
+use leader_benches::{
+    Case, LEASE, backend_cycle, backend_cycle_async, elector_cycle, elector_cycle_async, goal,
+    interleaved, ratio, try_once_options,
+};
 use leader_blocking::LeaderElector;
-use leader_core::{AcquireOutcome, AsyncLockBackend, LockBackend, LockName, OwnerToken};
+use leader_core::{LockName, OwnerToken};
 use leader_mongodb::{MongoBackend, MongoConfig};
 use leader_testkit::fixtures::{self, MongoServer};
 use mongodb::bson::{DateTime, Document, doc};
@@ -123,40 +126,6 @@ async fn send_cycle(
 
 fn collection(client: &Client) -> Collection<Document> {
     client.database(DATABASE).collection(COLLECTION)
-}
-
-fn backend_cycle(backend: &MongoBackend, key: &LockName) {
-    let AcquireOutcome::Acquired(lease) = LockBackend::try_acquire(backend, request(key)).unwrap()
-    else {
-        panic!("uncontended")
-    };
-    black_box(LockBackend::release(backend, &lease, Duration::ZERO).unwrap());
-}
-
-async fn backend_cycle_async(backend: &MongoBackend, key: &LockName) {
-    let AcquireOutcome::Acquired(lease) = AsyncLockBackend::try_acquire(backend, request(key))
-        .await
-        .unwrap()
-    else {
-        panic!("uncontended")
-    };
-    black_box(
-        AsyncLockBackend::release(backend, &lease, Duration::ZERO)
-            .await
-            .unwrap(),
-    );
-}
-
-fn elector_cycle(elector: &LeaderElector<MongoBackend>) {
-    let value = elector.run_if_leader(black_box("bench-elector"), || 1u8);
-    black_box(value.unwrap().expect("uncontended"));
-}
-
-async fn elector_cycle_async(elector: &AsyncLeaderElector<MongoBackend>) {
-    let value = elector
-        .run_if_leader(black_box("bench-elector-async"), || async { 1u8 })
-        .await;
-    black_box(value.unwrap().expect("uncontended"));
 }
 
 async fn peer_cycle(peer: &MongoDistributedLock) {

@@ -23,13 +23,15 @@
 
 use std::hint::black_box;
 use std::sync::Arc;
-use std::time::Duration;
 
 use criterion::Criterion;
 use leader_async::AsyncLeaderElector;
-use leader_benches::{Case, LEASE, interleaved, request, try_once_options};
+use leader_benches::{
+    Case, LEASE, backend_cycle, backend_cycle_async, elector_cycle, elector_cycle_async,
+    interleaved, try_once_options,
+};
 use leader_blocking::LeaderElector;
-use leader_core::{AcquireOutcome, AsyncLockBackend, LockBackend, LockName, OwnerToken};
+use leader_core::{LockName, OwnerToken};
 use leader_postgres::{PostgresBackend, PostgresConfig};
 use leader_testkit::fixtures::{self, PostgresServer};
 use tokio::runtime::Runtime;
@@ -139,40 +141,6 @@ impl Floor {
             .unwrap();
         assert_eq!(freed, 1);
     }
-}
-
-fn backend_cycle(backend: &PostgresBackend, key: &LockName) {
-    let AcquireOutcome::Acquired(lease) = LockBackend::try_acquire(backend, request(key)).unwrap()
-    else {
-        panic!("uncontended")
-    };
-    black_box(LockBackend::release(backend, &lease, Duration::ZERO).unwrap());
-}
-
-async fn backend_cycle_async(backend: &PostgresBackend, key: &LockName) {
-    let AcquireOutcome::Acquired(lease) = AsyncLockBackend::try_acquire(backend, request(key))
-        .await
-        .unwrap()
-    else {
-        panic!("uncontended")
-    };
-    black_box(
-        AsyncLockBackend::release(backend, &lease, Duration::ZERO)
-            .await
-            .unwrap(),
-    );
-}
-
-fn elector_cycle(elector: &LeaderElector<PostgresBackend>) {
-    let value = elector.run_if_leader(black_box("bench-elector"), || 1u8);
-    black_box(value.unwrap().expect("uncontended"));
-}
-
-async fn elector_cycle_async(elector: &AsyncLeaderElector<PostgresBackend>) {
-    let value = elector
-        .run_if_leader(black_box("bench-elector-async"), || async { 1u8 })
-        .await;
-    black_box(value.unwrap().expect("uncontended"));
 }
 
 struct Setup {

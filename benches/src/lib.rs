@@ -8,7 +8,12 @@ pub mod redis_floor;
 
 use std::time::{Duration, Instant};
 
-use leader_core::{AcquireRequest, LeaderElectionOptions, LockName, OwnerToken};
+use std::hint::black_box;
+
+use leader_core::{
+    AcquireOutcome, AcquireRequest, AsyncLockBackend, LeaderElectionOptions, LockBackend, LockName,
+    OwnerToken,
+};
 
 /// One measured case: its label and one cycle of it.
 pub type Case<'a> = (&'static str, Box<dyn FnMut() + 'a>);
@@ -150,6 +155,66 @@ pub fn try_once_options() -> LeaderElectionOptions {
 /// ```
 pub fn request(key: &LockName) -> AcquireRequest<'_> {
     AcquireRequest::new(key, OwnerToken::random(), "bench-node", LEASE)
+}
+
+/// One uncontended cycle of a server backend's blocking SPI: `try_acquire` + `release`.
+///
+/// # Panics
+///
+/// When the lock is not free or a call fails (a broken bench).
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failing bench stops
+pub fn backend_cycle<B: LockBackend>(backend: &B, key: &LockName) {
+    let AcquireOutcome::Acquired(lease) = LockBackend::try_acquire(backend, request(key)).unwrap()
+    else {
+        panic!("uncontended")
+    };
+    black_box(LockBackend::release(backend, &lease, Duration::ZERO).unwrap());
+}
+
+/// [`backend_cycle`] through the async SPI.
+///
+/// # Panics
+///
+/// As for [`backend_cycle`].
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failing bench stops
+pub async fn backend_cycle_async<B: AsyncLockBackend>(backend: &B, key: &LockName) {
+    let AcquireOutcome::Acquired(lease) = AsyncLockBackend::try_acquire(backend, request(key))
+        .await
+        .unwrap()
+    else {
+        panic!("uncontended")
+    };
+    black_box(
+        AsyncLockBackend::release(backend, &lease, Duration::ZERO)
+            .await
+            .unwrap(),
+    );
+}
+
+/// One uncontended `LeaderElector::run_if_leader` with an empty action.
+///
+/// # Panics
+///
+/// When the elector is not elected or fails (a broken bench).
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failing bench stops
+pub fn elector_cycle<B: LockBackend + 'static>(elector: &leader_blocking::LeaderElector<B>) {
+    let value = elector.run_if_leader(black_box("bench-elector"), || 1u8);
+    black_box(value.unwrap().expect("uncontended"));
+}
+
+/// [`elector_cycle`] on the async elector.
+///
+/// # Panics
+///
+/// As for [`elector_cycle`].
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failing bench stops
+pub async fn elector_cycle_async<B: AsyncLockBackend + 'static>(
+    elector: &leader_async::AsyncLeaderElector<B>,
+) {
+    let value = elector
+        .run_if_leader(black_box("bench-elector-async"), || async { 1u8 })
+        .await;
+    black_box(value.unwrap().expect("uncontended"));
 }
 
 /// Whether the bench was given a name filter (`cargo bench --bench x -- <filter>`): an
