@@ -183,8 +183,9 @@ impl LockServer {
             return Err(not_here("terminate"));
         };
         let out = server.psql(
-            "SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid() \
-             AND backend_type = 'client backend' AND pg_terminate_backend(pid)",
+            "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) AS ended \
+             FROM pg_stat_activity WHERE backend_type = 'client backend' \
+             AND pid <> pg_backend_pid()) AS sessions WHERE ended",
         )?;
         out.parse()
             .map_err(|_| io::Error::other(format!("psql said {out:?}")))
