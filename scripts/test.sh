@@ -178,7 +178,7 @@ run_step cargo test --workspace --all-features "$@"
 chaos_seed=$(( 16#$(git rev-parse --short=8 HEAD 2>/dev/null || echo 1) ))
 for backend in redis mongodb etcd sqlite postgres; do
     run_step timeout 150 cargo run -q -p leader-chaos -- \
-        --backend "$backend" --workers 5 --seconds 45 --seed "$chaos_seed"
+        --backend "$backend" --seconds 45 --seed "$chaos_seed"
 done
 
 if ((${#failed[@]} > 0)); then

@@ -71,6 +71,20 @@ impl Backend {
         }
     }
 
+    /// How many worker processes when `--workers` is not given: enough for well over a
+    /// thousand acquisitions in a 45 s run. A worker acquires one lock at a time, so the
+    /// rate is the workers' count over one acquire-work-release cycle, and that cycle is
+    /// longer on MongoDB (about 40 ms to acquire, with this build of the server) and on
+    /// etcd (a lease grant and a transaction, each a raft commit: about 100 ms to
+    /// acquire, 50 ms to release) than on Redis, SQLite or PostgreSQL.
+    pub fn default_workers(self) -> u32 {
+        match self {
+            Backend::Redis | Backend::Sqlite | Backend::Postgres => 5,
+            Backend::Mongodb => 10,
+            Backend::Etcd => 12,
+        }
+    }
+
     /// Whether its leases must be whole seconds.
     pub fn whole_second_leases(self) -> bool {
         self == Backend::Etcd

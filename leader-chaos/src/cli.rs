@@ -19,8 +19,9 @@ on a schedule drawn from --seed, then checks the logs and the fenced resource. P
 `chaos: ...` line and exits 1 when a safety figure is not zero.
 Faults: kill,pause everywhere; restart,blackhole,reset with a server (not sqlite); etcd
 also member-kill,member-pause,member-cut; sqlite wipe,busy; postgres server-kill,
-terminate,wipe. Defaults: --backend redis --workers 5 --locks 4 --seconds 60 --seed 1,
-every fault of the backend, --lease-ms 1000 (etcd: 2000, and it must be whole seconds).";
+terminate,wipe. Defaults: --backend redis --seconds 60 --seed 1,
+every fault of the backend, --lease-ms 1000 (etcd: 2000, and it must be whole seconds);
+--workers 5 (mongodb: 10, etcd: 12), --locks one fewer than the workers.";
 
 /// A deliberately wrong worker, to show that the checker catches it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,7 +155,9 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
     let name = get("--backend").unwrap_or("redis");
     let backend =
         Backend::from_name(name).ok_or_else(|| UsageError(format!("unknown backend {name}")))?;
-    let locks = number(get("--locks"), "--locks", 4)?;
+    let workers = number(get("--workers"), "--workers", backend.default_workers())?;
+    // One name fewer than workers: every name is contended for.
+    let locks = number(get("--locks"), "--locks", workers.saturating_sub(1).max(1))?;
     if locks == 0 {
         return Err(UsageError("--locks must be at least 1".into()));
     }
@@ -190,7 +193,6 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
             broken,
         }));
     }
-    let workers = number(get("--workers"), "--workers", 5)?;
     if workers == 0 {
         return Err(UsageError("--workers must be at least 1".into()));
     }

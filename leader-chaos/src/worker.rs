@@ -32,8 +32,10 @@ use crate::servers;
 pub fn lock_name(index: u32) -> String {
     format!("chaos-{index}")
 }
-/// How long a worker waits for the lock before it counts a skip.
-const WAIT_TIME: Duration = Duration::from_millis(300);
+/// How long a worker waits for the lock before it counts a skip and draws another: long
+/// enough for a short section's release to reach it (that is a hand-over), short enough
+/// that a long section does not keep it idle.
+const WAIT_TIME: Duration = Duration::from_millis(150);
 
 /// The node id of `worker`: the orchestrator maps a leader id back to a worker with
 /// [`worker_of`].
@@ -179,10 +181,10 @@ impl Worker {
         Ok((outcome, line.at))
     }
 
-    /// Mostly short work (2–30 ms: many acquisitions per run); one section in twenty
+    /// Mostly short work (2–30 ms: many acquisitions per run); one section in fifty
     /// works 1–1.5 leases, kept only by the lease's auto-extension.
     fn work_time(&mut self) -> Duration {
-        if self.rng.random_bool(0.05) {
+        if self.rng.random_bool(0.02) {
             self.lease.mul_f64(self.rng.random_range(1.0..1.5))
         } else {
             Duration::from_millis(self.rng.random_range(2..30))
