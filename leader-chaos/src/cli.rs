@@ -12,7 +12,8 @@ use crate::faults::Class;
 pub const USAGE: &str = "\
 usage: leader-chaos [--backend redis|mongodb|etcd|sqlite|postgres] [--workers N]
                     [--locks N] [--seconds N] [--seed N] [--lease-ms N]
-                    [--faults LIST|all|none] [--broken no-lock|no-fence] [--dir PATH]
+                    [--long-every N] [--faults LIST|all|none]
+                    [--broken no-lock|no-fence] [--dir PATH]
 
 Runs N worker processes contending for a few locks behind a fault proxy, injects faults
 on a schedule drawn from --seed, then checks the logs and the fenced resource. Prints one
@@ -21,7 +22,8 @@ Faults: kill,pause everywhere; restart,blackhole,reset with a server (not sqlite
 also member-kill,member-pause,member-cut; sqlite wipe,busy; postgres server-kill,
 terminate,wipe. Defaults: --backend redis --seconds 60 --seed 1,
 every fault of the backend, --lease-ms 1000 (etcd: 2000, and it must be whole seconds);
---workers 5 (mongodb: 10, etcd: 12), --locks one fewer than the workers.";
+--workers 5 (mongodb: 10, etcd: 12), --locks one fewer than the workers, --long-every 50
+(one section in N works 1-1.5 leases).";
 
 /// A deliberately wrong worker, to show that the checker catches it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +62,8 @@ pub struct RunArgs {
     pub lease: Duration,
     /// The faults to draw from.
     pub faults: Vec<Class>,
+    /// One section in this many works 1–1.5 leases (the rest 2–30 ms).
+    pub long_every: u32,
     /// A broken worker mode.
     pub broken: Option<Broken>,
     /// Where the logs go (default: a new directory under the temp dir).
@@ -85,6 +89,8 @@ pub struct WorkerArgs {
     pub seed: u64,
     /// The lease time.
     pub lease: Duration,
+    /// One section in this many works 1–1.5 leases.
+    pub long_every: u32,
     /// A broken mode.
     pub broken: Option<Broken>,
 }
@@ -132,6 +138,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
             "--log",
             "--seed",
             "--lease-ms",
+            "--long-every",
             "--broken",
         ]
     } else {
@@ -142,6 +149,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
             "--seconds",
             "--seed",
             "--lease-ms",
+            "--long-every",
             "--faults",
             "--broken",
             "--dir",
@@ -151,6 +159,10 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
         return Err(UsageError(format!("unknown option {flag}")));
     }
     let broken = get("--broken").map(broken).transpose()?;
+    let long_every = number(get("--long-every"), "--long-every", 50)?;
+    if long_every == 0 {
+        return Err(UsageError("--long-every must be at least 1".into()));
+    }
     let seed = number(get("--seed"), "--seed", 1)?;
     let name = get("--backend").unwrap_or("redis");
     let backend =
@@ -190,6 +202,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
             log: PathBuf::from(need("--log")?),
             seed,
             lease,
+            long_every,
             broken,
         }));
     }
@@ -203,6 +216,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
         seconds: number(get("--seconds"), "--seconds", 60)?,
         seed,
         lease,
+        long_every,
         faults: get("--faults").map_or(Ok(Class::of(backend)), |list| classes(list, backend))?,
         broken,
         dir: get("--dir").map(PathBuf::from),
@@ -222,6 +236,7 @@ impl WorkerArgs {
         push("--log", self.log.clone().into_os_string());
         push("--seed", self.seed.to_string().into());
         push("--lease-ms", self.lease.as_millis().to_string().into());
+        push("--long-every", self.long_every.to_string().into());
         if let Some(mode) = self.broken {
             push("--broken", broken_name(mode).into());
         }
@@ -391,6 +406,7 @@ mod tests {
             log: "/tmp/w3.2.log".into(),
             seed: 9,
             lease: Duration::from_millis(1200),
+            long_every: 4,
             broken: Some(Broken::NoLock),
         };
         let line = args.to_args().into_iter().map(|a| a.into_string().unwrap());
@@ -424,6 +440,7 @@ mod tests {
             "--workers",
             "--workers 0",
             "--locks 0",
+            "--long-every 0",
             "--bogus 1",
             "--faults pause,fire",
             "--lease-ms 5",

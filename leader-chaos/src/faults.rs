@@ -28,7 +28,8 @@ pub enum Class {
     Kill,
     /// SIGSTOP the current holder for longer than the lease, then SIGCONT.
     Pause,
-    /// Restart the lock server (Redis loses its data, MongoDB keeps it).
+    /// Restart the lock server (Redis loses its data, MongoDB, etcd and PostgreSQL keep
+    /// it).
     Restart,
     /// Drop all traffic at the proxy for a while, then heal.
     Blackhole,

@@ -85,6 +85,7 @@ pub fn run(args: &RunArgs) -> Result<Report, Box<dyn Error>> {
         log: PathBuf::new(),
         seed: args.seed,
         lease: args.lease,
+        long_every: args.long_every,
         broken: args.broken,
     };
     let workers = Workers::start(args.workers, template, &dir, &mut journal)?;
@@ -162,6 +163,8 @@ fn read_logs(lives: &[Life]) -> Result<Vec<Incarnation>, Box<dyn Error>> {
     Ok(incarnations)
 }
 
+/// The run's directory, created if needed. One that holds a previous run's logs is
+/// refused: the logs are appended to, so the checker would read both runs as one.
 fn run_dir(args: &RunArgs) -> std::io::Result<PathBuf> {
     let dir = match &args.dir {
         Some(dir) => dir.clone(),
@@ -172,6 +175,15 @@ fn run_dir(args: &RunArgs) -> std::io::Result<PathBuf> {
             std::process::id()
         )),
     };
+    if dir.join("orchestrator.log").exists() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            format!(
+                "{} holds the logs of an earlier run: give another --dir, or remove it",
+                dir.display()
+            ),
+        ));
+    }
     std::fs::create_dir_all(&dir)?;
     Ok(dir)
 }
@@ -194,4 +206,28 @@ fn describe_run(args: &RunArgs, dir: &Path) -> String {
         args.broken.map_or("none", broken_name),
         dir.display()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Command, parse};
+
+    #[test]
+    fn a_directory_with_an_earlier_run_is_refused() {
+        let dir = std::env::temp_dir().join(format!("leader-chaos-dir-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let line = format!("--dir {}", dir.display());
+        let Ok(Command::Run(args)) = parse(line.split_whitespace().map(str::to_owned)) else {
+            panic!("not a run")
+        };
+        assert_eq!(run_dir(&args).unwrap(), dir);
+        // Empty, or with files of its own: taken.
+        assert!(run_dir(&args).is_ok());
+        std::fs::write(dir.join("orchestrator.log"), "").unwrap();
+        let err = run_dir(&args).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
+        assert!(err.to_string().contains("earlier run"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

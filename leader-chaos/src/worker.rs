@@ -51,6 +51,8 @@ pub fn worker_of(leader_id: &str) -> Option<u32> {
 /// What a section needs: the log, the resource, the random source.
 struct Worker {
     id: u32,
+    /// One section in this many is long.
+    long_every: u32,
     /// The lock of the current section.
     lock: u32,
     lease: Duration,
@@ -74,6 +76,7 @@ pub fn run(args: &WorkerArgs) -> Result<(), Box<dyn Error>> {
     let seed = args.seed ^ (u64::from(args.worker) << 32) ^ u64::from(args.incarnation);
     let mut worker = Worker {
         id: args.worker,
+        long_every: args.long_every.max(1),
         lock: 0,
         lease: args.lease,
         log,
@@ -181,10 +184,10 @@ impl Worker {
         Ok((outcome, line.at))
     }
 
-    /// Mostly short work (2–30 ms: many acquisitions per run); one section in fifty
-    /// works 1–1.5 leases, kept only by the lease's auto-extension.
+    /// Mostly short work (2–30 ms: many acquisitions per run); one section in
+    /// `--long-every` (50) works 1–1.5 leases, kept only by the lease's auto-extension.
     fn work_time(&mut self) -> Duration {
-        if self.rng.random_bool(0.02) {
+        if self.rng.random_ratio(1, self.long_every) {
             self.lease.mul_f64(self.rng.random_range(1.0..1.5))
         } else {
             Duration::from_millis(self.rng.random_range(2..30))

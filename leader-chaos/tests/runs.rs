@@ -43,6 +43,9 @@ fn writes_without_the_fence_are_caught() {
         &[
             "--broken",
             "no-fence",
+            // Long sections, so that a pause catches a holder between its two writes.
+            "--long-every",
+            "4",
             "--workers",
             "3",
             "--seconds",
@@ -156,6 +159,9 @@ fn etcd_workers_without_the_lock_or_the_fence_are_caught() {
             "etcd",
             "--broken",
             "no-fence",
+            // Long sections, so that a pause catches a holder between its two writes.
+            "--long-every",
+            "4",
             "--workers",
             "3",
             "--seconds",

@@ -75,6 +75,9 @@ fn sqlite_writes_without_the_fence_are_caught_even_after_rows_were_deleted() {
             "sqlite",
             "--broken",
             "no-fence",
+            // Long sections, so that a pause catches a holder between its two writes.
+            "--long-every",
+            "4",
             "--workers",
             "4",
             "--locks",
