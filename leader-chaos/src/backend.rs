@@ -71,7 +71,7 @@ impl Backend {
         }
     }
 
-    /// How many worker processes when `--workers` is not given: enough for well over a
+    /// How many worker processes when `--workers` is not given: enough for about a
     /// thousand acquisitions in a 45 s run. A worker acquires one lock at a time, so the
     /// rate is the workers' count over one acquire-work-release cycle, and that cycle is
     /// longer on MongoDB (about 40 ms to acquire, with this build of the server) and on
