@@ -5,7 +5,7 @@ mod sections;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use crate::event::FaultKind;
@@ -36,6 +36,35 @@ pub struct RunRecord {
     pub resource: Vec<String>,
     /// When the run ended (sections still open then end here).
     pub run_end: u64,
+    /// When the orchestrator began to stop the workers: leaderless gaps are measured
+    /// only before it (0: up to `run_end`).
+    pub stopped_at: u64,
+    /// The workers' lease, in µs: how long after a fault a leaderless gap is still the
+    /// fault's (see [`GAP_SHADOW_LEASES`]).
+    pub lease_us: u64,
+}
+
+/// A leaderless gap that begins or ends within this many leases (plus a second) after a
+/// fault, or during one, is the fault's: a killed or paused holder's lease has to run
+/// out, a restarted server to be reconnected to, before anyone can take the lock.
+pub const GAP_SHADOW_LEASES: u64 = 2;
+
+/// The longest time a lock went without a holder, outside the faults' windows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Gap {
+    /// The lock's index.
+    pub lock: u32,
+    /// When its last holder's section ended (release, loss or death), wall-clock µs.
+    pub from: u64,
+    /// When the next section began.
+    pub to: u64,
+}
+
+impl Gap {
+    /// Its length in µs.
+    pub fn len_us(&self) -> u64 {
+        self.to.saturating_sub(self.from)
+    }
 }
 
 /// The figures of a run.
@@ -47,8 +76,11 @@ pub struct Report {
     pub acquisitions: usize,
     /// Pairs of sections of different workers that intersect, with no explaining fault.
     pub unexplained_overlaps: usize,
-    /// Pairs that intersect around a pause of a holder or a data-losing restart.
+    /// Pairs that intersect around a pause of a holder or a data-losing fault.
     pub explained_overlaps: usize,
+    /// The explained pairs, by the kind of the fault that explains them (a pair two
+    /// faults explain counts under the first).
+    pub explained_by: BTreeMap<&'static str, usize>,
     /// Sections whose acquire began after another section ended, with a smaller token.
     pub token_order_violations: usize,
     /// Acquisitions whose token an earlier acquisition already had.
@@ -59,6 +91,10 @@ pub struct Report {
     pub unreadable_entries: usize,
     /// Faults injected.
     pub faults: usize,
+    /// Faults injected, by kind.
+    pub faults_by_kind: BTreeMap<&'static str, usize>,
+    /// The longest leaderless gap outside the faults' windows, if any gap was.
+    pub longest_gap: Option<Gap>,
     /// Sections cut short by a worker's death or the run's end.
     pub unfinished: usize,
     /// Skips, errors, losses, refused and failed writes, torn lines.
@@ -85,9 +121,11 @@ impl Report {
     pub fn details(&self) -> String {
         let t = &self.tallies;
         format!(
-            "details: explained_overlaps={} unfinished_sections={} skips={} errors={} lost={} \
-             writes_rejected={} writes_failed={} torn_lines={} unreadable_entries={}",
-            self.explained_overlaps,
+            "details: faults_by_kind={} explained_by={} unfinished_sections={} skips={} \
+             errors={} lost={} writes_rejected={} writes_failed={} torn_lines={} \
+             unreadable_entries={}",
+            counts(&self.faults_by_kind),
+            counts(&self.explained_by),
             self.unfinished,
             t.skips,
             t.errors,
@@ -100,19 +138,38 @@ impl Report {
     }
 }
 
+impl Report {
+    /// The longest leaderless gap outside faults, in whole milliseconds (0 without one).
+    pub fn longest_gap_ms(&self) -> u64 {
+        self.longest_gap.map_or(0, |g| g.len_us() / 1000)
+    }
+}
+
+/// `kill:3,pause:4`, or `none`.
+fn counts(map: &BTreeMap<&'static str, usize>) -> String {
+    if map.is_empty() {
+        return "none".to_owned();
+    }
+    let parts: Vec<String> = map.iter().map(|(k, n)| format!("{k}:{n}")).collect();
+    parts.join(",")
+}
+
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
             "chaos: backend={} acquisitions={} unexplained_overlaps={} token_order_violations={} \
-             duplicate_tokens={} stale_writes_accepted={} faults={}",
+             duplicate_tokens={} stale_writes_accepted={} faults={} explained_overlaps={} \
+             longest_gap_ms={}",
             self.backend,
             self.acquisitions,
             self.unexplained_overlaps,
             self.token_order_violations,
             self.duplicate_tokens,
             self.stale_writes_accepted,
-            self.faults
+            self.faults,
+            self.explained_overlaps,
+            self.longest_gap_ms()
         )
     }
 }
@@ -120,31 +177,55 @@ impl fmt::Display for Report {
 /// Computes the figures of a run.
 pub fn check(run: &RunRecord) -> Report {
     let (mut all, tallies) = sections(&run.incarnations, run.run_end);
-    all.sort_by_key(|s| (s.start, s.worker));
+    all.sort_by_key(|s| (s.lock, s.start, s.worker));
+    let mut faults_by_kind = BTreeMap::new();
+    for fault in &run.faults {
+        *faults_by_kind.entry(fault.kind.name()).or_insert(0) += 1;
+    }
     let mut report = Report {
         backend: run.backend.clone(),
         acquisitions: all.len(),
         faults: run.faults.len(),
+        faults_by_kind,
         unfinished: all.iter().filter(|s| s.unfinished).count(),
         tallies,
         ..Report::default()
     };
-    overlaps(&all, &run.faults, &mut report);
-    token_order(&all, &mut report);
-    duplicates(&all, &mut report);
+    for lock in per_lock(&all) {
+        overlaps(lock, &run.faults, &mut report);
+        token_order(lock, &mut report);
+        duplicates(lock, &mut report);
+        let stop = if run.stopped_at == 0 {
+            run.run_end
+        } else {
+            run.stopped_at
+        };
+        if let Some(gap) = longest_gap(lock, &run.faults, stop, run.lease_us)
+            && report.longest_gap.is_none_or(|g| gap.len_us() > g.len_us())
+        {
+            report.longest_gap = Some(gap);
+        }
+    }
     stale_writes(&run.resource, &mut report);
     report
 }
 
-/// Counts intersecting pairs of sections of different workers (`all` sorted by start).
+/// `all` (sorted by lock) cut into one slice per lock.
+fn per_lock(all: &[Section]) -> impl Iterator<Item = &[Section]> {
+    all.chunk_by(|a, b| a.lock == b.lock)
+}
+
+/// Counts intersecting pairs of sections of different workers (`all`: one lock's,
+/// sorted by start).
 fn overlaps(all: &[Section], faults: &[FaultSpan], report: &mut Report) {
     for (i, a) in all.iter().enumerate() {
         for b in all[i + 1..].iter().take_while(|b| b.start < a.end) {
             if a.worker == b.worker {
                 continue;
             }
-            if explained(a, b, faults) {
+            if let Some(kind) = explanation(a, b, faults) {
                 report.explained_overlaps += 1;
+                *report.explained_by.entry(kind.name()).or_insert(0) += 1;
             } else {
                 report.unexplained_overlaps += 1;
                 if report.examples.len() < EXAMPLES {
@@ -157,23 +238,63 @@ fn overlaps(all: &[Section], faults: &[FaultSpan], report: &mut Report) {
     }
 }
 
-/// Whether a fault explains the overlap of `a` and `b`: a pause of either holder between
-/// the start of its acquire call and the end of the overlap, or a data-losing restart of
-/// the lock server between the earlier acquire call and the end of the overlap.
+/// The fault that explains the overlap of `a` and `b` (`a` started first), if one does:
+///
+/// - a pause of either holder between the start of its acquire call and the end of the
+///   overlap (a holder stopped past its lease, or between acquiring and logging);
+/// - a data-losing fault ([`FaultKind::loses_data`]: a restart of Redis without
+///   persistence, lock rows deleted by hand) that ended after `a`'s acquire call began
+///   (so that `a`'s lock could be among what was lost) and began before `b`'s section
+///   did (so that `b` acquired after the loss).
 ///
 /// Nothing else does: not a partition, a reset, a worker kill, a data-keeping restart
-/// (MongoDB, a whole etcd cluster), nor a fault of one etcd member (killed, paused, cut
-/// off), which a cluster must ride out without two holders.
-fn explained(a: &Section, b: &Section, faults: &[FaultSpan]) -> bool {
+/// (MongoDB, PostgreSQL, a whole etcd cluster), a kill -9 of PostgreSQL, ended sessions,
+/// a busy SQLite file, nor a fault of one etcd member (killed, paused, cut off): the
+/// product must ride all of those out without two holders.
+fn explanation(a: &Section, b: &Section, faults: &[FaultSpan]) -> Option<FaultKind> {
     let window_end = a.end.min(b.end);
     let during = |fault: &FaultSpan, from: u64| fault.start <= window_end && fault.end >= from;
-    faults.iter().any(|fault| match fault.kind {
-        FaultKind::Pause { worker } => [a, b]
+    faults
+        .iter()
+        .find(|fault| match fault.kind {
+            FaultKind::Pause { worker } => [a, b]
+                .iter()
+                .any(|s| s.worker == worker && during(fault, s.requested)),
+            kind if kind.loses_data() => fault.end >= a.requested && fault.start <= b.start,
+            _ => false,
+        })
+        .map(|fault| fault.kind)
+}
+
+/// The longest time between one section's end and the next section's start on one lock
+/// (`all`: its sections, sorted by start), leaving out gaps that reach past `stop` or
+/// touch a fault's window (from its start to [`GAP_SHADOW_LEASES`] leases and a second
+/// after its end).
+fn longest_gap(all: &[Section], faults: &[FaultSpan], stop: u64, lease_us: u64) -> Option<Gap> {
+    let shadow = GAP_SHADOW_LEASES * lease_us + 1_000_000;
+    let explained = |from: u64, to: u64| {
+        faults
             .iter()
-            .any(|s| s.worker == worker && during(fault, s.requested)),
-        FaultKind::Restart { data_lost: true } => during(fault, a.requested.min(b.requested)),
-        _ => false,
-    })
+            .any(|f| f.start <= to && f.end.saturating_add(shadow) >= from)
+    };
+    let mut sections = all.iter();
+    let first = sections.next()?;
+    let mut covered = first.end;
+    let mut longest: Option<Gap> = None;
+    for next in sections {
+        if next.start > covered && next.start <= stop && !explained(covered, next.start) {
+            let gap = Gap {
+                lock: next.lock,
+                from: covered,
+                to: next.start,
+            };
+            if longest.is_none_or(|g| gap.len_us() > g.len_us()) {
+                longest = Some(gap);
+            }
+        }
+        covered = covered.max(next.end);
+    }
+    longest
 }
 
 /// Counts sections whose acquire call began after another section had ended, with a
@@ -217,15 +338,17 @@ fn duplicates(all: &[Section], report: &mut Report) {
     }
 }
 
-/// Counts entries of the resource's list with a token below the highest before them.
+/// Counts entries of the resource's list with a token below the highest of their lock
+/// before them.
 fn stale_writes(resource: &[String], report: &mut Report) {
-    let mut highest = 0;
+    let mut highest_of: HashMap<u32, u64> = HashMap::new();
     for (index, entry) in resource.iter().enumerate() {
-        let Some(token) = entry_token(entry) else {
+        let Some((lock, token)) = entry_token(entry) else {
             report.unreadable_entries += 1;
             continue;
         };
-        if token < highest {
+        let highest = highest_of.entry(lock).or_insert(0);
+        if token < *highest {
             report.stale_writes_accepted += 1;
             if report.examples.len() < 4 * EXAMPLES {
                 report.examples.push(format!(
@@ -233,13 +356,17 @@ fn stale_writes(resource: &[String], report: &mut Report) {
                 ));
             }
         }
-        highest = highest.max(token);
+        *highest = (*highest).max(token);
     }
 }
 
-/// The token of a `worker:token:phase` entry.
-pub fn entry_token(entry: &str) -> Option<u64> {
-    let mut parts = entry.split(':');
-    let (_worker, token, _phase) = (parts.next()?, parts.next()?, parts.next()?);
-    token.parse().ok()
+/// The lock and the token of a `lock:worker:token:phase` entry (a `worker:token:phase`
+/// one is lock 0's).
+pub fn entry_token(entry: &str) -> Option<(u32, u64)> {
+    let parts: Vec<&str> = entry.split(':').collect();
+    match parts.as_slice() {
+        [lock, _worker, token, _phase] => Some((lock.parse().ok()?, token.parse().ok()?)),
+        [_worker, token, _phase] => Some((0, token.parse().ok()?)),
+        _ => None,
+    }
 }

@@ -5,51 +5,25 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use crate::backend::Backend;
 use crate::faults::Class;
 
 /// The usage text.
 pub const USAGE: &str = "\
-usage: leader-chaos [--backend redis|mongodb|etcd] [--workers N] [--seconds N] [--seed N]
-                    [--lease-ms N] [--faults LIST|all|none] [--broken no-lock|no-fence]
-                    [--dir PATH]
+usage: leader-chaos [--backend redis|mongodb|etcd|sqlite|postgres] [--workers N]
+                    [--locks N] [--seconds N] [--seed N] [--lease-ms N]
+                    [--long-every N] [--faults LIST|all|none]
+                    [--broken no-lock|no-fence] [--dir PATH]
 
-Runs N worker processes contending for one lock behind a fault proxy, injects faults on
-a schedule drawn from --seed, then checks the logs and the fenced resource. Prints one
+Runs N worker processes contending for a few locks behind a fault proxy, injects faults
+on a schedule drawn from --seed, then checks the logs and the fenced resource. Prints one
 `chaos: ...` line and exits 1 when a safety figure is not zero.
-Faults: kill,pause,restart,blackhole,reset; with etcd also member-kill,member-pause,
-member-cut. Defaults: --backend redis --workers 5 --seconds 60 --seed 1, every fault of
-the backend, --lease-ms 1500 (etcd: 2000, and it must be whole seconds).";
-
-/// The lock backend.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    /// A Redis server without persistence: a restart loses the locks.
-    Redis,
-    /// A MongoDB-compatible server: a restart keeps them.
-    Mongodb,
-    /// A three-member etcd cluster: a restart keeps them; single members fail too.
-    Etcd,
-}
-
-impl Backend {
-    /// Its `--backend` name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Backend::Redis => "redis",
-            Backend::Mongodb => "mongodb",
-            Backend::Etcd => "etcd",
-        }
-    }
-
-    /// The workers' lease when `--lease-ms` is not given: a whole second count for etcd,
-    /// whose leases count whole seconds.
-    pub fn default_lease(self) -> Duration {
-        match self {
-            Backend::Redis | Backend::Mongodb => Duration::from_millis(1500),
-            Backend::Etcd => Duration::from_millis(2000),
-        }
-    }
-}
+Faults: kill,pause everywhere; restart,blackhole,reset with a server (not sqlite); etcd
+also member-kill,member-pause,member-cut; sqlite wipe,busy; postgres server-kill,
+terminate,wipe. Defaults: --backend redis --seconds 60 --seed 1,
+every fault of the backend, --lease-ms 1000 (etcd: 2000, and it must be whole seconds);
+--workers 5 (mongodb: 10, etcd: 12), --locks one fewer than the workers, --long-every 50
+(one section in N works 1-1.5 leases).";
 
 /// A deliberately wrong worker, to show that the checker catches it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +52,8 @@ pub struct RunArgs {
     pub backend: Backend,
     /// How many worker processes.
     pub workers: u32,
+    /// How many lock names they contend for (`chaos-0` …).
+    pub locks: u32,
     /// How long the fault schedule runs.
     pub seconds: u64,
     /// Seeds the fault schedule (and the workers' random choices).
@@ -86,6 +62,8 @@ pub struct RunArgs {
     pub lease: Duration,
     /// The faults to draw from.
     pub faults: Vec<Class>,
+    /// One section in this many works 1–1.5 leases (the rest 2–30 ms).
+    pub long_every: u32,
     /// A broken worker mode.
     pub broken: Option<Broken>,
     /// Where the logs go (default: a new directory under the temp dir).
@@ -101,6 +79,8 @@ pub struct WorkerArgs {
     pub resource_url: String,
     /// The worker id.
     pub worker: u32,
+    /// How many lock names (`chaos-0` …); each section takes one drawn at random.
+    pub locks: u32,
     /// Which life of this worker (0, then one more per restart).
     pub incarnation: u32,
     /// Its log file.
@@ -109,6 +89,8 @@ pub struct WorkerArgs {
     pub seed: u64,
     /// The lease time.
     pub lease: Duration,
+    /// One section in this many works 1–1.5 leases.
+    pub long_every: u32,
     /// A broken mode.
     pub broken: Option<Broken>,
 }
@@ -151,19 +133,23 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
             "--lock-url",
             "--resource-url",
             "--worker",
+            "--locks",
             "--incarnation",
             "--log",
             "--seed",
             "--lease-ms",
+            "--long-every",
             "--broken",
         ]
     } else {
         &[
             "--backend",
             "--workers",
+            "--locks",
             "--seconds",
             "--seed",
             "--lease-ms",
+            "--long-every",
             "--faults",
             "--broken",
             "--dir",
@@ -173,13 +159,20 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
         return Err(UsageError(format!("unknown option {flag}")));
     }
     let broken = get("--broken").map(broken).transpose()?;
+    let long_every = number(get("--long-every"), "--long-every", 50)?;
+    if long_every == 0 {
+        return Err(UsageError("--long-every must be at least 1".into()));
+    }
     let seed = number(get("--seed"), "--seed", 1)?;
-    let backend = match get("--backend").unwrap_or("redis") {
-        "redis" => Backend::Redis,
-        "mongodb" | "mongo" => Backend::Mongodb,
-        "etcd" => Backend::Etcd,
-        other => return Err(UsageError(format!("unknown backend {other}"))),
-    };
+    let name = get("--backend").unwrap_or("redis");
+    let backend =
+        Backend::from_name(name).ok_or_else(|| UsageError(format!("unknown backend {name}")))?;
+    let workers = number(get("--workers"), "--workers", backend.default_workers())?;
+    // One name fewer than workers: every name is contended for.
+    let locks = number(get("--locks"), "--locks", workers.saturating_sub(1).max(1))?;
+    if locks == 0 {
+        return Err(UsageError("--locks must be at least 1".into()));
+    }
     let lease = match get("--lease-ms") {
         Some(ms) => Duration::from_millis(ms.parse().map_err(|_| bad("--lease-ms"))?),
         None => backend.default_lease(),
@@ -189,7 +182,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
     }
     // etcd grants whole seconds: a rounded-up lease would make the orchestrator's pauses
     // and the grace period too short for what the cluster holds.
-    if backend == Backend::Etcd && lease.subsec_nanos() != 0 {
+    if backend.whole_second_leases() && lease.subsec_nanos() != 0 {
         return Err(UsageError(
             "--lease-ms must be whole seconds for etcd (a multiple of 1000)".into(),
         ));
@@ -204,23 +197,26 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
             lock_url: need("--lock-url")?,
             resource_url: need("--resource-url")?,
             worker: need("--worker")?.parse().map_err(|_| bad("--worker"))?,
+            locks,
             incarnation: number(get("--incarnation"), "--incarnation", 0)?,
             log: PathBuf::from(need("--log")?),
             seed,
             lease,
+            long_every,
             broken,
         }));
     }
-    let workers = number(get("--workers"), "--workers", 5)?;
     if workers == 0 {
         return Err(UsageError("--workers must be at least 1".into()));
     }
     Ok(Command::Run(RunArgs {
         backend,
         workers,
+        locks,
         seconds: number(get("--seconds"), "--seconds", 60)?,
         seed,
         lease,
+        long_every,
         faults: get("--faults").map_or(Ok(Class::of(backend)), |list| classes(list, backend))?,
         broken,
         dir: get("--dir").map(PathBuf::from),
@@ -235,10 +231,12 @@ impl WorkerArgs {
         push("--lock-url", self.lock_url.clone().into());
         push("--resource-url", self.resource_url.clone().into());
         push("--worker", self.worker.to_string().into());
+        push("--locks", self.locks.to_string().into());
         push("--incarnation", self.incarnation.to_string().into());
         push("--log", self.log.clone().into_os_string());
         push("--seed", self.seed.to_string().into());
         push("--lease-ms", self.lease.as_millis().to_string().into());
+        push("--long-every", self.long_every.to_string().into());
         if let Some(mode) = self.broken {
             push("--broken", broken_name(mode).into());
         }
@@ -271,9 +269,11 @@ fn classes(value: &str, backend: Backend) -> Result<Vec<Class>, UsageError> {
     let mut chosen = Vec::new();
     for name in value.split(',').map(str::trim) {
         let class = Class::from_name(name).ok_or_else(|| bad("--faults"))?;
-        if class.etcd_only() && backend != Backend::Etcd {
+        if !backend.faults().contains(&class) {
             return Err(UsageError(format!(
-                "fault {name} needs --backend etcd (it acts on one member of a cluster)"
+                "fault {name} does not apply to {}: it needs --backend {}",
+                backend.name(),
+                class.backends().join(" or ")
             )));
         }
         if !chosen.contains(&class) {
@@ -313,7 +313,8 @@ mod tests {
             (Backend::Redis, 5, 60, 1)
         );
         assert_eq!(run.faults, Class::of(Backend::Redis));
-        assert_eq!(run.lease, Duration::from_millis(1500));
+        assert_eq!(run.lease, Duration::from_millis(1000));
+        assert_eq!(run.locks, 4);
         let Command::Run(run) =
             parsed("--backend mongodb --faults pause,kill --broken no-fence --seed 7").unwrap()
         else {
@@ -331,7 +332,7 @@ mod tests {
         };
         assert_eq!(run.backend, Backend::Etcd);
         assert_eq!(run.lease, Duration::from_millis(2000));
-        assert_eq!(run.faults, Class::ALL.to_vec());
+        assert_eq!(run.faults, Backend::Etcd.faults().to_vec());
         assert!(run.faults.contains(&Class::MemberCut));
         let Command::Run(run) = parsed(
             "--backend etcd --lease-ms 3000 --faults member-kill,member-pause,member-cut,reset",
@@ -352,15 +353,11 @@ mod tests {
         let Command::Run(run) = parsed("--backend etcd --faults all").unwrap() else {
             panic!("not a run")
         };
-        assert_eq!(run.faults, Class::ALL.to_vec());
+        assert_eq!(run.faults, Backend::Etcd.faults().to_vec());
         let Command::Run(run) = parsed("--backend redis --faults all").unwrap() else {
             panic!("not a run")
         };
-        assert!(
-            !run.faults.iter().any(|c| c.etcd_only()),
-            "{:?}",
-            run.faults
-        );
+        assert!(!run.faults.contains(&Class::MemberKill), "{:?}", run.faults);
         // A repeated name counts once.
         let Command::Run(run) = parsed("--backend etcd --faults member-cut,member-cut").unwrap()
         else {
@@ -384,6 +381,13 @@ mod tests {
         }
         let err = parsed("--backend redis --faults member-kill").unwrap_err();
         assert!(err.to_string().contains("--backend etcd"), "{err}");
+        let err = parsed("--backend sqlite --faults restart").unwrap_err();
+        assert!(
+            err.to_string().contains("does not apply to sqlite"),
+            "{err}"
+        );
+        let err = parsed("--backend redis --faults wipe").unwrap_err();
+        assert!(err.to_string().contains("sqlite or postgres"), "{err}");
         // Other backends keep part-second leases.
         let Command::Run(run) = parsed("--backend redis --lease-ms 1200").unwrap() else {
             panic!("not a run")
@@ -397,14 +401,36 @@ mod tests {
             lock_url: "redis://127.0.0.1:1/".into(),
             resource_url: "redis://127.0.0.1:2/".into(),
             worker: 3,
+            locks: 6,
             incarnation: 2,
             log: "/tmp/w3.2.log".into(),
             seed: 9,
             lease: Duration::from_millis(1200),
+            long_every: 4,
             broken: Some(Broken::NoLock),
         };
         let line = args.to_args().into_iter().map(|a| a.into_string().unwrap());
         assert_eq!(parse(line).unwrap(), Command::Worker(args));
+    }
+
+    #[test]
+    fn sqlite_and_postgres_runs_take_their_own_faults() {
+        let Command::Run(run) = parsed("--backend sqlite --locks 2").unwrap() else {
+            panic!("not a run")
+        };
+        assert_eq!((run.backend, run.locks), (Backend::Sqlite, 2));
+        assert_eq!(run.faults, Backend::Sqlite.faults().to_vec());
+        assert!(run.faults.contains(&Class::Busy));
+        let Command::Run(run) =
+            parsed("--backend postgresql --faults server-kill,terminate,wipe").unwrap()
+        else {
+            panic!("not a run")
+        };
+        assert_eq!(run.backend, Backend::Postgres);
+        assert_eq!(
+            run.faults,
+            vec![Class::ServerKill, Class::Terminate, Class::Wipe]
+        );
     }
 
     #[test]
@@ -413,6 +439,8 @@ mod tests {
             "--backend consul",
             "--workers",
             "--workers 0",
+            "--locks 0",
+            "--long-every 0",
             "--bogus 1",
             "--faults pause,fire",
             "--lease-ms 5",

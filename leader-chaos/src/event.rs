@@ -91,6 +91,61 @@ pub enum FaultKind {
         /// Its index in the cluster.
         member: usize,
     },
+    /// Every lock row deleted by hand: data lost.
+    Wipe {
+        /// How many rows went.
+        rows: u64,
+    },
+    /// Another connection held an exclusive transaction on the database file.
+    Busy,
+    /// The server killed with SIGKILL, down a while, then started on its data.
+    ServerKill,
+    /// The server ended the client sessions (`pg_terminate_backend`).
+    Terminate {
+        /// How many sessions it ended.
+        sessions: u64,
+    },
+}
+
+impl FaultKind {
+    /// Its `kind=` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::Kill { .. } => "kill",
+            FaultKind::Pause { .. } => "pause",
+            FaultKind::Restart { .. } => "restart",
+            FaultKind::Blackhole => "blackhole",
+            FaultKind::Reset => "reset",
+            FaultKind::MemberKill { .. } => "member-kill",
+            FaultKind::MemberPause { .. } => "member-pause",
+            FaultKind::MemberCut { .. } => "member-cut",
+            FaultKind::Wipe { .. } => "wipe",
+            FaultKind::Busy => "busy",
+            FaultKind::ServerKill => "server-kill",
+            FaultKind::Terminate { .. } => "terminate",
+        }
+    }
+
+    /// Whether it loses data the lock store had acknowledged: a restart of a server
+    /// without persistence, or rows deleted by hand. Only such a fault can explain two
+    /// holders at once (with a pause of a holder, which makes a client act past its
+    /// lease); every other fault the product must ride out.
+    pub fn loses_data(self) -> bool {
+        match self {
+            FaultKind::Restart { data_lost } => data_lost,
+            FaultKind::Wipe { .. } => true,
+            FaultKind::Kill { .. }
+            | FaultKind::Pause { .. }
+            | FaultKind::Blackhole
+            | FaultKind::Reset
+            | FaultKind::MemberKill { .. }
+            | FaultKind::MemberPause { .. }
+            | FaultKind::MemberCut { .. }
+            | FaultKind::Busy
+            | FaultKind::ServerKill
+            | FaultKind::Terminate { .. } => false,
+        }
+    }
 }
 
 /// One line of a log.
@@ -105,6 +160,8 @@ pub enum Event {
     },
     /// An acquisition: the action began with `token`; the acquire call began at `requested`.
     Start {
+        /// The lock's index (`chaos-<lock>`); absent from a line means 0.
+        lock: u32,
         /// The fencing token.
         token: u64,
         /// Wall-clock µs when the call that acquired began.
@@ -190,7 +247,11 @@ impl fmt::Display for Event {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Event::Hello { worker, pid } => write!(f, "hello\tworker={worker}\tpid={pid}"),
-            Event::Start { token, requested } => write!(f, "start\ttoken={token}\treq={requested}"),
+            Event::Start {
+                lock,
+                token,
+                requested,
+            } => write!(f, "start\tlock={lock}\ttoken={token}\treq={requested}"),
             Event::Write {
                 token,
                 phase,
@@ -244,6 +305,12 @@ impl fmt::Display for Event {
                         write!(f, "member-pause\tmember={member}\trole={}", role(*leader))?;
                     }
                     FaultKind::MemberCut { member } => write!(f, "member-cut\tmember={member}")?,
+                    FaultKind::Wipe { rows } => write!(f, "wipe\trows={rows}\tdata=lose")?,
+                    FaultKind::Busy => f.write_str("busy")?,
+                    FaultKind::ServerKill => f.write_str("server-kill")?,
+                    FaultKind::Terminate { sessions } => {
+                        write!(f, "terminate\tsessions={sessions}")?;
+                    }
                 }
                 write!(f, "\tstart={start}\tend={end}")
             }
@@ -271,6 +338,10 @@ pub fn describe(kind: FaultKind) -> String {
         FaultKind::MemberCut { member } => {
             format!("blackhole etcd member m{member}'s proxy, then heal")
         }
+        FaultKind::Wipe { .. } => "delete every lock row by hand, data lost".into(),
+        FaultKind::Busy => "hold an exclusive transaction on the database file".into(),
+        FaultKind::ServerKill => "kill -9 the server, then start it on its data".into(),
+        FaultKind::Terminate { .. } => "pg_terminate_backend the client sessions".into(),
     }
 }
 

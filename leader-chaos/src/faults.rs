@@ -14,11 +14,11 @@ use leader_testkit::fixtures::{EtcdCluster, EtcdMember};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use crate::backend::Backend;
 use crate::checker::FaultSpan;
-use crate::cli::Backend;
 use crate::event::{FaultKind, describe, now_us};
 use crate::orchestrator::Lab;
-use crate::worker::{LOCK, worker_of};
+use crate::worker::{lock_name, worker_of};
 use crate::workers::signal;
 
 /// A kind of fault a run may inject.
@@ -28,7 +28,8 @@ pub enum Class {
     Kill,
     /// SIGSTOP the current holder for longer than the lease, then SIGCONT.
     Pause,
-    /// Restart the lock server (Redis loses its data, MongoDB keeps it).
+    /// Restart the lock server (Redis loses its data, MongoDB, etcd and PostgreSQL keep
+    /// it).
     Restart,
     /// Drop all traffic at the proxy for a while, then heal.
     Blackhole,
@@ -42,11 +43,22 @@ pub enum Class {
     /// etcd: drop all traffic at one member's proxy for 1–4 s, then heal; the member
     /// itself stays in the cluster.
     MemberCut,
+    /// SQLite, PostgreSQL: delete every lock row by hand (**loses data**: the holders'
+    /// rows, and on PostgreSQL the fencing counters kept in them).
+    Wipe,
+    /// SQLite: another connection holds an exclusive transaction for 1–3 s, longer than
+    /// the workers' busy timeout: the store is busy, calls fail with typed errors.
+    Busy,
+    /// PostgreSQL: kill -9 every process of the server, start it again 1–3 s later on
+    /// its data directory (crash recovery keeps every committed row).
+    ServerKill,
+    /// PostgreSQL: `pg_terminate_backend` every client session but the orchestrator's.
+    Terminate,
 }
 
 impl Class {
     /// Every kind.
-    pub const ALL: [Class; 8] = [
+    pub const ALL: [Class; 12] = [
         Class::Kill,
         Class::Pause,
         Class::Restart,
@@ -55,22 +67,24 @@ impl Class {
         Class::MemberKill,
         Class::MemberPause,
         Class::MemberCut,
+        Class::Wipe,
+        Class::Busy,
+        Class::ServerKill,
+        Class::Terminate,
     ];
 
-    /// Every kind `backend` supports: the member faults only for etcd.
+    /// Every kind `backend` supports ([`Backend::faults`]).
     pub fn of(backend: Backend) -> Vec<Class> {
-        Class::ALL
-            .into_iter()
-            .filter(|class| backend == Backend::Etcd || !class.etcd_only())
-            .collect()
+        backend.faults().to_vec()
     }
 
-    /// Whether it acts on one member of an etcd cluster.
-    pub fn etcd_only(self) -> bool {
-        matches!(
-            self,
-            Class::MemberKill | Class::MemberPause | Class::MemberCut
-        )
+    /// The backends it applies to, for a usage error.
+    pub fn backends(self) -> Vec<&'static str> {
+        Backend::ALL
+            .into_iter()
+            .filter(|b| b.faults().contains(&self))
+            .map(Backend::name)
+            .collect()
     }
 
     /// The kind a `--faults` name means.
@@ -89,6 +103,10 @@ impl Class {
             Class::MemberKill => "member-kill",
             Class::MemberPause => "member-pause",
             Class::MemberCut => "member-cut",
+            Class::Wipe => "wipe",
+            Class::Busy => "busy",
+            Class::ServerKill => "server-kill",
+            Class::Terminate => "terminate",
         }
     }
 
@@ -101,8 +119,11 @@ impl Class {
             | Class::Blackhole
             | Class::MemberKill
             | Class::MemberPause
-            | Class::MemberCut => 2,
-            Class::Reset => 1,
+            | Class::MemberCut
+            | Class::Wipe
+            | Class::Busy
+            | Class::ServerKill => 2,
+            Class::Reset | Class::Terminate => 1,
         }
     }
 }
@@ -166,7 +187,8 @@ impl Schedule {
                 worker: rng.random_range(1..=lab.workers.count()),
             },
             Class::Pause => FaultKind::Pause {
-                worker: holder(lab).unwrap_or_else(|| rng.random_range(1..=lab.workers.count())),
+                worker: holder(lab, rng)
+                    .unwrap_or_else(|| rng.random_range(1..=lab.workers.count())),
             },
             Class::Restart => FaultKind::Restart {
                 data_lost: lab.restart_loses_data,
@@ -184,17 +206,23 @@ impl Schedule {
             Class::MemberCut => FaultKind::MemberCut {
                 member: rng.random_range(0..lab.proxies.len()),
             },
+            // The counts are filled in below, once the fault is done.
+            Class::Wipe => FaultKind::Wipe { rows: 0 },
+            Class::Busy => FaultKind::Busy,
+            Class::ServerKill => FaultKind::ServerKill,
+            Class::Terminate => FaultKind::Terminate { sessions: 0 },
         };
         lab.journal.say(&format!("fault: {}", describe(kind)));
         let start = now_us();
-        match kind {
+        let mut kind = kind;
+        match &mut kind {
             FaultKind::Kill { worker } => {
-                lab.workers.kill(worker, &mut lab.journal);
+                lab.workers.kill(*worker, &mut lab.journal);
                 thread::sleep(Duration::from_millis(rng.random_range(300..1500)));
-                lab.workers.spawn(worker, &mut lab.journal)?;
+                lab.workers.spawn(*worker, &mut lab.journal)?;
             }
             FaultKind::Pause { worker } => {
-                if let Some(pid) = lab.workers.pid(worker) {
+                if let Some(pid) = lab.workers.pid(*worker) {
                     signal(pid, "STOP")?;
                     thread::sleep(lease + Duration::from_millis(rng.random_range(500..2000)));
                     signal(pid, "CONT")?;
@@ -212,7 +240,7 @@ impl Schedule {
             FaultKind::MemberKill { member, .. } => {
                 let down = Duration::from_millis(rng.random_range(1000..3000));
                 let cluster = etcd(lab)?;
-                let target = member_mut(cluster, member)?;
+                let target = member_mut(cluster, *member)?;
                 target.kill();
                 thread::sleep(down);
                 target.restart()?;
@@ -221,7 +249,7 @@ impl Schedule {
             FaultKind::MemberPause { member, .. } => {
                 let stopped = Duration::from_millis(rng.random_range(1000..4000));
                 let cluster = etcd(lab)?;
-                let pid = member_mut(cluster, member)?
+                let pid = member_mut(cluster, *member)?
                     .pid()
                     .ok_or_else(|| io::Error::other(format!("etcd member m{member} is down")))?;
                 signal(pid, "STOP")?;
@@ -231,12 +259,22 @@ impl Schedule {
             }
             FaultKind::MemberCut { member } => {
                 let cut = Duration::from_millis(rng.random_range(1000..4000));
-                if let Some(proxy) = lab.proxies.get(member) {
+                if let Some(proxy) = lab.proxies.get(*member) {
                     proxy.blackhole();
                     thread::sleep(cut);
                     proxy.heal();
                 }
             }
+            FaultKind::Wipe { rows } => *rows = lab.server.wipe()?,
+            FaultKind::Busy => {
+                let held = Duration::from_millis(rng.random_range(1000..3000));
+                lab.server.hold_exclusive(held)?;
+            }
+            FaultKind::ServerKill => {
+                let down = Duration::from_millis(rng.random_range(1000..3000));
+                lab.server.kill_and_restart(down)?;
+            }
+            FaultKind::Terminate { sessions } => *sessions = lab.server.terminate_sessions()?,
         }
         let span = FaultSpan {
             kind,
@@ -275,11 +313,15 @@ fn member_mut(cluster: &mut EtcdCluster, member: usize) -> io::Result<&mut EtcdM
         .ok_or_else(|| io::Error::other(format!("no etcd member m{member}")))
 }
 
-/// The worker holding the lock now, asked of the lock server directly (not through the
-/// proxy), retried for about a second while the lock is free.
-fn holder(lab: &Lab) -> Option<u32> {
-    for _ in 0..10 {
-        let state = lab.observer.state(LOCK).ok();
+/// A worker holding a lock now (of a lock drawn at random, then the others in turn),
+/// asked of the lock server directly (not through the proxy), retried for about a second
+/// while every lock is free.
+fn holder(lab: &Lab, rng: &mut StdRng) -> Option<u32> {
+    let locks = lab.locks.max(1);
+    let first = rng.random_range(0..locks);
+    for attempt in 0..10 {
+        let lock = lock_name((first + attempt) % locks);
+        let state = lab.observer.state(&lock).ok();
         if let Some(worker) = state.and_then(|s| s.leader().and_then(|l| worker_of(&l.leader_id))) {
             return Some(worker);
         }
@@ -312,12 +354,12 @@ mod tests {
     fn names_round_trip_and_member_faults_are_etcd_only() {
         for class in Class::ALL {
             assert_eq!(Class::from_name(class.name()), Some(class));
+            assert!(!class.backends().is_empty(), "{class:?} applies nowhere");
         }
-        assert_eq!(Class::of(Backend::Etcd), Class::ALL.to_vec());
+        assert_eq!(Class::MemberCut.backends(), vec!["etcd"]);
         for backend in [Backend::Redis, Backend::Mongodb] {
             let classes = Class::of(backend);
             assert_eq!(classes.len(), 5, "{backend:?}");
-            assert!(classes.iter().all(|c| !c.etcd_only()));
         }
     }
 }

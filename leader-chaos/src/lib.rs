@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod backend;
 pub mod checker;
 pub mod cli;
 pub mod event;

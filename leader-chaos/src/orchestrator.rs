@@ -11,7 +11,7 @@ use leader_testkit::FaultProxy;
 use leader_testkit::fixtures::RedisServer;
 
 use crate::checker::{Incarnation, Report, RunRecord, check};
-use crate::cli::{Backend, RunArgs, WorkerArgs, broken_name};
+use crate::cli::{RunArgs, WorkerArgs, broken_name};
 use crate::event::{now_us, parse_log};
 use crate::faults::Schedule;
 use crate::journal::Journal;
@@ -30,6 +30,8 @@ pub struct Lab {
     pub(crate) workers: Workers,
     pub(crate) journal: Journal,
     pub(crate) lease: Duration,
+    /// How many locks the workers contend for.
+    pub(crate) locks: u32,
     pub(crate) restart_loses_data: bool,
 }
 
@@ -61,7 +63,7 @@ pub fn run(args: &RunArgs) -> Result<Report, Box<dyn Error>> {
     let dir = run_dir(args)?;
     let mut journal = Journal::create(&dir.join("orchestrator.log"))?;
     journal.say(&describe_run(args, &dir));
-    let server = LockServer::start(args.backend)?;
+    let server = LockServer::start(args.backend, &dir)?;
     let resource = RedisServer::start()?;
     let addrs = server.addrs();
     let proxies = addrs
@@ -78,10 +80,12 @@ pub fn run(args: &RunArgs) -> Result<Report, Box<dyn Error>> {
         lock_url: server.url_at(&proxied),
         resource_url: resource.url(),
         worker: 0,
+        locks: args.locks,
         incarnation: 0,
         log: PathBuf::new(),
         seed: args.seed,
         lease: args.lease,
+        long_every: args.long_every,
         broken: args.broken,
     };
     let workers = Workers::start(args.workers, template, &dir, &mut journal)?;
@@ -92,12 +96,14 @@ pub fn run(args: &RunArgs) -> Result<Report, Box<dyn Error>> {
         workers,
         journal,
         lease: args.lease,
-        restart_loses_data: args.backend == Backend::Redis,
+        locks: args.locks,
+        restart_loses_data: args.backend.restart_loses_data(),
     };
     let outcome = run_schedule(args, &mut lab);
     // Long sections last up to two leases; then a kill ends the stragglers.
     let grace = args.lease * 2 + Duration::from_secs(3);
     lab.heal();
+    let stopped_at = now_us();
     lab.workers.stop_all(grace, &mut lab.journal);
     outcome?;
     let run_end = now_us();
@@ -107,6 +113,8 @@ pub fn run(args: &RunArgs) -> Result<Report, Box<dyn Error>> {
         faults: lab.journal.faults().to_vec(),
         resource: resource::entries(&resource.url())?,
         run_end,
+        stopped_at,
+        lease_us: u64::try_from(args.lease.as_micros()).unwrap_or(u64::MAX),
     };
     let report = check(&record);
     let text = format!(
@@ -155,6 +163,8 @@ fn read_logs(lives: &[Life]) -> Result<Vec<Incarnation>, Box<dyn Error>> {
     Ok(incarnations)
 }
 
+/// The run's directory, created if needed. One that holds a previous run's logs is
+/// refused: the logs are appended to, so the checker would read both runs as one.
 fn run_dir(args: &RunArgs) -> std::io::Result<PathBuf> {
     let dir = match &args.dir {
         Some(dir) => dir.clone(),
@@ -165,6 +175,15 @@ fn run_dir(args: &RunArgs) -> std::io::Result<PathBuf> {
             std::process::id()
         )),
     };
+    if dir.join("orchestrator.log").exists() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            format!(
+                "{} holds the logs of an earlier run: give another --dir, or remove it",
+                dir.display()
+            ),
+        ));
+    }
     std::fs::create_dir_all(&dir)?;
     Ok(dir)
 }
@@ -172,9 +191,10 @@ fn run_dir(args: &RunArgs) -> std::io::Result<PathBuf> {
 fn describe_run(args: &RunArgs, dir: &Path) -> String {
     let faults: Vec<&str> = args.faults.iter().map(|c| c.name()).collect();
     format!(
-        "run: backend={} workers={} seconds={} seed={} lease_ms={} faults={} broken={} dir={}",
+        "run: backend={} workers={} locks={} seconds={} seed={} lease_ms={} faults={} broken={} dir={}",
         args.backend.name(),
         args.workers,
+        args.locks,
         args.seconds,
         args.seed,
         args.lease.as_millis(),
@@ -186,4 +206,28 @@ fn describe_run(args: &RunArgs, dir: &Path) -> String {
         args.broken.map_or("none", broken_name),
         dir.display()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Command, parse};
+
+    #[test]
+    fn a_directory_with_an_earlier_run_is_refused() {
+        let dir = std::env::temp_dir().join(format!("leader-chaos-dir-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let line = format!("--dir {}", dir.display());
+        let Ok(Command::Run(args)) = parse(line.split_whitespace().map(str::to_owned)) else {
+            panic!("not a run")
+        };
+        assert_eq!(run_dir(&args).unwrap(), dir);
+        // Empty, or with files of its own: taken.
+        assert!(run_dir(&args).is_ok());
+        std::fs::write(dir.join("orchestrator.log"), "").unwrap();
+        let err = run_dir(&args).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
+        assert!(err.to_string().contains("earlier run"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -8,10 +8,14 @@ use leader::redis::redis::{self, RedisError};
 
 use crate::event::{Phase, WriteOutcome};
 
-/// The list of accepted writes, `worker:token:phase`, oldest first.
+/// The list of accepted writes, `lock:worker:token:phase`, oldest first.
 pub const LIST_KEY: &str = "{chaos}:writes";
-/// The highest token the list has accepted (same hash tag: one cluster slot).
-pub const FENCE_KEY: &str = "{chaos}:fence";
+
+/// The key of the highest token the list has accepted for lock `lock` (same hash tag as
+/// the list: one cluster slot). Each lock has its own fence: tokens are ordered per lock.
+pub fn fence_key(lock: u32) -> String {
+    format!("{{chaos}}:fence:{lock}")
+}
 /// How long a resource call may take.
 const TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -34,18 +38,18 @@ impl Resource {
         }
     }
 
-    /// Appends `worker:token:phase` to the list, fenced by `token` unless unfenced.
-    /// A failed call drops the connection; the next write opens a new one.
-    pub fn write(&mut self, worker: u32, token: u64, phase: Phase) -> WriteOutcome {
+    /// Appends `lock:worker:token:phase` to the list, fenced by `token` on `lock`'s fence
+    /// unless unfenced. A failed call drops the connection; the next write opens a new one.
+    pub fn write(&mut self, lock: u32, worker: u32, token: u64, phase: Phase) -> WriteOutcome {
         let phase = match phase {
             Phase::Start => "start",
             Phase::End => "end",
         };
-        let entry = format!("{worker}:{token}:{phase}");
+        let entry = format!("{lock}:{worker}:{token}:{phase}");
         let fenced = self.fenced;
         let answer = self.connection().and_then(|con| {
             if fenced {
-                Fence::new(FENCE_KEY, token)
+                Fence::new(fence_key(lock), token)
                     .command(("RPUSH", LIST_KEY, entry), [LIST_KEY])
                     .invoke(con)
                     .map_err(|err| err.to_string())

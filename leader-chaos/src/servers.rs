@@ -1,16 +1,20 @@
 //! The lock server of a run, behind the fault proxies: a Redis server without persistence
 //! (a restart loses every lock and counter), a MongoDB-compatible one (a restart keeps
-//! them), or a three-member etcd cluster (a restart of the whole cluster keeps them, and
-//! single members can be killed, paused or cut off).
+//! them), a three-member etcd cluster (a restart of the whole cluster keeps them, and
+//! single members can be killed, paused or cut off), a PostgreSQL server (a restart or a
+//! kill -9 keeps every committed row); or no server at all, a SQLite database file the
+//! workers share.
 
 use std::io;
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::thread;
 use std::time::Duration;
 
-use leader::{AnyBackend, EtcdBackend, EtcdConfig};
-use leader_testkit::fixtures::{Data, EtcdCluster, MongoServer, RedisServer};
+use leader::{AnyBackend, EtcdBackend, EtcdConfig, SqliteBackend, SqliteConfig};
+use leader_testkit::fixtures::{Data, EtcdCluster, MongoServer, PostgresServer, RedisServer};
 
-use crate::cli::Backend;
+use crate::backend::Backend;
 
 /// How long one etcd call may take, for the workers and the orchestrator: a call to a
 /// member that stopped answering fails after this, and the client tries another member.
@@ -20,6 +24,13 @@ pub const ETCD_OPERATION_TIMEOUT: Duration = Duration::from_secs(3);
 pub const ETCD_KEEP_ALIVE: Duration = Duration::from_secs(1);
 /// How long opening a connection to an etcd member may take.
 pub const ETCD_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a SQLite call waits for another connection's write before it fails with a
+/// transient (typed) error: well under the lease, so a worker whose renewal meets a
+/// busy file fails closed at its deadline instead of blocking past it, and the `busy`
+/// fault (an exclusive transaction held 1–3 s) shows as errors, never as an answer.
+pub const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_millis(250);
+/// The lock table of the SQLite and PostgreSQL backends (their default).
+const LOCK_TABLE: &str = "leader_locks";
 
 /// The lock server.
 #[derive(Debug)]
@@ -30,6 +41,10 @@ pub enum LockServer {
     Mongo(MongoServer),
     /// Three `etcd` members, one raft cluster, keeping their data.
     Etcd(EtcdCluster),
+    /// A SQLite database file in the run's directory.
+    Sqlite(PathBuf),
+    /// `postgres`, keeping its data.
+    Postgres(PostgresServer),
 }
 
 impl LockServer {
@@ -37,12 +52,15 @@ impl LockServer {
     ///
     /// # Errors
     ///
-    /// `NotFound` when its binary is not installed; any failure to start it.
-    pub fn start(backend: Backend) -> io::Result<Self> {
+    /// `NotFound` when its binary is not installed; any failure to start it. A SQLite
+    /// file goes into `dir`.
+    pub fn start(backend: Backend, dir: &Path) -> io::Result<Self> {
         Ok(match backend {
             Backend::Redis => LockServer::Redis(RedisServer::start()?),
             Backend::Mongodb => LockServer::Mongo(MongoServer::start()?),
             Backend::Etcd => LockServer::Etcd(EtcdCluster::start()?),
+            Backend::Sqlite => LockServer::Sqlite(dir.join("locks.sqlite")),
+            Backend::Postgres => LockServer::Postgres(PostgresServer::start()?),
         })
     }
 
@@ -53,6 +71,9 @@ impl LockServer {
             LockServer::Redis(server) => vec![server.addr()],
             LockServer::Mongo(server) => vec![server.addr()],
             LockServer::Etcd(cluster) => cluster.members().iter().map(|m| m.addr()).collect(),
+            LockServer::Postgres(server) => vec![server.addr()],
+            // A file: nothing to put a proxy in front of.
+            LockServer::Sqlite(_) => Vec::new(),
         }
     }
 
@@ -68,22 +89,106 @@ impl LockServer {
                 "mongodb://{list}/?directConnection=true&serverSelectionTimeoutMS=2000&connectTimeoutMS=2000"
             ),
             LockServer::Etcd(_) => format!("etcd://{list}"),
+            LockServer::Postgres(_) => {
+                format!("postgres://postgres@{list}/postgres?connect_timeout=2")
+            }
+            LockServer::Sqlite(path) => format!("sqlite://{}", path.display()),
         }
     }
 
     /// Kills the server and starts it again on the same ports; `true` when the locks were
-    /// lost (Redis), `false` when kept (MongoDB; etcd, every member killed -9 at once and
-    /// started on its data, back once the cluster is healthy).
+    /// lost (Redis), `false` when kept (MongoDB; PostgreSQL, crash recovery; etcd, every
+    /// member killed -9 at once and started on its data, back once the cluster is
+    /// healthy).
     ///
     /// # Errors
     ///
-    /// When it does not come back.
+    /// When it does not come back, or for SQLite (no server).
     pub fn restart(&mut self) -> io::Result<bool> {
         match self {
             LockServer::Redis(server) => server.restart(Data::Lose).map(|()| true),
             LockServer::Mongo(server) => server.restart(Data::Keep).map(|()| false),
             LockServer::Etcd(cluster) => cluster.restart_all().map(|()| false),
+            LockServer::Postgres(server) => server.restart(Data::Keep).map(|()| false),
+            LockServer::Sqlite(_) => Err(not_here("restart")),
         }
+    }
+
+    /// PostgreSQL: kill -9 every process of the server, leave it down for `down`, then
+    /// start it on its data directory.
+    ///
+    /// # Errors
+    ///
+    /// When it does not come back, or for another backend.
+    pub fn kill_and_restart(&mut self, down: Duration) -> io::Result<()> {
+        let LockServer::Postgres(server) = self else {
+            return Err(not_here("server-kill"));
+        };
+        server.kill();
+        thread::sleep(down);
+        server.restart(Data::Keep)
+    }
+
+    /// SQLite, PostgreSQL: deletes every lock row, as an operator would by hand; returns
+    /// how many went. On SQLite the fencing counters stay (they live in a table of their
+    /// own); on PostgreSQL they go with the rows.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot be reached, or for another backend.
+    pub fn wipe(&mut self) -> io::Result<u64> {
+        match self {
+            LockServer::Sqlite(path) => {
+                let con = sqlite(path)?;
+                con.execute(&format!("DELETE FROM {LOCK_TABLE}"), [])
+                    .map(|rows| u64::try_from(rows).unwrap_or(u64::MAX))
+                    .map_err(io::Error::other)
+            }
+            LockServer::Postgres(server) => {
+                let out = server.psql(&format!(
+                    "WITH gone AS (DELETE FROM {LOCK_TABLE} RETURNING 1) SELECT count(*) FROM gone"
+                ))?;
+                out.parse()
+                    .map_err(|_| io::Error::other(format!("psql said {out:?}")))
+            }
+            _ => Err(not_here("wipe")),
+        }
+    }
+
+    /// SQLite: another connection takes the file's write lock (`BEGIN EXCLUSIVE`) and
+    /// keeps it for `held`, then rolls back.
+    ///
+    /// # Errors
+    ///
+    /// When the file cannot be opened or locked, or for another backend.
+    pub fn hold_exclusive(&mut self, held: Duration) -> io::Result<()> {
+        let LockServer::Sqlite(path) = self else {
+            return Err(not_here("busy"));
+        };
+        let con = sqlite(path)?;
+        con.execute_batch("BEGIN EXCLUSIVE")
+            .map_err(io::Error::other)?;
+        thread::sleep(held);
+        con.execute_batch("ROLLBACK").map_err(io::Error::other)
+    }
+
+    /// PostgreSQL: ends every client session but the one asking
+    /// (`pg_terminate_backend`); returns how many.
+    ///
+    /// # Errors
+    ///
+    /// When the server cannot be reached, or for another backend.
+    pub fn terminate_sessions(&mut self) -> io::Result<u64> {
+        let LockServer::Postgres(server) = self else {
+            return Err(not_here("terminate"));
+        };
+        let out = server.psql(
+            "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) AS ended \
+             FROM pg_stat_activity WHERE backend_type = 'client backend' \
+             AND pid <> pg_backend_pid()) AS sessions WHERE ended",
+        )?;
+        out.parse()
+            .map_err(|_| io::Error::other(format!("psql said {out:?}")))
     }
 
     /// The etcd cluster, when the server is one.
@@ -112,6 +217,10 @@ impl LockServer {
 ///
 /// A URL that is not understood, or a backend that cannot start.
 pub fn connect(url: &str) -> Result<AnyBackend, Box<dyn std::error::Error>> {
+    if let Some(path) = url.strip_prefix("sqlite://") {
+        let config = SqliteConfig::new().with_busy_timeout(SQLITE_BUSY_TIMEOUT);
+        return Ok(SqliteBackend::open_with(path, config)?.into());
+    }
     if url.starts_with("etcd://") {
         let config = EtcdConfig::new()
             .with_operation_timeout(ETCD_OPERATION_TIMEOUT)
@@ -120,4 +229,17 @@ pub fn connect(url: &str) -> Result<AnyBackend, Box<dyn std::error::Error>> {
         return Ok(EtcdBackend::connect_with(url, config)?.into());
     }
     Ok(leader::connect(url)?)
+}
+
+/// A connection of the orchestrator's own to the SQLite file, as an operator's shell
+/// would open one (waiting up to 5 s for the workers' short transactions).
+fn sqlite(path: &Path) -> io::Result<rusqlite::Connection> {
+    let con = rusqlite::Connection::open(path).map_err(io::Error::other)?;
+    con.busy_timeout(Duration::from_secs(5))
+        .map_err(io::Error::other)?;
+    Ok(con)
+}
+
+fn not_here(fault: &str) -> io::Error {
+    io::Error::other(format!("the {fault} fault does not apply to this backend"))
 }

@@ -1,7 +1,8 @@
-//! One worker process: contends for the lock in a loop and, while it holds it, writes to
-//! the resource fenced by its token, logging every step.
+//! One worker process: contends in a loop for one of the run's locks (drawn at random
+//! each time) and, while it holds it, writes to the resource fenced by its token, logging
+//! every step.
 //!
-//! The lease is short (`--lease-ms`, 1.5 s by default, 2 s for etcd) and
+//! The lease is short (`--lease-ms`, 1 s by default, 2 s for etcd) and
 //! **auto-extended**: some sections deliberately work longer than the lease, and with the
 //! watchdog renewing every third of it they keep the lock, so a lease is lost only to a
 //! fault (a pause, a partition, a server restart), which is what the run is about. The work waits with
@@ -27,10 +28,14 @@ use crate::logfile::LogFile;
 use crate::resource::Resource;
 use crate::servers;
 
-/// The lock every worker contends for.
-pub const LOCK: &str = "chaos";
-/// How long a worker waits for the lock before it counts a skip.
-const WAIT_TIME: Duration = Duration::from_millis(300);
+/// The name of lock `index` of a run: `chaos-0`, `chaos-1`, …
+pub fn lock_name(index: u32) -> String {
+    format!("chaos-{index}")
+}
+/// How long a worker waits for the lock before it counts a skip and draws another: long
+/// enough for a short section's release to reach it (that is a hand-over), short enough
+/// that a long section does not keep it idle.
+const WAIT_TIME: Duration = Duration::from_millis(150);
 
 /// The node id of `worker`: the orchestrator maps a leader id back to a worker with
 /// [`worker_of`].
@@ -46,6 +51,10 @@ pub fn worker_of(leader_id: &str) -> Option<u32> {
 /// What a section needs: the log, the resource, the random source.
 struct Worker {
     id: u32,
+    /// One section in this many is long.
+    long_every: u32,
+    /// The lock of the current section.
+    lock: u32,
     lease: Duration,
     log: LogFile,
     resource: Resource,
@@ -67,6 +76,8 @@ pub fn run(args: &WorkerArgs) -> Result<(), Box<dyn Error>> {
     let seed = args.seed ^ (u64::from(args.worker) << 32) ^ u64::from(args.incarnation);
     let mut worker = Worker {
         id: args.worker,
+        long_every: args.long_every.max(1),
+        lock: 0,
         lease: args.lease,
         log,
         resource: Resource::new(&args.resource_url, args.broken != Some(Broken::NoFence)),
@@ -81,9 +92,12 @@ pub fn run(args: &WorkerArgs) -> Result<(), Box<dyn Error>> {
         .with_auto_extend(true)
         .with_node_id(node_id(args.worker));
     let elector = LeaderElector::new(servers::connect(&args.lock_url)?, options)?;
+    let locks = args.locks.max(1);
     while !stop.load(Ordering::SeqCst) {
+        worker.lock = worker.rng.random_range(0..locks);
+        let name = lock_name(worker.lock);
         let requested = now_us();
-        let ran = elector.run_if_leader_with(LOCK, |lease: &LeaseContext| {
+        let ran = elector.run_if_leader_with(&name, |lease: &LeaseContext| {
             let token = lease.fencing_token();
             worker.section(token, requested, |work| {
                 lease.wait_lost_timeout(work).then(|| lease_end(lease))
@@ -138,7 +152,11 @@ impl Worker {
         requested: u64,
         wait_lost: impl FnOnce(Duration) -> Option<u64>,
     ) -> Result<(), io::Error> {
-        self.log.record(Event::Start { token, requested })?;
+        self.log.record(Event::Start {
+            lock: self.lock,
+            token,
+            requested,
+        })?;
         let (first, wrote_at) = self.write(token, Phase::Start)?;
         let work = self.work_time();
         // A refused start write means a newer holder exists: the lease is gone too.
@@ -157,7 +175,7 @@ impl Worker {
 
     /// A resource write, logged; its outcome and when it returned.
     fn write(&mut self, token: u64, phase: Phase) -> Result<(WriteOutcome, u64), io::Error> {
-        let outcome = self.resource.write(self.id, token, phase);
+        let outcome = self.resource.write(self.lock, self.id, token, phase);
         let line = self.log.record(Event::Write {
             token,
             phase,
@@ -166,17 +184,18 @@ impl Worker {
         Ok((outcome, line.at))
     }
 
-    /// Mostly short work; one section in four works longer than the lease.
+    /// Mostly short work (2–30 ms: many acquisitions per run); one section in
+    /// `--long-every` (50) works 1–1.5 leases, kept only by the lease's auto-extension.
     fn work_time(&mut self) -> Duration {
-        if self.rng.random_bool(0.25) {
-            self.lease.mul_f64(self.rng.random_range(1.0..2.0))
+        if self.rng.random_ratio(1, self.long_every) {
+            self.lease.mul_f64(self.rng.random_range(1.0..1.5))
         } else {
-            Duration::from_millis(self.rng.random_range(20..300))
+            Duration::from_millis(self.rng.random_range(2..30))
         }
     }
 
     fn pause_between(&mut self) {
-        thread::sleep(Duration::from_millis(self.rng.random_range(0..30)));
+        thread::sleep(Duration::from_millis(self.rng.random_range(0..10)));
     }
 }
 

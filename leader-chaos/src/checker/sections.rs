@@ -18,6 +18,8 @@ pub struct Incarnation {
 /// One acquisition and how long its holder acted on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Section {
+    /// The lock's index.
+    pub lock: u32,
     /// The worker.
     pub worker: u32,
     /// Its fencing token.
@@ -59,10 +61,15 @@ pub fn sections(incarnations: &[Incarnation], run_end: u64) -> (Vec<Section>, Ta
         let mut open: Option<Section> = None;
         for Stamped { at, event } in &life.events {
             match *event {
-                Event::Start { token, requested } => {
+                Event::Start {
+                    lock,
+                    token,
+                    requested,
+                } => {
                     // A start inside a section should not happen; the new one ends the old.
                     all.extend(open.take().map(|s| closed(s, *at)));
                     open = Some(Section {
+                        lock,
                         worker: life.worker,
                         token,
                         requested: requested.min(*at),

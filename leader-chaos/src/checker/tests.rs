@@ -21,6 +21,8 @@ fn run(incarnations: Vec<Incarnation>, faults: Vec<FaultSpan>, resource: &[&str]
         faults,
         resource: resource.iter().map(|s| s.to_string()).collect(),
         run_end: 1_000,
+        stopped_at: 0,
+        lease_us: 100,
     })
 }
 
@@ -54,8 +56,11 @@ fn back_to_back_sections_pass() {
     assert_eq!(
         report.to_string(),
         "chaos: backend=test acquisitions=2 unexplained_overlaps=0 token_order_violations=0 \
-         duplicate_tokens=0 stale_writes_accepted=0 faults=0"
+         duplicate_tokens=0 stale_writes_accepted=0 faults=0 explained_overlaps=0 \
+         longest_gap_ms=0"
     );
+    // Worker 1's end at 20, worker 2's start at 21: a gap of 1 µs.
+    assert_eq!(report.longest_gap.map(|g| g.len_us()), Some(1));
 }
 
 #[test]
@@ -278,4 +283,133 @@ fn tallies_count_skips_errors_losses_and_write_outcomes() {
     assert_eq!((t.skips, t.errors, t.lost), (1, 1, 1));
     assert_eq!((t.writes_failed, t.writes_rejected), (1, 1));
     assert!(report.details().contains("lost=1"));
+}
+
+#[test]
+fn a_data_losing_fault_explains_only_the_overlap_it_can_cause() {
+    // Worker 1 holds from 10 (asked at 9) to 60; worker 2 starts at 40 (asked at 35).
+    let holders = || {
+        vec![
+            life(1, "10\tstart\ttoken=5\treq=9\n60\tlost\ttoken=5\n"),
+            life(2, "40\tstart\ttoken=6\treq=35\n70\tend\ttoken=6\n"),
+        ]
+    };
+    // Rows deleted at 20, inside worker 1's section, before worker 2's: explained, under
+    // its own kind.
+    let report = run(
+        holders(),
+        vec![fault(FaultKind::Wipe { rows: 1 }, 20, 20)],
+        &[],
+    );
+    assert_eq!(
+        (report.explained_overlaps, report.unexplained_overlaps),
+        (1, 0)
+    );
+    assert_eq!(report.explained_by.get("wipe"), Some(&1));
+    assert_eq!(report.faults_by_kind.get("wipe"), Some(&1));
+    // Rows deleted after worker 2 had started (45, still inside the overlap): worker 2 took
+    // the lock while worker 1's row was there, so the loss cannot explain it. (The old
+    // rule, any data-losing fault before the overlap's end, excused this one.)
+    let report = run(
+        holders(),
+        vec![fault(FaultKind::Wipe { rows: 1 }, 45, 45)],
+        &[],
+    );
+    assert_eq!(report.unexplained_overlaps, 1);
+    let lose = fault(FaultKind::Restart { data_lost: true }, 45, 50);
+    let report = run(holders(), vec![lose], &[]);
+    assert_eq!(report.unexplained_overlaps, 1);
+    // Nor before worker 1 asked for the lock.
+    let report = run(
+        holders(),
+        vec![fault(FaultKind::Wipe { rows: 1 }, 2, 5)],
+        &[],
+    );
+    assert_eq!(report.unexplained_overlaps, 1);
+    // Faults that keep the data explain nothing.
+    for kind in [
+        FaultKind::ServerKill,
+        FaultKind::Terminate { sessions: 3 },
+        FaultKind::Busy,
+        FaultKind::Kill { worker: 1 },
+    ] {
+        let report = run(holders(), vec![fault(kind, 20, 30)], &[]);
+        assert_eq!(report.unexplained_overlaps, 1, "{kind:?}");
+    }
+}
+
+#[test]
+fn a_data_losing_fault_excuses_no_stale_write_and_no_token_violation() {
+    // Rows wiped at 20; worker 2 takes the lock with a smaller token after worker 1's
+    // section ended, and the resource accepted worker 1's late write after worker 2's.
+    let report = run(
+        vec![
+            life(1, "10\tstart\ttoken=7\treq=9\n30\tend\ttoken=7\n"),
+            life(2, "40\tstart\ttoken=6\treq=35\n50\tend\ttoken=6\n"),
+        ],
+        vec![fault(FaultKind::Wipe { rows: 1 }, 20, 20)],
+        &["0:1:7:start", "0:2:6:start", "0:1:7:end"],
+    );
+    assert_eq!(report.token_order_violations, 1);
+    assert_eq!(report.stale_writes_accepted, 1);
+    assert!(!report.passed());
+}
+
+#[test]
+fn locks_are_checked_apart() {
+    // Two holders at once of two different locks, each with its own token sequence.
+    let report = run(
+        vec![
+            life(1, "10\tstart\tlock=0\ttoken=5\treq=9\n30\tend\ttoken=5\n"),
+            life(2, "12\tstart\tlock=1\ttoken=3\treq=11\n28\tend\ttoken=3\n"),
+            life(3, "35\tstart\tlock=1\ttoken=4\treq=31\n40\tend\ttoken=4\n"),
+        ],
+        vec![],
+        &["0:1:5:start", "1:2:3:start", "1:3:4:start", "0:1:5:end"],
+    );
+    assert!(report.passed(), "{report:?}");
+    assert_eq!(report.acquisitions, 3);
+    // The same pairs on one lock: an overlap, a token going back, a stale write.
+    let report = run(
+        vec![
+            life(1, "10\tstart\tlock=1\ttoken=5\treq=9\n30\tend\ttoken=5\n"),
+            life(2, "12\tstart\tlock=1\ttoken=3\treq=11\n28\tend\ttoken=3\n"),
+            life(3, "35\tstart\tlock=1\ttoken=4\treq=31\n40\tend\ttoken=4\n"),
+        ],
+        vec![],
+        &["1:1:5:start", "1:2:3:start"],
+    );
+    assert_eq!(report.unexplained_overlaps, 1);
+    assert_eq!(report.token_order_violations, 1);
+    assert_eq!(report.stale_writes_accepted, 1);
+}
+
+#[test]
+fn the_longest_gap_leaves_out_the_faults_windows_and_the_stop() {
+    // Lock 0: sections 10..20, 25..30, 100..110, 400..410 (lease 100 µs in `run`, so a
+    // fault's window reaches 2 leases and a second past its end).
+    let text = "10\tstart\ttoken=1\treq=9\n20\tend\ttoken=1\n\
+                25\tstart\ttoken=2\treq=21\n30\tend\ttoken=2\n\
+                100\tstart\ttoken=3\treq=31\n110\tend\ttoken=3\n\
+                400\tstart\ttoken=4\treq=111\n410\tend\ttoken=4\n";
+    let report = run(vec![life(1, text)], vec![], &[]);
+    assert_eq!(report.longest_gap.map(|g| (g.from, g.to)), Some((110, 400)));
+    assert_eq!(report.longest_gap_ms(), 0);
+    // A fault over at 105 covers the gap 110..400 (its window runs a second past it).
+    let report = run(
+        vec![life(1, text)],
+        vec![fault(FaultKind::Reset, 104, 105)],
+        &[],
+    );
+    assert_eq!(report.longest_gap.map(|g| (g.from, g.to)), Some((30, 100)));
+    // Past the stop, nothing counts.
+    let report = check(&RunRecord {
+        backend: "test".into(),
+        incarnations: vec![life(1, text)],
+        run_end: 1_000,
+        stopped_at: 200,
+        lease_us: 100,
+        ..RunRecord::default()
+    });
+    assert_eq!(report.longest_gap.map(|g| (g.from, g.to)), Some((30, 100)));
 }

@@ -78,6 +78,11 @@ fn parse_line(line: &str) -> Result<Stamped, &'static str> {
             pid: small("pid")?,
         },
         "start" => Event::Start {
+            lock: if get("lock").is_ok() {
+                small("lock")?
+            } else {
+                0
+            },
             token: num("token")?,
             requested: num("req")?,
         },
@@ -136,6 +141,12 @@ fn parse_line(line: &str) -> Result<Stamped, &'static str> {
                 "member-cut" => FaultKind::MemberCut {
                     member: member(get("member")?)?,
                 },
+                "wipe" => FaultKind::Wipe { rows: num("rows")? },
+                "busy" => FaultKind::Busy,
+                "server-kill" => FaultKind::ServerKill,
+                "terminate" => FaultKind::Terminate {
+                    sessions: num("sessions")?,
+                },
                 _ => return Err("unknown fault"),
             },
             start: num("start")?,
@@ -186,6 +197,7 @@ mod tests {
         for event in [
             Event::Hello { worker: 1, pid: 9 },
             Event::Start {
+                lock: 3,
                 token: u64::MAX,
                 requested: 3,
             },
@@ -243,6 +255,26 @@ mod tests {
             },
             Event::Fault {
                 kind: FaultKind::MemberCut { member: 1 },
+                start: 1,
+                end: 2,
+            },
+            Event::Fault {
+                kind: FaultKind::Wipe { rows: 3 },
+                start: 1,
+                end: 2,
+            },
+            Event::Fault {
+                kind: FaultKind::Busy,
+                start: 1,
+                end: 2,
+            },
+            Event::Fault {
+                kind: FaultKind::ServerKill,
+                start: 1,
+                end: 2,
+            },
+            Event::Fault {
+                kind: FaultKind::Terminate { sessions: 4 },
                 start: 1,
                 end: 2,
             },

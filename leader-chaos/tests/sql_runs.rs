@@ -1,0 +1,96 @@
+//! Short runs of the binary on SQLite and PostgreSQL: healthy workers pass through the
+//! faults of these stores (rows deleted by hand, a busy file, a killed server, ended
+//! sessions), and workers writing without the fence are caught even where rows were
+//! deleted, since a data-losing fault excuses two holders at once but never a stale write.
+//!
+//! They need `redis-server` (the resource) and, for PostgreSQL, `postgres`: without them
+//! a test prints a skip line, or fails under `LEADER_TEST_REQUIRE_SERVERS=1`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::{figure, run, servers};
+
+#[test]
+fn a_healthy_sqlite_run_passes() {
+    if !servers(&["redis-server"]) {
+        return;
+    }
+    let (code, line) = run(
+        "sqlite",
+        &[
+            "--backend",
+            "sqlite",
+            "--workers",
+            "4",
+            "--seconds",
+            "8",
+            "--seed",
+            "14",
+            "--faults",
+            "wipe,busy,kill",
+        ],
+    );
+    assert_eq!(code, Some(0), "{line}");
+    assert!(figure(&line, "acquisitions") > 0, "{line}");
+    assert!(figure(&line, "faults") > 0, "{line}");
+}
+
+#[test]
+fn a_healthy_postgres_run_passes() {
+    if !servers(&["redis-server", "postgres"]) {
+        return;
+    }
+    let (code, line) = run(
+        "postgres",
+        &[
+            "--backend",
+            "postgres",
+            "--workers",
+            "4",
+            "--seconds",
+            "10",
+            "--seed",
+            "15",
+            "--faults",
+            "server-kill,terminate,wipe,blackhole",
+        ],
+    );
+    assert_eq!(code, Some(0), "{line}");
+    assert!(figure(&line, "acquisitions") > 0, "{line}");
+    assert!(figure(&line, "faults") > 0, "{line}");
+}
+
+#[test]
+fn sqlite_writes_without_the_fence_are_caught_even_after_rows_were_deleted() {
+    if !servers(&["redis-server"]) {
+        return;
+    }
+    // Deleted rows let a second holder in while the first still writes: the overlaps
+    // are the wipe's, the stale writes are the missing fence's.
+    let (code, line) = run(
+        "sqlite-no-fence",
+        &[
+            "--backend",
+            "sqlite",
+            "--broken",
+            "no-fence",
+            // Long sections, so that a pause catches a holder between its two writes.
+            "--long-every",
+            "4",
+            "--workers",
+            "4",
+            "--locks",
+            "1",
+            "--seconds",
+            "8",
+            "--seed",
+            "16",
+            "--faults",
+            "wipe,pause",
+        ],
+    );
+    assert_eq!(code, Some(1), "{line}");
+    assert!(figure(&line, "stale_writes_accepted") > 0, "{line}");
+    assert_eq!(figure(&line, "unexplained_overlaps"), 0, "{line}");
+}
