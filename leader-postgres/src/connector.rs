@@ -2,6 +2,7 @@
 //! and spawns the task that drives it.
 
 use std::future::poll_fn;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use leader_core::{RedactedError, ReleaseEvents, UrlSecrets};
@@ -12,10 +13,15 @@ use tokio_postgres::{AsyncMessage, Client, Config, Connection, NoTls};
 
 use crate::config::PostgresConfig;
 use crate::error::{ConnectError, OpError};
+use crate::hosts::one_per_host;
 
-/// How sessions are opened: the parsed URL and the TLS connector it needs.
+/// How sessions are opened: the parsed URL, one configuration per host, and the TLS
+/// connector it needs.
 pub(crate) struct Connector {
-    config: Config,
+    hosts: Vec<Config>,
+    /// The host that gave the last session: tried first (after a failover, the new
+    /// primary, instead of the dead host before it in the URL).
+    preferred: AtomicUsize,
     tls: Tls,
     timeout: Duration,
 }
@@ -63,7 +69,8 @@ impl Connector {
             }
         };
         Ok(Connector {
-            config,
+            hosts: one_per_host(&config),
+            preferred: AtomicUsize::new(0),
             tls,
             timeout: settings.connect_timeout(),
         })
@@ -71,19 +78,47 @@ impl Connector {
 
     /// Opens a session and spawns its driver on the current runtime (always the backend's
     /// own: every call runs there). Notifications go to `events`, when given.
+    ///
+    /// The hosts are tried in turn, the one that gave the last session first, each for at
+    /// most the connect timeout (TCP, TLS, authentication and the read-write check): a
+    /// host that hangs costs one connect timeout, then the next is tried.
     pub(crate) async fn connect(
         &self,
+        events: Option<ReleaseEvents>,
+    ) -> Result<(Client, Driver), OpError> {
+        let first = self.preferred.load(Ordering::Relaxed);
+        let mut failure = None;
+        for offset in 0..self.hosts.len() {
+            let index = (first + offset) % self.hosts.len();
+            let Some(host) = self.hosts.get(index) else {
+                continue;
+            };
+            match self.connect_to(host, events.clone()).await {
+                Ok(session) => {
+                    self.preferred.store(index, Ordering::Relaxed);
+                    return Ok(session);
+                }
+                Err(err) => failure = Some(err),
+            }
+        }
+        Err(failure.unwrap_or(OpError::ConnectTimedOut(self.timeout)))
+    }
+
+    /// Opens a session on `host`, within the connect timeout.
+    async fn connect_to(
+        &self,
+        host: &Config,
         events: Option<ReleaseEvents>,
     ) -> Result<(Client, Driver), OpError> {
         let connecting = async {
             Ok::<_, tokio_postgres::Error>(match &self.tls {
                 Tls::Off => {
-                    let (client, connection) = self.config.connect(NoTls).await?;
+                    let (client, connection) = host.connect(NoTls).await?;
                     (client, Driver(tokio::spawn(drive(connection, events))))
                 }
                 #[cfg(feature = "tls")]
                 Tls::Rustls(tls) => {
-                    let (client, connection) = self.config.connect(tls.clone()).await?;
+                    let (client, connection) = host.connect(tls.clone()).await?;
                     (client, Driver(tokio::spawn(drive(connection, events))))
                 }
             })
@@ -197,11 +232,13 @@ mod tests {
             "postgres://app@h1/app",
         ] {
             let connector = Connector::new(url, &settings).unwrap();
-            assert_eq!(
-                connector.config.get_target_session_attrs(),
-                TargetSessionAttrs::ReadWrite,
-                "{url}"
-            );
+            for host in &connector.hosts {
+                assert_eq!(
+                    host.get_target_session_attrs(),
+                    TargetSessionAttrs::ReadWrite,
+                    "{url}"
+                );
+            }
         }
         assert!(matches!(
             Connector::new(
@@ -217,7 +254,7 @@ mod tests {
         let settings = PostgresConfig::new().with_operation_timeout(Duration::from_millis(1500));
         let connector = Connector::new("postgres://h/db", &settings).unwrap();
         assert_eq!(
-            connector.config.get_options(),
+            connector.hosts[0].get_options(),
             Some("-c statement_timeout=1500")
         );
         let connector = Connector::new(
@@ -226,7 +263,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            connector.config.get_options(),
+            connector.hosts[0].get_options(),
             Some("-c statement_timeout=99999 -c statement_timeout=1500")
         );
     }

@@ -62,10 +62,7 @@ fn acquire(
     node: &str,
     lease: Duration,
 ) -> Result<AcquireOutcome, Error> {
-    LockBackend::try_acquire(
-        backend,
-        AcquireRequest::new(key, *owner, node, lease),
-    )
+    LockBackend::try_acquire(backend, AcquireRequest::new(key, *owner, node, lease))
 }
 
 fn must_acquire(backend: &PostgresBackend, key: &LockName, node: &str, lease: Duration) -> Lease {
@@ -295,9 +292,11 @@ fn fail_over(
     let promoting_ms = now_ms();
     pair.promote().unwrap();
     let (took, answers) = probe.join().unwrap();
+    let unpromoted = Duration::from_millis(promoting_ms - killed_ms);
     println!(
-        "failover: kill to first acquire {took:?} ({:?})",
-        pair.replication()
+        "failover ({:?}): kill to first acquire {took:?}, {:?} after the promotion began",
+        pair.replication(),
+        took.saturating_sub(unpromoted)
     );
     (killed_ms, promoting_ms, took, answers)
 }
@@ -485,5 +484,44 @@ fn asynchronous_replication_with_a_lagging_standby_never_repeats_a_token_and_the
     assert!(
         !fence.write(b.fencing_token),
         "the fence let the old holder write"
+    );
+}
+
+/// A primary frozen (SIGSTOP) rather than dead: the kernel still accepts connections to
+/// it, and nothing answers on them. The hosts after it in the URL must still be tried,
+/// each host's whole handshake bounded by the connect timeout.
+#[test]
+fn a_frozen_primary_does_not_hide_the_promoted_standby_after_it() {
+    let Some(mut pair) = pair(Replication::Asynchronous) else {
+        return;
+    };
+    let backend = PostgresBackend::connect_with(&pair.url(), fast()).unwrap();
+    let waiter = PostgresBackend::connect_with(&pair.url(), fast()).unwrap();
+    waiter.release_events().unwrap();
+    wait_until("the waiter listening", Duration::from_secs(10), || {
+        waiter.is_listening()
+    });
+    let key = fresh_name("frozen");
+    let lease = must_acquire(&backend, &key, "node-a", Duration::from_secs(60));
+    pair.wait_caught_up().unwrap();
+
+    let frozen = Instant::now();
+    pair.primary().pause();
+    let promoted = pair.promote().unwrap();
+    let mut answers = Vec::new();
+    let took = first_acquire_after(&backend, frozen, &mut answers);
+    println!(
+        "failover (frozen primary): freeze to first acquire {took:?}, promotion took {promoted:?}"
+    );
+    let state = LockBackend::state(&backend, &key).unwrap();
+    assert_eq!(
+        state.leader().map(|holder| holder.fencing_token),
+        Some(lease.fencing_token)
+    );
+    // The LISTEN session found the new primary too.
+    wait_until(
+        "the waiter listening again",
+        Duration::from_secs(20),
+        || waiter.is_listening(),
     );
 }
