@@ -131,9 +131,9 @@ impl Connector {
 }
 
 /// Every session must take writes: `target_session_attrs=read-write`, on one host as on
-/// several. With several hosts (`postgres://h1:5432,h2:5432/db`) the driver tries them in
-/// order and keeps the first that is not read-only, so after a standby is promoted new
-/// sessions find the new primary. `any` (the driver's default) is raised to `read-write`
+/// several. With several hosts (`postgres://h1:5432,h2:5432/db`) each new session tries
+/// them in turn ([`Connector::connect`]) and keeps the first that is not read-only, so
+/// after a standby is promoted new sessions find the new primary. `any` (the driver's default) is raised to `read-write`
 /// even when written out: a lock call on a standby could only fail (every lock call
 /// writes), and a read there (`state`, a listing) would answer from a copy that may lag.
 /// `read-only` is refused.
