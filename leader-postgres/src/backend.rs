@@ -63,11 +63,16 @@ impl PostgresBackend {
     ///
     /// `url` is `postgres://[user[:password]@]host[:port][/database][?param=value...]`
     /// (or `postgresql://`, or libpq's `key=value` form). `sslmode=require` asks for TLS
-    /// (feature `tls`); otherwise connections are plain. Nothing is sent yet.
+    /// (feature `tls`); otherwise connections are plain. Several hosts
+    /// (`postgres://h1:5432,h2:5432/db`: a primary and its standbys) are tried in order for
+    /// each new session, and the first that takes writes is used: every session is
+    /// `target_session_attrs=read-write`, whether the URL says so or not (see the crate's
+    /// "Standby and failover"). Nothing is sent yet.
     ///
     /// # Errors
     ///
-    /// [`ConnectError::InvalidUrl`] when the URL is not understood,
+    /// [`ConnectError::InvalidUrl`] when the URL is not understood or asks for
+    /// `target_session_attrs=read-only` (a standby cannot hold locks),
     /// [`ConnectError::TlsNotBuilt`] for `sslmode=require` without the `tls` feature, or
     /// [`ConnectError::Runtime`] when the background runtime cannot start.
     ///

@@ -10,13 +10,16 @@ use std::time::Duration;
 /// | `table` | `leader_locks` | the lock table (`table` or `schema.table`; ASCII letters, digits and `_`, at most 54 bytes), created on first use |
 /// | `pool_size` | 4 | at most this many connections for lock calls (plus one for release notifications) |
 /// | `connect_timeout` | 5 s | how long opening one connection may take, TCP to authenticated session |
-/// | `operation_timeout` | 10 s | the caller waits at most this long for any one call, a new connection included |
+/// | `operation_timeout` | 10 s | the caller waits at most this long for any one call, a new connection included; also each session's `statement_timeout`, so the server ends a statement the caller gave up on |
 /// | `release_notifications` | on | `LISTEN` for releases, so waiting electors retry at once |
 /// | `tls_root_certificate` | none | a PEM CA to trust for `sslmode=require` instead of the platform's roots (feature `tls`) |
 ///
 /// When `operation_timeout` runs out the caller gets a transient error and the connection
 /// the call was using is closed (its statement may or may not have been applied: a
-/// timed-out acquire is released by the electors with the same owner token).
+/// timed-out acquire is released by the electors with the same owner token). The server
+/// ends the statement by the same deadline (`statement_timeout`, set on every session
+/// from `operation_timeout`): one stuck behind a row lock another transaction holds does
+/// not keep its server process, and its place in the lock queue, after the caller left.
 ///
 /// # Configuration files
 ///

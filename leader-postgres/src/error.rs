@@ -124,14 +124,25 @@ impl OpError {
     pub(crate) fn keeps_connection(&self) -> bool {
         match self {
             // A statement the server refused leaves the session as it was, unless the
-            // table under the prepared statements changed.
-            OpError::Driver(err) => err.as_db_error().is_some() && !self.table_changed(),
+            // table under the prepared statements changed, or the session cannot write
+            // (a standby's, or one turned read-only): the next call opens a new session,
+            // on whichever host takes writes now.
+            OpError::Driver(err) => {
+                err.as_db_error().is_some() && !self.table_changed() && !self.read_only()
+            }
             OpError::Decode(_)
             | OpError::Corrupt(_)
             | OpError::LeaseTooLong(_)
             | OpError::BadCursor(_) => true,
             _ => false,
         }
+    }
+
+    /// The session refused a write (`25006`): it is not on the primary any more, or
+    /// never was.
+    pub(crate) fn read_only(&self) -> bool {
+        matches!(self, OpError::Driver(err)
+            if err.code() == Some(&SqlState::READ_ONLY_SQL_TRANSACTION))
     }
 
     /// The table went away or changed under the prepared statements: make it (and check

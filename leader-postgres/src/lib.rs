@@ -9,6 +9,7 @@ mod config_serde;
 mod conn;
 mod connector;
 mod error;
+mod hosts;
 mod listener;
 mod nonblocking;
 mod operator;

@@ -86,6 +86,14 @@ mod tests {
             ),
             ("postgres://app@a:1,b:2/app", "postgres://app@a:1,b:2/app"),
             (
+                "postgres://app:hunter2@a:1,b:2/app?target_session_attrs=read-write",
+                "postgres://app:***@a:1,b:2/app",
+            ),
+            (
+                "postgres://app@a,b:7/app?password=hunter2",
+                "postgres://app:***@a:5432,b:7/app",
+            ),
+            (
                 "postgres://app:p%40ss@[::1]/app",
                 "postgres://app:***@[::1]:5432/app",
             ),

@@ -34,6 +34,7 @@ pub(crate) const SCHEMES: &[&str] = &[
 /// | `sqlite://path/to/locks.db` (relative), `sqlite:///var/lib/app/locks.db` (absolute) | `SqliteBackend`: one file shared by the processes of a host; created if missing | `sqlite` |
 /// | `postgres://[user[:password]@]host[:port]/db[?...]`, `postgresql://...` | `PostgresBackend`: table `leader_locks`, created on first use | `postgres` |
 /// | `postgres://...?sslmode=require` | the same over TLS, the certificate verified | `postgres-tls` |
+/// | `postgres://[user[:password]@]h1:p1,h2:p2/db[?...]` | the same on whichever host takes writes (a primary and its standbys: after a promotion, the new primary); every session is `target_session_attrs=read-write`, written or not | `postgres` |
 /// | `etcd://[user[:password]@]host[:port][,host[:port]...][/prefix]` | `EtcdBackend`: the cluster's members, keys under `leader/` (or the prefix) | `etcd` |
 /// | `etcds://...` | the same over TLS, the certificates verified | `etcd-tls` |
 ///
@@ -428,6 +429,8 @@ mod tests {
         let url = "postgresql://db/app?application_name=x&sslmode=require";
         assert_eq!(parse(url).ok(), Some(Target::Postgres { url, tls: true }));
         let url = "postgres://db/app?sslmode=prefer";
+        assert_eq!(parse(url).ok(), Some(Target::Postgres { url, tls: false }));
+        let url = "postgres://app:pw@h1:5432,h2:5433/app?target_session_attrs=read-write";
         assert_eq!(parse(url).ok(), Some(Target::Postgres { url, tls: false }));
     }
 
