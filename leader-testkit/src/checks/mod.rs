@@ -63,6 +63,20 @@ pub(super) async fn must_acquire<B: AsyncLockBackend>(
     }
 }
 
+/// Whether `actual` lies in `[earliest - tolerance, latest + tolerance]`: a time read
+/// between two clock readings, allowing for clocks that differ by up to `tolerance`.
+pub(super) fn between(
+    actual: SystemTime,
+    earliest: SystemTime,
+    latest: SystemTime,
+    tolerance: Duration,
+) -> bool {
+    let low = earliest
+        .checked_sub(tolerance)
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    actual >= low && actual <= latest + tolerance
+}
+
 pub(super) fn within(actual: SystemTime, expected: SystemTime, tolerance: Duration) -> bool {
     let diff = match actual.duration_since(expected) {
         Ok(d) => d,
