@@ -92,6 +92,44 @@ impl AsyncPool {
         }
     }
 
+    /// Runs `invocation` and then `wait` (replica acknowledgement) in one round trip on
+    /// the shared connection (a cluster sends the pair to the node of the script's first
+    /// key); once more on a dead connection, as [`run`](Self::run) does, and once more
+    /// after loading a script the server does not know.
+    pub(crate) async fn run_acked(
+        &self,
+        invocation: &ScriptInvocation<'_>,
+        wait: &redis::Cmd,
+    ) -> RedisResult<(RedisResult<Value>, RedisResult<Value>)> {
+        let mut pipe = redis::pipe();
+        pipe.invoke_script(invocation).add_command(wait.clone());
+        let answer = match self.run_pair(&pipe).await {
+            Err(err) if is_dead_connection(&err) => self.run_pair(&pipe).await,
+            result => result,
+        }?;
+        if matches!(&answer.0, Err(err) if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript))
+        {
+            match self.connection()? {
+                AsyncConn::Single(mut conn) => invocation.load_async(&mut conn).await?,
+                AsyncConn::Cluster(mut conn) => invocation.load_async(&mut conn).await?,
+            };
+            return self.run_pair(&pipe).await;
+        }
+        Ok(answer)
+    }
+
+    async fn run_pair(
+        &self,
+        pipe: &redis::Pipeline,
+    ) -> RedisResult<(RedisResult<Value>, RedisResult<Value>)> {
+        use redis::aio::ConnectionLike;
+        let values = match self.connection()? {
+            AsyncConn::Single(mut conn) => conn.req_packed_commands(pipe, 0, 2).await?,
+            AsyncConn::Cluster(mut conn) => conn.req_packed_commands(pipe, 0, 2).await?,
+        };
+        crate::sync_conn::pair(values)
+    }
+
     /// Sends one round trip of a listing, as [`run`](Self::run) sends a script (every
     /// round trip of a listing reads, so sending it twice is harmless).
     pub(crate) async fn send(&self, io: &Io) -> RedisResult<Value> {
