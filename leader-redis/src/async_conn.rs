@@ -21,6 +21,7 @@ use crate::clients::Target;
 use crate::config::RedisConfig;
 use crate::error::is_dead_connection;
 use crate::operator::listing::{self, Io};
+use crate::sync_conn::{is_no_script, pair};
 
 #[derive(Clone)]
 enum AsyncConn {
@@ -106,16 +107,21 @@ impl AsyncPool {
         let answer = match self.run_pair(&pipe).await {
             Err(err) if is_dead_connection(&err) => self.run_pair(&pipe).await,
             result => result,
-        }?;
-        if matches!(&answer.0, Err(err) if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript))
-        {
+        };
+        // The cluster connection answers an error reply in a pipeline as the error of the
+        // whole call; a single connection answers each reply on its own.
+        let unknown = match &answer {
+            Ok((Err(err), _)) | Err(err) => is_no_script(err),
+            Ok(_) => false,
+        };
+        if unknown {
             match self.connection()? {
                 AsyncConn::Single(mut conn) => invocation.load_async(&mut conn).await?,
                 AsyncConn::Cluster(mut conn) => invocation.load_async(&mut conn).await?,
             };
             return self.run_pair(&pipe).await;
         }
-        Ok(answer)
+        answer
     }
 
     async fn run_pair(
@@ -127,7 +133,7 @@ impl AsyncPool {
             AsyncConn::Single(mut conn) => conn.req_packed_commands(pipe, 0, 2).await?,
             AsyncConn::Cluster(mut conn) => conn.req_packed_commands(pipe, 0, 2).await?,
         };
-        crate::sync_conn::pair(values)
+        pair(values)
     }
 
     /// Sends one round trip of a listing, as [`run`](Self::run) sends a script (every

@@ -102,14 +102,19 @@ impl SyncPool {
         self.call(|conn| {
             // Not `Pipeline::query`: the sync cluster connection refuses pipelines, but
             // routes a packed one by its first command, which is what is wanted here.
+            // The cluster connection answers an error reply in a pipeline as the error
+            // of the whole call; a single connection answers each reply on its own.
             let conn = conn.as_dyn();
-            let (script, wait) = pair(conn.req_packed_commands(&packed, 0, 2)?)?;
-            if matches!(&script, Err(err) if err.kind() == ErrorKind::Server(redis::ServerErrorKind::NoScript))
-            {
+            let first = conn.req_packed_commands(&packed, 0, 2).and_then(pair);
+            let unknown = match &first {
+                Ok((Err(err), _)) | Err(err) => is_no_script(err),
+                Ok(_) => false,
+            };
+            if unknown {
                 invocation.load(conn)?;
                 return pair(conn.req_packed_commands(&packed, 0, 2)?);
             }
-            Ok((script, wait))
+            first
         })
     }
 
@@ -203,6 +208,12 @@ impl SyncPool {
             }
         }
     }
+}
+
+/// `NOSCRIPT`: the server does not know the script (a restart or a new master emptied its
+/// cache).
+pub(crate) fn is_no_script(err: &redis::RedisError) -> bool {
+    err.kind() == ErrorKind::Server(redis::ServerErrorKind::NoScript)
 }
 
 /// The two answers of a script and its `WAIT`, each its own result.
