@@ -15,6 +15,10 @@
 //!   publishes, a subscriber thread reads the message and wakes B, B sends its acquire
 //!   script (as the backend does), or B itself blocks on the subscription (no thread hop,
 //!   the least a notification can cost);
+//! - `redis/replica_acks`: the backend's blocking acquire + release against a master with
+//!   one replica (a second redis-server with `REPLICAOF`), without and with
+//!   `with_replica_acks(1, 100ms)` (a `WAIT 1 100` after the acquire script), and the same
+//!   two interleaved (printed), with the ratio of their medians in the same run;
 //! - server time (printed): the server's own time per cycle (`INFO commandstats`) of the
 //!   blocking and async `run_if_leader` and of rslock, where the scripts' extra work shows.
 //!
@@ -37,7 +41,7 @@ use leader_benches::{
 use leader_blocking::LeaderElector;
 use leader_core::{AcquireOutcome, AsyncLockBackend, Backend, LockBackend, LockName};
 use leader_redis::{RedisBackend, RedisConfig};
-use leader_testkit::fixtures::{self, RedisServer};
+use leader_testkit::fixtures::{self, RedisReplica, RedisServer};
 use rand::Rng;
 
 fn blocking(c: &mut Criterion, url: &str) {
@@ -504,6 +508,54 @@ fn paired(url: &str, rounds: usize) -> (Vec<Duration>, Vec<Duration>) {
     (blocking, asynchronous)
 }
 
+/// Acquire + release without and with replica acknowledgement, on a master with one
+/// replica of their own (so the other groups' writes are not replicated).
+fn replica_acks(c: &mut Criterion, rounds: usize) {
+    let Some(master) = fixtures::require("redis-server", RedisServer::start()) else {
+        return;
+    };
+    let Some(_replica) = fixtures::require("redis-server replica", RedisReplica::start(&master))
+    else {
+        return;
+    };
+    let url = master.url();
+    let plain = RedisBackend::connect(&url).unwrap();
+    let acked = RedisBackend::connect_with(
+        &url,
+        RedisConfig::default().with_replica_acks(1, Duration::from_millis(100)),
+    )
+    .unwrap();
+    let (plain_key, acked_key) = (
+        LockName::new("bench-acks-off").unwrap(),
+        LockName::new("bench-acks-on").unwrap(),
+    );
+    let mut group = c.benchmark_group("redis/replica_acks");
+    group.bench_function("try_acquire + release, no acks", |b| {
+        b.iter(|| leader_benches::backend_cycle(&plain, &plain_key))
+    });
+    group.bench_function("try_acquire + release, WAIT 1", |b| {
+        b.iter(|| leader_benches::backend_cycle(&acked, &acked_key))
+    });
+    group.finish();
+    let mut cases: Vec<Case<'_>> = vec![
+        (
+            "try_acquire + release, no acks",
+            Box::new(|| leader_benches::backend_cycle(&plain, &plain_key)),
+        ),
+        (
+            "try_acquire + release, WAIT 1",
+            Box::new(|| leader_benches::backend_cycle(&acked, &acked_key)),
+        ),
+    ];
+    let medians = interleaved("redis/replica_acks", rounds, &mut cases);
+    if let [off, on] = medians.as_slice() {
+        println!(
+            "redis/replica_acks  with ÷ without acknowledgement: {:.2}x (medians, same run)",
+            ratio(*on, *off)
+        );
+    }
+}
+
 fn main() {
     let Some(server) = fixtures::require("redis-server", RedisServer::start()) else {
         return;
@@ -513,6 +565,7 @@ fn main() {
     let mut criterion = Criterion::default().configure_from_args();
     blocking(&mut criterion, &url);
     asynchronous(&mut criterion, &url);
+    replica_acks(&mut criterion, 2000);
     criterion.final_summary();
     // `cargo bench -- <filter>` runs only the matching groups; the handoff runs unfiltered.
     let filtered = leader_benches::name_filter_given();

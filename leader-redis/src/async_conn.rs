@@ -21,6 +21,7 @@ use crate::clients::Target;
 use crate::config::RedisConfig;
 use crate::error::is_dead_connection;
 use crate::operator::listing::{self, Io};
+use crate::sync_conn::{is_no_script, pair};
 
 #[derive(Clone)]
 enum AsyncConn {
@@ -90,6 +91,49 @@ impl AsyncPool {
             AsyncConn::Single(mut conn) => invocation.invoke_async(&mut conn).await,
             AsyncConn::Cluster(mut conn) => invocation.invoke_async(&mut conn).await,
         }
+    }
+
+    /// Runs `invocation` and then `wait` (replica acknowledgement) in one round trip on
+    /// the shared connection (a cluster sends the pair to the node of the script's first
+    /// key); once more on a dead connection, as [`run`](Self::run) does, and once more
+    /// after loading a script the server does not know.
+    pub(crate) async fn run_acked(
+        &self,
+        invocation: &ScriptInvocation<'_>,
+        wait: &redis::Cmd,
+    ) -> RedisResult<(RedisResult<Value>, RedisResult<Value>)> {
+        let mut pipe = redis::pipe();
+        pipe.invoke_script(invocation).add_command(wait.clone());
+        let answer = match self.run_pair(&pipe).await {
+            Err(err) if is_dead_connection(&err) => self.run_pair(&pipe).await,
+            result => result,
+        };
+        // The cluster connection answers an error reply in a pipeline as the error of the
+        // whole call; a single connection answers each reply on its own.
+        let unknown = match &answer {
+            Ok((Err(err), _)) | Err(err) => is_no_script(err),
+            Ok(_) => false,
+        };
+        if unknown {
+            match self.connection()? {
+                AsyncConn::Single(mut conn) => invocation.load_async(&mut conn).await?,
+                AsyncConn::Cluster(mut conn) => invocation.load_async(&mut conn).await?,
+            };
+            return self.run_pair(&pipe).await;
+        }
+        answer
+    }
+
+    async fn run_pair(
+        &self,
+        pipe: &redis::Pipeline,
+    ) -> RedisResult<(RedisResult<Value>, RedisResult<Value>)> {
+        use redis::aio::ConnectionLike;
+        let values = match self.connection()? {
+            AsyncConn::Single(mut conn) => conn.req_packed_commands(pipe, 0, 2).await?,
+            AsyncConn::Cluster(mut conn) => conn.req_packed_commands(pipe, 0, 2).await?,
+        };
+        pair(values)
     }
 
     /// Sends one round trip of a listing, as [`run`](Self::run) sends a script (every

@@ -3,9 +3,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use leader_core::{Backend, BackendError, Error, LockName, ReleaseEvents};
+use leader_core::{Backend, BackendError, Error, Lease, LockName, ReleaseEvents, ReleaseRequest};
 use redis::{RedisResult, Value};
 
+use crate::acks::{ReplicaAcks, UrlAcks, split_url};
 #[cfg(any(feature = "tokio", feature = "smol"))]
 use crate::async_conn::AsyncPool;
 use crate::clients::Target;
@@ -13,7 +14,7 @@ use crate::config::RedisConfig;
 use crate::error::{BACKEND, ConnectError, OpError};
 use crate::keys::{LockKeys, release_channel};
 use crate::listener::Listener;
-use crate::ops::Op;
+use crate::ops::{Ack, Op, Release, acknowledged};
 use crate::started::Started;
 use crate::sync_conn::SyncPool;
 
@@ -90,11 +91,15 @@ impl RedisBackend {
     /// A backend for the server at `url`, with the default [`RedisConfig`].
     ///
     /// `url` is `redis://[user:password@]host[:port][/db]`, or `rediss://` for TLS
-    /// (feature `tls`). No connection is opened yet.
+    /// (feature `tls`). No connection is opened yet. The query parameters `replica_acks`
+    /// and `replica_ack_timeout` set [`RedisConfig::with_replica_acks`] (they override the
+    /// config's); the others go to the driver.
     ///
     /// # Errors
     ///
-    /// [`ConnectError::InvalidUrl`] when the URL is not understood.
+    /// [`ConnectError::InvalidUrl`] when the URL is not understood,
+    /// [`ConnectError::InvalidUrlParameter`] for a bad `replica_acks` or
+    /// `replica_ack_timeout`.
     ///
     /// # Examples
     ///
@@ -133,8 +138,9 @@ impl RedisBackend {
     /// # Ok::<(), leader_redis::ConnectError>(())
     /// ```
     pub fn connect_with(url: &str, config: RedisConfig) -> Result<Self, ConnectError> {
+        let (url, config) = with_url_acks(&[url], config)?;
         config.validate()?;
-        let target = Target::single(url, &config)?;
+        let target = Target::single(&url[0], &config)?;
         Ok(RedisBackend::build(target, config))
     }
 
@@ -162,8 +168,10 @@ impl RedisBackend {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        config.validate()?;
         let urls: Vec<String> = urls.into_iter().map(|u| u.as_ref().to_owned()).collect();
+        let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+        let (urls, config) = with_url_acks(&urls, config)?;
+        config.validate()?;
         let target = Target::cluster(&urls, &config)?;
         Ok(RedisBackend::build(target, config))
     }
@@ -247,8 +255,36 @@ impl RedisBackend {
         let keys = LockKeys::new(self.key_prefix(), op.name());
         let invocation = op.invocation(&keys, &self.inner.channel);
         let started = Instant::now();
-        let reply = self.inner.sync.run(&invocation);
-        finish(op, reply, started)
+        let Some(acks) = self.acks::<O>() else {
+            let reply = self.inner.sync.run(&invocation);
+            return finish(op, reply, started);
+        };
+        let (reply, ack) = split(self.inner.sync.run_acked(&invocation, &acks.command()));
+        let output = finish(op, reply, started)?;
+        let (output, granted) = acknowledged::<O>(output, ack, acks);
+        if !granted.is_empty() {
+            let releases: Vec<_> = granted
+                .iter()
+                .map(|lease| ReleaseRequest::new(lease, Duration::ZERO))
+                .collect();
+            // As many as the acquire's requests: one chunk of a release.
+            if let Some(release) = Release::new(&releases, self.key_prefix()) {
+                let keys = LockKeys::new(self.key_prefix(), release.name());
+                let invocation = release.invocation(&keys, &self.inner.channel);
+                let reply = self.inner.sync.run(&invocation);
+                let answer = finish(release, reply, Instant::now());
+                log_unreleased(
+                    &granted,
+                    self.per_lock(granted.iter().map(|l| &l.key), answer),
+                );
+            }
+        }
+        Ok(output)
+    }
+
+    /// The replica acknowledgement `O` waits for, if it is on and `O` writes a grant.
+    fn acks<O: Op>(&self) -> Option<ReplicaAcks> {
+        self.inner.config.acks().filter(|_| O::ACKED)
     }
 
     /// Runs `ops` in one round trip on a standalone server (see
@@ -303,8 +339,36 @@ impl RedisBackend {
         let keys = LockKeys::new(self.key_prefix(), op.name());
         let invocation = op.invocation(&keys, &self.inner.channel);
         let started = Instant::now();
-        let reply = self.inner.async_pool.run(&invocation).await;
-        finish(op, reply, started)
+        let Some(acks) = self.acks::<O>() else {
+            let reply = self.inner.async_pool.run(&invocation).await;
+            return finish(op, reply, started);
+        };
+        let pair = self
+            .inner
+            .async_pool
+            .run_acked(&invocation, &acks.command())
+            .await;
+        let (reply, ack) = split(pair);
+        let output = finish(op, reply, started)?;
+        let (output, granted) = acknowledged::<O>(output, ack, acks);
+        if !granted.is_empty() {
+            let releases: Vec<_> = granted
+                .iter()
+                .map(|lease| ReleaseRequest::new(lease, Duration::ZERO))
+                .collect();
+            // As many as the acquire's requests: one chunk of a release.
+            if let Some(release) = Release::new(&releases, self.key_prefix()) {
+                let keys = LockKeys::new(self.key_prefix(), release.name());
+                let invocation = release.invocation(&keys, &self.inner.channel);
+                let reply = self.inner.async_pool.run(&invocation).await;
+                let answer = finish(release, reply, Instant::now());
+                log_unreleased(
+                    &granted,
+                    self.per_lock(granted.iter().map(|l| &l.key), answer),
+                );
+            }
+        }
+        Ok(output)
     }
 
     /// The answers of one call over many locks (`keys`, in order): each lock's own
@@ -369,8 +433,9 @@ impl RedisBackend {
     {
         let mut answers = Vec::with_capacity(items.len());
         for (chunks, ops) in self.round_trips(items, sizes, &op) {
-            // A pipeline only pays for more than one script (and a cluster has none).
-            let replies = if self.is_cluster() || ops.len() == 1 {
+            // A pipeline only pays for more than one script (and a cluster has none); with
+            // replica acknowledgement each script has its own WAIT, in its round trip.
+            let replies = if self.is_cluster() || ops.len() == 1 || self.acks::<O>().is_some() {
                 ops.into_iter()
                     .map(|op| self.run_blocking_raw(op))
                     .collect()
@@ -425,6 +490,62 @@ impl RedisBackend {
             inner.config.connect_timeout(),
             inner.config.response_timeout(),
         )
+    }
+}
+
+/// Builds the config a URL's query asks for (`replica_acks`, `replica_ack_timeout`: they
+/// replace the config's setting), and the URLs without those parameters. Every URL of a
+/// cluster that names them must name the same.
+fn with_url_acks(
+    urls: &[&str],
+    config: RedisConfig,
+) -> Result<(Vec<String>, RedisConfig), ConnectError> {
+    let mut stripped = Vec::with_capacity(urls.len());
+    let mut asked: Option<UrlAcks> = None;
+    for url in urls {
+        let (url, acks) = split_url(url)?;
+        stripped.push(url);
+        if acks == UrlAcks::default() {
+            continue;
+        }
+        if asked.is_some_and(|first| first != acks) {
+            return Err(ConnectError::InvalidUrlParameter {
+                name: "replica_acks",
+                value: String::new(),
+                reason: "the cluster's URLs ask for different replica acknowledgements",
+            });
+        }
+        asked = Some(acks);
+    }
+    let config = match asked {
+        None => config,
+        Some(acks) => match acks.acks() {
+            Some(acks) => config.with_replica_acks(acks.replicas, acks.timeout),
+            None => config.with_replica_acks(0, Duration::ZERO),
+        },
+    };
+    Ok((stripped, config))
+}
+
+/// The script's reply and the `WAIT`'s, from one round trip: a failed round trip is the
+/// script's failure (it may or may not have run, as for any failed call).
+fn split(pair: RedisResult<(RedisResult<Value>, RedisResult<Value>)>) -> (RedisResult<Value>, Ack) {
+    match pair {
+        Ok((script, wait)) => (script, Ack::from_reply(wait)),
+        Err(err) => {
+            let ack = Ack::Failed(redis::RedisError::from((err.kind(), "no answer")));
+            (Err(err), ack)
+        }
+    }
+}
+
+/// Warns about each unacknowledged grant whose release failed: it stays until it runs
+/// out, the owner token is the caller's alone, so nobody else can act on it.
+fn log_unreleased<T>(granted: &[Lease], answers: Vec<Result<T, Error>>) {
+    for (lease, answer) in granted.iter().zip(answers) {
+        if let Err(err) = answer {
+            tracing::warn!(lock = %lease.key, error = %err, "could not release a grant the replicas did not acknowledge; it runs out by its lease time");
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::acks::ReplicaAcks;
 use crate::error::ConnectError;
 
 /// Settings of a [`RedisBackend`](crate::RedisBackend), beside its URL.
@@ -15,6 +16,7 @@ use crate::error::ConnectError;
 /// | `release_notifications` | on | one shared pub/sub subscription wakes waiting electors at a release |
 /// | `max_idle_connections` | 8 | blocking connections kept open between calls |
 /// | `tls_root_certificate` | none | a PEM CA to trust for `rediss://` instead of the system roots (feature `tls`) |
+/// | `replica_acks`, `replica_ack_timeout` | off | after each acquire and renewal, `WAIT` for this many replicas this long (see [`with_replica_acks`](Self::with_replica_acks)) |
 ///
 /// # Configuration files
 ///
@@ -76,6 +78,7 @@ pub struct RedisConfig {
     release_notifications: bool,
     max_idle_connections: usize,
     tls_root_certificate: Option<Vec<u8>>,
+    replica_acks: Option<ReplicaAcks>,
 }
 
 impl RedisConfig {
@@ -91,6 +94,7 @@ impl RedisConfig {
             release_notifications: true,
             max_idle_connections: 8,
             tls_root_certificate: None,
+            replica_acks: None,
         }
     }
 
@@ -131,6 +135,70 @@ impl RedisConfig {
         self
     }
 
+    /// After each acquire and each renewal, waits until `replicas` replicas have the
+    /// write (`WAIT replicas timeout`, on the connection and node that ran the script),
+    /// at most `timeout`. Zero replicas turns it off (the default). The same from a URL:
+    /// `?replica_acks=1&replica_ack_timeout=50ms` (a bare number is milliseconds; without
+    /// a timeout, 100 ms), taken out of the query before the driver reads it.
+    ///
+    /// An acquire that fewer replicas acknowledged in time is released (by its owner
+    /// token) and answered with a transient [`Error::Backend`](leader_core::Error::Backend)
+    /// naming the lock and how many replicas acknowledged; a renewal is answered with the
+    /// same transient error (the lease stays until it runs out; an elector retries the
+    /// renewal until its deadline). Releases do not wait.
+    ///
+    /// # The trade
+    ///
+    /// Redis replicates asynchronously: without this, a master that dies right after a
+    /// grant may be replaced by a replica that never saw it, and a second owner gets the
+    /// lock while the first still acts. With it, the grant is in `replicas` replicas'
+    /// memory before the caller acts, so a failover that promotes one of them keeps it.
+    /// It costs one more reply per acquire and renewal (the `WAIT` rides in the same round
+    /// trip as the script, and returns as soon as the replicas answer: about one
+    /// replication round trip), and an acquire fails while fewer replicas are reachable.
+    /// It is not consensus: with `replicas` below the number of replicas a failover may
+    /// still promote one that did not get the write, a replica restarted without
+    /// persistence forgets it, and a master restarted without persistence loses it too.
+    /// Acknowledged is not durable; fencing tokens at the resource stay the last line.
+    ///
+    /// On one connection a `WAIT` holds the commands queued behind it on that connection
+    /// (the async side shares one multiplexed connection per runtime) until it returns.
+    ///
+    /// `timeout` must be at least 1 ms, at most 60 s, and shorter than the response
+    /// timeout ([`ConnectError::InvalidReplicaAcks`] from [`validate`](Self::validate)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leader_redis::{ConnectError, RedisConfig};
+    ///
+    /// let config = RedisConfig::default().with_replica_acks(1, Duration::from_millis(50));
+    /// assert_eq!(config.replica_acks(), Some((1, Duration::from_millis(50))));
+    /// assert!(config.validate().is_ok());
+    ///
+    /// let off = RedisConfig::default().with_replica_acks(0, Duration::ZERO);
+    /// assert_eq!(off.replica_acks(), None);
+    ///
+    /// let bad = RedisConfig::default().with_replica_acks(1, Duration::from_secs(5));
+    /// assert!(matches!(bad.validate(), Err(ConnectError::InvalidReplicaAcks { .. })));
+    /// ```
+    pub fn with_replica_acks(mut self, replicas: u32, timeout: Duration) -> Self {
+        self.replica_acks = (replicas > 0).then_some(ReplicaAcks { replicas, timeout });
+        self
+    }
+
+    /// The replicas to wait for after each acquire and renewal, and how long; `None`
+    /// when off.
+    pub fn replica_acks(&self) -> Option<(u32, Duration)> {
+        self.replica_acks.map(|acks| (acks.replicas, acks.timeout))
+    }
+
+    /// The setting, for the runners.
+    pub(crate) fn acks(&self) -> Option<ReplicaAcks> {
+        self.replica_acks
+    }
+
     /// The connect timeout.
     pub fn connect_timeout(&self) -> Duration {
         self.connect_timeout
@@ -165,7 +233,8 @@ impl RedisConfig {
     ///
     /// # Errors
     ///
-    /// [`ConnectError::ZeroTimeout`] or [`ConnectError::InvalidKeyPrefix`].
+    /// [`ConnectError::ZeroTimeout`], [`ConnectError::InvalidKeyPrefix`] or
+    /// [`ConnectError::InvalidReplicaAcks`].
     ///
     /// # Examples
     ///
@@ -180,6 +249,9 @@ impl RedisConfig {
         }
         if self.response_timeout.is_zero() {
             return Err(ConnectError::ZeroTimeout("response_timeout"));
+        }
+        if let Some(acks) = &self.replica_acks {
+            acks.validate(self.response_timeout)?;
         }
         let reason = if self.key_prefix.is_empty() {
             Some("it is empty")
@@ -218,6 +290,7 @@ impl fmt::Debug for RedisConfig {
                 "tls_root_certificate",
                 &self.tls_root_certificate.as_ref().map(|pem| pem.len()),
             )
+            .field("replica_acks", &self.replica_acks())
             .finish()
     }
 }

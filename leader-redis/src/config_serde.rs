@@ -21,7 +21,14 @@ struct RedisConfigFile {
     /// The PEM text itself (not a path).
     #[serde(skip_serializing_if = "Option::is_none")]
     tls_root_certificate: Option<String>,
+    /// Replicas to `WAIT` for after each acquire and renewal (0: off).
+    replica_acks: u32,
+    #[serde(with = "humantime_serde")]
+    replica_ack_timeout: Duration,
 }
+
+/// The `replica_ack_timeout` a file without one gets.
+const DEFAULT_ACK_TIMEOUT: Duration = Duration::from_millis(100);
 
 impl Default for RedisConfigFile {
     fn default() -> Self {
@@ -33,6 +40,8 @@ impl Default for RedisConfigFile {
             release_notifications: config.release_notifications(),
             max_idle_connections: config.max_idle_connections(),
             tls_root_certificate: None,
+            replica_acks: 0,
+            replica_ack_timeout: DEFAULT_ACK_TIMEOUT,
         }
     }
 }
@@ -54,6 +63,10 @@ impl Serialize for RedisConfig {
             release_notifications: self.release_notifications(),
             max_idle_connections: self.max_idle_connections(),
             tls_root_certificate: pem,
+            replica_acks: self.replica_acks().map_or(0, |(replicas, _)| replicas),
+            replica_ack_timeout: self
+                .replica_acks()
+                .map_or(DEFAULT_ACK_TIMEOUT, |(_, timeout)| timeout),
         }
         .serialize(serializer)
     }
@@ -67,7 +80,8 @@ impl<'de> Deserialize<'de> for RedisConfig {
             .with_response_timeout(file.response_timeout)
             .with_key_prefix(file.key_prefix)
             .with_release_notifications(file.release_notifications)
-            .with_max_idle_connections(file.max_idle_connections);
+            .with_max_idle_connections(file.max_idle_connections)
+            .with_replica_acks(file.replica_acks, file.replica_ack_timeout);
         if let Some(pem) = file.tls_root_certificate {
             if !pem.contains(PEM_BEGIN) {
                 return Err(de::Error::custom(
@@ -106,7 +120,8 @@ mod tests {
             .with_key_prefix("billing")
             .with_release_notifications(false)
             .with_max_idle_connections(3)
-            .with_tls_root_certificate(PEM);
+            .with_tls_root_certificate(PEM)
+            .with_replica_acks(2, Duration::from_millis(40));
         let text = toml::to_string(&original).unwrap();
         assert!(text.contains("connect_timeout = \"1s 500ms\""), "{text}");
         assert!(same(&read(&text).unwrap(), &original), "{text}");
@@ -148,5 +163,12 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.to_string().contains(&expected), "{err}");
+        let err = read("replica_acks = 1\nreplica_ack_timeout = \"0s\"").unwrap_err();
+        assert!(
+            err.to_string().contains("invalid replica acknowledgement"),
+            "{err}"
+        );
+        let config = read("replica_acks = 1").unwrap();
+        assert_eq!(config.replica_acks(), Some((1, DEFAULT_ACK_TIMEOUT)));
     }
 }

@@ -41,6 +41,28 @@ pub enum ConnectError {
     /// A timeout was zero.
     #[error("{0} must be longer than zero")]
     ZeroTimeout(&'static str),
+    /// The replica acknowledgement setting cannot be used (see
+    /// [`RedisConfig::with_replica_acks`](crate::RedisConfig::with_replica_acks)).
+    #[error("invalid replica acknowledgement ({replicas} replicas within {timeout:?}): {reason}")]
+    InvalidReplicaAcks {
+        /// The replicas asked for.
+        replicas: u32,
+        /// The `WAIT` timeout asked for.
+        timeout: std::time::Duration,
+        /// Why it is rejected.
+        reason: &'static str,
+    },
+    /// A query parameter of this crate's in a URL has a bad value (`replica_acks`,
+    /// `replica_ack_timeout`).
+    #[error("invalid URL parameter {name}={value:?}: {reason}")]
+    InvalidUrlParameter {
+        /// The parameter.
+        name: &'static str,
+        /// Its value (at most 32 characters of it).
+        value: String,
+        /// What was expected.
+        reason: &'static str,
+    },
 }
 
 impl ConnectError {
@@ -111,6 +133,24 @@ pub(crate) enum OpError {
     /// One slot's lock hash of a group exists without an expiry (the error names it).
     #[error("corrupted lock record: the key has no expiry")]
     NoExpiryAt { key: String },
+    /// Fewer replicas than asked acknowledged the write of an acquire or a renewal within
+    /// the `WAIT` timeout (an acquire's grant is released).
+    #[error("the {op} reached {acked} of {wanted} replicas within {timeout:?} (WAIT){released}")]
+    NotAcknowledged {
+        op: &'static str,
+        wanted: u32,
+        acked: i64,
+        timeout: std::time::Duration,
+        released: &'static str,
+    },
+    /// The `WAIT` after an acquire or a renewal failed (an acquire's grant is released).
+    #[error("the WAIT for replicas after the {op} failed{released}: {source}")]
+    AckFailed {
+        op: &'static str,
+        released: &'static str,
+        #[source]
+        source: RedisError,
+    },
     /// A listing was given a cursor this backend did not make (cut to 64 characters).
     #[error("not a cursor of a redis listing here: {cursor:?}")]
     BadCursor { cursor: String },
@@ -171,7 +211,10 @@ impl OpError {
     /// Transient when retrying later may work.
     pub(crate) fn kind(&self) -> BackendErrorKind {
         match self {
-            OpError::Unreachable(_) | OpError::Unavailable(_) => BackendErrorKind::Transient,
+            OpError::Unreachable(_)
+            | OpError::Unavailable(_)
+            | OpError::NotAcknowledged { .. }
+            | OpError::AckFailed { .. } => BackendErrorKind::Transient,
             OpError::Pipeline { kind, .. } => *kind,
             _ => BackendErrorKind::Permanent,
         }

@@ -1,6 +1,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc = include_str!("../README.md")]
 
+mod acks;
 #[cfg(any(feature = "tokio", feature = "smol"))]
 mod async_conn;
 mod backend;

@@ -87,6 +87,37 @@ impl SyncPool {
         self.call(|conn| invocation.invoke::<Value>(conn.as_dyn()))
     }
 
+    /// Runs `invocation` and then `wait` (replica acknowledgement) in one round trip on
+    /// one connection: a cluster sends the pair to the node of the script's first key.
+    /// Answers the script's reply and `wait`'s. A script the server does not know is
+    /// loaded and the pair sent once more (as [`run`](Self::run) does).
+    pub(crate) fn run_acked(
+        &self,
+        invocation: &ScriptInvocation<'_>,
+        wait: &redis::Cmd,
+    ) -> RedisResult<(RedisResult<Value>, RedisResult<Value>)> {
+        let mut pipe = redis::pipe();
+        pipe.invoke_script(invocation).add_command(wait.clone());
+        let packed = pipe.get_packed_pipeline();
+        self.call(|conn| {
+            // Not `Pipeline::query`: the sync cluster connection refuses pipelines, but
+            // routes a packed one by its first command, which is what is wanted here.
+            // The cluster connection answers an error reply in a pipeline as the error
+            // of the whole call; a single connection answers each reply on its own.
+            let conn = conn.as_dyn();
+            let first = conn.req_packed_commands(&packed, 0, 2).and_then(pair);
+            let unknown = match &first {
+                Ok((Err(err), _)) | Err(err) => is_no_script(err),
+                Ok(_) => false,
+            };
+            if unknown {
+                invocation.load(conn)?;
+                return pair(conn.req_packed_commands(&packed, 0, 2)?);
+            }
+            first
+        })
+    }
+
     /// Sends one round trip of a listing, as [`run`](Self::run) sends a script (every
     /// round trip of a listing reads, so sending it twice is harmless).
     pub(crate) fn send(&self, io: &Io) -> RedisResult<Value> {
@@ -176,6 +207,24 @@ impl SyncPool {
                 Ok(SyncConn::Cluster(Box::new(conn)))
             }
         }
+    }
+}
+
+/// `NOSCRIPT`: the server does not know the script (a restart or a new master emptied its
+/// cache).
+pub(crate) fn is_no_script(err: &redis::RedisError) -> bool {
+    err.kind() == ErrorKind::Server(redis::ServerErrorKind::NoScript)
+}
+
+/// The two answers of a script and its `WAIT`, each its own result.
+pub(crate) fn pair(values: Vec<Value>) -> RedisResult<(RedisResult<Value>, RedisResult<Value>)> {
+    let mut values = values.into_iter().map(Value::extract_error);
+    match (values.next(), values.next(), values.next()) {
+        (Some(script), Some(wait), None) => Ok((script, wait)),
+        _ => Err(redis::RedisError::from((
+            ErrorKind::Parse,
+            "expected two answers, to a script and its WAIT",
+        ))),
     }
 }
 

@@ -102,6 +102,28 @@ impl Op for Acquire<'_, '_> {
             _ => "batch",
         }
     }
+
+    const ACKED: bool = true;
+
+    /// Every grant becomes `failure()` and its lease is handed back for release; a held
+    /// lock (nothing written) stays held.
+    fn unacknowledged(
+        output: Self::Output,
+        failure: &dyn Fn() -> OpError,
+    ) -> (Self::Output, Vec<Lease>) {
+        let mut granted = Vec::new();
+        let answers = output
+            .into_iter()
+            .map(|answer| match answer {
+                Ok(SlotOutcome::Acquired { lease, .. }) => {
+                    granted.push(lease);
+                    Err(failure())
+                }
+                other => other,
+            })
+            .collect();
+        (answers, granted)
+    }
 }
 
 /// One request's answer in an `acquire` reply.

@@ -86,6 +86,24 @@ impl Op for Extend<'_, '_> {
             _ => "batch",
         }
     }
+
+    const ACKED: bool = true;
+
+    /// Every renewal becomes `failure()` (the lease stays until it runs out; nothing to
+    /// release); a lease found gone stays gone.
+    fn unacknowledged(
+        output: Self::Output,
+        failure: &dyn Fn() -> OpError,
+    ) -> (Self::Output, Vec<leader_core::Lease>) {
+        let answers = output
+            .into_iter()
+            .map(|answer| match answer {
+                Ok(ExtendOutcome::Extended { .. }) => Err(failure()),
+                other => other,
+            })
+            .collect();
+        (answers, Vec::new())
+    }
 }
 
 /// One lease's answer in an `extend` reply.

@@ -1,18 +1,21 @@
 //! The operations as data: each builds its script invocation and decodes the reply with
 //! plain functions, so the blocking and async paths run the very same code around one I/O
-//! call. One file per operation: [`acquire`], [`extend`], [`release`], [`state`].
+//! call. One file per operation: [`acquire`], [`extend`], [`release`], [`state`]; [`acked`]
+//! decides what a replica acknowledgement (`WAIT`) that fell short makes of an answer.
 
+mod acked;
 mod acquire;
 mod extend;
 mod release;
 mod state;
 
+pub(crate) use acked::{Ack, acknowledged};
 pub(crate) use acquire::Acquire;
 pub(crate) use extend::Extend;
 pub(crate) use release::Release;
 pub(crate) use state::{State, holder_state};
 
-use leader_core::LockName;
+use leader_core::{Lease, LockName};
 use redis::{ScriptInvocation, Value};
 
 use crate::decode::int;
@@ -33,6 +36,18 @@ pub(crate) trait Op {
     fn decode(&self, reply: Value) -> Result<Self::Output, OpError>;
     /// A short word for traces.
     fn outcome(output: &Self::Output) -> &'static str;
+    /// `true` when the operation writes a grant that replica acknowledgement waits for
+    /// (acquire and extend).
+    const ACKED: bool = false;
+    /// What `output` becomes when the replicas did not acknowledge it: each answer that
+    /// wrote a grant becomes `failure()`, and each lease so granted is returned, to be
+    /// released. Operations that are not [`ACKED`](Self::ACKED) keep their output.
+    fn unacknowledged(
+        output: Self::Output,
+        _failure: &dyn Fn() -> OpError,
+    ) -> (Self::Output, Vec<Lease>) {
+        (output, Vec::new())
+    }
 }
 
 pub(crate) fn flag(on: bool) -> &'static str {

@@ -1,0 +1,546 @@
+//! Failovers of a Redis Cluster with one replica per master (`cluster-node-timeout` 1 s):
+//! `kill -9` of the master owning a lock's slot while the lock is held, a graceful
+//! `CLUSTER FAILOVER`, and a lagging replica (stopped while the lock is granted, promoted
+//! without the write) with and without replica acknowledgement. The same backends follow
+//! each failover without a restart. Each test prints the time from the fault to the next
+//! answer for the lock, and the p50 and max over the failovers so far.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use leader_core::{
+    AcquireOutcome, AcquireRequest, AsyncLockBackend, BackendErrorKind, Error, ExtendOutcome,
+    LeaderLease, Lease, LockBackend, LockName, OwnerToken, ReleaseOutcome,
+};
+use leader_redis::fence::{Fence, FenceOutcome};
+use leader_redis::{RedisBackend, RedisConfig};
+use leader_testkit::fixtures::{RedisCluster, require};
+use leader_testkit::fresh_name;
+
+/// How long the lock stays unanswered at most after a fault: detection (about two node
+/// timeouts), the election, and the clients finding the new master, on a loaded machine.
+const RECOVERY_BOUND: Duration = Duration::from_secs(30);
+const LEASE: Duration = Duration::from_secs(30);
+
+/// Every recovery time measured in this process.
+static RECOVERIES: Mutex<Vec<Duration>> = Mutex::new(Vec::new());
+
+fn record(what: &str, took: Duration) {
+    let mut all = RECOVERIES.lock().unwrap();
+    all.push(took);
+    let mut sorted = all.clone();
+    sorted.sort();
+    let p50 = sorted[(sorted.len() - 1) / 2];
+    let max = sorted[sorted.len() - 1];
+    eprintln!(
+        "failover recovery ({what}): {} ms; over {} failovers p50 {} ms, max {} ms",
+        took.as_millis(),
+        sorted.len(),
+        p50.as_millis(),
+        max.as_millis()
+    );
+}
+
+fn cluster() -> Option<RedisCluster> {
+    require(
+        "redis-server cluster with replicas",
+        RedisCluster::start_with_replicas(),
+    )
+}
+
+fn backend(cluster: &RedisCluster, acks: Option<Duration>) -> RedisBackend {
+    let config = RedisConfig::default()
+        .with_connect_timeout(Duration::from_millis(500))
+        .with_response_timeout(Duration::from_secs(1))
+        .with_release_notifications(false);
+    let config = match acks {
+        Some(timeout) => config.with_replica_acks(1, timeout),
+        None => config,
+    };
+    let urls: Vec<String> = cluster.nodes().iter().map(|node| node.url()).collect();
+    RedisBackend::connect_cluster(urls, config).unwrap()
+}
+
+fn request<'a>(key: &'a LockName, holder: &'a str) -> AcquireRequest<'a> {
+    AcquireRequest::new(key, OwnerToken::random(), holder, LEASE)
+}
+
+#[track_caller]
+fn acquired(outcome: Result<AcquireOutcome, Error>) -> Lease {
+    match outcome {
+        Ok(AcquireOutcome::Acquired(lease)) => lease,
+        other => panic!("expected to acquire, got {other:?}"),
+    }
+}
+
+#[track_caller]
+fn transient<T: std::fmt::Debug>(result: &Result<T, Error>) {
+    match result {
+        Err(Error::Backend(err)) => assert_eq!(err.kind(), BackendErrorKind::Transient, "{err}"),
+        other => panic!("expected a transient error, got {other:?}"),
+    }
+}
+
+/// Tries `key` until the store answers (each failure before must be transient: never a
+/// made-up outcome while the shard has no master), within [`RECOVERY_BOUND`]; the answer
+/// and the time since `since`.
+fn next_answer(
+    backend: &RedisBackend,
+    key: &LockName,
+    holder: &str,
+    since: Instant,
+) -> (AcquireOutcome, Duration) {
+    loop {
+        let answer = LockBackend::try_acquire(backend, request(key, holder));
+        match answer {
+            Ok(outcome) => return (outcome, since.elapsed()),
+            failed => {
+                transient(&failed);
+                assert!(
+                    since.elapsed() < RECOVERY_BOUND,
+                    "no answer for {key} within {RECOVERY_BOUND:?}: {failed:?}"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+}
+
+#[track_caller]
+fn held_by(outcome: &AcquireOutcome, lease: &Lease) {
+    match outcome {
+        AcquireOutcome::Held(Some(LeaderLease { fencing_token, .. })) => {
+            assert_eq!(*fencing_token, lease.fencing_token, "{outcome:?}");
+        }
+        other => panic!(
+            "expected {} to hold the lock, got {other:?}",
+            lease.leader_id
+        ),
+    }
+}
+
+#[test]
+fn kill_9_of_the_master_keeps_an_acknowledged_lock_and_the_backends_follow() {
+    let Some(mut cluster) = cluster() else {
+        return;
+    };
+    // Acquired with acknowledgement, so the grant is on the replica; renewed without,
+    // since the promoted replica has no replica of its own until the old master returns.
+    let acked = backend(&cluster, Some(Duration::from_millis(500)));
+    let holder = backend(&cluster, None);
+    let contender = backend(&cluster, None);
+    let key = fresh_name("failover-kill");
+    let lease = acquired(LockBackend::try_acquire(&acked, request(&key, "node-a")));
+    let slot = cluster.slot_of(&holder.lock_key(&key)).unwrap();
+    let killed_at = Instant::now();
+    let old = cluster.kill_master_of(&holder.lock_key(&key)).unwrap();
+
+    let (outcome, took) = next_answer(&contender, &key, "node-b", killed_at);
+    record("kill -9, acknowledged lock held", took);
+    held_by(&outcome, &lease);
+    let new = cluster.wait_for_new_master(slot, old).unwrap();
+    assert_ne!(new, old);
+    // The holder's backend renews on the new master, without a restart.
+    let renewed = loop {
+        match LockBackend::extend(&holder, &lease, LEASE, true) {
+            Ok(outcome) => break outcome,
+            failed => {
+                transient(&failed);
+                assert!(killed_at.elapsed() < RECOVERY_BOUND, "{failed:?}");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    };
+    assert!(
+        matches!(renewed, ExtendOutcome::Extended { .. }),
+        "{renewed:?}"
+    );
+    assert_eq!(
+        LockBackend::release(&holder, &lease, Duration::ZERO).unwrap(),
+        ReleaseOutcome::Released
+    );
+    let next = acquired(LockBackend::try_acquire(
+        &contender,
+        request(&key, "node-b"),
+    ));
+    assert!(next.fencing_token > lease.fencing_token);
+}
+
+#[test]
+fn a_graceful_cluster_failover_keeps_the_lock_and_the_async_side_follows() {
+    let Some(cluster) = cluster() else {
+        return;
+    };
+    let holder = backend(&cluster, None);
+    let contender = backend(&cluster, None);
+    let key = fresh_name("failover-graceful");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let lease = acquired(runtime.block_on(AsyncLockBackend::try_acquire(
+        &holder,
+        request(&key, "node-a"),
+    )));
+    let slot = cluster.slot_of(&holder.lock_key(&key)).unwrap();
+    let old = cluster.master_of(slot).unwrap();
+    let replica = cluster.replica_of(old).unwrap();
+    let started = Instant::now();
+    cluster.failover(replica).unwrap();
+    let new = cluster.wait_for_new_master(slot, old).unwrap();
+    assert_eq!(new, replica);
+    let (outcome, took) = next_answer(&contender, &key, "node-b", started);
+    record("CLUSTER FAILOVER, lock held", took);
+    held_by(&outcome, &lease);
+    let renewed = runtime.block_on(async {
+        loop {
+            match AsyncLockBackend::extend(&holder, &lease, LEASE, true).await {
+                Ok(outcome) => break outcome,
+                failed => {
+                    transient(&failed);
+                    assert!(started.elapsed() < RECOVERY_BOUND, "{failed:?}");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+        }
+    });
+    assert!(
+        matches!(renewed, ExtendOutcome::Extended { .. }),
+        "{renewed:?}"
+    );
+    let released = runtime
+        .block_on(AsyncLockBackend::release(&holder, &lease, Duration::ZERO))
+        .unwrap();
+    assert_eq!(released, ReleaseOutcome::Released);
+}
+
+/// Makes the replica at `replica` miss every write `master` takes from now on: stops it
+/// (SIGSTOP), then has the master drop its replication link (`CLIENT KILL TYPE
+/// replica`), so nothing more waits in the replica's socket for when it resumes.
+fn lag(cluster: &RedisCluster, master: usize, replica: usize) {
+    cluster.nodes()[replica].pause();
+    let client = redis::Client::open(cluster.nodes()[master].url()).unwrap();
+    let mut con = client.get_connection().unwrap();
+    let killed: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("replica")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(killed, 1, "the master had one replica link");
+}
+
+/// The resource's keys for `key`: its fence and its data, in the lock's slot.
+fn resource(key: &LockName) -> (String, String) {
+    (format!("{{{key}}}:fence"), format!("{{{key}}}:report"))
+}
+
+#[test]
+fn a_lagging_replica_promoted_without_the_grant_explains_one_overlap_and_the_fence_stops_it() {
+    let Some(mut cluster) = cluster() else {
+        return;
+    };
+    let backend_a = backend(&cluster, None);
+    let backend_b = backend(&cluster, None);
+    let key = fresh_name("failover-lagging");
+    let lock_key = backend_a.lock_key(&key);
+    let slot = cluster.slot_of(&lock_key).unwrap();
+    let old = cluster.master_of(slot).unwrap();
+    let replica = cluster.replica_of(old).unwrap();
+
+    lag(&cluster, old, replica);
+    let a = acquired(LockBackend::try_acquire(
+        &backend_a,
+        request(&key, "node-a"),
+    ));
+    let killed_at = Instant::now();
+    cluster.nodes_mut()[old].kill();
+    cluster.nodes()[replica].resume();
+    let new = cluster.wait_for_new_master(slot, old).unwrap();
+    assert_eq!(new, replica);
+
+    // The promoted replica never had A's grant: B gets the lock while A's lease runs.
+    // This is the one overlap the lost write explains; tokens still increase (the
+    // server clock's microseconds).
+    let (outcome, took) = next_answer(&backend_b, &key, "node-b", killed_at);
+    record("kill -9, lagging replica promoted", took);
+    let AcquireOutcome::Acquired(b) = outcome else {
+        panic!("the promoted replica did not have A's grant, so B acquires: {outcome:?}")
+    };
+    assert!(
+        b.fencing_token > a.fencing_token,
+        "{} then {}",
+        a.fencing_token,
+        b.fencing_token
+    );
+
+    // The fence at the resource rejects the stale holder once B wrote.
+    let client = redis::cluster::ClusterClient::new(
+        cluster
+            .nodes()
+            .iter()
+            .filter(|n| n.pid().is_some())
+            .map(|n| n.url())
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let mut con = client.get_connection().unwrap();
+    let (fence_key, data) = resource(&key);
+    let mut write = |token: u64, text: &str| {
+        Fence::new(&fence_key, token)
+            .set(&data, text)
+            .invoke(&mut con)
+            .unwrap()
+    };
+    assert_eq!(write(b.fencing_token, "b"), FenceOutcome::Accepted);
+    assert_eq!(
+        write(a.fencing_token, "a"),
+        FenceOutcome::Rejected {
+            highest_seen: b.fencing_token
+        }
+    );
+    // A learns it lost the lease at its next renewal, well before its deadline.
+    let renewed = LockBackend::extend(&backend_a, &a, LEASE, true).unwrap();
+    assert_eq!(renewed, ExtendOutcome::NotHeld);
+    assert!(a.expires_at > std::time::SystemTime::now());
+}
+
+#[test]
+fn with_replica_acks_a_grant_the_lagging_replica_misses_is_refused_and_no_granted_lock_is_lost() {
+    let Some(mut cluster) = cluster() else {
+        return;
+    };
+    let acked = backend(&cluster, Some(Duration::from_millis(300)));
+    let other = backend(&cluster, None);
+    let key = fresh_name("failover-acked");
+    // A group slot of the same name: its key keeps the name's hash tag, so its slot.
+    let kept_key = LockName::new(format!("{key}#1")).unwrap();
+    let lock_key = acked.lock_key(&key);
+    let slot = cluster.slot_of(&lock_key).unwrap();
+    assert_eq!(cluster.slot_of(&acked.lock_key(&kept_key)).unwrap(), slot);
+    let old = cluster.master_of(slot).unwrap();
+    let replica = cluster.replica_of(old).unwrap();
+
+    let kept = acquired(LockBackend::try_acquire(
+        &acked,
+        request(&kept_key, "node-a"),
+    ));
+    lag(&cluster, old, replica);
+    let refused = LockBackend::try_acquire(&acked, request(&key, "node-a"));
+    match &refused {
+        Err(Error::Backend(err)) => {
+            assert_eq!(err.kind(), BackendErrorKind::Transient);
+            assert_eq!(err.key(), lock_key);
+            assert!(err.to_string().contains("reached 0 of 1 replicas"), "{err}");
+        }
+        other => panic!("expected the unacknowledged grant refused, got {other:?}"),
+    }
+    let killed_at = Instant::now();
+    cluster.nodes_mut()[old].kill();
+    cluster.nodes()[replica].resume();
+    cluster.wait_for_new_master(slot, old).unwrap();
+
+    // The acknowledged grant survived; the refused one was never anyone's.
+    let (outcome, took) = next_answer(&other, &kept_key, "node-b", killed_at);
+    record("kill -9, lagging replica, replica acks", took);
+    held_by(&outcome, &kept);
+    let (outcome, _) = next_answer(&other, &key, "node-b", killed_at);
+    assert!(
+        matches!(outcome, AcquireOutcome::Acquired(_)),
+        "{outcome:?}"
+    );
+    // Renewed without acknowledgement: the promoted replica has no replica of its own.
+    assert!(matches!(
+        LockBackend::extend(&other, &kept, LEASE, true),
+        Ok(ExtendOutcome::Extended { .. })
+    ));
+    // With it, a renewal on the shard is refused until it has a replica again.
+    let refused = LockBackend::extend(&acked, &kept, LEASE, true);
+    transient(&refused);
+}
+
+/// The child process's settings: the cluster's node URLs (comma-separated), its output
+/// file, the stop file.
+const CHILD_URLS: &str = "LEADER_REDIS_FAILOVER_URLS";
+const CHILD_OUT: &str = "LEADER_REDIS_FAILOVER_OUT";
+const CHILD_STOP: &str = "LEADER_REDIS_FAILOVER_STOP";
+const CONTENDERS: usize = 3;
+/// A child gives up this long after it started, whether told to stop or not.
+const CHILD_MAX: Duration = Duration::from_secs(90);
+const JOB: &str = "the-one-job";
+
+fn micros_now() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros()
+}
+
+/// The child: `run_if_leader` in a loop until the stop file exists, with replica
+/// acknowledgement, each action's `token start end` (µs of this host's clock) appended to
+/// `out`. Every error must be transient.
+fn contend(urls: &str, out: &std::path::Path, stop: &std::path::Path) {
+    use std::io::Write;
+    let config = RedisConfig::default()
+        .with_connect_timeout(Duration::from_millis(500))
+        .with_response_timeout(Duration::from_secs(1))
+        .with_replica_acks(1, Duration::from_millis(300));
+    let backend = RedisBackend::connect_cluster(urls.split(','), config).unwrap();
+    let options = leader_core::LeaderElectionOptions::default()
+        .with_node_id(format!("child-{}", std::process::id()))
+        .with_wait_time(Duration::from_millis(500))
+        .with_lease_time(Duration::from_secs(3));
+    let elector = leader_blocking::LeaderElector::new(backend, options).unwrap();
+    let mut file = std::fs::File::create(out).unwrap();
+    let started = Instant::now();
+    let (mut led, mut errors) = (0, 0);
+    while !stop.exists() && started.elapsed() < CHILD_MAX {
+        let outcome = elector.run_if_leader_with(JOB, |lease| {
+            let start = micros_now();
+            std::thread::sleep(Duration::from_millis(10));
+            Ok::<_, std::convert::Infallible>((lease.fencing_token(), start, micros_now()))
+        });
+        match outcome {
+            Ok(outcome) => {
+                if let Some((token, start, end)) = outcome.into_value() {
+                    writeln!(file, "{token} {start} {end}").unwrap();
+                    file.flush().unwrap();
+                    led += 1;
+                }
+            }
+            Err(err) => {
+                assert!(err.is_transient(), "{err}");
+                errors += 1;
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+    println!("led={led} errors={errors}");
+}
+
+/// Every action recorded in `files` so far: `(token, start, end)`.
+fn actions(files: &[std::path::PathBuf]) -> Vec<(u64, u128, u128)> {
+    let mut all = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        for line in text.lines() {
+            let words: Vec<&str> = line.split(' ').collect();
+            if let [token, start, end] = words[..] {
+                all.push((
+                    token.parse().unwrap(),
+                    start.parse().unwrap(),
+                    end.parse().unwrap(),
+                ));
+            }
+        }
+    }
+    all
+}
+
+#[test]
+fn three_processes_contending_through_a_kill_9_of_the_master_never_overlap() {
+    if let (Some(urls), Some(out), Some(stop)) = (
+        std::env::var_os(CHILD_URLS),
+        std::env::var_os(CHILD_OUT),
+        std::env::var_os(CHILD_STOP),
+    ) {
+        return contend(
+            urls.to_str().unwrap(),
+            std::path::Path::new(&out),
+            std::path::Path::new(&stop),
+        );
+    }
+    let Some(mut cluster) = cluster() else {
+        return;
+    };
+    let urls: Vec<String> = cluster.nodes().iter().map(|node| node.url()).collect();
+    let probe = backend(&cluster, None);
+    let job = LockName::new(JOB).unwrap();
+    let slot = cluster.slot_of(&probe.lock_key(&job)).unwrap();
+    let dir = std::env::temp_dir().join(format!("leader-redis-failover-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let stop = dir.join("stop");
+    let _ = std::fs::remove_file(&stop);
+    let files: Vec<std::path::PathBuf> = (0..CONTENDERS)
+        .map(|i| dir.join(format!("child-{i}")))
+        .collect();
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<_> = files
+        .iter()
+        .map(|out| {
+            std::process::Command::new(&exe)
+                .args([
+                    "--exact",
+                    "three_processes_contending_through_a_kill_9_of_the_master_never_overlap",
+                    "--nocapture",
+                ])
+                .env(CHILD_URLS, urls.join(","))
+                .env(CHILD_OUT, out)
+                .env(CHILD_STOP, &stop)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+
+    let progress = |more: usize| {
+        let now = actions(&files).len();
+        leader_testkit::wait_until("the children to lead", Duration::from_secs(60), || {
+            std::thread::sleep(Duration::from_millis(20));
+            actions(&files).len() >= now + more
+        });
+    };
+    progress(10);
+    let killed_at = Instant::now();
+    let killed = micros_now();
+    let old = cluster.kill_master_of(&probe.lock_key(&job)).unwrap();
+    cluster.wait_for_new_master(slot, old).unwrap();
+    // The new master has no replica: acknowledged grants wait for the old master to come
+    // back (empty) as its replica.
+    cluster.nodes_mut()[old]
+        .restart(leader_testkit::fixtures::Data::Lose)
+        .unwrap();
+    cluster.wait_until_ok().unwrap();
+    let before = actions(&files).len();
+    leader_testkit::wait_until("an action after the failover", RECOVERY_BOUND, || {
+        std::thread::sleep(Duration::from_millis(5));
+        actions(&files).len() > before
+    });
+    record(
+        "kill -9 under three contending processes",
+        killed_at.elapsed(),
+    );
+    progress(10);
+    std::fs::write(&stop, b"").unwrap();
+
+    for child in children {
+        let output = child.wait_with_output().unwrap();
+        assert!(
+            output.status.success(),
+            "a child failed:\n{}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let mut all = actions(&files);
+    let _ = std::fs::remove_dir_all(&dir);
+    all.sort_by_key(|&(_, start, _)| start);
+    assert!(
+        all.iter().filter(|&&(_, start, _)| start > killed).count() >= 10,
+        "no actions after the failover"
+    );
+    for pair in all.windows(2) {
+        let ((token_a, start_a, end_a), (token_b, start_b, _)) = (pair[0], pair[1]);
+        assert!(
+            end_a <= start_b,
+            "two actions at once: {token_a} ran {start_a}..{end_a}, {token_b} from {start_b}"
+        );
+        assert!(
+            token_a < token_b,
+            "tokens out of order: {token_a} then {token_b}"
+        );
+    }
+}
