@@ -184,10 +184,11 @@ fn a_held_lock_survives_a_failover(config: RedisConfig) {
 
     // The holder renews on the new master (no restart of its backend).
     let renewed = wait_until("the holder to renew", RECOVERY, || {
-        matches!(
-            ok_or_transient(holder.extend(&lease, lease_time, false)),
-            Some(ExtendOutcome::Extended { .. })
-        )
+        match ok_or_transient(holder.extend(&lease, lease_time, false)) {
+            Some(ExtendOutcome::Extended { .. }) => true,
+            Some(other) => panic!("the replicated lock was lost in the failover: {other:?}"),
+            None => false,
+        }
     });
     assert!(renewed < RECOVERY);
     assert_eq!(
