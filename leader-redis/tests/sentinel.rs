@@ -493,7 +493,8 @@ fn contend(url: &str, out: &Path, stop: &Path) {
         match outcome {
             Ok(outcome) => {
                 if let Some((token, start, end)) = outcome.into_value() {
-                    writeln!(file, "{token} {start} {end}").unwrap();
+                    file.write_all(format!("{token} {start} {end}\n").as_bytes())
+                        .unwrap();
                     file.flush().unwrap();
                     led += 1;
                 }
@@ -513,8 +514,12 @@ fn actions(files: &[PathBuf]) -> Vec<(u64, u128, u128)> {
     let mut all = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(file).unwrap_or_default();
-        for line in text.lines() {
-            let words: Vec<&str> = line.split(' ').collect();
+        // A child may be writing its last line now: only whole lines count.
+        for line in text
+            .split_inclusive('\n')
+            .filter(|line| line.ends_with('\n'))
+        {
+            let words: Vec<&str> = line.trim_end().split(' ').collect();
             if let [token, start, end] = words[..] {
                 all.push((
                     token.parse().unwrap(),
