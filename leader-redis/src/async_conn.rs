@@ -10,9 +10,15 @@
 //! waits on a runtime that is not running.
 //! Reconnection makes a single attempt per call (bounded by the connect timeout), so a
 //! dead server gives an error within the configured timeouts instead of a long retry loop.
+//!
+//! Behind sentinels, each runtime's connection is a multiplexed connection to the master
+//! the sentinels named, opened once `ROLE` confirmed it is a master (it does not reconnect
+//! by itself, so it can never silently land on a replica). A failure that may mean a
+//! failover forgets that master; the next call asks the sentinels again and opens a new
+//! connection. A `READONLY` answer (nothing was written) is sent once more, at once.
 
 use parking_lot::Mutex;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
 use redis::cluster::ClusterConfig;
 use redis::cluster_async::ClusterConnection;
 use redis::{RedisResult, ScriptInvocation, Value};
@@ -21,12 +27,18 @@ use crate::clients::Target;
 use crate::config::RedisConfig;
 use crate::error::is_dead_connection;
 use crate::operator::listing::{self, Io};
+use crate::sentinel::{self, SentinelTarget};
 use crate::sync_conn::{is_no_script, pair};
 
 #[derive(Clone)]
 enum AsyncConn {
     Single(ConnectionManager),
     Cluster(ClusterConnection),
+    /// A connection to the master of `generation` behind sentinels.
+    Master {
+        conn: MultiplexedConnection,
+        generation: u64,
+    },
 }
 
 /// At most this many runtimes keep a connection; a further runtime replaces the oldest
@@ -81,15 +93,39 @@ impl AsyncPool {
     /// down): the driver reconnects on the failed call, so the second one finds it up.
     pub(crate) async fn run(&self, invocation: &ScriptInvocation<'_>) -> RedisResult<Value> {
         match self.run_once(invocation).await {
-            Err(err) if is_dead_connection(&err) => self.run_once(invocation).await,
+            Err(err) if is_dead_connection(&err) || self.is_demoted(&err) => {
+                self.run_once(invocation).await
+            }
             result => result,
         }
     }
 
     async fn run_once(&self, invocation: &ScriptInvocation<'_>) -> RedisResult<Value> {
-        match self.connection()? {
+        match self.connection().await? {
             AsyncConn::Single(mut conn) => invocation.invoke_async(&mut conn).await,
             AsyncConn::Cluster(mut conn) => invocation.invoke_async(&mut conn).await,
+            AsyncConn::Master {
+                mut conn,
+                generation,
+            } => {
+                let result = invocation.invoke_async(&mut conn).await;
+                self.after(generation, &result);
+                result
+            }
+        }
+    }
+
+    /// `READONLY` behind sentinels: the connection went to a replica.
+    fn is_demoted(&self, err: &redis::RedisError) -> bool {
+        matches!(self.target, Target::Sentinel(_)) && sentinel::is_readonly(err)
+    }
+
+    /// Forgets the master of `generation` after a failure that may mean a failover.
+    fn after<T>(&self, generation: u64, result: &RedisResult<T>) {
+        if let (Err(err), Target::Sentinel(target)) = (result, &self.target)
+            && sentinel::may_have_failed_over(err)
+        {
+            target.forget(generation);
         }
     }
 
@@ -105,7 +141,9 @@ impl AsyncPool {
         let mut pipe = redis::pipe();
         pipe.invoke_script(invocation).add_command(wait.clone());
         let answer = match self.run_pair(&pipe).await {
-            Err(err) if is_dead_connection(&err) => self.run_pair(&pipe).await,
+            Err(err) if is_dead_connection(&err) || self.is_demoted(&err) => {
+                self.run_pair(&pipe).await
+            }
             result => result,
         };
         // The cluster connection answers an error reply in a pipeline as the error of the
@@ -115,9 +153,17 @@ impl AsyncPool {
             Ok(_) => false,
         };
         if unknown {
-            match self.connection()? {
+            match self.connection().await? {
                 AsyncConn::Single(mut conn) => invocation.load_async(&mut conn).await?,
                 AsyncConn::Cluster(mut conn) => invocation.load_async(&mut conn).await?,
+                AsyncConn::Master {
+                    mut conn,
+                    generation,
+                } => {
+                    let loaded = invocation.load_async(&mut conn).await;
+                    self.after(generation, &loaded);
+                    loaded?
+                }
             };
             return self.run_pair(&pipe).await;
         }
@@ -129,25 +175,51 @@ impl AsyncPool {
         pipe: &redis::Pipeline,
     ) -> RedisResult<(RedisResult<Value>, RedisResult<Value>)> {
         use redis::aio::ConnectionLike;
-        let values = match self.connection()? {
-            AsyncConn::Single(mut conn) => conn.req_packed_commands(pipe, 0, 2).await?,
-            AsyncConn::Cluster(mut conn) => conn.req_packed_commands(pipe, 0, 2).await?,
-        };
-        pair(values)
+        match self.connection().await? {
+            AsyncConn::Single(mut conn) => pair(conn.req_packed_commands(pipe, 0, 2).await?),
+            AsyncConn::Cluster(mut conn) => pair(conn.req_packed_commands(pipe, 0, 2).await?),
+            AsyncConn::Master {
+                mut conn,
+                generation,
+            } => {
+                let answer = conn.req_packed_commands(pipe, 0, 2).await.and_then(pair);
+                self.after(generation, &answer);
+                answer
+            }
+        }
     }
 
     /// Sends one round trip of a listing, as [`run`](Self::run) sends a script (every
     /// round trip of a listing reads, so sending it twice is harmless).
     pub(crate) async fn send(&self, io: &Io) -> RedisResult<Value> {
         match self.send_once(io).await {
-            Err(err) if is_dead_connection(&err) => self.send_once(io).await,
+            Err(err) if is_dead_connection(&err) || self.is_demoted(&err) => {
+                self.send_once(io).await
+            }
             result => result,
         }
     }
 
     /// A cluster routes a command, and a pipeline, to the master of its slot.
     async fn send_once(&self, io: &Io) -> RedisResult<Value> {
-        match (self.connection()?, io) {
+        match (self.connection().await?, io) {
+            (
+                AsyncConn::Master {
+                    mut conn,
+                    generation,
+                },
+                io,
+            ) => {
+                let result = match io {
+                    Io::Command { cmd, .. } => cmd.query_async(&mut conn).await,
+                    Io::Pipeline { cmds, .. } => listing::pipeline(cmds)
+                        .query_async::<Vec<Value>>(&mut conn)
+                        .await
+                        .map(Value::Array),
+                };
+                self.after(generation, &result);
+                result
+            }
             (AsyncConn::Single(mut conn), Io::Command { cmd, .. }) => {
                 cmd.query_async(&mut conn).await
             }
@@ -169,8 +241,59 @@ impl AsyncPool {
         }
     }
 
-    /// The connection of the calling runtime, created on its first call.
-    fn connection(&self) -> RedisResult<AsyncConn> {
+    /// The connection of the calling runtime, created on its first call (behind
+    /// sentinels: again after its master was forgotten).
+    async fn connection(&self) -> RedisResult<AsyncConn> {
+        let Target::Sentinel(target) = &self.target else {
+            return self.lazy_connection();
+        };
+        let runtime = RuntimeKey::current();
+        let cached = self.conns.lock().iter().find_map(|(key, conn)| match conn {
+            AsyncConn::Master { generation, .. }
+                if *key == runtime && target.is_current(*generation) =>
+            {
+                Some(conn.clone())
+            }
+            _ => None,
+        });
+        if let Some(conn) = cached {
+            return Ok(conn);
+        }
+        let conn = self.open_master(target).await?;
+        let mut conns = self.conns.lock();
+        conns.retain(|(key, _)| *key != runtime);
+        if conns.len() == MAX_RUNTIMES {
+            conns.remove(0);
+        }
+        conns.push((runtime, conn.clone()));
+        Ok(conn)
+    }
+
+    /// A connection to the master the sentinels name, once `ROLE` confirms it is one.
+    async fn open_master(&self, target: &SentinelTarget) -> RedisResult<AsyncConn> {
+        let master = target.master_async().await?;
+        let config = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.config.connect_timeout()))
+            .set_response_timeout(Some(self.config.response_timeout()));
+        let checked = async {
+            let mut conn = master
+                .client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await?;
+            let role: Value = redis::cmd("ROLE").query_async(&mut conn).await?;
+            sentinel::check_master(&role)?;
+            Ok(conn)
+        }
+        .await;
+        self.after(master.generation, &checked);
+        checked.map(|conn| AsyncConn::Master {
+            conn,
+            generation: master.generation,
+        })
+    }
+
+    /// The lazily connecting connection of the calling runtime (one server, a cluster).
+    fn lazy_connection(&self) -> RedisResult<AsyncConn> {
         let runtime = RuntimeKey::current();
         let mut conns = self.conns.lock();
         if let Some((_, conn)) = conns.iter().find(|(key, _)| *key == runtime) {
@@ -194,6 +317,12 @@ impl AsyncPool {
                     .set_connection_timeout(connect_timeout)
                     .set_response_timeout(response_timeout);
                 AsyncConn::Cluster(client.get_pending_async_connection_with_config(config))
+            }
+            Target::Sentinel(_) => {
+                return Err(redis::RedisError::from((
+                    redis::ErrorKind::Client,
+                    "a Sentinel target has no lazily connecting connection",
+                )));
             }
         };
         if conns.len() == MAX_RUNTIMES {

@@ -17,12 +17,13 @@ use crate::listener::Listener;
 use crate::ops::{Ack, Op, Release, acknowledged};
 use crate::started::Started;
 use crate::sync_conn::SyncPool;
+use crate::url::SentinelUrl;
 
 /// How long after a failed start of the release subscription the next use tries again.
 const SUBSCRIPTION_RETRY: Duration = Duration::from_secs(1);
 
-/// Locks in Redis (a single server or a Redis Cluster), for the blocking and the async
-/// electors alike.
+/// Locks in Redis (a single server, a Redis Cluster, or the master of a set managed by
+/// Redis Sentinel), for the blocking and the async electors alike.
 ///
 /// Build it once and share it: cloning is cheap and clones share the connections and the
 /// release subscription. Connections open on first use, so the server may start later
@@ -91,9 +92,11 @@ impl RedisBackend {
     /// A backend for the server at `url`, with the default [`RedisConfig`].
     ///
     /// `url` is `redis://[user:password@]host[:port][/db]`, or `rediss://` for TLS
-    /// (feature `tls`). No connection is opened yet. The query parameters `replica_acks`
-    /// and `replica_ack_timeout` set [`RedisConfig::with_replica_acks`] (they override the
-    /// config's); the others go to the driver.
+    /// (feature `tls`), or a Sentinel URL (`redis+sentinel://`, see
+    /// [`connect_sentinel`](Self::connect_sentinel)). No connection is opened yet. The query
+    /// parameters `replica_acks` and `replica_ack_timeout` set
+    /// [`RedisConfig::with_replica_acks`] (they override the config's); the others go to
+    /// the driver.
     ///
     /// # Errors
     ///
@@ -137,10 +140,63 @@ impl RedisBackend {
     /// assert_eq!(backend.key_prefix(), "billing");
     /// # Ok::<(), leader_redis::ConnectError>(())
     /// ```
+    ///
+    /// A `redis+sentinel://` or `rediss+sentinel://` URL is handed to
+    /// [`connect_sentinel`](Self::connect_sentinel).
     pub fn connect_with(url: &str, config: RedisConfig) -> Result<Self, ConnectError> {
+        if SentinelUrl::is_sentinel(url) {
+            return RedisBackend::connect_sentinel(url, config);
+        }
         let (url, config) = with_url_acks(&[url], config)?;
         config.validate()?;
         let target = Target::single(&url[0], &config)?;
+        Ok(RedisBackend::build(target, config))
+    }
+
+    /// A backend for the master of a set managed by Redis Sentinel, found through the
+    /// sentinels of `url`:
+    /// `redis+sentinel://[user:password@]host[:port][,host[:port]...]/<master-name>[/db]`
+    /// (port 26379 when left out), or `rediss+sentinel://...` for TLS to the sentinels
+    /// and the servers alike (feature `tls`; [`RedisConfig::with_tls_root_certificate`]
+    /// applies to both). The user and password are the servers' (`AUTH` on the master);
+    /// the sentinels are asked without credentials. `%`-escapes in the master's name are
+    /// decoded.
+    ///
+    /// The sentinels are asked for the master's address on the first call, in turn, and
+    /// again whenever a call fails in a way that may mean a failover (a dropped, refused or
+    /// timed-out connection, a `READONLY` or `MASTERDOWN` answer). A new connection is
+    /// used only once `ROLE` confirms the server is a master, so nothing is ever written to
+    /// a replica: during a failover each call is a transient [`Error::Backend`] or a
+    /// correct answer, and calls, the release subscription and renewals move to the new
+    /// master by themselves. See the crate docs' section on Sentinel for what a failover
+    /// can lose (replication is asynchronous) and what fencing tokens still guarantee.
+    ///
+    /// No connection is opened here.
+    ///
+    /// # Errors
+    ///
+    /// [`ConnectError::InvalidUrl`] when the URL is not a Sentinel URL or a part of it is
+    /// wrong (the error shows it with its password masked); a rejected setting of
+    /// `config`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_redis::{ConnectError, RedisBackend, RedisConfig};
+    ///
+    /// let url = "redis+sentinel://:s3cret@10.0.0.1,10.0.0.2,10.0.0.3/orders";
+    /// let backend = RedisBackend::connect_sentinel(url, RedisConfig::default())?; // nothing sent yet
+    /// # let _ = backend;
+    /// let err = RedisBackend::connect_sentinel("redis+sentinel://:s3cret@10.0.0.1/", RedisConfig::default())
+    ///     .unwrap_err();
+    /// assert!(matches!(err, ConnectError::InvalidUrl { .. }));
+    /// assert!(!err.to_string().contains("s3cret"));
+    /// # Ok::<(), ConnectError>(())
+    /// ```
+    pub fn connect_sentinel(url: &str, config: RedisConfig) -> Result<Self, ConnectError> {
+        let (url, config) = with_url_acks(&[url], config)?;
+        config.validate()?;
+        let target = Target::sentinel(&url[0], &config)?;
         Ok(RedisBackend::build(target, config))
     }
 
@@ -484,7 +540,7 @@ impl RedisBackend {
     fn start_listener(&self) -> std::io::Result<Listener> {
         let inner = &self.inner;
         Listener::spawn(
-            inner.target.subscription_clients(),
+            inner.target.subscription(),
             inner.channel.clone(),
             inner.events.clone(),
             inner.config.connect_timeout(),

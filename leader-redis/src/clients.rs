@@ -1,11 +1,14 @@
-//! Where the backend connects: one server or a cluster, with the driver's clients built
-//! (and every URL checked) once, at construction.
+//! Where the backend connects: one server, a cluster, or the master behind sentinels, with
+//! the driver's clients built (and every URL checked) once, at construction.
+
+use std::sync::Arc;
 
 use redis::Client;
 use redis::cluster::{ClusterClient, ClusterClientBuilder};
 
 use crate::config::RedisConfig;
 use crate::error::ConnectError;
+use crate::sentinel::SentinelTarget;
 
 /// The server(s) a backend talks to.
 #[derive(Debug, Clone)]
@@ -17,6 +20,19 @@ pub(crate) enum Target {
         client: Box<ClusterClient>,
         nodes: Vec<Client>,
     },
+    /// The master of a Sentinel-managed set (`redis+sentinel://`), found through its
+    /// sentinels and found again after a failover; shared by every clone.
+    Sentinel(Arc<SentinelTarget>),
+}
+
+/// Where the release subscription connects.
+#[derive(Debug, Clone)]
+pub(crate) enum Subscription {
+    /// These servers in turn (one server, or a cluster's nodes).
+    Nodes(Vec<Client>),
+    /// The current master of a Sentinel-managed set, asked of the sentinels on each
+    /// (re)subscription.
+    Sentinel(Arc<SentinelTarget>),
 }
 
 impl Target {
@@ -49,17 +65,24 @@ impl Target {
         })
     }
 
-    /// Clients for the pub/sub subscription: the server, or each cluster node in turn
-    /// (a cluster forwards every `PUBLISH` to all its nodes).
-    pub(crate) fn subscription_clients(&self) -> Vec<Client> {
+    pub(crate) fn sentinel(url: &str, config: &RedisConfig) -> Result<Self, ConnectError> {
+        Ok(Target::Sentinel(Arc::new(SentinelTarget::new(
+            url, config,
+        )?)))
+    }
+
+    /// Where the pub/sub subscription goes: the server, each cluster node in turn (a
+    /// cluster forwards every `PUBLISH` to all its nodes), or the current master.
+    pub(crate) fn subscription(&self) -> Subscription {
         match self {
-            Target::Single(client) => vec![Client::clone(client)],
-            Target::Cluster { nodes, .. } => nodes.clone(),
+            Target::Single(client) => Subscription::Nodes(vec![Client::clone(client)]),
+            Target::Cluster { nodes, .. } => Subscription::Nodes(nodes.clone()),
+            Target::Sentinel(target) => Subscription::Sentinel(Arc::clone(target)),
         }
     }
 }
 
-fn node_client(url: &str, config: &RedisConfig) -> Result<Client, ConnectError> {
+pub(crate) fn node_client(url: &str, config: &RedisConfig) -> Result<Client, ConnectError> {
     let client = match tls_certificates(url, config) {
         #[cfg(feature = "tls")]
         Some(certs) => Client::build_with_tls(url, certs),

@@ -21,6 +21,7 @@ mod nonblocking;
 mod operator;
 mod ops;
 mod scripts;
+mod sentinel;
 mod started;
 mod sync_conn;
 mod time;

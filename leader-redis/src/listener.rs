@@ -3,7 +3,9 @@
 //! [`ReleaseEvents::notify`], so waiting electors retry at once.
 //!
 //! It reconnects with exponential backoff and jitter (trying the cluster's nodes in
-//! turn) and calls [`ReleaseEvents::notify_all`] after every (re)subscription, since
+//! turn; behind sentinels, the master they name at that moment — a replica receives every
+//! `PUBLISH` of its master too, so a subscription that lands on one still hears releases)
+//! and calls [`ReleaseEvents::notify_all`] after every (re)subscription, since
 //! releases may have been missed meanwhile. While it is down, electors fall back to
 //! polling. It stops shortly after the backend is dropped.
 
@@ -15,6 +17,8 @@ use std::time::{Duration, Instant};
 use leader_core::ReleaseEvents;
 use rand::Rng;
 use redis::{Client, RedisResult};
+
+use crate::clients::Subscription;
 
 /// How often the thread looks at its stop flag while no message arrives.
 const POLL: Duration = Duration::from_millis(100);
@@ -32,7 +36,7 @@ pub(crate) struct Listener {
 
 /// What the thread needs.
 struct Session {
-    clients: Vec<Client>,
+    nodes: Subscription,
     channel: String,
     events: ReleaseEvents,
     connect_timeout: Duration,
@@ -44,7 +48,7 @@ struct Session {
 impl Listener {
     /// Starts the subscription thread.
     pub(crate) fn spawn(
-        clients: Vec<Client>,
+        nodes: Subscription,
         channel: String,
         events: ReleaseEvents,
         connect_timeout: Duration,
@@ -53,7 +57,7 @@ impl Listener {
         let stop = Arc::new(AtomicBool::new(false));
         let subscribed = Arc::new(AtomicBool::new(false));
         let session = Session {
-            clients,
+            nodes,
             channel,
             events,
             connect_timeout,
@@ -88,10 +92,26 @@ impl Session {
         let mut backoff = BACKOFF_MIN;
         let mut node = 0usize;
         while !self.stopped() {
-            let Some(client) = self.clients.get(node % self.clients.len().max(1)) else {
-                return;
+            let client = match &self.nodes {
+                Subscription::Nodes(clients) => match clients.get(node % clients.len().max(1)) {
+                    Some(client) => Ok((client.clone(), None)),
+                    None => return,
+                },
+                Subscription::Sentinel(target) => target
+                    .master()
+                    .map(|master| (master.client, Some(master.generation))),
             };
-            if let Err(err) = self.listen(client, &mut backoff) {
+            let listened = client.and_then(|(client, generation)| {
+                let listened = self.listen(&client, &mut backoff);
+                if let (Err(err), Some(generation), Subscription::Sentinel(target)) =
+                    (&listened, generation, &self.nodes)
+                    && crate::sentinel::may_have_failed_over(err)
+                {
+                    target.forget(generation);
+                }
+                listened
+            });
+            if let Err(err) = listened {
                 tracing::debug!(channel = %self.channel, error = %err, "release subscription lost");
             }
             self.subscribed.store(false, Ordering::Release);

@@ -4,6 +4,12 @@
 //! connection back unless the call failed in a way that may have left it in an unknown
 //! state (I/O error, timeout): such a connection is dropped and the next call opens a
 //! fresh one, which is how the backend recovers after a server restart.
+//!
+//! Behind sentinels, a connection belongs to the master the sentinels named when it was
+//! opened (after `ROLE` confirmed it is a master); once a failure forgets that master,
+//! its idle connections are dropped instead of used. A call the server refused with
+//! `READONLY` (it is a replica now: nothing was written) is sent once more, to the master
+//! found again.
 
 use std::time::Duration;
 
@@ -15,18 +21,32 @@ use crate::clients::Target;
 use crate::config::RedisConfig;
 use crate::error::is_dead_connection;
 use crate::operator::listing::{self, Io};
+use crate::sentinel::{self, SentinelTarget};
 
 /// A pooled blocking connection.
 enum SyncConn {
     Single(Connection),
     Cluster(Box<redis::cluster::ClusterConnection>),
+    /// A connection to the master of `generation` behind sentinels.
+    Master {
+        conn: Connection,
+        generation: u64,
+    },
 }
 
 impl SyncConn {
     fn as_dyn(&mut self) -> &mut dyn ConnectionLike {
         match self {
-            SyncConn::Single(conn) => conn,
+            SyncConn::Single(conn) | SyncConn::Master { conn, .. } => conn,
             SyncConn::Cluster(conn) => conn.as_mut(),
+        }
+    }
+
+    /// The master generation of a connection behind sentinels.
+    fn generation(&self) -> Option<u64> {
+        match self {
+            SyncConn::Master { generation, .. } => Some(*generation),
+            _ => None,
         }
     }
 
@@ -34,10 +54,14 @@ impl SyncConn {
     /// its pipeline sends each command to the node of its key (the scanned master).
     fn send(&mut self, io: &Io) -> RedisResult<Value> {
         match (self, io) {
-            (SyncConn::Single(conn), Io::Command { cmd, .. }) => cmd.query(conn),
-            (SyncConn::Single(conn), Io::Pipeline { cmds, .. }) => listing::pipeline(cmds)
-                .query::<Vec<Value>>(conn)
-                .map(Value::Array),
+            (SyncConn::Single(conn) | SyncConn::Master { conn, .. }, Io::Command { cmd, .. }) => {
+                cmd.query(conn)
+            }
+            (SyncConn::Single(conn) | SyncConn::Master { conn, .. }, Io::Pipeline { cmds, .. }) => {
+                listing::pipeline(cmds)
+                    .query::<Vec<Value>>(conn)
+                    .map(Value::Array)
+            }
             (SyncConn::Cluster(conn), Io::Command { cmd, slot }) => {
                 conn.route_command(cmd, listing::routing(*slot))
             }
@@ -133,7 +157,7 @@ impl SyncPool {
         invocations: &[ScriptInvocation<'_>],
     ) -> RedisResult<Vec<RedisResult<Value>>> {
         self.call(|conn| {
-            let SyncConn::Single(conn) = conn else {
+            let (SyncConn::Single(conn) | SyncConn::Master { conn, .. }) = conn else {
                 return Err(redis::RedisError::from((
                     ErrorKind::Client,
                     "scripts are pipelined on a standalone server only",
@@ -159,14 +183,35 @@ impl SyncPool {
     }
 
     fn call<T>(&self, mut f: impl FnMut(&mut SyncConn) -> RedisResult<T>) -> RedisResult<T> {
-        let pooled = self.idle.lock().pop();
-        match pooled {
-            Some(conn) => match self.call_on(conn, &mut f) {
-                Err(err) if is_dead_connection(&err) => self.call_on(self.open()?, &mut f),
-                result => result,
-            },
-            None => self.call_on(self.open()?, &mut f),
+        let (pooled, first) = match self.pooled() {
+            Some(conn) => (true, self.call_on(conn, &mut f)),
+            None => (false, self.call_on(self.open()?, &mut f)),
+        };
+        match first {
+            // A dead pooled connection (a restarted server), or a replica's `READONLY`
+            // (nothing was written; the master was forgotten, so this asks again).
+            Err(err) if (pooled && is_dead_connection(&err)) || self.is_demoted(&err) => {
+                self.call_on(self.open()?, &mut f)
+            }
+            result => result,
         }
+    }
+
+    /// An idle connection, skipping those to a master forgotten since they were opened.
+    fn pooled(&self) -> Option<SyncConn> {
+        let mut idle = self.idle.lock();
+        while let Some(conn) = idle.pop() {
+            match (conn.generation(), &self.target) {
+                (Some(generation), Target::Sentinel(target)) if !target.is_current(generation) => {}
+                _ => return Some(conn),
+            }
+        }
+        None
+    }
+
+    /// `READONLY` behind sentinels: the connection went to a replica.
+    fn is_demoted(&self, err: &redis::RedisError) -> bool {
+        matches!(self.target, Target::Sentinel(_)) && sentinel::is_readonly(err)
     }
 
     /// Runs `f` on `conn`, and pools `conn` again unless it may be broken.
@@ -176,9 +221,15 @@ impl SyncPool {
         f: &mut impl FnMut(&mut SyncConn) -> RedisResult<T>,
     ) -> RedisResult<T> {
         let result = f(&mut conn);
+        if let (Err(err), Some(generation), Target::Sentinel(target)) =
+            (&result, conn.generation(), &self.target)
+            && sentinel::may_have_failed_over(err)
+        {
+            target.forget(generation);
+        }
         let reusable = match &result {
             Ok(_) => true,
-            Err(err) => is_server_reply(err),
+            Err(err) => is_server_reply(err) && !self.is_demoted(err),
         };
         if reusable {
             let mut idle = self.idle.lock();
@@ -206,6 +257,34 @@ impl SyncPool {
                 let conn = client.get_connection_with_config(config)?;
                 Ok(SyncConn::Cluster(Box::new(conn)))
             }
+            Target::Sentinel(target) => self.open_master(target),
+        }
+    }
+
+    /// A connection to the master the sentinels name, once `ROLE` confirms it is one.
+    fn open_master(&self, target: &SentinelTarget) -> RedisResult<SyncConn> {
+        let master = target.master()?;
+        let checked = master
+            .client
+            .get_connection_with_timeout(self.connect_timeout)
+            .and_then(|mut conn| {
+                conn.set_read_timeout(Some(self.response_timeout))?;
+                conn.set_write_timeout(Some(self.response_timeout))?;
+                let role: Value = redis::cmd("ROLE").query(&mut conn)?;
+                sentinel::check_master(&role)?;
+                Ok(conn)
+            });
+        match checked {
+            Ok(conn) => Ok(SyncConn::Master {
+                conn,
+                generation: master.generation,
+            }),
+            Err(err) => {
+                if sentinel::may_have_failed_over(&err) {
+                    target.forget(master.generation);
+                }
+                Err(err)
+            }
         }
     }
 }
@@ -216,10 +295,14 @@ pub(crate) fn is_no_script(err: &redis::RedisError) -> bool {
     err.kind() == ErrorKind::Server(redis::ServerErrorKind::NoScript)
 }
 
-/// The two answers of a script and its `WAIT`, each its own result.
+/// The two answers of a script and its `WAIT`, each its own result. A script refused
+/// with `READONLY` (the connection reached a replica: a master demoted behind Sentinel)
+/// fails the whole round trip, as it would without the `WAIT`, so the caller looks for
+/// the master again instead of reusing the connection.
 pub(crate) fn pair(values: Vec<Value>) -> RedisResult<(RedisResult<Value>, RedisResult<Value>)> {
     let mut values = values.into_iter().map(Value::extract_error);
     match (values.next(), values.next(), values.next()) {
+        (Some(Err(err)), Some(_), None) if crate::sentinel::is_readonly(&err) => Err(err),
         (Some(script), Some(wait), None) => Ok((script, wait)),
         _ => Err(redis::RedisError::from((
             ErrorKind::Parse,

@@ -30,7 +30,8 @@ use leader_core::{
 pub enum AnyBackend {
     /// `memory://`: [`InMemoryBackend`].
     Memory(InMemoryBackend),
-    /// `redis://`, `rediss://`, `redis+cluster://`: [`RedisBackend`](leader_redis::RedisBackend).
+    /// `redis://`, `rediss://`, `redis+cluster://`, `redis+sentinel://`:
+    /// [`RedisBackend`](leader_redis::RedisBackend).
     #[cfg(feature = "redis")]
     Redis(leader_redis::RedisBackend),
     /// `mongodb://`, `mongodb+srv://`: [`MongoBackend`](leader_mongodb::MongoBackend).

@@ -12,6 +12,8 @@ pub(crate) const SCHEMES: &[&str] = &[
     "rediss",
     "redis+cluster",
     "rediss+cluster",
+    "redis+sentinel",
+    "rediss+sentinel",
     "mongodb",
     "mongodb+srv",
     "sqlite",
@@ -30,6 +32,8 @@ pub(crate) const SCHEMES: &[&str] = &[
 /// | `rediss://...` | the same over TLS | `redis-tls` |
 /// | `redis+cluster://[user:password@]host1:port1,host2:port2` | a Redis Cluster, reached through any listed node | `redis` |
 /// | `rediss+cluster://...` | the same over TLS | `redis-tls` |
+/// | `redis+sentinel://[user:password@]host[:port][,host[:port]...]/master-name[/db]` | the master of a set managed by Redis Sentinel, found through the listed sentinels (port 26379 by default) and followed across failovers; the credentials are the servers' | `redis` |
+/// | `rediss+sentinel://...` | the same over TLS (sentinels and servers) | `redis-tls` |
 /// | `mongodb://...`, `mongodb+srv://...` | [`MongoBackend`](crate::MongoBackend), any MongoDB connection string | `mongodb` |
 /// | `sqlite://path/to/locks.db` (relative), `sqlite:///var/lib/app/locks.db` (absolute) | `SqliteBackend`: one file shared by the processes of a host; created if missing | `sqlite` |
 /// | `postgres://[user[:password]@]host[:port]/db[?...]`, `postgresql://...` | `PostgresBackend`: table `leader_locks`, created on first use | `postgres` |
@@ -190,6 +194,11 @@ fn invalid(url: &str, reason: &'static str) -> ConnectError {
 ///     leader::redacted_url("redis+cluster://:s3cret@127.0.0.1:7000,127.0.0.1:7001"),
 ///     "redis+cluster://:***@127.0.0.1:7000,127.0.0.1:7001"
 /// );
+/// # #[cfg(feature = "redis")]
+/// assert_eq!(
+///     leader::redacted_url("redis+sentinel://:s3cret@10.0.0.1,10.0.0.2/orders"),
+///     "redis+sentinel://:***@10.0.0.1:26379,10.0.0.2:26379/orders/0"
+/// );
 /// # #[cfg(feature = "postgres")]
 /// assert_eq!(
 ///     leader::redacted_url("postgres://app:pa/ss@127.0.0.1:1/app"),
@@ -275,6 +284,9 @@ impl<'a> Target<'a> {
             "rediss" => Ok(Target::Redis { url, tls: true }),
             "redis+cluster" => cluster(url, rest, "redis", false),
             "rediss+cluster" => cluster(url, rest, "rediss", true),
+            // The Redis backend parses Sentinel URLs itself (`RedisBackend::connect`).
+            "redis+sentinel" => Ok(Target::Redis { url, tls: false }),
+            "rediss+sentinel" => Ok(Target::Redis { url, tls: true }),
             "mongodb" => Ok(Target::Mongo {
                 uri: url,
                 srv: false,
@@ -519,6 +531,38 @@ mod tests {
             );
             assert!(!err.to_string().contains("pw@"), "{err}");
         }
+    }
+
+    #[test]
+    fn sentinel_urls_go_to_the_redis_backend() {
+        assert_eq!(
+            parse("redis+sentinel://:pw@a,b:5000/m/2").ok(),
+            Some(Target::Redis {
+                url: "redis+sentinel://:pw@a,b:5000/m/2",
+                tls: false
+            })
+        );
+        assert_eq!(
+            parse("rediss+sentinel://a/m").ok(),
+            Some(Target::Redis {
+                url: "rediss+sentinel://a/m",
+                tls: true
+            })
+        );
+    }
+
+    #[cfg(feature = "redis")]
+    #[test]
+    fn sentinel_urls_connect_and_are_shown_without_their_password() {
+        let backend = connect("redis+sentinel://:hunter2@127.0.0.1:1,127.0.0.1:2/m").unwrap();
+        assert_eq!(backend.kind(), "redis");
+        assert_eq!(
+            redacted_url("redis+sentinel://app:hunter2@127.0.0.1:1,127.0.0.1:2/m"),
+            "redis+sentinel://app:***@127.0.0.1:1,127.0.0.1:2/m/0"
+        );
+        let err = connect("redis+sentinel://:hunter2@127.0.0.1:1/").unwrap_err();
+        assert!(matches!(err, ConnectError::Redis(_)), "{err}");
+        assert!(!format!("{err} {err:?}").contains("hunter2"), "{err}");
     }
 
     #[cfg(not(feature = "redis"))]

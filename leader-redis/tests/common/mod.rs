@@ -7,13 +7,18 @@ use std::time::{Duration, SystemTime};
 
 use leader_redis::{RedisBackend, RedisConfig};
 use leader_testkit::Harness;
-use leader_testkit::fixtures::{self, RedisServer};
+use leader_testkit::fixtures::{self, RedisSentinel, RedisServer};
 
 /// Where the tests' servers are.
 #[derive(Debug, Clone)]
 pub enum Servers {
     Single(String),
     Cluster(Vec<String>),
+    /// A Sentinel URL, and the master's URL for test setup (the set does not fail over).
+    Sentinel {
+        url: String,
+        master: String,
+    },
 }
 
 /// The contract harness: a fresh backend per call, time passes by sleeping, and the
@@ -37,6 +42,20 @@ impl RedisHarness {
             .map(|cluster| RedisHarness::new(Servers::Cluster(cluster.urls())))
     }
 
+    /// The test process's shared master, replica and three sentinels (never failed over:
+    /// failover tests start a set of their own).
+    pub fn sentinel() -> Option<Self> {
+        static SHARED: std::sync::OnceLock<Option<RedisSentinel>> = std::sync::OnceLock::new();
+        let set = SHARED
+            .get_or_init(|| fixtures::require("redis sentinels", RedisSentinel::start()))
+            .as_ref()?;
+        let master = set.master_addr().expect("the sentinels name a master");
+        Some(RedisHarness::new(Servers::Sentinel {
+            url: set.url(),
+            master: format!("redis://{master}/"),
+        }))
+    }
+
     pub fn new(servers: Servers) -> Self {
         RedisHarness {
             servers,
@@ -55,13 +74,16 @@ impl RedisHarness {
             Servers::Cluster(urls) => {
                 RedisBackend::connect_cluster(urls, self.config.clone()).unwrap()
             }
+            Servers::Sentinel { url, .. } => {
+                RedisBackend::connect_sentinel(url, self.config.clone()).unwrap()
+            }
         }
     }
 
     /// A plain connection to a server (any cluster node), for test setup.
     pub fn raw(&self) -> redis::Connection {
         let url = match &self.servers {
-            Servers::Single(url) => url.clone(),
+            Servers::Single(url) | Servers::Sentinel { master: url, .. } => url.clone(),
             Servers::Cluster(urls) => urls[0].clone(),
         };
         redis::Client::open(url).unwrap().get_connection().unwrap()
@@ -70,7 +92,7 @@ impl RedisHarness {
     /// A connection that routes keys to their cluster node (or the single server).
     pub fn raw_routed(&self) -> Box<dyn redis::ConnectionLike> {
         match &self.servers {
-            Servers::Single(_) => Box::new(self.raw()),
+            Servers::Single(_) | Servers::Sentinel { .. } => Box::new(self.raw()),
             Servers::Cluster(urls) => Box::new(
                 redis::cluster::ClusterClient::new(urls.clone())
                     .unwrap()

@@ -1,0 +1,673 @@
+//! Failovers behind Redis Sentinel, with real processes: a master, its replica and three
+//! sentinels of each test's own (`leader_testkit::fixtures::RedisSentinel`). The master
+//! is killed with SIGKILL while a lock is held, while a waiter waits, while three
+//! processes contend; a replica made to lag is promoted without the last lock, and a fence
+//! at the resource refuses the stale holder. Each failover prints the time from the kill
+//! to the next successful acquire.
+//!
+//! Every scenario is a function taking the `RedisConfig` the backends are built with, so
+//! the same scenarios can run again with other settings (replica acknowledgement, say):
+//! a new variant is one more `#[test]` calling the scenario with its config.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::convert::Infallible;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use leader_core::{
+    AcquireOutcome, AcquireRequest, Error, ExtendOutcome, LeaderElectionOptions, Lease,
+    LockBackend, LockName, OwnerToken, ReleaseOutcome,
+};
+use leader_redis::fence::{Fence, FenceOutcome};
+use leader_redis::{RedisBackend, RedisConfig};
+use leader_testkit::fixtures::{self, RedisSentinel};
+use leader_testkit::{fresh_name, wait_until};
+
+/// How long the sentinels may take to agree on a new master, and service to resume, on
+/// a loaded two-core machine (it takes about two seconds when idle: one second until the
+/// master is down for a sentinel, then the vote and the promotion).
+const RECOVERY: Duration = Duration::from_secs(30);
+
+/// The settings every scenario runs with here.
+fn base_config() -> RedisConfig {
+    RedisConfig::default()
+        .with_connect_timeout(Duration::from_millis(300))
+        .with_response_timeout(Duration::from_millis(800))
+}
+
+fn private_set() -> Option<RedisSentinel> {
+    fixtures::require("redis sentinels", RedisSentinel::start())
+}
+
+fn backend(set: &RedisSentinel, config: &RedisConfig) -> RedisBackend {
+    RedisBackend::connect_sentinel(&set.url(), config.clone()).unwrap()
+}
+
+fn request<'a>(key: &'a LockName, holder: &'a str, lease: Duration) -> AcquireRequest<'a> {
+    AcquireRequest::new(key, OwnerToken::random(), holder, lease)
+}
+
+/// `Some(answer)`, or `None` for a transient error; any other error fails the test.
+fn ok_or_transient<T>(answer: Result<T, Error>) -> Option<T> {
+    match answer {
+        Ok(value) => Some(value),
+        Err(err) => {
+            assert!(err.is_transient(), "a permanent error in a failover: {err}");
+            None
+        }
+    }
+}
+
+fn must_acquire(backend: &RedisBackend, key: &LockName, holder: &str, lease: Duration) -> Lease {
+    match backend.try_acquire(request(key, holder, lease)).unwrap() {
+        AcquireOutcome::Acquired(lease) => lease,
+        other => panic!("{holder} could not take {key}: {other:?}"),
+    }
+}
+
+/// Waits until the replica has everything the master acknowledged (`WAIT 1`), so that a
+/// failover now loses nothing.
+fn replicate(set: &RedisSentinel) {
+    let master = set.master_addr().unwrap();
+    let mut conn = redis::Client::open(format!("redis://{master}/"))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let acked: u32 = redis::cmd("WAIT")
+        .arg(1)
+        .arg(10_000)
+        .query(&mut conn)
+        .unwrap();
+    assert!(acked >= 1, "the replica did not acknowledge");
+}
+
+/// Runs an elector's action on a fresh lock every 20 ms until it runs: how long after
+/// `killed` service resumed. Nobody else holds a fresh name, so every answer must be a run
+/// or a transient error: a skipped run (`Ok(None)`) while the master is gone would be a
+/// made-up answer.
+fn next_acquire(backend: &RedisBackend, killed: Instant) -> Duration {
+    let options = LeaderElectionOptions::default()
+        .with_node_id("probe")
+        .with_wait_time(Duration::ZERO)
+        .with_lease_time(Duration::from_secs(5));
+    let elector = leader_blocking::LeaderElector::new(backend.clone(), options).unwrap();
+    loop {
+        let key = fresh_name("sentinel-probe");
+        match ok_or_transient(elector.run_if_leader(key.as_str(), || ())) {
+            Some(Some(())) => return killed.elapsed(),
+            Some(None) => panic!("a run on a fresh name was skipped during the failover"),
+            None => {}
+        }
+        assert!(
+            killed.elapsed() < RECOVERY,
+            "no acquire within {RECOVERY:?} of the kill"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The async twin of [`next_acquire`].
+async fn next_acquire_async(backend: &RedisBackend, killed: Instant) -> Duration {
+    use leader_core::AsyncLockBackend;
+    loop {
+        let key = fresh_name("sentinel-probe");
+        let answer =
+            AsyncLockBackend::try_acquire(backend, request(&key, "probe", Duration::from_secs(5)))
+                .await;
+        match ok_or_transient(answer) {
+            Some(AcquireOutcome::Acquired(_)) => return killed.elapsed(),
+            Some(other) => panic!("a fresh name is not free during the failover: {other:?}"),
+            None => {}
+        }
+        assert!(
+            killed.elapsed() < RECOVERY,
+            "no acquire within {RECOVERY:?} of the kill"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn report(scenario: &str, took: Duration) {
+    println!(
+        "sentinel failover [{scenario}]: kill -9 to the next successful acquire: {} ms",
+        took.as_millis()
+    );
+}
+
+/// A lock held (and replicated) when the master is killed is still held on the new master:
+/// another owner never gets it before the lease ends, the holder renews it there, and the
+/// next owner's token is larger.
+fn a_held_lock_survives_a_failover(config: RedisConfig) {
+    let Some(mut set) = private_set() else {
+        return;
+    };
+    let (holder, other) = (backend(&set, &config), backend(&set, &config));
+    let key = fresh_name("sentinel-held");
+    let lease_time = Duration::from_secs(8);
+    let taken = Instant::now();
+    let lease = must_acquire(&holder, &key, "holder", lease_time);
+    replicate(&set);
+
+    let old = set.kill_master().unwrap();
+    let killed = Instant::now();
+    // Until the lease ends, the other owner sees the holder or a transient error.
+    let mut refusals = 0;
+    while refusals < 3 {
+        match ok_or_transient(other.try_acquire(request(&key, "other", lease_time))) {
+            Some(AcquireOutcome::Held(seen)) => {
+                if let Some(seen) = seen {
+                    assert_eq!(seen.fencing_token, lease.fencing_token, "a wrong holder");
+                }
+                refusals += 1;
+            }
+            Some(AcquireOutcome::Acquired(stolen)) => {
+                assert!(
+                    taken.elapsed() >= lease_time,
+                    "another owner took a held lock {:?} after it was taken (token {})",
+                    taken.elapsed(),
+                    stolen.fencing_token
+                );
+                panic!("the holder's lease ran out before the failover ended");
+            }
+            Some(other) => panic!("an unexpected answer: {other:?}"),
+            None => std::thread::sleep(Duration::from_millis(20)),
+        }
+        assert!(killed.elapsed() < RECOVERY, "no answer after the kill");
+    }
+    report("held lock", next_acquire(&other, killed));
+    set.wait_for_new_master(old, RECOVERY).unwrap();
+
+    // The holder renews on the new master (no restart of its backend).
+    let renewed = wait_until("the holder to renew", RECOVERY, || {
+        match ok_or_transient(holder.extend(&lease, lease_time, false)) {
+            Some(ExtendOutcome::Extended { .. }) => true,
+            Some(other) => panic!("the replicated lock was lost in the failover: {other:?}"),
+            None => false,
+        }
+    });
+    assert!(renewed < RECOVERY);
+    assert_eq!(
+        holder.release(&lease, Duration::ZERO).unwrap(),
+        ReleaseOutcome::Released
+    );
+    let next = must_acquire(&other, &key, "other", lease_time);
+    assert!(
+        next.fencing_token > lease.fencing_token,
+        "{} then {}",
+        lease.fencing_token,
+        next.fencing_token
+    );
+}
+
+#[test]
+fn a_held_lock_survives_a_failover_on_the_blocking_api() {
+    a_held_lock_survives_a_failover(base_config());
+}
+
+/// A waiter waiting (async, on tokio) for a held lock when the master is killed: its
+/// release subscription moves to the new master, and the holder's release there wakes it.
+fn an_async_waiter_is_woken_on_the_new_master(config: RedisConfig) {
+    let Some(mut set) = private_set() else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (holder, waiter) = (backend(&set, &config), backend(&set, &config));
+    let key = fresh_name("sentinel-wait");
+    let lease = must_acquire(&holder, &key, "holder", Duration::from_secs(30));
+    replicate(&set);
+
+    let options = LeaderElectionOptions::default()
+        .with_node_id("waiter")
+        .with_wait_time(Duration::from_secs(40))
+        .with_lease_time(Duration::from_secs(10));
+    let elector = leader_async::AsyncLeaderElector::new(waiter.clone(), options).unwrap();
+    let name = key.to_string();
+    // A wait the failover cut short is a transient error (asserted): the waiter waits
+    // again, as an application would.
+    let waiting = runtime.spawn(async move {
+        loop {
+            let run = elector
+                .run_if_leader_with(&name, |ctx| {
+                    let token = ctx.fencing_token();
+                    async move { Ok::<_, Infallible>((token, Instant::now())) }
+                })
+                .await;
+            match ok_or_transient(run).and_then(|run| run.into_value()) {
+                Some(ran) => break ran,
+                None => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        }
+    });
+    wait_until("the waiter to subscribe", RECOVERY, || {
+        waiter.is_subscribed()
+    });
+
+    let old = set.kill_master().unwrap();
+    let killed = Instant::now();
+    let took = runtime.block_on(next_acquire_async(&waiter, killed));
+    report("async waiter", took);
+    set.wait_for_new_master(old, RECOVERY).unwrap();
+    wait_until("the subscription on the new master", RECOVERY, || {
+        waiter.is_subscribed()
+    });
+
+    let released = loop {
+        if let Some(outcome) = ok_or_transient(holder.release(&lease, Duration::ZERO)) {
+            assert_eq!(
+                outcome,
+                ReleaseOutcome::Released,
+                "the replicated lock is gone"
+            );
+            break Instant::now();
+        }
+        assert!(killed.elapsed() < RECOVERY, "the holder could not release");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let (token, started) = runtime.block_on(waiting).unwrap();
+    assert!(
+        token > lease.fencing_token,
+        "{} then {token}",
+        lease.fencing_token
+    );
+    // Woken by the release, not by its next poll of a 40 s wait.
+    let woken = started.saturating_duration_since(released);
+    assert!(
+        woken < Duration::from_secs(3),
+        "the waiter took {woken:?} after the release"
+    );
+}
+
+#[test]
+fn an_async_waiter_is_woken_on_the_new_master_on_tokio() {
+    an_async_waiter_is_woken_on_the_new_master(base_config());
+}
+
+/// The replica lags (its link cut and the process stopped) while a holder takes a lock;
+/// the master is killed and the replica promoted without that lock. That lost lock is the
+/// one overlap a failover allows: another owner takes it while the first still believes
+/// it holds. Its token is still larger (it comes from the new master's clock in µs, which
+/// is ahead of the lost lock's: both servers run on this host; it would not be larger if
+/// the new master's clock were behind), so a fence at the resource refuses the stale
+/// holder's write; and the stale holder learns that it lost the lease before its deadline
+/// (its renewal finds the lock gone).
+fn a_lagging_replica_loses_the_last_lock_and_the_fence_refuses_the_stale_holder(
+    config: RedisConfig,
+) {
+    let Some(mut set) = private_set() else {
+        return;
+    };
+    let Some(resource) = fixtures::shared_redis() else {
+        return;
+    };
+    let resource_url = resource.url();
+    let key = fresh_name("sentinel-lag");
+    let (fence_key, data_key) = (format!("{{{key}}}:fence"), format!("{{{key}}}:data"));
+    let (stale, other) = (backend(&set, &config), backend(&set, &config));
+
+    set.stall_replica().unwrap();
+    let lease_time = Duration::from_secs(9);
+    let options = LeaderElectionOptions::default()
+        .with_node_id("stale")
+        .with_lease_time(lease_time)
+        .with_auto_extend(true);
+    let elector = leader_blocking::LeaderElector::new(stale, options).unwrap();
+    let (to_main, from_holder) = mpsc::channel::<(u64, bool, bool)>();
+    let (to_holder, from_main) = mpsc::channel::<()>();
+    let name = key.to_string();
+    let (fence_key2, data_key2, url2) = (fence_key.clone(), data_key.clone(), resource_url.clone());
+    let holder = std::thread::spawn(move || {
+        elector.run_if_leader_with(&name, |ctx| {
+            let mut conn = redis::Client::open(url2.as_str())
+                .unwrap()
+                .get_connection()
+                .unwrap();
+            let fence = Fence::new(fence_key2.as_str(), ctx.fencing_token());
+            let first = fence
+                .set(&data_key2, "stale-holder-1")
+                .invoke(&mut conn)
+                .unwrap();
+            to_main
+                .send((ctx.fencing_token(), first.is_accepted(), false))
+                .unwrap();
+            // Lost: found by a renewal on the new master, before the deadline passes.
+            let lost = ctx.wait_lost_timeout(RECOVERY);
+            let before_deadline = lost && Instant::now() < ctx.deadline();
+            to_main.send((0, lost, before_deadline)).unwrap();
+            from_main.recv().unwrap();
+            let late = fence
+                .set(&data_key2, "stale-holder-2")
+                .invoke(&mut conn)
+                .unwrap();
+            Ok::<_, Infallible>(late)
+        })
+    });
+    let (stale_token, accepted, _) = from_holder.recv_timeout(RECOVERY).unwrap();
+    assert!(accepted, "the first holder's write");
+
+    let old = set.kill_master().unwrap();
+    let killed = Instant::now();
+    set.resume_replica(old).unwrap();
+    // The other owner takes the lock the new master never had: the one overlap.
+    let next = loop {
+        match ok_or_transient(other.try_acquire(request(&key, "other", lease_time))) {
+            Some(AcquireOutcome::Acquired(lease)) => break lease,
+            // Only the promoted replica can answer: it must not have the lock.
+            Some(other) => panic!("the lagging replica had the lock: {other:?}"),
+            None => {}
+        }
+        assert!(killed.elapsed() < RECOVERY, "no acquire after the failover");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    report("lagging replica", killed.elapsed());
+    set.wait_for_new_master(old, RECOVERY).unwrap();
+    assert!(
+        next.fencing_token > stale_token,
+        "the new master's token {} is not above the lost lock's {stale_token}",
+        next.fencing_token
+    );
+    let mut conn = redis::Client::open(resource_url.as_str())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let written = Fence::new(fence_key.as_str(), next.fencing_token)
+        .set(&data_key, "next-holder")
+        .invoke(&mut conn)
+        .unwrap();
+    assert_eq!(written, FenceOutcome::Accepted);
+
+    let (_, lost, before_deadline) = from_holder.recv_timeout(RECOVERY).unwrap();
+    assert!(lost, "the stale holder never learned it lost the lease");
+    assert!(
+        before_deadline,
+        "the stale holder learned it only at its deadline"
+    );
+    to_holder.send(()).unwrap();
+    let late = holder.join().unwrap().unwrap().into_value().unwrap();
+    assert_eq!(
+        late,
+        FenceOutcome::Rejected {
+            highest_seen: next.fencing_token
+        }
+    );
+    let data: String = redis::cmd("GET").arg(&data_key).query(&mut conn).unwrap();
+    assert_eq!(data, "next-holder");
+}
+
+#[test]
+fn a_lagging_replica_loses_the_last_lock_and_the_fence_refuses_the_stale_holder_on_the_blocking_api()
+ {
+    a_lagging_replica_loses_the_last_lock_and_the_fence_refuses_the_stale_holder(base_config());
+}
+
+/// Failover after failover (each killed master back as a replica of the new one): the
+/// same backend serves after each, within the bound. Prints p50 and max.
+fn service_resumes_after_each_failover(config: RedisConfig) {
+    let Some(mut set) = private_set() else {
+        return;
+    };
+    let backend = backend(&set, &config);
+    let key = fresh_name("sentinel-repeat");
+    let mut last_token =
+        must_acquire(&backend, &key, "warm-up", Duration::from_millis(1)).fencing_token;
+    let mut took = Vec::new();
+    for _ in 0..2 {
+        let old = set.kill_master().unwrap();
+        let killed = Instant::now();
+        took.push(next_acquire(&backend, killed));
+        set.wait_for_new_master(old, RECOVERY).unwrap();
+        // Tokens keep going forward on each new master (the lock was free: nothing lost
+        // can explain a smaller one).
+        let lease = loop {
+            // A `Held`: the 1 ms lease of the round before may still be running out.
+            let answer = backend.try_acquire(request(&key, "n", Duration::from_millis(1)));
+            if let Some(AcquireOutcome::Acquired(lease)) = ok_or_transient(answer) {
+                break lease;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        assert!(
+            lease.fencing_token > last_token,
+            "{last_token} then {}",
+            lease.fencing_token
+        );
+        last_token = lease.fencing_token;
+        set.restart_as_replica(old).unwrap();
+    }
+    took.sort();
+    println!(
+        "sentinel failovers: kill -9 to the next successful acquire over {}: p50 {} ms, max {} ms",
+        took.len(),
+        took[(took.len() - 1) / 2].as_millis(),
+        took[took.len() - 1].as_millis()
+    );
+}
+
+#[test]
+fn service_resumes_after_each_failover_on_the_blocking_api() {
+    service_resumes_after_each_failover(base_config());
+}
+
+const CHILD_URL: &str = "LEADER_REDIS_SENTINEL_CONTEND_URL";
+const CHILD_OUT: &str = "LEADER_REDIS_SENTINEL_CONTEND_OUT";
+const CHILD_STOP: &str = "LEADER_REDIS_SENTINEL_CONTEND_STOP";
+const CONTENDERS: usize = 3;
+/// A child gives up this long after it started, whether told to stop or not.
+const CHILD_MAX: Duration = Duration::from_secs(90);
+
+fn micros_now() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_micros()
+}
+
+/// A child process: leads `the-one-job` as often as it can until told to stop, each
+/// action's `token start end` (µs of this host's clock) appended to `out`. Every error is
+/// transient (asserted), and no run is skipped while the store is unreachable: an elector
+/// answers `Ok(None)` only when another holder was seen.
+fn contend(url: &str, out: &Path, stop: &Path) {
+    let backend = RedisBackend::connect_sentinel(url, base_config()).unwrap();
+    let options = LeaderElectionOptions::default()
+        .with_node_id(format!("child-{}", std::process::id()))
+        .with_wait_time(Duration::from_millis(300))
+        .with_lease_time(Duration::from_secs(2));
+    let elector = leader_blocking::LeaderElector::new(backend, options).unwrap();
+    let mut file = std::fs::File::create(out).unwrap();
+    let started = Instant::now();
+    let (mut led, mut errors) = (0, 0);
+    while !stop.exists() && started.elapsed() < CHILD_MAX {
+        let outcome = elector.run_if_leader_with("the-one-job", |lease| {
+            let start = micros_now();
+            std::thread::sleep(Duration::from_millis(rand::random_range(5..20)));
+            Ok::<_, Infallible>((lease.fencing_token(), start, micros_now()))
+        });
+        match outcome {
+            Ok(outcome) => {
+                if let Some((token, start, end)) = outcome.into_value() {
+                    file.write_all(format!("{token} {start} {end}\n").as_bytes())
+                        .unwrap();
+                    file.flush().unwrap();
+                    led += 1;
+                }
+            }
+            Err(err) => {
+                assert!(err.is_transient(), "{err}");
+                errors += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+    println!("led={led} errors={errors}");
+}
+
+/// Every action recorded in `files` so far: `(token, start, end)`.
+fn actions(files: &[PathBuf]) -> Vec<(u64, u128, u128)> {
+    let mut all = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        // A child may be writing its last line now: only whole lines count.
+        for line in text
+            .split_inclusive('\n')
+            .filter(|line| line.ends_with('\n'))
+        {
+            let words: Vec<&str> = line.trim_end().split(' ').collect();
+            if let [token, start, end] = words[..] {
+                all.push((
+                    token.parse().unwrap(),
+                    start.parse().unwrap(),
+                    end.parse().unwrap(),
+                ));
+            }
+        }
+    }
+    all
+}
+
+/// Three processes lead one job in turn while the master is killed, the replica promoted
+/// and the old master brought back as a replica. Tokens strictly increase in the order
+/// the actions started; two actions overlap at most once, and only across the kill (a lock
+/// taken just before it, not yet replicated, lost in the failover).
+fn processes_contending_through_a_failover(set: &mut RedisSentinel, test: &str) {
+    let dir = std::env::temp_dir().join(format!(
+        "leader-redis-sentinel-contend-{}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let stop = dir.join("stop");
+    let _ = std::fs::remove_file(&stop);
+    let files: Vec<PathBuf> = (0..CONTENDERS)
+        .map(|i| dir.join(format!("child-{i}")))
+        .collect();
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<_> = files
+        .iter()
+        .map(|out| {
+            std::process::Command::new(&exe)
+                .args(["--exact", test, "--nocapture"])
+                .env(CHILD_URL, set.url())
+                .env(CHILD_OUT, out)
+                .env(CHILD_STOP, &stop)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let progress = |more: usize| {
+        let now = actions(&files).len();
+        wait_until("the children to lead", Duration::from_secs(60), || {
+            std::thread::sleep(Duration::from_millis(20));
+            actions(&files).len() >= now + more
+        });
+    };
+    progress(10);
+    let probe = RedisBackend::connect_sentinel(&set.url(), base_config()).unwrap();
+    let old = set.kill_master().unwrap();
+    let killed_at = Instant::now();
+    let killed = micros_now();
+    report("three processes", next_acquire(&probe, killed_at));
+    set.wait_for_new_master(old, RECOVERY).unwrap();
+    progress(10);
+    set.restart_as_replica(old).unwrap();
+    progress(10);
+    std::fs::write(&stop, b"").unwrap();
+
+    for child in children {
+        let output = child.wait_with_output().unwrap();
+        assert!(
+            output.status.success(),
+            "a child failed:\n{}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let mut all = actions(&files);
+    let _ = std::fs::remove_dir_all(&dir);
+    all.sort_by_key(|&(_, start, _)| start);
+    assert!(
+        all.iter().filter(|&&(_, start, _)| start > killed).count() >= 20,
+        "too few actions after the failover"
+    );
+    let mut overlaps = 0;
+    for pair in all.windows(2) {
+        let ((token_a, start_a, end_a), (token_b, start_b, _)) = (pair[0], pair[1]);
+        if end_a > start_b {
+            overlaps += 1;
+            assert!(
+                start_a < killed && start_b > killed,
+                "two actions at once away from the kill: {token_a} ran {start_a}..{end_a}, {token_b} from {start_b}"
+            );
+        }
+        assert!(
+            token_a < token_b,
+            "tokens out of order: {token_a} then {token_b}"
+        );
+    }
+    assert!(overlaps <= 1, "{overlaps} overlaps across one failover");
+}
+
+#[test]
+fn processes_contending_through_a_failover_stay_ordered() {
+    const TEST: &str = "processes_contending_through_a_failover_stay_ordered";
+    if let (Some(url), Some(out), Some(stop)) = (
+        std::env::var_os(CHILD_URL),
+        std::env::var_os(CHILD_OUT),
+        std::env::var_os(CHILD_STOP),
+    ) {
+        return contend(url.to_str().unwrap(), Path::new(&out), Path::new(&stop));
+    }
+    let Some(mut set) = private_set() else {
+        return;
+    };
+    processes_contending_through_a_failover(&mut set, TEST);
+}
+
+#[test]
+fn sentinel_urls_are_checked_and_never_show_their_password() {
+    for bad in [
+        "redis+sentinel://:hunter2@127.0.0.1:26379",
+        "redis+sentinel://:hunter2@127.0.0.1:notaport/m",
+        "redis+sentinel://:hunter2@127.0.0.1/m/notadb",
+    ] {
+        let err = RedisBackend::connect_sentinel(bad, base_config()).unwrap_err();
+        let text = format!("{err} {err:?}");
+        assert!(!text.contains("hunter2"), "{text}");
+        assert!(
+            matches!(err, leader_redis::ConnectError::InvalidUrl { .. }),
+            "{text}"
+        );
+    }
+    assert_eq!(
+        leader_redis::redacted_url("redis+sentinel://app:hunter2@a:1,b:2/m/3"),
+        "redis+sentinel://app:***@a:1,b:2/m/3"
+    );
+    // Sentinels that are not there: a transient error, never an answer.
+    let backend = RedisBackend::connect_sentinel(
+        &format!("redis+sentinel://:hunter2@{}/m", unused_addr()),
+        base_config(),
+    )
+    .unwrap();
+    let key = fresh_name("sentinel-none");
+    let err = backend
+        .try_acquire(request(&key, "nobody", Duration::from_secs(1)))
+        .unwrap_err();
+    assert!(err.is_transient(), "{err}");
+    assert!(!format!("{err} {err:?}").contains("hunter2"), "{err}");
+}
+
+/// A free port of 127.0.0.1 (nothing listens there).
+fn unused_addr() -> SocketAddr {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
