@@ -456,6 +456,93 @@ fn service_resumes_after_each_failover_on_the_blocking_api() {
     service_resumes_after_each_failover(base_config());
 }
 
+/// With replica acknowledgement on, a lock is granted only once the replica has it. While
+/// the replica lags (stopped, its link cut) an acquire is refused with a transient error
+/// and its grant released on the master; a lock granted before the lag survives the
+/// failover to that replica with its token. The new master has no replica of its own
+/// until the old one comes back as one: until then acknowledged acquires fail closed, and
+/// then they succeed again without a restart of the backend.
+#[test]
+fn with_replica_acks_a_lagging_replica_cannot_lose_a_granted_lock() {
+    let Some(mut set) = private_set() else {
+        return;
+    };
+    let acked_config = base_config().with_replica_acks(1, Duration::from_millis(250));
+    let (acked, plain) = (backend(&set, &acked_config), backend(&set, &base_config()));
+    let lease_time = Duration::from_secs(20);
+    let granted_key = fresh_name("sentinel-acked");
+    // The replica's first acknowledgement may come only after its initial sync.
+    replicate(&set);
+    let granted = must_acquire(&acked, &granted_key, "holder", lease_time);
+
+    set.stall_replica().unwrap();
+    let refused_key = fresh_name("sentinel-unacked");
+    match acked.try_acquire(request(&refused_key, "holder", lease_time)) {
+        Err(err) => assert!(
+            err.is_transient(),
+            "a permanent error for a lagging replica: {err}"
+        ),
+        Ok(outcome) => panic!("granted without the replica's acknowledgement: {outcome:?}"),
+    }
+    // The refused grant was released on the master: another owner takes it at once.
+    let taken = must_acquire(&plain, &refused_key, "other", lease_time);
+    assert_eq!(
+        plain.release(&taken, Duration::ZERO).unwrap(),
+        ReleaseOutcome::Released
+    );
+
+    let old = set.kill_master().unwrap();
+    let killed = Instant::now();
+    set.resume_replica(old).unwrap();
+    set.wait_for_new_master(old, RECOVERY).unwrap();
+    // The acknowledged lock is on the promoted replica, with its token.
+    wait_until(
+        "the new master to answer for the granted lock",
+        RECOVERY,
+        || match ok_or_transient(plain.try_acquire(request(&granted_key, "other", lease_time))) {
+            Some(AcquireOutcome::Held(seen)) => {
+                if let Some(seen) = seen {
+                    assert_eq!(seen.fencing_token, granted.fencing_token, "a wrong holder");
+                }
+                true
+            }
+            Some(other) => panic!("the acknowledged lock was lost in the failover: {other:?}"),
+            None => false,
+        },
+    );
+    // No replica behind the new master yet: acknowledged acquires are refused, never granted.
+    let fresh = fresh_name("sentinel-no-replica");
+    match acked.try_acquire(request(&fresh, "holder", lease_time)) {
+        Err(err) => assert!(err.is_transient(), "{err}"),
+        Ok(outcome) => panic!("granted with no replica to acknowledge it: {outcome:?}"),
+    }
+
+    set.restart_as_replica(old).unwrap();
+    wait_until(
+        "an acknowledged acquire on the new master",
+        RECOVERY,
+        || {
+            matches!(
+                ok_or_transient(acked.try_acquire(request(&fresh, "holder", lease_time))),
+                Some(AcquireOutcome::Acquired(_))
+            )
+        },
+    );
+    report("replica acks, old master back as replica", killed.elapsed());
+    // The holder renews its lock, acknowledged, on the new master.
+    wait_until("the holder to renew", RECOVERY, || {
+        match ok_or_transient(acked.extend(&granted, lease_time, false)) {
+            Some(ExtendOutcome::Extended { .. }) => true,
+            Some(other) => panic!("the acknowledged lock was lost: {other:?}"),
+            None => false,
+        }
+    });
+    assert_eq!(
+        acked.release(&granted, Duration::ZERO).unwrap(),
+        ReleaseOutcome::Released
+    );
+}
+
 const CHILD_URL: &str = "LEADER_REDIS_SENTINEL_CONTEND_URL";
 const CHILD_OUT: &str = "LEADER_REDIS_SENTINEL_CONTEND_OUT";
 const CHILD_STOP: &str = "LEADER_REDIS_SENTINEL_CONTEND_STOP";
