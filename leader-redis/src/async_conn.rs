@@ -259,7 +259,10 @@ impl AsyncPool {
         if let Some(conn) = cached {
             return Ok(conn);
         }
-        let conn = self.open_master(target).await?;
+        // Boxed: finding the master (sentinels in turn, then `ROLE`) is a deep future, and
+        // every call's future would otherwise carry its layout, deep enough to overflow the
+        // compiler's query depth in a caller's nested async blocks.
+        let conn = Box::pin(self.open_master(target)).await?;
         let mut conns = self.conns.lock();
         conns.retain(|(key, _)| *key != runtime);
         if conns.len() == MAX_RUNTIMES {
