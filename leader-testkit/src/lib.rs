@@ -26,6 +26,7 @@ mod counting;
 mod faulty;
 pub mod fixtures;
 mod harness;
+mod lateness;
 mod macros;
 #[cfg(feature = "tokio")]
 mod proxy;
@@ -38,6 +39,7 @@ mod wait;
 pub use counting::{Call, CallCounter, CountingBackend};
 pub use faulty::{Fault, FaultyBackend, Op};
 pub use harness::{Blocking, BlockingAsAsync, Harness, MemoryHarness, fresh_name};
+pub use lateness::{DeadlineWitness, Lateness};
 #[cfg(feature = "tokio")]
 pub use proxy::FaultProxy;
 #[cfg(feature = "async-std")]
