@@ -27,8 +27,8 @@ use crate::clients::Target;
 use crate::config::RedisConfig;
 use crate::error::is_dead_connection;
 use crate::operator::listing::{self, Io};
+use crate::ops::{AckedReply, acked_pipeline, pair, script_unknown};
 use crate::sentinel::{self, SentinelTarget};
-use crate::sync_conn::{is_no_script, pair};
 
 #[derive(Clone)]
 enum AsyncConn {
@@ -137,22 +137,15 @@ impl AsyncPool {
         &self,
         invocation: &ScriptInvocation<'_>,
         wait: &redis::Cmd,
-    ) -> RedisResult<(RedisResult<Value>, RedisResult<Value>)> {
-        let mut pipe = redis::pipe();
-        pipe.invoke_script(invocation).add_command(wait.clone());
+    ) -> AckedReply {
+        let pipe = acked_pipeline(invocation, wait);
         let answer = match self.run_pair(&pipe).await {
             Err(err) if is_dead_connection(&err) || self.is_demoted(&err) => {
                 self.run_pair(&pipe).await
             }
             result => result,
         };
-        // The cluster connection answers an error reply in a pipeline as the error of the
-        // whole call; a single connection answers each reply on its own.
-        let unknown = match &answer {
-            Ok((Err(err), _)) | Err(err) => is_no_script(err),
-            Ok(_) => false,
-        };
-        if unknown {
+        if script_unknown(&answer) {
             match self.connection().await? {
                 AsyncConn::Single(mut conn) => invocation.load_async(&mut conn).await?,
                 AsyncConn::Cluster(mut conn) => invocation.load_async(&mut conn).await?,
@@ -170,10 +163,7 @@ impl AsyncPool {
         answer
     }
 
-    async fn run_pair(
-        &self,
-        pipe: &redis::Pipeline,
-    ) -> RedisResult<(RedisResult<Value>, RedisResult<Value>)> {
+    async fn run_pair(&self, pipe: &redis::Pipeline) -> AckedReply {
         use redis::aio::ConnectionLike;
         match self.connection().await? {
             AsyncConn::Single(mut conn) => pair(conn.req_packed_commands(pipe, 0, 2).await?),

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use leader_core::{Backend, BackendError, Error, Lease, LockName, ReleaseEvents, ReleaseRequest};
+use leader_core::{Backend, BackendError, Error, LockName, ReleaseEvents};
 use redis::{RedisResult, Value};
 
 use crate::acks::{ReplicaAcks, UrlAcks, split_url};
@@ -14,7 +14,7 @@ use crate::config::RedisConfig;
 use crate::error::{BACKEND, ConnectError, OpError};
 use crate::keys::{LockKeys, release_channel};
 use crate::listener::Listener;
-use crate::ops::{Ack, Op, Release, acknowledged};
+use crate::ops::{Op, Release, Unacknowledged, acknowledged, split};
 use crate::started::Started;
 use crate::sync_conn::SyncPool;
 use crate::url::SentinelUrl;
@@ -308,8 +308,7 @@ impl RedisBackend {
 
     /// [`run_blocking`](Self::run_blocking), the failure not yet named by a key.
     pub(crate) fn run_blocking_raw<O: Op>(&self, op: O) -> Result<O::Output, OpError> {
-        let keys = LockKeys::new(self.key_prefix(), op.name());
-        let invocation = op.invocation(&keys, &self.inner.channel);
+        let invocation = self.invocation(&op);
         let started = Instant::now();
         let Some(acks) = self.acks::<O>() else {
             let reply = self.inner.sync.run(&invocation);
@@ -317,23 +316,11 @@ impl RedisBackend {
         };
         let (reply, ack) = split(self.inner.sync.run_acked(&invocation, &acks.command()));
         let output = finish(op, reply, started)?;
-        let (output, granted) = acknowledged::<O>(output, ack, acks);
-        if !granted.is_empty() {
-            let releases: Vec<_> = granted
-                .iter()
-                .map(|lease| ReleaseRequest::new(lease, Duration::ZERO))
-                .collect();
-            // As many as the acquire's requests: one chunk of a release.
-            if let Some(release) = Release::new(&releases, self.key_prefix()) {
-                let keys = LockKeys::new(self.key_prefix(), release.name());
-                let invocation = release.invocation(&keys, &self.inner.channel);
-                let reply = self.inner.sync.run(&invocation);
-                let answer = finish(release, reply, Instant::now());
-                log_unreleased(
-                    &granted,
-                    self.per_lock(granted.iter().map(|l| &l.key), answer),
-                );
-            }
+        let (output, unacked) = acknowledged::<O>(output, ack, acks);
+        let requests = unacked.requests();
+        if let Some(release) = Release::new(&requests, self.key_prefix()) {
+            let reply = self.inner.sync.run(&self.invocation(&release));
+            self.unacknowledged_released(&unacked, release, reply);
         }
         Ok(output)
     }
@@ -343,21 +330,33 @@ impl RedisBackend {
         self.inner.config.acks().filter(|_| O::ACKED)
     }
 
+    /// The script invocation of `op` on this backend's keys and release channel.
+    fn invocation<O: Op>(&self, op: &O) -> redis::ScriptInvocation<'static> {
+        op.invocation(
+            &LockKeys::new(self.key_prefix(), op.name()),
+            &self.inner.channel,
+        )
+    }
+
+    /// Reads the answer to the release of grants the replicas did not acknowledge, and
+    /// warns about each one it did not free.
+    fn unacknowledged_released(
+        &self,
+        unacked: &Unacknowledged,
+        release: Release<'_, '_>,
+        reply: RedisResult<Value>,
+    ) {
+        let answer = finish(release, reply, Instant::now());
+        unacked.report(self.per_lock(unacked.keys(), answer));
+    }
+
     /// Runs `ops` in one round trip on a standalone server (see
     /// [`SyncPool::run_pipeline`]), each answered on its own.
     pub(crate) fn run_blocking_pipelined<O: Op>(
         &self,
         ops: Vec<O>,
     ) -> Vec<Result<O::Output, OpError>> {
-        let invocations: Vec<_> = ops
-            .iter()
-            .map(|op| {
-                op.invocation(
-                    &LockKeys::new(self.key_prefix(), op.name()),
-                    &self.inner.channel,
-                )
-            })
-            .collect();
+        let invocations: Vec<_> = ops.iter().map(|op| self.invocation(op)).collect();
         let started = Instant::now();
         match self.inner.sync.run_pipeline(&invocations) {
             Ok(replies) => ops
@@ -392,8 +391,7 @@ impl RedisBackend {
     /// [`run_async`](Self::run_async), the failure not yet named by a key.
     #[cfg(any(feature = "tokio", feature = "smol"))]
     pub(crate) async fn run_async_raw<O: Op>(&self, op: O) -> Result<O::Output, OpError> {
-        let keys = LockKeys::new(self.key_prefix(), op.name());
-        let invocation = op.invocation(&keys, &self.inner.channel);
+        let invocation = self.invocation(&op);
         let started = Instant::now();
         let Some(acks) = self.acks::<O>() else {
             let reply = self.inner.async_pool.run(&invocation).await;
@@ -406,23 +404,11 @@ impl RedisBackend {
             .await;
         let (reply, ack) = split(pair);
         let output = finish(op, reply, started)?;
-        let (output, granted) = acknowledged::<O>(output, ack, acks);
-        if !granted.is_empty() {
-            let releases: Vec<_> = granted
-                .iter()
-                .map(|lease| ReleaseRequest::new(lease, Duration::ZERO))
-                .collect();
-            // As many as the acquire's requests: one chunk of a release.
-            if let Some(release) = Release::new(&releases, self.key_prefix()) {
-                let keys = LockKeys::new(self.key_prefix(), release.name());
-                let invocation = release.invocation(&keys, &self.inner.channel);
-                let reply = self.inner.async_pool.run(&invocation).await;
-                let answer = finish(release, reply, Instant::now());
-                log_unreleased(
-                    &granted,
-                    self.per_lock(granted.iter().map(|l| &l.key), answer),
-                );
-            }
+        let (output, unacked) = acknowledged::<O>(output, ack, acks);
+        let requests = unacked.requests();
+        if let Some(release) = Release::new(&requests, self.key_prefix()) {
+            let reply = self.inner.async_pool.run(&self.invocation(&release)).await;
+            self.unacknowledged_released(&unacked, release, reply);
         }
         Ok(output)
     }
@@ -581,28 +567,6 @@ fn with_url_acks(
         },
     };
     Ok((stripped, config))
-}
-
-/// The script's reply and the `WAIT`'s, from one round trip: a failed round trip is the
-/// script's failure (it may or may not have run, as for any failed call).
-fn split(pair: RedisResult<(RedisResult<Value>, RedisResult<Value>)>) -> (RedisResult<Value>, Ack) {
-    match pair {
-        Ok((script, wait)) => (script, Ack::from_reply(wait)),
-        Err(err) => {
-            let ack = Ack::Failed(redis::RedisError::from((err.kind(), "no answer")));
-            (Err(err), ack)
-        }
-    }
-}
-
-/// Warns about each unacknowledged grant whose release failed: it stays until it runs
-/// out, the owner token is the caller's alone, so nobody else can act on it.
-fn log_unreleased<T>(granted: &[Lease], answers: Vec<Result<T, Error>>) {
-    for (lease, answer) in granted.iter().zip(answers) {
-        if let Err(err) = answer {
-            tracing::warn!(lock = %lease.key, error = %err, "could not release a grant the replicas did not acknowledge; it runs out by its lease time");
-        }
-    }
 }
 
 /// Decodes the reply and traces the outcome.

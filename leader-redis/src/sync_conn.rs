@@ -21,6 +21,7 @@ use crate::clients::Target;
 use crate::config::RedisConfig;
 use crate::error::is_dead_connection;
 use crate::operator::listing::{self, Io};
+use crate::ops::{AckedReply, acked_pipeline, pair, script_unknown};
 use crate::sentinel::{self, SentinelTarget};
 
 /// A pooled blocking connection.
@@ -119,22 +120,14 @@ impl SyncPool {
         &self,
         invocation: &ScriptInvocation<'_>,
         wait: &redis::Cmd,
-    ) -> RedisResult<(RedisResult<Value>, RedisResult<Value>)> {
-        let mut pipe = redis::pipe();
-        pipe.invoke_script(invocation).add_command(wait.clone());
-        let packed = pipe.get_packed_pipeline();
+    ) -> AckedReply {
+        let packed = acked_pipeline(invocation, wait).get_packed_pipeline();
         self.call(|conn| {
             // Not `Pipeline::query`: the sync cluster connection refuses pipelines, but
             // routes a packed one by its first command, which is what is wanted here.
-            // The cluster connection answers an error reply in a pipeline as the error
-            // of the whole call; a single connection answers each reply on its own.
             let conn = conn.as_dyn();
             let first = conn.req_packed_commands(&packed, 0, 2).and_then(pair);
-            let unknown = match &first {
-                Ok((Err(err), _)) | Err(err) => is_no_script(err),
-                Ok(_) => false,
-            };
-            if unknown {
+            if script_unknown(&first) {
                 invocation.load(conn)?;
                 return pair(conn.req_packed_commands(&packed, 0, 2)?);
             }
@@ -293,22 +286,6 @@ impl SyncPool {
 /// cache).
 pub(crate) fn is_no_script(err: &redis::RedisError) -> bool {
     err.kind() == ErrorKind::Server(redis::ServerErrorKind::NoScript)
-}
-
-/// The two answers of a script and its `WAIT`, each its own result. A script refused
-/// with `READONLY` (the connection reached a replica: a master demoted behind Sentinel)
-/// fails the whole round trip, as it would without the `WAIT`, so the caller looks for
-/// the master again instead of reusing the connection.
-pub(crate) fn pair(values: Vec<Value>) -> RedisResult<(RedisResult<Value>, RedisResult<Value>)> {
-    let mut values = values.into_iter().map(Value::extract_error);
-    match (values.next(), values.next(), values.next()) {
-        (Some(Err(err)), Some(_), None) if crate::sentinel::is_readonly(&err) => Err(err),
-        (Some(script), Some(wait), None) => Ok((script, wait)),
-        _ => Err(redis::RedisError::from((
-            ErrorKind::Parse,
-            "expected two answers, to a script and its WAIT",
-        ))),
-    }
 }
 
 /// An error reply from the server: the connection itself is fine.

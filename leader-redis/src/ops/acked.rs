@@ -1,14 +1,103 @@
 //! Replica acknowledgement of an acquire or a renewal: the `WAIT` sent right after the
 //! script, in the same round trip on the same connection (so on the node that ran it),
-//! and what its answer makes of the script's answer.
+//! and what its answer makes of the script's answer. The round trip is built and read
+//! here; the blocking and async connections only send it.
 
-use leader_core::Lease;
-use redis::{RedisResult, Value};
+use std::time::Duration;
+
+use leader_core::{Lease, ReleaseRequest};
+use redis::{ErrorKind, RedisResult, ScriptInvocation, Value};
 
 use super::Op;
 use crate::acks::ReplicaAcks;
 use crate::decode::int;
 use crate::error::OpError;
+use crate::sync_conn::is_no_script;
+
+/// The answers of one round trip of a script and its `WAIT`, each its own result.
+pub(crate) type AckedReply = RedisResult<(RedisResult<Value>, RedisResult<Value>)>;
+
+/// The round trip: `invocation` then `wait`, as one pipeline of two commands.
+pub(crate) fn acked_pipeline(
+    invocation: &ScriptInvocation<'_>,
+    wait: &redis::Cmd,
+) -> redis::Pipeline {
+    let mut pipe = redis::pipe();
+    pipe.invoke_script(invocation).add_command(wait.clone());
+    pipe
+}
+
+/// Whether the server did not know the script (a restart emptied its cache): load it
+/// and send the round trip once more. The cluster connection answers an error reply in a
+/// pipeline as the error of the whole call; a single connection answers each reply on
+/// its own.
+pub(crate) fn script_unknown(answer: &AckedReply) -> bool {
+    match answer {
+        Ok((Err(err), _)) | Err(err) => is_no_script(err),
+        Ok(_) => false,
+    }
+}
+
+/// The two answers of a script and its `WAIT`, each its own result. A script refused
+/// with `READONLY` (the connection reached a replica: a master demoted behind Sentinel)
+/// fails the whole round trip, as it would without the `WAIT`, so the caller looks for
+/// the master again instead of reusing the connection.
+pub(crate) fn pair(values: Vec<Value>) -> AckedReply {
+    let mut values = values.into_iter().map(Value::extract_error);
+    match (values.next(), values.next(), values.next()) {
+        (Some(Err(err)), Some(_), None) if crate::sentinel::is_readonly(&err) => Err(err),
+        (Some(script), Some(wait), None) => Ok((script, wait)),
+        _ => Err(redis::RedisError::from((
+            ErrorKind::Parse,
+            "expected two answers, to a script and its WAIT",
+        ))),
+    }
+}
+
+/// The script's reply and the `WAIT`'s, from one round trip: a failed round trip is the
+/// script's failure (it may or may not have run, as for any failed call).
+pub(crate) fn split(reply: AckedReply) -> (RedisResult<Value>, Ack) {
+    match reply {
+        Ok((script, wait)) => (script, Ack::from_reply(wait)),
+        Err(err) => {
+            let ack = Ack::Failed(redis::RedisError::from((err.kind(), "no answer")));
+            (Err(err), ack)
+        }
+    }
+}
+
+/// The grants the replicas did not acknowledge: released by their owner token at once
+/// (no minimum lease kept), so that nobody is left holding what a failover may lose.
+#[derive(Debug)]
+pub(crate) struct Unacknowledged {
+    granted: Vec<Lease>,
+}
+
+impl Unacknowledged {
+    /// The release requests, as many as the acquire's requests: one chunk of a release.
+    pub(crate) fn requests(&self) -> Vec<ReleaseRequest<'_>> {
+        self.granted
+            .iter()
+            .map(|lease| ReleaseRequest::new(lease, Duration::ZERO))
+            .collect()
+    }
+
+    /// The grants' keys, in the order of [`requests`](Self::requests).
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &leader_core::LockName> {
+        self.granted.iter().map(|lease| &lease.key)
+    }
+
+    /// Warns about each grant whose release failed (`answers` in the order of
+    /// [`requests`](Self::requests)): it stays until it runs out; the owner token is the
+    /// caller's alone, so nobody else can act on it.
+    pub(crate) fn report<T, E: std::fmt::Display>(&self, answers: Vec<Result<T, E>>) {
+        for (lease, answer) in self.granted.iter().zip(answers) {
+            if let Err(err) = answer {
+                tracing::warn!(lock = %lease.key, error = %err, "could not release a grant the replicas did not acknowledge; it runs out by its lease time");
+            }
+        }
+    }
+}
 
 /// The `WAIT` answer: how many replicas acknowledged, or why it failed.
 #[derive(Debug)]
@@ -43,7 +132,12 @@ pub(crate) fn acknowledged<O: Op>(
     output: O::Output,
     ack: Ack,
     acks: ReplicaAcks,
-) -> (O::Output, Vec<Lease>) {
+) -> (O::Output, Unacknowledged) {
+    let (output, granted) = judged::<O>(output, ack, acks);
+    (output, Unacknowledged { granted })
+}
+
+fn judged<O: Op>(output: O::Output, ack: Ack, acks: ReplicaAcks) -> (O::Output, Vec<Lease>) {
     let released = if O::NAME == "acquire" {
         "; the grant is released"
     } else {
@@ -109,8 +203,10 @@ mod tests {
             Ok(SlotOutcome::Held(None)),
         ];
         let (answers, released) = acknowledged::<Acquire<'_, '_>>(output, Ack::Replicas(1), acks());
-        assert_eq!(released.len(), 1);
-        assert_eq!(released[0].owner, granted.owner);
+        let requests = released.requests();
+        assert_eq!(requests.len(), 1);
+        assert_eq!(requests[0].lease.owner, granted.owner);
+        assert_eq!(requests[0].min_lease_time, Duration::ZERO);
         let failure = answers[0].as_ref().unwrap_err();
         assert_eq!(failure.kind(), BackendErrorKind::Transient);
         assert_eq!(
@@ -124,7 +220,7 @@ mod tests {
             lease: granted,
         })];
         let (answers, released) = acknowledged::<Acquire<'_, '_>>(output, Ack::Replicas(2), acks());
-        assert!(released.is_empty());
+        assert!(released.requests().is_empty());
         assert!(matches!(answers[0], Ok(SlotOutcome::Acquired { .. })));
     }
 
@@ -141,7 +237,7 @@ mod tests {
             "connection reset",
         ))));
         let (answers, released) = acknowledged::<Extend<'_, '_>>(output, failed, acks());
-        assert!(released.is_empty());
+        assert!(released.requests().is_empty());
         let failure = answers[0].as_ref().unwrap_err();
         assert_eq!(failure.kind(), BackendErrorKind::Transient);
         assert!(

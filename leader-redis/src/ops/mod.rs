@@ -1,7 +1,8 @@
 //! The operations as data: each builds its script invocation and decodes the reply with
 //! plain functions, so the blocking and async paths run the very same code around one I/O
 //! call. One file per operation: [`acquire`], [`extend`], [`release`], [`state`]; [`acked`]
-//! decides what a replica acknowledgement (`WAIT`) that fell short makes of an answer.
+//! builds the round trip of a script and its replica acknowledgement (`WAIT`), reads it,
+//! and decides what an acknowledgement that fell short makes of an answer.
 
 mod acked;
 mod acquire;
@@ -9,7 +10,9 @@ mod extend;
 mod release;
 mod state;
 
-pub(crate) use acked::{Ack, acknowledged};
+pub(crate) use acked::{
+    AckedReply, Unacknowledged, acked_pipeline, acknowledged, pair, script_unknown, split,
+};
 pub(crate) use acquire::Acquire;
 pub(crate) use extend::Extend;
 pub(crate) use release::Release;
