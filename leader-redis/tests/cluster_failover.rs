@@ -1,5 +1,6 @@
 //! Failovers of a Redis Cluster with one replica per master (`cluster-node-timeout` 1 s):
-//! `kill -9` of the master owning a lock's slot while the lock is held, a graceful
+//! `kill -9` of the master owning a lock's slot while the lock is held (and while an async
+//! waiter waits for it), a graceful
 //! `CLUSTER FAILOVER`, and a lagging replica (stopped while the lock is granted, promoted
 //! without the write) with and without replica acknowledgement. The same backends follow
 //! each failover without a restart. Each test prints the time from the fault to the next
@@ -49,17 +50,32 @@ fn cluster() -> Option<RedisCluster> {
     )
 }
 
-fn backend(cluster: &RedisCluster, acks: Option<Duration>) -> RedisBackend {
-    let config = RedisConfig::default()
+/// The settings of every backend here. Release notifications are off except for a waiter
+/// (see [`waiter_backend`]): nothing else waits.
+fn config() -> RedisConfig {
+    RedisConfig::default()
         .with_connect_timeout(Duration::from_millis(500))
         .with_response_timeout(Duration::from_secs(1))
-        .with_release_notifications(false);
+}
+
+fn connect(cluster: &RedisCluster, config: RedisConfig) -> RedisBackend {
+    let urls: Vec<String> = cluster.nodes().iter().map(|node| node.url()).collect();
+    RedisBackend::connect_cluster(urls, config).unwrap()
+}
+
+fn backend(cluster: &RedisCluster, acks: Option<Duration>) -> RedisBackend {
+    let config = config().with_release_notifications(false);
     let config = match acks {
         Some(timeout) => config.with_replica_acks(1, timeout),
         None => config,
     };
-    let urls: Vec<String> = cluster.nodes().iter().map(|node| node.url()).collect();
-    RedisBackend::connect_cluster(urls, config).unwrap()
+    connect(cluster, config)
+}
+
+/// A backend whose waiters are woken by the release subscription (on any node: a
+/// cluster's `PUBLISH` reaches every node).
+fn waiter_backend(cluster: &RedisCluster) -> RedisBackend {
+    connect(cluster, config())
 }
 
 /// The first acknowledged acquire of a fresh cluster backend. Seen in this session's final
@@ -240,6 +256,130 @@ fn a_graceful_cluster_failover_keeps_the_lock_and_the_async_side_follows() {
         .block_on(AsyncLockBackend::release(&holder, &lease, Duration::ZERO))
         .unwrap();
     assert_eq!(released, ReleaseOutcome::Released);
+}
+
+/// A waiter (async, on tokio) blocked on a lock whose slot's master is killed: the lock,
+/// acknowledged by the replica, survives on the new master; the waiter never gives up nor
+/// runs while the holder has it, and the holder's release on the new master wakes it
+/// (through the release subscription, which moved off a dead node if it was on one). Its
+/// token is larger than the holder's. Prints the time from the release to the waiter's
+/// run.
+#[test]
+fn kill_9_of_the_master_while_an_async_waiter_waits_wakes_it_on_the_new_master() {
+    let Some(mut cluster) = cluster() else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    // Acquired with acknowledgement, so the grant is on the replica; released without
+    // (a release never waits), since the promoted replica has no replica of its own.
+    let acked = backend(&cluster, Some(Duration::from_millis(500)));
+    let holder = backend(&cluster, None);
+    let probe = backend(&cluster, None);
+    let waiter = waiter_backend(&cluster);
+    let key = fresh_name("failover-wait");
+    let lease = first_acknowledged(&acked, &key);
+    let slot = cluster.slot_of(&holder.lock_key(&key)).unwrap();
+
+    // The wait covers the failover many times over: it must never time out (`Skipped`).
+    let options = leader_core::LeaderElectionOptions::default()
+        .with_node_id("waiter")
+        .with_wait_time(Duration::from_secs(60))
+        .with_lease_time(Duration::from_secs(10));
+    let elector = leader_async::AsyncLeaderElector::new(waiter.clone(), options).unwrap();
+    let name = key.to_string();
+    // A wait the failover cut short is a transient error (asserted): the waiter waits
+    // again, as an application would.
+    let waiting = runtime.spawn(async move {
+        let mut cut_short = 0;
+        loop {
+            let run = elector
+                .run_if_leader_with(&name, |ctx| {
+                    let token = ctx.fencing_token();
+                    async move { Ok::<_, std::convert::Infallible>((token, Instant::now())) }
+                })
+                .await;
+            match run {
+                Ok(run) => match run.into_value() {
+                    Some(ran) => break (ran, cut_short),
+                    None => panic!("the waiter gave up (skipped) within its 60 s wait"),
+                },
+                failed => {
+                    transient(&failed);
+                    cut_short += 1;
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+        }
+    });
+    leader_testkit::wait_until("the waiter to subscribe", RECOVERY_BOUND, || {
+        waiter.is_subscribed()
+    });
+
+    let killed_at = Instant::now();
+    let old = cluster.kill_master_of(&holder.lock_key(&key)).unwrap();
+    // Until the slot has a master again every answer is a transient error; the first
+    // answer is the holder's lock, from the new master.
+    let (outcome, took) = next_answer(&probe, &key, "probe", killed_at);
+    record("kill -9, async waiter waiting", took);
+    held_by(&outcome, &lease);
+    cluster.wait_for_new_master(slot, old).unwrap();
+    assert!(
+        !waiting.is_finished(),
+        "the waiter ran while the lock was held"
+    );
+    leader_testkit::wait_until(
+        "the subscription after the failover",
+        RECOVERY_BOUND,
+        || waiter.is_subscribed(),
+    );
+
+    // Any release attempt (one that timed out may have reached the server) may let the
+    // waiter in: it must not run before the first, and is measured from the last.
+    let first_attempt = Instant::now();
+    let released = loop {
+        let attempt = Instant::now();
+        match LockBackend::release(&holder, &lease, Duration::ZERO) {
+            Ok(outcome) => {
+                assert_eq!(
+                    outcome,
+                    ReleaseOutcome::Released,
+                    "the acknowledged lock is gone"
+                );
+                break attempt;
+            }
+            failed => {
+                transient(&failed);
+                assert!(killed_at.elapsed() < RECOVERY_BOUND, "{failed:?}");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    };
+    let ((token, ran_at), cut_short) = runtime.block_on(waiting).unwrap();
+    assert!(
+        ran_at >= first_attempt,
+        "the waiter ran {:?} before the holder released",
+        first_attempt.duration_since(ran_at)
+    );
+    assert!(
+        token > lease.fencing_token,
+        "{} then {token}",
+        lease.fencing_token
+    );
+    // Woken by the release, not by a poll of its 60 s wait.
+    let woken = ran_at.saturating_duration_since(released);
+    println!(
+        "cluster failover [async waiter]: release on the new master to the waiter's run: {} ms \
+         ({cut_short} waits cut short by the failover)",
+        woken.as_millis()
+    );
+    assert!(
+        woken < Duration::from_secs(3),
+        "the waiter took {woken:?} after the release"
+    );
 }
 
 /// Makes the replica at `replica` miss every write `master` takes from now on: stops it

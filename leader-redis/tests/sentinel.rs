@@ -1,7 +1,7 @@
 //! Failovers behind Redis Sentinel, with real processes: a master, its replica and three
 //! sentinels of each test's own (`leader_testkit::fixtures::RedisSentinel`). The master
 //! is killed with SIGKILL while a lock is held, while a waiter waits, while three
-//! processes contend; a replica made to lag is promoted without the last lock, and a fence
+//! processes contend (with and without replica acknowledgement); a replica made to lag is promoted without the last lock, and a fence
 //! at the resource refuses the stale holder. Each failover prints the time from the kill
 //! to the next successful acquire.
 //!
@@ -619,67 +619,131 @@ fn actions(files: &[PathBuf]) -> Vec<(u64, u128, u128)> {
     all
 }
 
+/// [`CONTENDERS`] child processes, copies of this test binary running one test (which
+/// hands over to [`contend`] through [`run_as_child`]), each recording its actions in a
+/// file of its own. Shared by the contention tests, which differ in the failover they
+/// drive and what they allow.
+struct Contenders {
+    dir: PathBuf,
+    stop: PathBuf,
+    files: Vec<PathBuf>,
+    children: Vec<std::process::Child>,
+}
+
+impl Contenders {
+    /// Starts the children of `test`, each connecting to `url`.
+    fn spawn(test: &str, url: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "leader-redis-sentinel-contend-{}-{test}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let stop = dir.join("stop");
+        let _ = std::fs::remove_file(&stop);
+        let files: Vec<PathBuf> = (0..CONTENDERS)
+            .map(|i| dir.join(format!("child-{i}")))
+            .collect();
+        let exe = std::env::current_exe().unwrap();
+        let children = files
+            .iter()
+            .map(|out| {
+                std::process::Command::new(&exe)
+                    .args(["--exact", test, "--nocapture"])
+                    .env(CHILD_URL, url)
+                    .env(CHILD_OUT, out)
+                    .env(CHILD_STOP, &stop)
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        Contenders {
+            dir,
+            stop,
+            files,
+            children,
+        }
+    }
+
+    /// Every action recorded so far.
+    fn actions(&self) -> Vec<(u64, u128, u128)> {
+        actions(&self.files)
+    }
+
+    /// Waits until the children recorded `more` actions than now.
+    fn progress(&self, more: usize) {
+        let now = self.actions().len();
+        wait_until("the children to lead", Duration::from_secs(60), || {
+            std::thread::sleep(Duration::from_millis(20));
+            self.actions().len() >= now + more
+        });
+    }
+
+    /// Tells the children to stop, checks that each ended well (every error it met was
+    /// transient), and returns every action in the order they started, whose tokens must
+    /// strictly increase in that order.
+    fn finish(self) -> Vec<(u64, u128, u128)> {
+        std::fs::write(&self.stop, b"").unwrap();
+        for child in self.children {
+            let output = child.wait_with_output().unwrap();
+            assert!(
+                output.status.success(),
+                "a child failed:\n{}\n{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            for line in stdout.lines().filter(|line| line.starts_with("led=")) {
+                println!("child {line}");
+            }
+        }
+        let mut all = actions(&self.files);
+        let _ = std::fs::remove_dir_all(&self.dir);
+        all.sort_by_key(|&(_, start, _)| start);
+        for pair in all.windows(2) {
+            let ((token_a, ..), (token_b, ..)) = (pair[0], pair[1]);
+            assert!(
+                token_a < token_b,
+                "tokens out of order: {token_a} then {token_b}"
+            );
+        }
+        all
+    }
+}
+
+/// In a child process of a contention test (its settings in the environment): runs
+/// [`contend`] and answers `true`, for the test to return at once.
+fn run_as_child() -> bool {
+    let (Some(url), Some(out), Some(stop)) = (
+        std::env::var_os(CHILD_URL),
+        std::env::var_os(CHILD_OUT),
+        std::env::var_os(CHILD_STOP),
+    ) else {
+        return false;
+    };
+    contend(url.to_str().unwrap(), Path::new(&out), Path::new(&stop));
+    true
+}
+
 /// Three processes lead one job in turn while the master is killed, the replica promoted
 /// and the old master brought back as a replica. Tokens strictly increase in the order
 /// the actions started; two actions overlap at most once, and only across the kill (a lock
 /// taken just before it, not yet replicated, lost in the failover).
 fn processes_contending_through_a_failover(set: &mut RedisSentinel, test: &str) {
-    let dir = std::env::temp_dir().join(format!(
-        "leader-redis-sentinel-contend-{}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let stop = dir.join("stop");
-    let _ = std::fs::remove_file(&stop);
-    let files: Vec<PathBuf> = (0..CONTENDERS)
-        .map(|i| dir.join(format!("child-{i}")))
-        .collect();
-    let exe = std::env::current_exe().unwrap();
-    let children: Vec<_> = files
-        .iter()
-        .map(|out| {
-            std::process::Command::new(&exe)
-                .args(["--exact", test, "--nocapture"])
-                .env(CHILD_URL, set.url())
-                .env(CHILD_OUT, out)
-                .env(CHILD_STOP, &stop)
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let progress = |more: usize| {
-        let now = actions(&files).len();
-        wait_until("the children to lead", Duration::from_secs(60), || {
-            std::thread::sleep(Duration::from_millis(20));
-            actions(&files).len() >= now + more
-        });
-    };
-    progress(10);
+    let contenders = Contenders::spawn(test, &set.url());
+    contenders.progress(10);
     let probe = RedisBackend::connect_sentinel(&set.url(), base_config()).unwrap();
     let old = set.kill_master().unwrap();
     let killed_at = Instant::now();
     let killed = micros_now();
     report("three processes", next_acquire(&probe, killed_at));
     set.wait_for_new_master(old, RECOVERY).unwrap();
-    progress(10);
+    contenders.progress(10);
     set.restart_as_replica(old).unwrap();
-    progress(10);
-    std::fs::write(&stop, b"").unwrap();
+    contenders.progress(10);
 
-    for child in children {
-        let output = child.wait_with_output().unwrap();
-        assert!(
-            output.status.success(),
-            "a child failed:\n{}\n{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    let mut all = actions(&files);
-    let _ = std::fs::remove_dir_all(&dir);
-    all.sort_by_key(|&(_, start, _)| start);
+    let all = contenders.finish();
     assert!(
         all.iter().filter(|&&(_, start, _)| start > killed).count() >= 20,
         "too few actions after the failover"
@@ -694,28 +758,116 @@ fn processes_contending_through_a_failover(set: &mut RedisSentinel, test: &str) 
                 "two actions at once away from the kill: {token_a} ran {start_a}..{end_a}, {token_b} from {start_b}"
             );
         }
-        assert!(
-            token_a < token_b,
-            "tokens out of order: {token_a} then {token_b}"
-        );
     }
     assert!(overlaps <= 1, "{overlaps} overlaps across one failover");
 }
 
 #[test]
 fn processes_contending_through_a_failover_stay_ordered() {
-    const TEST: &str = "processes_contending_through_a_failover_stay_ordered";
-    if let (Some(url), Some(out), Some(stop)) = (
-        std::env::var_os(CHILD_URL),
-        std::env::var_os(CHILD_OUT),
-        std::env::var_os(CHILD_STOP),
-    ) {
-        return contend(url.to_str().unwrap(), Path::new(&out), Path::new(&stop));
+    if run_as_child() {
+        return;
     }
     let Some(mut set) = private_set() else {
         return;
     };
-    processes_contending_through_a_failover(&mut set, TEST);
+    processes_contending_through_a_failover(
+        &mut set,
+        "processes_contending_through_a_failover_stay_ordered",
+    );
+}
+
+/// How many acknowledged acquires the test sees refused by the new master (each waits out
+/// the ack timeout) while the children must not lead: the window in which nothing may
+/// be granted.
+const REFUSALS: usize = 5;
+
+/// The three processes again, with replica acknowledgement (on their URL): every grant is
+/// on the replica before it is reported, so the failover loses none and no two actions
+/// ever overlap. The promoted replica has no replica of its own, so acquires fail closed
+/// (transient errors, nobody leads) until the old master is back as its replica; then
+/// service resumes. Prints the time from the kill to the first acknowledged acquire.
+#[test]
+fn processes_contending_through_a_failover_with_replica_acks_never_overlap() {
+    const TEST: &str = "processes_contending_through_a_failover_with_replica_acks_never_overlap";
+    if run_as_child() {
+        return;
+    }
+    let Some(mut set) = private_set() else {
+        return;
+    };
+    // The replica's first acknowledgement may come only after its initial sync.
+    replicate(&set);
+    let url = format!("{}?replica_acks=1&replica_ack_timeout=250ms", set.url());
+    let acked = RedisBackend::connect_sentinel(&url, base_config()).unwrap();
+    let contenders = Contenders::spawn(TEST, &url);
+    contenders.progress(10);
+
+    let old = set.kill_master().unwrap();
+    let killed_at = Instant::now();
+    let killed = micros_now();
+    set.wait_for_new_master(old, RECOVERY).unwrap();
+    // Refused by the new master itself (its `WAIT` found no replica), not only
+    // unreachable; then a few more refusals, during which no child may lead either.
+    let mut refusals = 0;
+    let mut closed_from = None;
+    while refusals < REFUSALS {
+        let fresh = fresh_name("sentinel-no-replica");
+        match acked.try_acquire(request(&fresh, "probe", Duration::from_secs(5))) {
+            Err(err) => {
+                assert!(err.is_transient(), "a permanent error in a failover: {err}");
+                if err.to_string().contains("0 of 1 replicas") {
+                    closed_from.get_or_insert_with(micros_now);
+                    refusals += 1;
+                }
+            }
+            Ok(outcome) => panic!("granted with no replica to acknowledge it: {outcome:?}"),
+        }
+        assert!(
+            killed_at.elapsed() < RECOVERY,
+            "the new master did not refuse within {RECOVERY:?} of the kill"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let closed_from = closed_from.unwrap();
+    let closed_until = micros_now();
+
+    set.restart_as_replica(old).unwrap();
+    let back_at = Instant::now();
+    let resumed = next_acquire(&acked, back_at);
+    // Most of the total is the fixture waiting for the sentinels to settle
+    // (`failover-timeout`) before it restarts the old master, and its sync: in production,
+    // however long it takes to bring a replica back.
+    println!(
+        "sentinel failover [three processes, replica acks]: kill -9 to the first acknowledged \
+         acquire: {} ms ({} ms after the old master was back as a connected replica)",
+        (back_at.duration_since(killed_at) + resumed).as_millis(),
+        resumed.as_millis()
+    );
+    contenders.progress(10);
+
+    let all = contenders.finish();
+    assert!(
+        all.iter()
+            .filter(|&&(_, start, _)| start > closed_until)
+            .count()
+            >= 10,
+        "too few actions after the old master came back"
+    );
+    for pair in all.windows(2) {
+        let ((token_a, start_a, end_a), (token_b, start_b, _)) = (pair[0], pair[1]);
+        assert!(
+            end_a <= start_b,
+            "two actions at once (kill at {killed}): {token_a} ran {start_a}..{end_a}, {token_b} from {start_b}"
+        );
+    }
+    let granted: Vec<_> = all
+        .iter()
+        .filter(|&&(_, start, _)| start > closed_from && start < closed_until)
+        .collect();
+    assert!(
+        granted.is_empty(),
+        "led while the new master had no replica: {granted:?}"
+    );
 }
 
 #[test]
