@@ -11,10 +11,8 @@
 mod common;
 
 use std::convert::Infallible;
-use std::io::Write;
-use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use common::{Raw, bound, fails_fast, fast, must_acquire, private_cluster, recovers, stored_fence};
 use leader_core::{
@@ -22,8 +20,9 @@ use leader_core::{
     LockName, OwnerToken, ReleaseOutcome,
 };
 use leader_etcd::EtcdBackend;
+use leader_testkit::contenders::{Action, Contender, Contenders, micros_now};
 use leader_testkit::fixtures::EtcdCluster;
-use leader_testkit::{checks, fixtures, fresh_name, wait_until};
+use leader_testkit::{checks, fixtures, fresh_name};
 
 /// Far longer than any fault below lasts.
 const LEASE: Duration = Duration::from_secs(30);
@@ -131,160 +130,58 @@ fn killing_the_raft_leader_under_a_held_lock_never_makes_two_holders() {
     assert!(after.fencing_token > next.fencing_token);
 }
 
-/// The child process's settings: the cluster, its output file, the stop file.
-const CHILD_URL: &str = "LEADER_ETCD_CONTEND_URL";
-const CHILD_OUT: &str = "LEADER_ETCD_CONTEND_OUT";
-const CHILD_STOP: &str = "LEADER_ETCD_CONTEND_STOP";
 const CONTENDERS: usize = 3;
-/// A child gives up this long after it started, whether told to stop or not.
-const CHILD_MAX: Duration = Duration::from_secs(120);
 
-fn micros_now() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_micros()
-}
-
-/// The child: `run_if_leader` in a loop until the stop file exists, each action's
-/// `token start end` (µs of this host's clock) appended to `out`.
-fn contend(url: &str, out: &Path, stop: &Path) {
-    let backend = backend(url, "contend");
+/// The child: `run_if_leader` in a loop until told to stop. Every error must be
+/// transient.
+fn contend(child: Contender) {
+    let backend = backend(child.url(), "contend");
     let options = LeaderElectionOptions::default()
         .with_node_id(format!("child-{}", std::process::id()))
         .with_wait_time(Duration::from_millis(500))
         .with_lease_time(Duration::from_secs(3));
     let elector = leader_blocking::LeaderElector::new(backend, options).unwrap();
-    let mut file = std::fs::File::create(out).unwrap();
-    let started = Instant::now();
-    let (mut led, mut errors) = (0, 0);
-    while !stop.exists() && started.elapsed() < CHILD_MAX {
-        let outcome = elector.run_if_leader_with("the-one-job", |lease| {
-            let start = micros_now();
-            std::thread::sleep(Duration::from_millis(rand::random_range(5..20)));
-            Ok::<_, Infallible>((lease.fencing_token(), start, micros_now()))
-        });
-        match outcome {
-            Ok(outcome) => {
-                if let Some((token, start, end)) = outcome.into_value() {
-                    writeln!(file, "{token} {start} {end}").unwrap();
-                    file.flush().unwrap();
-                    led += 1;
-                }
-            }
-            Err(err) => {
-                assert!(err.is_transient(), "{err}");
-                errors += 1;
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
-    }
-    println!("led={led} errors={errors}");
-}
-
-/// Every action recorded in `files` so far: `(token, start, end)`.
-fn actions(files: &[PathBuf]) -> Vec<(u64, u128, u128)> {
-    let mut all = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(file).unwrap_or_default();
-        for line in text.lines() {
-            let words: Vec<&str> = line.split(' ').collect();
-            if let [token, start, end] = words[..] {
-                all.push((
-                    token.parse().unwrap(),
-                    start.parse().unwrap(),
-                    end.parse().unwrap(),
-                ));
-            }
-        }
-    }
-    all
+    child.run(Duration::from_millis(50), || {
+        elector
+            .run_if_leader_with("the-one-job", |lease| {
+                let hold = Duration::from_millis(rand::random_range(5..20));
+                Ok::<_, Infallible>(Action::hold(lease.fencing_token(), hold))
+            })
+            .map(|outcome| outcome.into_value())
+    });
 }
 
 #[test]
 fn processes_contending_through_a_leader_failover_never_overlap() {
-    if let (Some(url), Some(out), Some(stop)) = (
-        std::env::var_os(CHILD_URL),
-        std::env::var_os(CHILD_OUT),
-        std::env::var_os(CHILD_STOP),
-    ) {
-        return contend(url.to_str().unwrap(), Path::new(&out), Path::new(&stop));
+    if let Some(child) = Contender::from_env() {
+        return contend(child);
     }
     let _turn = one_at_a_time();
     let Some(mut cluster) = private_cluster() else {
         return;
     };
-    let dir = std::env::temp_dir().join(format!("leader-etcd-contend-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let stop = dir.join("stop");
-    let _ = std::fs::remove_file(&stop);
-    let files: Vec<PathBuf> = (0..CONTENDERS)
-        .map(|i| dir.join(format!("child-{i}")))
-        .collect();
-    let exe = std::env::current_exe().unwrap();
-    let children: Vec<_> = files
-        .iter()
-        .map(|out| {
-            std::process::Command::new(&exe)
-                .args([
-                    "--exact",
-                    "processes_contending_through_a_leader_failover_never_overlap",
-                    "--nocapture",
-                ])
-                .env(CHILD_URL, cluster.url())
-                .env(CHILD_OUT, out)
-                .env(CHILD_STOP, &stop)
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-
-    let progress = |more: usize| {
-        let now = actions(&files).len();
-        wait_until("the children to lead", Duration::from_secs(60), || {
-            std::thread::sleep(Duration::from_millis(20));
-            actions(&files).len() >= now + more
-        });
-    };
-    progress(10);
+    let contenders = Contenders::spawn(
+        "processes_contending_through_a_leader_failover_never_overlap",
+        CONTENDERS,
+        &cluster.url(),
+    );
+    contenders.progress(10);
     let leader = cluster.leader().unwrap();
     cluster.members_mut()[leader].kill();
     let killed = micros_now();
     cluster.wait_until_quorum().unwrap();
-    progress(10);
+    contenders.progress(10);
     cluster.members_mut()[leader].restart().unwrap();
     cluster.wait_until_healthy().unwrap();
-    progress(10);
-    std::fs::write(&stop, b"").unwrap();
-
-    for child in children {
-        let output = child.wait_with_output().unwrap();
-        assert!(
-            output.status.success(),
-            "a child failed:\n{}\n{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    let mut all = actions(&files);
-    let _ = std::fs::remove_dir_all(&dir);
-    all.sort_by_key(|&(_, start, _)| start);
+    contenders.progress(10);
+    let all = contenders.finish();
     assert!(
-        all.iter().filter(|&&(_, start, _)| start > killed).count() >= 10,
+        all.iter().filter(|action| action.start > killed).count() >= 10,
         "no actions after the failover"
     );
     for pair in all.windows(2) {
-        let ((token_a, start_a, end_a), (token_b, start_b, _)) = (pair[0], pair[1]);
-        assert!(
-            end_a <= start_b,
-            "two actions at once: {token_a} ran {start_a}..{end_a}, {token_b} from {start_b}"
-        );
-        assert!(
-            token_a < token_b,
-            "tokens out of order: {token_a} then {token_b}"
-        );
+        let (a, b) = (pair[0], pair[1]);
+        assert!(!a.overlaps(&b), "two actions at once: {a:?}, {b:?}");
     }
 }
 

@@ -16,6 +16,7 @@ use leader_core::{
 };
 use leader_redis::fence::{Fence, FenceOutcome};
 use leader_redis::{RedisBackend, RedisConfig};
+use leader_testkit::contenders::{Action, Contender, Contenders, micros_now};
 use leader_testkit::fixtures::{RedisCluster, require};
 use leader_testkit::fresh_name;
 
@@ -524,96 +525,37 @@ fn with_replica_acks_a_grant_the_lagging_replica_misses_is_refused_and_no_grante
     transient(&refused);
 }
 
-/// The child process's settings: the cluster's node URLs (comma-separated), its output
-/// file, the stop file.
-const CHILD_URLS: &str = "LEADER_REDIS_FAILOVER_URLS";
-const CHILD_OUT: &str = "LEADER_REDIS_FAILOVER_OUT";
-const CHILD_STOP: &str = "LEADER_REDIS_FAILOVER_STOP";
 const CONTENDERS: usize = 3;
-/// A child gives up this long after it started, whether told to stop or not.
-const CHILD_MAX: Duration = Duration::from_secs(90);
 const JOB: &str = "the-one-job";
 
-fn micros_now() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_micros()
-}
-
-/// The child: `run_if_leader` in a loop until the stop file exists, with replica
-/// acknowledgement, each action's `token start end` (µs of this host's clock) appended to
-/// `out`. Every error must be transient.
-fn contend(urls: &str, out: &std::path::Path, stop: &std::path::Path) {
-    use std::io::Write;
+/// The child: `run_if_leader` in a loop until told to stop, with replica
+/// acknowledgement, on the cluster whose node URLs `child.url()` lists (comma-separated).
+/// Every error must be transient.
+fn contend(child: Contender) {
     let config = RedisConfig::default()
         .with_connect_timeout(Duration::from_millis(500))
         .with_response_timeout(Duration::from_secs(1))
         .with_replica_acks(1, Duration::from_millis(300));
-    let backend = RedisBackend::connect_cluster(urls.split(','), config).unwrap();
+    let backend = RedisBackend::connect_cluster(child.url().split(','), config).unwrap();
     let options = leader_core::LeaderElectionOptions::default()
         .with_node_id(format!("child-{}", std::process::id()))
         .with_wait_time(Duration::from_millis(500))
         .with_lease_time(Duration::from_secs(3));
     let elector = leader_blocking::LeaderElector::new(backend, options).unwrap();
-    let mut file = std::fs::File::create(out).unwrap();
-    let started = Instant::now();
-    let (mut led, mut errors) = (0, 0);
-    while !stop.exists() && started.elapsed() < CHILD_MAX {
-        let outcome = elector.run_if_leader_with(JOB, |lease| {
-            let start = micros_now();
-            std::thread::sleep(Duration::from_millis(10));
-            Ok::<_, std::convert::Infallible>((lease.fencing_token(), start, micros_now()))
-        });
-        match outcome {
-            Ok(outcome) => {
-                if let Some((token, start, end)) = outcome.into_value() {
-                    writeln!(file, "{token} {start} {end}").unwrap();
-                    file.flush().unwrap();
-                    led += 1;
-                }
-            }
-            Err(err) => {
-                assert!(err.is_transient(), "{err}");
-                errors += 1;
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
-    }
-    println!("led={led} errors={errors}");
-}
-
-/// Every action recorded in `files` so far: `(token, start, end)`.
-fn actions(files: &[std::path::PathBuf]) -> Vec<(u64, u128, u128)> {
-    let mut all = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(file).unwrap_or_default();
-        for line in text.lines() {
-            let words: Vec<&str> = line.split(' ').collect();
-            if let [token, start, end] = words[..] {
-                all.push((
-                    token.parse().unwrap(),
-                    start.parse().unwrap(),
-                    end.parse().unwrap(),
-                ));
-            }
-        }
-    }
-    all
+    child.run(Duration::from_millis(50), || {
+        elector
+            .run_if_leader_with(JOB, |lease| {
+                let hold = Duration::from_millis(10);
+                Ok::<_, std::convert::Infallible>(Action::hold(lease.fencing_token(), hold))
+            })
+            .map(|outcome| outcome.into_value())
+    });
 }
 
 #[test]
 fn three_processes_contending_through_a_kill_9_of_the_master_never_overlap() {
-    if let (Some(urls), Some(out), Some(stop)) = (
-        std::env::var_os(CHILD_URLS),
-        std::env::var_os(CHILD_OUT),
-        std::env::var_os(CHILD_STOP),
-    ) {
-        return contend(
-            urls.to_str().unwrap(),
-            std::path::Path::new(&out),
-            std::path::Path::new(&stop),
-        );
+    if let Some(child) = Contender::from_env() {
+        return contend(child);
     }
     let Some(mut cluster) = cluster() else {
         return;
@@ -622,41 +564,12 @@ fn three_processes_contending_through_a_kill_9_of_the_master_never_overlap() {
     let probe = backend(&cluster, None);
     let job = LockName::new(JOB).unwrap();
     let slot = cluster.slot_of(&probe.lock_key(&job)).unwrap();
-    let dir = std::env::temp_dir().join(format!("leader-redis-failover-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let stop = dir.join("stop");
-    let _ = std::fs::remove_file(&stop);
-    let files: Vec<std::path::PathBuf> = (0..CONTENDERS)
-        .map(|i| dir.join(format!("child-{i}")))
-        .collect();
-    let exe = std::env::current_exe().unwrap();
-    let children: Vec<_> = files
-        .iter()
-        .map(|out| {
-            std::process::Command::new(&exe)
-                .args([
-                    "--exact",
-                    "three_processes_contending_through_a_kill_9_of_the_master_never_overlap",
-                    "--nocapture",
-                ])
-                .env(CHILD_URLS, urls.join(","))
-                .env(CHILD_OUT, out)
-                .env(CHILD_STOP, &stop)
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-
-    let progress = |more: usize| {
-        let now = actions(&files).len();
-        leader_testkit::wait_until("the children to lead", Duration::from_secs(60), || {
-            std::thread::sleep(Duration::from_millis(20));
-            actions(&files).len() >= now + more
-        });
-    };
-    progress(10);
+    let contenders = Contenders::spawn(
+        "three_processes_contending_through_a_kill_9_of_the_master_never_overlap",
+        CONTENDERS,
+        &urls.join(","),
+    );
+    contenders.progress(10);
     let killed_at = Instant::now();
     let killed = micros_now();
     let old = cluster.kill_master_of(&probe.lock_key(&job)).unwrap();
@@ -667,43 +580,19 @@ fn three_processes_contending_through_a_kill_9_of_the_master_never_overlap() {
         .restart(leader_testkit::fixtures::Data::Lose)
         .unwrap();
     cluster.wait_until_ok().unwrap();
-    let before = actions(&files).len();
-    leader_testkit::wait_until("an action after the failover", RECOVERY_BOUND, || {
-        std::thread::sleep(Duration::from_millis(5));
-        actions(&files).len() > before
-    });
+    contenders.progress(1);
     record(
         "kill -9 under three contending processes",
         killed_at.elapsed(),
     );
-    progress(10);
-    std::fs::write(&stop, b"").unwrap();
-
-    for child in children {
-        let output = child.wait_with_output().unwrap();
-        assert!(
-            output.status.success(),
-            "a child failed:\n{}\n{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    let mut all = actions(&files);
-    let _ = std::fs::remove_dir_all(&dir);
-    all.sort_by_key(|&(_, start, _)| start);
+    contenders.progress(10);
+    let all = contenders.finish();
     assert!(
-        all.iter().filter(|&&(_, start, _)| start > killed).count() >= 10,
+        all.iter().filter(|action| action.start > killed).count() >= 10,
         "no actions after the failover"
     );
     for pair in all.windows(2) {
-        let ((token_a, start_a, end_a), (token_b, start_b, _)) = (pair[0], pair[1]);
-        assert!(
-            end_a <= start_b,
-            "two actions at once: {token_a} ran {start_a}..{end_a}, {token_b} from {start_b}"
-        );
-        assert!(
-            token_a < token_b,
-            "tokens out of order: {token_a} then {token_b}"
-        );
+        let (a, b) = (pair[0], pair[1]);
+        assert!(!a.overlaps(&b), "two actions at once: {a:?}, {b:?}");
     }
 }

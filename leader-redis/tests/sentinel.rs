@@ -13,11 +13,9 @@
 mod common;
 
 use std::convert::Infallible;
-use std::io::Write;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
 use std::sync::mpsc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, Error, ExtendOutcome, LeaderElectionOptions, Lease,
@@ -25,6 +23,7 @@ use leader_core::{
 };
 use leader_redis::fence::{Fence, FenceOutcome};
 use leader_redis::{RedisBackend, RedisConfig};
+use leader_testkit::contenders::{Action, Contender, Contenders, micros_now};
 use leader_testkit::fixtures::{self, RedisSentinel};
 use leader_testkit::{fresh_name, wait_until};
 
@@ -543,187 +542,32 @@ fn with_replica_acks_a_lagging_replica_cannot_lose_a_granted_lock() {
     );
 }
 
-const CHILD_URL: &str = "LEADER_REDIS_SENTINEL_CONTEND_URL";
-const CHILD_OUT: &str = "LEADER_REDIS_SENTINEL_CONTEND_OUT";
-const CHILD_STOP: &str = "LEADER_REDIS_SENTINEL_CONTEND_STOP";
 const CONTENDERS: usize = 3;
-/// A child gives up this long after it started, whether told to stop or not.
-const CHILD_MAX: Duration = Duration::from_secs(90);
 
-fn micros_now() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_micros()
-}
-
-/// A child process: leads `the-one-job` as often as it can until told to stop, each
-/// action's `token start end` (µs of this host's clock) appended to `out`. Every error is
-/// transient (asserted), and no run is skipped while the store is unreachable: an elector
-/// answers `Ok(None)` only when another holder was seen.
-fn contend(url: &str, out: &Path, stop: &Path) {
-    let backend = RedisBackend::connect_sentinel(url, base_config()).unwrap();
+/// A child process of a contention test: leads `the-one-job` as often as it can until
+/// told to stop. Every error is transient (asserted), and no run is skipped while the
+/// store is unreachable: an elector answers `Ok(None)` only when another holder was seen.
+fn contend(child: Contender) {
+    let backend = RedisBackend::connect_sentinel(child.url(), base_config()).unwrap();
     let options = LeaderElectionOptions::default()
         .with_node_id(format!("child-{}", std::process::id()))
         .with_wait_time(Duration::from_millis(300))
         .with_lease_time(Duration::from_secs(2));
     let elector = leader_blocking::LeaderElector::new(backend, options).unwrap();
-    let mut file = std::fs::File::create(out).unwrap();
-    let started = Instant::now();
-    let (mut led, mut errors) = (0, 0);
-    while !stop.exists() && started.elapsed() < CHILD_MAX {
-        let outcome = elector.run_if_leader_with("the-one-job", |lease| {
-            let start = micros_now();
-            std::thread::sleep(Duration::from_millis(rand::random_range(5..20)));
-            Ok::<_, Infallible>((lease.fencing_token(), start, micros_now()))
-        });
-        match outcome {
-            Ok(outcome) => {
-                if let Some((token, start, end)) = outcome.into_value() {
-                    file.write_all(format!("{token} {start} {end}\n").as_bytes())
-                        .unwrap();
-                    file.flush().unwrap();
-                    led += 1;
-                }
-            }
-            Err(err) => {
-                assert!(err.is_transient(), "{err}");
-                errors += 1;
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-    }
-    println!("led={led} errors={errors}");
-}
-
-/// Every action recorded in `files` so far: `(token, start, end)`.
-fn actions(files: &[PathBuf]) -> Vec<(u64, u128, u128)> {
-    let mut all = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(file).unwrap_or_default();
-        // A child may be writing its last line now: only whole lines count.
-        for line in text
-            .split_inclusive('\n')
-            .filter(|line| line.ends_with('\n'))
-        {
-            let words: Vec<&str> = line.trim_end().split(' ').collect();
-            if let [token, start, end] = words[..] {
-                all.push((
-                    token.parse().unwrap(),
-                    start.parse().unwrap(),
-                    end.parse().unwrap(),
-                ));
-            }
-        }
-    }
-    all
-}
-
-/// [`CONTENDERS`] child processes, copies of this test binary running one test (which
-/// hands over to [`contend`] through [`run_as_child`]), each recording its actions in a
-/// file of its own. Shared by the contention tests, which differ in the failover they
-/// drive and what they allow.
-struct Contenders {
-    dir: PathBuf,
-    stop: PathBuf,
-    files: Vec<PathBuf>,
-    children: Vec<std::process::Child>,
-}
-
-impl Contenders {
-    /// Starts the children of `test`, each connecting to `url`.
-    fn spawn(test: &str, url: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!(
-            "leader-redis-sentinel-contend-{}-{test}",
-            std::process::id()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        let stop = dir.join("stop");
-        let _ = std::fs::remove_file(&stop);
-        let files: Vec<PathBuf> = (0..CONTENDERS)
-            .map(|i| dir.join(format!("child-{i}")))
-            .collect();
-        let exe = std::env::current_exe().unwrap();
-        let children = files
-            .iter()
-            .map(|out| {
-                std::process::Command::new(&exe)
-                    .args(["--exact", test, "--nocapture"])
-                    .env(CHILD_URL, url)
-                    .env(CHILD_OUT, out)
-                    .env(CHILD_STOP, &stop)
-                    .stdout(std::process::Stdio::piped())
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .unwrap()
+    child.run(Duration::from_millis(20), || {
+        elector
+            .run_if_leader_with("the-one-job", |lease| {
+                let hold = Duration::from_millis(rand::random_range(5..20));
+                Ok::<_, Infallible>(Action::hold(lease.fencing_token(), hold))
             })
-            .collect();
-        Contenders {
-            dir,
-            stop,
-            files,
-            children,
-        }
-    }
-
-    /// Every action recorded so far.
-    fn actions(&self) -> Vec<(u64, u128, u128)> {
-        actions(&self.files)
-    }
-
-    /// Waits until the children recorded `more` actions than now.
-    fn progress(&self, more: usize) {
-        let now = self.actions().len();
-        wait_until("the children to lead", Duration::from_secs(60), || {
-            std::thread::sleep(Duration::from_millis(20));
-            self.actions().len() >= now + more
-        });
-    }
-
-    /// Tells the children to stop, checks that each ended well (every error it met was
-    /// transient), and returns every action in the order they started, whose tokens must
-    /// strictly increase in that order.
-    fn finish(self) -> Vec<(u64, u128, u128)> {
-        std::fs::write(&self.stop, b"").unwrap();
-        for child in self.children {
-            let output = child.wait_with_output().unwrap();
-            assert!(
-                output.status.success(),
-                "a child failed:\n{}\n{}",
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            );
-            let stdout = String::from_utf8_lossy(&output.stdout);
-            for line in stdout.lines().filter(|line| line.starts_with("led=")) {
-                println!("child {line}");
-            }
-        }
-        let mut all = actions(&self.files);
-        let _ = std::fs::remove_dir_all(&self.dir);
-        all.sort_by_key(|&(_, start, _)| start);
-        for pair in all.windows(2) {
-            let ((token_a, ..), (token_b, ..)) = (pair[0], pair[1]);
-            assert!(
-                token_a < token_b,
-                "tokens out of order: {token_a} then {token_b}"
-            );
-        }
-        all
-    }
+            .map(|outcome| outcome.into_value())
+    });
 }
 
-/// In a child process of a contention test (its settings in the environment): runs
-/// [`contend`] and answers `true`, for the test to return at once.
+/// In a child process of a contention test: runs [`contend`] and answers `true`, for the
+/// test to return at once.
 fn run_as_child() -> bool {
-    let (Some(url), Some(out), Some(stop)) = (
-        std::env::var_os(CHILD_URL),
-        std::env::var_os(CHILD_OUT),
-        std::env::var_os(CHILD_STOP),
-    ) else {
-        return false;
-    };
-    contend(url.to_str().unwrap(), Path::new(&out), Path::new(&stop));
-    true
+    Contender::from_env().map(contend).is_some()
 }
 
 /// Three processes lead one job in turn while the master is killed, the replica promoted
@@ -731,7 +575,7 @@ fn run_as_child() -> bool {
 /// the actions started; two actions overlap at most once, and only across the kill (a lock
 /// taken just before it, not yet replicated, lost in the failover).
 fn processes_contending_through_a_failover(set: &mut RedisSentinel, test: &str) {
-    let contenders = Contenders::spawn(test, &set.url());
+    let contenders = Contenders::spawn(test, CONTENDERS, &set.url());
     contenders.progress(10);
     let probe = RedisBackend::connect_sentinel(&set.url(), base_config()).unwrap();
     let old = set.kill_master().unwrap();
@@ -745,17 +589,17 @@ fn processes_contending_through_a_failover(set: &mut RedisSentinel, test: &str) 
 
     let all = contenders.finish();
     assert!(
-        all.iter().filter(|&&(_, start, _)| start > killed).count() >= 20,
+        all.iter().filter(|action| action.start > killed).count() >= 20,
         "too few actions after the failover"
     );
     let mut overlaps = 0;
     for pair in all.windows(2) {
-        let ((token_a, start_a, end_a), (token_b, start_b, _)) = (pair[0], pair[1]);
-        if end_a > start_b {
+        let (a, b) = (pair[0], pair[1]);
+        if a.overlaps(&b) {
             overlaps += 1;
             assert!(
-                start_a < killed && start_b > killed,
-                "two actions at once away from the kill: {token_a} ran {start_a}..{end_a}, {token_b} from {start_b}"
+                a.start < killed && b.start > killed,
+                "two actions at once away from the kill at {killed}: {a:?}, {b:?}"
             );
         }
     }
@@ -799,7 +643,7 @@ fn processes_contending_through_a_failover_with_replica_acks_never_overlap() {
     replicate(&set);
     let url = format!("{}?replica_acks=1&replica_ack_timeout=250ms", set.url());
     let acked = RedisBackend::connect_sentinel(&url, base_config()).unwrap();
-    let contenders = Contenders::spawn(TEST, &url);
+    let contenders = Contenders::spawn(TEST, CONTENDERS, &url);
     contenders.progress(10);
 
     let old = set.kill_master().unwrap();
@@ -848,21 +692,21 @@ fn processes_contending_through_a_failover_with_replica_acks_never_overlap() {
     let all = contenders.finish();
     assert!(
         all.iter()
-            .filter(|&&(_, start, _)| start > closed_until)
+            .filter(|action| action.start > closed_until)
             .count()
             >= 10,
         "too few actions after the old master came back"
     );
     for pair in all.windows(2) {
-        let ((token_a, start_a, end_a), (token_b, start_b, _)) = (pair[0], pair[1]);
+        let (a, b) = (pair[0], pair[1]);
         assert!(
-            end_a <= start_b,
-            "two actions at once (kill at {killed}): {token_a} ran {start_a}..{end_a}, {token_b} from {start_b}"
+            !a.overlaps(&b),
+            "two actions at once (kill at {killed}): {a:?}, {b:?}"
         );
     }
     let granted: Vec<_> = all
         .iter()
-        .filter(|&&(_, start, _)| start > closed_from && start < closed_until)
+        .filter(|action| action.start > closed_from && action.start < closed_until)
         .collect();
     assert!(
         granted.is_empty(),

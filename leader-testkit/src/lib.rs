@@ -22,6 +22,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod checks;
+pub mod contenders;
 mod counting;
 mod faulty;
 pub mod fixtures;
