@@ -79,12 +79,11 @@ fn waiter_backend(cluster: &RedisCluster) -> RedisBackend {
     connect(cluster, config())
 }
 
-/// The first acknowledged acquire of a fresh cluster backend. Seen in this session's final
-/// runs (and not yet explained, so not hidden: the count of refused tries is printed and
-/// bounded): on a loaded machine the first acknowledged acquires of a new backend on a
-/// new cluster answered `WAIT` with 0 replicas, while the fixture's own probe write to
-/// the same master was acknowledged. The refusal is the safe side (the grant is
-/// released, the error transient), and an elector retries it.
+/// The first acknowledged acquire of a fresh cluster backend, retried (bounded, the
+/// refusals printed) should the replica answer later than the ack timeout on a loaded
+/// machine: the refusal is the safe side (the grant is released, the error transient), and
+/// an elector retries it. [`a_new_cluster_acknowledges_its_first_grants`] checks that it is
+/// not needed when the machine keeps up.
 fn first_acknowledged(backend: &RedisBackend, key: &LockName) -> Lease {
     let started = Instant::now();
     let mut refused = 0;
@@ -102,6 +101,24 @@ fn first_acknowledged(backend: &RedisBackend, key: &LockName) -> Lease {
             }
             other => panic!("expected to acquire, got {other:?} after {refused} refusals"),
         }
+    }
+}
+
+/// The fixture's cluster with replicas is ready for acknowledged writes when it returns:
+/// a replica fresh from its full sync gets the command stream only after its first
+/// acknowledgement (up to a second later, Redis 7), so the fixture waits for each
+/// replica to acknowledge a real write in its master's slots. Before it did (it probed
+/// with a `PUBLISH`, which a cluster node does not replicate), a new cluster refused its
+/// first acknowledged acquires in 6 of 6 runs of this test.
+#[test]
+fn a_new_cluster_acknowledges_its_first_grants() {
+    let Some(cluster) = cluster() else {
+        return;
+    };
+    let acked = backend(&cluster, Some(Duration::from_millis(500)));
+    for _ in 0..20 {
+        let key = fresh_name("first-grants");
+        acquired(LockBackend::try_acquire(&acked, request(&key, "node-a")));
     }
 }
 
