@@ -28,16 +28,21 @@ pub enum Backend {
     /// A PostgreSQL server behind the fault proxy: a restart or a kill -9 keeps every
     /// committed row.
     Postgres,
+    /// A Redis master with one replica behind three Sentinels, reached through the
+    /// Sentinels (no proxy): a failover promotes the replica, which may lack the master's
+    /// last writes, since replication is asynchronous.
+    RedisSentinel,
 }
 
 impl Backend {
     /// Every backend, in `--backend` order.
-    pub const ALL: [Backend; 5] = [
+    pub const ALL: [Backend; 6] = [
         Backend::Redis,
         Backend::Mongodb,
         Backend::Etcd,
         Backend::Sqlite,
         Backend::Postgres,
+        Backend::RedisSentinel,
     ];
 
     /// Its `--backend` name.
@@ -48,6 +53,7 @@ impl Backend {
             Backend::Etcd => "etcd",
             Backend::Sqlite => "sqlite",
             Backend::Postgres => "postgres",
+            Backend::RedisSentinel => "redis-sentinel",
         }
     }
 
@@ -64,9 +70,11 @@ impl Backend {
     /// whose leases count whole seconds.
     pub fn default_lease(self) -> Duration {
         match self {
-            Backend::Redis | Backend::Mongodb | Backend::Sqlite | Backend::Postgres => {
-                Duration::from_millis(1000)
-            }
+            Backend::Redis
+            | Backend::Mongodb
+            | Backend::Sqlite
+            | Backend::Postgres
+            | Backend::RedisSentinel => Duration::from_millis(1000),
             Backend::Etcd => Duration::from_millis(2000),
         }
     }
@@ -79,7 +87,7 @@ impl Backend {
     /// acquire, 50 ms to release) than on Redis, SQLite or PostgreSQL.
     pub fn default_workers(self) -> u32 {
         match self {
-            Backend::Redis | Backend::Sqlite | Backend::Postgres => 5,
+            Backend::Redis | Backend::Sqlite | Backend::Postgres | Backend::RedisSentinel => 5,
             Backend::Mongodb => 10,
             Backend::Etcd => 12,
         }
@@ -93,7 +101,9 @@ impl Backend {
     /// The faults that apply to it: the worker faults everywhere; the server and proxy
     /// faults where there is a server; the member faults for etcd; for SQLite rows
     /// deleted by hand and a long exclusive transaction; for PostgreSQL a kill -9 of the
-    /// server, `pg_terminate_backend` and rows deleted by hand.
+    /// server, `pg_terminate_backend` and rows deleted by hand; for Redis with Sentinels
+    /// a failover (no proxy stands between the workers and the servers, whose real
+    /// addresses the Sentinels hand out, so no partition or reset).
     pub fn faults(self) -> &'static [Class] {
         use Class::*;
         match self {
@@ -112,6 +122,7 @@ impl Backend {
             Backend::Postgres => &[
                 Kill, Pause, Restart, ServerKill, Blackhole, Reset, Terminate, Wipe,
             ],
+            Backend::RedisSentinel => &[Kill, Pause, Failover],
         }
     }
 
@@ -140,5 +151,14 @@ mod tests {
         }
         assert!(Backend::Postgres.faults().contains(&Class::Terminate));
         assert!(!Backend::Redis.faults().contains(&Class::Wipe));
+        assert_eq!(
+            Backend::from_name("redis-sentinel"),
+            Some(Backend::RedisSentinel)
+        );
+        assert_eq!(Class::Failover.backends(), vec!["redis-sentinel"]);
+        // No proxy in front of a Sentinel set: nothing to cut off or reset.
+        for class in [Class::Restart, Class::Blackhole, Class::Reset] {
+            assert!(!Backend::RedisSentinel.faults().contains(&class));
+        }
     }
 }

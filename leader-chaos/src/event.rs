@@ -105,6 +105,10 @@ pub enum FaultKind {
         /// How many sessions it ended.
         sessions: u64,
     },
+    /// The Redis master killed with SIGKILL, the replica promoted by the Sentinels, the
+    /// old master started again, empty, as its replica: data lost (the promoted replica
+    /// may lack the master's last writes).
+    Failover,
 }
 
 impl FaultKind {
@@ -123,17 +127,19 @@ impl FaultKind {
             FaultKind::Busy => "busy",
             FaultKind::ServerKill => "server-kill",
             FaultKind::Terminate { .. } => "terminate",
+            FaultKind::Failover => "failover",
         }
     }
 
     /// Whether it loses data the lock store had acknowledged: a restart of a server
-    /// without persistence, or rows deleted by hand. Only such a fault can explain two
+    /// without persistence, rows deleted by hand, or a failover to an asynchronous
+    /// replica (which may not have received the master's last writes). Only such a fault can explain two
     /// holders at once (with a pause of a holder, which makes a client act past its
     /// lease); every other fault the product must ride out.
     pub fn loses_data(self) -> bool {
         match self {
             FaultKind::Restart { data_lost } => data_lost,
-            FaultKind::Wipe { .. } => true,
+            FaultKind::Wipe { .. } | FaultKind::Failover => true,
             FaultKind::Kill { .. }
             | FaultKind::Pause { .. }
             | FaultKind::Blackhole
@@ -311,6 +317,7 @@ impl fmt::Display for Event {
                     FaultKind::Terminate { sessions } => {
                         write!(f, "terminate\tsessions={sessions}")?;
                     }
+                    FaultKind::Failover => f.write_str("failover\tdata=lose")?,
                 }
                 write!(f, "\tstart={start}\tend={end}")
             }
@@ -342,6 +349,9 @@ pub fn describe(kind: FaultKind) -> String {
         FaultKind::Busy => "hold an exclusive transaction on the database file".into(),
         FaultKind::ServerKill => "kill -9 the server, then start it on its data".into(),
         FaultKind::Terminate { .. } => "pg_terminate_backend the client sessions".into(),
+        FaultKind::Failover => {
+            "kill -9 the Redis master, wait for the promotion, restart it as a replica".into()
+        }
     }
 }
 

@@ -147,6 +147,7 @@ fn parse_line(line: &str) -> Result<Stamped, &'static str> {
                 "terminate" => FaultKind::Terminate {
                     sessions: num("sessions")?,
                 },
+                "failover" => FaultKind::Failover,
                 _ => return Err("unknown fault"),
             },
             start: num("start")?,
@@ -275,6 +276,11 @@ mod tests {
             },
             Event::Fault {
                 kind: FaultKind::Terminate { sessions: 4 },
+                start: 1,
+                end: 2,
+            },
+            Event::Fault {
+                kind: FaultKind::Failover,
                 start: 1,
                 end: 2,
             },
