@@ -57,6 +57,8 @@ pub enum Class {
     /// Redis with Sentinels: kill -9 the master, wait until the Sentinels promote the
     /// replica, then start the old master, empty, as the new master's replica (**loses
     /// data**: replication is asynchronous, so the replica may lack the last grants).
+    /// PostgreSQL with a synchronous standby: kill -9 the primary, promote the standby
+    /// (keeps every acknowledged commit); once per run, the old primary staying down.
     Failover,
 }
 
@@ -181,6 +183,13 @@ impl Schedule {
         None
     }
 
+    /// Draws `class` no more (a fault that can happen only so often in a run: a standby
+    /// promoted once has no standby left).
+    fn retire(&mut self, class: Class) {
+        self.classes.retain(|c| *c != class);
+        self.unseen.retain(|c| *c != class);
+    }
+
     /// Injects one fault of `class` and waits until it is over.
     ///
     /// # Errors
@@ -219,7 +228,9 @@ impl Schedule {
             Class::Busy => FaultKind::Busy,
             Class::ServerKill => FaultKind::ServerKill,
             Class::Terminate => FaultKind::Terminate { sessions: 0 },
-            Class::Failover => FaultKind::Failover,
+            Class::Failover => FaultKind::Failover {
+                data_lost: lab.failover_loses_data,
+            },
         };
         lab.journal.say(&format!("fault: {}", describe(kind)));
         let start = now_us();
@@ -285,7 +296,10 @@ impl Schedule {
             }
             FaultKind::Terminate { sessions } => *sessions = lab.server.terminate_sessions()?,
             // Over once the new master serves and the old one is its replica again.
-            FaultKind::Failover => lab.server.failover()?,
+            FaultKind::Failover { .. } => lab.server.failover()?,
+        }
+        if class == Class::Failover && !lab.server.can_fail_over() {
+            self.retire(class);
         }
         let span = FaultSpan {
             kind,
@@ -359,6 +373,15 @@ mod tests {
             assert!(schedule.next_class().is_some());
         }
         assert_eq!(Schedule::new(1, Vec::new()).next_class(), None);
+    }
+
+    #[test]
+    fn a_retired_kind_is_drawn_no_more() {
+        let mut schedule = Schedule::new(3, vec![Class::Failover, Class::Kill]);
+        schedule.retire(Class::Failover);
+        for _ in 0..20 {
+            assert_eq!(schedule.next_class(), Some(Class::Kill));
+        }
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! single members can be killed, paused or cut off), a PostgreSQL server (a restart or a
 //! kill -9 keeps every committed row), a Redis master with a replica behind three
 //! Sentinels (reached through the Sentinels, no proxy; a failover may lose the master's
-//! last writes); or no server at all, a SQLite database file the workers share.
+//! last writes), a PostgreSQL primary and a synchronous standby (reached with a URL listing
+//! both, no proxy; a failover loses nothing acknowledged); or no server at all, a SQLite database file the workers share.
 
 use std::io;
 use std::net::SocketAddr;
@@ -14,7 +15,8 @@ use std::time::Duration;
 
 use leader::{AnyBackend, EtcdBackend, EtcdConfig, SqliteBackend, SqliteConfig};
 use leader_testkit::fixtures::{
-    Data, EtcdCluster, MongoServer, PostgresServer, RedisSentinel, RedisServer,
+    Data, EtcdCluster, MongoServer, PostgresServer, PostgresStandbyPair, RedisSentinel,
+    RedisServer, Replication,
 };
 
 use crate::backend::Backend;
@@ -54,6 +56,14 @@ pub enum LockServer {
     Postgres(PostgresServer),
     /// A `redis-server` master and replica, no persistence, and three Sentinels.
     RedisSentinel(RedisSentinel),
+    /// A `postgres` primary and its synchronous standby.
+    PostgresStandby {
+        /// The two servers.
+        pair: PostgresStandbyPair,
+        /// Whether the standby was promoted (the old primary stays down: no second
+        /// failover).
+        promoted: bool,
+    },
 }
 
 impl LockServer {
@@ -71,6 +81,10 @@ impl LockServer {
             Backend::Sqlite => LockServer::Sqlite(dir.join("locks.sqlite")),
             Backend::Postgres => LockServer::Postgres(PostgresServer::start()?),
             Backend::RedisSentinel => LockServer::RedisSentinel(RedisSentinel::start()?),
+            Backend::PostgresStandby => LockServer::PostgresStandby {
+                pair: PostgresStandbyPair::start(Replication::Synchronous)?,
+                promoted: false,
+            },
         })
     }
 
@@ -84,12 +98,17 @@ impl LockServer {
             LockServer::Postgres(server) => vec![server.addr()],
             // A file: nothing to put a proxy in front of. The Sentinels hand out the
             // master's own address, which a proxy in front of them would not change.
-            LockServer::Sqlite(_) | LockServer::RedisSentinel(_) => Vec::new(),
+            // The standby pair's URL lists both servers, the client finding the one
+            // that takes writes.
+            LockServer::Sqlite(_)
+            | LockServer::RedisSentinel(_)
+            | LockServer::PostgresStandby { .. } => Vec::new(),
         }
     }
 
     /// A URL for a server at `addrs` (the proxies', or the server's own), as
-    /// [`connect`] takes it. A Sentinel set has no proxies: its URL lists the Sentinels.
+    /// [`connect`] takes it. A replicated topology has no proxies: its URL lists the
+    /// Sentinels, or both PostgreSQL servers.
     pub fn url_at(&self, addrs: &[SocketAddr]) -> String {
         let list: Vec<String> = addrs.iter().map(SocketAddr::to_string).collect();
         let list = list.join(",");
@@ -105,6 +124,9 @@ impl LockServer {
             }
             LockServer::Sqlite(path) => format!("sqlite://{}", path.display()),
             LockServer::RedisSentinel(set) => set.url(),
+            LockServer::PostgresStandby { pair, .. } => {
+                format!("{}&connect_timeout=2", pair.url())
+            }
         }
     }
 
@@ -115,34 +137,61 @@ impl LockServer {
     ///
     /// # Errors
     ///
-    /// When it does not come back, or for SQLite (no server) and a Sentinel set (which
-    /// fails over instead).
+    /// When it does not come back, or for SQLite (no server) and the replicated
+    /// topologies (which fail over instead).
     pub fn restart(&mut self) -> io::Result<bool> {
         match self {
             LockServer::Redis(server) => server.restart(Data::Lose).map(|()| true),
             LockServer::Mongo(server) => server.restart(Data::Keep).map(|()| false),
             LockServer::Etcd(cluster) => cluster.restart_all().map(|()| false),
             LockServer::Postgres(server) => server.restart(Data::Keep).map(|()| false),
-            LockServer::Sqlite(_) | LockServer::RedisSentinel(_) => Err(not_here("restart")),
+            LockServer::Sqlite(_)
+            | LockServer::RedisSentinel(_)
+            | LockServer::PostgresStandby { .. } => Err(not_here("restart")),
         }
     }
 
-    /// Redis with Sentinels: kill -9 the master, wait until every Sentinel reports the
-    /// replica as the master and it answers as one, then start the old master, empty, as
-    /// its replica (so the next failover has a replica to promote), and wait until the
-    /// Sentinels know it. Returns once the new master serves and has its replica.
+    /// Kills the primary with SIGKILL and promotes its replica; returns once the new
+    /// primary takes writes.
+    ///
+    /// Redis with Sentinels: waits until every Sentinel reports the replica as the master
+    /// and it answers as one, then starts the old master, empty, as its replica (so the
+    /// next failover has a replica to promote) and waits until the Sentinels know it.
+    /// PostgreSQL: promotes the standby (`pg_promote()`) and waits until it takes writes;
+    /// the old primary stays down, so [`can_fail_over`](Self::can_fail_over) is `false`
+    /// from then on.
     ///
     /// # Errors
     ///
-    /// When the replica is not promoted within [`FAILOVER_TIMEOUT`], the old master does
-    /// not come back as a replica, or for another backend.
+    /// When the replica is not promoted within [`FAILOVER_TIMEOUT`] (30 s for PostgreSQL),
+    /// the old master does not come back as a replica, a second PostgreSQL failover, or
+    /// another backend.
     pub fn failover(&mut self) -> io::Result<()> {
-        let LockServer::RedisSentinel(set) = self else {
-            return Err(not_here("failover"));
-        };
-        let old = set.kill_master()?;
-        set.wait_for_new_master(old, FAILOVER_TIMEOUT)?;
-        set.restart_as_replica(old)
+        match self {
+            LockServer::RedisSentinel(set) => {
+                let old = set.kill_master()?;
+                set.wait_for_new_master(old, FAILOVER_TIMEOUT)?;
+                set.restart_as_replica(old)
+            }
+            LockServer::PostgresStandby { pair, promoted } => {
+                if *promoted {
+                    return Err(io::Error::other("the standby was promoted already"));
+                }
+                pair.kill_primary()?;
+                *promoted = true;
+                pair.promote().map(drop)
+            }
+            _ => Err(not_here("failover")),
+        }
+    }
+
+    /// Whether [`failover`](Self::failover) can be done (again).
+    pub fn can_fail_over(&self) -> bool {
+        match self {
+            LockServer::RedisSentinel(_) => true,
+            LockServer::PostgresStandby { promoted, .. } => !promoted,
+            _ => false,
+        }
     }
 
     /// PostgreSQL: kill -9 every process of the server, leave it down for `down`, then

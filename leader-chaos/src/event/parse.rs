@@ -147,7 +147,9 @@ fn parse_line(line: &str) -> Result<Stamped, &'static str> {
                 "terminate" => FaultKind::Terminate {
                     sessions: num("sessions")?,
                 },
-                "failover" => FaultKind::Failover,
+                "failover" => FaultKind::Failover {
+                    data_lost: get("data")? == "lose",
+                },
                 _ => return Err("unknown fault"),
             },
             start: num("start")?,
@@ -280,7 +282,12 @@ mod tests {
                 end: 2,
             },
             Event::Fault {
-                kind: FaultKind::Failover,
+                kind: FaultKind::Failover { data_lost: true },
+                start: 1,
+                end: 2,
+            },
+            Event::Fault {
+                kind: FaultKind::Failover { data_lost: false },
                 start: 1,
                 end: 2,
             },
