@@ -19,8 +19,8 @@
 #   6. cargo test --workspace --all-features [EXTRA ARGS]   (doctests included)
 #   7. a 45-second chaos run per backend (leader-chaos: redis, mongodb, etcd, sqlite,
 #      postgres, redis-sentinel, postgres-standby; about 7 minutes in all), which must
-#      report zero unexplained overlaps,
-#      token order violations, duplicate tokens and stale writes
+#      report zero unexplained overlaps, token order violations, duplicate tokens and
+#      stale writes
 # Every step runs even if an earlier one failed, so one run shows every
 # problem; the script exits non-zero if any step failed.
 set -euo pipefail
