@@ -96,9 +96,9 @@ impl Backend {
     pub fn default_workers(self) -> u32 {
         match self {
             Backend::Redis | Backend::Sqlite | Backend::RedisSentinel => 5,
-            Backend::Postgres | Backend::PostgresStandby => 5,
+            Backend::Postgres | Backend::PostgresStandby => 7,
             Backend::Mongodb => 10,
-            Backend::Etcd => 12,
+            Backend::Etcd => 20,
         }
     }
 

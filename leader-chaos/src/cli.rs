@@ -24,8 +24,8 @@ redis-sentinel, postgres-standby); etcd also member-kill,member-pause,member-cut
 wipe,busy; postgres server-kill,terminate,wipe; redis-sentinel and postgres-standby
 failover (postgres-standby: once).
 Defaults: --backend redis --seconds 60 --seed 1, every fault of the backend,
---lease-ms 1000 (etcd: 2000, and it must be whole seconds); --workers 5 (mongodb: 10,
-etcd: 12), --locks one fewer than the workers,
+--lease-ms 1000 (etcd: 2000, and it must be whole seconds); --workers 5 (postgres and
+postgres-standby: 7, mongodb: 10, etcd: 20), --locks one fewer than the workers,
 --long-every 50 (one section in N works 1-1.5 leases).";
 
 /// A deliberately wrong worker, to show that the checker catches it.
