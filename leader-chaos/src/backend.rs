@@ -33,8 +33,8 @@ pub enum Backend {
     /// last writes, since replication is asynchronous.
     RedisSentinel,
     /// A PostgreSQL primary and a synchronous standby, reached with a URL listing both
-    /// (no proxy): a failover promotes the standby, which has every acknowledged commit.
-    /// The old primary stays down, so a run fails over once.
+    /// (no proxy): a failover promotes the standby, which has every acknowledged commit,
+    /// and rebuilds the old primary as its standby.
     PostgresStandby,
 }
 

@@ -22,7 +22,7 @@ on a schedule drawn from --seed, then checks the logs and the fenced resource. P
 Faults: kill,pause everywhere; restart,blackhole,reset with a proxied server (not sqlite,
 redis-sentinel, postgres-standby); etcd also member-kill,member-pause,member-cut; sqlite
 wipe,busy; postgres server-kill,terminate,wipe; redis-sentinel and postgres-standby
-failover (postgres-standby: once).
+failover.
 Defaults: --backend redis --seconds 60 --seed 1, every fault of the backend,
 --lease-ms 1000 (etcd: 2000, and it must be whole seconds); --workers 5 (postgres and
 postgres-standby: 7, mongodb: 10, etcd: 20), --locks one fewer than the workers,

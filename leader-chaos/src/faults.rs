@@ -58,7 +58,7 @@ pub enum Class {
     /// replica, then start the old master, empty, as the new master's replica (**loses
     /// data**: replication is asynchronous, so the replica may lack the last grants).
     /// PostgreSQL with a synchronous standby: kill -9 the primary, promote the standby
-    /// (keeps every acknowledged commit); once per run, the old primary staying down.
+    /// (keeps every acknowledged commit), rebuild the old primary as its standby.
     Failover,
 }
 
@@ -183,13 +183,6 @@ impl Schedule {
         None
     }
 
-    /// Draws `class` no more (a fault that can happen only so often in a run: a standby
-    /// promoted once has no standby left).
-    fn retire(&mut self, class: Class) {
-        self.classes.retain(|c| *c != class);
-        self.unseen.retain(|c| *c != class);
-    }
-
     /// Injects one fault of `class` and waits until it is over.
     ///
     /// # Errors
@@ -298,9 +291,6 @@ impl Schedule {
             // Over once the new master serves and the old one is its replica again.
             FaultKind::Failover { .. } => lab.server.failover()?,
         }
-        if class == Class::Failover && !lab.server.can_fail_over() {
-            self.retire(class);
-        }
         let span = FaultSpan {
             kind,
             start,
@@ -373,15 +363,6 @@ mod tests {
             assert!(schedule.next_class().is_some());
         }
         assert_eq!(Schedule::new(1, Vec::new()).next_class(), None);
-    }
-
-    #[test]
-    fn a_retired_kind_is_drawn_no_more() {
-        let mut schedule = Schedule::new(3, vec![Class::Failover, Class::Kill]);
-        schedule.retire(Class::Failover);
-        for _ in 0..20 {
-            assert_eq!(schedule.next_class(), Some(Class::Kill));
-        }
     }
 
     #[test]

@@ -57,13 +57,7 @@ pub enum LockServer {
     /// A `redis-server` master and replica, no persistence, and three Sentinels.
     RedisSentinel(RedisSentinel),
     /// A `postgres` primary and its synchronous standby.
-    PostgresStandby {
-        /// The two servers.
-        pair: PostgresStandbyPair,
-        /// Whether the standby was promoted (the old primary stays down: no second
-        /// failover).
-        promoted: bool,
-    },
+    PostgresStandby(PostgresStandbyPair),
 }
 
 impl LockServer {
@@ -81,10 +75,9 @@ impl LockServer {
             Backend::Sqlite => LockServer::Sqlite(dir.join("locks.sqlite")),
             Backend::Postgres => LockServer::Postgres(PostgresServer::start()?),
             Backend::RedisSentinel => LockServer::RedisSentinel(RedisSentinel::start()?),
-            Backend::PostgresStandby => LockServer::PostgresStandby {
-                pair: PostgresStandbyPair::start(Replication::Synchronous)?,
-                promoted: false,
-            },
+            Backend::PostgresStandby => {
+                LockServer::PostgresStandby(PostgresStandbyPair::start(Replication::Synchronous)?)
+            }
         })
     }
 
@@ -102,7 +95,7 @@ impl LockServer {
             // that takes writes.
             LockServer::Sqlite(_)
             | LockServer::RedisSentinel(_)
-            | LockServer::PostgresStandby { .. } => Vec::new(),
+            | LockServer::PostgresStandby(_) => Vec::new(),
         }
     }
 
@@ -124,7 +117,7 @@ impl LockServer {
             }
             LockServer::Sqlite(path) => format!("sqlite://{}", path.display()),
             LockServer::RedisSentinel(set) => set.url(),
-            LockServer::PostgresStandby { pair, .. } => {
+            LockServer::PostgresStandby(pair) => {
                 format!("{}&connect_timeout=2", pair.url())
             }
         }
@@ -147,7 +140,7 @@ impl LockServer {
             LockServer::Postgres(server) => server.restart(Data::Keep).map(|()| false),
             LockServer::Sqlite(_)
             | LockServer::RedisSentinel(_)
-            | LockServer::PostgresStandby { .. } => Err(not_here("restart")),
+            | LockServer::PostgresStandby(_) => Err(not_here("restart")),
         }
     }
 
@@ -157,15 +150,15 @@ impl LockServer {
     /// Redis with Sentinels: waits until every Sentinel reports the replica as the master
     /// and it answers as one, then starts the old master, empty, as its replica (so the
     /// next failover has a replica to promote) and waits until the Sentinels know it.
-    /// PostgreSQL: promotes the standby (`pg_promote()`) and waits until it takes writes;
-    /// the old primary stays down, so [`can_fail_over`](Self::can_fail_over) is `false`
-    /// from then on.
+    /// PostgreSQL: promotes the standby (`pg_promote()`), waits until it takes writes, then
+    /// rebuilds the old primary as its synchronous standby (`pg_basebackup` of the new
+    /// primary) and waits until the new primary counts it as one: until then commits are
+    /// acknowledged without a standby, and no failover comes before that.
     ///
     /// # Errors
     ///
     /// When the replica is not promoted within [`FAILOVER_TIMEOUT`] (30 s for PostgreSQL),
-    /// the old master does not come back as a replica, a second PostgreSQL failover, or
-    /// another backend.
+    /// the old primary does not come back as a replica, or for another backend.
     pub fn failover(&mut self) -> io::Result<()> {
         match self {
             LockServer::RedisSentinel(set) => {
@@ -173,24 +166,12 @@ impl LockServer {
                 set.wait_for_new_master(old, FAILOVER_TIMEOUT)?;
                 set.restart_as_replica(old)
             }
-            LockServer::PostgresStandby { pair, promoted } => {
-                if *promoted {
-                    return Err(io::Error::other("the standby was promoted already"));
-                }
+            LockServer::PostgresStandby(pair) => {
                 pair.kill_primary()?;
-                *promoted = true;
-                pair.promote().map(drop)
+                pair.promote()?;
+                pair.rebuild_standby()
             }
             _ => Err(not_here("failover")),
-        }
-    }
-
-    /// Whether [`failover`](Self::failover) can be done (again).
-    pub fn can_fail_over(&self) -> bool {
-        match self {
-            LockServer::RedisSentinel(_) => true,
-            LockServer::PostgresStandby { promoted, .. } => !promoted,
-            _ => false,
         }
     }
 

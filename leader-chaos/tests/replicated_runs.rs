@@ -56,8 +56,10 @@ fn a_postgres_standby_promotion_lets_no_second_holder_in() {
     if !servers(&["redis-server", "postgres"]) {
         return;
     }
-    // Worker kills and the one promotion: none of them excuses an overlap, so the run
-    // must see none at all, explained or not.
+    // Promotions only (each a few seconds, the old primary rebuilt as the new one's
+    // standby), so that a short run has two: the second promotes the rebuilt standby.
+    // No failover of a synchronous standby excuses an overlap, so the run must see none
+    // at all, explained or not.
     let (code, line) = run(
         "postgres-standby",
         &[
@@ -66,15 +68,15 @@ fn a_postgres_standby_promotion_lets_no_second_holder_in() {
             "--workers",
             "4",
             "--seconds",
-            "12",
+            "15",
             "--seed",
             "16",
             "--faults",
-            "failover,kill",
+            "failover",
         ],
     );
     assert_eq!(code, Some(0), "{line}");
     assert!(figure(&line, "acquisitions") > 0, "{line}");
     assert_eq!(figure(&line, "explained_overlaps"), 0, "{line}");
-    assert_eq!(failovers("postgres-standby", "keep"), 1, "{line}");
+    assert!(failovers("postgres-standby", "keep") >= 2, "{line}");
 }
