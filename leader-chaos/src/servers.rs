@@ -4,8 +4,9 @@
 //! single members can be killed, paused or cut off), a PostgreSQL server (a restart or a
 //! kill -9 keeps every committed row), a Redis master with a replica behind three
 //! Sentinels (reached through the Sentinels, no proxy; a failover may lose the master's
-//! last writes), a PostgreSQL primary and a synchronous standby (reached with a URL listing
-//! both, no proxy; a failover loses nothing acknowledged); or no server at all, a SQLite database file the workers share.
+//! last writes), a PostgreSQL primary and a synchronous standby (reached with a URL
+//! listing both, no proxy; a failover loses nothing acknowledged); or no server at all, a
+//! SQLite database file the workers share.
 
 use std::io;
 use std::net::SocketAddr;
