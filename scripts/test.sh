@@ -18,8 +18,9 @@
 #      check that each package holds its README, its licence files and its Lua scripts
 #   6. cargo test --workspace --all-features [EXTRA ARGS]   (doctests included)
 #   7. a 45-second chaos run per backend (leader-chaos: redis, mongodb, etcd, sqlite,
-#      postgres; about 5 minutes in all), which must report zero unexplained overlaps,
-#      token order violations, duplicate tokens and stale writes
+#      postgres, redis-sentinel, postgres-standby; about 7 minutes in all), which must
+#      report zero unexplained overlaps, token order violations, duplicate tokens and
+#      stale writes
 # Every step runs even if an earlier one failed, so one run shows every
 # problem; the script exits non-zero if any step failed.
 set -euo pipefail
@@ -176,7 +177,7 @@ run_step cargo test --workspace --all-features "$@"
 # failure reproduces with the printed command. The debug binary is the one `cargo test`
 # just built, so this step compiles nothing; `--release` only makes runs busier.
 chaos_seed=$(( 16#$(git rev-parse --short=8 HEAD 2>/dev/null || echo 1) ))
-for backend in redis mongodb etcd sqlite postgres; do
+for backend in redis mongodb etcd sqlite postgres redis-sentinel postgres-standby; do
     run_step timeout 150 cargo run -q -p leader-chaos -- \
         --backend "$backend" --seconds 45 --seed "$chaos_seed"
 done

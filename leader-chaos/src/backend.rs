@@ -28,16 +28,26 @@ pub enum Backend {
     /// A PostgreSQL server behind the fault proxy: a restart or a kill -9 keeps every
     /// committed row.
     Postgres,
+    /// A Redis master with one replica behind three Sentinels, reached through the
+    /// Sentinels (no proxy): a failover promotes the replica, which may lack the master's
+    /// last writes, since replication is asynchronous.
+    RedisSentinel,
+    /// A PostgreSQL primary and a synchronous standby, reached with a URL listing both
+    /// (no proxy): a failover promotes the standby, which has every acknowledged commit,
+    /// and rebuilds the old primary as its standby.
+    PostgresStandby,
 }
 
 impl Backend {
     /// Every backend, in `--backend` order.
-    pub const ALL: [Backend; 5] = [
+    pub const ALL: [Backend; 7] = [
         Backend::Redis,
         Backend::Mongodb,
         Backend::Etcd,
         Backend::Sqlite,
         Backend::Postgres,
+        Backend::RedisSentinel,
+        Backend::PostgresStandby,
     ];
 
     /// Its `--backend` name.
@@ -48,6 +58,8 @@ impl Backend {
             Backend::Etcd => "etcd",
             Backend::Sqlite => "sqlite",
             Backend::Postgres => "postgres",
+            Backend::RedisSentinel => "redis-sentinel",
+            Backend::PostgresStandby => "postgres-standby",
         }
     }
 
@@ -64,24 +76,29 @@ impl Backend {
     /// whose leases count whole seconds.
     pub fn default_lease(self) -> Duration {
         match self {
-            Backend::Redis | Backend::Mongodb | Backend::Sqlite | Backend::Postgres => {
-                Duration::from_millis(1000)
-            }
+            Backend::Redis
+            | Backend::Mongodb
+            | Backend::Sqlite
+            | Backend::Postgres
+            | Backend::RedisSentinel
+            | Backend::PostgresStandby => Duration::from_millis(1000),
             Backend::Etcd => Duration::from_millis(2000),
         }
     }
 
-    /// How many worker processes when `--workers` is not given: enough for about a
-    /// thousand acquisitions in a 45 s run. A worker acquires one lock at a time, so the
-    /// rate is the workers' count over one acquire-work-release cycle, and that cycle is
-    /// longer on MongoDB (about 40 ms to acquire, with this build of the server) and on
-    /// etcd (a lease grant and a transaction, each a raft commit: about 100 ms to
-    /// acquire, 50 ms to release) than on Redis, SQLite or PostgreSQL.
+    /// How many worker processes when `--workers` is not given: enough for well over a
+    /// thousand acquisitions in a 45 s run on a loaded machine. A worker acquires one lock
+    /// at a time, so the rate is the workers' count over one acquire-work-release cycle,
+    /// and that cycle is longer on MongoDB (about 40 ms to acquire, with this build of the
+    /// server), on PostgreSQL (a transaction per call, each committed to disk, to a
+    /// standby too when there is one) and on etcd (a lease grant and a transaction, each a
+    /// raft commit: about 100 ms to acquire, 50 ms to release) than on Redis or SQLite.
     pub fn default_workers(self) -> u32 {
         match self {
-            Backend::Redis | Backend::Sqlite | Backend::Postgres => 5,
+            Backend::Redis | Backend::Sqlite | Backend::RedisSentinel => 5,
+            Backend::Postgres | Backend::PostgresStandby => 7,
             Backend::Mongodb => 10,
-            Backend::Etcd => 12,
+            Backend::Etcd => 20,
         }
     }
 
@@ -93,7 +110,9 @@ impl Backend {
     /// The faults that apply to it: the worker faults everywhere; the server and proxy
     /// faults where there is a server; the member faults for etcd; for SQLite rows
     /// deleted by hand and a long exclusive transaction; for PostgreSQL a kill -9 of the
-    /// server, `pg_terminate_backend` and rows deleted by hand.
+    /// server, `pg_terminate_backend` and rows deleted by hand; for the replicated
+    /// topologies a failover (no proxy stands between the workers and the servers, whose
+    /// real addresses the Sentinels hand out or the URL lists, so no partition or reset).
     pub fn faults(self) -> &'static [Class] {
         use Class::*;
         match self {
@@ -112,12 +131,20 @@ impl Backend {
             Backend::Postgres => &[
                 Kill, Pause, Restart, ServerKill, Blackhole, Reset, Terminate, Wipe,
             ],
+            Backend::RedisSentinel | Backend::PostgresStandby => &[Kill, Pause, Failover],
         }
     }
 
     /// Whether a restart of its server loses the locks (Redis runs without persistence).
     pub fn restart_loses_data(self) -> bool {
         self == Backend::Redis
+    }
+
+    /// Whether a failover may lose acknowledged writes: it does to an asynchronous
+    /// replica (Redis), not to a synchronous standby (PostgreSQL, whose commits are
+    /// acknowledged once the standby has flushed them).
+    pub fn failover_loses_data(self) -> bool {
+        self == Backend::RedisSentinel
     }
 }
 
@@ -140,5 +167,21 @@ mod tests {
         }
         assert!(Backend::Postgres.faults().contains(&Class::Terminate));
         assert!(!Backend::Redis.faults().contains(&Class::Wipe));
+        assert_eq!(
+            Backend::from_name("redis-sentinel"),
+            Some(Backend::RedisSentinel)
+        );
+        assert_eq!(
+            Class::Failover.backends(),
+            vec!["redis-sentinel", "postgres-standby"]
+        );
+        // No proxy in front of a replicated topology: nothing to cut off or reset.
+        for backend in [Backend::RedisSentinel, Backend::PostgresStandby] {
+            for class in [Class::Restart, Class::Blackhole, Class::Reset] {
+                assert!(!backend.faults().contains(&class), "{backend:?}");
+            }
+        }
+        assert!(Backend::RedisSentinel.failover_loses_data());
+        assert!(!Backend::PostgresStandby.failover_loses_data());
     }
 }

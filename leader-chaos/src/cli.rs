@@ -10,20 +10,23 @@ use crate::faults::Class;
 
 /// The usage text.
 pub const USAGE: &str = "\
-usage: leader-chaos [--backend redis|mongodb|etcd|sqlite|postgres] [--workers N]
-                    [--locks N] [--seconds N] [--seed N] [--lease-ms N]
+usage: leader-chaos [--backend redis|mongodb|etcd|sqlite|postgres|redis-sentinel|
+                               postgres-standby]
+                    [--workers N] [--locks N] [--seconds N] [--seed N] [--lease-ms N]
                     [--long-every N] [--faults LIST|all|none]
                     [--broken no-lock|no-fence] [--dir PATH]
 
 Runs N worker processes contending for a few locks behind a fault proxy, injects faults
 on a schedule drawn from --seed, then checks the logs and the fenced resource. Prints one
 `chaos: ...` line and exits 1 when a safety figure is not zero.
-Faults: kill,pause everywhere; restart,blackhole,reset with a server (not sqlite); etcd
-also member-kill,member-pause,member-cut; sqlite wipe,busy; postgres server-kill,
-terminate,wipe. Defaults: --backend redis --seconds 60 --seed 1,
-every fault of the backend, --lease-ms 1000 (etcd: 2000, and it must be whole seconds);
---workers 5 (mongodb: 10, etcd: 12), --locks one fewer than the workers, --long-every 50
-(one section in N works 1-1.5 leases).";
+Faults: kill,pause everywhere; restart,blackhole,reset with a proxied server (not sqlite,
+redis-sentinel, postgres-standby); etcd also member-kill,member-pause,member-cut; sqlite
+wipe,busy; postgres server-kill,terminate,wipe; redis-sentinel and postgres-standby
+failover.
+Defaults: --backend redis --seconds 60 --seed 1, every fault of the backend,
+--lease-ms 1000 (etcd: 2000, and it must be whole seconds); --workers 5 (postgres and
+postgres-standby: 7, mongodb: 10, etcd: 20), --locks one fewer than the workers,
+--long-every 50 (one section in N works 1-1.5 leases).";
 
 /// A deliberately wrong worker, to show that the checker catches it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -105,6 +105,14 @@ pub enum FaultKind {
         /// How many sessions it ended.
         sessions: u64,
     },
+    /// The primary killed with SIGKILL and its replica promoted (Redis: by the Sentinels,
+    /// the old master then started again, empty, as its replica; PostgreSQL: the standby,
+    /// `pg_promote()`).
+    Failover {
+        /// Whether the promoted replica may lack acknowledged writes (asynchronous
+        /// replication).
+        data_lost: bool,
+    },
 }
 
 impl FaultKind {
@@ -123,16 +131,19 @@ impl FaultKind {
             FaultKind::Busy => "busy",
             FaultKind::ServerKill => "server-kill",
             FaultKind::Terminate { .. } => "terminate",
+            FaultKind::Failover { .. } => "failover",
         }
     }
 
     /// Whether it loses data the lock store had acknowledged: a restart of a server
-    /// without persistence, or rows deleted by hand. Only such a fault can explain two
+    /// without persistence, rows deleted by hand, or a failover to an asynchronous
+    /// replica (which may not have received the master's last writes; a synchronous
+    /// standby has them all). Only such a fault can explain two
     /// holders at once (with a pause of a holder, which makes a client act past its
     /// lease); every other fault the product must ride out.
     pub fn loses_data(self) -> bool {
         match self {
-            FaultKind::Restart { data_lost } => data_lost,
+            FaultKind::Restart { data_lost } | FaultKind::Failover { data_lost } => data_lost,
             FaultKind::Wipe { .. } => true,
             FaultKind::Kill { .. }
             | FaultKind::Pause { .. }
@@ -311,6 +322,10 @@ impl fmt::Display for Event {
                     FaultKind::Terminate { sessions } => {
                         write!(f, "terminate\tsessions={sessions}")?;
                     }
+                    FaultKind::Failover { data_lost } => {
+                        let data = if *data_lost { "lose" } else { "keep" };
+                        write!(f, "failover\tdata={data}")?;
+                    }
                 }
                 write!(f, "\tstart={start}\tend={end}")
             }
@@ -342,6 +357,12 @@ pub fn describe(kind: FaultKind) -> String {
         FaultKind::Busy => "hold an exclusive transaction on the database file".into(),
         FaultKind::ServerKill => "kill -9 the server, then start it on its data".into(),
         FaultKind::Terminate { .. } => "pg_terminate_backend the client sessions".into(),
+        FaultKind::Failover { data_lost: true } => {
+            "kill -9 the primary, promote its asynchronous replica, data maybe lost".into()
+        }
+        FaultKind::Failover { data_lost: false } => {
+            "kill -9 the primary, promote its synchronous standby, data kept".into()
+        }
     }
 }
 

@@ -54,11 +54,17 @@ pub enum Class {
     ServerKill,
     /// PostgreSQL: `pg_terminate_backend` every client session but the orchestrator's.
     Terminate,
+    /// Redis with Sentinels: kill -9 the master, wait until the Sentinels promote the
+    /// replica, then start the old master, empty, as the new master's replica (**loses
+    /// data**: replication is asynchronous, so the replica may lack the last grants).
+    /// PostgreSQL with a synchronous standby: kill -9 the primary, promote the standby
+    /// (keeps every acknowledged commit), rebuild the old primary as its standby.
+    Failover,
 }
 
 impl Class {
     /// Every kind.
-    pub const ALL: [Class; 12] = [
+    pub const ALL: [Class; 13] = [
         Class::Kill,
         Class::Pause,
         Class::Restart,
@@ -71,6 +77,7 @@ impl Class {
         Class::Busy,
         Class::ServerKill,
         Class::Terminate,
+        Class::Failover,
     ];
 
     /// Every kind `backend` supports ([`Backend::faults`]).
@@ -107,13 +114,16 @@ impl Class {
             Class::Busy => "busy",
             Class::ServerKill => "server-kill",
             Class::Terminate => "terminate",
+            Class::Failover => "failover",
         }
     }
 
     /// How often it is drawn, relative to the others.
     fn weight(self) -> u32 {
         match self {
-            Class::Pause => 3,
+            // A failover is what a Sentinel set is run for, and the slowest fault (some
+            // seven seconds): drawn as often as a pause, so a 45 s run sees a few.
+            Class::Pause | Class::Failover => 3,
             Class::Kill
             | Class::Restart
             | Class::Blackhole
@@ -211,6 +221,9 @@ impl Schedule {
             Class::Busy => FaultKind::Busy,
             Class::ServerKill => FaultKind::ServerKill,
             Class::Terminate => FaultKind::Terminate { sessions: 0 },
+            Class::Failover => FaultKind::Failover {
+                data_lost: lab.failover_loses_data,
+            },
         };
         lab.journal.say(&format!("fault: {}", describe(kind)));
         let start = now_us();
@@ -275,6 +288,8 @@ impl Schedule {
                 lab.server.kill_and_restart(down)?;
             }
             FaultKind::Terminate { sessions } => *sessions = lab.server.terminate_sessions()?,
+            // Over once the new master serves and the old one is its replica again.
+            FaultKind::Failover { .. } => lab.server.failover()?,
         }
         let span = FaultSpan {
             kind,

@@ -33,6 +33,8 @@ pub struct Lab {
     /// How many locks the workers contend for.
     pub(crate) locks: u32,
     pub(crate) restart_loses_data: bool,
+    /// Whether a failover may lose acknowledged writes (an asynchronous replica).
+    pub(crate) failover_loses_data: bool,
 }
 
 impl Lab {
@@ -98,6 +100,7 @@ pub fn run(args: &RunArgs) -> Result<Report, Box<dyn Error>> {
         lease: args.lease,
         locks: args.locks,
         restart_loses_data: args.backend.restart_loses_data(),
+        failover_loses_data: args.backend.failover_loses_data(),
     };
     let outcome = run_schedule(args, &mut lab);
     // Long sections last up to two leases; then a kill ends the stragglers.

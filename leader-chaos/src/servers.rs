@@ -2,8 +2,11 @@
 //! (a restart loses every lock and counter), a MongoDB-compatible one (a restart keeps
 //! them), a three-member etcd cluster (a restart of the whole cluster keeps them, and
 //! single members can be killed, paused or cut off), a PostgreSQL server (a restart or a
-//! kill -9 keeps every committed row); or no server at all, a SQLite database file the
-//! workers share.
+//! kill -9 keeps every committed row), a Redis master with a replica behind three
+//! Sentinels (reached through the Sentinels, no proxy; a failover may lose the master's
+//! last writes), a PostgreSQL primary and a synchronous standby (reached with a URL
+//! listing both, no proxy; a failover loses nothing acknowledged); or no server at all, a
+//! SQLite database file the workers share.
 
 use std::io;
 use std::net::SocketAddr;
@@ -12,7 +15,10 @@ use std::thread;
 use std::time::Duration;
 
 use leader::{AnyBackend, EtcdBackend, EtcdConfig, SqliteBackend, SqliteConfig};
-use leader_testkit::fixtures::{Data, EtcdCluster, MongoServer, PostgresServer, RedisServer};
+use leader_testkit::fixtures::{
+    Data, EtcdCluster, MongoServer, PostgresServer, PostgresStandbyPair, RedisSentinel,
+    RedisServer, Replication,
+};
 
 use crate::backend::Backend;
 
@@ -29,6 +35,10 @@ pub const ETCD_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// busy file fails closed at its deadline instead of blocking past it, and the `busy`
 /// fault (an exclusive transaction held 1–3 s) shows as errors, never as an answer.
 pub const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_millis(250);
+/// How long the Sentinels may take to promote the replica once the master is killed: they
+/// need a second to call it down (`down-after-milliseconds`), then a vote; well above
+/// that on a loaded machine.
+pub const FAILOVER_TIMEOUT: Duration = Duration::from_secs(30);
 /// The lock table of the SQLite and PostgreSQL backends (their default).
 const LOCK_TABLE: &str = "leader_locks";
 
@@ -45,6 +55,10 @@ pub enum LockServer {
     Sqlite(PathBuf),
     /// `postgres`, keeping its data.
     Postgres(PostgresServer),
+    /// A `redis-server` master and replica, no persistence, and three Sentinels.
+    RedisSentinel(RedisSentinel),
+    /// A `postgres` primary and its synchronous standby.
+    PostgresStandby(PostgresStandbyPair),
 }
 
 impl LockServer {
@@ -61,6 +75,10 @@ impl LockServer {
             Backend::Etcd => LockServer::Etcd(EtcdCluster::start()?),
             Backend::Sqlite => LockServer::Sqlite(dir.join("locks.sqlite")),
             Backend::Postgres => LockServer::Postgres(PostgresServer::start()?),
+            Backend::RedisSentinel => LockServer::RedisSentinel(RedisSentinel::start()?),
+            Backend::PostgresStandby => {
+                LockServer::PostgresStandby(PostgresStandbyPair::start(Replication::Synchronous)?)
+            }
         })
     }
 
@@ -72,13 +90,19 @@ impl LockServer {
             LockServer::Mongo(server) => vec![server.addr()],
             LockServer::Etcd(cluster) => cluster.members().iter().map(|m| m.addr()).collect(),
             LockServer::Postgres(server) => vec![server.addr()],
-            // A file: nothing to put a proxy in front of.
-            LockServer::Sqlite(_) => Vec::new(),
+            // A file: nothing to put a proxy in front of. The Sentinels hand out the
+            // master's own address, which a proxy in front of them would not change.
+            // The standby pair's URL lists both servers, the client finding the one
+            // that takes writes.
+            LockServer::Sqlite(_)
+            | LockServer::RedisSentinel(_)
+            | LockServer::PostgresStandby(_) => Vec::new(),
         }
     }
 
     /// A URL for a server at `addrs` (the proxies', or the server's own), as
-    /// [`connect`] takes it.
+    /// [`connect`] takes it. A replicated topology has no proxies: its URL lists the
+    /// Sentinels, or both PostgreSQL servers.
     pub fn url_at(&self, addrs: &[SocketAddr]) -> String {
         let list: Vec<String> = addrs.iter().map(SocketAddr::to_string).collect();
         let list = list.join(",");
@@ -93,6 +117,10 @@ impl LockServer {
                 format!("postgres://postgres@{list}/postgres?connect_timeout=2")
             }
             LockServer::Sqlite(path) => format!("sqlite://{}", path.display()),
+            LockServer::RedisSentinel(set) => set.url(),
+            LockServer::PostgresStandby(pair) => {
+                format!("{}&connect_timeout=2", pair.url())
+            }
         }
     }
 
@@ -103,14 +131,48 @@ impl LockServer {
     ///
     /// # Errors
     ///
-    /// When it does not come back, or for SQLite (no server).
+    /// When it does not come back, or for SQLite (no server) and the replicated
+    /// topologies (which fail over instead).
     pub fn restart(&mut self) -> io::Result<bool> {
         match self {
             LockServer::Redis(server) => server.restart(Data::Lose).map(|()| true),
             LockServer::Mongo(server) => server.restart(Data::Keep).map(|()| false),
             LockServer::Etcd(cluster) => cluster.restart_all().map(|()| false),
             LockServer::Postgres(server) => server.restart(Data::Keep).map(|()| false),
-            LockServer::Sqlite(_) => Err(not_here("restart")),
+            LockServer::Sqlite(_)
+            | LockServer::RedisSentinel(_)
+            | LockServer::PostgresStandby(_) => Err(not_here("restart")),
+        }
+    }
+
+    /// Kills the primary with SIGKILL and promotes its replica; returns once the new
+    /// primary takes writes.
+    ///
+    /// Redis with Sentinels: waits until every Sentinel reports the replica as the master
+    /// and it answers as one, then starts the old master, empty, as its replica (so the
+    /// next failover has a replica to promote) and waits until the Sentinels know it.
+    /// PostgreSQL: promotes the standby (`pg_promote()`), waits until it takes writes, then
+    /// rebuilds the old primary as its synchronous standby (`pg_basebackup` of the new
+    /// primary) and waits until the new primary counts it as one: until then commits are
+    /// acknowledged without a standby, and no failover comes before that.
+    ///
+    /// # Errors
+    ///
+    /// When the replica is not promoted within [`FAILOVER_TIMEOUT`] (30 s for PostgreSQL),
+    /// the old primary does not come back as a replica, or for another backend.
+    pub fn failover(&mut self) -> io::Result<()> {
+        match self {
+            LockServer::RedisSentinel(set) => {
+                let old = set.kill_master()?;
+                set.wait_for_new_master(old, FAILOVER_TIMEOUT)?;
+                set.restart_as_replica(old)
+            }
+            LockServer::PostgresStandby(pair) => {
+                pair.kill_primary()?;
+                pair.promote()?;
+                pair.rebuild_standby()
+            }
+            _ => Err(not_here("failover")),
         }
     }
 

@@ -147,6 +147,9 @@ fn parse_line(line: &str) -> Result<Stamped, &'static str> {
                 "terminate" => FaultKind::Terminate {
                     sessions: num("sessions")?,
                 },
+                "failover" => FaultKind::Failover {
+                    data_lost: get("data")? == "lose",
+                },
                 _ => return Err("unknown fault"),
             },
             start: num("start")?,
@@ -275,6 +278,16 @@ mod tests {
             },
             Event::Fault {
                 kind: FaultKind::Terminate { sessions: 4 },
+                start: 1,
+                end: 2,
+            },
+            Event::Fault {
+                kind: FaultKind::Failover { data_lost: true },
+                start: 1,
+                end: 2,
+            },
+            Event::Fault {
+                kind: FaultKind::Failover { data_lost: false },
                 start: 1,
                 end: 2,
             },

@@ -34,10 +34,15 @@ pub(crate) fn servers(binaries: &[&str]) -> bool {
     false
 }
 
+/// The directory the run `name` writes its logs to (emptied when it starts).
+pub(crate) fn run_dir(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("chaos-{name}"))
+}
+
 /// Runs the binary; returns its exit code and its final `chaos:` line.
 pub(crate) fn run(name: &str, args: &[&str]) -> (Option<i32>, String) {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("chaos-{name}"));
+    let dir = run_dir(name);
     let _ = std::fs::remove_dir_all(&dir);
     let output = Command::new(env!("CARGO_BIN_EXE_leader-chaos"))
         .args(args)
