@@ -174,8 +174,11 @@ run_step cargo test --workspace --all-features "$@"
 
 # The chaos runs: K worker processes contend for one lock on each backend while servers
 # crash, pause and lose data (leader-chaos/README.md). The seed comes from the commit, so a
-# failure reproduces with the printed command. The debug binary is the one `cargo test`
-# just built, so this step compiles nothing; `--release` only makes runs busier.
+# failure reproduces with the printed command. The binary is built first, in a step of
+# its own: `cargo test --all-features` built its dependencies with other features, so the
+# first run would otherwise compile them inside its timeout (it did, and timed out).
+# A debug build: `--release` only makes runs busier.
+run_step cargo build -q -p leader-chaos
 chaos_seed=$(( 16#$(git rev-parse --short=8 HEAD 2>/dev/null || echo 1) ))
 for backend in redis mongodb etcd sqlite postgres redis-sentinel postgres-standby; do
     run_step timeout 150 cargo run -q -p leader-chaos -- \
