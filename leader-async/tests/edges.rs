@@ -59,21 +59,6 @@ async fn another_node_takes_over(store: &InMemoryBackend) {
     );
 }
 
-/// Checks the loss was signalled no earlier than `deadline` and at most [`SIGNAL_BOUND`]
-/// after it, beyond the host's own lateness (`witness`).
-#[track_caller]
-fn signalled_on_time(deadline: Instant, witness: DeadlineWitness, what: &str) {
-    let now = Instant::now();
-    assert!(now >= deadline, "{what} before the deadline");
-    let late = witness.lateness(now);
-    assert!(
-        late.beyond_host <= SIGNAL_BOUND,
-        "{what} {:?} after the deadline, a timer thread woke {:?} after it",
-        late.signal,
-        late.host
-    );
-}
-
 fn a_future_dropped_mid_acquire_leaves_no_orphan<R: Runner>(runner: &R) {
     let faulty = FaultyBackend::new(InMemoryBackend::new());
     // The store takes the lock, then the answer never comes: the caller gives up waiting.
@@ -157,7 +142,7 @@ async fn lost_at_the_deadline(lease: &LeaseContext) {
     within(Duration::from_secs(5), lease.lost())
         .await
         .expect("lost() resolves");
-    signalled_on_time(deadline, witness, "lost() resolved");
+    witness.assert_on_time(Instant::now(), SIGNAL_BOUND, "lost() resolved");
     assert!(lease.is_lost());
 }
 
@@ -230,7 +215,7 @@ fn a_campaign_term_ends_at_the_deadline_when_a_renewal_never_answers<R: Runner>(
         })
         .await
         .expect("revoked");
-        signalled_on_time(deadline, witness, "Revoked");
+        witness.assert_on_time(Instant::now(), SIGNAL_BOUND, "Revoked");
         assert!(
             matches!(reason, RevokeReason::RenewDeadlinePassed),
             "{reason}"

@@ -53,19 +53,6 @@ fn another_node_takes_over(store: &InMemoryBackend) {
     );
 }
 
-#[track_caller]
-fn signalled_on_time(deadline: Instant, witness: DeadlineWitness, what: &str) {
-    let now = Instant::now();
-    assert!(now >= deadline, "{what} before the deadline");
-    let late = witness.lateness(now);
-    assert!(
-        late.beyond_host <= SIGNAL_BOUND,
-        "{what} {:?} after the deadline, a timer thread woke {:?} after it",
-        late.signal,
-        late.host
-    );
-}
-
 #[test]
 fn an_acquire_answered_with_an_error_leaves_no_orphan() {
     let (faulty, a) = faulty_elector("a", options("a"));
@@ -86,7 +73,7 @@ fn lost_at_the_deadline(lease: &LeaseContext) {
     let deadline = lease.deadline();
     let witness = DeadlineWitness::start(deadline);
     assert!(lease.wait_lost_timeout(Duration::from_secs(5)), "lost");
-    signalled_on_time(deadline, witness, "the loss");
+    witness.assert_on_time(Instant::now(), SIGNAL_BOUND, "the loss");
     futures::executor::block_on(lease.lost());
 }
 
@@ -157,7 +144,7 @@ fn a_campaign_term_ends_at_the_deadline_when_a_renewal_never_answers() {
         }
     }))
     .expect("revoked");
-    signalled_on_time(deadline, witness, "Revoked");
+    witness.assert_on_time(Instant::now(), SIGNAL_BOUND, "Revoked");
     assert!(
         matches!(reason, RevokeReason::RenewDeadlinePassed),
         "{reason}"

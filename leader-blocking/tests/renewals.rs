@@ -132,14 +132,7 @@ fn lost_at_its_deadline(lease: &LeaseContext, what: &str) {
     let witness = DeadlineWitness::start(deadline);
     let lost_at = lost_signalled(lease, Duration::from_secs(10))
         .unwrap_or_else(|| panic!("{what}: lost() never resolved"));
-    assert!(lost_at >= deadline, "{what}: lost before its deadline");
-    let late = witness.lateness(lost_at);
-    assert!(
-        late.beyond_host <= SIGNAL_BOUND,
-        "{what}: lost() resolved {:?} after the deadline, a timer thread woke {:?} after it",
-        late.signal,
-        late.host
-    );
+    witness.assert_on_time(lost_at, SIGNAL_BOUND, &format!("{what}: lost()"));
 }
 
 /// Heals the faulty backend when the test ends, passed or not: no renewal stays stuck to

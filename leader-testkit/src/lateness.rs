@@ -62,6 +62,26 @@ impl DeadlineWitness {
         DeadlineWitness { deadline, woke }
     }
 
+    /// Checks a signal seen at `signalled` came no earlier than the deadline and at most
+    /// `bound` after it beyond the host's own lateness; returns the lateness, for a test to
+    /// print.
+    ///
+    /// # Panics
+    ///
+    /// When it came early or late, naming `what` and both latenesses.
+    #[track_caller]
+    pub fn assert_on_time(self, signalled: Instant, bound: Duration, what: &str) -> Lateness {
+        assert!(signalled >= self.deadline, "{what} before the deadline");
+        let late = self.lateness(signalled);
+        assert!(
+            late.beyond_host <= bound,
+            "{what} {:?} after the deadline, a timer thread woke {:?} after it (bound: {bound:?} beyond it)",
+            late.signal,
+            late.host
+        );
+        late
+    }
+
     /// The lateness of a signal seen at `signalled`: waits for the witness to wake if it
     /// has not yet.
     ///
