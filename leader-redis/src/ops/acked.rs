@@ -133,17 +133,12 @@ pub(crate) fn acknowledged<O: Op>(
     ack: Ack,
     acks: ReplicaAcks,
 ) -> (O::Output, Unacknowledged) {
-    let (output, granted) = judged::<O>(output, ack, acks);
-    (output, Unacknowledged { granted })
-}
-
-fn judged<O: Op>(output: O::Output, ack: Ack, acks: ReplicaAcks) -> (O::Output, Vec<Lease>) {
     let released = if O::NAME == "acquire" {
         "; the grant is released"
     } else {
         ""
     };
-    match ack {
+    let (output, granted) = match ack {
         Ack::Replicas(acked) if acked >= i64::from(acks.replicas) => (output, Vec::new()),
         Ack::Replicas(acked) => O::unacknowledged(output, &|| OpError::NotAcknowledged {
             op: O::NAME,
@@ -160,7 +155,8 @@ fn judged<O: Op>(output: O::Output, ack: Ack, acks: ReplicaAcks) -> (O::Output, 
                 source: redis::RedisError::from((kind, "WAIT failed", detail.clone())),
             })
         }
-    }
+    };
+    (output, Unacknowledged { granted })
 }
 
 #[cfg(test)]
