@@ -14,6 +14,7 @@ use leader_core::{
 
 use crate::acquire::{acquire, acquire_slot};
 use crate::held::AsyncHeld;
+use crate::observe::AsyncObserver;
 
 /// Runs async actions only on the node that wins the lock; the others skip.
 ///
@@ -119,6 +120,31 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     /// The prefix put in front of every lock name (set by tenant scoping), if any.
     pub fn name_prefix(&self) -> Option<&str> {
         self.scope.name_prefix()
+    }
+
+    /// A clone with other options: the same backend and the same name scope (tenant or
+    /// prefix). The scheduler runs each job's lock this way, with its own wait and lease.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidOptions`] when `options` do not validate.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leader_async::AsyncLeaderElector;
+    /// use leader_core::{InMemoryBackend, LeaderElectionOptions};
+    ///
+    /// let elector = AsyncLeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default())?;
+    /// let acme = elector.for_tenant("acme")?;
+    /// let patient = acme.with_options(LeaderElectionOptions::default().with_wait_time(Duration::from_secs(1)))?;
+    /// assert_eq!(patient.lock_key("sync")?.as_str(), "tenant:acme:sync");
+    /// assert_eq!(patient.options().wait_time(), Duration::from_secs(1));
+    /// # Ok::<(), leader_core::Error>(())
+    /// ```
+    pub fn with_options(&self, options: LeaderElectionOptions) -> Result<Self, Error> {
+        Ok(Self::from_scope(self.scope.with_options(options)?))
     }
 
     /// A clone whose lock names all start with `prefix` (an application's own namespace,
@@ -371,6 +397,28 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     pub async fn state(&self, name: &str) -> Result<LeaderState, Error> {
         let key = self.observed_key(name)?;
         Ok(self.backend().state(&key).await?.with_lock_name(name))
+    }
+
+    /// The changes of who holds `name`: first the lock as it is, then each new holder,
+    /// release and expiry, pushed where the backend notifies releases and polled (every
+    /// second by default) elsewhere. See [`AsyncObserver`] for what is seen when, and the
+    /// policy for a slow reader.
+    ///
+    /// `name` is one that [`observed_key`](Self::observed_key) takes: a lock, a group's
+    /// slot, a ranked candidate's record.
+    ///
+    /// # Errors
+    ///
+    /// An invalid name. Read failures come as the observer's `Err` items.
+    pub fn observe(&self, name: &str) -> Result<AsyncObserver<B>, Error> {
+        let key = self.observed_key(name)?;
+        let listen_key = key.as_str().to_owned();
+        Ok(AsyncObserver::new(
+            Arc::clone(self.backend()),
+            vec![key],
+            vec![name.to_owned()],
+            listen_key,
+        ))
     }
 
     /// One page of the locks held under `request.prefix` (inside this elector's tenant

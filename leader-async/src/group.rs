@@ -1,6 +1,7 @@
 //! [`AsyncLeaderGroupElector`]: up to N nodes lead one name at once, each in a slot.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use leader_core::{
     AsyncLockBackend, CampaignConfig, Error, EventCallback, GroupSlots, GroupState, IntoTenantId,
@@ -9,6 +10,7 @@ use leader_core::{
 
 use crate::campaign::AsyncLeadershipHandle;
 use crate::elector::AsyncLeaderElector;
+use crate::observe::AsyncObserver;
 
 /// The async group elector: runs actions on up to `slots` nodes at once, each run holding
 /// one slot of the group.
@@ -175,6 +177,28 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderGroupElector<B> {
             slots.push(self.elector.backend().state(keys.slot(slot)).await?);
         }
         Ok(GroupState::new(name, slots))
+    }
+
+    /// The changes of who holds each slot of `name`: first every slot as it is (slot 0
+    /// first), then each new holder, release and expiry of any slot, each with its
+    /// [`slot`](leader_core::LeaderChange::slot) and the slot's name (`name`, `name#1`,
+    /// ...). A release of any slot wakes it where the backend notifies; see
+    /// [`AsyncObserver`].
+    ///
+    /// # Errors
+    ///
+    /// An invalid name. Read failures come as the observer's `Err` items.
+    pub fn observe(&self, name: &str) -> Result<AsyncObserver<B>, Error> {
+        let keys = self.slots.keys(&self.elector.lock_key(name)?)?;
+        let names = keys.slot_names(name);
+        let listen_key = keys.group().as_str().to_owned();
+        let keys = keys.iter().cloned().collect();
+        Ok(AsyncObserver::new(
+            Arc::clone(self.elector.backend()),
+            keys,
+            names,
+            listen_key,
+        ))
     }
 
     /// Starts a campaign for one slot of `name` in a task: continuous leadership for N

@@ -12,6 +12,7 @@ use leader_core::{
 
 use crate::acquire::{acquire, acquire_slot};
 use crate::held::HeldLease;
+use crate::observe::Observer;
 
 /// Runs actions only on the node that wins the lock; the others skip.
 ///
@@ -121,6 +122,31 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     /// The prefix put in front of every lock name (set by tenant scoping), if any.
     pub fn name_prefix(&self) -> Option<&str> {
         self.scope.name_prefix()
+    }
+
+    /// A clone with other options: the same backend and the same name scope (tenant or
+    /// prefix). The scheduler runs each job's lock this way, with its own wait and lease.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidOptions`] when `options` do not validate.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leader_blocking::LeaderElector;
+    /// use leader_core::{InMemoryBackend, LeaderElectionOptions};
+    ///
+    /// let elector = LeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default())?;
+    /// let acme = elector.for_tenant("acme")?;
+    /// let patient = acme.with_options(LeaderElectionOptions::default().with_wait_time(Duration::from_secs(1)))?;
+    /// assert_eq!(patient.lock_key("sync")?.as_str(), "tenant:acme:sync");
+    /// assert_eq!(patient.options().wait_time(), Duration::from_secs(1));
+    /// # Ok::<(), leader_core::Error>(())
+    /// ```
+    pub fn with_options(&self, options: LeaderElectionOptions) -> Result<Self, Error> {
+        Ok(Self::from_scope(self.scope.with_options(options)?))
     }
 
     /// A clone whose lock names all start with `prefix` (an application's own namespace,
@@ -352,6 +378,53 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     pub fn state(&self, name: &str) -> Result<LeaderState, Error> {
         let key = self.observed_key(name)?;
         Ok(self.backend().state(&key)?.with_lock_name(name))
+    }
+
+    /// The changes of who holds `name`, as an iterator that blocks until the next one:
+    /// first the lock as it is, then each new holder, release and expiry, pushed where the
+    /// backend notifies releases and polled (every second by default) elsewhere. See
+    /// [`Observer`] for what is seen when, and the policy for a slow reader.
+    ///
+    /// `name` is one that [`observed_key`](Self::observed_key) takes: a lock, a group's
+    /// slot, a ranked candidate's record.
+    ///
+    /// # Errors
+    ///
+    /// An invalid name. Read failures come as the iterator's `Err` items.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leader_blocking::LeaderElector;
+    /// use leader_core::{ChangeKind, InMemoryBackend, LeaderElectionOptions, Shutdown};
+    ///
+    /// let elector = LeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default())?;
+    /// let shutdown = Shutdown::new();
+    /// let changes = elector
+    ///     .observe("nightly")?
+    ///     .with_poll_interval(Duration::from_millis(200))
+    ///     .until(&shutdown);
+    /// let watcher = std::thread::spawn(move || {
+    ///     changes
+    ///         .filter_map(Result::ok)
+    ///         .map(|change| change.to_string())
+    ///         .collect::<Vec<_>>()
+    /// });
+    /// # std::thread::sleep(Duration::from_millis(50));
+    /// shutdown.trigger(); // ends the iterator
+    /// assert_eq!(watcher.join().unwrap()[0], "nightly free");
+    /// # Ok::<(), leader_core::Error>(())
+    /// ```
+    pub fn observe(&self, name: &str) -> Result<Observer<B>, Error> {
+        let key = self.observed_key(name)?;
+        let listen_key = key.as_str().to_owned();
+        Ok(Observer::new(
+            Arc::clone(self.backend()),
+            vec![key],
+            vec![name.to_owned()],
+            listen_key,
+        ))
     }
 
     /// One page of the locks held under `request.prefix` (inside this elector's tenant

@@ -1,5 +1,7 @@
 //! [`LeaderGroupElector`]: up to N nodes lead one name at once, each in a slot.
 
+use std::sync::Arc;
+
 use leader_core::{
     CampaignConfig, Error, EventCallback, GroupSlots, GroupState, IntoTenantId,
     LeaderElectionOptions, LeaderRunResult, LeaseContext, LockBackend, TenantId,
@@ -7,6 +9,7 @@ use leader_core::{
 
 use crate::campaign::LeadershipHandle;
 use crate::elector::LeaderElector;
+use crate::observe::Observer;
 
 /// Runs actions on up to `slots` nodes at once: each run holds one slot of the group.
 ///
@@ -174,6 +177,42 @@ impl<B: LockBackend + 'static> LeaderGroupElector<B> {
             .map(|slot| self.elector.backend().state(keys.slot(slot)))
             .collect::<Result<_, Error>>()?;
         Ok(GroupState::new(name, slots))
+    }
+
+    /// The changes of who holds each slot of `name`, as an iterator that blocks until the
+    /// next one: first every slot as it is (slot 0 first), then each new holder, release
+    /// and expiry of any slot, each with its [`slot`](leader_core::LeaderChange::slot)
+    /// and the slot's name (`name`, `name#1`, ...). A release of any slot wakes it where
+    /// the backend notifies; see [`Observer`].
+    ///
+    /// # Errors
+    ///
+    /// An invalid name. Read failures come as the iterator's `Err` items.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_blocking::LeaderGroupElector;
+    /// use leader_core::{ChangeKind, InMemoryBackend, LeaderElectionOptions};
+    ///
+    /// let group = LeaderGroupElector::new(InMemoryBackend::new(), LeaderElectionOptions::default(), 2)?;
+    /// let mut changes = group.observe("consumers")?;
+    /// let first: Vec<_> = changes.by_ref().take(2).collect::<Result<_, _>>()?;
+    /// assert_eq!(first[1].lock_name, "consumers#1");
+    /// assert!(first.iter().all(|change| change.kind == ChangeKind::Initial && change.holder.is_none()));
+    /// # Ok::<(), leader_core::Error>(())
+    /// ```
+    pub fn observe(&self, name: &str) -> Result<Observer<B>, Error> {
+        let keys = self.slots.keys(&self.elector.lock_key(name)?)?;
+        let names = keys.slot_names(name);
+        let listen_key = keys.group().as_str().to_owned();
+        let keys = keys.iter().cloned().collect();
+        Ok(Observer::new(
+            Arc::clone(self.elector.backend()),
+            keys,
+            names,
+            listen_key,
+        ))
     }
 
     /// Starts a campaign for one slot of `name` on a background thread: continuous

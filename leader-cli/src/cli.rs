@@ -71,6 +71,12 @@ pub(crate) enum Command {
         /// The lock name
         name: String,
     },
+    /// A scheduled job: its last run (tick, node, fencing token, outcome), its lock and
+    /// its next tick
+    Schedule {
+        /// The job's name
+        name: String,
+    },
     /// Take a lock and hold it (renewed) for a duration or until Ctrl-C, then release it
     Acquire {
         /// The lock name

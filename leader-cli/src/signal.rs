@@ -1,5 +1,5 @@
-//! Wake-ups of the long-running commands (`watch`, `acquire`): Ctrl-C or SIGTERM, a
-//! release notification from the backend, a lost lease; all on one channel.
+//! Wake-ups of the long-running commands (`watch`, `acquire`): Ctrl-C or SIGTERM, a lost
+//! lease; all on one channel.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -12,8 +12,6 @@ use crate::error::CliError;
 pub(crate) enum Wake {
     /// Ctrl-C (SIGINT) or SIGTERM: finish cleanly.
     Stop,
-    /// The backend says the lock was released.
-    Released,
     /// The held lease was lost.
     Lost,
     /// The wait ran out.
@@ -43,7 +41,7 @@ impl Wakeups {
         Ok(Wakeups { sender, receiver })
     }
 
-    /// A sender for other wake-ups (a thread watching the lease or release notifications).
+    /// A sender for other wake-ups (a thread watching the lease).
     pub(crate) fn sender(&self) -> Sender<Wake> {
         self.sender.clone()
     }

@@ -64,9 +64,11 @@ fn holds_and_watches(url: &str) {
     assert!(held.stdout.contains("\"released\""), "{held:#?}");
 
     let freed = watch.json_line();
-    assert_eq!(freed["event"], "freed", "{freed}");
+    assert_eq!(freed["event"], "released", "{freed}");
     assert_eq!(freed["status"], "free", "{freed}");
     assert_eq!(freed["leader"], Value::Null, "{freed}");
+    assert_eq!(freed["previous"]["leader_id"], "node-a", "{freed}");
+    assert_eq!(freed["previous"]["fencing_token"], token, "{freed}");
     watch.terminate();
     watch.finish(common::DEADLINE).expect_code(0);
 

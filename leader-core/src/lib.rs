@@ -87,10 +87,12 @@ pub use embedded::memory::InMemoryBackend;
 pub use embedded::noop::NoopBackend;
 pub use engine::watcher::LeadershipWatcher;
 pub use error::{BackendError, BackendErrorKind, BoxError, Error, OptionsError};
+pub use leadership::change::{ChangeKind, LeaderChange};
 pub use leadership::context::LeaseContext;
 pub use leadership::event::{EventCallback, LeadershipEvent, RevokeReason};
 pub use leadership::events::LeadershipEvents;
 pub use leadership::result::LeaderRunResult;
+pub use leadership::shutdown::Shutdown;
 pub use name::{LockName, NameError};
 pub use redact::{RedactedError, UrlSecrets};
 pub use spi::backend::{AsyncLockBackend, Backend, LockBackend};
@@ -100,6 +102,9 @@ pub use spi::lease::{Lease, OwnerToken, ParseOwnerTokenError};
 pub use spi::lease_limit::{LeaseTooLong, MAX_SERVER_LEASE};
 pub use spi::listing::{ForceReleaseOutcome, ListCursor, ListPage, ListRequest};
 pub use spi::outcome::{AcquireOutcome, ExtendOutcome, ReleaseOutcome, SlotOutcome};
+pub use spi::record::{
+    MAX_RECORD_LEN, RecordWrite, RecordWriteOutcome, StoredRecord, corrupt_record,
+};
 pub use spi::release_events::{ReleaseEvents, ReleaseListener};
 pub use spi::request::{AcquireRequest, ReleaseRequest, Renewal, SlotRequest, SlotWalk};
 pub use spi::state::{LeaderLease, LeaderState, LockStatus};

@@ -5,13 +5,15 @@ use std::time::Duration;
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, Error, ExtendOutcome, ForceReleaseOutcome, LeaderState, Lease,
-    ListPage, ListRequest, LockBackend, LockName, ReleaseOutcome, ReleaseRequest, SlotOutcome,
-    SlotRequest,
+    ListPage, ListRequest, LockBackend, LockName, RecordWrite, RecordWriteOutcome, ReleaseOutcome,
+    ReleaseRequest, SlotOutcome, SlotRequest, StoredRecord,
 };
 
 use crate::backend::EtcdBackend;
 use crate::operator::{ForceRelease, List};
-use crate::ops::{Acquire, AcquireSlot, Extend, Release, State, slot_fits_one_txn};
+use crate::ops::{
+    Acquire, AcquireSlot, Extend, ReadRecord, Release, State, WriteRecord, slot_fits_one_txn,
+};
 
 /// Blocks the calling thread for at most the configured `operation_timeout` per call.
 /// Callable from any thread, including one that runs an async runtime (which it then
@@ -108,5 +110,16 @@ impl LockBackend for EtcdBackend {
         })?;
         self.force_released(key, &outcome);
         Ok(outcome)
+    }
+
+    /// One linearizable read of the record's key, `{prefix}/record/{name}`.
+    fn read_record(&self, key: &LockName) -> Result<Option<StoredRecord>, Error> {
+        self.block_on(ReadRecord { key: key.clone() })
+    }
+
+    /// A transaction that puts the record's key only while it is as expected: absent, or
+    /// unchanged since a read found it at the version expected.
+    fn write_record(&self, write: RecordWrite<'_>) -> Result<RecordWriteOutcome, Error> {
+        self.block_on(WriteRecord::from(write))
     }
 }

@@ -49,6 +49,10 @@ pub(crate) enum OpError {
         /// What is wrong with it.
         problem: &'static str,
     },
+    /// A record (not a lock) in a shape no backend writes: the error of
+    /// [`leader_core::corrupt_record`], and the record is never overwritten.
+    #[error("corrupted record: {0}")]
+    CorruptRecord(&'static str),
     /// The cluster answered with something this backend cannot read (a missing answer to a
     /// transaction's operation).
     #[error("unexpected answer from etcd: {0}")]
@@ -126,6 +130,7 @@ impl OpError {
                 BackendErrorKind::Transient
             }
             OpError::Corrupt { .. }
+            | OpError::CorruptRecord(_)
             | OpError::Protocol(_)
             | OpError::Panicked
             | OpError::LeaseTooLong(_)
@@ -136,6 +141,11 @@ impl OpError {
     /// The toolkit's error, naming the backend and `key`: the lock, or for a listing the
     /// prefix.
     pub(crate) fn into_core(self, key: &str) -> leader_core::Error {
+        if let OpError::CorruptRecord(what) = &self
+            && let Ok(name) = leader_core::LockName::new(key)
+        {
+            return leader_core::corrupt_record(BACKEND, &name, *what);
+        }
         let kind = self.kind();
         BackendError::new(BACKEND, key, kind, self).into()
     }

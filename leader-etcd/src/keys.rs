@@ -1,14 +1,17 @@
-//! Where a lock lives in etcd: three keys under the configured prefix.
+//! Where a lock lives in etcd: three keys under the configured prefix; and a record, a
+//! fourth kind of key beside them.
 //!
 //! | key | value | etcd lease |
 //! |---|---|---|
 //! | `{prefix}/lock/{name}` | the owner token (32 hex digits), compared by every ownership check | the holder's |
 //! | `{prefix}/holder/{name}` | the [`Record`](crate::record::Record): fencing token, times, node id | the holder's |
 //! | `{prefix}/fence/{name}` | the last fencing token handed out, 20 zero-padded digits | none: it never expires |
+//! | `{prefix}/record/{name}` | the record of that name (no lock's): its value; its version is the key's etcd `version` | none: it never expires |
 //!
 //! The lock and holder keys are written and deleted together, in one transaction, and
 //! hang on the same etcd lease, so they expire together. Listing pages through the holder
-//! keys; release notifications watch the lock keys.
+//! keys; release notifications watch the lock keys; no lock operation reads or writes a
+//! record key.
 
 use leader_core::LockName;
 
@@ -18,6 +21,7 @@ pub(crate) struct Keys {
     lock: String,
     holder: String,
     fence: String,
+    record: String,
 }
 
 impl Keys {
@@ -27,6 +31,7 @@ impl Keys {
             lock: format!("{prefix}/lock/"),
             holder: format!("{prefix}/holder/"),
             fence: format!("{prefix}/fence/"),
+            record: format!("{prefix}/record/"),
         }
     }
 
@@ -43,6 +48,11 @@ impl Keys {
     /// The key holding `name`'s last fencing token.
     pub(crate) fn fence(&self, name: &str) -> Vec<u8> {
         join(&self.fence, name)
+    }
+
+    /// The key holding the record `name` (apart from any lock of that name).
+    pub(crate) fn record(&self, name: &str) -> Vec<u8> {
+        join(&self.record, name)
     }
 
     /// The start of every lock key (what release notifications watch).
@@ -102,6 +112,8 @@ mod tests {
         assert_eq!(keys.lock("nightly"), b"leader/lock/nightly");
         assert_eq!(keys.holder("nightly"), b"leader/holder/nightly");
         assert_eq!(keys.fence("nightly"), b"leader/fence/nightly");
+        assert_eq!(keys.record("nightly"), b"leader/record/nightly");
+        assert_eq!(keys.name_of_holder(b"leader/record/nightly"), None);
         assert_eq!(
             keys.name_of_lock(b"leader/lock/nightly")
                 .map(|n| n.to_string()),

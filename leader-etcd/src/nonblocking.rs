@@ -5,13 +5,15 @@ use std::time::Duration;
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, ForceReleaseOutcome,
-    LeaderState, Lease, ListPage, ListRequest, LockName, ReleaseOutcome, ReleaseRequest,
-    SlotOutcome, SlotRequest,
+    LeaderState, Lease, ListPage, ListRequest, LockName, RecordWrite, RecordWriteOutcome,
+    ReleaseOutcome, ReleaseRequest, SlotOutcome, SlotRequest, StoredRecord,
 };
 
 use crate::backend::EtcdBackend;
 use crate::operator::{ForceRelease, List};
-use crate::ops::{Acquire, AcquireSlot, Extend, Release, State, slot_fits_one_txn};
+use crate::ops::{
+    Acquire, AcquireSlot, Extend, ReadRecord, Release, State, WriteRecord, slot_fits_one_txn,
+};
 
 /// # Cancel safety
 ///
@@ -128,5 +130,16 @@ impl AsyncLockBackend for EtcdBackend {
             .await?;
         self.force_released(key, &outcome);
         Ok(outcome)
+    }
+
+    /// One linearizable read of the record's key, `{prefix}/record/{name}`.
+    async fn read_record(&self, key: &LockName) -> Result<Option<StoredRecord>, Error> {
+        self.run(ReadRecord { key: key.clone() }).await
+    }
+
+    /// A transaction that puts the record's key only while it is as expected: absent, or
+    /// unchanged since a read found it at the version expected.
+    async fn write_record(&self, write: RecordWrite<'_>) -> Result<RecordWriteOutcome, Error> {
+        self.run(WriteRecord::from(write)).await
     }
 }

@@ -1,7 +1,7 @@
 //! Clusters that cannot serve this backend give clear, typed errors naming the lock, and
-//! nothing is changed: no member listening, keys of another shape at a lock's paths, a
-//! wrong password or a user without permission on the prefix; and what a lease time
-//! becomes in etcd's whole seconds.
+//! nothing is changed: no member listening, keys of another shape at a lock's or a
+//! record's paths, a wrong password or a user without permission on the prefix; and what
+//! a lease time becomes in etcd's whole seconds.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -15,7 +15,7 @@ use common::{
 };
 use leader_core::{
     AcquireRequest, Error, LeaderElectionOptions, Lease, ListRequest, LockBackend, LockName,
-    OwnerToken,
+    MAX_RECORD_LEN, OwnerToken, RecordWrite,
 };
 use leader_etcd::EtcdBackend;
 use leader_testkit::{fixtures, fresh_name};
@@ -128,6 +128,39 @@ fn keys_of_another_shape_at_a_locks_paths_are_refused_and_left_as_they_were() {
     for garbage in [&br#""quoted""#[..], b"", b" 42", b"-1"] {
         let key = refused_and_kept(&raw, &backend, "fence", garbage);
         assert!(raw.get(&format!("shapes/lock/{key}")).is_none());
+    }
+}
+
+#[test]
+fn a_garbled_record_is_refused_and_left_as_it_was() {
+    let Some(server) = fixtures::shared_etcd() else {
+        return;
+    };
+    let raw = Raw::connect(&[server.endpoint()], None);
+    let backend = EtcdBackend::connect_with(&server.url(), config("shapes")).unwrap();
+
+    let too_long = vec![b'x'; MAX_RECORD_LEN + 1];
+    for garbage in [&b"\xff\xfe not UTF-8"[..], &too_long] {
+        let key = fresh_name("shape-record");
+        let path = format!("{}/record/{key}", backend.prefix());
+        // Its etcd version is 1, what a blind write over version 1 expects.
+        raw.put(&path, garbage);
+        let corrupt = |err: Error| {
+            assert!(!err.is_transient(), "{err}");
+            let text = err.to_string();
+            assert!(text.contains("corrupted record"), "{text}");
+            assert!(text.contains(key.as_str()), "{text}");
+        };
+        corrupt(backend.read_record(&key).unwrap_err());
+        for expected in [None, Some(1), Some(2)] {
+            let write = RecordWrite::new(&key, expected, "overwritten").unwrap();
+            corrupt(backend.write_record(write).unwrap_err());
+        }
+        assert_eq!(
+            raw.get(&path).as_deref(),
+            Some(garbage),
+            "the record was overwritten"
+        );
     }
 }
 

@@ -4,11 +4,13 @@ use std::time::Duration;
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, Error, ExtendOutcome, ForceReleaseOutcome, LeaderState, Lease,
-    ListPage, ListRequest, LockBackend, LockName, ReleaseOutcome,
+    ListPage, ListRequest, LockBackend, LockName, RecordWrite, RecordWriteOutcome, ReleaseOutcome,
+    StoredRecord,
 };
 
 use crate::backend::MongoBackend;
 use crate::ops::Acquire;
+use crate::records::WriteRecord;
 
 /// Blocks the calling thread for at most the configured `operation_timeout` per call.
 /// Callable from any thread, including a thread that runs an async runtime (which it then
@@ -60,5 +62,14 @@ impl LockBackend for MongoBackend {
             key.as_str(),
             self.store().force_release_if(key.clone(), fencing_token),
         )
+    }
+
+    fn read_record(&self, key: &LockName) -> Result<Option<StoredRecord>, Error> {
+        self.block_on(key.as_str(), self.store().read_record(key.clone()))
+    }
+
+    fn write_record(&self, write: RecordWrite<'_>) -> Result<RecordWriteOutcome, Error> {
+        let key = write.key().as_str();
+        self.block_on(key, self.store().write_record(WriteRecord::from(write)))
     }
 }

@@ -96,8 +96,10 @@ impl Clients {
         let old_client = {
             let mut current = self.current.lock();
             let namespace = current.collection.namespace();
+            let database = client.database(&namespace.db);
             let fresh = Store {
-                collection: client.database(&namespace.db).collection(&namespace.coll),
+                collection: database.collection(&namespace.coll),
+                records: database.collection(current.records.name()),
                 ..current.clone()
             };
             std::mem::replace(&mut *current, fresh)

@@ -75,6 +75,10 @@ pub(crate) enum OpError {
     /// A list cursor this backend did not make for this listing.
     #[error(transparent)]
     BadCursor(#[from] leader_core::CursorError),
+    /// A record stored in a shape this backend never writes, already the core error
+    /// ([`leader_core::corrupt_record`]).
+    #[error(transparent)]
+    Record(leader_core::Error),
 }
 
 impl From<Stopped> for OpError {
@@ -95,7 +99,8 @@ impl OpError {
             OpError::Shape(_)
             | OpError::Panicked
             | OpError::LeaseTooLong(_)
-            | OpError::BadCursor(_) => BackendErrorKind::Permanent,
+            | OpError::BadCursor(_)
+            | OpError::Record(_) => BackendErrorKind::Permanent,
             OpError::TimedOut(_) | OpError::NoDocument(_) | OpError::ShutDown => {
                 BackendErrorKind::Transient
             }
@@ -105,6 +110,9 @@ impl OpError {
     /// The toolkit's error, naming the backend and `key`: the lock, or for a listing the
     /// prefix.
     pub(crate) fn into_core(self, key: &str) -> leader_core::Error {
+        if let OpError::Record(err) = self {
+            return err;
+        }
         let kind = self.kind();
         BackendError::new(BACKEND, key, kind, self).into()
     }

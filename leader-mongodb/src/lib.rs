@@ -14,6 +14,7 @@ mod nonblocking;
 mod operator;
 mod ops;
 mod pipeline;
+mod records;
 mod time;
 mod url;
 

@@ -5,11 +5,13 @@ use std::time::Duration;
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, ForceReleaseOutcome,
-    LeaderState, Lease, ListPage, ListRequest, LockName, ReleaseOutcome,
+    LeaderState, Lease, ListPage, ListRequest, LockName, RecordWrite, RecordWriteOutcome,
+    ReleaseOutcome, StoredRecord,
 };
 
 use crate::backend::MongoBackend;
 use crate::ops::Acquire;
+use crate::records::WriteRecord;
 
 /// # Cancel safety
 ///
@@ -73,5 +75,20 @@ impl AsyncLockBackend for MongoBackend {
             key.to_string(),
             self.store().force_release_if(key.clone(), fencing_token),
         )
+    }
+
+    fn read_record(
+        &self,
+        key: &LockName,
+    ) -> impl Future<Output = Result<Option<StoredRecord>, Error>> + Send {
+        self.run(key.to_string(), self.store().read_record(key.clone()))
+    }
+
+    fn write_record(
+        &self,
+        write: RecordWrite<'_>,
+    ) -> impl Future<Output = Result<RecordWriteOutcome, Error>> + Send {
+        let key = write.key().to_string();
+        self.run(key, self.store().write_record(WriteRecord::from(write)))
     }
 }

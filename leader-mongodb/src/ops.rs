@@ -29,6 +29,8 @@ const ACQUIRE_ATTEMPTS: usize = 3;
 #[derive(Debug, Clone)]
 pub(crate) struct Store {
     pub(crate) collection: Collection<Document>,
+    /// The records' collection, `<collection>_records` (see `records`).
+    pub(crate) records: Collection<Document>,
     pub(crate) write_concern: WriteConcern,
     pub(crate) max_time: Duration,
 }
@@ -66,11 +68,18 @@ enum Unsettled {
     NoDocument,
 }
 
+/// The records' collection beside the lock collection `collection`.
+pub(crate) fn records_collection(collection: &str) -> String {
+    format!("{collection}_records")
+}
+
 impl Store {
     /// The lock collection of `config` in `database`, through `client`.
     pub(crate) fn on(client: &Client, database: &str, config: &MongoConfig) -> Self {
+        let database = client.database(database);
         Store {
-            collection: client.database(database).collection(config.collection()),
+            collection: database.collection(config.collection()),
+            records: database.collection(&records_collection(config.collection())),
             write_concern: config.write_concern().clone(),
             max_time: config.max_time(),
         }

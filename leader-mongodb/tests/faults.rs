@@ -1,5 +1,5 @@
 //! Faults: a server that stops while a lease is held, a server that comes back, lock
-//! documents of the wrong shape, and sixteen threads racing on a key with no document.
+//! and record documents of the wrong shape, and sixteen threads racing on a key with no document.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -12,7 +12,7 @@ use common::{Raw, config, private_server, uri, uri_of};
 use leader_blocking::LeaderElector;
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, LeaderElectionOptions, Lease,
-    LockBackend, LockName, OwnerToken,
+    LockBackend, LockName, OwnerToken, RecordWrite,
 };
 use leader_mongodb::{MongoBackend, MongoConfig};
 use leader_testkit::fixtures::Data;
@@ -249,6 +249,74 @@ fn a_lock_document_of_the_wrong_shape_is_a_permanent_error_and_stays_untouched()
             raw.find(collection, key.as_str()),
             Some(doc),
             "{case}: the document must stay as it was"
+        );
+    }
+}
+
+/// Record documents this backend never writes, each with the version a writer may
+/// expect of it.
+fn corrupted_records(id: &str) -> Vec<(&'static str, Document, Option<u64>)> {
+    vec![
+        (
+            "version is text",
+            doc! { "_id": id, "version": "one", "value": "v" },
+            Some(1),
+        ),
+        (
+            "version is zero",
+            doc! { "_id": id, "version": 0_i64, "value": "v" },
+            None,
+        ),
+        (
+            "version is negative",
+            doc! { "_id": id, "version": -1_i64, "value": "v" },
+            Some(1),
+        ),
+        (
+            "version is a double",
+            doc! { "_id": id, "version": 1.0_f64, "value": "v" },
+            Some(1),
+        ),
+        (
+            "value is a number",
+            doc! { "_id": id, "version": 1_i64, "value": 7_i32 },
+            Some(1),
+        ),
+        (
+            "value is missing",
+            doc! { "_id": id, "version": 1_i64 },
+            Some(1),
+        ),
+    ]
+}
+
+#[test]
+fn a_record_document_of_the_wrong_shape_is_a_permanent_error_and_stays_untouched() {
+    let Some(uri) = uri() else { return };
+    let collection = "faults_corrupted_records";
+    let backend = MongoBackend::connect_with(&uri, config(collection)).unwrap();
+    let raw = Raw::connect(&uri);
+    let records = format!("{collection}_records");
+    let key = fresh_name("corrupted-record");
+    for (case, doc, expected) in corrupted_records(key.as_str()) {
+        raw.replace(&records, doc.clone());
+        let write = RecordWrite::new(&key, expected, "new").unwrap();
+        assert_backend_error(LockBackend::read_record(&backend, &key), &key, false);
+        assert_backend_error(LockBackend::write_record(&backend, write), &key, false);
+        assert_backend_error(
+            smol::block_on(AsyncLockBackend::read_record(&backend, &key)),
+            &key,
+            false,
+        );
+        assert_backend_error(
+            smol::block_on(AsyncLockBackend::write_record(&backend, write)),
+            &key,
+            false,
+        );
+        assert_eq!(
+            raw.find(&records, key.as_str()),
+            Some(doc),
+            "{case}: the record must stay as it was"
         );
     }
 }

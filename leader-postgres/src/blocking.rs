@@ -5,12 +5,14 @@ use std::time::Duration;
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, Error, ExtendOutcome, ForceReleaseOutcome, LeaderState, Lease,
-    ListPage, ListRequest, LockBackend, LockName, ReleaseOutcome,
+    ListPage, ListRequest, LockBackend, LockName, RecordWrite, RecordWriteOutcome, ReleaseOutcome,
+    StoredRecord,
 };
 
 use crate::backend::PostgresBackend;
 use crate::operator::{ForceRelease, List};
 use crate::ops::{Acquire, Extend, Release, State};
+use crate::records::{ReadRecord, WriteRecord};
 
 /// Blocks the calling thread for at most the configured `operation_timeout` per call.
 /// Callable from any thread, including one that runs an async runtime (which it then
@@ -78,5 +80,13 @@ impl LockBackend for PostgresBackend {
         })?;
         self.force_released(key, &outcome);
         Ok(outcome)
+    }
+
+    fn read_record(&self, key: &LockName) -> Result<Option<StoredRecord>, Error> {
+        self.block_on(ReadRecord { key: key.clone() })
+    }
+
+    fn write_record(&self, write: RecordWrite<'_>) -> Result<RecordWriteOutcome, Error> {
+        self.block_on(WriteRecord::from(write))
     }
 }

@@ -25,6 +25,8 @@ pub(crate) struct Statements {
     pub(crate) list: Statement,
     pub(crate) list_unbounded: Statement,
     pub(crate) force_release: Statement,
+    pub(crate) read_record: Statement,
+    pub(crate) write_record: Statement,
 }
 
 impl Conn {
@@ -53,8 +55,15 @@ impl Statements {
             client.prepare_typed(&sql.list_unbounded, &[TEXT, TEXT, INT8]),
             client.prepare_typed(&sql.force_release, &[TEXT, TEXT, Type::BOOL, INT8]),
         );
-        let ((acquire, holder, extend, release), (list, list_unbounded, force_release)) =
-            futures_util::future::try_join(locks, operator).await?;
+        let records = futures_util::future::try_join(
+            client.prepare_typed(&sql.read_record, &[TEXT]),
+            client.prepare_typed(&sql.write_record, &[TEXT, INT8, TEXT]),
+        );
+        let (
+            (acquire, holder, extend, release),
+            (list, list_unbounded, force_release),
+            (read_record, write_record),
+        ) = futures_util::future::try_join3(locks, operator, records).await?;
         Ok(Statements {
             acquire,
             holder,
@@ -63,6 +72,8 @@ impl Statements {
             list,
             list_unbounded,
             force_release,
+            read_record,
+            write_record,
         })
     }
 }

@@ -59,8 +59,8 @@ pub(crate) enum OpError {
     /// A column of a returned row could not be read as this backend wrote it.
     #[error("cannot read a lock row: {0}")]
     Decode(#[source] tokio_postgres::Error),
-    /// The lock table exists but is not one this backend made.
-    #[error("the lock table `{table}` has the wrong shape: {problem}")]
+    /// The lock table (or the records' table) exists but is not one this backend made.
+    #[error("the table `{table}` has the wrong shape: {problem}")]
     Shape {
         /// The table.
         table: String,
@@ -88,6 +88,10 @@ pub(crate) enum OpError {
     /// A list cursor this backend did not make for this listing.
     #[error(transparent)]
     BadCursor(#[from] leader_core::CursorError),
+    /// A record stored in a shape this backend never writes, already the core error
+    /// ([`leader_core::corrupt_record`]).
+    #[error(transparent)]
+    Record(leader_core::Error),
 }
 
 impl From<Stopped> for OpError {
@@ -114,9 +118,10 @@ impl OpError {
             OpError::Decode(_) | OpError::Shape { .. } | OpError::Corrupt(_) => {
                 BackendErrorKind::Permanent
             }
-            OpError::Panicked | OpError::LeaseTooLong(_) | OpError::BadCursor(_) => {
-                BackendErrorKind::Permanent
-            }
+            OpError::Panicked
+            | OpError::LeaseTooLong(_)
+            | OpError::BadCursor(_)
+            | OpError::Record(_) => BackendErrorKind::Permanent,
         }
     }
 
@@ -133,7 +138,8 @@ impl OpError {
             OpError::Decode(_)
             | OpError::Corrupt(_)
             | OpError::LeaseTooLong(_)
-            | OpError::BadCursor(_) => true,
+            | OpError::BadCursor(_)
+            | OpError::Record(_) => true,
             _ => false,
         }
     }
@@ -159,6 +165,9 @@ impl OpError {
     /// The toolkit's error, naming the backend and `key`: the lock, or for a listing the
     /// prefix.
     pub(crate) fn into_core(self, key: &str) -> leader_core::Error {
+        if let OpError::Record(err) = self {
+            return err;
+        }
         let kind = self.kind();
         BackendError::new(BACKEND, key, kind, self).into()
     }

@@ -15,6 +15,7 @@ mod nonblocking;
 mod operator;
 mod ops;
 mod pool;
+mod records;
 mod schema;
 mod sql;
 mod table;

@@ -5,12 +5,14 @@ use std::time::Duration;
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, ForceReleaseOutcome,
-    LeaderState, Lease, ListPage, ListRequest, LockName, ReleaseOutcome,
+    LeaderState, Lease, ListPage, ListRequest, LockName, RecordWrite, RecordWriteOutcome,
+    ReleaseOutcome, StoredRecord,
 };
 
 use crate::backend::PostgresBackend;
 use crate::operator::{ForceRelease, List};
 use crate::ops::{Acquire, Extend, Release, State};
+use crate::records::{ReadRecord, WriteRecord};
 
 /// # Cancel safety
 ///
@@ -92,5 +94,13 @@ impl AsyncLockBackend for PostgresBackend {
             .await?;
         self.force_released(key, &outcome);
         Ok(outcome)
+    }
+
+    async fn read_record(&self, key: &LockName) -> Result<Option<StoredRecord>, Error> {
+        self.run(ReadRecord { key: key.clone() }).await
+    }
+
+    async fn write_record(&self, write: RecordWrite<'_>) -> Result<RecordWriteOutcome, Error> {
+        self.run(WriteRecord::from(write)).await
     }
 }

@@ -7,7 +7,7 @@ use tokio_postgres::Client;
 use tokio_postgres::error::SqlState;
 
 use crate::error::OpError;
-use crate::sql::{COLUMNS, EXISTS, SHAPE, Sql};
+use crate::sql::{COLUMNS, EXISTS, RECORD_COLUMNS, SHAPE, Sql};
 use crate::table::Table;
 
 /// How a found table differs from the one this backend makes.
@@ -42,18 +42,36 @@ impl fmt::Display for ShapeError {
     }
 }
 
-/// Makes the table if it is missing, then checks its columns and key.
+/// Makes the lock table and the records' table if they are missing, then checks the
+/// columns and key of each.
 ///
 /// The existence check comes first so that a role without `CREATE` on the schema can use
-/// a table someone else made.
+/// tables someone else made.
 pub(crate) async fn ensure(client: &Client, table: &Table, sql: &Sql) -> Result<(), OpError> {
+    ensure_one(client, table, &sql.create, &COLUMNS).await?;
+    ensure_one(
+        client,
+        &table.records(),
+        &sql.create_records,
+        &RECORD_COLUMNS,
+    )
+    .await
+}
+
+/// Makes `table` with `create` if it is missing, then checks it has `columns`.
+async fn ensure_one(
+    client: &Client,
+    table: &Table,
+    create: &str,
+    columns: &[(&'static str, &'static str)],
+) -> Result<(), OpError> {
     let exists: bool = client
         .query_one(EXISTS, &[&table.quoted()])
         .await?
         .try_get(0)
         .map_err(OpError::Decode)?;
     if !exists {
-        match client.batch_execute(&sql.create).await {
+        match client.batch_execute(create).await {
             Ok(()) => {}
             // Another session made it at the same moment: PostgreSQL reports the race as
             // a duplicate table, a unique violation on its catalog, or a duplicate row type
@@ -73,16 +91,19 @@ pub(crate) async fn ensure(client: &Client, table: &Table, sql: &Sql) -> Result<
         let primary: bool = row.try_get(2).map_err(OpError::Decode)?;
         found.push((name, kind, primary));
     }
-    check(&found).map_err(|problem| OpError::Shape {
+    check(&found, columns).map_err(|problem| OpError::Shape {
         table: table.name().to_owned(),
         problem,
     })
 }
 
-/// Compares the `(name, type, is the primary key)` of each column with the table this
-/// backend makes.
-fn check(found: &[(String, String, bool)]) -> Result<(), ShapeError> {
-    for (column, expected) in COLUMNS {
+/// Compares the `(name, type, is the primary key)` of each column with `columns`, those
+/// of a table this backend makes.
+fn check(
+    found: &[(String, String, bool)],
+    columns: &[(&'static str, &'static str)],
+) -> Result<(), ShapeError> {
+    for &(column, expected) in columns {
         match found.iter().find(|(name, _, _)| name == column) {
             None => return Err(ShapeError::Missing(column)),
             Some((_, kind, _)) if kind != expected => {
@@ -97,7 +118,7 @@ fn check(found: &[(String, String, bool)]) -> Result<(), ShapeError> {
     }
     if let Some((extra, _, _)) = found
         .iter()
-        .find(|(name, _, _)| !COLUMNS.iter().any(|(column, _)| column == name))
+        .find(|(name, _, _)| !columns.iter().any(|(column, _)| column == name))
     {
         return Err(ShapeError::Extra(extra.clone()));
     }
@@ -123,14 +144,14 @@ mod tests {
 
     #[test]
     fn accepts_its_own_table_and_names_each_difference() {
-        assert_eq!(check(&ours()), Ok(()));
+        assert_eq!(check(&ours(), &COLUMNS), Ok(()));
         let mut other = ours();
         other.retain(|(name, _, _)| name != "owner");
-        assert_eq!(check(&other), Err(ShapeError::Missing("owner")));
+        assert_eq!(check(&other, &COLUMNS), Err(ShapeError::Missing("owner")));
         let mut other = ours();
         other[3].1 = "integer".into();
         assert!(matches!(
-            check(&other),
+            check(&other, &COLUMNS),
             Err(ShapeError::WrongType {
                 column: "fencing_token",
                 ..
@@ -138,9 +159,12 @@ mod tests {
         ));
         let mut other = ours();
         other.push(("note".into(), "text".into(), false));
-        assert_eq!(check(&other), Err(ShapeError::Extra("note".into())));
+        assert_eq!(
+            check(&other, &COLUMNS),
+            Err(ShapeError::Extra("note".into()))
+        );
         let mut other = ours();
         other[0].2 = false;
-        assert_eq!(check(&other), Err(ShapeError::NoPrimaryKey));
+        assert_eq!(check(&other, &COLUMNS), Err(ShapeError::NoPrimaryKey));
     }
 }

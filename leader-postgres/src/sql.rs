@@ -36,6 +36,14 @@ pub(crate) struct Sql {
     /// holder (leader id, token, acquired, expires) and whether it was freed, or no row
     /// when nobody held the lock. Notifies `$2` with the name when it freed it.
     pub(crate) force_release: String,
+    /// Creates the records' table when it is missing.
+    pub(crate) create_records: String,
+    /// `$1` name → the record's version and value, or no row.
+    pub(crate) read_record: String,
+    /// `$1` name, `$2` the version expected (NULL: no record), `$3` value → the new
+    /// version (NULL when nothing was written) and the version and value found (NULLs
+    /// when there was no record).
+    pub(crate) write_record: String,
 }
 
 /// The six columns, with the type `format_type` gives each, in table order.
@@ -47,6 +55,10 @@ pub(crate) const COLUMNS: [(&str, &str); 6] = [
     ("acquired_at", "timestamp with time zone"),
     ("expires_at", "timestamp with time zone"),
 ];
+
+/// The records' table's three columns, as [`COLUMNS`] lists the lock table's.
+pub(crate) const RECORD_COLUMNS: [(&str, &str); 3] =
+    [("name", "text"), ("version", "bigint"), ("value", "text")];
 
 /// `$1` the quoted table name → whether it exists.
 pub(crate) const EXISTS: &str = "SELECT to_regclass($1) IS NOT NULL";
@@ -172,8 +184,47 @@ impl Sql {
                 EXISTS (SELECT 1 FROM forced, pg_notify($2::text, forced.name)) AS freed
             FROM prior"
         );
+        let r = table.records();
+        let r = r.quoted();
+        let create_records = format!(
+            "CREATE TABLE IF NOT EXISTS {r} (
+                name text COLLATE \"C\" PRIMARY KEY,
+                version bigint NOT NULL,
+                value text NOT NULL
+            )"
+        );
+        let read_record = format!("SELECT version, value FROM {r} WHERE name = $1::text");
+        // One statement, the compare-and-set: `prior` locks and reads the record as it is
+        // (the latest committed version, as a locking read sees it); a new record is
+        // inserted only when none was expected (a racing insert makes it do nothing), an
+        // existing one updated only while it has the version expected, which is never
+        // below 1, so a corrupted row is never written over. The caller tells written
+        // from conflict by `written`, and reads the conflict's record from `prior`.
+        let write_record = format!(
+            "WITH prior AS (
+                SELECT version, value FROM {r} WHERE name = $1::text FOR UPDATE
+            ),
+            created AS (
+                INSERT INTO {r} (name, version, value)
+                SELECT $1::text, 1, $3::text WHERE $2::bigint IS NULL
+                ON CONFLICT (name) DO NOTHING
+                RETURNING version
+            ),
+            updated AS (
+                UPDATE {r} SET version = version + 1, value = $3::text
+                WHERE name = $1::text AND version = $2::bigint AND version > 0
+                RETURNING version
+            )
+            SELECT (SELECT version FROM created UNION ALL SELECT version FROM updated LIMIT 1)
+                    AS written,
+                (SELECT version FROM prior) AS version,
+                (SELECT value FROM prior) AS value"
+        );
         Sql {
             create,
+            create_records,
+            read_record,
+            write_record,
             acquire,
             holder,
             extend,

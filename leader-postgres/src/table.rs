@@ -5,6 +5,7 @@
 /// PostgreSQL's 63-byte identifiers.
 pub(crate) const MAX_TABLE_LEN: usize = 63 - CHANNEL_SUFFIX.len();
 const CHANNEL_SUFFIX: &str = "_released";
+const RECORDS_SUFFIX: &str = "_records";
 
 /// A table name that is safe to splice into SQL: `table` or `schema.table`, each part
 /// ASCII letters, digits and `_`, not starting with a digit. Quoted in SQL, so its case
@@ -59,6 +60,14 @@ impl Table {
     /// The name quoted for SQL: `"schema"."table"`.
     pub(crate) fn quoted(&self) -> &str {
         &self.quoted
+    }
+
+    /// The records' table, beside the lock table: `<table>_records` in the same schema
+    /// (it fits in 63 bytes, as the channel does).
+    pub(crate) fn records(&self) -> Table {
+        let name = format!("{}{RECORDS_SUFFIX}", self.name);
+        let quoted = format!("{}{RECORDS_SUFFIX}\"", self.quoted.trim_end_matches('"'));
+        Table { name, quoted }
     }
 
     /// The channel releases are notified on: `<table>_released`.

@@ -273,6 +273,25 @@ impl RedisBackend {
         LockKeys::new(self.key_prefix(), name).lock
     }
 
+    /// The Redis key of the record `name` (see [`LockBackend::read_record`](leader_core::LockBackend::read_record)):
+    /// the lock's key with `:record` appended, `{prefix}:{<name>}:record`, in the lock's
+    /// cluster slot. Errors other than a corrupted record name this key.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_core::LockName;
+    /// use leader_redis::RedisBackend;
+    ///
+    /// let backend = RedisBackend::connect("redis://127.0.0.1/")?;
+    /// let name = LockName::new("nightly")?;
+    /// assert_eq!(backend.record_key(&name), "leader:{nightly}:record");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn record_key(&self, name: &LockName) -> String {
+        LockKeys::new(self.key_prefix(), name).record
+    }
+
     /// `true` while the shared release subscription is connected. It starts with the first
     /// call of [`Backend::release_events`] (waiting electors make it), and is never up when
     /// release notifications are off.

@@ -5,14 +5,14 @@ use std::time::{Duration, SystemTime};
 use leader_core::__private::unanswered;
 use leader_core::{
     AcquireOutcome, AcquireRequest, Error, ExtendOutcome, ForceReleaseOutcome, LeaderState, Lease,
-    ListPage, ListRequest, LockBackend, LockName, ReleaseOutcome, ReleaseRequest, Renewal,
-    SlotOutcome, SlotRequest,
+    ListPage, ListRequest, LockBackend, LockName, RecordWrite, RecordWriteOutcome, ReleaseOutcome,
+    ReleaseRequest, Renewal, SlotOutcome, SlotRequest, StoredRecord,
 };
 
 use crate::backend::RedisBackend;
 use crate::error::BACKEND;
 use crate::operator::ForceRelease;
-use crate::ops::{Acquire, Extend, Release, State};
+use crate::ops::{Acquire, Extend, ReadRecord, Release, State, WriteRecord, record_error};
 
 /// Blocking calls wait at most the configured connect timeout plus the response timeout.
 impl LockBackend for RedisBackend {
@@ -132,6 +132,21 @@ impl LockBackend for RedisBackend {
             key,
             only: Some(fencing_token),
         })
+    }
+    /// One script reads the record's hash, [`RedisBackend::record_key`].
+    fn read_record(&self, key: &LockName) -> Result<Option<StoredRecord>, Error> {
+        self.run_blocking_raw(ReadRecord { key })
+            .map_err(|failure| record_error(key, &self.record_key(key), failure))
+    }
+
+    /// One script compares the version and writes the hash; with replica acknowledgement
+    /// configured, the write waits for the replicas as an acquire does (`WAIT`), and one
+    /// they did not acknowledge is a transient error (it may have landed).
+    fn write_record(&self, write: RecordWrite<'_>) -> Result<RecordWriteOutcome, Error> {
+        let key = write.key();
+        self.run_blocking_raw(WriteRecord { write })
+            .and_then(|outcome| outcome)
+            .map_err(|failure| record_error(key, &self.record_key(key), failure))
     }
 
     /// On a standalone server (scripts pipelined in one round trip); not on a cluster,

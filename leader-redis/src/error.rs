@@ -127,6 +127,10 @@ pub(crate) enum OpError {
     /// The lock record has a missing or unreadable field.
     #[error("corrupted lock record: field `{field}` is missing or invalid")]
     Corrupt { field: &'static str },
+    /// A record (not a lock) in a shape no backend writes: reported with
+    /// [`leader_core::corrupt_record`], never overwritten.
+    #[error("corrupted record: {what}")]
+    CorruptRecord { what: String },
     /// The lock hash exists without an expiry, so it would never be freed.
     #[error("corrupted lock record: the key has no expiry")]
     NoExpiry,

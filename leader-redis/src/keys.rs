@@ -18,6 +18,12 @@
 //! keyspace. No lock key has `:` right after its hash tag but the fence counter's
 //! `:fence`, so the index never collides with a lock.
 //!
+//! A record of the name (the scheduler's compare-and-set register, apart from the lock)
+//! is the hash `{prefix}:{name}:record` (`version`, `value`; no expiry), or
+//! `{prefix}:{name}#rest:record` for a derived name: the lock's key with `:record`
+//! appended, in the lock's cluster slot. A listing leaves these keys out, and no lock
+//! script touches them.
+//!
 //! Releases are announced on the channel `{prefix}:released` with the lock name as message.
 
 use leader_core::LockName;
@@ -32,6 +38,8 @@ pub(crate) struct LockKeys {
     /// The index of the derived names of the lock's name (of the group's name, for a
     /// derived one).
     pub(crate) index: String,
+    /// The record of the same name.
+    pub(crate) record: String,
 }
 
 impl LockKeys {
@@ -44,9 +52,11 @@ impl LockKeys {
             None => (name.as_str(), format!("{prefix}:{{{name}}}")),
         };
         let fence = format!("{lock}:fence");
+        let record = format!("{lock}:record");
         LockKeys {
             lock,
             fence,
+            record,
             index: index_key(prefix, group),
         }
     }
@@ -77,6 +87,7 @@ mod tests {
         assert_eq!(keys.lock, "leader:{tenant:acme:sync}");
         assert_eq!(keys.fence, "leader:{tenant:acme:sync}:fence");
         assert_eq!(keys.index, "leader:{tenant:acme:sync}:derived");
+        assert_eq!(keys.record, "leader:{tenant:acme:sync}:record");
         assert_eq!(release_channel("leader"), "leader:released");
     }
 
@@ -100,5 +111,7 @@ mod tests {
         assert_eq!(tag(&slot.lock), tag(&group.lock));
         assert_eq!(tag(&slot.fence), tag(&group.fence));
         assert_eq!(tag(&slot.index), tag(&group.lock));
+        assert_eq!(slot.record, "leader:{tenant:acme:consumers}#2:record");
+        assert_eq!(tag(&slot.record), tag(&group.lock));
     }
 }

@@ -6,14 +6,14 @@ use std::time::{Duration, SystemTime};
 use leader_core::__private::unanswered;
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, ForceReleaseOutcome,
-    LeaderState, Lease, ListPage, ListRequest, LockName, ReleaseOutcome, ReleaseRequest, Renewal,
-    SlotOutcome, SlotRequest,
+    LeaderState, Lease, ListPage, ListRequest, LockName, RecordWrite, RecordWriteOutcome,
+    ReleaseOutcome, ReleaseRequest, Renewal, SlotOutcome, SlotRequest, StoredRecord,
 };
 
 use crate::backend::RedisBackend;
 use crate::error::BACKEND;
 use crate::operator::ForceRelease;
-use crate::ops::{Acquire, Extend, Release, State};
+use crate::ops::{Acquire, Extend, ReadRecord, Release, State, WriteRecord, record_error};
 
 /// # Cancel safety
 ///
@@ -147,6 +147,23 @@ impl AsyncLockBackend for RedisBackend {
             key,
             only: Some(fencing_token),
         })
+    }
+    /// One script reads the record's hash, [`RedisBackend::record_key`].
+    async fn read_record(&self, key: &LockName) -> Result<Option<StoredRecord>, Error> {
+        self.run_async_raw(ReadRecord { key })
+            .await
+            .map_err(|failure| record_error(key, &self.record_key(key), failure))
+    }
+
+    /// One script compares the version and writes the hash; with replica acknowledgement
+    /// configured, the write waits for the replicas as an acquire does (`WAIT`), and one
+    /// they did not acknowledge is a transient error (it may have landed).
+    async fn write_record(&self, write: RecordWrite<'_>) -> Result<RecordWriteOutcome, Error> {
+        let key = write.key();
+        self.run_async_raw(WriteRecord { write })
+            .await
+            .and_then(|outcome| outcome)
+            .map_err(|failure| record_error(key, &self.record_key(key), failure))
     }
 
     fn extend_batch_is_native(&self) -> bool {

@@ -32,3 +32,7 @@ pub(crate) static FORCE_RELEASE: LazyLock<Script> =
 /// One page of a name's derived locks from its index: see `lua/list.lua`.
 pub(crate) static LIST: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/list.lua")));
+
+/// Read or compare-and-set a record: see `lua/record.lua`.
+pub(crate) static RECORD: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/record.lua")));

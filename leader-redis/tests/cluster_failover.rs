@@ -434,6 +434,16 @@ fn a_lagging_replica_promoted_without_the_grant_explains_one_overlap_and_the_fen
     let old = cluster.master_of(slot).unwrap();
     let replica = cluster.replica_of(old).unwrap();
 
+    // Both backends connect, and the old master knows the scripts, before the replica
+    // stops: the first run of a script on a node loads it with `SCRIPT LOAD`, which the
+    // cluster client sends to every node, replicas too, and a stopped (SIGSTOP) replica
+    // holds that until the response timeout. Without this, 1 run in 5 here failed its
+    // first acquire, when no earlier test had run the acquire script on that master.
+    let warm = LockName::new(format!("{key}#warm")).unwrap();
+    for backend in [&backend_a, &backend_b] {
+        let lease = acquired(LockBackend::try_acquire(backend, request(&warm, "warm")));
+        LockBackend::release(backend, &lease, Duration::ZERO).unwrap();
+    }
     lag(&cluster, old, replica);
     let a = acquired(LockBackend::try_acquire(
         &backend_a,

@@ -1,5 +1,6 @@
 //! Faults: a server that dies while a lease is held (and comes back), foreign data at a
-//! lock key, corrupted records, key prefixes, and bad URLs.
+//! lock key, corrupted records (of locks, and of the records beside them), key prefixes,
+//! and bad URLs.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -9,7 +10,7 @@ use std::time::{Duration, Instant};
 use common::RedisHarness;
 use leader_core::{
     AcquireOutcome, AcquireRequest, BackendErrorKind, Error, LeaderElectionOptions, Lease,
-    LockBackend, LockName, LockStatus, OwnerToken, ReleaseOutcome,
+    LockBackend, LockName, LockStatus, OwnerToken, RecordWrite, ReleaseOutcome,
 };
 use leader_redis::{ConnectError, RedisBackend, RedisConfig};
 use leader_testkit::fixtures::Data;
@@ -313,6 +314,65 @@ fn corrupted_records_are_permanent_errors_and_never_overwritten() {
     let elector = leader_blocking::LeaderElector::new(backend.clone(), options).unwrap();
     let outcome = elector.run_if_leader(key.as_str(), || panic!("the action must not run"));
     assert!(!outcome.expect_err("an error, not a skip").is_transient());
+}
+
+/// A permanent "corrupted record" error of the record `key`.
+#[track_caller]
+fn assert_corrupt_record<T: std::fmt::Debug>(result: Result<T, Error>, key: &LockName) {
+    match result {
+        Err(Error::Backend(err)) => {
+            assert_eq!(err.backend(), "redis");
+            assert_eq!(err.key(), key.as_str());
+            assert_eq!(err.kind(), BackendErrorKind::Permanent, "{err}");
+            assert!(err.to_string().contains("corrupted record"), "{err}");
+        }
+        other => panic!("expected a corrupted record error, got {other:?}"),
+    }
+}
+
+#[test]
+fn garbled_records_are_permanent_errors_and_never_overwritten() {
+    let Some(harness) = RedisHarness::standalone() else {
+        return;
+    };
+    let backend = harness.make();
+    let mut raw = harness.raw();
+
+    // Each shape no backend writes, straight into the record's key.
+    let garbles: [(&str, redis::Cmd); 4] = [
+        ("version-text", redis::cmd("HSET")),
+        ("version-zero", redis::cmd("HSET")),
+        ("value-bytes", redis::cmd("HSET")),
+        ("wrong-type", redis::cmd("SET")),
+    ];
+    for (what, mut garble) in garbles {
+        let key = fresh_name(what);
+        let record_key = backend.record_key(&key);
+        garble.arg(&record_key);
+        match what {
+            "version-text" => garble.arg(&["version", "one", "value", "{}"]),
+            "version-zero" => garble.arg(&["version", "0", "value", "{}"]),
+            "value-bytes" => garble
+                .arg("version")
+                .arg("1")
+                .arg("value")
+                .arg(&b"\xff\xfe"[..]),
+            _ => garble.arg("1"),
+        };
+        let _: () = garble.query(&mut raw).unwrap();
+        let before: Vec<u8> = redis::cmd("DUMP").arg(&record_key).query(&mut raw).unwrap();
+
+        assert_corrupt_record(LockBackend::read_record(&backend, &key), &key);
+        for expected in [None, Some(1), Some(2)] {
+            let write = RecordWrite::new(&key, expected, "overwritten").unwrap();
+            assert_corrupt_record(LockBackend::write_record(&backend, write), &key);
+        }
+        let after: Vec<u8> = redis::cmd("DUMP").arg(&record_key).query(&mut raw).unwrap();
+        assert_eq!(
+            after, before,
+            "{what}: the garbled record is left as it was"
+        );
+    }
 }
 
 #[test]

@@ -4,12 +4,14 @@ use std::time::Duration;
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, Error, ExtendOutcome, ForceReleaseOutcome, LeaderState, Lease,
-    ListPage, ListRequest, LockBackend, LockName, ReleaseOutcome,
+    ListPage, ListRequest, LockBackend, LockName, RecordWrite, RecordWriteOutcome, ReleaseOutcome,
+    StoredRecord,
 };
 
 use crate::backend::SqliteBackend;
 use crate::operator;
 use crate::ops::{self, Acquire};
+use crate::records::{self, Write};
 
 impl LockBackend for SqliteBackend {
     fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
@@ -67,5 +69,14 @@ impl LockBackend for SqliteBackend {
         })?;
         self.force_released(key, &outcome);
         Ok(outcome)
+    }
+
+    fn read_record(&self, key: &LockName) -> Result<Option<StoredRecord>, Error> {
+        self.run(key.as_str(), |conn, _| records::read(conn, key))
+    }
+
+    fn write_record(&self, write: RecordWrite<'_>) -> Result<RecordWriteOutcome, Error> {
+        let write = Write::from(write);
+        self.run(write.key().as_str(), |conn, _| records::write(conn, &write))
     }
 }

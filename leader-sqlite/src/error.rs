@@ -148,6 +148,10 @@ pub(crate) enum OpError {
     /// A list cursor this backend did not make for this listing.
     #[error(transparent)]
     BadCursor(#[from] CursorError),
+    /// A record stored in a shape this backend never writes, already the core error
+    /// ([`leader_core::corrupt_record`]).
+    #[error(transparent)]
+    Record(Error),
 }
 
 impl OpError {
@@ -169,12 +173,16 @@ impl OpError {
             OpError::Corrupt(_)
             | OpError::Clock
             | OpError::LeaseTooLong(_)
-            | OpError::BadCursor(_) => BackendErrorKind::Permanent,
+            | OpError::BadCursor(_)
+            | OpError::Record(_) => BackendErrorKind::Permanent,
         }
     }
 
     /// The core error, naming the lock `key`.
     pub(crate) fn into_core(self, key: &str) -> Error {
+        if let OpError::Record(err) = self {
+            return err;
+        }
         let kind = self.kind();
         Error::Backend(BackendError::new(BACKEND, key, kind, self))
     }

@@ -11,6 +11,7 @@ mod nonblocking;
 mod operator;
 mod ops;
 mod path;
+mod records;
 mod schema;
 mod time;
 

@@ -8,12 +8,14 @@ use std::time::Duration;
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, ForceReleaseOutcome,
-    LeaderState, Lease, ListPage, ListRequest, LockName, ReleaseOutcome,
+    LeaderState, Lease, ListPage, ListRequest, LockName, RecordWrite, RecordWriteOutcome,
+    ReleaseOutcome, StoredRecord,
 };
 
 use crate::backend::SqliteBackend;
 use crate::operator;
 use crate::ops::{self, Acquire};
+use crate::records::{self, Write};
 
 impl AsyncLockBackend for SqliteBackend {
     async fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
@@ -93,5 +95,18 @@ impl AsyncLockBackend for SqliteBackend {
             .await?;
         self.force_released(key, &outcome);
         Ok(outcome)
+    }
+
+    async fn read_record(&self, key: &LockName) -> Result<Option<StoredRecord>, Error> {
+        let owned = key.clone();
+        self.run_async(key.as_str(), move |conn, _| records::read(conn, &owned))
+            .await
+    }
+
+    async fn write_record(&self, write: RecordWrite<'_>) -> Result<RecordWriteOutcome, Error> {
+        let key = write.key().as_str();
+        let write = Write::from(write);
+        self.run_async(key, move |conn, _| records::write(conn, &write))
+            .await
     }
 }

@@ -40,6 +40,15 @@ const FENCES: &str = "CREATE TABLE IF NOT EXISTS leader_fences (
     last_token INTEGER NOT NULL
 ) WITHOUT ROWID";
 
+/// The records (the compare-and-set register per name), apart from the locks: no lock
+/// statement reads or writes them, and nothing expires them. Added within version 2: a
+/// file of an earlier release gets the table when opened.
+const RECORDS: &str = "CREATE TABLE IF NOT EXISTS leader_records (
+    name TEXT PRIMARY KEY NOT NULL,
+    version INTEGER NOT NULL,
+    value TEXT NOT NULL
+) WITHOUT ROWID";
+
 /// The schema version, in its one row.
 const SCHEMA: &str = "CREATE TABLE leader_schema (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -65,12 +74,16 @@ const V1_LOCK_COLUMNS: &[&str] = &[
 ];
 const FENCE_COLUMNS: &[&str] = &["name", "last_token"];
 const SCHEMA_COLUMNS: &[&str] = &["id", "version"];
+const RECORD_COLUMNS: &[&str] = &["name", "version", "value"];
 
 /// What a file holds, as far as this crate is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Found {
     /// The current tables.
     Current,
+    /// The current tables but for the records (a file of an earlier release): that table
+    /// is created.
+    NoRecords,
     /// No lock table (perhaps the fences of an earlier one): the tables are created.
     Missing,
     /// Version 1's lock table: it is migrated.
@@ -131,6 +144,7 @@ fn prepare(
         .map_err(fail)?;
     match inspect(&tx, path)? {
         Found::Current => {}
+        Found::NoRecords => tx.execute_batch(RECORDS).map_err(fail)?,
         Found::Missing => create(&tx).map_err(fail)?,
         Found::Version1 => migrate(&tx, path, clock)?,
     }
@@ -139,7 +153,7 @@ fn prepare(
 }
 
 fn create(conn: &Connection) -> rusqlite::Result<()> {
-    conn.execute_batch(&format!("{LOCKS}; {FENCES}; {SCHEMA};"))?;
+    conn.execute_batch(&format!("{LOCKS}; {FENCES}; {RECORDS}; {SCHEMA};"))?;
     conn.execute(
         "INSERT INTO leader_schema (id, version) VALUES (1, ?1)",
         [VERSION],
@@ -188,7 +202,7 @@ fn copy(conn: &Connection, boot: &str, now: i64, wall: i64) -> rusqlite::Result<
     conn.execute_batch(&format!(
         "DROP TABLE leader_locks;
          ALTER TABLE leader_locks_v2 RENAME TO leader_locks;
-         {FENCES}; {SCHEMA};"
+         {FENCES}; {RECORDS}; {SCHEMA};"
     ))?;
     conn.execute(
         "INSERT INTO leader_schema (id, version) VALUES (1, ?1)",
@@ -216,8 +230,12 @@ fn inspect(conn: &Connection, path: &Path) -> Result<Found, ConnectError> {
     let schema = columns(conn, path, "leader_schema")?;
     let locks = columns(conn, path, "leader_locks")?;
     let fences = columns(conn, path, "leader_fences")?;
+    let records = columns(conn, path, "leader_records")?;
     if fences.is_some() && !same(fences.as_deref(), FENCE_COLUMNS) {
         return Err(foreign("leader_fences"));
+    }
+    if records.is_some() && !same(records.as_deref(), RECORD_COLUMNS) {
+        return Err(foreign("leader_records"));
     }
     match schema {
         Some(found) if !same(Some(&found), SCHEMA_COLUMNS) => Err(foreign("leader_schema")),
@@ -235,10 +253,12 @@ fn inspect(conn: &Connection, path: &Path) -> Result<Found, ConnectError> {
             }
             if fences.is_none() {
                 Err(foreign("leader_schema"))
-            } else if same(locks.as_deref(), LOCK_COLUMNS) {
-                Ok(Found::Current)
-            } else {
+            } else if !same(locks.as_deref(), LOCK_COLUMNS) {
                 Err(foreign("leader_locks"))
+            } else if records.is_none() {
+                Ok(Found::NoRecords)
+            } else {
+                Ok(Found::Current)
             }
         }
         None if locks.is_none() => Ok(Found::Missing),

@@ -1,6 +1,7 @@
 //! Bad files are clear, typed errors, and nothing in them is lost: a path in a missing
 //! directory, a file that is not a database, a database kept locked by another
-//! connection, a read-only database, a table of the same name made by someone else.
+//! connection, a read-only database, a table of the same name made by someone else, a
+//! record garbled by hand.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -10,8 +11,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::TempDir;
-use leader_core::{AcquireRequest, Error, LockBackend, LockName, OwnerToken};
+use leader_core::{AcquireRequest, Error, LockBackend, LockName, OwnerToken, RecordWrite};
 use leader_sqlite::{ConnectError, SqliteBackend, SqliteConfig};
+use leader_testkit::{Runner, SmolRunner, checks};
 
 fn request(key: &LockName) -> AcquireRequest<'_> {
     AcquireRequest::new(key, OwnerToken::random(), "node", Duration::from_secs(30))
@@ -97,6 +99,10 @@ fn a_table_of_the_same_name_made_by_someone_else_is_refused_and_nothing_is_writt
         (
             "leader_locks",
             "CREATE VIEW leader_locks AS SELECT * FROM orders;",
+        ),
+        (
+            "leader_records",
+            "CREATE TABLE leader_records (name TEXT PRIMARY KEY, note TEXT); INSERT INTO leader_records VALUES ('job', 'mine');",
         ),
     ] {
         let dir = TempDir::new("foreign");
@@ -285,6 +291,72 @@ fn a_read_only_database_is_refused() {
             snapshot(&dir, "locks.db"),
             before,
             "{journal}, file {file_mode:o}: the file is untouched, with nothing beside it"
+        );
+    }
+}
+
+/// The record `name` as stored: the type and the bytes of each column.
+fn stored_record(path: &std::path::Path, name: &str) -> (String, Vec<u8>, String, Vec<u8>) {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.query_row(
+        "SELECT typeof(version), CAST(version AS BLOB), typeof(value), CAST(value AS BLOB)
+         FROM leader_records WHERE name = ?1",
+        [name],
+        |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_garbled_record_is_a_permanent_error_and_stays_as_it_was() {
+    let dir = TempDir::new("garbled-record");
+    let path = dir.file("locks.db");
+    let backend = SqliteBackend::open(&path).unwrap();
+    let key = LockName::new("nightly").unwrap();
+    // Each garbled row, with the version a writer may expect of it.
+    for (case, version, value, expected) in [
+        ("version is text", "'one'", "'v'", Some(1)),
+        ("version is zero", "0", "'v'", None),
+        ("version is negative", "-1", "'v'", Some(1)),
+        ("version is a real", "1.5", "'v'", Some(1)),
+        ("value is a blob", "1", "x'00ff'", Some(1)),
+        (
+            "value is not UTF-8",
+            "1",
+            "CAST(x'c328ff' AS TEXT)",
+            Some(1),
+        ),
+    ] {
+        let raw = rusqlite::Connection::open(&path).unwrap();
+        raw.execute_batch(&format!(
+            "INSERT OR REPLACE INTO leader_records (name, version, value)
+             VALUES ('nightly', {version}, {value})"
+        ))
+        .unwrap();
+        drop(raw);
+        let before = stored_record(&path, "nightly");
+        let write = RecordWrite::new(&key, expected, "new").unwrap();
+        let permanent = |result: Result<(), Error>| {
+            let message = result.as_ref().err().map(ToString::to_string);
+            checks::assert_backend_error(result, "nightly", false, "sqlite");
+            let message = message.unwrap_or_default();
+            assert!(message.contains("corrupted record"), "{case}: {message}");
+        };
+        permanent(LockBackend::read_record(&backend, &key).map(|_| ()));
+        permanent(LockBackend::write_record(&backend, write).map(|_| ()));
+        let smol = SmolRunner;
+        permanent(
+            smol.block_on(leader_core::AsyncLockBackend::read_record(&backend, &key))
+                .map(|_| ()),
+        );
+        permanent(
+            smol.block_on(leader_core::AsyncLockBackend::write_record(&backend, write))
+                .map(|_| ()),
+        );
+        assert_eq!(
+            stored_record(&path, "nightly"),
+            before,
+            "{case}: the record must stay as it was"
         );
     }
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, Error, ExtendOutcome,
     ForceReleaseOutcome, InMemoryBackend, LeaderState, Lease, ListPage, ListRequest, LockBackend,
-    LockName, NameError, OwnerToken, ReleaseOutcome,
+    LockName, NameError, OwnerToken, RecordWrite, RecordWriteOutcome, ReleaseOutcome, StoredRecord,
 };
 use leader_tenant::TenantId;
 use leader_testkit::{Harness, MemoryHarness};
@@ -129,6 +129,16 @@ impl<B: LockBackend> LockBackend for Scoped<B> {
     ) -> Result<ForceReleaseOutcome, Error> {
         self.inner.force_release_if(&self.key(key)?, fencing_token)
     }
+
+    fn read_record(&self, key: &LockName) -> Result<Option<StoredRecord>, Error> {
+        self.inner.read_record(&self.key(key)?)
+    }
+
+    fn write_record(&self, write: RecordWrite<'_>) -> Result<RecordWriteOutcome, Error> {
+        let key = self.key(write.key())?;
+        self.inner
+            .write_record(RecordWrite::new(&key, write.expected(), write.value())?)
+    }
 }
 
 impl<B: AsyncLockBackend> AsyncLockBackend for Scoped<B> {
@@ -178,6 +188,16 @@ impl<B: AsyncLockBackend> AsyncLockBackend for Scoped<B> {
         fencing_token: u64,
     ) -> Result<ForceReleaseOutcome, Error> {
         AsyncLockBackend::force_release_if(&self.inner, &self.key(key)?, fencing_token).await
+    }
+
+    async fn read_record(&self, key: &LockName) -> Result<Option<StoredRecord>, Error> {
+        AsyncLockBackend::read_record(&self.inner, &self.key(key)?).await
+    }
+
+    async fn write_record(&self, write: RecordWrite<'_>) -> Result<RecordWriteOutcome, Error> {
+        let key = self.key(write.key())?;
+        let scoped = RecordWrite::new(&key, write.expected(), write.value())?;
+        AsyncLockBackend::write_record(&self.inner, scoped).await
     }
 }
 

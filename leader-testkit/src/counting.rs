@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, Backend, Error, ExtendOutcome, ForceReleaseOutcome,
-    LeaderState, Lease, ListPage, ListRequest, LockBackend, LockName, ReleaseEvents,
-    ReleaseOutcome, ReleaseRequest, Renewal, SlotOutcome, SlotRequest,
+    LeaderState, Lease, ListPage, ListRequest, LockBackend, LockName, RecordWrite,
+    RecordWriteOutcome, ReleaseEvents, ReleaseOutcome, ReleaseRequest, Renewal, SlotOutcome,
+    SlotRequest, StoredRecord,
 };
 
 /// One method of [`LockBackend`], as [`CallCounter`] counts it.
@@ -34,10 +35,12 @@ pub enum Call {
     List,
     /// `force_release` and `force_release_if`.
     ForceRelease,
+    /// `read_record` and `write_record`.
+    Record,
 }
 
 impl Call {
-    const COUNT: usize = 10;
+    const COUNT: usize = 11;
 
     fn index(self) -> usize {
         self as usize
@@ -208,5 +211,15 @@ impl<B: LockBackend> LockBackend for CountingBackend<B> {
     ) -> Result<ForceReleaseOutcome, Error> {
         self.counter.count(Call::ForceRelease, 1);
         self.inner.force_release_if(key, fencing_token)
+    }
+
+    fn read_record(&self, key: &LockName) -> Result<Option<StoredRecord>, Error> {
+        self.counter.count(Call::Record, 1);
+        self.inner.read_record(key)
+    }
+
+    fn write_record(&self, write: RecordWrite<'_>) -> Result<RecordWriteOutcome, Error> {
+        self.counter.count(Call::Record, 1);
+        self.inner.write_record(write)
     }
 }

@@ -14,7 +14,8 @@ use event_listener::{Event, Listener};
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, BackendError, BackendErrorKind,
     Error, ExtendOutcome, ForceReleaseOutcome, LeaderState, Lease, ListPage, ListRequest,
-    LockBackend, LockName, ReleaseEvents, ReleaseOutcome,
+    LockBackend, LockName, RecordWrite, RecordWriteOutcome, ReleaseEvents, ReleaseOutcome,
+    StoredRecord,
 };
 use parking_lot::Mutex;
 
@@ -31,10 +32,19 @@ pub enum Op {
     State,
     /// `list` (the campaign's survey of ranked candidates uses it).
     List,
+    /// `read_record` and `write_record` (the scheduler's tick claims).
+    Record,
 }
 
 impl Op {
-    const ALL: [Op; 5] = [Op::Acquire, Op::Extend, Op::Release, Op::State, Op::List];
+    const ALL: [Op; 6] = [
+        Op::Acquire,
+        Op::Extend,
+        Op::Release,
+        Op::State,
+        Op::List,
+        Op::Record,
+    ];
 
     fn index(self) -> usize {
         match self {
@@ -43,6 +53,7 @@ impl Op {
             Op::Release => 2,
             Op::State => 3,
             Op::List => 4,
+            Op::Record => 5,
         }
     }
 }
@@ -403,6 +414,16 @@ impl<B: LockBackend> LockBackend for FaultyBackend<B> {
     ) -> Result<ForceReleaseOutcome, Error> {
         self.inner.force_release_if(key, fencing_token)
     }
+
+    fn read_record(&self, key: &LockName) -> Result<Option<StoredRecord>, Error> {
+        self.blocking(Op::Record, key.as_str(), || self.inner.read_record(key))
+    }
+
+    fn write_record(&self, write: RecordWrite<'_>) -> Result<RecordWriteOutcome, Error> {
+        self.blocking(Op::Record, write.key().as_str(), || {
+            self.inner.write_record(write)
+        })
+    }
 }
 
 impl<B: AsyncLockBackend> AsyncLockBackend for FaultyBackend<B> {
@@ -457,5 +478,23 @@ impl<B: AsyncLockBackend> AsyncLockBackend for FaultyBackend<B> {
         fencing_token: u64,
     ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
         self.inner.force_release_if(key, fencing_token)
+    }
+
+    fn read_record(
+        &self,
+        key: &LockName,
+    ) -> impl Future<Output = Result<Option<StoredRecord>, Error>> + Send {
+        self.nonblocking(Op::Record, key.as_str(), move || {
+            self.inner.read_record(key)
+        })
+    }
+
+    fn write_record(
+        &self,
+        write: RecordWrite<'_>,
+    ) -> impl Future<Output = Result<RecordWriteOutcome, Error>> + Send {
+        self.nonblocking(Op::Record, write.key().as_str(), move || {
+            self.inner.write_record(write)
+        })
     }
 }

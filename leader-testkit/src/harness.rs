@@ -6,8 +6,8 @@ use std::time::{Duration, SystemTime};
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, Error, ExtendOutcome,
     ForceReleaseOutcome, InMemoryBackend, LeaderState, Lease, ListPage, ListRequest, LockBackend,
-    LockName, ManualClock, ReleaseEvents, ReleaseOutcome, ReleaseRequest, Renewal, SlotOutcome,
-    SlotRequest,
+    LockName, ManualClock, RecordWrite, RecordWriteOutcome, ReleaseEvents, ReleaseOutcome,
+    ReleaseRequest, Renewal, SlotOutcome, SlotRequest, StoredRecord,
 };
 use rand::Rng;
 
@@ -232,5 +232,19 @@ impl<B: LockBackend> AsyncLockBackend for BlockingAsAsync<B> {
         fencing_token: u64,
     ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
         ready(self.0.force_release_if(key, fencing_token))
+    }
+
+    fn read_record(
+        &self,
+        key: &LockName,
+    ) -> impl Future<Output = Result<Option<StoredRecord>, Error>> + Send {
+        ready(self.0.read_record(key))
+    }
+
+    fn write_record(
+        &self,
+        write: RecordWrite<'_>,
+    ) -> impl Future<Output = Result<RecordWriteOutcome, Error>> + Send {
+        ready(self.0.write_record(write))
     }
 }

@@ -108,6 +108,9 @@ macro_rules! contract_tests {
                 unrepresentable_leases_are_refused_on_acquire,
                 unrepresentable_leases_are_refused_on_extend,
                 list_refuses_cursors_it_did_not_make,
+                records_are_written_by_compare_and_set,
+                racing_record_writes_have_one_winner,
+                records_live_apart_from_locks,
             );
         }
     };

@@ -4,8 +4,9 @@ use std::time::Duration;
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, Backend, Error, ExtendOutcome, ForceReleaseOutcome,
-    InMemoryBackend, LeaderState, Lease, ListPage, ListRequest, LockBackend, LockName,
-    ReleaseEvents, ReleaseOutcome, ReleaseRequest, Renewal, SlotOutcome, SlotRequest,
+    InMemoryBackend, LeaderState, Lease, ListPage, ListRequest, LockBackend, LockName, RecordWrite,
+    RecordWriteOutcome, ReleaseEvents, ReleaseOutcome, ReleaseRequest, Renewal, SlotOutcome,
+    SlotRequest, StoredRecord,
 };
 
 /// The backend [`connect`](crate::connect) returns: one of the built-in backends, usable
@@ -190,6 +191,14 @@ impl LockBackend for AnyBackend {
     ) -> Result<ForceReleaseOutcome, Error> {
         on_backend!(self, backend => LockBackend::force_release_if(backend, key, fencing_token))
     }
+
+    fn read_record(&self, key: &LockName) -> Result<Option<StoredRecord>, Error> {
+        on_backend!(self, backend => LockBackend::read_record(backend, key))
+    }
+
+    fn write_record(&self, write: RecordWrite<'_>) -> Result<RecordWriteOutcome, Error> {
+        on_backend!(self, backend => LockBackend::write_record(backend, write))
+    }
 }
 
 #[cfg(any(feature = "tokio", feature = "smol", feature = "async-std"))]
@@ -271,5 +280,15 @@ impl leader_core::AsyncLockBackend for AnyBackend {
     ) -> Result<ForceReleaseOutcome, Error> {
         use leader_core::AsyncLockBackend as Async;
         on_backend!(self, backend => Async::force_release_if(backend, key, fencing_token).await)
+    }
+
+    async fn read_record(&self, key: &LockName) -> Result<Option<StoredRecord>, Error> {
+        use leader_core::AsyncLockBackend as Async;
+        on_backend!(self, backend => Async::read_record(backend, key).await)
+    }
+
+    async fn write_record(&self, write: RecordWrite<'_>) -> Result<RecordWriteOutcome, Error> {
+        use leader_core::AsyncLockBackend as Async;
+        on_backend!(self, backend => Async::write_record(backend, write).await)
     }
 }

@@ -12,11 +12,12 @@ pub use error::ConnectError;
 
 // What a user names: options, results, errors, snapshots, names, campaigns, listings.
 pub use leader_core::{
-    CampaignConfig, DeploymentMode, Error, EventCallback, ForceReleaseOutcome, GroupKeys,
-    GroupSlots, GroupState, InMemoryBackend, IntoTenantId, LeaderElectionOptions, LeaderLease,
-    LeaderRunResult, LeaderState, LeadershipEvent, LeadershipEvents, LeadershipWatcher,
-    LeaseContext, LeaseMode, ListCursor, ListPage, ListRequest, LockName, LockStatus, NameError,
-    NoopBackend, OptionsError, RedactedError, RevokeReason, TenantId, TenantIdError, UrlSecrets,
+    CampaignConfig, ChangeKind, DeploymentMode, Error, EventCallback, ForceReleaseOutcome,
+    GroupKeys, GroupSlots, GroupState, InMemoryBackend, IntoTenantId, LeaderChange,
+    LeaderElectionOptions, LeaderLease, LeaderRunResult, LeaderState, LeadershipEvent,
+    LeadershipEvents, LeadershipWatcher, LeaseContext, LeaseMode, ListCursor, ListPage,
+    ListRequest, LockName, LockStatus, NameError, NoopBackend, OptionsError, RedactedError,
+    RevokeReason, Shutdown, TenantId, TenantIdError, UrlSecrets,
 };
 
 // The electors, and the locks their batch calls hand back (`try_acquire_for_tenants`,
@@ -24,11 +25,11 @@ pub use leader_core::{
 #[cfg(any(feature = "tokio", feature = "smol", feature = "async-std"))]
 pub use leader_async::{
     AsyncAcquired, AsyncFinished, AsyncLeaderElector, AsyncLeaderGroupElector,
-    AsyncLeadershipHandle, AsyncLockGuard,
+    AsyncLeadershipHandle, AsyncLockGuard, AsyncObserver,
 };
 pub use leader_blocking::{
-    Acquired, Finished, LeaderElector, LeaderGroupElector, LeadershipHandle, LockGuard, TaskHandle,
-    ThreadPoolLeaderElector,
+    Acquired, Finished, LeaderElector, LeaderGroupElector, LeadershipHandle, LockGuard, Observer,
+    TaskHandle, ThreadPoolLeaderElector,
 };
 
 // The server backends, and their crates (configs, errors, fencing helpers, the driver).
@@ -51,6 +52,10 @@ pub use leader_core::metrics;
 #[cfg(feature = "tenant")]
 pub use leader_tenant as tenant;
 
+/// Scheduled jobs, each tick run on one node of the fleet: the `leader-schedule` crate.
+#[cfg(feature = "schedule")]
+pub use leader_schedule as schedule;
+
 /// The backend SPI, for implementing a backend of your own: the two traits, the four
 /// primitives' request and outcome types, a group's acquire (`try_acquire_slot`, with a
 /// default built on `try_acquire`), and release notifications.
@@ -61,8 +66,9 @@ pub mod backend {
     pub use leader_core::{
         AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, BackendError, BackendErrorKind,
         BoxError, ExtendOutcome, LeaderLease, LeaderState, Lease, LockBackend, LockName,
-        OwnerToken, ParseOwnerTokenError, ReleaseEvents, ReleaseListener, ReleaseOutcome,
-        ReleaseRequest, Renewal, SlotOutcome, SlotRequest, SlotWalk,
+        MAX_RECORD_LEN, OwnerToken, ParseOwnerTokenError, RecordWrite, RecordWriteOutcome,
+        ReleaseEvents, ReleaseListener, ReleaseOutcome, ReleaseRequest, Renewal, SlotOutcome,
+        SlotRequest, SlotWalk, StoredRecord, corrupt_record,
     };
 }
 

@@ -93,7 +93,7 @@ pub(crate) fn run(
             }
             Wake::Stop => break,
             Wake::Timeout if left.is_zero() => break,
-            Wake::Timeout | Wake::Released => {}
+            Wake::Timeout => {}
         }
     }
     // Lost at the last moment: say so rather than claim a clean release.

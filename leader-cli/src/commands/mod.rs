@@ -3,6 +3,7 @@
 mod acquire;
 mod list;
 mod release;
+mod schedule;
 mod state;
 mod watch;
 
@@ -34,6 +35,10 @@ pub(crate) fn run(cli: Cli) -> Result<(), CliError> {
         Command::Watch { name, interval } => {
             let session = Session::open(url, tenant, session::read_options())?;
             watch::run(&session, &name, interval, json, &mut out)
+        }
+        Command::Schedule { name } => {
+            let session = Session::open(url, tenant, session::read_options())?;
+            schedule::run(&session, &name, json, &mut out)
         }
         Command::Release { force, yes, name } => {
             // Refuse before connecting: nothing is sent without both answers.

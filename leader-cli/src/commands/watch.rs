@@ -1,16 +1,14 @@
-//! `leader watch NAME`: the state, then one line per change of holder, until Ctrl-C or
-//! SIGTERM (exit 0). Polls at `--interval`; where the backend notifies releases, a release
-//! wakes it at once.
+//! `leader watch NAME`: the state, then one line per change (acquired, released,
+//! expired), until Ctrl-C or SIGTERM (exit 0). Built on the library's observer: it reads at
+//! `--interval`, and where the backend notifies releases a release is seen at once.
 
-use std::sync::mpsc::Sender;
 use std::time::{Duration, SystemTime};
 
-use leader::backend::Backend;
-use leader::{AnyBackend, LeaderElector, LeaderState};
+use leader::{ChangeKind, LeaderChange, Shutdown};
 use serde::Serialize;
 
 use crate::error::CliError;
-use crate::output::{self, LockJson, Out};
+use crate::output::{self, LeaderJson, Out};
 use crate::session::Session;
 use crate::signal::{Wake, Wakeups};
 
@@ -19,17 +17,16 @@ use crate::signal::{Wake, Wakeups};
 struct WatchLine<'a> {
     /// When the change was seen (RFC 3339 UTC).
     at: String,
-    /// `initial` (the first line), `held` (a new holder or a new token) or `freed`.
+    /// `initial` (the first line), `acquired`, `released` or `expired`.
     event: &'static str,
-    #[serde(flatten)]
-    lock: LockJson<'a>,
-}
-
-/// What a change is about: the holder and its token (renewals change neither).
-fn holder(state: &LeaderState) -> Option<(&str, u64)> {
-    state
-        .leader()
-        .map(|lease| (lease.leader_id.as_str(), lease.fencing_token))
+    name: &'a str,
+    /// `held` or `free`, after the change.
+    status: &'static str,
+    /// The holder after the change (none once released or expired).
+    leader: Option<LeaderJson<'a>>,
+    /// The holder that went (a release or an expiry).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    previous: Option<LeaderJson<'a>>,
 }
 
 pub(crate) fn run(
@@ -40,87 +37,66 @@ pub(crate) fn run(
     out: &mut Out,
 ) -> Result<(), CliError> {
     let (elector, name) = session.lock(name)?;
-    let wakeups = Wakeups::on_interrupt()?;
-    // The first read must work: an unreachable backend is an error, not a blank watch.
-    let mut last = elector.state(name).map_err(|err| session.error(err))?;
-    print(out, "initial", &last, json)?;
-    listen_for_releases(&elector, name, wakeups.sender());
-    loop {
-        if wakeups.wait(interval) == Wake::Stop {
-            return Ok(());
-        }
-        let state = match elector.state(name) {
-            Ok(state) => state,
-            // A blip while watching is reported and the watch goes on; a permanent failure ends it.
-            Err(err) if err.is_transient() => {
+    let shutdown = Shutdown::new();
+    stop_on_interrupt(Wakeups::on_interrupt()?, shutdown.clone());
+    let changes = elector
+        .observe(name)
+        .map_err(|err| session.error(err))?
+        .with_poll_interval(interval)
+        .until(&shutdown);
+    let mut seen_any = false;
+    for change in changes {
+        match change {
+            Ok(change) => {
+                seen_any = true;
+                print(out, &change, json)?;
+            }
+            // The first read must work: an unreachable backend is an error, not a blank
+            // watch. Later, a blip is reported and the watch goes on (the observer reads
+            // again at the interval); a permanent failure ends it.
+            Err(err) if seen_any && err.is_transient() => {
                 eprintln!("leader: warning: {}", session.render(&session.error(err)));
-                continue;
             }
             Err(err) => return Err(session.error(err)),
-        };
-        if holder(&state) != holder(&last) {
-            let event = if state.leader().is_some() {
-                "held"
-            } else {
-                "freed"
-            };
-            print(out, event, &state, json)?;
         }
-        last = state;
     }
+    Ok(())
 }
 
-fn print(
-    out: &mut Out,
-    event: &'static str,
-    state: &LeaderState,
-    json: bool,
-) -> Result<(), CliError> {
+/// Ends the watch at the first Ctrl-C or SIGTERM: the observer returns within its slice.
+fn stop_on_interrupt(wakeups: Wakeups, shutdown: Shutdown) {
+    let spawned = std::thread::Builder::new()
+        .name("interrupt".into())
+        .spawn(move || {
+            while wakeups.wait(Duration::from_secs(3600)) != Wake::Stop {}
+            shutdown.trigger();
+        });
+    // Without the thread the first signal does nothing, the second ends the process.
+    drop(spawned);
+}
+
+fn print(out: &mut Out, change: &LeaderChange, json: bool) -> Result<(), CliError> {
     let now = SystemTime::now();
-    let at = output::timestamp(now);
+    let at = output::timestamp(change.seen_at);
+    let holds = matches!(change.kind, ChangeKind::Initial | ChangeKind::Acquired);
+    let (current, previous) = match &change.holder {
+        Some(lease) if holds => (Some(lease), None),
+        Some(lease) => (None, Some(lease)),
+        None => (None, None),
+    };
     if json {
         return out.json(&WatchLine {
             at,
-            event,
-            lock: LockJson::new(state, now),
+            event: change.kind.as_str(),
+            name: &change.lock_name,
+            status: if current.is_some() { "held" } else { "free" },
+            leader: current.map(|lease| LeaderJson::new(lease, now)),
+            previous: previous.map(|lease| LeaderJson::new(lease, now)),
         });
     }
-    let what = match state.leader() {
-        Some(lease) => format!(
-            "held by {} (token {}), expires in {}",
-            lease.leader_id,
-            lease.fencing_token,
-            output::expires_in(lease, now)
-        ),
-        None => "free".to_owned(),
+    let what = match current {
+        Some(lease) => format!("{change}, expires in {}", output::expires_in(lease, now)),
+        None => change.to_string(),
     };
-    out.text(&format!("{at}  {}  {what}", state.lock_name()))
-}
-
-/// Where the backend notifies releases, a thread forwards each release of the lock to the
-/// watch loop, so that a freed lock shows at once rather than at the next poll.
-fn listen_for_releases(elector: &LeaderElector<AnyBackend>, name: &str, wake: Sender<Wake>) {
-    let Ok(key) = elector.observed_key(name) else {
-        return;
-    };
-    let backend = elector.backend().clone();
-    if backend.release_events().is_none() {
-        return;
-    }
-    let spawned = std::thread::Builder::new()
-        .name("release-events".into())
-        .spawn(move || {
-            while let Some(events) = backend.release_events() {
-                // Listen again at once; a release between two listens is still seen by the poll.
-                if events
-                    .listen(key.as_str())
-                    .wait_timeout(Duration::from_secs(60))
-                    && wake.send(Wake::Released).is_err()
-                {
-                    return;
-                }
-            }
-        });
-    // Without the thread the watch still polls.
-    drop(spawned);
+    out.text(&format!("{at}  {what}"))
 }

@@ -15,6 +15,7 @@ use crate::spi::lease::{Lease, OwnerToken};
 use crate::spi::lease_limit::LeaseTooLong;
 use crate::spi::listing::{ForceReleaseOutcome, ListCursor, ListPage, ListRequest};
 use crate::spi::outcome::{AcquireOutcome, ExtendOutcome, ReleaseOutcome};
+use crate::spi::record::{RecordWrite, RecordWriteOutcome, StoredRecord};
 use crate::spi::release_events::ReleaseEvents;
 use crate::spi::request::AcquireRequest;
 use crate::spi::state::{LeaderLease, LeaderState};
@@ -55,6 +56,8 @@ pub struct InMemoryBackend {
 struct Inner {
     clock: Arc<dyn Clock>,
     slots: Mutex<HashMap<String, Slot>>,
+    /// Records, apart from the locks (no lock operation touches one).
+    records: Mutex<HashMap<String, StoredRecord>>,
     events: ReleaseEvents,
 }
 
@@ -131,6 +134,7 @@ impl InMemoryBackend {
             inner: Arc::new(Inner {
                 clock: Arc::new(clock),
                 slots: Mutex::new(HashMap::new()),
+                records: Mutex::new(HashMap::new()),
                 events: ReleaseEvents::new(),
             }),
         }
@@ -382,6 +386,29 @@ impl Backend for InMemoryBackend {
     }
 }
 
+impl InMemoryBackend {
+    fn record(&self, key: &LockName) -> Option<StoredRecord> {
+        self.inner.records.lock().get(key.as_str()).cloned()
+    }
+
+    /// The compare-and-set, one critical section.
+    fn put_record(&self, write: RecordWrite<'_>) -> RecordWriteOutcome {
+        let mut records = self.inner.records.lock();
+        let current = records.get(write.key().as_str());
+        if current.map(|r| r.version) != write.expected() {
+            return RecordWriteOutcome::Conflict {
+                current: current.cloned(),
+            };
+        }
+        let version = write.next_version();
+        records.insert(
+            write.key().as_str().to_owned(),
+            StoredRecord::new(version, write.value()),
+        );
+        RecordWriteOutcome::Written { version }
+    }
+}
+
 impl LockBackend for InMemoryBackend {
     fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
         self.acquire(request)
@@ -418,6 +445,14 @@ impl LockBackend for InMemoryBackend {
         fencing_token: u64,
     ) -> Result<ForceReleaseOutcome, Error> {
         Ok(self.force_free(key, Some(fencing_token)))
+    }
+
+    fn read_record(&self, key: &LockName) -> Result<Option<StoredRecord>, Error> {
+        Ok(self.record(key))
+    }
+
+    fn write_record(&self, write: RecordWrite<'_>) -> Result<RecordWriteOutcome, Error> {
+        Ok(self.put_record(write))
     }
 
     /// Each renewal is a short critical section on a mutex, so no lease's renewal can hold
@@ -474,6 +509,20 @@ impl AsyncLockBackend for InMemoryBackend {
         fencing_token: u64,
     ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
         ready(Ok(self.force_free(key, Some(fencing_token))))
+    }
+
+    fn read_record(
+        &self,
+        key: &LockName,
+    ) -> impl Future<Output = Result<Option<StoredRecord>, Error>> + Send {
+        ready(Ok(self.record(key)))
+    }
+
+    fn write_record(
+        &self,
+        write: RecordWrite<'_>,
+    ) -> impl Future<Output = Result<RecordWriteOutcome, Error>> + Send {
+        ready(Ok(self.put_record(write)))
     }
 
     fn extend_batch_is_native(&self) -> bool {

@@ -11,6 +11,7 @@ use crate::spi::backend::{AsyncLockBackend, Backend, LockBackend};
 use crate::spi::lease::Lease;
 use crate::spi::listing::{ForceReleaseOutcome, ListPage, ListRequest};
 use crate::spi::outcome::{AcquireOutcome, ExtendOutcome, ReleaseOutcome};
+use crate::spi::record::{RecordWrite, RecordWriteOutcome, StoredRecord};
 use crate::spi::request::AcquireRequest;
 use crate::spi::state::LeaderState;
 
@@ -18,6 +19,8 @@ use crate::spi::state::LeaderState;
 ///
 /// For deployments where every instance should run the job ("all instances" mode) and for
 /// tests of code that takes a backend. Fencing tokens still increase per backend instance.
+/// It keeps no records: `read_record` finds none and every `write_record` is written, so
+/// a scheduler over it runs every tick on every instance.
 ///
 /// # Examples
 ///
@@ -92,6 +95,16 @@ impl LockBackend for NoopBackend {
     fn force_release_if(&self, _: &LockName, _: u64) -> Result<ForceReleaseOutcome, Error> {
         Ok(ForceReleaseOutcome::NotHeld)
     }
+
+    fn read_record(&self, _: &LockName) -> Result<Option<StoredRecord>, Error> {
+        Ok(None)
+    }
+
+    fn write_record(&self, write: RecordWrite<'_>) -> Result<RecordWriteOutcome, Error> {
+        Ok(RecordWriteOutcome::Written {
+            version: write.next_version(),
+        })
+    }
 }
 
 impl AsyncLockBackend for NoopBackend {
@@ -140,5 +153,21 @@ impl AsyncLockBackend for NoopBackend {
         fencing_token: u64,
     ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
         ready(LockBackend::force_release_if(self, key, fencing_token))
+    }
+
+    fn read_record(
+        &self,
+        _: &LockName,
+    ) -> impl Future<Output = Result<Option<StoredRecord>, Error>> + Send {
+        ready(Ok(None))
+    }
+
+    fn write_record(
+        &self,
+        write: RecordWrite<'_>,
+    ) -> impl Future<Output = Result<RecordWriteOutcome, Error>> + Send {
+        ready(Ok(RecordWriteOutcome::Written {
+            version: write.next_version(),
+        }))
     }
 }

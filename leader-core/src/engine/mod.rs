@@ -1,6 +1,7 @@
 //! The I/O-free election engine the electors of `leader-blocking` and `leader-async`
 //! share: acquire attempts and batches, campaign runs and candidacy, the lease tracker,
-//! keepalive and renewal schedules, lateness, leadership state, orphan release, backoff.
+//! keepalive and renewal schedules, lateness, leadership state, orphan release, backoff,
+//! and what an observer of a lock reads when and reports.
 //! The state machines here decide what happens next; the electors only do the I/O, feed
 //! the answers back, and differ only in how they wait.
 //!
@@ -25,6 +26,7 @@ pub(crate) mod keepalive;
 pub(crate) mod late;
 pub(crate) mod leadership_state;
 pub(crate) mod lease_tracker;
+pub(crate) mod observation;
 pub(crate) mod orphan;
 pub(crate) mod renewal_schedule;
 pub(crate) mod retry;
@@ -43,6 +45,7 @@ pub use keepalive::Keepalive;
 pub use late::is_late;
 pub use leadership_state::LeadershipState;
 pub use lease_tracker::LeaseTracker;
+pub use observation::{Observation, ObserveStep};
 pub use orphan::Orphan;
 pub use renewal_schedule::RenewalSchedule;
 pub use retry::Backoff;

@@ -101,6 +101,15 @@ impl<B> Scope<B> {
         self.settings.name_prefix()
     }
 
+    /// The same backend and name scope with other options.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidOptions`] when `options` do not validate.
+    pub fn with_options(&self, options: LeaderElectionOptions) -> Result<Self, Error> {
+        Ok(self.with_settings(self.settings.with_options(options)?))
+    }
+
     /// The same scope with every lock name prefixed by `prefix`
     /// (see [`ElectorSettings::with_name_prefix`]).
     ///

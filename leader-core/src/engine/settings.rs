@@ -53,6 +53,19 @@ impl ElectorSettings {
         self.name_prefix.as_deref()
     }
 
+    /// The same name prefix with other options.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidOptions`] when `options` do not validate.
+    pub fn with_options(&self, options: LeaderElectionOptions) -> Result<Self, Error> {
+        options.validate()?;
+        Ok(ElectorSettings {
+            options: Arc::new(options),
+            name_prefix: self.name_prefix.clone(),
+        })
+    }
+
     /// The same settings with every lock name prefixed by `prefix`, a prefix chosen by hand
     /// (see [`LockName::check_prefix`]: never one in the tenant namespace).
     ///

@@ -11,6 +11,7 @@ use crate::name::LockName;
 use crate::spi::lease::Lease;
 use crate::spi::listing::{ForceReleaseOutcome, ListPage, ListRequest};
 use crate::spi::outcome::{AcquireOutcome, ExtendOutcome, ReleaseOutcome, SlotOutcome};
+use crate::spi::record::{RecordWrite, RecordWriteOutcome, StoredRecord};
 use crate::spi::release_events::ReleaseEvents;
 use crate::spi::request::{AcquireRequest, ReleaseRequest, Renewal, SlotRequest};
 use crate::spi::state::LeaderState;
@@ -83,6 +84,18 @@ pub trait Backend: Send + Sync {
 ///   one `findOneAndUpdate`, one critical section). Otherwise it changes nothing and
 ///   reports the holder now seen (`HolderChanged`) or a free lock (`NotHeld`), so an
 ///   operator who looked at holder A never frees B, who took over meanwhile.
+///
+/// And for the scheduler:
+///
+/// - **Records**: `write_record` is a compare-and-set. It writes only while the stored
+///   version is the one expected (`None`: no record), in one atomic step, and the record's
+///   version becomes one more (1 for a new record); concurrent writes over one version
+///   produce exactly one `Written`. Any other write answers `Conflict` and changes nothing.
+///   Records live apart from locks: no lock operation (acquire, release, force release,
+///   expiry) touches one, a record never expires, and the same name may be a lock and a
+///   record at once. A record the store holds in a shape no backend writes is a
+///   permanent error ([`corrupt_record`](crate::corrupt_record)), never overwritten. A
+///   write that fails may have landed: the writer reads the record again.
 pub trait LockBackend: Backend {
     /// Takes the lock if it is free, expired, or already owned by `request.owner`.
     ///
@@ -259,6 +272,23 @@ pub trait LockBackend: Backend {
         key: &LockName,
         fencing_token: u64,
     ) -> Result<ForceReleaseOutcome, Error>;
+
+    /// The record `key`, or `None` when there is none (see **Records** in the contract).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Backend`] on any failure of the store, and (permanent) for a corrupted
+    /// record.
+    fn read_record(&self, key: &LockName) -> Result<Option<StoredRecord>, Error>;
+
+    /// Writes `write.value()` to the record `write.key()` if its version is still
+    /// `write.expected()`: a compare-and-set (see **Records** in the contract).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Backend`] on any failure of the store (the write may have landed), and
+    /// (permanent) for a corrupted record.
+    fn write_record(&self, write: RecordWrite<'_>) -> Result<RecordWriteOutcome, Error>;
 }
 
 /// An async lock backend: the same four primitives as [`LockBackend`], as futures.
@@ -384,4 +414,16 @@ pub trait AsyncLockBackend: Backend {
         key: &LockName,
         fencing_token: u64,
     ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send;
+
+    /// See [`LockBackend::read_record`].
+    fn read_record(
+        &self,
+        key: &LockName,
+    ) -> impl Future<Output = Result<Option<StoredRecord>, Error>> + Send;
+
+    /// See [`LockBackend::write_record`].
+    fn write_record(
+        &self,
+        write: RecordWrite<'_>,
+    ) -> impl Future<Output = Result<RecordWriteOutcome, Error>> + Send;
 }

@@ -102,12 +102,41 @@ impl GroupKeys {
         false
     }
 
+    /// Every slot's key, slot 0 first.
+    pub fn iter(&self) -> impl Iterator<Item = &LockName> {
+        std::iter::once(&self.group).chain(&self.later)
+    }
+
+    /// Every slot's name as the caller sees it, slot 0 first: `group_name`, then
+    /// `group_name#1`, `group_name#2`... (the names [`GroupState`] gives its slots).
+    ///
+    /// ```
+    /// use leader_core::{GroupSlots, LockName};
+    ///
+    /// let keys = GroupSlots::new(3)?.keys(&LockName::new("tenant:acme:consumers")?)?;
+    /// assert_eq!(keys.slot_names("consumers"), ["consumers", "consumers#1", "consumers#2"]);
+    /// # Ok::<(), leader_core::Error>(())
+    /// ```
+    pub fn slot_names(&self, group_name: &str) -> Vec<String> {
+        (0..self.len())
+            .map(|slot| slot_name(group_name, slot))
+            .collect()
+    }
+
     /// The key of `slot`, counted modulo the number of slots.
     pub fn slot(&self, slot: usize) -> &LockName {
         match (slot % self.len()).checked_sub(1) {
             Some(later) => self.later.get(later).unwrap_or(&self.group),
             None => &self.group,
         }
+    }
+}
+
+/// The name slot `slot` of the group `group_name` shows to the caller.
+fn slot_name(group_name: &str, slot: usize) -> String {
+    match slot {
+        0 => group_name.to_owned(),
+        _ => format!("{group_name}#{slot}"),
     }
 }
 
@@ -179,10 +208,7 @@ impl GroupState {
         let slots = slots
             .into_iter()
             .enumerate()
-            .map(|(slot, state)| match slot {
-                0 => state.with_lock_name(group_name.clone()),
-                _ => state.with_lock_name(format!("{group_name}#{slot}")),
-            })
+            .map(|(slot, state)| state.with_lock_name(slot_name(&group_name, slot)))
             .collect();
         GroupState { group_name, slots }
     }

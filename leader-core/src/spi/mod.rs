@@ -1,7 +1,7 @@
 //! The backend SPI: the [`LockBackend`](crate::LockBackend) and
 //! [`AsyncLockBackend`](crate::AsyncLockBackend) traits and the values that cross them
 //! (requests, outcomes, leases and owner tokens, listing pages and cursors, group keys,
-//! release events, lock state, the lease limit a backend enforces).
+//! release events, lock state, the lease limit a backend enforces, records).
 //!
 //! Public API, the lowest layer: it imports only the cross-cutting `error` and `name`,
 //! and nothing from `config`, `engine`, `embedded`, `leadership` or `telemetry`.
@@ -13,6 +13,7 @@ pub(crate) mod lease;
 pub(crate) mod lease_limit;
 pub(crate) mod listing;
 pub(crate) mod outcome;
+pub(crate) mod record;
 pub(crate) mod release_events;
 pub(crate) mod request;
 pub(crate) mod state;

@@ -3,11 +3,13 @@
 //! the async paths both run these on the backend's runtime.
 //!
 //! Every call that changes a lock is one etcd transaction (after a lease grant where a
-//! new expiry is needed), built in [`txn`] and read back through [`answer`].
+//! new expiry is needed), built in [`txn`] and read back through [`answer`]. The records
+//! beside the locks (the scheduler's compare-and-set register) are in [`records`].
 
 mod acquire;
 mod answer;
 mod extend;
+mod records;
 mod release;
 mod slot;
 mod state;
@@ -18,6 +20,7 @@ use std::future::Future;
 pub(crate) use acquire::Acquire;
 pub(crate) use answer::Answer;
 pub(crate) use extend::Extend;
+pub(crate) use records::{ReadRecord, WriteRecord};
 pub(crate) use release::{Release, Released};
 pub(crate) use slot::{AcquireSlot, slot_fits_one_txn};
 pub(crate) use state::State;

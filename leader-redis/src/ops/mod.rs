@@ -1,12 +1,14 @@
 //! The operations as data: each builds its script invocation and decodes the reply with
 //! plain functions, so the blocking and async paths run the very same code around one I/O
-//! call. One file per operation: [`acquire`], [`extend`], [`release`], [`state`]; [`acked`]
+//! call. One file per operation: [`acquire`], [`extend`], [`release`], [`state`], [`record`];
+//! [`acked`]
 //! builds the round trip of a script and its replica acknowledgement (`WAIT`), reads it,
 //! and decides what an acknowledgement that fell short makes of an answer.
 
 mod acked;
 mod acquire;
 mod extend;
+mod record;
 mod release;
 mod state;
 
@@ -15,6 +17,7 @@ pub(crate) use acked::{
 };
 pub(crate) use acquire::Acquire;
 pub(crate) use extend::Extend;
+pub(crate) use record::{ReadRecord, WriteRecord, record_error};
 pub(crate) use release::Release;
 pub(crate) use state::{State, holder_state};
 

@@ -14,8 +14,8 @@ use crate::poller::config::PollerConfig;
 use crate::poller::cycle::{Tried, drive};
 use crate::poller::releases::Releases;
 use crate::report::CycleReport;
-use crate::shutdown::Shutdown;
 use crate::source::TenantSource;
+use leader_core::Shutdown;
 use leader_core::TenantId;
 
 /// Runs a job for every tenant once per interval, each under its tenant's lock, on the

@@ -16,8 +16,8 @@ use tracing::Instrument;
 use crate::error::TenantError;
 use crate::poller::config::ShutdownMode;
 use crate::report::{CycleReport, TenantOutcome, TenantReport};
-use crate::shutdown::Shutdown;
 use crate::source::TenantSource;
+use leader_core::Shutdown;
 use leader_core::TenantId;
 
 /// The tenants of one cycle, in the source's order, each validated.

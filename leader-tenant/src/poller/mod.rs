@@ -23,10 +23,10 @@ use std::time::SystemTime;
 use leader_core::{Clock, Error, LeaderElectionOptions, SystemClock};
 
 use crate::error::TenantError;
-use crate::shutdown::Shutdown;
 use crate::source::TenantSource;
 use config::PollerConfig;
 use cycle::{CycleRun, Plan};
+use leader_core::Shutdown;
 use schedule::{Schedule, Tick};
 
 /// What both pollers hold besides their elector and job: the settings, the source, the

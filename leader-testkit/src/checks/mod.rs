@@ -2,7 +2,8 @@
 //!
 //! The numbers in their docs are those of the `# Contract` on
 //! [`LockBackend`](leader_core::LockBackend): 1 mutual exclusion, 2 ownership, 3 fencing,
-//! 4 fail closed, 5 no expired lease in `state`, 6 minimum lease, 7 clock. (The
+//! 4 fail closed, 5 no expired lease in `state`, 6 minimum lease, 7 clock; and the
+//! unnumbered parts (listing, force release, records). (The
 //! repository's `ARCHITECTURE.md` numbers the electors' own guarantees from 8 on.)
 //!
 //! Each check makes a fresh random lock name, drives the backend through a [`Runner`](crate::Runner) and
@@ -16,6 +17,7 @@ mod notifications;
 mod operator;
 mod ownership;
 mod properties;
+mod records;
 mod refusals;
 
 pub use derived::*;
@@ -26,6 +28,7 @@ pub use notifications::*;
 pub use operator::*;
 pub use ownership::*;
 pub use properties::*;
+pub use records::*;
 pub use refusals::*;
 
 use std::time::{Duration, SystemTime};

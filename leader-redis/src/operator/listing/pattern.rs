@@ -8,7 +8,8 @@ use super::reads::Found;
 /// characters of both prefixes escaped so that they match literally:
 /// `{key_prefix}:{<prefix>*` for a prefix without `#`, and `{key_prefix}:{<group>}#<rest>*`
 /// for a prefix in a group's derived names (see the crate's `keys` module). The glob lets
-/// the fencing counters (`...:fence`) through; [`Pattern::found`] leaves them out.
+/// the fencing counters (`...:fence`) and records (`...:record`) through;
+/// [`Pattern::found`] leaves them out.
 #[derive(Debug, Clone)]
 pub(crate) struct Pattern {
     /// What every lock key starts with: `{key_prefix}:{`.
@@ -61,13 +62,13 @@ impl Pattern {
     /// The key and the lock name inside it when `key` is a lock key under the prefix:
     /// `{key_prefix}:{<name>}`, or `{key_prefix}:{<group>}#<rest>` for the derived name
     /// `<group>#<rest>`. `None` for anything else the glob let through (a fencing counter,
-    /// a key that is not UTF-8 or does not hold a lock name).
+    /// a record, a key that is not UTF-8 or does not hold a lock name).
     pub(crate) fn found(&self, key: &[u8]) -> Option<Found> {
         let key = std::str::from_utf8(key).ok()?;
         let (tag, rest) = key.strip_prefix(&self.head)?.split_once('}')?;
         let name = match rest.strip_prefix(LockName::DERIVED_SEPARATOR) {
             _ if rest.is_empty() => tag.to_owned(),
-            Some(derived) if !derived.ends_with(":fence") => {
+            Some(derived) if !derived.ends_with(":fence") && !derived.ends_with(":record") => {
                 format!("{tag}{}{derived}", LockName::DERIVED_SEPARATOR)
             }
             _ => return None,
@@ -121,6 +122,8 @@ mod tests {
         for other in [
             &b"leader:{job:1}:fence"[..],
             b"leader:{job:1}#2:fence",
+            b"leader:{job:1}:record",
+            b"leader:{job:1}#2:record",
             b"leader:{other}",
             b"leader:{other}#1",
             b"leader:{job:1}:{x}",

@@ -1,4 +1,5 @@
-//! [`Shutdown`]: the signal that stops a poller, for blocking and async code alike.
+//! [`Shutdown`]: the signal that stops a tenant poller or a scheduler, for blocking and
+//! async code alike.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -8,20 +9,21 @@ use event_listener::{Event, Listener};
 
 /// A one-way stop signal, cheap to clone; every clone sees the same signal.
 ///
-/// Trigger it from anywhere (a signal handler task, another thread, a test); pollers stop
-/// starting tenants at once, wake from their wait between cycles, and return after the
-/// in-flight jobs finished or were abandoned (see [`ShutdownMode`](crate::ShutdownMode)).
+/// Trigger it from anywhere (a signal handler task, another thread, a test). A tenant
+/// poller stops starting tenants at once, wakes from its wait between cycles and returns
+/// after the in-flight jobs finished or were abandoned; a scheduler stops firing ticks and
+/// returns once its running jobs finished or were abandoned (each by its shutdown mode).
 ///
 /// # Examples
 ///
 /// ```
-/// use leader_tenant::Shutdown;
+/// use leader_core::Shutdown;
 ///
 /// let shutdown = Shutdown::new();
 /// let remote = shutdown.clone();
 /// std::thread::spawn(move || remote.trigger()).join().unwrap();
 /// assert!(shutdown.is_triggered());
-/// futures_lite::future::block_on(shutdown.triggered()); // resolves at once now
+/// futures::executor::block_on(shutdown.triggered()); // resolves at once now
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct Shutdown {
@@ -67,7 +69,17 @@ impl Shutdown {
     }
 
     /// Blocks until `deadline` or the signal, whichever comes first; `true` if triggered.
-    pub(crate) fn wait_until(&self, deadline: Instant) -> bool {
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use leader_core::Shutdown;
+    ///
+    /// let shutdown = Shutdown::new();
+    /// assert!(!shutdown.wait_until(Instant::now() + Duration::from_millis(5)));
+    /// shutdown.trigger();
+    /// assert!(shutdown.wait_until(Instant::now() + Duration::from_secs(60)));
+    /// ```
+    pub fn wait_until(&self, deadline: Instant) -> bool {
         while !self.is_triggered() {
             let listener = self.inner.event.listen();
             if self.is_triggered() {

@@ -1,0 +1,346 @@
+//! [`Observation`]: an observer's decisions (when to read a lock, what each read shows
+//! changed), for the blocking and async observers alike.
+//!
+//! An observer owns no thread and no buffer that grows: it reads the lock when its reader
+//! asks for the next change and nothing is pending. A read is due at once after a release
+//! notification, at the poll interval otherwise, and sooner when a lease the last read
+//! showed runs out before then, so that an expiry is seen when it happens. The shells
+//! listen for a release before each read (so a release while the reader is busy wakes the
+//! next wait at once), read, feed the answer here, and wait for what [`Observation::step`]
+//! says.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::error::Error;
+use crate::leadership::change::{ChangeKind, LeaderChange};
+use crate::spi::state::{LeaderLease, LeaderState};
+
+/// How far past a lease's reported expiry the read that sees it gone is made.
+const AFTER_EXPIRY: Duration = Duration::from_millis(1);
+
+/// What an observer does next.
+#[derive(Debug)]
+pub enum ObserveStep {
+    /// Hand the reader this change.
+    Yield(LeaderChange),
+    /// Listen for releases, then read every key and feed the answer to
+    /// [`Observation::answer`].
+    Read,
+    /// Wait until `until`, or a release notification (then call [`Observation::woken`]).
+    Wait {
+        /// When the next read is due.
+        until: Instant,
+    },
+    /// The observer is done (a permanent error was yielded).
+    Done,
+}
+
+/// The observer of one lock, or of every slot of a leader group.
+#[derive(Debug)]
+pub struct Observation {
+    names: Vec<String>,
+    /// What the last read showed, per slot; `None` before the first read.
+    last: Option<Vec<Option<LeaderLease>>>,
+    pending: VecDeque<LeaderChange>,
+    poll_interval: Duration,
+    next_read: Option<Instant>,
+    notified: bool,
+    done: bool,
+}
+
+impl Observation {
+    /// An observer of the slots named `names` (one name for a single lock), reading at
+    /// least every `poll_interval`.
+    pub fn new(names: Vec<String>, poll_interval: Duration) -> Self {
+        Observation {
+            names,
+            last: None,
+            pending: VecDeque::new(),
+            poll_interval,
+            next_read: None,
+            notified: false,
+            done: false,
+        }
+    }
+
+    /// Reads at least every `poll_interval` (at least 1 ms).
+    pub fn set_poll_interval(&mut self, poll_interval: Duration) {
+        self.poll_interval = poll_interval.max(Duration::from_millis(1));
+    }
+
+    /// The poll interval.
+    pub fn poll_interval(&self) -> Duration {
+        self.poll_interval
+    }
+
+    /// What to do at `now`.
+    pub fn step(&mut self, now: Instant) -> ObserveStep {
+        if let Some(change) = self.pending.pop_front() {
+            return ObserveStep::Yield(change);
+        }
+        if self.done {
+            return ObserveStep::Done;
+        }
+        match self.next_read {
+            Some(until) if until > now && !self.notified => ObserveStep::Wait { until },
+            _ => ObserveStep::Read,
+        }
+    }
+
+    /// After a wait: `notified` if a release notification ended it.
+    pub fn woken(&mut self, notified: bool) {
+        self.notified |= notified;
+    }
+
+    /// Feeds one read of every slot (in slot order) made at `seen_at` (this node's clock)
+    /// and finished at `now`; returns the error to hand the reader, if the read failed. A
+    /// transient error is retried at the poll interval; after a permanent one the observer
+    /// is done.
+    pub fn answer(
+        &mut self,
+        read: Result<Vec<LeaderState>, Error>,
+        seen_at: SystemTime,
+        now: Instant,
+    ) -> Option<Error> {
+        let states = match read {
+            Ok(states) => states,
+            Err(err) => {
+                self.done = !err.is_transient();
+                self.next_read = Some(now + self.poll_interval);
+                return Some(err);
+            }
+        };
+        let holders: Vec<Option<LeaderLease>> = states
+            .into_iter()
+            .map(|state| state.leader().cloned())
+            .collect();
+        let notified = std::mem::take(&mut self.notified);
+        match self.last.take() {
+            None => {
+                for (slot, holder) in holders.iter().enumerate() {
+                    self.push(ChangeKind::Initial, slot, holder.clone(), seen_at);
+                }
+            }
+            Some(last) => {
+                for (slot, (before, after)) in last.into_iter().zip(&holders).enumerate() {
+                    self.compare(slot, before, after.as_ref(), notified, seen_at);
+                }
+            }
+        }
+        self.next_read = Some(now + self.wait(&holders, seen_at));
+        self.last = Some(holders);
+        None
+    }
+
+    /// The changes from `before` to `after` in one slot.
+    fn compare(
+        &mut self,
+        slot: usize,
+        before: Option<LeaderLease>,
+        after: Option<&LeaderLease>,
+        notified: bool,
+        seen_at: SystemTime,
+    ) {
+        let same = |a: &LeaderLease, b: &LeaderLease| {
+            a.fencing_token == b.fencing_token && a.leader_id == b.leader_id
+        };
+        if let Some(before) = before {
+            if after.is_some_and(|after| same(&before, after)) {
+                return; // a renewal, or nothing
+            }
+            // Gone before its lease ran out: released or forced. Gone after it: expired,
+            // unless the backend said it was released (a release notification since the
+            // last read; a slow reader sees a release late).
+            let kind = if seen_at < before.expires_at || notified {
+                ChangeKind::Released
+            } else {
+                ChangeKind::Expired
+            };
+            self.push(kind, slot, Some(before), seen_at);
+        }
+        if let Some(after) = after {
+            self.push(ChangeKind::Acquired, slot, Some(after.clone()), seen_at);
+        }
+    }
+
+    fn push(
+        &mut self,
+        kind: ChangeKind,
+        slot: usize,
+        holder: Option<LeaderLease>,
+        seen_at: SystemTime,
+    ) {
+        let name = self.names.get(slot).cloned().unwrap_or_default();
+        let slot = u32::try_from(slot).unwrap_or(u32::MAX);
+        self.pending
+            .push_back(LeaderChange::new(kind, name, slot, holder, seen_at));
+    }
+
+    /// How long until the next read: the poll interval, or just past the soonest expiry
+    /// the read showed when that comes first. An expiry already past on this node's clock
+    /// (a store whose clock is behind ours) waits the poll interval, never less.
+    fn wait(&self, holders: &[Option<LeaderLease>], seen_at: SystemTime) -> Duration {
+        holders
+            .iter()
+            .flatten()
+            .filter_map(|holder| holder.expires_at.duration_since(seen_at).ok())
+            .filter(|until| !until.is_zero())
+            .map(|until| until + AFTER_EXPIRY)
+            .fold(self.poll_interval, Duration::min)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::{BackendError, BackendErrorKind};
+
+    const POLL: Duration = Duration::from_secs(1);
+
+    fn lease(node: &str, token: u64, at: SystemTime, for_secs: u64) -> LeaderState {
+        LeaderState::occupied(
+            "job",
+            LeaderLease::new(node, at, at + Duration::from_secs(for_secs), token),
+        )
+    }
+
+    fn read(obs: &mut Observation, states: Vec<LeaderState>, at: SystemTime) -> Vec<ChangeKind> {
+        assert!(matches!(obs.step(Instant::now()), ObserveStep::Read));
+        assert!(obs.answer(Ok(states), at, Instant::now()).is_none());
+        let mut kinds = Vec::new();
+        while let ObserveStep::Yield(change) = obs.step(Instant::now()) {
+            kinds.push(change.kind);
+        }
+        // Due again at once, as the tests read back to back.
+        obs.next_read = None;
+        kinds
+    }
+
+    #[test]
+    fn the_first_read_is_initial_then_only_changes_show() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
+        let mut obs = Observation::new(vec!["job".into()], POLL);
+        assert_eq!(
+            read(&mut obs, vec![LeaderState::empty("job")], t0),
+            [ChangeKind::Initial]
+        );
+        assert!(read(&mut obs, vec![LeaderState::empty("job")], t0).is_empty());
+        let a = lease("a", 1, t0, 30);
+        assert_eq!(read(&mut obs, vec![a.clone()], t0), [ChangeKind::Acquired]);
+        // A renewal moves the expiry only: no change.
+        let renewed = lease("a", 1, t0 + Duration::from_secs(5), 30);
+        assert!(read(&mut obs, vec![renewed], t0 + Duration::from_secs(5)).is_empty());
+        // Gone before its expiry: released.
+        assert_eq!(
+            read(
+                &mut obs,
+                vec![LeaderState::empty("job")],
+                t0 + Duration::from_secs(6)
+            ),
+            [ChangeKind::Released]
+        );
+    }
+
+    #[test]
+    fn gone_after_its_expiry_is_expired_unless_a_release_was_notified() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
+        let later = t0 + Duration::from_secs(31);
+        let mut obs = Observation::new(vec!["job".into()], POLL);
+        read(&mut obs, vec![lease("a", 1, t0, 30)], t0);
+        assert_eq!(
+            read(&mut obs, vec![LeaderState::empty("job")], later),
+            [ChangeKind::Expired]
+        );
+        read(&mut obs, vec![lease("b", 2, t0, 30)], t0);
+        obs.woken(true);
+        assert_eq!(
+            read(&mut obs, vec![LeaderState::empty("job")], later),
+            [ChangeKind::Released]
+        );
+    }
+
+    #[test]
+    fn a_new_holder_between_reads_shows_the_old_one_going_first() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
+        let mut obs = Observation::new(vec!["job".into()], POLL);
+        read(&mut obs, vec![lease("a", 1, t0, 30)], t0);
+        // The same node under a new token is a new acquisition too.
+        assert_eq!(
+            read(&mut obs, vec![lease("a", 2, t0, 30)], t0),
+            [ChangeKind::Released, ChangeKind::Acquired]
+        );
+    }
+
+    #[test]
+    fn group_slots_are_named_and_compared_apart() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
+        let mut obs = Observation::new(vec!["g".into(), "g#1".into()], POLL);
+        read(
+            &mut obs,
+            vec![LeaderState::empty("g"), LeaderState::empty("g#1")],
+            t0,
+        );
+        assert!(matches!(obs.step(Instant::now()), ObserveStep::Read));
+        obs.answer(
+            Ok(vec![LeaderState::empty("g"), lease("b", 4, t0, 30)]),
+            t0,
+            Instant::now(),
+        );
+        let ObserveStep::Yield(change) = obs.step(Instant::now()) else {
+            panic!("a change is pending");
+        };
+        assert_eq!((change.slot, change.lock_name.as_str()), (1, "g#1"));
+        assert_eq!(change.kind, ChangeKind::Acquired);
+    }
+
+    #[test]
+    fn waits_the_poll_interval_or_until_just_past_an_expiry_never_busy() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
+        let obs = Observation::new(vec!["job".into()], POLL);
+        let soon = LeaderLease::new("a", t0, t0 + Duration::from_millis(300), 1);
+        let later = LeaderLease::new("a", t0, t0 + Duration::from_secs(30), 1);
+        let past = LeaderLease::new("a", t0, t0 - Duration::from_secs(1), 1);
+        assert_eq!(
+            obs.wait(&[Some(soon)], t0),
+            Duration::from_millis(300) + AFTER_EXPIRY
+        );
+        assert_eq!(obs.wait(&[Some(later)], t0), POLL);
+        assert_eq!(obs.wait(&[Some(past), None], t0), POLL);
+    }
+
+    #[test]
+    fn a_notification_makes_the_read_due_at_once() {
+        let t0 = SystemTime::now();
+        let mut obs = Observation::new(vec!["job".into()], POLL);
+        let now = Instant::now();
+        assert!(matches!(obs.step(now), ObserveStep::Read));
+        obs.answer(Ok(vec![LeaderState::empty("job")]), t0, now);
+        assert!(matches!(obs.step(now), ObserveStep::Yield(_)));
+        assert!(matches!(obs.step(now), ObserveStep::Wait { until } if until == now + POLL));
+        obs.woken(true);
+        assert!(matches!(obs.step(now), ObserveStep::Read));
+    }
+
+    #[test]
+    fn a_transient_error_is_retried_and_a_permanent_one_ends_it() {
+        let mut obs = Observation::new(vec!["job".into()], POLL);
+        let now = Instant::now();
+        let blip = Error::Backend(BackendError::new(
+            "test",
+            "job",
+            BackendErrorKind::Transient,
+            "blip",
+        ));
+        assert!(obs.answer(Err(blip), SystemTime::now(), now).is_some());
+        assert!(matches!(obs.step(now), ObserveStep::Wait { .. }));
+        let broken = Error::Backend(BackendError::new(
+            "test",
+            "job",
+            BackendErrorKind::Permanent,
+            "broken",
+        ));
+        assert!(obs.answer(Err(broken), SystemTime::now(), now).is_some());
+        assert!(matches!(obs.step(now), ObserveStep::Done));
+    }
+}

@@ -1,0 +1,246 @@
+//! Observers on every backend: the blocking iterator and the async stream (tokio, smol)
+//! each see the lock as it is, then an acquisition by whom with which token, a release,
+//! and an expiry within the poll interval of the lease's end; a group's observer names
+//! the slot. On the backends that notify releases, another node's release reaches an
+//! observer that would not poll for a minute.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant, SystemTime};
+
+use common::notified::{Notified, must_acquire};
+use leader::{
+    AnyBackend, AsyncLeaderElector, ChangeKind, LeaderChange, LeaderElectionOptions, LeaderElector,
+    LeaseMode, Shutdown,
+};
+use leader_core::{Backend, LockBackend};
+use leader_testkit::fresh_name;
+
+const POLL: Duration = Duration::from_millis(200);
+
+/// The next change, or a panic naming what was awaited.
+fn next(changes: &Receiver<LeaderChange>, what: &str) -> LeaderChange {
+    match changes.recv_timeout(Duration::from_secs(10)) {
+        Ok(change) => change,
+        Err(RecvTimeoutError::Timeout) => panic!("no change seen while awaiting {what}"),
+        Err(RecvTimeoutError::Disconnected) => panic!("the observer ended awaiting {what}"),
+    }
+}
+
+/// How late after a lease's end its expiry may be seen: the poll interval and the read,
+/// and on etcd the second and a half it may take to drop an expired lease's keys.
+fn expiry_slack(backend: &AnyBackend) -> Duration {
+    match backend.name() {
+        "etcd" => POLL + Duration::from_millis(2500),
+        _ => POLL + Duration::from_millis(500),
+    }
+}
+
+/// The changes of `lock` as `observe` sees them, driven by the test: acquire, release,
+/// a lease left to expire.
+fn sees_each_change(backend: AnyBackend, changes: Receiver<LeaderChange>, lock: &str) {
+    let initial = next(&changes, "the initial state");
+    assert_eq!(initial.kind, ChangeKind::Initial);
+    assert_eq!(initial.lock_name, lock);
+    assert!(initial.holder.is_none(), "{initial:?}");
+
+    let options = LeaderElectionOptions::default().with_node_id("node-a");
+    let elector = LeaderElector::new(backend.clone(), options).unwrap();
+    let guard = elector.acquire(lock, LeaseMode::watchdog()).unwrap();
+    let acquired = next(&changes, "the acquisition");
+    assert_eq!(acquired.kind, ChangeKind::Acquired, "{acquired:?}");
+    let holder = acquired.holder.clone().unwrap();
+    assert_eq!(holder.leader_id, "node-a");
+    assert_eq!(holder.fencing_token, guard.fencing_token());
+
+    let token = guard.fencing_token();
+    guard.release().unwrap();
+    let released = next(&changes, "the release");
+    assert_eq!(released.kind, ChangeKind::Released, "{released:?}");
+    assert_eq!(released.holder.unwrap().fencing_token, token);
+
+    // A lease nobody renews: seen going once it ran out, soon after.
+    let key = elector.observed_key(lock).unwrap();
+    let lease = must_acquire(&backend, &key, "node-b", Duration::from_secs(1));
+    let acquired = next(&changes, "node-b's acquisition");
+    assert_eq!(acquired.kind, ChangeKind::Acquired);
+    assert_eq!(acquired.holder.unwrap().fencing_token, lease.fencing_token);
+    let expired = next(&changes, "the expiry");
+    assert_eq!(expired.kind, ChangeKind::Expired, "{expired:?}");
+    let ends = expired.holder.as_ref().unwrap().expires_at;
+    let late = expired.seen_at.duration_since(ends).unwrap_or_default();
+    assert!(
+        late < expiry_slack(&backend),
+        "an expiry seen {late:?} after the lease ended"
+    );
+}
+
+fn a_blocking_observer_sees_each_change(backend: AnyBackend) {
+    let elector = LeaderElector::new(backend.clone(), LeaderElectionOptions::default()).unwrap();
+    let lock = fresh_name("observed").to_string();
+    let shutdown = Shutdown::new();
+    let observer = elector
+        .observe(&lock)
+        .unwrap()
+        .with_poll_interval(POLL)
+        .until(&shutdown);
+    let (tx, changes) = mpsc::channel();
+    let thread = std::thread::spawn(move || {
+        for change in observer {
+            if tx.send(change.unwrap()).is_err() {
+                return;
+            }
+        }
+    });
+    sees_each_change(backend, changes, &lock);
+    shutdown.trigger();
+    thread.join().unwrap();
+}
+
+/// The async observer's stream, on a runtime of its own thread.
+fn an_async_observer_sees_each_change_on(
+    backend: AnyBackend,
+    block_on: fn(std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>),
+) {
+    let elector =
+        AsyncLeaderElector::new(backend.clone(), LeaderElectionOptions::default()).unwrap();
+    let lock = fresh_name("observed").to_string();
+    let shutdown = Shutdown::new();
+    let mut observer = elector
+        .observe(&lock)
+        .unwrap()
+        .with_poll_interval(POLL)
+        .until(&shutdown);
+    let (tx, changes) = mpsc::channel();
+    let thread = std::thread::spawn(move || {
+        block_on(Box::pin(async move {
+            while let Some(change) = observer.next().await {
+                if tx.send(change.unwrap()).is_err() {
+                    return;
+                }
+            }
+        }));
+    });
+    sees_each_change(backend, changes, &lock);
+    shutdown.trigger();
+    thread.join().unwrap();
+}
+
+fn an_async_observer_sees_each_change_on_tokio(backend: AnyBackend) {
+    an_async_observer_sees_each_change_on(backend, |future| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(future);
+    });
+}
+
+fn an_async_observer_sees_each_change_on_smol(backend: AnyBackend) {
+    an_async_observer_sees_each_change_on(backend, smol::block_on);
+}
+
+fn a_group_observer_names_the_slot_that_changed(backend: AnyBackend) {
+    let options = LeaderElectionOptions::default().with_node_id("node-a");
+    let group = LeaderElector::new(backend, options)
+        .unwrap()
+        .group(3)
+        .unwrap();
+    let name = fresh_name("observed-group").to_string();
+    let mut changes = group.observe(&name).unwrap().with_poll_interval(POLL);
+    let initial: Vec<LeaderChange> = changes.by_ref().take(3).map(Result::unwrap).collect();
+    let names: Vec<&str> = initial.iter().map(|c| c.lock_name.as_str()).collect();
+    assert_eq!(
+        names,
+        [name.clone(), format!("{name}#1"), format!("{name}#2")]
+    );
+
+    let ran = group
+        .run_if_leader_with(&name, |lease| {
+            let acquired = changes.next().unwrap().unwrap();
+            assert_eq!(acquired.kind, ChangeKind::Acquired);
+            assert_eq!(acquired.slot, lease.slot());
+            assert_eq!(acquired.lock_name, initial[lease.slot() as usize].lock_name);
+            let holder = acquired.holder.unwrap();
+            assert_eq!(holder.fencing_token, lease.fencing_token());
+            Ok::<_, std::convert::Infallible>(lease.slot())
+        })
+        .unwrap();
+    let slot = ran.value().copied().expect("a free group elects");
+    let released = changes.next().unwrap().unwrap();
+    assert_eq!((released.kind, released.slot), (ChangeKind::Released, slot));
+}
+
+on_every_backend!(
+    a_blocking_observer_sees_each_change,
+    an_async_observer_sees_each_change_on_tokio,
+    an_async_observer_sees_each_change_on_smol,
+    a_group_observer_names_the_slot_that_changed,
+);
+
+/// Another node's release reaches an observer that polls once a minute, through the
+/// backend's notification: seen within a second.
+fn a_release_is_pushed_to_observers(kind: &str) {
+    let Some(servers) = Notified::on(kind, "observed_locks") else {
+        return;
+    };
+    let observing = servers.listening();
+    let holder = servers.backend(false);
+    let elector = LeaderElector::new(observing, LeaderElectionOptions::default()).unwrap();
+    let lock = fresh_name("pushed");
+    let lease = must_acquire(&holder, &lock, "node-b", Duration::from_secs(30));
+    let mut changes = elector
+        .observe(lock.as_str())
+        .unwrap()
+        .with_poll_interval(Duration::from_secs(60));
+    let initial = changes.next().unwrap().unwrap();
+    assert_eq!(initial.holder.unwrap().fencing_token, lease.fencing_token);
+    // Seen by a read the observer makes on its own: the poll interval is a minute, so the
+    // next read comes from the notification the release sends.
+    let (tx, seen) = mpsc::channel();
+    let thread = std::thread::spawn(move || {
+        for change in changes {
+            let change = change.unwrap();
+            if change.kind != ChangeKind::Initial && tx.send((change, Instant::now())).is_err() {
+                return;
+            }
+        }
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    let released_at = Instant::now();
+    LockBackend::release(&holder, &lease, Duration::ZERO).unwrap();
+    let (change, at) = seen
+        .recv_timeout(Duration::from_secs(5))
+        .unwrap_or_else(|_| panic!("the release was not pushed to the observer within 5 s"));
+    assert_eq!(change.kind, ChangeKind::Released, "{change:?}");
+    let after = at.duration_since(released_at);
+    assert!(
+        after < Duration::from_secs(1),
+        "seen {after:?} after the release"
+    );
+    assert!(SystemTime::now() >= change.seen_at);
+    drop(seen);
+    // The observer thread ends at its next change (or with the process).
+    drop(thread);
+}
+
+mod pushed {
+    #[test]
+    fn redis() {
+        super::a_release_is_pushed_to_observers("redis");
+    }
+    #[test]
+    fn redis_cluster() {
+        super::a_release_is_pushed_to_observers("redis_cluster");
+    }
+    #[test]
+    fn postgres() {
+        super::a_release_is_pushed_to_observers("postgres");
+    }
+    #[test]
+    fn etcd() {
+        super::a_release_is_pushed_to_observers("etcd");
+    }
+}
