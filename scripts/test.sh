@@ -16,7 +16,8 @@
 #      runtime feature alone, and with none where that is meant to build
 #   5. cargo package of every publishable crate (each package built on its own), after a
 #      check that each package holds its README, its licence files and its Lua scripts
-#   6. cargo test --workspace --all-features [EXTRA ARGS]   (doctests included)
+#   6. cargo test --workspace --all-features --no-fail-fast [EXTRA ARGS]   (doctests
+#      included; every test binary runs even after one fails)
 #   7. a 45-second chaos run per backend (leader-chaos: redis, mongodb, etcd, sqlite,
 #      postgres, redis-sentinel, postgres-standby; about 7 minutes in all), which must
 #      report zero unexplained overlaps, token order violations, duplicate tokens and
@@ -170,7 +171,7 @@ forget_overlay_builds() {
 forget_overlay_builds
 run_step cargo package --workspace "${unpublished[@]}" --allow-dirty
 
-run_step cargo test --workspace --all-features "$@"
+run_step cargo test --workspace --all-features --no-fail-fast "$@"
 
 # The chaos runs: K worker processes contend for one lock on each backend while servers
 # crash, pause and lose data (leader-chaos/README.md). The seed comes from the commit, so a
