@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
-use leader_core::__private::{ElectorSettings, Keepalive, Scope, Step};
+use leader_core::__private::{ElectorSettings, Keepalive, Observation, Scope, Step};
 use leader_core::{
     AsyncLockBackend, Error, ForceReleaseOutcome, GroupSlots, IntoTenantId, LeaderElectionOptions,
     LeaderRunResult, LeaderState, Lease, LeaseContext, ListPage, ListRequest, LockName, TenantId,
@@ -411,14 +411,8 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
     ///
     /// An invalid name. Read failures come as the observer's `Err` items.
     pub fn observe(&self, name: &str) -> Result<AsyncObserver<B>, Error> {
-        let key = self.observed_key(name)?;
-        let listen_key = key.as_str().to_owned();
-        Ok(AsyncObserver::new(
-            Arc::clone(self.backend()),
-            vec![key],
-            vec![name.to_owned()],
-            listen_key,
-        ))
+        let observed = Observation::lock(self.observed_key(name)?, name);
+        Ok(AsyncObserver::new(Arc::clone(self.backend()), observed))
     }
 
     /// One page of the locks held under `request.prefix` (inside this elector's tenant

@@ -3,6 +3,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use leader_core::__private::Observation;
 use leader_core::{
     AsyncLockBackend, CampaignConfig, Error, EventCallback, GroupSlots, GroupState, IntoTenantId,
     LeaderElectionOptions, LeaderRunResult, LeaseContext, TenantId,
@@ -190,14 +191,10 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderGroupElector<B> {
     /// An invalid name. Read failures come as the observer's `Err` items.
     pub fn observe(&self, name: &str) -> Result<AsyncObserver<B>, Error> {
         let keys = self.slots.keys(&self.elector.lock_key(name)?)?;
-        let names = keys.slot_names(name);
-        let listen_key = keys.group().as_str().to_owned();
-        let keys = keys.iter().cloned().collect();
+        let observed = Observation::group(&keys, name);
         Ok(AsyncObserver::new(
             Arc::clone(self.elector.backend()),
-            keys,
-            names,
-            listen_key,
+            observed,
         ))
     }
 

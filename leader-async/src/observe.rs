@@ -8,14 +8,9 @@ use std::time::{Duration, Instant, SystemTime};
 use futures_lite::future::or;
 use futures_util::Stream;
 use leader_core::__private::{Observation, ObserveStep};
-use leader_core::{
-    AsyncLockBackend, Error, LeaderChange, LeaderState, LockName, ReleaseListener, Shutdown,
-};
+use leader_core::{AsyncLockBackend, Error, LeaderChange, LeaderState, ReleaseListener, Shutdown};
 
 use crate::rt;
-
-/// How often an observer reads when nothing wakes it sooner.
-const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
 
 /// The changes of who holds a lock, or every slot of a leader group: call
 /// [`next`](AsyncObserver::next), or turn it into a `Stream` with
@@ -76,9 +71,8 @@ const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
 /// ```
 pub struct AsyncObserver<B> {
     backend: Arc<B>,
-    keys: Vec<LockName>,
-    /// Where release notifications of every key arrive: the lock, or the group's name.
-    listen_key: String,
+    /// What is observed (the keys, their names, where releases are notified) and every
+    /// decision on it.
     engine: Observation,
     listener: Option<ReleaseListener>,
     shutdown: Option<Shutdown>,
@@ -87,25 +81,18 @@ pub struct AsyncObserver<B> {
 impl<B> fmt::Debug for AsyncObserver<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AsyncObserver")
-            .field("keys", &self.keys)
+            .field("keys", &self.engine.keys())
             .field("poll_interval", &self.engine.poll_interval())
             .finish_non_exhaustive()
     }
 }
 
 impl<B: AsyncLockBackend> AsyncObserver<B> {
-    /// An observer of `keys`, named to the reader as `names`, notified on `listen_key`.
-    pub(crate) fn new(
-        backend: Arc<B>,
-        keys: Vec<LockName>,
-        names: Vec<String>,
-        listen_key: String,
-    ) -> Self {
+    /// An observer of what `engine` observes.
+    pub(crate) fn new(backend: Arc<B>, engine: Observation) -> Self {
         AsyncObserver {
             backend,
-            keys,
-            listen_key,
-            engine: Observation::new(names, DEFAULT_POLL_INTERVAL),
+            engine,
             listener: None,
             shutdown: None,
         }
@@ -137,15 +124,16 @@ impl<B: AsyncLockBackend> AsyncObserver<B> {
                 ObserveStep::Yield(change) => return Some(Ok(change)),
                 ObserveStep::Done => return None,
                 ObserveStep::Wait { until } => {
-                    let notified = self.wait(until).await;
-                    self.engine.woken(notified);
+                    if self.wait(until).await {
+                        self.engine.notified(SystemTime::now());
+                    }
                 }
                 ObserveStep::Read => {
                     // Listen first: a release while the reader is busy wakes the next wait.
                     self.listener = self
                         .backend
                         .release_events()
-                        .map(|events| events.listen(&self.listen_key));
+                        .map(|events| events.listen(self.engine.listen_key()));
                     let seen_at = SystemTime::now();
                     let read = self.read().await;
                     if let Some(err) = self.engine.answer(read, seen_at, Instant::now()) {
@@ -182,8 +170,9 @@ impl<B: AsyncLockBackend> AsyncObserver<B> {
     }
 
     async fn read(&self) -> Result<Vec<LeaderState>, Error> {
-        let mut states = Vec::with_capacity(self.keys.len());
-        for key in &self.keys {
+        let keys = self.engine.keys();
+        let mut states = Vec::with_capacity(keys.len());
+        for key in keys {
             states.push(self.backend.state(key).await?);
         }
         Ok(states)

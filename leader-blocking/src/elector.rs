@@ -4,7 +4,7 @@ use std::convert::Infallible;
 use std::fmt;
 use std::sync::Arc;
 
-use leader_core::__private::{ElectorSettings, Keepalive, Scope, Step};
+use leader_core::__private::{ElectorSettings, Keepalive, Observation, Scope, Step};
 use leader_core::{
     Error, ForceReleaseOutcome, GroupSlots, IntoTenantId, LeaderElectionOptions, LeaderRunResult,
     LeaderState, LeaseContext, ListPage, ListRequest, LockBackend, LockName, TenantId,
@@ -417,14 +417,8 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
     /// # Ok::<(), leader_core::Error>(())
     /// ```
     pub fn observe(&self, name: &str) -> Result<Observer<B>, Error> {
-        let key = self.observed_key(name)?;
-        let listen_key = key.as_str().to_owned();
-        Ok(Observer::new(
-            Arc::clone(self.backend()),
-            vec![key],
-            vec![name.to_owned()],
-            listen_key,
-        ))
+        let observed = Observation::lock(self.observed_key(name)?, name);
+        Ok(Observer::new(Arc::clone(self.backend()), observed))
     }
 
     /// One page of the locks held under `request.prefix` (inside this elector's tenant

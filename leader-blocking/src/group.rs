@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use leader_core::__private::Observation;
 use leader_core::{
     CampaignConfig, Error, EventCallback, GroupSlots, GroupState, IntoTenantId,
     LeaderElectionOptions, LeaderRunResult, LeaseContext, LockBackend, TenantId,
@@ -204,15 +205,8 @@ impl<B: LockBackend + 'static> LeaderGroupElector<B> {
     /// ```
     pub fn observe(&self, name: &str) -> Result<Observer<B>, Error> {
         let keys = self.slots.keys(&self.elector.lock_key(name)?)?;
-        let names = keys.slot_names(name);
-        let listen_key = keys.group().as_str().to_owned();
-        let keys = keys.iter().cloned().collect();
-        Ok(Observer::new(
-            Arc::clone(self.elector.backend()),
-            keys,
-            names,
-            listen_key,
-        ))
+        let observed = Observation::group(&keys, name);
+        Ok(Observer::new(Arc::clone(self.elector.backend()), observed))
     }
 
     /// Starts a campaign for one slot of `name` on a background thread: continuous

@@ -5,12 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use leader_core::__private::{Observation, ObserveStep};
-use leader_core::{
-    Error, LeaderChange, LeaderState, LockBackend, LockName, ReleaseListener, Shutdown,
-};
-
-/// How often an observer reads when nothing wakes it sooner.
-pub(crate) const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
+use leader_core::{Error, LeaderChange, LeaderState, LockBackend, ReleaseListener, Shutdown};
 
 /// While a shutdown may end a wait on a release notification, the wait is cut in slices
 /// this long to look at the signal.
@@ -70,9 +65,8 @@ const SHUTDOWN_SLICE: Duration = Duration::from_millis(50);
 /// ```
 pub struct Observer<B> {
     backend: Arc<B>,
-    keys: Vec<LockName>,
-    /// Where release notifications of every key arrive: the lock, or the group's name.
-    listen_key: String,
+    /// What is observed (the keys, their names, where releases are notified) and every
+    /// decision on it.
     engine: Observation,
     listener: Option<ReleaseListener>,
     shutdown: Option<Shutdown>,
@@ -81,25 +75,18 @@ pub struct Observer<B> {
 impl<B> fmt::Debug for Observer<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Observer")
-            .field("keys", &self.keys)
+            .field("keys", &self.engine.keys())
             .field("poll_interval", &self.engine.poll_interval())
             .finish_non_exhaustive()
     }
 }
 
 impl<B: LockBackend> Observer<B> {
-    /// An observer of `keys`, named to the reader as `names`, notified on `listen_key`.
-    pub(crate) fn new(
-        backend: Arc<B>,
-        keys: Vec<LockName>,
-        names: Vec<String>,
-        listen_key: String,
-    ) -> Self {
+    /// An observer of what `engine` observes.
+    pub(crate) fn new(backend: Arc<B>, engine: Observation) -> Self {
         Observer {
             backend,
-            keys,
-            listen_key,
-            engine: Observation::new(names, DEFAULT_POLL_INTERVAL),
+            engine,
             listener: None,
             shutdown: None,
         }
@@ -122,7 +109,8 @@ impl<B: LockBackend> Observer<B> {
     }
 
     fn read(&self) -> Result<Vec<LeaderState>, Error> {
-        self.keys
+        self.engine
+            .keys()
             .iter()
             .map(|key| self.backend.state(key))
             .collect()
@@ -161,7 +149,7 @@ impl<B: LockBackend> Observer<B> {
     fn listen(&self) -> Option<ReleaseListener> {
         self.backend
             .release_events()
-            .map(|events| events.listen(&self.listen_key))
+            .map(|events| events.listen(self.engine.listen_key()))
     }
 
     fn is_shut_down(&self) -> bool {
@@ -181,8 +169,9 @@ impl<B: LockBackend> Iterator for Observer<B> {
                 ObserveStep::Yield(change) => return Some(Ok(change)),
                 ObserveStep::Done => return None,
                 ObserveStep::Wait { until } => {
-                    let notified = self.wait(until);
-                    self.engine.woken(notified);
+                    if self.wait(until) {
+                        self.engine.notified(SystemTime::now());
+                    }
                 }
                 ObserveStep::Read => {
                     // Listen first: a release while the reader is busy wakes the next wait.

@@ -14,7 +14,12 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::error::Error;
 use crate::leadership::change::{ChangeKind, LeaderChange};
+use crate::name::LockName;
+use crate::spi::group::GroupKeys;
 use crate::spi::state::{LeaderLease, LeaderState};
+
+/// How often an observer reads when nothing wakes it sooner, unless told otherwise.
+pub(crate) const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
 
 /// How far past a lease's reported expiry the read that sees it gone is made.
 const AFTER_EXPIRY: Duration = Duration::from_millis(1);
@@ -27,7 +32,8 @@ pub enum ObserveStep {
     /// Listen for releases, then read every key and feed the answer to
     /// [`Observation::answer`].
     Read,
-    /// Wait until `until`, or a release notification (then call [`Observation::woken`]).
+    /// Wait until `until`, or a release notification (then call
+    /// [`Observation::notified`]).
     Wait {
         /// When the next read is due.
         until: Instant,
@@ -39,27 +45,51 @@ pub enum ObserveStep {
 /// The observer of one lock, or of every slot of a leader group.
 #[derive(Debug)]
 pub struct Observation {
+    /// The store keys read, one per slot.
+    keys: Vec<LockName>,
+    /// The slots' names as the reader knows them, one per key.
     names: Vec<String>,
+    /// Where release notifications of every key arrive: the lock, or the group's name.
+    listen_key: String,
     /// What the last read showed, per slot; `None` before the first read.
     last: Option<Vec<Option<LeaderLease>>>,
     pending: VecDeque<LeaderChange>,
     poll_interval: Duration,
     next_read: Option<Instant>,
-    notified: bool,
+    /// When the first release notification since the last read woke the observer.
+    notified: Option<SystemTime>,
     done: bool,
 }
 
 impl Observation {
-    /// An observer of the slots named `names` (one name for a single lock), reading at
-    /// least every `poll_interval`.
-    pub fn new(names: Vec<String>, poll_interval: Duration) -> Self {
+    /// An observer of the lock stored under `key`, named `name` to the reader, reading at
+    /// least once a second (until [`set_poll_interval`](Self::set_poll_interval)).
+    pub fn lock(key: LockName, name: &str) -> Self {
+        let listen_key = key.as_str().to_owned();
+        Self::new(vec![key], vec![name.to_owned()], listen_key)
+    }
+
+    /// An observer of every slot of the group `keys`, named `name` to the reader (its
+    /// slots `name`, `name#1`, ...), reading at least once a second (until
+    /// [`set_poll_interval`](Self::set_poll_interval)).
+    pub fn group(keys: &GroupKeys, name: &str) -> Self {
+        Self::new(
+            keys.iter().cloned().collect(),
+            keys.slot_names(name),
+            keys.group().as_str().to_owned(),
+        )
+    }
+
+    fn new(keys: Vec<LockName>, names: Vec<String>, listen_key: String) -> Self {
         Observation {
+            keys,
             names,
+            listen_key,
             last: None,
             pending: VecDeque::new(),
-            poll_interval,
+            poll_interval: DEFAULT_POLL_INTERVAL,
             next_read: None,
-            notified: false,
+            notified: None,
             done: false,
         }
     }
@@ -74,6 +104,16 @@ impl Observation {
         self.poll_interval
     }
 
+    /// The store keys a read reads, in slot order.
+    pub fn keys(&self) -> &[LockName] {
+        &self.keys
+    }
+
+    /// The key to listen on for release notifications of every key read.
+    pub fn listen_key(&self) -> &str {
+        &self.listen_key
+    }
+
     /// What to do at `now`.
     pub fn step(&mut self, now: Instant) -> ObserveStep {
         if let Some(change) = self.pending.pop_front() {
@@ -83,14 +123,15 @@ impl Observation {
             return ObserveStep::Done;
         }
         match self.next_read {
-            Some(until) if until > now && !self.notified => ObserveStep::Wait { until },
+            Some(until) if until > now && self.notified.is_none() => ObserveStep::Wait { until },
             _ => ObserveStep::Read,
         }
     }
 
-    /// After a wait: `notified` if a release notification ended it.
-    pub fn woken(&mut self, notified: bool) {
-        self.notified |= notified;
+    /// A release notification ended a wait at `at` (this node's clock): the next read is
+    /// due at once, and a lock it shows gone was gone by `at`.
+    pub fn notified(&mut self, at: SystemTime) {
+        self.notified.get_or_insert(at);
     }
 
     /// Feeds one read of every slot (in slot order) made at `seen_at` (this node's clock)
@@ -115,7 +156,8 @@ impl Observation {
             .into_iter()
             .map(|state| state.leader().cloned())
             .collect();
-        let notified = std::mem::take(&mut self.notified);
+        // Whatever the read shows gone was gone by the notification, if one came.
+        let gone_by = self.notified.take().map_or(seen_at, |at| at.min(seen_at));
         match self.last.take() {
             None => {
                 for (slot, holder) in holders.iter().enumerate() {
@@ -124,7 +166,7 @@ impl Observation {
             }
             Some(last) => {
                 for (slot, (before, after)) in last.into_iter().zip(&holders).enumerate() {
-                    self.compare(slot, before, after.as_ref(), notified, seen_at);
+                    self.compare(slot, before, after.as_ref(), gone_by, seen_at);
                 }
             }
         }
@@ -139,7 +181,7 @@ impl Observation {
         slot: usize,
         before: Option<LeaderLease>,
         after: Option<&LeaderLease>,
-        notified: bool,
+        gone_by: SystemTime,
         seen_at: SystemTime,
     ) {
         let same = |a: &LeaderLease, b: &LeaderLease| {
@@ -149,10 +191,11 @@ impl Observation {
             if after.is_some_and(|after| same(&before, after)) {
                 return; // a renewal, or nothing
             }
-            // Gone before its lease ran out: released or forced. Gone after it: expired,
-            // unless the backend said it was released (a release notification since the
-            // last read; a slow reader sees a release late).
-            let kind = if seen_at < before.expires_at || notified {
+            // Gone before its lease ran out: released or forced. Gone after it: expired.
+            // "Gone by" is when a release notification woke the observer, if one did:
+            // a release read late is still a release, while a group's notification
+            // (one for every slot) does not make a slot that had run out look released.
+            let kind = if gone_by < before.expires_at {
                 ChangeKind::Released
             } else {
                 ChangeKind::Expired
@@ -195,8 +238,18 @@ impl Observation {
 mod tests {
     use super::*;
     use crate::error::{BackendError, BackendErrorKind};
+    use crate::spi::group::GroupSlots;
 
-    const POLL: Duration = Duration::from_secs(1);
+    const POLL: Duration = DEFAULT_POLL_INTERVAL;
+
+    /// An observer of the two-slot group "g" (slots "g" and "g#1").
+    fn group_of_two() -> Observation {
+        let keys = GroupSlots::new(2)
+            .unwrap()
+            .keys(&LockName::new("g").unwrap())
+            .unwrap();
+        Observation::group(&keys, "g")
+    }
 
     fn lease(node: &str, token: u64, at: SystemTime, for_secs: u64) -> LeaderState {
         LeaderState::occupied(
@@ -220,7 +273,7 @@ mod tests {
     #[test]
     fn the_first_read_is_initial_then_only_changes_show() {
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
-        let mut obs = Observation::new(vec!["job".into()], POLL);
+        let mut obs = Observation::lock(LockName::new("job").unwrap(), "job");
         assert_eq!(
             read(&mut obs, vec![LeaderState::empty("job")], t0),
             [ChangeKind::Initial]
@@ -243,17 +296,17 @@ mod tests {
     }
 
     #[test]
-    fn gone_after_its_expiry_is_expired_unless_a_release_was_notified() {
+    fn gone_after_its_expiry_is_expired_unless_notified_gone_before_it() {
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
         let later = t0 + Duration::from_secs(31);
-        let mut obs = Observation::new(vec!["job".into()], POLL);
+        let mut obs = Observation::lock(LockName::new("job").unwrap(), "job");
         read(&mut obs, vec![lease("a", 1, t0, 30)], t0);
         assert_eq!(
             read(&mut obs, vec![LeaderState::empty("job")], later),
             [ChangeKind::Expired]
         );
         read(&mut obs, vec![lease("b", 2, t0, 30)], t0);
-        obs.woken(true);
+        obs.notified(t0 + Duration::from_secs(29));
         assert_eq!(
             read(&mut obs, vec![LeaderState::empty("job")], later),
             [ChangeKind::Released]
@@ -261,9 +314,28 @@ mod tests {
     }
 
     #[test]
+    fn a_groups_notification_does_not_make_a_slot_that_ran_out_released() {
+        // One notification serves every slot of a group: slot 0 ran out (its lease ended
+        // at t0 + 30 s) and slot 1 was released after that, before the read saw both gone.
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
+        let mut obs = group_of_two();
+        read(
+            &mut obs,
+            vec![lease("a", 1, t0, 30), lease("b", 2, t0, 60)],
+            t0,
+        );
+        obs.notified(t0 + Duration::from_secs(35));
+        let gone = vec![LeaderState::empty("g"), LeaderState::empty("g#1")];
+        assert_eq!(
+            read(&mut obs, gone, t0 + Duration::from_secs(40)),
+            [ChangeKind::Expired, ChangeKind::Released]
+        );
+    }
+
+    #[test]
     fn a_new_holder_between_reads_shows_the_old_one_going_first() {
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
-        let mut obs = Observation::new(vec!["job".into()], POLL);
+        let mut obs = Observation::lock(LockName::new("job").unwrap(), "job");
         read(&mut obs, vec![lease("a", 1, t0, 30)], t0);
         // The same node under a new token is a new acquisition too.
         assert_eq!(
@@ -275,7 +347,7 @@ mod tests {
     #[test]
     fn group_slots_are_named_and_compared_apart() {
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
-        let mut obs = Observation::new(vec!["g".into(), "g#1".into()], POLL);
+        let mut obs = group_of_two();
         read(
             &mut obs,
             vec![LeaderState::empty("g"), LeaderState::empty("g#1")],
@@ -297,7 +369,7 @@ mod tests {
     #[test]
     fn waits_the_poll_interval_or_until_just_past_an_expiry_never_busy() {
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
-        let obs = Observation::new(vec!["job".into()], POLL);
+        let obs = Observation::lock(LockName::new("job").unwrap(), "job");
         let soon = LeaderLease::new("a", t0, t0 + Duration::from_millis(300), 1);
         let later = LeaderLease::new("a", t0, t0 + Duration::from_secs(30), 1);
         let past = LeaderLease::new("a", t0, t0 - Duration::from_secs(1), 1);
@@ -312,19 +384,19 @@ mod tests {
     #[test]
     fn a_notification_makes_the_read_due_at_once() {
         let t0 = SystemTime::now();
-        let mut obs = Observation::new(vec!["job".into()], POLL);
+        let mut obs = Observation::lock(LockName::new("job").unwrap(), "job");
         let now = Instant::now();
         assert!(matches!(obs.step(now), ObserveStep::Read));
         obs.answer(Ok(vec![LeaderState::empty("job")]), t0, now);
         assert!(matches!(obs.step(now), ObserveStep::Yield(_)));
         assert!(matches!(obs.step(now), ObserveStep::Wait { until } if until == now + POLL));
-        obs.woken(true);
+        obs.notified(t0);
         assert!(matches!(obs.step(now), ObserveStep::Read));
     }
 
     #[test]
     fn a_transient_error_is_retried_and_a_permanent_one_ends_it() {
-        let mut obs = Observation::new(vec!["job".into()], POLL);
+        let mut obs = Observation::lock(LockName::new("job").unwrap(), "job");
         let now = Instant::now();
         let blip = Error::Backend(BackendError::new(
             "test",
