@@ -89,6 +89,8 @@ feature_matrix=(
     "leader-async default tokio smol async-std"
     # none = the blocking half only.
     "leader-tenant default none tokio smol async-std"
+    # none = the blocking scheduler only.
+    "leader-schedule default none tokio smol async-std +metrics"
     # none = the blocking backend only.
     "leader-redis default none tokio smol async-std tls +serde"
 )
