@@ -1,5 +1,8 @@
 //! The Lua scripts (in `src/lua/`), loaded once per process and run with EVALSHA
 //! (redis' [`Script`] reloads a script the server does not know and retries).
+//!
+//! A script cannot load another, so a helper two scripts share lives in `src/lua/lib/`
+//! and is put before each script that calls it.
 
 use std::sync::LazyLock;
 
@@ -26,13 +29,21 @@ pub(crate) static FENCE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/fence.lua")));
 
 /// Free a lock whoever holds it (the operator's call): see `lua/force_release.lua`.
-pub(crate) static FORCE_RELEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/force_release.lua")));
+pub(crate) static FORCE_RELEASE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!("lua/lib/utf8.lua"),
+        include_str!("lua/force_release.lua")
+    ))
+});
 
 /// One page of a name's derived locks from its index: see `lua/list.lua`.
 pub(crate) static LIST: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/list.lua")));
 
 /// Read or compare-and-set a record: see `lua/record.lua`.
-pub(crate) static RECORD: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/record.lua")));
+pub(crate) static RECORD: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!("lua/lib/utf8.lua"),
+        include_str!("lua/record.lua")
+    ))
+});
