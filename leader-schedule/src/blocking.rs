@@ -302,15 +302,7 @@ fn run_job<B>(
     run: PlannedRun,
 ) -> RunState {
     let started = Instant::now();
-    let context = JobContext {
-        job: Arc::clone(&job.name),
-        tick: run.tick,
-        kind: run.kind,
-        lease: lease.clone(),
-        deadline: job.config.timeout().map(|t| started + t),
-        shutdown: shutdown.clone(),
-        abandons: job.config.on_shutdown() == OnShutdown::Abandon,
-    };
+    let context = JobContext::for_run(&job.name, &job.config, &run, lease, shutdown, started);
     let lateness = clock.now().duration_since(run.tick).unwrap_or_default();
     let outcome = catch_unwind(AssertUnwindSafe(|| (job.action)(&context)));
     let timed_out = job.config.timeout().is_some_and(|t| started.elapsed() > t);

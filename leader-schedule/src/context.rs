@@ -5,7 +5,8 @@ use std::time::{Instant, SystemTime};
 
 use leader_core::{LeaseContext, Shutdown};
 
-use crate::plan::RunKind;
+use crate::config::{JobConfig, OnShutdown};
+use crate::plan::{PlannedRun, RunKind};
 
 /// What a running job knows about its run: the tick, why it runs, the fencing token of the
 /// job's lock (pass it along with writes that storage can fence), and whether it should
@@ -23,6 +24,27 @@ pub struct JobContext {
 }
 
 impl JobContext {
+    /// The context of `run` of the job `job` (set up by `config`), started at `started`
+    /// under `lease`: both shells build it here.
+    pub(crate) fn for_run(
+        job: &Arc<str>,
+        config: &JobConfig,
+        run: &PlannedRun,
+        lease: &LeaseContext,
+        shutdown: &Shutdown,
+        started: Instant,
+    ) -> Self {
+        JobContext {
+            job: Arc::clone(job),
+            tick: run.tick,
+            kind: run.kind,
+            lease: lease.clone(),
+            deadline: config.timeout().map(|timeout| started + timeout),
+            shutdown: shutdown.clone(),
+            abandons: config.on_shutdown() == OnShutdown::Abandon,
+        }
+    }
+
     /// The job's name.
     pub fn job(&self) -> &str {
         &self.job

@@ -298,15 +298,7 @@ async fn run_job<B>(
     run: PlannedRun,
 ) -> RunState {
     let started = Instant::now();
-    let context = JobContext {
-        job: Arc::clone(&job.name),
-        tick: run.tick,
-        kind: run.kind,
-        lease: lease.clone(),
-        deadline: job.config.timeout().map(|t| started + t),
-        shutdown: shutdown.clone(),
-        abandons: job.config.on_shutdown() == OnShutdown::Abandon,
-    };
+    let context = JobContext::for_run(&job.name, &job.config, &run, lease, shutdown, started);
     let lateness = clock.now().duration_since(run.tick).unwrap_or_default();
     let action = std::panic::AssertUnwindSafe((job.action)(context)).catch_unwind();
     let state = match job.config.timeout() {
