@@ -8,9 +8,13 @@
 //!   waits; B releases. Over `ROUNDS` releases: the time from the release's reply to the
 //!   observer's `Released` change (p50 / p90 / max), the same from before the release was
 //!   sent, and beside them the raw mechanism: a `PUBLISH` read back on a subscribed
-//!   connection (the least a notification can cost). The goal line is the first p50 in
-//!   round trips: the notification's one-way trip, the observer's thread waking, and its
-//!   read of the new state.
+//!   connection (the least a notification can cost), and the same message handed by the
+//!   subscribing thread to a waiting one (the least a subscription shared by a backend's
+//!   waiters can cost: one thread hop). The goal line is the first p50 in round trips: the
+//!   notification's one-way trip and the observer's thread waking. The message names the
+//!   ended lease's fencing token, so the observer hands the release over without reading
+//!   the lock (it read once more per release before: 3.0 round trips unpinned, 7.0
+//!   pinned).
 //!
 //! ```text
 //! cargo bench -p leader-benches --bench observe
@@ -25,7 +29,7 @@ use leader_benches::{goal, percentile, ratio};
 use leader_blocking::LeaderElector;
 use leader_core::{
     AcquireOutcome, AcquireRequest, ChangeKind, LeaderElectionOptions, LockBackend, LockName,
-    OwnerToken,
+    OwnerToken, ReleaseEvents, ReleaseNotice,
 };
 use leader_redis::{RedisBackend, RedisConfig};
 use leader_testkit::fixtures::{self, RedisServer};
@@ -95,6 +99,51 @@ fn raw_notifications(url: &str) -> Vec<Duration> {
     samples
 }
 
+/// Sorted times from a `PUBLISH`'s send to a thread woken by the subscribing thread when
+/// the message arrives, through [`ReleaseEvents`] as the backends' subscribers do (the one
+/// hop a shared subscription costs).
+fn raw_handed_over(url: &str) -> Vec<Duration> {
+    let mut publisher = rtt(url);
+    let (ready_tx, ready) = mpsc::channel::<()>();
+    let (woken_tx, woken) = mpsc::channel::<Instant>();
+    let events = ReleaseEvents::new();
+    let subscriber_url = url.to_owned();
+    let notifier = events.clone();
+    let subscriber = std::thread::spawn(move || {
+        let mut subscriber = rtt(&subscriber_url);
+        let mut pubsub = subscriber.as_pubsub();
+        pubsub.subscribe("bench-observe-hop").unwrap();
+        ready_tx.send(()).unwrap();
+        for _ in 0..ROUNDS {
+            let message = pubsub.get_message().unwrap();
+            notifier.notify_message(&message.get_payload::<String>().unwrap());
+        }
+    });
+    ready.recv().unwrap();
+    let mut samples = Vec::with_capacity(ROUNDS);
+    for _ in 0..ROUNDS {
+        let listener = events.listen("hop");
+        let waiter_tx = woken_tx.clone();
+        let waiter = std::thread::spawn(move || {
+            assert!(listener.wait_timeout(Duration::from_secs(5)));
+            waiter_tx.send(Instant::now()).unwrap();
+        });
+        std::thread::sleep(Duration::from_millis(2));
+        let started = Instant::now();
+        redis::cmd("PUBLISH")
+            .arg("bench-observe-hop")
+            .arg(ReleaseNotice::message("hop", 1))
+            .query::<i64>(&mut publisher)
+            .unwrap();
+        let at = woken.recv().unwrap();
+        waiter.join().unwrap();
+        samples.push(at.duration_since(started));
+    }
+    subscriber.join().unwrap();
+    samples.sort();
+    samples
+}
+
 /// Sorted (from the release's reply, from before it was sent) to the observer's change.
 fn releases_seen(url: &str) -> (Vec<Duration>, Vec<Duration>) {
     let holder = backend(url, false);
@@ -160,8 +209,14 @@ fn main() {
     let round_trip = percentile(&pings(&url), 50);
     println!("observe/redis round trip (PING) p50 {round_trip:.3?}");
     let raw = raw_notifications(&url);
+    let hop = raw_handed_over(&url);
     let (after_reply, after_send) = releases_seen(&url);
     line("raw: PUBLISH to message read", &raw, round_trip);
+    line(
+        "raw: PUBLISH to a thread the reader wakes",
+        &hop,
+        round_trip,
+    );
     line("release sent to change seen", &after_send, round_trip);
     line("release replied to change seen", &after_reply, round_trip);
     goal(

@@ -247,7 +247,9 @@ fn release_all<C: AsyncLockBackend + 'static>(backend: &Arc<C>, orphan: Option<O
 async fn stand_by(wait: Duration, release: Option<ReleaseListener>, stop: EventListener) {
     let woken = async {
         match release {
-            Some(release) => release.await,
+            Some(release) => {
+                release.await;
+            }
             None => std::future::pending().await,
         }
     };

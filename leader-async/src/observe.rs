@@ -8,7 +8,9 @@ use std::time::{Duration, Instant, SystemTime};
 use futures_lite::future::or;
 use futures_util::Stream;
 use leader_core::__private::{Observation, ObserveStep};
-use leader_core::{AsyncLockBackend, Error, LeaderChange, LeaderState, ReleaseListener, Shutdown};
+use leader_core::{
+    AsyncLockBackend, Error, LeaderChange, LeaderState, ReleaseListener, ReleaseNotice, Shutdown,
+};
 
 use crate::rt;
 
@@ -124,8 +126,8 @@ impl<B: AsyncLockBackend> AsyncObserver<B> {
                 ObserveStep::Yield(change) => return Some(Ok(change)),
                 ObserveStep::Done => return None,
                 ObserveStep::Wait { until } => {
-                    if self.wait(until).await {
-                        self.engine.notified(SystemTime::now());
+                    if let Some(notice) = self.wait(until).await {
+                        self.engine.notified(SystemTime::now(), &notice);
                     }
                 }
                 ObserveStep::Read => {
@@ -178,17 +180,14 @@ impl<B: AsyncLockBackend> AsyncObserver<B> {
         Ok(states)
     }
 
-    /// Waits until `until`, a release notification (`true`) or the shutdown.
-    async fn wait(&mut self, until: Instant) -> bool {
+    /// Waits until `until`, a release notification (what it said) or the shutdown.
+    async fn wait(&mut self, until: Instant) -> Option<ReleaseNotice> {
         let shutdown = self.shutdown.clone();
         // Borrowed, not taken: a wait that is cancelled keeps listening.
         let listener = self.listener.as_mut();
         let released = async move {
             match listener {
-                Some(listener) => {
-                    listener.await;
-                    true
-                }
+                Some(listener) => Some(listener.await),
                 None => pending().await,
             }
         };
@@ -197,17 +196,17 @@ impl<B: AsyncLockBackend> AsyncObserver<B> {
                 Some(shutdown) => shutdown.triggered().await,
                 None => pending().await,
             }
-            false
+            None
         };
         let timer = async move {
             rt::sleep_until(until).await;
-            false
+            None
         };
-        let notified = or(released, or(stopped, timer)).await;
-        if notified {
+        let notice = or(released, or(stopped, timer)).await;
+        if notice.is_some() {
             // Spent: the next read listens again.
             self.listener = None;
         }
-        notified
+        notice
     }
 }

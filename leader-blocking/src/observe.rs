@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use leader_core::__private::{Observation, ObserveStep};
-use leader_core::{Error, LeaderChange, LeaderState, LockBackend, ReleaseListener, Shutdown};
+use leader_core::{
+    Error, LeaderChange, LeaderState, LockBackend, ReleaseListener, ReleaseNotice, Shutdown,
+};
 
 /// While a shutdown may end a wait on a release notification, the wait is cut in slices
 /// this long to look at the signal.
@@ -116,12 +118,12 @@ impl<B: LockBackend> Observer<B> {
             .collect()
     }
 
-    /// Waits until `until`, a release notification (`true`) or the shutdown.
-    fn wait(&mut self, until: Instant) -> bool {
+    /// Waits until `until`, a release notification (what it said) or the shutdown.
+    fn wait(&mut self, until: Instant) -> Option<ReleaseNotice> {
         loop {
             let now = Instant::now();
             if now >= until || self.is_shut_down() {
-                return false;
+                return None;
             }
             let mut slice = until - now;
             if self.shutdown.is_some() {
@@ -139,8 +141,8 @@ impl<B: LockBackend> Observer<B> {
             // Waiting spends a listener, so the next slice's listens before this one
             // waits: a release as this slice ends wakes that one, and none falls between.
             let next = self.listen();
-            if listener.wait_timeout(slice) {
-                return true;
+            if let Some(notice) = listener.wait_notice_timeout(slice) {
+                return Some(notice);
             }
             self.listener = next;
         }
@@ -169,8 +171,8 @@ impl<B: LockBackend> Iterator for Observer<B> {
                 ObserveStep::Yield(change) => return Some(Ok(change)),
                 ObserveStep::Done => return None,
                 ObserveStep::Wait { until } => {
-                    if self.wait(until) {
-                        self.engine.notified(SystemTime::now());
+                    if let Some(notice) = self.wait(until) {
+                        self.engine.notified(SystemTime::now(), &notice);
                     }
                 }
                 ObserveStep::Read => {

@@ -105,7 +105,7 @@ pub use spi::outcome::{AcquireOutcome, ExtendOutcome, ReleaseOutcome, SlotOutcom
 pub use spi::record::{
     MAX_RECORD_LEN, RecordWrite, RecordWriteOutcome, StoredRecord, corrupt_record,
 };
-pub use spi::release_events::{ReleaseEvents, ReleaseListener};
+pub use spi::release_events::{ReleaseEvents, ReleaseListener, ReleaseNotice};
 pub use spi::request::{AcquireRequest, ReleaseRequest, Renewal, SlotRequest, SlotWalk};
 pub use spi::state::{LeaderLease, LeaderState, LockStatus};
 pub use tenant::{IntoTenantId, TENANT_PREFIX, TenantId, TenantIdError};

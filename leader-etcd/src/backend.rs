@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use leader_core::{Backend, Error, ForceReleaseOutcome, LockName, ReleaseEvents};
+use leader_core::{Backend, Error, ForceReleaseOutcome, Lease, LockName, ReleaseEvents};
 use leader_runtime::Background;
 
 use crate::config::EtcdConfig;
@@ -302,9 +302,11 @@ impl EtcdBackend {
 
     /// After a release: waiters in this process wake at once, without waiting for the
     /// watch to report it.
-    pub(crate) fn released(&self, key: &LockName, released: Released) {
+    pub(crate) fn released(&self, lease: &Lease, released: Released) {
         if released == Released::Freed {
-            self.inner.events.notify(key.as_str());
+            self.inner
+                .events
+                .notify_token(lease.key.as_str(), lease.fencing_token);
         }
     }
 
@@ -320,7 +322,7 @@ impl EtcdBackend {
             .zip(answers)
             .map(|(request, answer)| {
                 let released = answer?;
-                self.released(&request.lease.key, released);
+                self.released(request.lease, released);
                 Ok(released.outcome())
             })
             .collect()
@@ -328,8 +330,10 @@ impl EtcdBackend {
 
     /// After a force release: waiters in this process wake as after a release.
     pub(crate) fn force_released(&self, key: &LockName, outcome: &ForceReleaseOutcome) {
-        if matches!(outcome, ForceReleaseOutcome::Released(_)) {
-            self.inner.events.notify(key.as_str());
+        if let ForceReleaseOutcome::Released(holder) = outcome {
+            self.inner
+                .events
+                .notify_token(key.as_str(), holder.fencing_token);
         }
     }
 

@@ -70,7 +70,7 @@ impl LockBackend for EtcdBackend {
             lease: lease.clone(),
             min_lease_time,
         })?;
-        self.released(&lease.key, released);
+        self.released(lease, released);
         Ok(released.outcome())
     }
 

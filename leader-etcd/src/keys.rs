@@ -55,19 +55,15 @@ impl Keys {
         join(&self.record, name)
     }
 
-    /// The start of every lock key (what release notifications watch).
+    /// The start of every lock key (what `storage_key` names).
     pub(crate) fn lock_prefix(&self) -> &str {
         &self.lock
     }
 
-    /// The start of every holder key (what listing pages through).
+    /// The start of every holder key (what listing pages through and release
+    /// notifications watch).
     pub(crate) fn holder_prefix(&self) -> &str {
         &self.holder
-    }
-
-    /// The lock name of a lock key, if it is one of this layout's and a valid name.
-    pub(crate) fn name_of_lock(&self, key: &[u8]) -> Option<LockName> {
-        name_after(&self.lock, key)
     }
 
     /// The lock name of a holder key, if it is one of this layout's and a valid name.
@@ -115,11 +111,11 @@ mod tests {
         assert_eq!(keys.record("nightly"), b"leader/record/nightly");
         assert_eq!(keys.name_of_holder(b"leader/record/nightly"), None);
         assert_eq!(
-            keys.name_of_lock(b"leader/lock/nightly")
+            keys.name_of_holder(b"leader/holder/nightly")
                 .map(|n| n.to_string()),
             Some("nightly".to_owned())
         );
-        assert_eq!(keys.name_of_lock(b"leader/holder/nightly"), None);
+        assert_eq!(keys.name_of_holder(b"leader/lock/nightly"), None);
         assert_eq!(keys.name_of_holder(b"other/holder/x"), None);
     }
 

@@ -1,8 +1,11 @@
 //! The one watch per backend: a task on the backend's runtime that turns each deletion of
-//! a lock key (a release, a force release, an expiry) into [`ReleaseEvents::notify`], so
-//! waiting electors retry at once.
+//! a lock (a release, a force release, an expiry) into [`ReleaseEvents::notify_token`],
+//! so waiting electors retry at once and observers learn which lease ended.
 //!
-//! The watch asks etcd for deletions only, on every lock key under the prefix. It is
+//! The watch asks etcd for deletions only, on every holder key under the prefix, with the
+//! value each deletion removed: the holder record, whose fencing token the notification
+//! carries. A lock's holder key is written and deleted with its lock key in one
+//! transaction (or with the lease they share), so its deletions are the lock's. It is
 //! started again with exponential backoff and jitter when it fails (a member killed or
 //! cut off from the others: the client's "require leader" flag makes a member without a
 //! leader cancel its watches) and calls [`ReleaseEvents::notify_all`] after every
@@ -22,6 +25,7 @@ use tokio::time::{sleep, timeout};
 
 use crate::conn::Connection;
 use crate::error::OpError;
+use crate::record::Record;
 
 const BACKOFF_MIN: Duration = Duration::from_millis(50);
 const BACKOFF_MAX: Duration = Duration::from_secs(2);
@@ -93,9 +97,10 @@ impl Watch {
         let conn = timeout(self.answer_within, self.connection.get())
             .await
             .map_err(|_| OpError::TimedOut(self.answer_within))??;
-        let prefix = self.connection.keys().lock_prefix().to_owned();
+        let prefix = self.connection.keys().holder_prefix().to_owned();
         let options = WatchOptions::new()
             .with_prefix()
+            .with_prev_key()
             .with_filters([WatchFilterType::NoPut]);
         let mut client = conn.client.watch_client();
         let mut stream = timeout(self.answer_within, client.watch(prefix, Some(options)))
@@ -114,11 +119,21 @@ impl Watch {
                 if event.event_type() != EventType::Delete {
                     continue;
                 }
-                if let Some(name) = event
-                    .kv()
-                    .and_then(|kv| self.connection.keys().name_of_lock(kv.key()))
-                {
-                    self.events.notify(name.as_str());
+                let Some(kv) = event.kv() else {
+                    continue;
+                };
+                let Some(name) = self.connection.keys().name_of_holder(kv.key()) else {
+                    continue;
+                };
+                // The token of the record deleted; a record this backend did not write
+                // (or none sent) still wakes the waiters.
+                let token = event
+                    .prev_kv()
+                    .and_then(|prev| Record::decode(prev.key(), prev.value()).ok())
+                    .map(|record| record.fencing_token);
+                match token {
+                    Some(token) => self.events.notify_token(name.as_str(), token),
+                    None => self.events.notify(name.as_str()),
                 }
             }
         }

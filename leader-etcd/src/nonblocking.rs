@@ -80,7 +80,7 @@ impl AsyncLockBackend for EtcdBackend {
                 min_lease_time,
             })
             .await?;
-        self.released(&lease.key, released);
+        self.released(lease, released);
         Ok(released.outcome())
     }
 

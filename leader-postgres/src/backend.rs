@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use leader_core::{Backend, Error, ForceReleaseOutcome, LockName, ReleaseEvents};
+use leader_core::{Backend, Error, ForceReleaseOutcome, Lease, LockName, ReleaseEvents};
 use leader_runtime::Background;
 
 use crate::config::PostgresConfig;
@@ -219,16 +219,20 @@ impl PostgresBackend {
 
     /// After a release: waiters in this process wake at once, without waiting for the
     /// server's notification to come back.
-    pub(crate) fn released(&self, key: &LockName, released: Released) {
+    pub(crate) fn released(&self, lease: &Lease, released: Released) {
         if released == Released::Freed {
-            self.inner.events.notify(key.as_str());
+            self.inner
+                .events
+                .notify_token(lease.key.as_str(), lease.fencing_token);
         }
     }
 
     /// After a force release: waiters in this process wake as after a release.
     pub(crate) fn force_released(&self, key: &LockName, outcome: &ForceReleaseOutcome) {
-        if matches!(outcome, ForceReleaseOutcome::Released(_)) {
-            self.inner.events.notify(key.as_str());
+        if let ForceReleaseOutcome::Released(holder) = outcome {
+            self.inner
+                .events
+                .notify_token(key.as_str(), holder.fencing_token);
         }
     }
 

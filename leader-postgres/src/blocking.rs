@@ -44,7 +44,7 @@ impl LockBackend for PostgresBackend {
             min_lease_time,
             channel: self.release_channel(),
         })?;
-        self.released(&lease.key, released);
+        self.released(lease, released);
         Ok(released.outcome())
     }
 

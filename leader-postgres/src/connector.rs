@@ -192,7 +192,7 @@ where
         match poll_fn(|cx| connection.poll_message(cx)).await {
             Some(Ok(AsyncMessage::Notification(notification))) => {
                 if let Some(events) = &events {
-                    events.notify(notification.payload());
+                    events.notify_message(notification.payload());
                 }
             }
             Some(Ok(_notice)) => {}

@@ -53,7 +53,7 @@ impl AsyncLockBackend for PostgresBackend {
                 channel: self.release_channel(),
             })
             .await?;
-        self.released(&lease.key, released);
+        self.released(lease, released);
         Ok(released.outcome())
     }
 

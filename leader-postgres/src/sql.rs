@@ -123,7 +123,8 @@ impl Sql {
         // Kept for the minimum lease when it is still ahead (and the lease is live):
         // owner `released`, expiry at acquired_at + min. Else freed: owner NULL, expiry
         // now. The row stays either way, and with it the fencing counter. The NOTIFY is
-        // sent when the transaction commits, only for a freed lock.
+        // sent when the transaction commits, only for a freed lock; its payload is the name,
+        // a newline and the freed lease's fencing token (`ReleaseNotice::message`'s form).
         let release = format!(
             "WITH clock AS (SELECT clock_timestamp() AS now),
             released AS (
@@ -134,9 +135,10 @@ impl Sql {
                         ELSE clock.now END
                 FROM clock
                 WHERE held.name = $1::text AND held.owner = $2::text
-                RETURNING held.owner IS NULL AS freed
+                RETURNING held.owner IS NULL AS freed, held.fencing_token
             )
-            SELECT freed, CASE WHEN freed THEN (SELECT 1 FROM pg_notify($4::text, $1::text)) END
+            SELECT freed, CASE WHEN freed THEN (SELECT 1 FROM pg_notify($4::text,
+                $1::text || E'\\n' || fencing_token::text)) END
             FROM released",
             keep = "($3::bigint > 0 AND held.expires_at > clock.now
                 AND held.acquired_at + $3::bigint * interval '1 microsecond' > clock.now)"
@@ -178,10 +180,11 @@ impl Sql {
                 FROM clock, prior
                 WHERE held.name = prior.name
                     AND ($3::boolean OR prior.fencing_token = $4::bigint)
-                RETURNING held.name
+                RETURNING held.name, held.fencing_token
             )
             SELECT leader_id, fencing_token, acquired_at, expires_at,
-                EXISTS (SELECT 1 FROM forced, pg_notify($2::text, forced.name)) AS freed
+                EXISTS (SELECT 1 FROM forced, pg_notify($2::text,
+                    forced.name || E'\\n' || forced.fencing_token::text)) AS freed
             FROM prior"
         );
         let r = table.records();

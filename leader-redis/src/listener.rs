@@ -140,8 +140,8 @@ impl Session {
             match pubsub.get_message() {
                 Ok(message) => {
                     last_traffic = Instant::now();
-                    if let Ok(name) = message.get_payload::<String>() {
-                        self.events.notify(&name);
+                    if let Ok(message) = message.get_payload::<String>() {
+                        self.events.notify_message(&message);
                     }
                 }
                 Err(err) if err.is_timeout() => {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use leader_core::{Backend, Error, ForceReleaseOutcome, LockName, ReleaseEvents};
+use leader_core::{Backend, Error, ForceReleaseOutcome, Lease, LockName, ReleaseEvents};
 use parking_lot::Mutex;
 use rusqlite::Connection;
 
@@ -143,16 +143,20 @@ impl SqliteBackend {
     /// After a release: wakes this process's waiters when the lock became free.
     /// (Other processes cannot be told; their waiters find the lock free at their next
     /// poll.)
-    pub(crate) fn released(&self, key: &LockName, released: &Released) {
+    pub(crate) fn released(&self, lease: &Lease, released: &Released) {
         if matches!(released, Released::Freed) {
-            self.inner.events.notify(key.as_str());
+            self.inner
+                .events
+                .notify_token(lease.key.as_str(), lease.fencing_token);
         }
     }
 
     /// After a force release: wakes this process's waiters as a release does.
     pub(crate) fn force_released(&self, key: &LockName, outcome: &ForceReleaseOutcome) {
-        if matches!(outcome, ForceReleaseOutcome::Released(_)) {
-            self.inner.events.notify(key.as_str());
+        if let ForceReleaseOutcome::Released(holder) = outcome {
+            self.inner
+                .events
+                .notify_token(key.as_str(), holder.fencing_token);
         }
     }
 }

@@ -37,7 +37,7 @@ impl LockBackend for SqliteBackend {
         let released = self.run(lease.key.as_str(), |conn, clock| {
             ops::release(conn, clock, &lease.key, lease.owner, min_lease_time)
         })?;
-        self.released(&lease.key, &released);
+        self.released(lease, &released);
         Ok(released.outcome())
     }
 

@@ -51,7 +51,7 @@ impl AsyncLockBackend for SqliteBackend {
                 ops::release(conn, clock, &key, owner, min_lease_time)
             })
             .await?;
-        self.released(&lease.key, &released);
+        self.released(lease, &released);
         Ok(released.outcome())
     }
 

@@ -67,8 +67,8 @@ pub mod backend {
         AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, BackendError, BackendErrorKind,
         BoxError, ExtendOutcome, LeaderLease, LeaderState, Lease, LockBackend, LockName,
         MAX_RECORD_LEN, OwnerToken, ParseOwnerTokenError, RecordWrite, RecordWriteOutcome,
-        ReleaseEvents, ReleaseListener, ReleaseOutcome, ReleaseRequest, Renewal, SlotOutcome,
-        SlotRequest, SlotWalk, StoredRecord, corrupt_record,
+        ReleaseEvents, ReleaseListener, ReleaseNotice, ReleaseOutcome, ReleaseRequest, Renewal,
+        SlotOutcome, SlotRequest, SlotWalk, StoredRecord, corrupt_record,
     };
 }
 

@@ -16,7 +16,7 @@ use leader::{
     LeaseMode, Shutdown,
 };
 use leader_core::{Backend, LockBackend};
-use leader_testkit::fresh_name;
+use leader_testkit::{Call, CountingBackend, fresh_name};
 
 const POLL: Duration = Duration::from_millis(200);
 
@@ -181,12 +181,14 @@ on_every_backend!(
 );
 
 /// Another node's release reaches an observer that polls once a minute, through the
-/// backend's notification: seen within a second.
+/// backend's notification: seen within a second, and without a read of the lock (the
+/// notification names the lease that ended).
 fn a_release_is_pushed_to_observers(kind: &str) {
     let Some(servers) = Notified::on(kind, "observed_locks") else {
         return;
     };
-    let observing = servers.listening();
+    let observing = CountingBackend::new(servers.listening());
+    let reads = observing.counter();
     let holder = servers.backend(false);
     let elector = LeaderElector::new(observing, LeaderElectionOptions::default()).unwrap();
     let lock = fresh_name("pushed");
@@ -197,13 +199,17 @@ fn a_release_is_pushed_to_observers(kind: &str) {
         .with_poll_interval(Duration::from_secs(60));
     let initial = changes.next().unwrap().unwrap();
     assert_eq!(initial.holder.unwrap().fencing_token, lease.fencing_token);
-    // Seen by a read the observer makes on its own: the poll interval is a minute, so the
-    // next read comes from the notification the release sends.
+    assert_eq!(reads.calls(Call::State), 1, "the initial read");
+    // The poll interval is a minute: only the notification the release sends can wake
+    // the observer. The reads are counted as each change arrives, before the next.
     let (tx, seen) = mpsc::channel();
     let thread = std::thread::spawn(move || {
         for change in changes {
             let change = change.unwrap();
-            if change.kind != ChangeKind::Initial && tx.send((change, Instant::now())).is_err() {
+            let read = reads.calls(Call::State);
+            if change.kind != ChangeKind::Initial
+                && tx.send((change, Instant::now(), read)).is_err()
+            {
                 return;
             }
         }
@@ -211,10 +217,18 @@ fn a_release_is_pushed_to_observers(kind: &str) {
     std::thread::sleep(Duration::from_millis(100));
     let released_at = Instant::now();
     LockBackend::release(&holder, &lease, Duration::ZERO).unwrap();
-    let (change, at) = seen
+    let (change, at, read) = seen
         .recv_timeout(Duration::from_secs(5))
         .unwrap_or_else(|_| panic!("the release was not pushed to the observer within 5 s"));
     assert_eq!(change.kind, ChangeKind::Released, "{change:?}");
+    assert_eq!(
+        change.holder.as_ref().map(|holder| holder.fencing_token),
+        Some(lease.fencing_token)
+    );
+    assert_eq!(
+        read, 1,
+        "the release was handed over before any read after it"
+    );
     let after = at.duration_since(released_at);
     assert!(
         after < Duration::from_secs(1),

@@ -303,7 +303,9 @@ impl InMemoryBackend {
             slot.spare_leader_id = old.leader_id;
         }
         drop(slots);
-        self.inner.events.notify(lease.key.as_str());
+        self.inner
+            .events
+            .notify_token(lease.key.as_str(), lease.fencing_token);
         ReleaseOutcome::Released
     }
 
@@ -371,7 +373,9 @@ impl InMemoryBackend {
         let snapshot = holder.snapshot();
         slot.spare_leader_id = holder.leader_id;
         drop(slots);
-        self.inner.events.notify(key.as_str());
+        self.inner
+            .events
+            .notify_token(key.as_str(), snapshot.fencing_token);
         ForceReleaseOutcome::Released(snapshot)
     }
 }

@@ -8,6 +8,12 @@
 //! listen for a release before each read (so a release while the reader is busy wakes the
 //! next wait at once), read, feed the answer here, and wait for what [`Observation::step`]
 //! says.
+//!
+//! A notification that names the fencing token of the holder the last read showed (Redis,
+//! PostgreSQL, etcd and the embedded backends send it) is the change itself: the observer
+//! hands it over before the read that follows, which only looks for a new holder. The
+//! release is then seen one notification after it happened, not a notification and a
+//! read.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant, SystemTime};
@@ -16,6 +22,7 @@ use crate::error::Error;
 use crate::leadership::change::{ChangeKind, LeaderChange};
 use crate::name::LockName;
 use crate::spi::group::GroupKeys;
+use crate::spi::release_events::ReleaseNotice;
 use crate::spi::state::{LeaderLease, LeaderState};
 
 /// How often an observer reads when nothing wakes it sooner, unless told otherwise.
@@ -32,7 +39,7 @@ pub enum ObserveStep {
     /// Listen for releases, then read every key and feed the answer to
     /// [`Observation::answer`].
     Read,
-    /// Wait until `until`, or a release notification (then call
+    /// Wait until `until`, or a release notification (then hand what it said to
     /// [`Observation::notified`]).
     Wait {
         /// When the next read is due.
@@ -129,9 +136,27 @@ impl Observation {
     }
 
     /// A release notification ended a wait at `at` (this node's clock): the next read is
-    /// due at once, and a lock it shows gone was gone by `at`.
-    pub fn notified(&mut self, at: SystemTime) {
+    /// due at once, and a lock it shows gone was gone by `at`. When `notice` names a key
+    /// read and the token of the holder the last read showed there, that holder's end is
+    /// the next change, without waiting for the read.
+    pub fn notified(&mut self, at: SystemTime, notice: &ReleaseNotice) {
         self.notified.get_or_insert(at);
+        let (Some(key), Some(token)) = (notice.key(), notice.fencing_token()) else {
+            return;
+        };
+        let Some(slot) = self.keys.iter().position(|k| k.as_str() == key) else {
+            return;
+        };
+        let Some(last) = self.last.as_mut().and_then(|last| last.get_mut(slot)) else {
+            return;
+        };
+        if last
+            .as_ref()
+            .is_some_and(|held| held.fencing_token == token)
+        {
+            let before = last.take();
+            self.compare(slot, before, None, at, at);
+        }
     }
 
     /// Feeds one read of every slot (in slot order) made at `seen_at` (this node's clock)
@@ -306,7 +331,7 @@ mod tests {
             [ChangeKind::Expired]
         );
         read(&mut obs, vec![lease("b", 2, t0, 30)], t0);
-        obs.notified(t0 + Duration::from_secs(29));
+        obs.notified(t0 + Duration::from_secs(29), &ReleaseNotice::default());
         assert_eq!(
             read(&mut obs, vec![LeaderState::empty("job")], later),
             [ChangeKind::Released]
@@ -324,7 +349,7 @@ mod tests {
             vec![lease("a", 1, t0, 30), lease("b", 2, t0, 60)],
             t0,
         );
-        obs.notified(t0 + Duration::from_secs(35));
+        obs.notified(t0 + Duration::from_secs(35), &ReleaseNotice::default());
         let gone = vec![LeaderState::empty("g"), LeaderState::empty("g#1")];
         assert_eq!(
             read(&mut obs, gone, t0 + Duration::from_secs(40)),
@@ -390,8 +415,68 @@ mod tests {
         obs.answer(Ok(vec![LeaderState::empty("job")]), t0, now);
         assert!(matches!(obs.step(now), ObserveStep::Yield(_)));
         assert!(matches!(obs.step(now), ObserveStep::Wait { until } if until == now + POLL));
-        obs.notified(t0);
+        obs.notified(t0, &ReleaseNotice::default());
         assert!(matches!(obs.step(now), ObserveStep::Read));
+    }
+
+    #[test]
+    fn a_notice_with_the_holders_token_is_the_release_before_any_read() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
+        let mut obs = group_of_two();
+        read(
+            &mut obs,
+            vec![lease("a", 1, t0, 30), lease("b", 2, t0, 30)],
+            t0,
+        );
+        let now = Instant::now();
+        // Another lease's token, or another key: only "read now".
+        obs.notified(t0, &ReleaseNotice::from_message("g#1\n7"));
+        obs.notified(t0, &ReleaseNotice::from_message("elsewhere\n2"));
+        assert!(matches!(obs.step(now), ObserveStep::Read));
+        let at = t0 + Duration::from_secs(3);
+        obs.notified(
+            at,
+            &ReleaseNotice::from_message(&ReleaseNotice::message("g#1", 2)),
+        );
+        let ObserveStep::Yield(change) = obs.step(now) else {
+            panic!("the release is handed over before the read");
+        };
+        assert_eq!(
+            (change.kind, change.slot, change.seen_at),
+            (ChangeKind::Released, 1, at)
+        );
+        assert_eq!(change.holder.map(|h| h.fencing_token), Some(2));
+        // The read that follows shows only what is new: a holder of slot 1 under token 3.
+        assert!(matches!(obs.step(now), ObserveStep::Read));
+        assert!(
+            obs.answer(
+                Ok(vec![lease("a", 1, t0, 30), lease("c", 3, at, 30)]),
+                at,
+                now
+            )
+            .is_none()
+        );
+        let ObserveStep::Yield(change) = obs.step(now) else {
+            panic!("the new holder shows");
+        };
+        assert_eq!((change.kind, change.slot), (ChangeKind::Acquired, 1));
+        assert!(matches!(obs.step(now), ObserveStep::Wait { .. }));
+    }
+
+    #[test]
+    fn a_notice_after_the_lease_ran_out_is_an_expiry() {
+        // etcd's watch reports a lease its TTL ended as it reports a release.
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
+        let mut obs = Observation::lock(LockName::new("job").unwrap(), "job");
+        read(&mut obs, vec![lease("a", 1, t0, 30)], t0);
+        obs.notified(
+            t0 + Duration::from_secs(31),
+            &ReleaseNotice::from_message("job\n1"),
+        );
+        let ObserveStep::Yield(change) = obs.step(Instant::now()) else {
+            panic!("the end is handed over before the read");
+        };
+        assert_eq!(change.kind, ChangeKind::Expired);
     }
 
     #[test]

@@ -5,15 +5,79 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use event_listener::{Event, EventListener, Listener};
+use event_listener::{Event, EventListener, IntoNotification, Listener};
 use parking_lot::Mutex;
+
+/// What one release notification says: which lock was freed and, where the backend's
+/// notification carries it, the fencing token of the lease that ended.
+///
+/// A waiter only needs the wake-up; an observer uses the token to report the release
+/// without reading the lock again, when the token is the one of the holder it last saw.
+/// Both parts are missing when a backend wakes everyone because it may have missed
+/// notifications (after a reconnect, say): then nothing is known but "look again".
+///
+/// Backends that announce releases in a text message (Redis pub/sub, PostgreSQL
+/// `NOTIFY`) share one form, built by [`ReleaseNotice::message`] and read by
+/// [`ReleaseNotice::from_message`]: the lock's key, a newline, the token in decimal. Lock
+/// names hold no control characters, so the newline cannot be part of the key; a message
+/// without one (from an older version of this library) names the key alone.
+///
+/// # Examples
+///
+/// ```
+/// use leader_core::ReleaseNotice;
+///
+/// let message = ReleaseNotice::message("nightly", 42);
+/// assert_eq!(message, "nightly\n42");
+/// let notice = ReleaseNotice::from_message(&message);
+/// assert_eq!((notice.key(), notice.fencing_token()), (Some("nightly"), Some(42)));
+/// assert_eq!(ReleaseNotice::from_message("nightly").fencing_token(), None);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReleaseNotice {
+    key: Option<Arc<str>>,
+    fencing_token: Option<u64>,
+}
+
+impl ReleaseNotice {
+    /// The message announcing that the lease of `key` with `fencing_token` was freed.
+    pub fn message(key: &str, fencing_token: u64) -> String {
+        format!("{key}\n{fencing_token}")
+    }
+
+    /// Reads a message of [`message`](Self::message)'s form; a message without a token (or
+    /// with one that is not a decimal `u64`) names only its key.
+    pub fn from_message(message: &str) -> Self {
+        match message.split_once('\n') {
+            Some((key, token)) => ReleaseNotice {
+                key: Some(key.into()),
+                fencing_token: token.parse().ok(),
+            },
+            None => ReleaseNotice {
+                key: Some(message.into()),
+                fencing_token: None,
+            },
+        }
+    }
+
+    /// The key of the lock released; `None` when the notification wakes every waiter.
+    pub fn key(&self) -> Option<&str> {
+        self.key.as_deref()
+    }
+
+    /// The fencing token of the lease that ended, when the backend said.
+    pub fn fencing_token(&self) -> Option<u64> {
+        self.fencing_token
+    }
+}
 
 /// A per-key broadcast of "this lock was released", for backends that can tell.
 ///
 /// A waiter calls [`ReleaseEvents::listen`] *before* it tries to acquire, so a release
 /// between a failed attempt and the wait is not missed; then it waits on the listener
 /// (blocking with [`ReleaseListener::wait_timeout`], or by awaiting it). A notification
-/// only means "try again now": the waiter still has to win the acquire.
+/// only means "try again now": the waiter still has to win the acquire. What the
+/// notification said (a [`ReleaseNotice`]) comes with it, for observers.
 ///
 /// # Examples
 ///
@@ -23,8 +87,9 @@ use parking_lot::Mutex;
 ///
 /// let events = ReleaseEvents::new();
 /// let listener = events.listen("job");
-/// events.notify("job");
-/// assert!(listener.wait_timeout(Duration::from_secs(1)));
+/// events.notify_token("job", 7);
+/// let notice = listener.wait_notice_timeout(Duration::from_secs(1)).expect("notified");
+/// assert_eq!(notice.fencing_token(), Some(7));
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct ReleaseEvents {
@@ -33,7 +98,7 @@ pub struct ReleaseEvents {
 
 #[derive(Debug, Default)]
 struct Shared {
-    by_key: Mutex<HashMap<String, Arc<Event>>>,
+    by_key: Mutex<HashMap<String, Arc<Event<ReleaseNotice>>>>,
     listeners: AtomicUsize,
 }
 
@@ -48,7 +113,7 @@ impl ReleaseEvents {
         let mut by_key = self.shared.by_key.lock();
         let event = by_key
             .entry(key.to_owned())
-            .or_insert_with(|| Arc::new(Event::new()))
+            .or_insert_with(|| Arc::new(Event::with_tag()))
             .clone();
         let listener = event.listen();
         self.shared.listeners.fetch_add(1, Ordering::AcqRel);
@@ -61,11 +126,40 @@ impl ReleaseEvents {
     }
 
     /// Wakes every listener of `key` and, when `key` is slot `i ≥ 1` of a leader group
-    /// (`job#2`), the listeners of its group (`job`). Cheap when nobody listens.
+    /// (`job#2`), the listeners of its group (`job`). Cheap when nobody listens. Use
+    /// [`notify_token`](Self::notify_token) when the ended lease's token is known.
     pub fn notify(&self, key: &str) {
+        self.notify_with(key, None);
+    }
+
+    /// As [`notify`](Self::notify), saying the lease that ended had `fencing_token`.
+    pub fn notify_token(&self, key: &str, fencing_token: u64) {
+        self.notify_with(key, Some(fencing_token));
+    }
+
+    /// As [`notify`](Self::notify) for a message of [`ReleaseNotice::message`]'s form.
+    pub fn notify_message(&self, message: &str) {
         if self.shared.listeners.load(Ordering::Acquire) == 0 {
             return;
         }
+        let notice = ReleaseNotice::from_message(message);
+        if let Some(key) = notice.key.clone() {
+            self.deliver(&key, notice);
+        }
+    }
+
+    fn notify_with(&self, key: &str, fencing_token: Option<u64>) {
+        if self.shared.listeners.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let notice = ReleaseNotice {
+            key: Some(key.into()),
+            fencing_token,
+        };
+        self.deliver(key, notice);
+    }
+
+    fn deliver(&self, key: &str, notice: ReleaseNotice) {
         // A slot of a leader group (`job#2`) also wakes those waiting for any slot of the
         // group, who listen on the group's name (`job`).
         let group = crate::spi::group::group_of_slot(key);
@@ -77,52 +171,60 @@ impl ReleaseEvents {
             )
         };
         for event in [own, of_group].into_iter().flatten() {
-            event.notify(usize::MAX);
+            event.notify(usize::MAX.tag(notice.clone()));
         }
     }
 
     /// Wakes every listener of every key (for example after a reconnect, when
     /// notifications may have been missed).
     pub fn notify_all(&self) {
-        let events: Vec<Arc<Event>> = self.shared.by_key.lock().values().cloned().collect();
+        let events: Vec<Arc<Event<ReleaseNotice>>> =
+            self.shared.by_key.lock().values().cloned().collect();
         for event in events {
-            event.notify(usize::MAX);
+            event.notify(usize::MAX.tag(ReleaseNotice::default()));
         }
     }
 }
 
 /// One waiter's interest in the next release of a key.
 ///
-/// Await it (it is a `Future` that resolves on the release) or block with
-/// [`wait_timeout`](ReleaseListener::wait_timeout).
+/// Await it (it is a `Future` that resolves to the release's [`ReleaseNotice`]) or block
+/// with [`wait_timeout`](ReleaseListener::wait_timeout) or
+/// [`wait_notice_timeout`](ReleaseListener::wait_notice_timeout).
 #[derive(Debug)]
 pub struct ReleaseListener {
     key: String,
-    event: Arc<Event>,
-    listener: Option<EventListener>,
+    event: Arc<Event<ReleaseNotice>>,
+    listener: Option<EventListener<ReleaseNotice>>,
     shared: Arc<Shared>,
 }
 
 impl ReleaseListener {
     /// Blocks until the release is notified (`true`) or `timeout` passes (`false`).
-    pub fn wait_timeout(mut self, timeout: Duration) -> bool {
+    pub fn wait_timeout(self, timeout: Duration) -> bool {
+        self.wait_notice_timeout(timeout).is_some()
+    }
+
+    /// Blocks until the release is notified (what the notification said) or `timeout`
+    /// passes (`None`).
+    pub fn wait_notice_timeout(mut self, timeout: Duration) -> Option<ReleaseNotice> {
         match self.listener.take() {
-            Some(listener) => listener.wait_timeout(timeout).is_some(),
-            None => true,
+            Some(listener) => listener.wait_timeout(timeout),
+            None => Some(ReleaseNotice::default()),
         }
     }
 }
 
 impl std::future::Future for ReleaseListener {
-    type Output = ();
+    type Output = ReleaseNotice;
 
     fn poll(
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<()> {
+    ) -> std::task::Poll<ReleaseNotice> {
         match self.listener.as_mut() {
             Some(listener) => std::pin::Pin::new(listener).poll(cx),
-            None => std::task::Poll::Ready(()),
+            None => std::task::Poll::Ready(ReleaseNotice::default()),
         }
     }
 }
@@ -171,7 +273,36 @@ mod tests {
         let listener = events.listen("k");
         let notifier = events.clone();
         let thread = std::thread::spawn(move || notifier.notify("k"));
-        futures::executor::block_on(listener);
+        let notice = futures::executor::block_on(listener);
+        assert_eq!((notice.key(), notice.fencing_token()), (Some("k"), None));
         thread.join().unwrap();
+    }
+
+    #[test]
+    fn a_notice_carries_the_key_and_token_a_message_names() {
+        let events = ReleaseEvents::new();
+        let slot = events.listen("consumers#1");
+        let group = events.listen("consumers");
+        events.notify_message(&ReleaseNotice::message("consumers#1", 9));
+        let expected = ReleaseNotice::from_message("consumers#1\n9");
+        assert_eq!(expected.fencing_token(), Some(9));
+        assert_eq!(
+            slot.wait_notice_timeout(Duration::ZERO),
+            Some(expected.clone())
+        );
+        assert_eq!(group.wait_notice_timeout(Duration::ZERO), Some(expected));
+    }
+
+    #[test]
+    fn a_wake_for_everyone_says_nothing_and_a_bad_token_is_dropped() {
+        let events = ReleaseEvents::new();
+        let listener = events.listen("k");
+        events.notify_all();
+        assert_eq!(
+            listener.wait_notice_timeout(Duration::ZERO),
+            Some(ReleaseNotice::default())
+        );
+        let odd = ReleaseNotice::from_message("k\nnot-a-number");
+        assert_eq!((odd.key(), odd.fencing_token()), (Some("k"), None));
     }
 }

@@ -4,7 +4,8 @@
 --
 -- KEYS[1]  the lock hash
 -- ARGV[1]  the channel to announce a release on
--- ARGV[2]  the lock name (the message)
+-- ARGV[2]  the lock name; the message published is it, a newline and the freed holder's
+--          fencing token
 -- ARGV[3]  the fencing token the holder must have (a decimal), or '' for any holder
 --
 -- Returns {1, leader, fence, acquired_us, expires_us} when the lock was held and is freed
@@ -60,5 +61,6 @@ if ARGV[3] ~= '' and canonical(cur[3]) ~= canonical(ARGV[3]) then
 end
 
 redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', ARGV[1], ARGV[2])
+-- The message names the lock and the token of the lease that ended.
+redis.call('PUBLISH', ARGV[1], ARGV[2] .. '\n' .. canonical(cur[3]))
 return {1, cur[2], cur[3], cur[4], cur[5]}

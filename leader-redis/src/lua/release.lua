@@ -5,7 +5,8 @@
 -- ARGV[1]     the channel to announce a release on
 -- ARGV[3i-1]  lease i's owner token
 -- ARGV[3i]    lease i's minimum lease in milliseconds (0 = none)
--- ARGV[3i+1]  lease i's lock name (the message)
+-- ARGV[3i+1]  the message announcing lease i's release: its lock name, a newline, its
+--             fencing token
 --
 -- Returns one item per lease, in order:
 --   1 when the lock was freed (and the release published),
@@ -32,7 +33,7 @@ local function server_us()
   return server_time
 end
 
-local function release(lock, owner, min_ms, name)
+local function release(lock, owner, min_ms, message)
   if min_ms > 0 then
     local cur = redis.pcall('HMGET', lock, 'owner', 'sacq', 'acq', 'exp')
     if cur.err then
@@ -78,7 +79,7 @@ local function release(lock, owner, min_ms, name)
   end
 
   redis.call('DEL', lock)
-  redis.call('PUBLISH', channel, name)
+  redis.call('PUBLISH', channel, message)
   return 1
 end
 

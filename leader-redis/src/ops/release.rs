@@ -1,6 +1,6 @@
 //! `release` and `release_batch` as one script call per chunk.
 
-use leader_core::{LockName, ReleaseOutcome, ReleaseRequest};
+use leader_core::{LockName, ReleaseNotice, ReleaseOutcome, ReleaseRequest};
 use redis::{ScriptInvocation, Value};
 
 use super::Op;
@@ -92,7 +92,10 @@ impl Op for Release<'_, '_> {
             invocation
                 .arg(release.lease.owner.to_string())
                 .arg(min_ms)
-                .arg(release.lease.key.as_str());
+                .arg(ReleaseNotice::message(
+                    release.lease.key.as_str(),
+                    release.lease.fencing_token,
+                ));
         }
         invocation
     }

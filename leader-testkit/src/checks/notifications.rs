@@ -1,20 +1,23 @@
 //! Release notifications between nodes: a release by one backend wakes the waiters of
-//! another (PostgreSQL's `NOTIFY`, Redis' pub/sub), and only the released lock's.
+//! another (PostgreSQL's `NOTIFY`, Redis' pub/sub, etcd's watch), and only the released
+//! lock's; the notification names the lock and the fencing token of the lease that ended.
 
 use std::time::{Duration, Instant};
 
-use leader_core::{AcquireOutcome, AcquireRequest, LockBackend, OwnerToken};
+use leader_core::{AcquireOutcome, AcquireRequest, ForceReleaseOutcome, LockBackend, OwnerToken};
 
 use crate::harness::fresh_name;
 
 /// `holder` (one node) takes a fresh lock and releases it; the waiter listening on
 /// `waiter`'s release events (another node, on the same store, its events already up) is
-/// woken within `latency` of the release, and a waiter on another lock is not.
+/// woken within `latency` of the release, with a notice naming the lock and the lease's
+/// fencing token, and a waiter on another lock is not. Then the same for a force release
+/// by `holder` of the lock taken again: the notice names the forced holder's token.
 ///
 /// # Panics
 ///
-/// When `waiter` has no release events, the waiter is not woken within `latency`, the
-/// other one is, or a call fails.
+/// When `waiter` has no release events, the waiter is not woken within `latency` or is
+/// told another key or token, the other one is woken, or a call fails.
 pub fn a_release_by_another_node_wakes_only_that_locks_waiters<B: LockBackend>(
     holder: &B,
     waiter: &B,
@@ -39,14 +42,42 @@ pub fn a_release_by_another_node_wakes_only_that_locks_waiters<B: LockBackend>(
     let listener = events.listen(key.as_str());
     let released_at = Instant::now();
     LockBackend::release(holder, &lease, Duration::ZERO).expect("release");
-    assert!(
-        listener.wait_timeout(Duration::from_secs(2)),
-        "the waiter was not woken"
-    );
+    let notice = listener
+        .wait_notice_timeout(Duration::from_secs(2))
+        .expect("the waiter was not woken");
     let woken_after = released_at.elapsed();
     assert!(woken_after < latency, "woken after {woken_after:?}");
+    assert_eq!(
+        (notice.key(), notice.fencing_token()),
+        (Some(key.as_str()), Some(lease.fencing_token)),
+        "the notice names the lock and the lease that ended"
+    );
     assert!(
         !other.wait_timeout(Duration::from_millis(50)),
         "only the released lock's waiters wake"
+    );
+
+    let request = AcquireRequest::new(
+        &key,
+        OwnerToken::random(),
+        "holder",
+        Duration::from_secs(30),
+    );
+    let again = match LockBackend::try_acquire(holder, request) {
+        Ok(AcquireOutcome::Acquired(lease)) => lease,
+        other => panic!("expected to acquire {key} again: {other:?}"),
+    };
+    let listener = events.listen(key.as_str());
+    match LockBackend::force_release(holder, &key) {
+        Ok(ForceReleaseOutcome::Released(_)) => {}
+        other => panic!("expected to force-release {key}: {other:?}"),
+    }
+    let notice = listener
+        .wait_notice_timeout(Duration::from_secs(2))
+        .expect("a force release wakes the waiter");
+    assert_eq!(
+        (notice.key(), notice.fencing_token()),
+        (Some(key.as_str()), Some(again.fencing_token)),
+        "a force release's notice names the holder it freed"
     );
 }
