@@ -2,9 +2,9 @@
 
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use leader_core::{Backend, RedactedError, UrlSecrets};
+use leader_core::{Backend, RedactedError, ReleaseEvents, UrlSecrets};
 use leader_runtime::{Background, Stopped};
 use mongodb::Client;
 use mongodb::error::ErrorKind;
@@ -13,6 +13,7 @@ use mongodb::options::ClientOptions;
 use crate::clients::Clients;
 use crate::config::MongoConfig;
 use crate::error::{ConnectError, OpError};
+use crate::listener::Listener;
 use crate::ops::Store;
 
 /// Locks in a MongoDB collection, one document per lock; blocking and async.
@@ -47,9 +48,11 @@ pub struct MongoBackend {
 }
 
 struct Inner {
-    clients: Clients,
+    clients: Arc<Clients>,
     database: String,
     config: MongoConfig,
+    events: ReleaseEvents,
+    listener: OnceLock<Listener>,
     // Declared last: dropped after the client handles above.
     background: Background,
 }
@@ -150,9 +153,11 @@ impl MongoBackend {
     ) -> Self {
         MongoBackend {
             inner: Arc::new(Inner {
-                clients,
+                clients: Arc::new(clients),
                 database,
                 config,
+                events: ReleaseEvents::new(),
+                listener: OnceLock::new(),
                 background,
             }),
         }
@@ -166,6 +171,16 @@ impl MongoBackend {
     /// The name of the database holding the lock collection.
     pub fn database_name(&self) -> &str {
         &self.inner.database
+    }
+
+    /// `true` while the change stream for release notifications is up. It starts with the
+    /// first call of [`Backend::release_events`] (waiting electors make it), and is never
+    /// up when release notifications are off or the server offers no change streams.
+    pub fn is_listening(&self) -> bool {
+        self.inner
+            .listener
+            .get()
+            .is_some_and(Listener::is_listening)
     }
 
     /// A handle on the store for one operation (cheap: the collection is reference-counted),
@@ -250,6 +265,24 @@ fn connect_error(err: &mongodb::error::Error, secrets: &UrlSecrets) -> ConnectEr
 impl Backend for MongoBackend {
     fn name(&self) -> &'static str {
         crate::error::BACKEND
+    }
+
+    /// The shared release notifications (`None` when turned off in [`MongoConfig`]). The
+    /// first call opens the change stream on the background runtime; it reopens on its
+    /// own, and waiters poll while it is down.
+    fn release_events(&self) -> Option<&ReleaseEvents> {
+        if !self.inner.config.release_notifications() {
+            return None;
+        }
+        self.inner.listener.get_or_init(|| {
+            Listener::start(
+                self.inner.background.handle(),
+                Arc::clone(&self.inner.clients),
+                self.inner.events.clone(),
+                self.inner.config.operation_timeout(),
+            )
+        });
+        Some(&self.inner.events)
     }
 }
 

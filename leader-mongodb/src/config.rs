@@ -15,12 +15,18 @@ use mongodb::options::{Acknowledgment, ClientOptions, WriteConcern};
 /// | `server_selection_timeout` | the URI's, else 5 s | how long to look for a usable server |
 /// | `connect_timeout` | the URI's, else 5 s | how long one connection attempt may take |
 /// | `operation_timeout` | 15 s | the caller waits at most this long for any one operation |
+/// | `release_notifications` | on | a change stream on the lock collection, so waiting electors retry at once after a release |
 ///
 /// The two driver timeouts apply only to clients the backend builds from a connection string;
 /// a client passed to [`MongoBackend::from_client`](crate::MongoBackend::from_client) keeps its
 /// own. `operation_timeout` bounds every operation either way, whatever the network does (the
 /// driver has no socket timeout): when it runs out the caller gets a transient error and the
 /// operation itself finishes in the background (it is never cut off mid-flight).
+///
+/// Release notifications need a server that offers change streams (a replica set or a
+/// sharded cluster). A standalone server refuses them: the backend then logs it once and
+/// its waiters poll, as they do with notifications off. They cost one connection of the
+/// pool, held by the stream, and a read of the released document per release.
 ///
 /// # Configuration files
 ///
@@ -87,6 +93,7 @@ pub struct MongoConfig {
     server_selection_timeout: Option<Duration>,
     connect_timeout: Option<Duration>,
     operation_timeout: Duration,
+    release_notifications: bool,
 }
 
 impl MongoConfig {
@@ -113,6 +120,7 @@ impl MongoConfig {
             server_selection_timeout: None,
             connect_timeout: None,
             operation_timeout: Duration::from_secs(15),
+            release_notifications: true,
         }
     }
 
@@ -158,6 +166,13 @@ impl MongoConfig {
         self
     }
 
+    /// Turns release notifications (a change stream on the lock collection) on or off.
+    /// Off, waiting electors find a released lock at their next attempt.
+    pub fn with_release_notifications(mut self, on: bool) -> Self {
+        self.release_notifications = on;
+        self
+    }
+
     /// The database, if set here.
     pub fn database(&self) -> Option<&str> {
         self.database.as_deref()
@@ -191,6 +206,11 @@ impl MongoConfig {
     /// How long a caller waits for any one operation.
     pub fn operation_timeout(&self) -> Duration {
         self.operation_timeout
+    }
+
+    /// Whether release notifications are on.
+    pub fn release_notifications(&self) -> bool {
+        self.release_notifications
     }
 
     /// Applies the driver timeouts: this config's when set, else the URI's, else the default.

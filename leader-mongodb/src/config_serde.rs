@@ -25,6 +25,7 @@ struct MongoConfigFile {
     connect_timeout: Option<Duration>,
     #[serde(with = "humantime_serde")]
     operation_timeout: Duration,
+    release_notifications: bool,
 }
 
 /// A write concern as a file holds it: `w`, `journal`, `w_timeout`. A field left out takes
@@ -154,6 +155,7 @@ impl From<&MongoConfig> for MongoConfigFile {
             server_selection_timeout: config.server_selection_timeout(),
             connect_timeout: config.connect_timeout(),
             operation_timeout: config.operation_timeout(),
+            release_notifications: config.release_notifications(),
         }
     }
 }
@@ -177,7 +179,8 @@ impl MongoConfigFile {
             .with_collection(self.collection)
             .with_write_concern(self.write_concern.into_concern()?)
             .with_max_time(self.max_time)
-            .with_operation_timeout(self.operation_timeout);
+            .with_operation_timeout(self.operation_timeout)
+            .with_release_notifications(self.release_notifications);
         if let Some(database) = self.database {
             if database.is_empty() {
                 return Err(Invalid::EmptyName("database"));
@@ -242,8 +245,10 @@ mod tests {
             .with_max_time(Duration::from_millis(2500))
             .with_server_selection_timeout(Duration::from_secs(2))
             .with_connect_timeout(Duration::from_secs(1))
-            .with_operation_timeout(Duration::from_secs(20));
+            .with_operation_timeout(Duration::from_secs(20))
+            .with_release_notifications(false);
         let text = toml::to_string(&original).unwrap();
+        assert!(text.contains("release_notifications = false"), "{text}");
         assert!(text.contains("max_time = \"2s 500ms\""), "{text}");
         assert!(same(&read(&text).unwrap(), &original), "{text}");
         let custom = MongoConfig::new().with_write_concern(WriteConcern::custom("two-dcs"));

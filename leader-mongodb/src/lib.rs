@@ -10,6 +10,7 @@ mod config_serde;
 mod document;
 mod error;
 pub mod fence;
+mod listener;
 mod nonblocking;
 mod operator;
 mod ops;

@@ -1,5 +1,6 @@
 //! Handoffs by release notification, on every backend that sends them (PostgreSQL's
-//! `NOTIFY`, Redis's pub/sub on a single server): node A holds a lock, B waits in
+//! `NOTIFY`, Redis's pub/sub on a single server, etcd's watch, MongoDB's change stream):
+//! node A holds a lock, B waits in
 //! `run_if_leader`, A releases once B's backoff has grown; B takes over right after the
 //! release, well before its polling would.
 //!
@@ -91,5 +92,16 @@ mod etcd {
     #[test]
     fn a_waiting_node_takes_over_right_after_the_release() {
         super::an_elector_takes_over_right_after_the_release("etcd", Duration::from_millis(50));
+    }
+}
+
+mod mongodb {
+    use std::time::Duration;
+
+    /// The release reaches the waiter through the change stream (the update's event, read
+    /// with the document); a loaded machine delays it, so the bound is generous.
+    #[test]
+    fn a_waiting_node_takes_over_right_after_the_release() {
+        super::an_elector_takes_over_right_after_the_release("mongodb", Duration::from_millis(50));
     }
 }

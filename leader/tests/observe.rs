@@ -257,4 +257,8 @@ mod pushed {
     fn etcd() {
         super::a_release_is_pushed_to_observers("etcd");
     }
+    #[test]
+    fn mongodb() {
+        super::a_release_is_pushed_to_observers("mongodb");
+    }
 }

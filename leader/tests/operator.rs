@@ -170,6 +170,23 @@ mod postgres {
     }
 }
 
+mod mongodb {
+    use std::time::Duration;
+
+    /// The force release's update reaches the waiter through the change stream: the
+    /// median under 100 ms, well before its polling would (250 ms between attempts by then).
+    #[test]
+    fn a_force_release_wakes_the_waiters_of_other_nodes() {
+        super::forced_handoffs("mongodb", |handoffs| {
+            let median = super::median(handoffs.to_vec());
+            assert!(
+                median < Duration::from_millis(100),
+                "took over {median:?} after the force release"
+            );
+        });
+    }
+}
+
 mod etcd {
     use std::time::Duration;
 

@@ -1,12 +1,13 @@
 //! Backends whose waiters hear of releases (PostgreSQL's `LISTEN`, Redis's subscription,
-//! etcd's watch),
+//! etcd's watch, MongoDB's change stream),
 //! handed out once their notification session is up, so a test times the wake-up, not the
 //! session's start.
 
 use std::time::{Duration, Instant};
 
 use leader::{
-    AnyBackend, EtcdBackend, EtcdConfig, PostgresBackend, PostgresConfig, RedisBackend, RedisConfig,
+    AnyBackend, EtcdBackend, EtcdConfig, MongoBackend, MongoConfig, PostgresBackend,
+    PostgresConfig, RedisBackend, RedisConfig,
 };
 use leader_core::{AcquireOutcome, AcquireRequest, Lease, LockBackend, LockName, OwnerToken};
 use leader_testkit::fixtures;
@@ -17,10 +18,11 @@ enum Servers {
     Redis(String),
     RedisCluster(Vec<String>),
     Etcd(String),
+    Mongo(String),
 }
 
-/// Backends of one kind (`redis`, `redis_cluster`, `postgres`, `etcd`) on the test process's shared
-/// servers, each a node of its own.
+/// Backends of one kind (`redis`, `redis_cluster`, `postgres`, `etcd`, `mongodb`) on the test
+/// process's shared servers, each a node of its own.
 pub(crate) struct Notified {
     servers: Servers,
     table: &'static str,
@@ -28,13 +30,15 @@ pub(crate) struct Notified {
 
 impl Notified {
     /// `None` when the server is not installed and servers are not required. PostgreSQL's
-    /// locks go to `table` (etcd's under the prefix `table`).
+    /// locks go to `table` (etcd's under the prefix `table`, MongoDB's to the collection
+    /// `table`).
     pub(crate) fn on(kind: &str, table: &'static str) -> Option<Notified> {
         let servers = match kind {
             "postgres" => Servers::Postgres(fixtures::shared_postgres()?.url()),
             "redis" => Servers::Redis(fixtures::shared_redis()?.url()),
             "redis_cluster" => Servers::RedisCluster(fixtures::shared_redis_cluster()?.urls()),
             "etcd" => Servers::Etcd(fixtures::shared_etcd()?.url()),
+            "mongodb" => Servers::Mongo(fixtures::shared_mongo()?.uri()),
             other => panic!("no notifying backend {other}"),
         };
         Some(Notified { servers, table })
@@ -76,6 +80,24 @@ impl Notified {
                 }
                 backend.into()
             }
+            Servers::Mongo(uri) => {
+                let config = MongoConfig::new()
+                    .with_collection(self.table)
+                    .with_server_selection_timeout(Duration::from_secs(2))
+                    .with_connect_timeout(Duration::from_secs(2))
+                    .with_operation_timeout(Duration::from_secs(5))
+                    .with_release_notifications(notifications);
+                let backend = MongoBackend::connect_with(uri, config).unwrap();
+                if notifications {
+                    up(
+                        "the change stream",
+                        Duration::from_secs(10),
+                        &backend,
+                        || backend.is_listening(),
+                    );
+                }
+                backend.into()
+            }
             Servers::Redis(_) | Servers::RedisCluster(_) => {
                 let config = RedisConfig::default()
                     .with_max_idle_connections(16)
@@ -97,7 +119,10 @@ impl Notified {
 
     fn url(&self) -> &str {
         match &self.servers {
-            Servers::Postgres(url) | Servers::Redis(url) | Servers::Etcd(url) => url,
+            Servers::Postgres(url)
+            | Servers::Redis(url)
+            | Servers::Etcd(url)
+            | Servers::Mongo(url) => url,
             Servers::RedisCluster(urls) => &urls[0],
         }
     }

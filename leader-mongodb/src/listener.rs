@@ -1,0 +1,226 @@
+//! The one change stream per backend: a task on the backend's runtime that turns each
+//! release of a lock (its document's `owner` set to null: a release without minimum lease,
+//! a force release) into [`ReleaseEvents::notify_token`], so waiting electors retry at
+//! once and observers learn which lease ended.
+//!
+//! The stream asks the server for updates of the lock collection whose `owner` became
+//! null, with the document as it is when the event is read (`updateLookup`). While that
+//! document is still free, its fencing token is the one of the lease whose end the event
+//! reports (only a release writes a null owner, and a new holder writes a new token), and
+//! the notification carries it; when someone took the lock meanwhile it carries none, and
+//! an observer reads the lock instead.
+//!
+//! What it does not see: an expiry (nothing is written when a lease runs out) and a
+//! release kept for its minimum lease (the owner becomes `released`); waiters find those
+//! by polling, as they do while the stream is down. Change streams need a replica set (or
+//! a sharded cluster): on a standalone server, which refuses them, the task ends at its
+//! first attempt and waiters poll.
+//!
+//! The stream is opened again with exponential backoff and jitter when it fails, and
+//! [`ReleaseEvents::notify_all`] is called after every (re)start, since releases may have
+//! been missed meanwhile. The server answers an idle stream every [`AWAIT`]; no answer
+//! within that and the operation timeout means the server or the path to it is gone, and
+//! the client is replaced as after any unanswered operation. It stops when the backend is
+//! dropped.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use leader_core::ReleaseEvents;
+use mongodb::bson::{Bson, Document, doc};
+use mongodb::change_stream::event::ChangeStreamEvent;
+use mongodb::error::ErrorKind;
+use mongodb::options::FullDocumentType;
+use rand::Rng;
+use tokio::runtime::Handle;
+use tokio::task::JoinHandle;
+use tokio::time::{sleep, timeout};
+
+use crate::clients::Clients;
+use crate::document::field::{FENCING_TOKEN, ID, OWNER};
+use crate::error::OpError;
+
+/// How long the server holds an idle stream's request before answering it empty.
+pub(crate) const AWAIT: Duration = Duration::from_secs(1);
+const BACKOFF_MIN: Duration = Duration::from_millis(50);
+const BACKOFF_MAX: Duration = Duration::from_secs(2);
+/// The server's refusal of a change stream on a standalone server.
+const NOT_A_REPLICA_SET: i32 = 40573;
+
+/// The watching task; dropping this stops it.
+#[derive(Debug)]
+pub(crate) struct Listener {
+    task: JoinHandle<()>,
+    listening: Arc<AtomicBool>,
+}
+
+/// What the task needs.
+struct Watch {
+    clients: Arc<Clients>,
+    events: ReleaseEvents,
+    answer_within: Duration,
+    listening: Arc<AtomicBool>,
+}
+
+impl Listener {
+    /// Starts watching the lock collection of `clients`' store on `runtime`.
+    pub(crate) fn start(
+        runtime: &Handle,
+        clients: Arc<Clients>,
+        events: ReleaseEvents,
+        answer_within: Duration,
+    ) -> Self {
+        let listening = Arc::new(AtomicBool::new(false));
+        let watch = Watch {
+            clients,
+            events,
+            answer_within,
+            listening: Arc::clone(&listening),
+        };
+        Listener {
+            task: runtime.spawn(watch.run()),
+            listening,
+        }
+    }
+
+    /// Whether the change stream is up right now.
+    pub(crate) fn is_listening(&self) -> bool {
+        self.listening.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The stream's filter: updates that set a lock's owner to null.
+fn releases() -> Document {
+    doc! { "$match": {
+        "operationType": "update",
+        format!("updateDescription.updatedFields.{OWNER}"): { "$type": "null" },
+    } }
+}
+
+impl Watch {
+    async fn run(self) {
+        let mut backoff = BACKOFF_MIN;
+        loop {
+            match self.watch(&mut backoff).await {
+                Err(OpError::Driver(err)) if refused(&err) => {
+                    tracing::info!(
+                        "mongodb release notifications off: the server offers no change \
+                         streams (a standalone server); waiters poll"
+                    );
+                    return;
+                }
+                Err(err) => tracing::debug!(error = %err, "mongodb release notifications lost"),
+                Ok(()) => {}
+            }
+            self.listening.store(false, Ordering::Release);
+            let delay = rand::rng().random_range(backoff / 2..=backoff);
+            sleep(delay).await;
+            backoff = (backoff * 2).min(BACKOFF_MAX);
+        }
+    }
+
+    /// Watches until the stream fails.
+    async fn watch(&self, backoff: &mut Duration) -> Result<(), OpError> {
+        let store = self.clients.store();
+        let open = store
+            .collection
+            .watch()
+            .pipeline([releases()])
+            .full_document(FullDocumentType::UpdateLookup)
+            .max_await_time(AWAIT);
+        let mut stream = match timeout(self.answer_within, open).await {
+            Ok(opened) => opened?,
+            Err(_) => return Err(self.no_answer()),
+        };
+        self.listening.store(true, Ordering::Release);
+        *backoff = BACKOFF_MIN;
+        tracing::debug!("mongodb release notifications up");
+        // Releases while we were not watching were missed: wake every waiter.
+        self.events.notify_all();
+        loop {
+            match timeout(AWAIT + self.answer_within, stream.next_if_any()).await {
+                Ok(Ok(Some(event))) => self.forward(&event),
+                Ok(Ok(None)) if stream.is_alive() => {}
+                Ok(Ok(None)) => return Err(OpError::ShutDown),
+                Ok(Err(err)) => return Err(err.into()),
+                Err(_) => return Err(self.no_answer()),
+            }
+        }
+    }
+
+    /// The server did not answer in time: the next operation gets a fresh client.
+    fn no_answer(&self) -> OpError {
+        self.clients.no_answer();
+        OpError::TimedOut(self.answer_within)
+    }
+
+    /// Wakes the waiters of the lock an event names, with the released lease's token when
+    /// the document read with the event is still free.
+    fn forward(&self, event: &ChangeStreamEvent<Document>) {
+        let Some(name) = event
+            .document_key
+            .as_ref()
+            .and_then(|key| key.get_str(ID).ok())
+        else {
+            return;
+        };
+        match event.full_document.as_ref().and_then(released_token) {
+            Some(token) => self.events.notify_token(name, token),
+            None => self.events.notify(name),
+        }
+    }
+}
+
+/// The fencing token of a lock document that nobody holds: the last lease's.
+fn released_token(doc: &Document) -> Option<u64> {
+    if !matches!(doc.get(OWNER), Some(Bson::Null)) {
+        return None;
+    }
+    let token = match doc.get(FENCING_TOKEN)? {
+        Bson::Int64(token) => *token,
+        Bson::Int32(token) => i64::from(*token),
+        _ => return None,
+    };
+    u64::try_from(token).ok()
+}
+
+/// Whether the server refuses change streams for good (a standalone server).
+fn refused(err: &mongodb::error::Error) -> bool {
+    matches!(err.kind.as_ref(), ErrorKind::Command(command) if command.code == NOT_A_REPLICA_SET)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_free_document_gives_its_token() {
+        let free = doc! { OWNER: Bson::Null, FENCING_TOKEN: 41_i64 };
+        assert_eq!(released_token(&free), Some(41));
+        let int = doc! { OWNER: Bson::Null, FENCING_TOKEN: 7_i32 };
+        assert_eq!(released_token(&int), Some(7));
+        let taken = doc! { OWNER: "00ff", FENCING_TOKEN: 42_i64 };
+        assert_eq!(released_token(&taken), None);
+        let negative = doc! { OWNER: Bson::Null, FENCING_TOKEN: -1_i64 };
+        assert_eq!(released_token(&negative), None);
+        assert_eq!(released_token(&doc! { FENCING_TOKEN: 1_i64 }), None);
+    }
+
+    #[test]
+    fn the_stream_selects_updates_that_clear_the_owner() {
+        assert_eq!(
+            releases(),
+            doc! { "$match": {
+                "operationType": "update",
+                "updateDescription.updatedFields.owner": { "$type": "null" },
+            } }
+        );
+    }
+}
