@@ -6,7 +6,7 @@
 //! creator); a later write an `updateOne` filtered on `{_id, version}` (and the fields'
 //! types), so the compare and the set are one step on the server. Both with the lock writes' write concern.
 
-use leader_core::{LockName, RecordWrite, RecordWriteOutcome, StoredRecord, corrupt_record};
+use leader_core::{LockName, RecordWriteOutcome, StoredRecord, corrupt_record};
 use mongodb::bson::{Bson, Document, doc};
 
 use crate::document::field::ID;
@@ -19,24 +19,7 @@ const VERSION: &str = "version";
 const VALUE: &str = "value";
 
 /// `write_record`'s arguments, owned, so that the operation can be spawned.
-#[derive(Debug, Clone)]
-pub(crate) struct WriteRecord {
-    pub(crate) key: LockName,
-    expected: Option<u64>,
-    next_version: u64,
-    value: String,
-}
-
-impl From<RecordWrite<'_>> for WriteRecord {
-    fn from(write: RecordWrite<'_>) -> Self {
-        WriteRecord {
-            key: write.key().clone(),
-            expected: write.expected(),
-            next_version: write.next_version(),
-            value: write.value().to_owned(),
-        }
-    }
-}
+pub(crate) use leader_core::__private::OwnedRecordWrite as WriteRecord;
 
 /// The record in `doc`, checked: a version that is not a positive 64-bit integer (an
 /// `Int64`, the type this backend writes) or a value that is not a string is a corrupted
@@ -94,7 +77,7 @@ impl Store {
 
     async fn try_write_record(&self, write: &WriteRecord) -> Result<RecordWriteOutcome, OpError> {
         let key = write.key.as_str();
-        let next = i64::try_from(write.next_version).map_err(|_| {
+        let next = i64::try_from(write.next_version()).map_err(|_| {
             OpError::Record(corrupt_record(
                 BACKEND,
                 &write.key,
@@ -136,7 +119,7 @@ impl Store {
         };
         if landed {
             return Ok(RecordWriteOutcome::Written {
-                version: write.next_version,
+                version: write.next_version(),
             });
         }
         self.clone().read_record(write.key.clone()).await?;

@@ -2,7 +2,7 @@
 //! the records' table (`<table>_records`), which no lock statement names. Like `ops`,
 //! nothing here knows about threads or runtimes.
 
-use leader_core::{LockName, RecordWrite, RecordWriteOutcome, StoredRecord, corrupt_record};
+use leader_core::{LockName, RecordWriteOutcome, StoredRecord, corrupt_record};
 use tokio_postgres::Row;
 
 use crate::conn::Conn;
@@ -16,22 +16,7 @@ pub(crate) struct ReadRecord {
 }
 
 /// `write_record`'s arguments, owned.
-#[derive(Debug, Clone)]
-pub(crate) struct WriteRecord {
-    key: LockName,
-    expected: Option<u64>,
-    value: String,
-}
-
-impl From<RecordWrite<'_>> for WriteRecord {
-    fn from(write: RecordWrite<'_>) -> Self {
-        WriteRecord {
-            key: write.key().clone(),
-            expected: write.expected(),
-            value: write.value().to_owned(),
-        }
-    }
-}
+pub(crate) use leader_core::__private::OwnedRecordWrite as WriteRecord;
 
 /// The record in columns `at` (version) and `at + 1` (value) of `row`, checked; `None`
 /// when both are NULL (no record). A version below 1 is a corrupted record.

@@ -77,6 +77,6 @@ impl LockBackend for SqliteBackend {
 
     fn write_record(&self, write: RecordWrite<'_>) -> Result<RecordWriteOutcome, Error> {
         let write = Write::from(write);
-        self.run(write.key().as_str(), |conn, _| records::write(conn, &write))
+        self.run(write.key.as_str(), |conn, _| records::write(conn, &write))
     }
 }

@@ -1,37 +1,14 @@
 //! Records: the compare-and-set register per name, in `leader_records`, apart from the
 //! lock tables (no lock statement names it). Plain functions on a connection, like `ops`.
 
-use leader_core::{LockName, RecordWrite, RecordWriteOutcome, StoredRecord, corrupt_record};
+use leader_core::{LockName, RecordWriteOutcome, StoredRecord, corrupt_record};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use crate::error::{BACKEND, OpError};
 
 /// `write_record`'s arguments, owned, so that the async path can move them to its thread.
-pub(crate) struct Write {
-    key: LockName,
-    expected: Option<u64>,
-    next_version: u64,
-    value: String,
-}
-
-impl From<RecordWrite<'_>> for Write {
-    fn from(write: RecordWrite<'_>) -> Self {
-        Write {
-            key: write.key().clone(),
-            expected: write.expected(),
-            next_version: write.next_version(),
-            value: write.value().to_owned(),
-        }
-    }
-}
-
-impl Write {
-    /// The record's name.
-    pub(crate) fn key(&self) -> &LockName {
-        &self.key
-    }
-}
+pub(crate) use leader_core::__private::OwnedRecordWrite as Write;
 
 /// The record `key`, or `None`, checked: a version that is not a positive integer or a value that is
 /// not UTF-8 text is a corrupted record.
@@ -77,7 +54,7 @@ pub(crate) fn write(conn: &mut Connection, write: &Write) -> Result<RecordWriteO
     if current.as_ref().map(|record| record.version) != write.expected {
         return Ok(RecordWriteOutcome::Conflict { current });
     }
-    let version = write.next_version;
+    let version = write.next_version();
     let stored_version = i64::try_from(version).map_err(|_| {
         OpError::Record(corrupt_record(
             BACKEND,

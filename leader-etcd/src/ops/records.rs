@@ -44,22 +44,7 @@ impl Op for ReadRecord {
 }
 
 /// `write_record`'s arguments, owned.
-#[derive(Debug, Clone)]
-pub(crate) struct WriteRecord {
-    pub(crate) key: LockName,
-    pub(crate) expected: Option<u64>,
-    pub(crate) value: String,
-}
-
-impl From<leader_core::RecordWrite<'_>> for WriteRecord {
-    fn from(write: leader_core::RecordWrite<'_>) -> Self {
-        WriteRecord {
-            key: write.key().clone(),
-            expected: write.expected(),
-            value: write.value().to_owned(),
-        }
-    }
-}
+pub(crate) use leader_core::__private::OwnedRecordWrite as WriteRecord;
 
 impl Op for WriteRecord {
     type Output = RecordWriteOutcome;
