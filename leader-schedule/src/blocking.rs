@@ -1,10 +1,12 @@
-//! [`Scheduler`]: the blocking shell. A thread per job waits for its ticks on the node's
-//! wall clock and fires each through the job's lock and record.
+//! [`Scheduler`]: the blocking shell. The thread that runs it keeps the timetable on the
+//! node's wall clock and starts a thread for each firing, which goes through the job's
+//! lock and record and ends.
 
-use std::collections::HashSet;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -18,7 +20,7 @@ use crate::config::{JobConfig, OnShutdown};
 use crate::context::JobContext;
 use crate::error::ScheduleError;
 use crate::firing::{Firing, FiringReport, Step};
-use crate::job::{jitter, job_elector, run_state, wait_time_until};
+use crate::job::{MAX_SLEEP, jitter, job_elector, run_state, wait_time_until};
 use crate::plan::{self, PlannedRun};
 use crate::record::RunState;
 use crate::telemetry::{self, Ending};
@@ -36,8 +38,9 @@ struct Job<B> {
 /// Runs registered jobs on their schedules, each tick on at most one node of the fleet.
 ///
 /// Register jobs with [`add`](Self::add), then call [`run`](Self::run) on a thread of
-/// its own until a [`Shutdown`] fires. Each job gets a thread that sleeps until its next
-/// tick (by this node's wall clock, plus jitter), then fires it: takes the job's lock
+/// its own until a [`Shutdown`] fires. That thread sleeps until the next tick of any job
+/// (by this node's wall clock, plus jitter), then fires it on a thread of its own: takes
+/// the job's lock
 /// (named as the job, inside the elector's tenant scope), reads the job's record, claims
 /// the tick by a compare-and-set of the record, runs the job with the lock renewed, and
 /// records how the run ended. See the crate docs for why a tick runs at most once.
@@ -136,30 +139,119 @@ impl<B: LockBackend + 'static> Scheduler<B> {
     /// Runs every job on its schedule until `shutdown` fires, then returns once each
     /// running job finished (or, for a job set to [`OnShutdown::Abandon`], at once,
     /// leaving its thread to finish and release the lock).
+    ///
+    /// The calling thread keeps the timetable: it sleeps until the next job is due (by
+    /// this node's wall clock, followed in steps so that a step of the clock is seen) and
+    /// starts a thread for that firing, which ends with it. So the threads are the firings
+    /// in progress, not the jobs registered: 1,000 jobs a second apart that each fire in a
+    /// few milliseconds keep a handful alive. A job's next tick is planned when its
+    /// firing ends, so one job never runs twice at once on a node.
     pub fn run(&self, shutdown: &Shutdown) {
-        let mut threads = Vec::new();
-        for job in &self.jobs {
-            let on_shutdown = job.config.on_shutdown();
-            let job = Arc::clone(job);
-            let clock = Arc::clone(&self.clock);
-            let shutdown = shutdown.clone();
-            let running = Arc::new(AtomicBool::new(false));
-            let flag = Arc::clone(&running);
-            let spawned = thread::Builder::new()
-                .name(format!("leader-schedule:{}", job.name))
-                .spawn(move || job_loop(&job, &*clock, &shutdown, &flag));
-            match spawned {
-                Ok(handle) => threads.push((handle, running, on_shutdown)),
-                Err(err) => tracing::error!(error = %err, "could not start a job thread"),
+        let (events, timetable) = mpsc::channel();
+        // The shutdown as a message, so the timetable wakes for it at once.
+        let on_shutdown = events.clone();
+        let watched = shutdown.clone();
+        let watcher = thread::Builder::new()
+            .name("leader-schedule".into())
+            .spawn(move || {
+                watched.wait_until(far_future());
+                let _ = on_shutdown.send(Event::ShutDown);
+            });
+        if let Err(err) = watcher {
+            tracing::error!(error = %err, "could not start the scheduler's shutdown thread");
+            return;
+        }
+        let mut table = Timetable::default();
+        let now = self.clock.now();
+        for (index, job) in self.jobs.iter().enumerate() {
+            match plan::startup_tick(&job.config, now) {
+                Some(tick) => self.start(index, tick, shutdown, &events, &mut table),
+                None => table.plan(index, job, now),
             }
         }
-        shutdown.wait_until(far_future());
-        for (handle, running, on_shutdown) in threads {
-            if on_shutdown == OnShutdown::Abandon && running.load(Ordering::SeqCst) {
+        loop {
+            let wait = table.next_due().map_or(Some(MAX_SLEEP), |due| {
+                wait_time_until(self.clock.now(), due)
+            });
+            let event = match wait {
+                Some(wait) => match timetable.recv_timeout(wait) {
+                    Ok(event) => Some(event),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => Some(Event::ShutDown),
+                },
+                None => None,
+            };
+            match event {
+                Some(Event::ShutDown) => break,
+                Some(Event::Fired { job: index, tick }) => {
+                    table.finished(index);
+                    // Ticks that passed while this one ran are not fired late: the next
+                    // firing counts them (busy, or missed) from the record.
+                    let after = tick.max(self.clock.now());
+                    if let Some(job) = self.jobs.get(index) {
+                        table.plan(index, job, after);
+                    }
+                }
+                None => {
+                    let now = self.clock.now();
+                    while let Some((index, tick)) = table.take_due(now) {
+                        self.start(index, tick, shutdown, &events, &mut table);
+                    }
+                }
+            }
+            if shutdown.is_triggered() {
+                break;
+            }
+        }
+        for (index, handle) in table.running.drain() {
+            let abandon = self
+                .jobs
+                .get(index)
+                .is_some_and(|job| job.config.on_shutdown() == OnShutdown::Abandon);
+            if abandon {
                 continue; // left to finish on its own
             }
             if handle.join().is_err() {
-                tracing::error!("a job thread panicked");
+                tracing::error!("a firing's thread panicked");
+            }
+        }
+    }
+
+    /// Starts the firing of `tick` of job `index` on a thread of its own, which reports
+    /// to `events` when it ends (even by a panic).
+    fn start(
+        &self,
+        index: usize,
+        tick: SystemTime,
+        shutdown: &Shutdown,
+        events: &Sender<Event>,
+        table: &mut Timetable,
+    ) {
+        let Some(planned) = self.jobs.get(index) else {
+            return;
+        };
+        let job = Arc::clone(planned);
+        let clock = Arc::clone(&self.clock);
+        let shutdown = shutdown.clone();
+        let report = Report {
+            events: events.clone(),
+            job: index,
+            tick,
+        };
+        let spawned = thread::Builder::new()
+            .name(format!("leader-schedule:{}", planned.name))
+            .spawn(move || {
+                let _report = report;
+                let _ = fire(&job, &*clock, &shutdown, tick);
+            });
+        match spawned {
+            Ok(handle) => {
+                table.running.insert(index, handle);
+            }
+            Err(err) => {
+                // The closure, and its report, are dropped: the job is planned again as
+                // after a firing that ended.
+                tracing::error!(job = &*planned.name, error = %err, "could not start a firing");
             }
         }
     }
@@ -189,48 +281,69 @@ fn far_future() -> Instant {
     Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600)
 }
 
-/// One job's thread: wait for the next tick, fire it, repeat until shutdown.
-fn job_loop<B: LockBackend + 'static>(
-    job: &Job<B>,
-    clock: &dyn Clock,
-    shutdown: &Shutdown,
-    running: &AtomicBool,
-) {
-    let mut after = clock.now();
-    if let Some(tick) = plan::startup_tick(&job.config, after) {
-        running.store(true, Ordering::SeqCst);
-        let _ = fire(job, clock, shutdown, tick);
-        running.store(false, Ordering::SeqCst);
-        after = tick;
-    }
-    while !shutdown.is_triggered() {
-        let Some((tick, fire_at)) = plan::next_firing(&job.config, after, jitter(&job.config))
-        else {
-            tracing::warn!(job = &*job.name, "the schedule has no more ticks");
-            shutdown.wait_until(far_future());
-            return;
-        };
-        if sleep_until(clock, fire_at, shutdown) {
-            return;
-        }
-        running.store(true, Ordering::SeqCst);
-        let _ = fire(job, clock, shutdown, tick);
-        running.store(false, Ordering::SeqCst);
-        // Ticks that passed while this one ran are not fired late: the next firing counts
-        // them (busy, or missed) from the record.
-        after = tick.max(clock.now());
+/// What wakes the timetable besides a job coming due.
+enum Event {
+    /// The firing of `tick` of job `job` ended.
+    Fired { job: usize, tick: SystemTime },
+    /// The scheduler's shutdown fired.
+    ShutDown,
+}
+
+/// Sent by a firing's thread as it ends, however it ends.
+struct Report {
+    events: Sender<Event>,
+    job: usize,
+    tick: SystemTime,
+}
+
+impl Drop for Report {
+    fn drop(&mut self) {
+        let _ = self.events.send(Event::Fired {
+            job: self.job,
+            tick: self.tick,
+        });
     }
 }
 
-/// Sleeps until `at` on `clock`'s wall time, in steps, so that a step of the clock is
-/// followed; `true` if `shutdown` fired first.
-fn sleep_until(clock: &dyn Clock, at: SystemTime, shutdown: &Shutdown) -> bool {
-    loop {
-        let Some(wait) = wait_time_until(clock.now(), at) else {
-            return shutdown.is_triggered();
-        };
-        if shutdown.wait_until(Instant::now() + wait) {
-            return true;
+/// The next firing of each job that is not firing now, soonest first, and the threads of
+/// those that are.
+#[derive(Default)]
+struct Timetable {
+    /// (when to fire, job, tick).
+    due: BinaryHeap<Reverse<(SystemTime, usize, SystemTime)>>,
+    running: HashMap<usize, thread::JoinHandle<()>>,
+}
+
+impl Timetable {
+    /// Plans job `index`'s first tick after `after`.
+    fn plan<B>(&mut self, index: usize, job: &Job<B>, after: SystemTime) {
+        match plan::next_firing(&job.config, after, jitter(&job.config)) {
+            Some((tick, fire_at)) => self.due.push(Reverse((fire_at, index, tick))),
+            None => tracing::warn!(job = &*job.name, "the schedule has no more ticks"),
+        }
+    }
+
+    /// When the soonest planned firing is due.
+    fn next_due(&self) -> Option<SystemTime> {
+        self.due.peek().map(|Reverse((at, _, _))| *at)
+    }
+
+    /// A firing due by `now`: (job, tick).
+    fn take_due(&mut self, now: SystemTime) -> Option<(usize, SystemTime)> {
+        if self.next_due()? > now {
+            return None;
+        }
+        self.due
+            .pop()
+            .map(|Reverse((_, index, tick))| (index, tick))
+    }
+
+    /// Job `index`'s firing ended: its thread is done.
+    fn finished(&mut self, index: usize) {
+        if let Some(handle) = self.running.remove(&index)
+            && handle.join().is_err()
+        {
+            tracing::error!("a firing's thread panicked");
         }
     }
 }
