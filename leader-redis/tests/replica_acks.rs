@@ -1,14 +1,18 @@
 //! Replica acknowledgement on a standalone master with one replica (`REPLICAOF`): a grant
 //! reaches the replica before the caller acts; a grant or renewal the replica does not
 //! acknowledge in time (it is stopped) is refused as a transient error naming the lock,
-//! and a refused grant is released on the master.
+//! and a refused grant is released on the master. A record write (the scheduler's claim
+//! of a tick) waits for the replica the same way: acknowledged, it is on the replica;
+//! not, it is a transient error naming the record, and the next write over the version
+//! the caller knows finds out whether the first one landed.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::{Duration, Instant};
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, BackendErrorKind, Error, ExtendOutcome,
-    Lease, LockBackend, LockName, LockStatus, OwnerToken, ReleaseOutcome,
+    Lease, LockBackend, LockName, LockStatus, OwnerToken, RecordWrite, RecordWriteOutcome,
+    ReleaseOutcome,
 };
 use leader_redis::{ConnectError, RedisBackend, RedisConfig};
 use leader_testkit::fixtures::{RedisReplica, RedisServer, require};
@@ -75,6 +79,78 @@ fn replica_fence(replica: &RedisReplica, backend: &RedisBackend, key: &LockName)
         .query::<Option<String>>(&mut conn)
         .unwrap()
         .map(|fence| fence.parse().unwrap())
+}
+
+/// The version of the record `key` on the replica (a direct read on the replica).
+fn replica_record_version(
+    replica: &RedisReplica,
+    backend: &RedisBackend,
+    key: &LockName,
+) -> Option<u64> {
+    let client = redis::Client::open(replica.server().url()).unwrap();
+    let mut conn = client.get_connection().unwrap();
+    redis::cmd("HGET")
+        .arg(backend.record_key(key))
+        .arg("version")
+        .query::<Option<String>>(&mut conn)
+        .unwrap()
+        .map(|version| version.parse().unwrap())
+}
+
+#[test]
+fn an_acknowledged_record_write_is_on_the_replica_when_the_caller_gets_it() {
+    let Some((master, replica)) = pair() else {
+        return;
+    };
+    let backend = acked(&master, 1);
+    let key = fresh_name("acked-record");
+    let write = RecordWrite::new(&key, None, "{\"tick\":1}").unwrap();
+    assert_eq!(
+        LockBackend::write_record(&backend, write).unwrap(),
+        RecordWriteOutcome::Written { version: 1 }
+    );
+    // No wait: WAIT returned only once the replica had the write.
+    assert_eq!(replica_record_version(&replica, &backend, &key), Some(1));
+}
+
+#[test]
+fn a_record_write_the_stopped_replica_does_not_acknowledge_is_a_transient_error() {
+    let Some((master, replica)) = pair() else {
+        return;
+    };
+    let backend = acked(&master, 1);
+    let key = fresh_name("unacked-record");
+    let first = RecordWrite::new(&key, None, "first").unwrap();
+    assert!(matches!(
+        LockBackend::write_record(&backend, first),
+        Ok(RecordWriteOutcome::Written { version: 1 })
+    ));
+    replica.server().pause();
+    let second = RecordWrite::new(&key, Some(1), "second").unwrap();
+    match LockBackend::write_record(&backend, second) {
+        Err(Error::Backend(err)) => {
+            assert_eq!(err.kind(), BackendErrorKind::Transient, "{err}");
+            assert_eq!(err.key(), backend.record_key(&key));
+            let text = err.to_string();
+            assert!(
+                text.contains("the write_record reached 0 of 1 replicas"),
+                "{text}"
+            );
+        }
+        other => panic!("expected a transient backend error, got {other:?}"),
+    }
+    replica.server().resume();
+    replica.wait_until_synced(&master).unwrap();
+    // It may have landed (it did, on the master): a retry over the version the caller
+    // knows is a conflict that shows the stored record, so nothing is written twice.
+    let retry = RecordWrite::new(&key, Some(1), "second").unwrap();
+    match LockBackend::write_record(&backend, retry).unwrap() {
+        RecordWriteOutcome::Conflict {
+            current: Some(current),
+        } => assert_eq!((current.version, current.value.as_str()), (2, "second")),
+        other => panic!("expected the landed write to show, got {other:?}"),
+    }
+    assert_eq!(replica_record_version(&replica, &backend, &key), Some(2));
 }
 
 #[test]
