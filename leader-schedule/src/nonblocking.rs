@@ -215,18 +215,7 @@ async fn fire_until_shutdown<B: AsyncLockBackend + 'static>(
 /// Sleeps until `at` on `clock`'s wall time; `true` if `shutdown` fired first.
 async fn sleep_until(clock: &dyn Clock, at: SystemTime, shutdown: &Shutdown) -> bool {
     while let Some(wait) = wait_time_until(clock.now(), at) {
-        let stopped = futures_lite::future::or(
-            async {
-                async_io::Timer::after(wait).await;
-                false
-            },
-            async {
-                shutdown.triggered().await;
-                true
-            },
-        )
-        .await;
-        if stopped {
+        if leader_async::sleep_or_shutdown(wait, shutdown).await {
             return true;
         }
     }

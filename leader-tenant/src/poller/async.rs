@@ -134,18 +134,7 @@ where
         let mut schedule = self.core.schedule();
         while !shutdown.is_triggered() {
             let tick = self.core.next_tick(&mut schedule);
-            let stopped = futures_lite::future::or(
-                async {
-                    async_io::Timer::after(tick.wait).await;
-                    false
-                },
-                async {
-                    shutdown.triggered().await;
-                    true
-                },
-            )
-            .await;
-            if stopped {
+            if leader_async::sleep_or_shutdown(tick.wait, shutdown).await {
                 break;
             }
             on_report(self.cycle(Some(tick.cycle), Some(shutdown)).await);
