@@ -3,7 +3,7 @@
 //! lock and record and ends.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{BinaryHeap, HashMap};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
@@ -20,7 +20,7 @@ use crate::config::{JobConfig, OnShutdown};
 use crate::context::JobContext;
 use crate::error::ScheduleError;
 use crate::firing::{Firing, FiringReport, Step};
-use crate::job::{MAX_SLEEP, jitter, job_elector, run_state, wait_time_until};
+use crate::job::{JobNames, MAX_SLEEP, jitter, job_elector, run_state, wait_time_until};
 use crate::plan::{self, PlannedRun};
 use crate::record::RunState;
 use crate::telemetry::{self, Ending};
@@ -68,7 +68,7 @@ pub struct Scheduler<B> {
     elector: LeaderElector<B>,
     clock: Arc<dyn Clock>,
     jobs: Vec<Arc<Job<B>>>,
-    names: HashSet<Arc<str>>,
+    names: JobNames,
 }
 
 impl<B> std::fmt::Debug for Scheduler<B> {
@@ -88,7 +88,7 @@ impl<B: LockBackend + 'static> Scheduler<B> {
             elector,
             clock: Arc::new(SystemClock),
             jobs: Vec::new(),
-            names: HashSet::new(),
+            names: JobNames::default(),
         }
     }
 
@@ -120,12 +120,7 @@ impl<B: LockBackend + 'static> Scheduler<B> {
             .elector
             .with_options(job_elector(self.elector.options(), &config))?;
         let key = elector.lock_key(name)?;
-        let name: Arc<str> = name.into();
-        if !self.names.insert(Arc::clone(&name)) {
-            return Err(ScheduleError::DuplicateJob {
-                job: name.to_string(),
-            });
-        }
+        let name = self.names.register(name)?;
         self.jobs.push(Arc::new(Job {
             name,
             key,

@@ -1,14 +1,39 @@
-//! What both shells share about running a job: the options of its lock, the jitter drawn
-//! per tick, the wait until a wall-clock instant, and how a run's ending maps to a
-//! [`RunState`].
+//! What both shells share about running a job: the names registered, the options of its
+//! lock, the jitter drawn per tick, the wait until a wall-clock instant, and how a run's
+//! ending maps to a [`RunState`].
 
+use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use leader_core::{BoxError, LeaderElectionOptions};
 use rand::Rng;
 
 use crate::config::JobConfig;
+use crate::error::ScheduleError;
 use crate::record::RunState;
+
+/// The names of a scheduler's jobs: a name is registered once.
+#[derive(Debug, Default)]
+pub(crate) struct JobNames(HashSet<Arc<str>>);
+
+impl JobNames {
+    /// `name`, as the scheduler keeps it, registered now.
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleError::DuplicateJob`] for a name registered already.
+    pub(crate) fn register(&mut self, name: &str) -> Result<Arc<str>, ScheduleError> {
+        let name: Arc<str> = name.into();
+        if self.0.insert(Arc::clone(&name)) {
+            Ok(name)
+        } else {
+            Err(ScheduleError::DuplicateJob {
+                job: name.to_string(),
+            })
+        }
+    }
+}
 
 /// The longest a shell sleeps at once before it looks at the wall clock again, so that a
 /// step of the clock (NTP) moves the next firing with it.

@@ -2,7 +2,6 @@
 //! ticks on a timer and fires them through the job's lock and record, as the blocking
 //! shell does on threads.
 
-use std::collections::HashSet;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -19,7 +18,7 @@ use crate::config::{JobConfig, OnShutdown};
 use crate::context::JobContext;
 use crate::error::ScheduleError;
 use crate::firing::{Firing, FiringReport, Step};
-use crate::job::{jitter, job_elector, run_state, wait_time_until};
+use crate::job::{JobNames, jitter, job_elector, run_state, wait_time_until};
 use crate::plan::{self, PlannedRun};
 use crate::record::RunState;
 use crate::telemetry::{self, Ending};
@@ -67,7 +66,7 @@ pub struct AsyncScheduler<B> {
     elector: AsyncLeaderElector<B>,
     clock: Arc<dyn Clock>,
     jobs: Vec<Job<B>>,
-    names: HashSet<Arc<str>>,
+    names: JobNames,
 }
 
 impl<B> std::fmt::Debug for AsyncScheduler<B> {
@@ -87,7 +86,7 @@ impl<B: AsyncLockBackend + 'static> AsyncScheduler<B> {
             elector,
             clock: Arc::new(SystemClock),
             jobs: Vec::new(),
-            names: HashSet::new(),
+            names: JobNames::default(),
         }
     }
 
@@ -117,12 +116,7 @@ impl<B: AsyncLockBackend + 'static> AsyncScheduler<B> {
             .elector
             .with_options(job_elector(self.elector.options(), &config))?;
         let key = elector.lock_key(name)?;
-        let name: Arc<str> = name.into();
-        if !self.names.insert(Arc::clone(&name)) {
-            return Err(ScheduleError::DuplicateJob {
-                job: name.to_string(),
-            });
-        }
+        let name = self.names.register(name)?;
         self.jobs.push(Job {
             name,
             key,
