@@ -15,7 +15,8 @@
 //! - interleaved (printed, not a criterion group): 1,000 rounds running every case of a
 //!   group in turn, rotating the order (`leader_benches::interleaved`), so load from
 //!   elsewhere hits all cases alike; each case's median, its ratio to the floor and to
-//!   etcd's lock + unlock with a lease of its own;
+//!   etcd's lock + unlock with a lease of its own, and the goal lines: `run_if_leader`
+//!   ÷ the floor ≤ 1.15x and ÷ etcd's lock with a lease of its own ≤ 1.0x;
 //! - handoff (printed): one backend value holds a lock, an elector on a second (its own
 //!   client) waits in `run_if_leader`; the time from the holder's `release` returning to
 //!   the waiter's action starting, p50 / p90 / max over 100 handoffs, and in round trips
@@ -52,7 +53,7 @@ use criterion::Criterion;
 use etcd_client::{Client, LockOptions};
 use leader_async::AsyncLeaderElector;
 use leader_benches::{
-    Case, LEASE, backend_cycle, backend_cycle_async, elector_cycle, elector_cycle_async,
+    Case, LEASE, backend_cycle, backend_cycle_async, elector_cycle, elector_cycle_async, goal,
     interleaved, percentile, ratio, request, try_once_options,
 };
 use leader_blocking::LeaderElector;
@@ -320,6 +321,7 @@ fn interleaved_all(s: &Setup, rounds: usize) {
     ];
     let medians = interleaved("etcd/blocking", rounds, &mut cases);
     versus_lock("etcd/blocking", &cases, &medians);
+    goals("etcd blocking", &medians);
 
     let rt = &s.runtime;
     let mut cases: Vec<Case<'_>> = vec![
@@ -346,6 +348,32 @@ fn interleaved_all(s: &Setup, rounds: usize) {
     ];
     let medians = interleaved("etcd/async", rounds, &mut cases);
     versus_lock("etcd/async", &cases, &medians);
+    goals("etcd async", &medians);
+}
+
+/// The goal lines of one group's medians (in the cases' order: floor, etcd's lock with a
+/// lease of its own, with a shared lease, the backend, the elector): `run_if_leader`
+/// within 1.15x the raw transactions it sends, and no slower than etcd's own lock API
+/// doing the same job (a lease of its own per cycle, as each of the elector's acquisitions
+/// has).
+fn goals(group: &str, medians: &[Duration]) {
+    let (Some(floor), Some(lock), Some(elector)) =
+        (medians.first(), medians.get(1), medians.get(4))
+    else {
+        return;
+    };
+    goal(
+        &format!("{group} run_if_leader ÷ raw Txn floor"),
+        ratio(*elector, *floor),
+        1.15,
+        "x",
+    );
+    goal(
+        &format!("{group} run_if_leader ÷ etcd lease_grant + lock + unlock"),
+        ratio(*elector, *lock),
+        1.0,
+        "x",
+    );
 }
 
 /// The time from the holder's release returning to the waiter's action starting, sorted.

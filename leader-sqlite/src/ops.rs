@@ -23,8 +23,47 @@ pub(crate) use leader_core::__private::OwnedAcquire as Acquire;
 
 /// The condition of a live row: held (a released-but-minimum-lease row included), written
 /// in this boot, and not expired on this boot's monotonic clock. `?2` is the boot id,
-/// `?3` the monotonic clock now.
-pub(crate) const LIVE: &str = "owner IS NOT NULL AND boot_id = ?2 AND expires_us > ?3";
+/// `?3` the monotonic clock now. (A macro, so that the statements below are constants.)
+macro_rules! live {
+    () => {
+        "owner IS NOT NULL AND boot_id = ?2 AND expires_us > ?3"
+    };
+}
+
+/// [`live!`] as a string, for statements built at run time.
+pub(crate) const LIVE: &str = live!();
+
+// Every statement of a primitive is prepared once per connection and kept in its cache
+// (`prepare_cached`): parsing and planning them again on every call cost more than the
+// rows they touch.
+
+/// The live holder of `?1`.
+const LIVE_HOLDER: &str = concat!(
+    "SELECT owner, leader_id, fencing_token, acquired_us, expires_us
+     FROM leader_locks WHERE name = ?1 AND ",
+    live!()
+);
+/// Renews the live holder `?4` of `?1` to `?5`.
+const EXTEND: &str = concat!(
+    "UPDATE leader_locks SET expires_us = ?5 WHERE name = ?1 AND owner = ?4 AND ",
+    live!()
+);
+const RENEW_OWN: &str = "UPDATE leader_locks SET expires_us = ?2 WHERE name = ?1";
+const LAST_TOKEN: &str = "SELECT last_token FROM leader_fences WHERE name = ?1";
+const SET_TOKEN: &str = "INSERT INTO leader_fences (name, last_token) VALUES (?1, ?2)
+     ON CONFLICT (name) DO UPDATE SET last_token = excluded.last_token";
+const TAKE: &str = "INSERT INTO leader_locks
+         (name, owner, leader_id, fencing_token, boot_id, acquired_us, expires_us)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+     ON CONFLICT (name) DO UPDATE SET owner = excluded.owner,
+         leader_id = excluded.leader_id, fencing_token = excluded.fencing_token,
+         boot_id = excluded.boot_id, acquired_us = excluded.acquired_us,
+         expires_us = excluded.expires_us";
+const OWNED: &str = "SELECT acquired_us, expires_us, boot_id = ?3 FROM leader_locks
+     WHERE name = ?1 AND owner = ?2";
+const KEEP: &str = "UPDATE leader_locks SET owner = ?2, expires_us = ?3 WHERE name = ?1";
+const FREE: &str = "UPDATE leader_locks SET owner = NULL, boot_id = ?2, expires_us = ?3
+     WHERE name = ?1";
 
 /// A live lock row.
 pub(crate) struct Holder {
@@ -70,14 +109,8 @@ pub(crate) fn live_holder(
     now: &Now,
 ) -> Result<Option<Holder>, OpError> {
     Ok(conn
-        .query_row(
-            &format!(
-                "SELECT owner, leader_id, fencing_token, acquired_us, expires_us
-                 FROM leader_locks WHERE name = ?1 AND {LIVE}"
-            ),
-            params![key.as_str(), clock.boot(), now.at],
-            Holder::read,
-        )
+        .prepare_cached(LIVE_HOLDER)?
+        .query_row(params![key.as_str(), clock.boot(), now.at], Holder::read)
         .optional()?)
 }
 
@@ -97,10 +130,8 @@ pub(crate) fn acquire(
     let outcome = match live_holder(&tx, &request.key, clock, &now)? {
         Some(holder) if holder.owner.as_deref() == Some(owner.as_str()) => {
             // The same owner again: a renewal that keeps the fencing token.
-            tx.execute(
-                "UPDATE leader_locks SET expires_us = ?2 WHERE name = ?1",
-                params![request.key.as_str(), expires_us],
-            )?;
+            tx.prepare_cached(RENEW_OWN)?
+                .execute(params![request.key.as_str(), expires_us])?;
             AcquireOutcome::Acquired(Lease::new(
                 request.key.clone(),
                 request.owner,
@@ -113,11 +144,8 @@ pub(crate) fn acquire(
         Some(holder) => AcquireOutcome::Held(Some(holder.snapshot(&now)?)),
         None => {
             let last: Option<i64> = tx
-                .query_row(
-                    "SELECT last_token FROM leader_fences WHERE name = ?1",
-                    params![request.key.as_str()],
-                    |row| row.get(0),
-                )
+                .prepare_cached(LAST_TOKEN)?
+                .query_row(params![request.key.as_str()], |row| row.get(0))
                 .optional()?;
             let next = match last {
                 Some(last) => last
@@ -126,29 +154,17 @@ pub(crate) fn acquire(
                 None => 1,
             };
             let fencing_token = next.max(now.token_floor()?);
-            tx.execute(
-                "INSERT INTO leader_fences (name, last_token) VALUES (?1, ?2)
-                 ON CONFLICT (name) DO UPDATE SET last_token = excluded.last_token",
-                params![request.key.as_str(), fencing_token],
-            )?;
-            tx.execute(
-                "INSERT INTO leader_locks
-                     (name, owner, leader_id, fencing_token, boot_id, acquired_us, expires_us)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-                 ON CONFLICT (name) DO UPDATE SET owner = excluded.owner,
-                     leader_id = excluded.leader_id, fencing_token = excluded.fencing_token,
-                     boot_id = excluded.boot_id, acquired_us = excluded.acquired_us,
-                     expires_us = excluded.expires_us",
-                params![
-                    request.key.as_str(),
-                    owner,
-                    request.leader_id,
-                    fencing_token,
-                    clock.boot(),
-                    now.at,
-                    expires_us
-                ],
-            )?;
+            tx.prepare_cached(SET_TOKEN)?
+                .execute(params![request.key.as_str(), fencing_token])?;
+            tx.prepare_cached(TAKE)?.execute(params![
+                request.key.as_str(),
+                owner,
+                request.leader_id,
+                fencing_token,
+                clock.boot(),
+                now.at,
+                expires_us
+            ])?;
             AcquireOutcome::Acquired(Lease::new(
                 request.key.clone(),
                 request.owner,
@@ -174,18 +190,13 @@ pub(crate) fn extend(
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let now = clock.now()?;
     let expires_us = now.after(lease_time)?;
-    let changed = tx.execute(
-        &format!(
-            "UPDATE leader_locks SET expires_us = ?5 WHERE name = ?1 AND owner = ?4 AND {LIVE}"
-        ),
-        params![
-            key.as_str(),
-            clock.boot(),
-            now.at,
-            owner.to_string(),
-            expires_us
-        ],
-    )?;
+    let changed = tx.prepare_cached(EXTEND)?.execute(params![
+        key.as_str(),
+        clock.boot(),
+        now.at,
+        owner.to_string(),
+        expires_us
+    ])?;
     let outcome = match changed {
         0 => ExtendOutcome::NotHeld,
         _ => ExtendOutcome::Extended {
@@ -228,9 +239,8 @@ pub(crate) fn release(
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let now = clock.now()?;
     let row: Option<(i64, i64, bool)> = tx
+        .prepare_cached(OWNED)?
         .query_row(
-            "SELECT acquired_us, expires_us, boot_id = ?3 FROM leader_locks
-             WHERE name = ?1 AND owner = ?2",
             params![key.as_str(), owner.to_string(), clock.boot()],
             |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
         )
@@ -243,17 +253,15 @@ pub(crate) fn release(
                 .unwrap_or(i64::MAX);
             let live = this_boot && expires_us > now.at;
             if !min_lease_time.is_zero() && live && keep_until > now.at {
-                tx.execute(
-                    "UPDATE leader_locks SET owner = ?2, expires_us = ?3 WHERE name = ?1",
-                    params![key.as_str(), RELEASED, expires_us.min(keep_until)],
-                )?;
+                tx.prepare_cached(KEEP)?.execute(params![
+                    key.as_str(),
+                    RELEASED,
+                    expires_us.min(keep_until)
+                ])?;
                 Released::Kept
             } else {
-                tx.execute(
-                    "UPDATE leader_locks SET owner = NULL, boot_id = ?2, expires_us = ?3
-                     WHERE name = ?1",
-                    params![key.as_str(), clock.boot(), now.at],
-                )?;
+                tx.prepare_cached(FREE)?
+                    .execute(params![key.as_str(), clock.boot(), now.at])?;
                 Released::Freed
             }
         }
