@@ -302,6 +302,12 @@ impl RedisBackend {
             .is_some_and(Listener::is_subscribed)
     }
 
+    /// This node's waiters for releases (whether notifications are on or not: nobody
+    /// listens when they are off).
+    pub(crate) fn events(&self) -> &ReleaseEvents {
+        &self.inner.events
+    }
+
     /// The blocking connections.
     pub(crate) fn sync_pool(&self) -> &SyncPool {
         &self.inner.sync

@@ -25,7 +25,12 @@ impl LockBackend for RedisBackend {
     fn try_acquire_slot(&self, request: SlotRequest<'_>) -> Result<SlotOutcome, Error> {
         self.check_lease(request.request.key, request.request.lease_time)?;
         let requests = [request];
-        let op = Acquire::new(&requests, self.key_prefix(), SystemTime::now());
+        let op = Acquire::new(
+            &requests,
+            self.key_prefix(),
+            self.events(),
+            SystemTime::now(),
+        );
         let answer = op
             .map(|op| self.run_blocking_raw(op))
             .unwrap_or(Ok(Vec::new()));
@@ -48,7 +53,7 @@ impl LockBackend for RedisBackend {
         let answers = self.run_blocking_batch(
             &checked.valid,
             (Acquire::CHUNK, Acquire::PIPELINED),
-            |chunk, now| Acquire::new(chunk, self.key_prefix(), now),
+            |chunk, now| Acquire::new(chunk, self.key_prefix(), self.events(), now),
             |request| request.request.key,
         );
         checked
@@ -109,7 +114,10 @@ impl LockBackend for RedisBackend {
     }
 
     fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
-        self.run_blocking(State { key })
+        self.run_blocking(State {
+            key,
+            watched: self.events().is_listened(key.as_str()),
+        })
     }
 
     /// Reads a name's index for a prefix inside its derived names, else pages by `SCAN`

@@ -30,7 +30,12 @@ impl AsyncLockBackend for RedisBackend {
     async fn try_acquire_slot(&self, request: SlotRequest<'_>) -> Result<SlotOutcome, Error> {
         self.check_lease(request.request.key, request.request.lease_time)?;
         let requests = [request];
-        let answer = match Acquire::new(&requests, self.key_prefix(), SystemTime::now()) {
+        let answer = match Acquire::new(
+            &requests,
+            self.key_prefix(),
+            self.events(),
+            SystemTime::now(),
+        ) {
             Some(op) => self.run_async_raw(op).await,
             None => Ok(Vec::new()),
         };
@@ -52,7 +57,7 @@ impl AsyncLockBackend for RedisBackend {
             .run_async_batch(
                 &checked.valid,
                 (Acquire::CHUNK, Acquire::PIPELINED),
-                |chunk, now| Acquire::new(chunk, self.key_prefix(), now),
+                |chunk, now| Acquire::new(chunk, self.key_prefix(), self.events(), now),
                 |request| request.request.key,
             )
             .await;
@@ -122,7 +127,10 @@ impl AsyncLockBackend for RedisBackend {
     }
 
     fn state(&self, key: &LockName) -> impl Future<Output = Result<LeaderState, Error>> + Send {
-        self.run_async(State { key })
+        self.run_async(State {
+            key,
+            watched: self.events().is_listened(key.as_str()),
+        })
     }
 
     /// Reads a name's index for a prefix inside its derived names, else pages by `SCAN`

@@ -65,6 +65,67 @@ fn a_counter_set_back_or_deleted_never_makes_a_token_go_back() {
 }
 
 #[test]
+fn a_counter_ahead_of_the_clock_is_followed() {
+    let Some(harness) = RedisHarness::standalone() else {
+        return;
+    };
+    let backend = harness.make();
+    let mut raw = harness.raw();
+    let key = fresh_name("fence-ahead");
+    let mut seen = Vec::new();
+    cycles(&backend, &key, 2, &mut seen);
+
+    // The server's clock went back (or tokens were handed out by a faster clock): the
+    // counter is ahead of TIME, so the next tokens count on from it, one by one.
+    let ahead = seen[1] + 3_600_000_000;
+    let _: () = redis::cmd("SET")
+        .arg(fence_key(&backend, &key))
+        .arg(ahead)
+        .query(&mut raw)
+        .unwrap();
+    assert_eq!(cycle(&backend, &key), ahead + 1);
+    assert_eq!(cycle(&backend, &key), ahead + 2);
+    let counter: u64 = redis::cmd("GET")
+        .arg(fence_key(&backend, &key))
+        .query(&mut raw)
+        .unwrap();
+    assert_eq!(counter, ahead + 2, "the counter holds the last token");
+}
+
+#[test]
+fn a_counter_that_is_not_a_token_is_reported_and_kept() {
+    let Some(harness) = RedisHarness::standalone() else {
+        return;
+    };
+    let backend = harness.make();
+    let mut raw = harness.raw();
+    for garbage in ["twelve", "1.7e+15", "-5", "99999999999999999999"] {
+        let key = fresh_name("fence-garbage");
+        let _: () = redis::cmd("SET")
+            .arg(fence_key(&backend, &key))
+            .arg(garbage)
+            .query(&mut raw)
+            .unwrap();
+        let request =
+            AcquireRequest::new(&key, OwnerToken::random(), "node", Duration::from_secs(30));
+        let err = LockBackend::try_acquire(&backend, request).unwrap_err();
+        assert!(!err.is_transient(), "{err}");
+        assert!(err.to_string().contains("not a token"), "{err}");
+        let kept: String = redis::cmd("GET")
+            .arg(fence_key(&backend, &key))
+            .query(&mut raw)
+            .unwrap();
+        assert_eq!(kept, garbage, "the counter is left as it was");
+        let holder: Option<String> = redis::cmd("HGET")
+            .arg(backend.lock_key(&key))
+            .arg("owner")
+            .query(&mut raw)
+            .unwrap();
+        assert_eq!(holder, None, "nothing was taken");
+    }
+}
+
+#[test]
 fn a_restart_on_an_older_snapshot_never_makes_a_token_go_back() {
     let Some(mut server) = common::private_server() else {
         return;

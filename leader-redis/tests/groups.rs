@@ -105,6 +105,21 @@ fn a_full_group_with_a_record_without_expiry_is_an_error_naming_that_slot() {
         .arg(&slot_key)
         .query(&mut conn)
         .unwrap();
+    // While the record's own end (`exp`) is ahead, it is a live lease: attempts do not
+    // pay a PTTL per held slot to look for a missing expiry.
+    for first in [0, 1] {
+        assert!(matches!(
+            attempt(&backend, &keys, OwnerToken::random(), first).unwrap(),
+            SlotOutcome::Held(_)
+        ));
+    }
+    // Past its end the key should be gone: one that is still there would never be freed.
+    let _: () = redis::cmd("HSET")
+        .arg(&slot_key)
+        .arg("exp")
+        .arg(1)
+        .query(&mut conn)
+        .unwrap();
     for first in [0, 1] {
         let err = attempt(&backend, &keys, OwnerToken::random(), first).unwrap_err();
         assert!(!err.is_transient(), "{err}");

@@ -48,7 +48,12 @@ fn locks_work_over_tls() {
         assert!(Instant::now() < deadline, "no TLS subscription");
         std::thread::sleep(Duration::from_millis(5));
     }
+    // A waiter listens, then tries: its try tells the holder's release to announce itself.
     let listener = events.listen(key.as_str());
+    assert!(matches!(
+        LockBackend::try_acquire(&backend, request(OwnerToken::random(), "b")).unwrap(),
+        AcquireOutcome::Held(_)
+    ));
     assert_eq!(
         LockBackend::release(&backend, &lease, Duration::ZERO).unwrap(),
         ReleaseOutcome::Released

@@ -125,6 +125,35 @@ impl ReleaseEvents {
         }
     }
 
+    /// `true` while someone listens for a release of `key`: on `key` itself or, when `key`
+    /// is slot `i ≥ 1` of a leader group (`job#2`), on its group (`job`) — those a
+    /// release of `key` would wake. Cheap when nobody listens.
+    ///
+    /// A backend whose store can say "someone waits for this lease" tells it with the
+    /// attempt or read a waiter makes after listening, so the holder's release announces
+    /// itself only then: a release nobody waits for costs nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_core::ReleaseEvents;
+    ///
+    /// let events = ReleaseEvents::new();
+    /// assert!(!events.is_listened("consumers#2"));
+    /// let listener = events.listen("consumers");
+    /// assert!(events.is_listened("consumers#2") && events.is_listened("consumers"));
+    /// drop(listener);
+    /// assert!(!events.is_listened("consumers"));
+    /// ```
+    pub fn is_listened(&self, key: &str) -> bool {
+        if self.shared.listeners.load(Ordering::Acquire) == 0 {
+            return false;
+        }
+        let group = crate::spi::group::group_of_slot(key);
+        let by_key = self.shared.by_key.lock();
+        by_key.contains_key(key) || group.is_some_and(|group| by_key.contains_key(group))
+    }
+
     /// Wakes every listener of `key` and, when `key` is slot `i ≥ 1` of a leader group
     /// (`job#2`), the listeners of its group (`job`). Cheap when nobody listens. Use
     /// [`notify_token`](Self::notify_token) when the ended lease's token is known.

@@ -3,9 +3,10 @@
 -- of many (on a standalone server: a batch's keys need not share a hash tag there).
 --
 -- ARGV[1]        the client's clock, microseconds since the Unix epoch
--- ARGV[5r-3 ..]  request r, five values each:
+-- ARGV[6r-4 ..]  request r, six values each:
 --   owner token (32 hex digits), leader id, lease in milliseconds (>= 1),
 --   '1' to take timestamps from the server's TIME instead of ARGV[1],
+--   '1' when the caller waits for a release notification if every slot is held,
 --   n, the number of its slots
 -- KEYS           per request, in order, its n slots' pairs in the order they are tried:
 --   the slot's lock hash ({prefix}:{name} for slot 0, {prefix}:{name}#<i> after) and its
@@ -37,7 +38,14 @@
 -- lost renews what that attempt took instead of taking a second slot.
 --
 -- Hash fields: owner, leader, fence, acq and exp (reported times, on the clock the
--- caller chose), sacq (acquisition time on the server's clock, for the minimum lease).
+-- caller chose), sacq (acquisition time on the server's clock, for the minimum lease),
+-- and w ('1' once a caller that waits for a release notification found the lease held:
+-- release.lua publishes only then, so a release nobody waits for costs no PUBLISH).
+--
+-- The cost is counted in redis.call()s, each far dearer inside a script than the
+-- command's own work: taking a free lock is five (HMGET, TIME, SET .. GET of the counter,
+-- HSET, PEXPIRE), finding it held one (HMGET), plus an HSET of w the first time a waiting
+-- caller finds a lease held and a PTTL when the lease looks past its end (below).
 -- Numbers are written with %d (Lua's tostring would print 1.7e+15): exact for every
 -- integer below 2^53, which microseconds since the epoch and tokens are, and several
 -- times cheaper than the float formatting of %.0f.
@@ -46,6 +54,19 @@ local function fmt(n)
 end
 
 local client_us = tonumber(ARGV[1])
+
+-- The counter's value as a number, or nil when it is not a decimal that a double holds
+-- exactly (below 2^53, as every token handed out is).
+local function counter_value(s)
+  if not string.find(s, '^%d+$') or #s > 16 then
+    return nil
+  end
+  local n = tonumber(s)
+  if n >= 9007199254740992 then
+    return nil
+  end
+  return n
+end
 
 -- One TIME per script run, and only when an answer uses it.
 local server_time
@@ -82,15 +103,17 @@ local function add_to_index(lock, index_key)
 end
 
 -- The request whose slots' keys start at KEYS[first], and its index at KEYS[first + 2n].
-local function acquire(first, slots, owner, leader, lease_ms, db_time)
+local function acquire(first, slots, owner, leader, lease_ms, db_time, watched)
   local index_key = KEYS[first + 2 * slots]
   -- The hash only exists while a lease runs: PX removes it on expiry. A hash without an
   -- owner holds nothing. One HMGET a slot reads all an answer needs (a single lock that
-  -- is held costs it and a PTTL, nothing more).
+  -- is held costs it alone, while its lease runs).
   local free, held, broken, broken_at
+  local records = {}
   for i = 1, slots do
     local lock = KEYS[first + 2 * i - 2]
-    local cur = redis.pcall('HMGET', lock, 'owner', 'leader', 'fence', 'acq', 'exp')
+    local cur = redis.pcall('HMGET', lock, 'owner', 'leader', 'fence', 'acq', 'exp', 'w')
+    records[i] = cur
     if cur.err then
       broken = broken or cur.err
       broken_at = broken_at or i
@@ -118,9 +141,25 @@ local function acquire(first, slots, owner, leader, lease_ms, db_time)
     if broken then
       return {-1, 'error', broken}
     end
+    -- A record without expiry would never be freed: reported, not waited for. Only a
+    -- record past its own end (by `exp`, on the caller's clock or the server's, as the
+    -- request says) can tell, so a live lease costs no PTTL; one whose `exp` is not a
+    -- number is checked too, and the client reports it corrupted.
+    local now_us = client_us
+    if db_time then
+      now_us = server_us()
+    end
     for i = 1, slots do
-      if redis.call('PTTL', KEYS[first + 2 * i - 2]) == -1 then
+      local ends = tonumber(records[i][5])
+      if (not ends or ends <= now_us) and redis.call('PTTL', KEYS[first + 2 * i - 2]) == -1 then
         return {-1, 'expiry', i}
+      end
+    end
+    if watched then
+      for i = 1, slots do
+        if not records[i][6] then
+          redis.call('HSET', KEYS[first + 2 * i - 2], 'w', '1')
+        end
       end
     end
     return {0, held[2], held[3], held[4], held[5]}
@@ -142,13 +181,25 @@ local function acquire(first, slots, owner, leader, lease_ms, db_time)
   if db_time then
     now_us = server_now
   end
-  local fence = redis.pcall('INCR', counter)
-  if type(fence) == 'table' then
-    return {-1, 'error', fence.err}
+  -- One call in the usual case: the clock is ahead of the counter, so the counter is set
+  -- to it, and the value it had is read in the same SET. Only when the counter is ahead
+  -- (the clock went back) is it set again, to the value after it.
+  local last = redis.pcall('SET', counter, fmt(server_now), 'GET')
+  if type(last) == 'table' then
+    return {-1, 'error', last.err}
   end
-  if fence < server_now then
-    fence = server_now
-    redis.call('SET', counter, fmt(fence))
+  local fence = server_now
+  if last then
+    local seen = counter_value(last)
+    if not seen then
+      -- Not a token: put it back as it was and report it, never paper over it.
+      redis.call('SET', counter, last)
+      return {-1, 'error', 'the fencing counter ' .. counter .. ' holds a value that is not a token'}
+    end
+    if seen >= server_now then
+      fence = seen + 1
+      redis.call('SET', counter, fmt(fence))
+    end
   end
 
   local fence_s, now_s, expires_s = fmt(fence), fmt(now_us), fmt(now_us + lease_ms * 1000)
@@ -163,10 +214,10 @@ local function acquire(first, slots, owner, leader, lease_ms, db_time)
 end
 
 local replies, first = {}, 1
-for arg = 2, #ARGV, 5 do
-  local slots = tonumber(ARGV[arg + 4])
+for arg = 2, #ARGV, 6 do
+  local slots = tonumber(ARGV[arg + 5])
   replies[#replies + 1] = acquire(first, slots, ARGV[arg], ARGV[arg + 1],
-    tonumber(ARGV[arg + 2]), ARGV[arg + 3] == '1')
+    tonumber(ARGV[arg + 2]), ARGV[arg + 3] == '1', ARGV[arg + 4] == '1')
   first = first + 2 * slots + 1
 end
 return replies

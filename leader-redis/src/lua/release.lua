@@ -9,7 +9,9 @@
 --             fencing token
 --
 -- Returns one item per lease, in order:
---   1 when the lock was freed (and the release published),
+--   1 when the lock was freed (and the release published, when a waiting caller found
+--     the lease held: acquire.lua marks the record with `w` then, and state.lua for an
+--     observer; a release nobody waits for saves the PUBLISH),
 --   2 when it is kept until acquired + min lease,
 --   0 when the caller does not hold the lock,
 --   {-1, field} when the record is corrupted,
@@ -34,8 +36,9 @@ local function server_us()
 end
 
 local function release(lock, owner, min_ms, message)
+  local watched
   if min_ms > 0 then
-    local cur = redis.pcall('HMGET', lock, 'owner', 'sacq', 'acq', 'exp')
+    local cur = redis.pcall('HMGET', lock, 'owner', 'sacq', 'acq', 'exp', 'w')
     if cur.err then
       return {-1, 'error', cur.err}
     end
@@ -68,18 +71,22 @@ local function release(lock, owner, min_ms, message)
       end
       return 2
     end
+    watched = cur[5]
   else
-    local current = redis.pcall('HGET', lock, 'owner')
-    if type(current) == 'table' and current.err then
-      return {-1, 'error', current.err}
+    local cur = redis.pcall('HMGET', lock, 'owner', 'w')
+    if cur.err then
+      return {-1, 'error', cur.err}
     end
-    if current ~= owner then
+    if cur[1] ~= owner then
       return 0
     end
+    watched = cur[2]
   end
 
   redis.call('DEL', lock)
-  redis.call('PUBLISH', channel, message)
+  if watched then
+    redis.call('PUBLISH', channel, message)
+  end
   return 1
 end
 

@@ -2,7 +2,7 @@
 
 use std::time::SystemTime;
 
-use leader_core::{LeaderLease, Lease, LockName, SlotOutcome, SlotRequest};
+use leader_core::{LeaderLease, Lease, LockName, ReleaseEvents, SlotOutcome, SlotRequest};
 use redis::{ScriptInvocation, Value};
 
 use super::{Op, flag, status};
@@ -21,6 +21,9 @@ pub(crate) struct Acquire<'a, 'p> {
     requests: &'a [SlotRequest<'a>],
     /// The backend's key prefix, for the keys after the first.
     key_prefix: &'p str,
+    /// This node's waiters: a request whose lock one listens on asks the script to mark
+    /// a held lease, so that its release is announced.
+    events: &'p ReleaseEvents,
     now: SystemTime,
 }
 
@@ -37,12 +40,14 @@ impl<'a, 'p> Acquire<'a, 'p> {
     pub(crate) fn new(
         requests: &'a [SlotRequest<'a>],
         key_prefix: &'p str,
+        events: &'p ReleaseEvents,
         now: SystemTime,
     ) -> Option<Self> {
         Some(Acquire {
             first: requests.first()?.request.key,
             requests,
             key_prefix,
+            events,
             now,
         })
     }
@@ -76,6 +81,9 @@ impl Op for Acquire<'_, '_> {
                 .arg(request.leader_id)
                 .arg(millis(request.lease_time))
                 .arg(flag(request.use_db_time))
+                .arg(flag(
+                    self.events.is_listened(slot_request.group_name().as_str()),
+                ))
                 .arg(slot_request.len());
         }
         invocation
@@ -203,7 +211,8 @@ mod tests {
         let request =
             AcquireRequest::new(&key, OwnerToken::random(), "node-a", Duration::from_secs(1));
         let requests = [SlotRequest::single(request)];
-        let op = Acquire::new(&requests, "leader", SystemTime::now()).unwrap();
+        let events = ReleaseEvents::new();
+        let op = Acquire::new(&requests, "leader", &events, SystemTime::now()).unwrap();
         let acquired = Value::Array(vec![
             Value::Int(1),
             bulk("42"),
@@ -286,7 +295,8 @@ mod tests {
         let request =
             AcquireRequest::new(&key, OwnerToken::random(), "node-a", Duration::from_secs(1));
         let requests = [SlotRequest::group(request, &keys, 2)];
-        let op = Acquire::new(&requests, "leader", SystemTime::now()).unwrap();
+        let events = ReleaseEvents::new();
+        let op = Acquire::new(&requests, "leader", &events, SystemTime::now()).unwrap();
         let first = LockKeys::new("leader", op.name());
         assert_eq!(first.lock, "leader:{consumers}#2");
         let second_of_three = Value::Array(vec![

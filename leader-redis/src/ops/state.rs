@@ -3,7 +3,7 @@
 use leader_core::{LeaderLease, LeaderState, LockName};
 use redis::{ScriptInvocation, Value};
 
-use super::{Op, status};
+use super::{Op, flag, status};
 use crate::decode::{array, is_nil, text_field, time_field, u64_field};
 use crate::error::OpError;
 use crate::keys::LockKeys;
@@ -13,6 +13,9 @@ use crate::scripts::STATE;
 #[derive(Debug)]
 pub(crate) struct State<'a> {
     pub(crate) key: &'a LockName,
+    /// Whether one of this node's waiters listens on the lock: the read then marks its
+    /// holder's lease, so that its release is announced.
+    pub(crate) watched: bool,
 }
 
 impl Op for State<'_> {
@@ -24,7 +27,9 @@ impl Op for State<'_> {
     }
 
     fn invocation(&self, keys: &LockKeys, _channel: &str) -> ScriptInvocation<'static> {
-        STATE.key(&keys.lock)
+        let mut invocation = STATE.key(&keys.lock);
+        invocation.arg(flag(self.watched));
+        invocation
     }
 
     fn decode(&self, reply: Value) -> Result<LeaderState, OpError> {
@@ -87,7 +92,10 @@ mod tests {
     #[test]
     fn state_hides_missing_keys_and_flags_records_without_expiry() {
         let key = LockName::new("job").unwrap();
-        let op = State { key: &key };
+        let op = State {
+            key: &key,
+            watched: false,
+        };
         let gone = Value::Array(vec![
             Value::Int(-2),
             Value::Nil,

@@ -9,10 +9,16 @@ use leader_core::{AcquireOutcome, AcquireRequest, ForceReleaseOutcome, LockBacke
 use crate::harness::fresh_name;
 
 /// `holder` (one node) takes a fresh lock and releases it; the waiter listening on
-/// `waiter`'s release events (another node, on the same store, its events already up) is
-/// woken within `latency` of the release, with a notice naming the lock and the lease's
-/// fencing token, and a waiter on another lock is not. Then the same for a force release
-/// by `holder` of the lock taken again: the notice names the forced holder's token.
+/// `waiter`'s release events (another node, on the same store, its events already up),
+/// which then tried the lock and found it held as every waiter does, is woken within
+/// `latency` of the release, with a notice naming the lock and the lease's fencing token,
+/// and a waiter on another lock is not. Then the same for a force release by `holder` of
+/// the lock taken again, which wakes a listener that has not tried: the notice names the
+/// forced holder's token.
+///
+/// A waiter listens, then tries (the order that misses no release), so a backend may
+/// announce only the releases of leases a listening node has tried: the try is how its
+/// store learns that someone waits.
 ///
 /// # Panics
 ///
@@ -40,6 +46,16 @@ pub fn a_release_by_another_node_wakes_only_that_locks_waiters<B: LockBackend>(
         .expect("the waiter's backend has release events");
     let other = events.listen("some-other-lock");
     let listener = events.listen(key.as_str());
+    let attempt = AcquireRequest::new(
+        &key,
+        OwnerToken::random(),
+        "waiter",
+        Duration::from_secs(30),
+    );
+    match LockBackend::try_acquire(waiter, attempt) {
+        Ok(AcquireOutcome::Held(_)) => {}
+        other => panic!("expected {key} held by the holder: {other:?}"),
+    }
     let released_at = Instant::now();
     LockBackend::release(holder, &lease, Duration::ZERO).expect("release");
     let notice = listener
