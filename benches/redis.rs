@@ -19,8 +19,11 @@
 //!   one replica (a second redis-server with `REPLICAOF`), without and with
 //!   `with_replica_acks(1, 100ms)` (a `WAIT 1 100` after the acquire script), and the same
 //!   two interleaved (printed), with the ratio of their medians in the same run;
-//! - server time (printed): the server's own time per cycle (`INFO commandstats`) of the
-//!   blocking and async `run_if_leader` and of rslock, where the scripts' extra work shows.
+//! - server time (printed, and a goal line: ≤ 12 µs): the server's own time per cycle
+//!   (`INFO commandstats`) of the blocking and async `run_if_leader`, of the fewest-calls
+//!   lock (`redis_floor::fewest_calls_cycle`: a fenced, expiring, notifying lock of seven
+//!   script calls, the reference) and of rslock, with each command's share and the calls
+//!   the scripts made per cycle: where the scripts' extra work shows.
 //!
 //! ```text
 //! cargo bench -p leader-benches --bench redis
@@ -33,10 +36,10 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use leader_async::AsyncLeaderElector;
-use leader_benches::redis_floor::{load_scripts, raw_cycle};
+use leader_benches::redis_floor::{fewest_calls_cycle, load_scripts, raw_cycle};
 use leader_benches::{
-    Case, LEASE, goal, interleaved, percentile, ratio, redis_command_usec, request,
-    try_once_options,
+    Case, LEASE, goal, interleaved, percentile, ratio, redis_command_stats, redis_command_usec,
+    request, try_once_options,
 };
 use leader_blocking::LeaderElector;
 use leader_core::{AcquireOutcome, AsyncLockBackend, Backend, LockBackend, LockName};
@@ -327,6 +330,12 @@ fn server_usec_per_cycle(
         .unwrap();
     (0..cycles).for_each(|_| cycle());
     let per_cycle = |usec: u64| usec as f64 / f64::from(cycles);
+    // The commands the scripts called, per cycle (what a script's time is mostly made of).
+    let called: u64 = redis_command_stats(&mut stats)
+        .iter()
+        .filter(|(command, _)| !sent.contains(&command.as_str()) && command != "config")
+        .map(|(_, calls)| calls)
+        .sum();
     let mut usec = redis_command_usec(&mut stats);
     usec.retain(|(command, _)| command != "config");
     usec.sort_by_key(|(_, usec)| std::cmp::Reverse(*usec));
@@ -340,11 +349,14 @@ fn server_usec_per_cycle(
         .map(|(command, usec)| format!("{command} {:.2}", per_cycle(*usec)))
         .collect::<Vec<_>>()
         .join(", ");
+    let shares = format!("{shares}; {:.2} calls in scripts", per_cycle(called));
     (total, shares)
 }
 
-/// Prints the server's time per cycle of the blocking elector, the async one and rslock.
-fn server_time(url: &str) {
+/// Prints the server's time per cycle of the blocking elector, the async one, the
+/// fewest-calls lock (`leader_benches::redis_floor::fewest_calls_cycle`) and rslock, and
+/// returns the blocking elector's.
+fn server_time(url: &str) -> f64 {
     const CYCLES: u32 = 5000;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -374,13 +386,21 @@ fn server_time(url: &str) {
                 rslock.unlock(&lock).await;
             })
         });
+    let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
+    let mut fewest = fewest_calls_cycle("leader-bench", "server-time-fewest");
+    let (floor, floor_shares) =
+        server_usec_per_cycle(url, &["evalsha"], CYCLES, || fewest(&mut conn));
     println!(
         "redis/server time per cycle: run_if_leader {ours:.2} us, async {ours_async:.2} us, \
-         rslock {theirs:.2} us (ours ÷ rslock {:.2}x)",
+         fewest-calls lock {floor:.2} us, rslock {theirs:.2} us (ours ÷ fewest-calls {:.2}x, \
+         ours ÷ rslock {:.2}x)",
+        ours / floor,
         ours / theirs
     );
     println!("redis/server time per cycle, run_if_leader, us: {ours_shares}");
+    println!("redis/server time per cycle, fewest-calls lock, us: {floor_shares}");
     println!("redis/server time per cycle, rslock, us: {theirs_shares}");
+    ours
 }
 
 /// Every variant of each group once per round, interleaved; prints medians and ratios to
@@ -572,7 +592,13 @@ fn main() {
     if !filtered {
         let (blocking, asynchronous) = paired(&url, 3000);
         let handoff_p50 = handoffs(&url);
-        server_time(&url);
+        let server_usec = server_time(&url);
+        goal(
+            "redis server time per run_if_leader cycle",
+            server_usec,
+            12.0,
+            " us",
+        );
         // Cases: blocking [floor, backend, elector]; async [floor, backend, elector, rslock].
         let (Some(floor), Some(elector)) = (blocking.first(), blocking.get(2)) else {
             return;
