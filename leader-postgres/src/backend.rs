@@ -178,20 +178,32 @@ impl PostgresBackend {
     /// Runs `op` on a pooled session within the operation timeout, on the calling thread.
     pub(crate) fn block_on<O: Op>(&self, op: O) -> Result<O::Output, Error> {
         let key = op.key().to_owned();
+        self.block_on_raw(op).map_err(|err| err.into_core(&key))
+    }
+
+    /// [`block_on`](Self::block_on), the failure not yet named by a key.
+    pub(crate) fn block_on_raw<O: Op>(&self, op: O) -> Result<O::Output, OpError> {
+        let key = op.key().to_owned();
         let started = Instant::now();
         let result = self.inner.background.block_on(None, self.call(op));
         let result = result.unwrap_or_else(|stopped| Err(OpError::from(stopped)));
-        finish::<O>(&key, result, started)
+        traced::<O>(&key, result, started)
     }
 
     /// Runs `op` on a pooled session within the operation timeout, on the background
     /// runtime, awaited from any executor.
     pub(crate) async fn run<O: Op>(&self, op: O) -> Result<O::Output, Error> {
         let key = op.key().to_owned();
+        self.run_raw(op).await.map_err(|err| err.into_core(&key))
+    }
+
+    /// [`run`](Self::run), the failure not yet named by a key.
+    pub(crate) async fn run_raw<O: Op>(&self, op: O) -> Result<O::Output, OpError> {
+        let key = op.key().to_owned();
         let started = Instant::now();
         let result = self.inner.background.run(None, self.call(op)).await;
         let result = result.unwrap_or_else(|stopped| Err(OpError::from(stopped)));
-        finish::<O>(&key, result, started)
+        traced::<O>(&key, result, started)
     }
 
     /// The call as a future owning what it needs, bounded by the operation timeout.
@@ -253,12 +265,34 @@ impl PostgresBackend {
     }
 }
 
-/// Traces the outcome and names the lock in any error.
-fn finish<O: Op>(
+/// A batch's answers, each failure named by its own lock; a failure of the whole call is
+/// every lease's, named by each.
+pub(crate) fn per_lock<'k, T>(
+    keys: impl Iterator<Item = &'k LockName>,
+    answer: Result<Vec<Result<T, OpError>>, OpError>,
+) -> Vec<Result<T, Error>> {
+    match answer {
+        Ok(items) => keys
+            .zip(items)
+            .map(|(key, item)| item.map_err(|err| err.into_core(key.as_str())))
+            .collect(),
+        Err(err) => {
+            let (kind, message) = (err.kind(), err.to_string());
+            keys.map(|key| {
+                let message = message.clone();
+                Err(OpError::Batch { kind, message }.into_core(key.as_str()))
+            })
+            .collect()
+        }
+    }
+}
+
+/// Traces the outcome.
+fn traced<O: Op>(
     key: &str,
     result: Result<O::Output, OpError>,
     started: Instant,
-) -> Result<O::Output, Error> {
+) -> Result<O::Output, OpError> {
     let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
     match &result {
         Ok(output) => tracing::debug!(
@@ -278,7 +312,7 @@ fn finish<O: Op>(
             "postgres lock call failed"
         ),
     }
-    result.map_err(|err| err.into_core(key))
+    result
 }
 
 impl Backend for PostgresBackend {

@@ -21,6 +21,7 @@ pub(crate) struct Statements {
     pub(crate) acquire: Statement,
     pub(crate) holder: Statement,
     pub(crate) extend: Statement,
+    pub(crate) extend_batch: Statement,
     pub(crate) release: Statement,
     pub(crate) list: Statement,
     pub(crate) list_unbounded: Statement,
@@ -55,19 +56,24 @@ impl Statements {
             client.prepare_typed(&sql.list_unbounded, &[TEXT, TEXT, INT8]),
             client.prepare_typed(&sql.force_release, &[TEXT, TEXT, Type::BOOL, INT8]),
         );
-        let records = futures_util::future::try_join(
+        let records = futures_util::future::try_join3(
             client.prepare_typed(&sql.read_record, &[TEXT]),
             client.prepare_typed(&sql.write_record, &[TEXT, INT8, TEXT]),
+            client.prepare_typed(
+                &sql.extend_batch,
+                &[Type::TEXT_ARRAY, Type::TEXT_ARRAY, Type::INT8_ARRAY],
+            ),
         );
         let (
             (acquire, holder, extend, release),
             (list, list_unbounded, force_release),
-            (read_record, write_record),
+            (read_record, write_record, extend_batch),
         ) = futures_util::future::try_join3(locks, operator, records).await?;
         Ok(Statements {
             acquire,
             holder,
             extend,
+            extend_batch,
             release,
             list,
             list_unbounded,

@@ -92,6 +92,18 @@ pub(crate) enum OpError {
     /// ([`leader_core::corrupt_record`]).
     #[error(transparent)]
     Record(leader_core::Error),
+    /// A batch renewal found the lock's row locked by another session (an operator's
+    /// transaction, say) and went on without it rather than wait.
+    #[error("the lock row is locked by another session; not renewed this time")]
+    RowLocked,
+    /// The call that carried a whole batch failed; this is its error, for one lease of it.
+    #[error("{message}")]
+    Batch {
+        /// The call's error kind.
+        kind: BackendErrorKind,
+        /// The call's error, as text.
+        message: String,
+    },
 }
 
 impl From<Stopped> for OpError {
@@ -112,9 +124,11 @@ impl OpError {
     pub(crate) fn kind(&self) -> BackendErrorKind {
         match self {
             OpError::Driver(err) => driver_kind(err),
-            OpError::TimedOut(_) | OpError::ConnectTimedOut(_) | OpError::ShutDown => {
-                BackendErrorKind::Transient
-            }
+            OpError::TimedOut(_)
+            | OpError::ConnectTimedOut(_)
+            | OpError::ShutDown
+            | OpError::RowLocked => BackendErrorKind::Transient,
+            OpError::Batch { kind, .. } => *kind,
             OpError::Decode(_) | OpError::Shape { .. } | OpError::Corrupt(_) => {
                 BackendErrorKind::Permanent
             }
@@ -139,7 +153,8 @@ impl OpError {
             | OpError::Corrupt(_)
             | OpError::LeaseTooLong(_)
             | OpError::BadCursor(_)
-            | OpError::Record(_) => true,
+            | OpError::Record(_)
+            | OpError::RowLocked => true,
             _ => false,
         }
     }

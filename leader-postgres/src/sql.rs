@@ -22,6 +22,10 @@ pub(crate) struct Sql {
     pub(crate) holder: String,
     /// `$1` name, `$2` owner, `$3` lease µs → the new expiry, or no row when not held.
     pub(crate) extend: String,
+    /// `$1` names, `$2` owners, `$3` lease µs (arrays, one renewal per index) → per
+    /// renewal in order: its new expiry (NULL when not renewed) and whether its row was
+    /// skipped because another session had it locked.
+    pub(crate) extend_batch: String,
     /// `$1` name, `$2` owner, `$3` minimum lease µs, `$4` channel → `freed`, or no row
     /// when not held. Notifies `$4` with the name when it freed the lock.
     pub(crate) release: String,
@@ -119,6 +123,40 @@ impl Sql {
             FROM (SELECT clock_timestamp() AS now) AS clock
             WHERE held.name = $1::text AND held.owner = $2::text AND held.expires_at > clock.now
             RETURNING held.expires_at"
+        );
+        // One statement for a whole batch, so that 1,000 renewals are one round trip.
+        // A row another session holds locked is skipped, not waited for: the driver
+        // sends a batch whole, and one stuck row must not hold up every other lease's
+        // renewal (the single `extend` waits, up to the statement timeout). The rows it
+        // did not lock are told apart from missing ones, so a skipped renewal is a
+        // transient error and the others answer as `extend` would.
+        let extend_batch = format!(
+            "WITH clock AS (SELECT clock_timestamp() AS now),
+            wanted AS (
+                SELECT w.name, w.owner, w.micros, w.i
+                FROM unnest($1::text[], $2::text[], $3::bigint[])
+                    WITH ORDINALITY AS w(name, owner, micros, i)
+            ),
+            locked AS (
+                SELECT held.name FROM {t} AS held
+                WHERE held.name = ANY($1::text[])
+                FOR UPDATE SKIP LOCKED
+            ),
+            renewed AS (
+                UPDATE {t} AS held
+                SET expires_at = clock.now + wanted.micros * interval '1 microsecond'
+                FROM clock, wanted
+                WHERE held.name = wanted.name AND held.owner = wanted.owner
+                    AND held.expires_at > clock.now
+                    AND held.name IN (SELECT name FROM locked)
+                RETURNING wanted.i, held.expires_at
+            )
+            SELECT wanted.i, renewed.expires_at,
+                renewed.i IS NULL AND wanted.name NOT IN (SELECT name FROM locked)
+                    AND EXISTS (SELECT 1 FROM {t} AS other WHERE other.name = wanted.name)
+                    AS skipped
+            FROM wanted LEFT JOIN renewed ON renewed.i = wanted.i
+            ORDER BY wanted.i"
         );
         // Kept for the minimum lease when it is still ahead (and the lease is live):
         // owner `released`, expiry at acquired_at + min. Else freed: owner NULL, expiry
@@ -231,6 +269,7 @@ impl Sql {
             acquire,
             holder,
             extend,
+            extend_batch,
             release,
             list,
             list_unbounded,

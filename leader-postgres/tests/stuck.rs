@@ -63,3 +63,64 @@ fn a_statement_stuck_behind_a_row_lock_ends_on_the_server_at_the_operation_timeo
         "{again:?}"
     );
 }
+
+/// A batch renewal is one statement that skips a row another session holds locked: that
+/// lease's answer is a transient error at once, and every other lease of the batch is
+/// renewed — none waits for the locked row, whose lease is renewed at the next tick.
+#[test]
+fn a_batch_renewal_skips_a_locked_row_and_renews_the_rest() {
+    use leader_core::{BackendErrorKind, Error, ExtendOutcome, Renewal};
+    let Some(url) = url() else {
+        return;
+    };
+    let table = "stuck_batch_locks";
+    let backend = PostgresBackend::connect_with(&url, config(table)).unwrap();
+    assert!(LockBackend::extend_batch_is_native(&backend));
+    let keys: Vec<LockName> = (0..5).map(|_| fresh_name("batch")).collect();
+    let leases: Vec<_> = keys
+        .iter()
+        .map(|key| must_acquire(&backend, key, "node-a", Duration::from_secs(30)))
+        .collect();
+    // Lease 3's lock is someone else's by now: not held, as a single extend says.
+    let mut stale = leases[3].clone();
+    stale.owner = leader_core::OwnerToken::random();
+
+    let psql = Raw::connect(&url);
+    psql.execute(&format!(
+        "BEGIN; SELECT * FROM {table} WHERE name = '{}' FOR UPDATE",
+        keys[1]
+    ));
+    let renewals: Vec<Renewal<'_>> = leases
+        .iter()
+        .enumerate()
+        .map(|(i, lease)| {
+            let lease = if i == 3 { &stale } else { lease };
+            Renewal::new(lease, Duration::from_secs(60))
+        })
+        .collect();
+    let answers = LockBackend::extend_batch(&backend, &renewals);
+    assert_eq!(answers.len(), 5);
+    for (i, answer) in answers.iter().enumerate() {
+        match (i, answer) {
+            (1, Err(Error::Backend(err))) => {
+                assert_eq!(err.kind(), BackendErrorKind::Transient, "{err}");
+                assert_eq!(err.key(), keys[1].as_str());
+                assert!(
+                    err.to_string().contains("locked by another session"),
+                    "{err}"
+                );
+            }
+            (3, Ok(ExtendOutcome::NotHeld)) => {}
+            (0 | 2 | 4, Ok(ExtendOutcome::Extended { expires_at })) => {
+                assert!(*expires_at > leases[i].expires_at, "renewed for longer");
+            }
+            (i, other) => panic!("renewal {i}: {other:?}"),
+        }
+    }
+    psql.execute("ROLLBACK");
+    let again = LockBackend::extend_batch(&backend, &renewals[1..2]);
+    assert!(
+        matches!(again.as_slice(), [Ok(ExtendOutcome::Extended { .. })]),
+        "{again:?}"
+    );
+}
