@@ -19,10 +19,13 @@ pub(crate) struct Conn {
 #[derive(Debug)]
 pub(crate) struct Statements {
     pub(crate) acquire: Statement,
+    pub(crate) acquire_batch: Statement,
     pub(crate) holder: Statement,
+    pub(crate) holders: Statement,
     pub(crate) extend: Statement,
     pub(crate) extend_batch: Statement,
     pub(crate) release: Statement,
+    pub(crate) release_batch: Statement,
     pub(crate) list: Statement,
     pub(crate) list_unbounded: Statement,
     pub(crate) force_release: Statement,
@@ -56,25 +59,33 @@ impl Statements {
             client.prepare_typed(&sql.list_unbounded, &[TEXT, TEXT, INT8]),
             client.prepare_typed(&sql.force_release, &[TEXT, TEXT, Type::BOOL, INT8]),
         );
-        let records = futures_util::future::try_join3(
+        let records = futures_util::future::try_join(
             client.prepare_typed(&sql.read_record, &[TEXT]),
             client.prepare_typed(&sql.write_record, &[TEXT, INT8, TEXT]),
-            client.prepare_typed(
-                &sql.extend_batch,
-                &[Type::TEXT_ARRAY, Type::TEXT_ARRAY, Type::INT8_ARRAY],
-            ),
+        );
+        const TEXTS: Type = Type::TEXT_ARRAY;
+        const INT8S: Type = Type::INT8_ARRAY;
+        let batches = futures_util::future::try_join4(
+            client.prepare_typed(&sql.acquire_batch, &[TEXTS, TEXTS, TEXTS, INT8S]),
+            client.prepare_typed(&sql.holders, &[TEXTS]),
+            client.prepare_typed(&sql.extend_batch, &[TEXTS, TEXTS, INT8S]),
+            client.prepare_typed(&sql.release_batch, &[TEXTS, TEXTS, INT8S, TEXT]),
         );
         let (
             (acquire, holder, extend, release),
             (list, list_unbounded, force_release),
-            (read_record, write_record, extend_batch),
-        ) = futures_util::future::try_join3(locks, operator, records).await?;
+            (read_record, write_record),
+            (acquire_batch, holders, extend_batch, release_batch),
+        ) = futures_util::future::try_join4(locks, operator, records, batches).await?;
         Ok(Statements {
             acquire,
+            acquire_batch,
             holder,
+            holders,
             extend,
             extend_batch,
             release,
+            release_batch,
             list,
             list_unbounded,
             force_release,

@@ -6,13 +6,14 @@ use std::time::Duration;
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, ForceReleaseOutcome,
     LeaderState, Lease, ListPage, ListRequest, LockName, RecordWrite, RecordWriteOutcome,
-    ReleaseOutcome, Renewal, StoredRecord,
+    ReleaseOutcome, ReleaseRequest, Renewal, StoredRecord,
 };
 
 use crate::backend::PostgresBackend;
 use crate::backend::per_lock;
+use crate::batches::{AcquireBatch, ExtendBatch, ReleaseBatch, Releasing, repeats};
 use crate::operator::{ForceRelease, List};
-use crate::ops::{Acquire, Extend, ExtendBatch, Release, State};
+use crate::ops::{Acquire, Extend, Release, State};
 use crate::records::{ReadRecord, WriteRecord};
 
 /// # Cancel safety
@@ -25,6 +26,28 @@ use crate::records::{ReadRecord, WriteRecord};
 impl AsyncLockBackend for PostgresBackend {
     async fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
         self.run(Acquire::from(request)).await
+    }
+
+    /// One statement per 1,000 requests, pipelined on one session (see the crate's
+    /// README); a batch that names a lock twice goes as single calls.
+    async fn try_acquire_batch(
+        &self,
+        requests: &[AcquireRequest<'_>],
+    ) -> Vec<Result<AcquireOutcome, Error>> {
+        if requests.is_empty() {
+            return Vec::new();
+        }
+        if repeats(requests.iter().map(|r| r.key)) {
+            let mut answers = Vec::with_capacity(requests.len());
+            for request in requests {
+                answers.push(AsyncLockBackend::try_acquire(self, *request).await);
+            }
+            return answers;
+        }
+        let requests: Vec<Acquire> = requests.iter().map(|r| Acquire::from(*r)).collect();
+        let keys: Vec<LockName> = requests.iter().map(|r| r.key.clone()).collect();
+        let answer = self.run_raw(AcquireBatch { requests }).await;
+        per_lock(keys.iter(), answer)
     }
 
     async fn extend(
@@ -41,7 +64,22 @@ impl AsyncLockBackend for PostgresBackend {
         .await
     }
 
+    /// One statement per 1,000 leases, pipelined on one session, which skips a row another
+    /// session holds locked (that lease's answer is a transient error) instead of waiting
+    /// for it; a batch that names a lock twice goes as single calls.
     async fn extend_batch(&self, renewals: &[Renewal<'_>]) -> Vec<Result<ExtendOutcome, Error>> {
+        if renewals.is_empty() {
+            return Vec::new();
+        }
+        if repeats(renewals.iter().map(|r| &r.lease.key)) {
+            let mut answers = Vec::with_capacity(renewals.len());
+            for r in renewals {
+                answers.push(
+                    AsyncLockBackend::extend(self, r.lease, r.lease_time, r.use_db_time).await,
+                );
+            }
+            return answers;
+        }
         let renewals: Vec<Extend> = renewals
             .iter()
             .map(|r| Extend {
@@ -50,16 +88,13 @@ impl AsyncLockBackend for PostgresBackend {
                 lease_time: r.lease_time,
             })
             .collect();
-        if renewals.is_empty() {
-            return Vec::new();
-        }
         let keys: Vec<LockName> = renewals.iter().map(|r| r.key.clone()).collect();
         let answer = self.run_raw(ExtendBatch { renewals }).await;
         per_lock(keys.iter(), answer)
     }
 
-    /// `true`: [`extend_batch`](Self::extend_batch) is one statement per 1,000 leases,
-    /// which skips a row another session holds locked instead of waiting for it.
+    /// `true`: [`extend_batch`](Self::extend_batch) renews its leases together, and no
+    /// locked row holds up the others.
     fn extend_batch_is_native(&self) -> bool {
         true
     }
@@ -79,6 +114,46 @@ impl AsyncLockBackend for PostgresBackend {
             .await?;
         self.released(lease, released);
         Ok(released.outcome())
+    }
+
+    /// One statement per 1,000 leases, pipelined on one session; a batch that names a
+    /// lock twice goes as single calls.
+    async fn release_batch(
+        &self,
+        releases: &[ReleaseRequest<'_>],
+    ) -> Vec<Result<ReleaseOutcome, Error>> {
+        if releases.is_empty() {
+            return Vec::new();
+        }
+        if repeats(releases.iter().map(|r| &r.lease.key)) {
+            let mut answers = Vec::with_capacity(releases.len());
+            for r in releases {
+                answers.push(AsyncLockBackend::release(self, r.lease, r.min_lease_time).await);
+            }
+            return answers;
+        }
+        let batch = ReleaseBatch {
+            releases: releases
+                .iter()
+                .map(|r| Releasing {
+                    key: r.lease.key.clone(),
+                    owner: r.lease.owner,
+                    min_lease_time: r.min_lease_time,
+                })
+                .collect(),
+            channel: self.release_channel(),
+        };
+        let keys: Vec<LockName> = releases.iter().map(|r| r.lease.key.clone()).collect();
+        let answers = per_lock(keys.iter(), self.run_raw(batch).await);
+        releases
+            .iter()
+            .zip(answers)
+            .map(|(r, answer)| {
+                let released = answer?;
+                self.released(r.lease, released);
+                Ok(released.outcome())
+            })
+            .collect()
     }
 
     async fn state(&self, key: &LockName) -> Result<LeaderState, Error> {

@@ -57,6 +57,18 @@ impl LeaseRow {
         })
     }
 
+    /// The lease `request` was granted, as this row describes it.
+    pub(crate) fn into_lease(self, request: &Acquire) -> Lease {
+        Lease::new(
+            request.key.clone(),
+            request.owner,
+            self.leader_id,
+            self.fencing_token,
+            self.acquired_at,
+            self.expires_at,
+        )
+    }
+
     /// The holder it describes.
     pub(crate) fn snapshot(self) -> LeaderLease {
         LeaderLease::new(
@@ -158,94 +170,6 @@ impl Op for Extend {
     fn outcome(output: &ExtendOutcome) -> &'static str {
         output.as_str()
     }
-}
-
-/// `extend_batch`'s renewals: one statement per [`CHUNK`](Self::CHUNK) of them, the
-/// chunks pipelined on one session.
-#[derive(Debug, Clone)]
-pub(crate) struct ExtendBatch {
-    pub(crate) renewals: Vec<Extend>,
-}
-
-impl ExtendBatch {
-    /// The most renewals one statement carries: a few milliseconds of the server's time.
-    pub(crate) const CHUNK: usize = 1000;
-}
-
-impl Op for ExtendBatch {
-    /// One answer per renewal, in order; a lease's own failure (its row locked by another
-    /// session, a lease too long) is its own.
-    type Output = Vec<Result<ExtendOutcome, OpError>>;
-    const NAME: &'static str = "extend_batch";
-
-    fn key(&self) -> &str {
-        self.renewals
-            .first()
-            .map_or("", |renewal| renewal.key.as_str())
-    }
-
-    async fn run(self, conn: &Conn) -> Result<Self::Output, OpError> {
-        let chunks = self
-            .renewals
-            .chunks(Self::CHUNK)
-            .map(|chunk| extend_chunk(conn, chunk));
-        let answers = futures_util::future::try_join_all(chunks).await?;
-        Ok(answers.into_iter().flatten().collect())
-    }
-
-    fn outcome(_: &Self::Output) -> &'static str {
-        "batch"
-    }
-}
-
-/// One statement renewing `chunk`: a renewal whose lease is too long is answered without
-/// being sent.
-async fn extend_chunk(
-    conn: &Conn,
-    chunk: &[Extend],
-) -> Result<Vec<Result<ExtendOutcome, OpError>>, OpError> {
-    let mut answers: Vec<Option<Result<ExtendOutcome, OpError>>> = Vec::new();
-    let (mut names, mut owners, mut micros, mut sent) = (vec![], vec![], vec![], vec![]);
-    for renewal in chunk {
-        match lease_micros(renewal.lease_time) {
-            Ok(lease) => {
-                sent.push(answers.len());
-                names.push(renewal.key.as_str());
-                owners.push(renewal.owner.to_string());
-                micros.push(lease);
-                answers.push(None);
-            }
-            Err(err) => answers.push(Some(Err(err))),
-        }
-    }
-    if !sent.is_empty() {
-        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] = [&names, &owners, &micros];
-        let rows = conn
-            .client
-            .query(&conn.statements.extend_batch, &params)
-            .await?;
-        if rows.len() != sent.len() {
-            return Err(OpError::Corrupt(
-                "a batch renewal answered another number of rows",
-            ));
-        }
-        for (row, at) in rows.iter().zip(sent) {
-            let expires_at: Option<SystemTime> = row.try_get(1).map_err(OpError::Decode)?;
-            let skipped: bool = row.try_get(2).map_err(OpError::Decode)?;
-            let answer = match (expires_at, skipped) {
-                (Some(expires_at), _) => Ok(ExtendOutcome::Extended { expires_at }),
-                (None, true) => Err(OpError::RowLocked),
-                (None, false) => Ok(ExtendOutcome::NotHeld),
-            };
-            if let Some(slot) = answers.get_mut(at) {
-                *slot = Some(answer);
-            }
-        }
-    }
-    Ok(answers
-        .into_iter()
-        .map(|answer| answer.unwrap_or(Err(OpError::Corrupt("a renewal went unanswered"))))
-        .collect())
 }
 
 /// `release`'s arguments, and the channel its `NOTIFY` goes to.

@@ -18,14 +18,24 @@ pub(crate) struct Sql {
     /// `$1` name, `$2` owner, `$3` leader id, `$4` lease µs → the new lease, or no row
     /// when someone else holds the lock.
     pub(crate) acquire: String,
+    /// `$1` names, `$2` owners, `$3` leader ids, `$4` lease µs (arrays, one request per
+    /// index, no name twice) → per request in order: the lease taken (leader id, token,
+    /// acquired, expires), or NULLs when it is held.
+    pub(crate) acquire_batch: String,
     /// `$1` name → the live holder (a released lock in its minimum lease included).
     pub(crate) holder: String,
+    /// `$1` names → the live holders among them: leader id, token, acquired, expires, name.
+    pub(crate) holders: String,
     /// `$1` name, `$2` owner, `$3` lease µs → the new expiry, or no row when not held.
     pub(crate) extend: String,
     /// `$1` names, `$2` owners, `$3` lease µs (arrays, one renewal per index) → per
     /// renewal in order: its new expiry (NULL when not renewed) and whether its row was
     /// skipped because another session had it locked.
     pub(crate) extend_batch: String,
+    /// `$1` names, `$2` owners, `$3` minimum leases µs (arrays, no name twice), `$4`
+    /// channel → per release in order: `freed`, or NULL when not held. Notifies `$4` for
+    /// each lock it freed, as `release` does.
+    pub(crate) release_batch: String,
     /// `$1` name, `$2` owner, `$3` minimum lease µs, `$4` channel → `freed`, or no row
     /// when not held. Notifies `$4` with the name when it freed the lock.
     pub(crate) release: String,
@@ -114,6 +124,44 @@ impl Sql {
             RETURNING held.leader_id, held.fencing_token, held.acquired_at, held.expires_at",
             renewal = "(held.owner = excluded.owner AND held.expires_at > excluded.acquired_at)"
         );
+        // The batch form: one row per request, inserted in name order, so that batches of
+        // several nodes over the same locks take the row locks in one order and never
+        // deadlock. The requests it does not take come back as NULLs.
+        let acquire_batch = format!(
+            "WITH clock AS (SELECT clock_timestamp() AS now),
+            wanted AS (
+                SELECT w.name, w.owner, w.leader_id, w.micros, w.i
+                FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])
+                    WITH ORDINALITY AS w(name, owner, leader_id, micros, i)
+            ),
+            taken AS (
+                INSERT INTO {t} AS held (name, owner, leader_id, fencing_token, acquired_at, expires_at)
+                SELECT wanted.name, wanted.owner, wanted.leader_id,
+                    (extract(epoch FROM clock.now) * 1000000)::bigint,
+                    clock.now, clock.now + wanted.micros * interval '1 microsecond'
+                FROM wanted, clock
+                ORDER BY wanted.name
+                ON CONFLICT (name) DO UPDATE SET
+                    owner = excluded.owner,
+                    leader_id = CASE WHEN {renewal} THEN held.leader_id ELSE excluded.leader_id END,
+                    fencing_token = CASE WHEN {renewal} THEN held.fencing_token
+                        ELSE GREATEST(held.fencing_token + 1, excluded.fencing_token) END,
+                    acquired_at = CASE WHEN {renewal} THEN held.acquired_at ELSE excluded.acquired_at END,
+                    expires_at = excluded.expires_at
+                WHERE held.owner IS NULL OR held.owner = excluded.owner
+                    OR held.expires_at <= excluded.acquired_at
+                RETURNING held.name, held.leader_id, held.fencing_token, held.acquired_at,
+                    held.expires_at
+            )
+            SELECT taken.leader_id, taken.fencing_token, taken.acquired_at, taken.expires_at
+            FROM wanted LEFT JOIN taken ON taken.name = wanted.name
+            ORDER BY wanted.i",
+            renewal = "(held.owner = excluded.owner AND held.expires_at > excluded.acquired_at)"
+        );
+        let holders = format!(
+            "SELECT leader_id, fencing_token, acquired_at, expires_at, name FROM {t}
+            WHERE name = ANY($1::text[]) AND owner IS NOT NULL AND expires_at > clock_timestamp()"
+        );
         let holder = format!(
             "SELECT leader_id, fencing_token, acquired_at, expires_at FROM {t}
             WHERE name = $1::text AND owner IS NOT NULL AND expires_at > clock_timestamp()"
@@ -180,6 +228,42 @@ impl Sql {
             FROM released",
             keep = "($3::bigint > 0 AND held.expires_at > clock.now
                 AND held.acquired_at + $3::bigint * interval '1 microsecond' > clock.now)"
+        );
+        // The batch form, its rows locked in name order first (as the batch acquire takes
+        // them, so the two never deadlock); a NOTIFY per freed lock.
+        let release_batch = format!(
+            "WITH clock AS (SELECT clock_timestamp() AS now),
+            wanted AS (
+                SELECT w.name, w.owner, w.min, w.i
+                FROM unnest($1::text[], $2::text[], $3::bigint[])
+                    WITH ORDINALITY AS w(name, owner, min, i)
+            ),
+            locked AS (
+                SELECT held.name FROM {t} AS held
+                WHERE held.name = ANY($1::text[])
+                ORDER BY held.name
+                FOR UPDATE
+            ),
+            released AS (
+                UPDATE {t} AS held SET
+                    owner = CASE WHEN {keep} THEN '{RELEASED}' END,
+                    expires_at = CASE WHEN {keep}
+                        THEN LEAST(held.expires_at, held.acquired_at + wanted.min * interval '1 microsecond')
+                        ELSE clock.now END
+                FROM clock, wanted
+                WHERE held.name = wanted.name AND held.owner = wanted.owner
+                    AND held.name IN (SELECT name FROM locked)
+                RETURNING wanted.i, held.owner IS NULL AS freed, held.name, held.fencing_token
+            ),
+            notified AS (
+                SELECT pg_notify($4::text, name || E'\n' || fencing_token::text)
+                FROM released WHERE freed
+            )
+            SELECT released.freed, (SELECT count(*) FROM notified) AS notified
+            FROM wanted LEFT JOIN released ON released.i = wanted.i
+            ORDER BY wanted.i",
+            keep = "(wanted.min > 0 AND held.expires_at > clock.now
+                AND held.acquired_at + wanted.min * interval '1 microsecond' > clock.now)"
         );
         // Byte-wise (`C`) bounds and order: the strings under a prefix are one range of
         // them, `[prefix, upper)`, and the cursor compares as the pages are ordered. Each
@@ -267,10 +351,13 @@ impl Sql {
             read_record,
             write_record,
             acquire,
+            acquire_batch,
             holder,
+            holders,
             extend,
             extend_batch,
             release,
+            release_batch,
             list,
             list_unbounded,
             force_release,
