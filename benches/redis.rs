@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use leader_async::AsyncLeaderElector;
-use leader_benches::redis_floor::{fewest_calls_cycle, load_scripts, raw_cycle};
+use leader_benches::redis_floor::{fewest_calls_cycle, load_scripts, raw_cycle, raw_waiter_cycle};
 use leader_benches::{
     Case, LEASE, goal, interleaved, percentile, ratio, redis_command_stats, redis_command_usec,
     request, try_once_options,
@@ -240,8 +240,11 @@ fn raw_handoff(url: &str, hop: bool, rounds: usize) -> Vec<Duration> {
     for round in 0..rounds {
         let name = format!("raw-handoff-{hop}-{round}");
         let (holder_acquire, holder_release) = raw_cycle("leader-bench", &name);
-        let (waiter_acquire, _) = raw_cycle("leader-bench", &name);
+        let (waiter_acquire, _) = raw_waiter_cycle("leader-bench", &name);
         assert!(acquired(holder_acquire.query(&mut holder).unwrap()));
+        // The waiter tries first and finds the lock held, as a waiting elector does: that
+        // marks the record, so the release publishes.
+        assert!(!acquired(waiter_acquire.query(&mut waiter).unwrap()));
         let (done_tx, done_rx) = mpsc::channel();
         let (wake_tx, wake_rx) = mpsc::channel::<()>();
         std::thread::scope(|scope| {
@@ -389,7 +392,7 @@ fn server_time(url: &str) -> f64 {
     let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
     let mut fewest = fewest_calls_cycle("leader-bench", "server-time-fewest");
     let (floor, floor_shares) =
-        server_usec_per_cycle(url, &["evalsha"], CYCLES, || fewest(&mut conn));
+        server_usec_per_cycle(url, &["evalsha"], CYCLES, || fewest(&mut conn).unwrap());
     println!(
         "redis/server time per cycle: run_if_leader {ours:.2} us, async {ours_async:.2} us, \
          fewest-calls lock {floor:.2} us, rslock {theirs:.2} us (ours ÷ fewest-calls {:.2}x, \

@@ -1,11 +1,13 @@
-//! 10,000 auto-extended leases held at once on Redis by one blocking elector (lock guards
-//! in `LeaseMode::Watchdog`, lease 6 s, so a renewal every 2 s), against a redis-server of
-//! the bench's own:
+//! 100,000 auto-extended leases held at once by one blocking elector (lock guards in
+//! `LeaseMode::Watchdog`, lease 30 s, so a renewal every 10 s), on Redis and on
+//! PostgreSQL, against servers of the bench's own:
 //!
 //! - round trips per renewal tick: the driver's `extend_batch` calls over several renewal
-//!   intervals (counted by a wrapper; on a standalone server a call of up to 10,000 leases
-//!   is one pipelined round trip), divided by the intervals, beside the scripts the server
-//!   ran (`INFO commandstats`, one per chunk of 1,000 leases);
+//!   intervals (counted by a wrapper), divided by the intervals. On a standalone Redis a
+//!   call of up to 10,000 leases is one pipelined round trip of 10 scripts (one per chunk
+//!   of 1,000 leases: the server's scripts are printed beside it), so 100,000 leases are
+//!   10; on PostgreSQL a call is one statement per 1,000 leases, all of them pipelined on
+//!   one session;
 //! - the process's threads before and while the leases are held;
 //! - memory per held lease: the growth of the resident set while holding them, divided by
 //!   their number (it includes the guards and the driver's bookkeeping);
@@ -21,14 +23,15 @@ use std::time::{Duration, Instant};
 
 use leader_benches::goal;
 use leader_blocking::LeaderElector;
-use leader_core::{LeaderElectionOptions, LeaseMode};
+use leader_core::{LeaderElectionOptions, LeaseMode, LockBackend};
+use leader_postgres::{PostgresBackend, PostgresConfig};
 use leader_redis::RedisBackend;
-use leader_testkit::fixtures::{self, RedisServer};
+use leader_testkit::fixtures::{self, PostgresServer, RedisServer};
 use leader_testkit::{Call, CountingBackend};
 
-const LEASES: usize = 10_000;
-const LEASE: Duration = Duration::from_secs(6);
-const INTERVALS: u32 = 4;
+const LEASES: usize = 100_000;
+const LEASE: Duration = Duration::from_secs(30);
+const INTERVALS: u32 = 3;
 
 /// How many scripts the server has run.
 fn scripts_run(conn: &mut redis::Connection) -> u64 {
@@ -54,23 +57,21 @@ fn resident() -> u64 {
     pages * 4096
 }
 
-fn main() {
-    let Some(server) = fixtures::require("redis-server", RedisServer::start()) else {
-        return;
-    };
-    let backend = Arc::new(CountingBackend::new(
-        RedisBackend::connect(&server.url()).unwrap(),
-    ));
+/// Holds [`LEASES`] auto-extended leases on `backend` over [`INTERVALS`] renewal
+/// intervals and prints what it cost; `server_calls` counts the server's own calls (the
+/// scripts Redis ran), where there is a way to, and `round_trips` tells the round trips
+/// (at most) of that many `extend_batch` calls and server calls.
+fn hold<B: LockBackend + 'static>(
+    label: &str,
+    backend: B,
+    round_trips: impl Fn(u64, Option<u64>) -> f64,
+    mut server_calls: impl FnMut() -> Option<u64>,
+) {
+    let backend = Arc::new(CountingBackend::new(backend));
     let counter = backend.counter();
-    // On a standalone server an extend_batch call of up to 10,000 leases is one pipelined
-    // round trip, and no call here can carry more than the LEASES = 10,000 there are.
-    let round_trips = || counter.calls(Call::ExtendBatch);
+    let calls = || counter.calls(Call::ExtendBatch);
     let options = LeaderElectionOptions::default().with_wait_time(Duration::ZERO);
     let elector = LeaderElector::with_shared_backend(Arc::clone(&backend), options).unwrap();
-    let mut conn = redis::Client::open(server.url())
-        .unwrap()
-        .get_connection()
-        .unwrap();
     let mode = LeaseMode::Watchdog { timeout: LEASE };
 
     let threads_before = threads();
@@ -86,37 +87,73 @@ fn main() {
     // Count over whole renewal intervals, once the first renewals have begun.
     let interval = LEASE / 3;
     std::thread::sleep(interval);
-    let before = scripts_run(&mut conn);
-    let batches_before = round_trips();
+    let server_before = server_calls();
+    let calls_before = calls();
     std::thread::sleep(interval * INTERVALS);
-    let scripts = scripts_run(&mut conn) - before;
-    let round_trips = round_trips() - batches_before;
+    let server = server_calls()
+        .zip(server_before)
+        .map(|(after, before)| after - before);
+    let calls = calls() - calls_before;
     let kept = guards.iter().filter(|guard| !guard.is_lost()).count();
-    let per_tick = round_trips as f64 / f64::from(INTERVALS);
+    let round_trips = round_trips(calls, server);
+    let per_tick = round_trips / f64::from(INTERVALS);
     let per_lease = resident_held.saturating_sub(resident_before) as f64 / LEASES as f64;
 
     println!(
-        "renewals: {LEASES} leases acquired in {acquiring:.2?}; {kept} of them kept over {INTERVALS} renewal intervals of {interval:?}"
+        "renewals/{label}: {LEASES} leases acquired in {acquiring:.2?}; {kept} of them kept over {INTERVALS} renewal intervals of {interval:?}"
+    );
+    let server = server.map_or(String::new(), |n| format!(", {n} scripts on the server"));
+    println!(
+        "renewals/{label}: {calls} extend_batch calls, {round_trips:.0} round trips{server} over {INTERVALS} intervals => {per_tick:.1} round trips per renewal tick"
     );
     println!(
-        "renewals: {round_trips} round trips ({scripts} scripts) over {INTERVALS} intervals => {per_tick:.1} round trips per renewal tick"
+        "renewals/{label}: threads {threads_before} before, {threads_held} while holding {LEASES} leases"
     );
-    println!(
-        "renewals: threads {threads_before} before, {threads_held} while holding {LEASES} leases"
-    );
-    println!("renewals: about {per_lease:.0} bytes of resident memory per held lease");
+    println!("renewals/{label}: about {per_lease:.0} bytes of resident memory per held lease");
     goal(
-        "redis renewal round trips per tick, 10,000 leases",
+        &format!("{label} renewal round trips per tick, 100,000 leases"),
         per_tick,
-        10.0,
+        20.0,
         "",
     );
     goal(
-        "threads added to hold 10,000 auto-extended leases",
+        &format!("{label} threads added to hold 100,000 auto-extended leases"),
         threads_held.saturating_sub(threads_before) as f64,
         2.0,
         "",
     );
-    goal("leases lost over the run", (LEASES - kept) as f64, 0.0, "");
+    goal(
+        &format!("{label} leases lost over the run"),
+        (LEASES - kept) as f64,
+        0.0,
+        "",
+    );
     drop(guards);
+}
+
+fn main() {
+    if let Some(server) = fixtures::require("redis-server", RedisServer::start()) {
+        let mut conn = redis::Client::open(server.url())
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        // A call pipelines its scripts (one per 1,000 leases) ten to a round trip: its
+        // round trips are ceil(scripts / 10), so a run's are at most scripts / 10 + calls.
+        hold(
+            "redis",
+            RedisBackend::connect(&server.url()).unwrap(),
+            |calls, scripts| scripts.map_or(calls as f64, |s| s as f64 / 10.0 + calls as f64),
+            || Some(scripts_run(&mut conn)),
+        );
+    }
+    if let Some(server) = fixtures::require("postgres", PostgresServer::start()) {
+        let config = PostgresConfig::default().with_table("renewal_locks");
+        // Every statement of a call is pipelined on one session: one round trip.
+        hold(
+            "postgres",
+            PostgresBackend::connect_with(&server.url(), config).unwrap(),
+            |calls, _| calls as f64,
+            || None,
+        );
+    }
 }

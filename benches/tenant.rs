@@ -2,10 +2,14 @@
 //! `BlockingTenantPoller` on its own 4-worker pool (concurrency 4), the three running their
 //! cycle at the same time on threads, as three processes would.
 //!
-//! - `tenant/memory-1000` and `tenant/memory-10000`: the in-memory backend (a manual clock
-//!   moves one interval between iterations, so every cycle starts with free locks);
+//! - `tenant/memory-1000`, `-10000` and `-100000`: the in-memory backend (a manual clock
+//!   moves one interval between iterations, so every cycle starts with free locks), with
+//!   goal lines for 10,000 (≤ 50 ms) and 100,000 tenants (≤ 300 ms);
 //! - `tenant/redis-10000`: a redis-server of the bench's own (skipped without one); every
-//!   iteration uses a fresh job name, and the keys are deleted at the end;
+//!   iteration uses a fresh job name, and the keys are deleted after each size; goal lines
+//!   for the median of 5 cycles of 10,000 (≤ 150 ms) and of 100,000 tenants (≤ 1.5 s);
+//! - PostgreSQL (a server of the bench's own): the median of 5 cycles of 10,000 (≤ 300 ms)
+//!   and of 100,000 tenants (≤ 3 s), and the backend calls of one;
 //! - printed after each group: backend calls per instance for one cycle, counted by a
 //!   wrapper backend (acquire calls per tenant, release calls per elected tenant), and for
 //!   Redis the round trips the server saw (`EVALSHA` in `INFO commandstats`) per tenant per
@@ -24,9 +28,10 @@ use criterion::Criterion;
 use leader_benches::{goal, percentile};
 use leader_blocking::ThreadPoolLeaderElector;
 use leader_core::{InMemoryBackend, LeaderElectionOptions, LeaseContext, LockBackend, ManualClock};
+use leader_postgres::{PostgresBackend, PostgresConfig};
 use leader_redis::{RedisBackend, RedisConfig};
 use leader_tenant::{BlockingTenantPoller, CycleReport, OutcomeKind, PollerConfig, TenantId};
-use leader_testkit::fixtures::{self, RedisServer};
+use leader_testkit::fixtures::{self, PostgresServer, RedisServer};
 use leader_testkit::{Call, CallCounter, CountingBackend};
 
 const INSTANCES: usize = 3;
@@ -173,7 +178,7 @@ impl<B: LockBackend + 'static> Instances<B> {
 fn memory(c: &mut Criterion) {
     let mut group = c.benchmark_group("tenant");
     group.sample_size(10);
-    for tenants in [1_000, 10_000] {
+    for (tenants, goal_ms) in [(1_000, None), (10_000, Some(50.0)), (100_000, Some(300.0))] {
         let clock = ManualClock::new(UNIX_EPOCH + INTERVAL * 500_000);
         let backend = InMemoryBackend::with_clock(clock.clone());
         let instances = Instances::new(tenants, || backend.clone(), Some(clock));
@@ -181,12 +186,12 @@ fn memory(c: &mut Criterion) {
             b.iter_custom(|iters| (0..iters).map(|_| instances.cycle("sync").1).sum())
         });
         instances.print_calls(&format!("memory-{tenants}"), "sync");
-        if tenants == 10_000 {
+        if let Some(goal_ms) = goal_ms {
             let cycle = median_cycle(|| instances.cycle("sync").1);
             goal(
-                "tenant memory cycle, 10,000 tenants x 3",
+                &format!("tenant memory cycle, {} tenants x 3", thousands(tenants)),
                 millis(cycle),
-                50.0,
+                goal_ms,
                 " ms",
             );
         }
@@ -205,6 +210,19 @@ fn millis(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1e3
 }
 
+/// `n` with thousands separated by commas: 100,000.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
 fn redis(c: &mut Criterion) {
     let Some(server) = fixtures::require("redis-server", RedisServer::start()) else {
         return;
@@ -214,7 +232,6 @@ fn redis(c: &mut Criterion) {
         .with_key_prefix(REDIS_PREFIX)
         .with_max_idle_connections(WORKERS);
     let backend = || RedisBackend::connect_with(&url, config.clone()).unwrap();
-    let instances = Instances::new(10_000, backend, None);
     let mut server = redis::Client::open(url.as_str())
         .unwrap()
         .get_connection()
@@ -229,36 +246,53 @@ fn redis(c: &mut Criterion) {
         move || format!("sync-{since}-{}", run.fetch_add(1, Ordering::Relaxed))
     };
 
-    let mut group = c.benchmark_group("tenant");
-    group.sample_size(10);
-    group.measurement_time(Duration::from_secs(30));
-    group.bench_function("redis-10000", |b| {
-        b.iter_custom(|iters| (0..iters).map(|_| instances.cycle(&fresh_job()).1).sum())
-    });
-    group.finish();
+    for (tenants, goal_ms) in [(10_000, 150.0), (100_000, 1500.0)] {
+        let instances = Instances::new(tenants, &backend, None);
+        if tenants == 10_000 {
+            let mut group = c.benchmark_group("tenant");
+            group.sample_size(10);
+            group.measurement_time(Duration::from_secs(30));
+            group.bench_function("redis-10000", |b| {
+                b.iter_custom(|iters| (0..iters).map(|_| instances.cycle(&fresh_job()).1).sum())
+            });
+            group.finish();
+        }
+        let cycle = median_cycle(|| instances.cycle(&fresh_job()).1);
+        goal(
+            &format!("tenant redis cycle, {} tenants x 3", thousands(tenants)),
+            millis(cycle),
+            goal_ms,
+            " ms",
+        );
+        redis_costs(&instances, &mut server, &fresh_job());
+        delete_bench_keys(&mut server);
+    }
+}
 
-    let cycle = median_cycle(|| instances.cycle(&fresh_job()).1);
-    goal(
-        "tenant redis cycle, 10,000 tenants x 3",
-        millis(cycle),
-        300.0,
-        " ms",
-    );
-    let before = leader_benches::redis_command_stats(&mut server);
-    let usec_before = leader_benches::redis_command_usec(&mut server);
-    let calls = instances.print_calls("redis-10000", &fresh_job());
-    let after = leader_benches::redis_command_stats(&mut server);
-    let usec_after = leader_benches::redis_command_usec(&mut server);
+/// Runs one cycle of `job` and prints what it cost the server: round trips, scripts and
+/// the commands they ran, per tenant per instance, with the server's time.
+fn redis_costs<B: LockBackend + 'static>(
+    instances: &Instances<B>,
+    server: &mut redis::Connection,
+    job: &str,
+) {
+    let tenants = instances.tenants.len();
+    let before = leader_benches::redis_command_stats(server);
+    let usec_before = leader_benches::redis_command_usec(server);
+    let calls = instances.print_calls(&format!("redis-{tenants}"), job);
+    let after = leader_benches::redis_command_stats(server);
+    let usec_after = leader_benches::redis_command_usec(server);
+    let pairs = (tenants * INSTANCES) as f64;
     let server_ms = |name: &str| {
         let of =
             |stats: &[(String, u64)]| stats.iter().find(|(n, _)| n == name).map_or(0, |(_, u)| *u);
         (of(&usec_after) - of(&usec_before)) as f64 / 1e3
     };
     println!(
-        "  server time for the cycle: EVALSHA {:.1} ms (scripts included)",
-        server_ms("evalsha")
+        "  server time for the cycle: EVALSHA {:.1} ms (scripts included), {:.2} us per tenant per instance",
+        server_ms("evalsha"),
+        server_ms("evalsha") * 1e3 / pairs
     );
-    let pairs = (10_000 * INSTANCES) as f64;
     let delta = |name: &str| {
         after.iter().find(|(n, _)| n == name).map_or(0, |(_, c)| *c)
             - before
@@ -293,7 +327,36 @@ fn redis(c: &mut Criterion) {
         "  other commands per tenant per instance (mostly inside the scripts): {}",
         inner.join(", ")
     );
-    delete_bench_keys(&mut server);
+}
+
+fn postgres(_c: &mut Criterion) {
+    let Some(server) = fixtures::require("postgres", PostgresServer::start()) else {
+        return;
+    };
+    let url = server.url();
+    let config = PostgresConfig::default().with_table("tenant_locks");
+    let backend = || PostgresBackend::connect_with(&url, config.clone()).unwrap();
+    let fresh_job = {
+        let run = AtomicU64::new(0);
+        move || format!("sync-{}", run.fetch_add(1, Ordering::Relaxed))
+    };
+    for (tenants, goal_ms) in [(10_000, 300.0), (100_000, 3000.0)] {
+        let instances = Instances::new(tenants, &backend, None);
+        let cycle = median_cycle(|| instances.cycle(&fresh_job()).1);
+        goal(
+            &format!("tenant postgres cycle, {} tenants x 3", thousands(tenants)),
+            millis(cycle),
+            goal_ms,
+            " ms",
+        );
+        // Every backend call is one round trip but a batch acquire's second statement,
+        // which reads the holders of the locks it did not take (one per 1,000 requests).
+        let calls = instances.print_calls(&format!("postgres-{tenants}"), &fresh_job());
+        println!(
+            "  backend calls: {calls} for the cycle => {:.4} per tenant per instance",
+            calls as f64 / (tenants * INSTANCES) as f64
+        );
+    }
 }
 
 fn delete_bench_keys(server: &mut redis::Connection) {
@@ -306,5 +369,5 @@ fn delete_bench_keys(server: &mut redis::Connection) {
     }
 }
 
-criterion::criterion_group!(benches, memory, redis);
+criterion::criterion_group!(benches, memory, redis, postgres);
 criterion::criterion_main!(benches);

@@ -14,6 +14,17 @@ const RELEASE_LUA: &str = include_str!("../../leader-redis/src/lua/release.lua")
 /// arguments the backend would send (a fresh owner token, a [`LEASE`]; a system clock
 /// before 1970 sends 0 as the time).
 pub fn raw_cycle(prefix: &str, name: &str) -> (redis::Cmd, redis::Cmd) {
+    raw_cycle_of(prefix, name, false)
+}
+
+/// [`raw_cycle`] of a waiter: its acquire says that it waits for the release
+/// notification, as the backend's does while an elector waits, so that an attempt that
+/// finds the lock held marks the record and the holder's release publishes.
+pub fn raw_waiter_cycle(prefix: &str, name: &str) -> (redis::Cmd, redis::Cmd) {
+    raw_cycle_of(prefix, name, true)
+}
+
+fn raw_cycle_of(prefix: &str, name: &str, waits: bool) -> (redis::Cmd, redis::Cmd) {
     let acquire = redis::Script::new(ACQUIRE_LUA);
     let release = redis::Script::new(RELEASE_LUA);
     let lock_key = format!("{prefix}:{{{name}}}");
@@ -34,7 +45,7 @@ pub fn raw_cycle(prefix: &str, name: &str) -> (redis::Cmd, redis::Cmd) {
         .arg("bench-node")
         .arg(u64::try_from(LEASE.as_millis()).unwrap_or(u64::MAX))
         .arg("0")
-        .arg("0")
+        .arg(if waits { "1" } else { "0" })
         .arg(1);
     let mut release_cmd = redis::cmd("EVALSHA");
     release_cmd
@@ -95,10 +106,17 @@ return 1
 /// One cycle of the fewest-calls lock (see `FEWEST_ACQUIRE_LUA`) on `name` under
 /// `prefix`, as a closure over `conn`: acquire, then release (two EVALSHA).
 ///
+/// # Errors
+///
+/// When the server refuses a call.
+///
 /// # Panics
 ///
-/// When the server refuses a call or the lock is held by someone else.
-pub fn fewest_calls_cycle(prefix: &str, name: &str) -> impl FnMut(&mut redis::Connection) {
+/// When the lock is held by someone else.
+pub fn fewest_calls_cycle(
+    prefix: &str,
+    name: &str,
+) -> impl FnMut(&mut redis::Connection) -> redis::RedisResult<()> {
     let acquire = redis::Script::new(FEWEST_ACQUIRE_LUA);
     let release = redis::Script::new(FEWEST_RELEASE_LUA);
     let lock_key = format!("{prefix}:{{{name}}}:fewest");
@@ -112,16 +130,15 @@ pub fn fewest_calls_cycle(prefix: &str, name: &str) -> impl FnMut(&mut redis::Co
             .key(&counter_key)
             .arg(&owner)
             .arg(lease_ms)
-            .invoke(conn)
-            .expect("the fewest-calls acquire");
+            .invoke(conn)?;
         assert!(fence > 0, "the fewest-calls lock is free");
         let released: i64 = release
             .key(&lock_key)
             .arg(&owner)
             .arg(&channel)
             .arg(format!("{name}\n{fence}"))
-            .invoke(conn)
-            .expect("the fewest-calls release");
+            .invoke(conn)?;
         assert_eq!(released, 1, "the fewest-calls lock was ours");
+        Ok(())
     }
 }
