@@ -5,7 +5,10 @@ use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use leader_core::{Backend, Error, ForceReleaseOutcome, Lease, LockName, ReleaseEvents};
+use leader_core::{
+    Backend, Error, ForceReleaseOutcome, Lease, LockName, ReleaseEvents, ReleaseOutcome,
+    ReleaseRequest,
+};
 use leader_runtime::Background;
 
 use crate::config::PostgresConfig;
@@ -237,6 +240,24 @@ impl PostgresBackend {
                 .events
                 .notify_token(lease.key.as_str(), lease.fencing_token);
         }
+    }
+
+    /// A batch release's answers, once its waiters in this process are woken as after a
+    /// release.
+    pub(crate) fn released_all(
+        &self,
+        releases: &[ReleaseRequest<'_>],
+        answers: Vec<Result<Released, Error>>,
+    ) -> Vec<Result<ReleaseOutcome, Error>> {
+        releases
+            .iter()
+            .zip(answers)
+            .map(|(r, answer)| {
+                let released = answer?;
+                self.released(r.lease, released);
+                Ok(released.outcome())
+            })
+            .collect()
     }
 
     /// After a force release: waiters in this process wake as after a release.

@@ -6,15 +6,18 @@
 //! Row locks are taken in name order (acquire inserts in that order, release locks its
 //! rows in that order first), so batches of several nodes over the same locks wait for
 //! each other briefly but never deadlock. Extend skips a locked row instead (see
-//! `Sql::extend_batch`). The callers send no batch naming a lock twice (one statement
-//! cannot update a row twice): they fall back to the single calls then.
+//! `Sql::extend_batch`). A batch naming a lock twice is never planned (one statement
+//! cannot update a row twice): the shells make the single calls then. Everything but the
+//! sending is here, so the blocking and the async shells differ only in how they wait.
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::time::{Duration, SystemTime};
 
-use leader_core::{AcquireOutcome, ExtendOutcome, LockName, OwnerToken};
-use tokio_postgres::types::ToSql;
+use leader_core::{
+    AcquireOutcome, AcquireRequest, ExtendOutcome, LockName, OwnerToken, ReleaseRequest, Renewal,
+};
+use tokio_postgres::types::{ToSql, Type};
 
 use crate::conn::Conn;
 use crate::error::OpError;
@@ -25,9 +28,73 @@ use crate::time::{lease_micros, min_lease_micros};
 pub(crate) const CHUNK: usize = 1000;
 
 /// Whether `names` holds a name twice (such a batch goes as single calls).
-pub(crate) fn repeats<'a>(names: impl Iterator<Item = &'a LockName>) -> bool {
+fn repeats<'a>(names: impl Iterator<Item = &'a LockName>) -> bool {
     let mut seen = HashSet::new();
     names.into_iter().any(|name| !seen.insert(name.as_str()))
+}
+
+/// A batch as a shell sends it: the operation and the locks its answers are about, in
+/// order (the shell names each answer's error by its lock, see `backend::per_lock`).
+pub(crate) struct Planned<O> {
+    pub(crate) op: O,
+    pub(crate) keys: Vec<LockName>,
+}
+
+/// The plan of a `try_acquire_batch`; `None` when it is empty or names a lock twice (the
+/// shell then makes the single calls).
+pub(crate) fn plan_acquire(requests: &[AcquireRequest<'_>]) -> Option<Planned<AcquireBatch>> {
+    if requests.is_empty() || repeats(requests.iter().map(|r| r.key)) {
+        return None;
+    }
+    let requests: Vec<Acquire> = requests.iter().map(|r| Acquire::from(*r)).collect();
+    let keys = requests.iter().map(|r| r.key.clone()).collect();
+    Some(Planned {
+        op: AcquireBatch { requests },
+        keys,
+    })
+}
+
+/// The plan of an `extend_batch`, as [`plan_acquire`].
+pub(crate) fn plan_extend(renewals: &[Renewal<'_>]) -> Option<Planned<ExtendBatch>> {
+    if renewals.is_empty() || repeats(renewals.iter().map(|r| &r.lease.key)) {
+        return None;
+    }
+    let renewals: Vec<Extend> = renewals
+        .iter()
+        .map(|r| Extend {
+            key: r.lease.key.clone(),
+            owner: r.lease.owner,
+            lease_time: r.lease_time,
+        })
+        .collect();
+    let keys = renewals.iter().map(|r| r.key.clone()).collect();
+    Some(Planned {
+        op: ExtendBatch { renewals },
+        keys,
+    })
+}
+
+/// The plan of a `release_batch` notifying `channel`, as [`plan_acquire`].
+pub(crate) fn plan_release(
+    releases: &[ReleaseRequest<'_>],
+    channel: String,
+) -> Option<Planned<ReleaseBatch>> {
+    if releases.is_empty() || repeats(releases.iter().map(|r| &r.lease.key)) {
+        return None;
+    }
+    let keys = releases.iter().map(|r| r.lease.key.clone()).collect();
+    let releases = releases
+        .iter()
+        .map(|r| Releasing {
+            key: r.lease.key.clone(),
+            owner: r.lease.owner,
+            min_lease_time: r.min_lease_time,
+        })
+        .collect();
+    Some(Planned {
+        op: ReleaseBatch { releases, channel },
+        keys,
+    })
 }
 
 /// The answers of a chunk: a request refused before sending (`Some` error) is answered by
@@ -106,10 +173,15 @@ async fn acquire_chunk(
     if sent.is_empty() {
         return Ok(merge(refused, std::iter::empty()));
     }
-    let params: [&(dyn ToSql + Sync); 4] = [&names, &owners, &leaders, &micros];
+    let params: [(&(dyn ToSql + Sync), Type); 4] = [
+        (&names, Type::TEXT_ARRAY),
+        (&owners, Type::TEXT_ARRAY),
+        (&leaders, Type::TEXT_ARRAY),
+        (&micros, Type::INT8_ARRAY),
+    ];
     let rows = conn
         .client
-        .query(&conn.statements.acquire_batch, &params)
+        .query_typed(&conn.statements.acquire_batch, &params)
         .await?;
     if rows.len() != sent.len() {
         return Err(OpError::Corrupt(
@@ -132,7 +204,7 @@ async fn acquire_chunk(
     if !lost.is_empty() {
         for row in conn
             .client
-            .query(&conn.statements.holders, &[&lost])
+            .query_typed(&conn.statements.holders, &[(&lost, Type::TEXT_ARRAY)])
             .await?
         {
             let name: String = row.try_get(4).map_err(OpError::Decode)?;
@@ -198,10 +270,14 @@ async fn extend_chunk(
     if names.is_empty() {
         return Ok(merge(refused, std::iter::empty()));
     }
-    let params: [&(dyn ToSql + Sync); 3] = [&names, &owners, &micros];
+    let params: [(&(dyn ToSql + Sync), Type); 3] = [
+        (&names, Type::TEXT_ARRAY),
+        (&owners, Type::TEXT_ARRAY),
+        (&micros, Type::INT8_ARRAY),
+    ];
     let rows = conn
         .client
-        .query(&conn.statements.extend_batch, &params)
+        .query_typed(&conn.statements.extend_batch, &params)
         .await?;
     if rows.len() != names.len() {
         return Err(OpError::Corrupt(
@@ -266,10 +342,15 @@ async fn release_chunk(
         .iter()
         .map(|r| min_lease_micros(r.min_lease_time))
         .collect();
-    let params: [&(dyn ToSql + Sync); 4] = [&names, &owners, &min, &channel];
+    let params: [(&(dyn ToSql + Sync), Type); 4] = [
+        (&names, Type::TEXT_ARRAY),
+        (&owners, Type::TEXT_ARRAY),
+        (&min, Type::INT8_ARRAY),
+        (&channel, Type::TEXT),
+    ];
     let rows = conn
         .client
-        .query(&conn.statements.release_batch, &params)
+        .query_typed(&conn.statements.release_batch, &params)
         .await?;
     if rows.len() != chunk.len() {
         return Err(OpError::Corrupt(

@@ -11,7 +11,7 @@ use leader_core::{
 
 use crate::backend::PostgresBackend;
 use crate::backend::per_lock;
-use crate::batches::{AcquireBatch, ExtendBatch, ReleaseBatch, Releasing, repeats};
+use crate::batches::{self, Planned};
 use crate::operator::{ForceRelease, List};
 use crate::ops::{Acquire, Extend, Release, State};
 use crate::records::{ReadRecord, WriteRecord};
@@ -32,20 +32,14 @@ impl LockBackend for PostgresBackend {
         &self,
         requests: &[AcquireRequest<'_>],
     ) -> Vec<Result<AcquireOutcome, Error>> {
-        if requests.is_empty() {
-            return Vec::new();
-        }
-        if repeats(requests.iter().map(|r| r.key)) {
+        let Some(Planned { op, keys }) = batches::plan_acquire(requests) else {
             let mut answers = Vec::with_capacity(requests.len());
             for request in requests {
                 answers.push(LockBackend::try_acquire(self, *request));
             }
             return answers;
-        }
-        let requests: Vec<Acquire> = requests.iter().map(|r| Acquire::from(*r)).collect();
-        let keys: Vec<LockName> = requests.iter().map(|r| r.key.clone()).collect();
-        let answer = self.block_on_raw(AcquireBatch { requests });
-        per_lock(keys.iter(), answer)
+        };
+        per_lock(keys.iter(), self.block_on_raw(op))
     }
 
     fn extend(
@@ -65,10 +59,7 @@ impl LockBackend for PostgresBackend {
     /// session holds locked (that lease's answer is a transient error) instead of waiting
     /// for it; a batch that names a lock twice goes as single calls.
     fn extend_batch(&self, renewals: &[Renewal<'_>]) -> Vec<Result<ExtendOutcome, Error>> {
-        if renewals.is_empty() {
-            return Vec::new();
-        }
-        if repeats(renewals.iter().map(|r| &r.lease.key)) {
+        let Some(Planned { op, keys }) = batches::plan_extend(renewals) else {
             let mut answers = Vec::with_capacity(renewals.len());
             for r in renewals {
                 answers.push(LockBackend::extend(
@@ -79,18 +70,8 @@ impl LockBackend for PostgresBackend {
                 ));
             }
             return answers;
-        }
-        let renewals: Vec<Extend> = renewals
-            .iter()
-            .map(|r| Extend {
-                key: r.lease.key.clone(),
-                owner: r.lease.owner,
-                lease_time: r.lease_time,
-            })
-            .collect();
-        let keys: Vec<LockName> = renewals.iter().map(|r| r.key.clone()).collect();
-        let answer = self.block_on_raw(ExtendBatch { renewals });
-        per_lock(keys.iter(), answer)
+        };
+        per_lock(keys.iter(), self.block_on_raw(op))
     }
 
     /// `true`: [`extend_batch`](Self::extend_batch) renews its leases together, and no
@@ -113,38 +94,16 @@ impl LockBackend for PostgresBackend {
     /// One statement per 1,000 leases, pipelined on one session; a batch that names a
     /// lock twice goes as single calls.
     fn release_batch(&self, releases: &[ReleaseRequest<'_>]) -> Vec<Result<ReleaseOutcome, Error>> {
-        if releases.is_empty() {
-            return Vec::new();
-        }
-        if repeats(releases.iter().map(|r| &r.lease.key)) {
+        let Some(Planned { op, keys }) = batches::plan_release(releases, self.release_channel())
+        else {
             let mut answers = Vec::with_capacity(releases.len());
             for r in releases {
                 answers.push(LockBackend::release(self, r.lease, r.min_lease_time));
             }
             return answers;
-        }
-        let batch = ReleaseBatch {
-            releases: releases
-                .iter()
-                .map(|r| Releasing {
-                    key: r.lease.key.clone(),
-                    owner: r.lease.owner,
-                    min_lease_time: r.min_lease_time,
-                })
-                .collect(),
-            channel: self.release_channel(),
         };
-        let keys: Vec<LockName> = releases.iter().map(|r| r.lease.key.clone()).collect();
-        let answers = per_lock(keys.iter(), self.block_on_raw(batch));
-        releases
-            .iter()
-            .zip(answers)
-            .map(|(r, answer)| {
-                let released = answer?;
-                self.released(r.lease, released);
-                Ok(released.outcome())
-            })
-            .collect()
+        let answers = per_lock(keys.iter(), self.block_on_raw(op));
+        self.released_all(releases, answers)
     }
 
     fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
