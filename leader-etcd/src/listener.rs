@@ -13,36 +13,27 @@
 //! fall back to polling. It stops when the backend is dropped.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use etcd_client::{EventType, WatchFilterType, WatchOptions};
 use leader_core::ReleaseEvents;
-use rand::Rng;
+use leader_runtime::{Session, SessionEnd, Subscription};
 use tokio::runtime::Handle;
-use tokio::task::JoinHandle;
-use tokio::time::{sleep, timeout};
+use tokio::time::timeout;
 
 use crate::conn::Connection;
 use crate::error::OpError;
 use crate::record::Record;
 
-const BACKOFF_MIN: Duration = Duration::from_millis(50);
-const BACKOFF_MAX: Duration = Duration::from_secs(2);
-
 /// The watching task; dropping this stops it.
 #[derive(Debug)]
-pub(crate) struct Listener {
-    task: JoinHandle<()>,
-    listening: Arc<AtomicBool>,
-}
+pub(crate) struct Listener(Subscription);
 
 /// What the task needs.
 struct Watch {
     connection: Arc<Connection>,
     events: ReleaseEvents,
     answer_within: Duration,
-    listening: Arc<AtomicBool>,
 }
 
 impl Listener {
@@ -53,47 +44,31 @@ impl Listener {
         events: ReleaseEvents,
         answer_within: Duration,
     ) -> Self {
-        let listening = Arc::new(AtomicBool::new(false));
-        let watch = Watch {
+        let watch = Arc::new(Watch {
             connection,
             events,
             answer_within,
-            listening: Arc::clone(&listening),
-        };
-        Listener {
-            task: runtime.spawn(watch.run()),
-            listening,
-        }
+        });
+        Listener(Subscription::start(runtime, move |session| {
+            let watch = Arc::clone(&watch);
+            async move {
+                if let Err(err) = watch.watch(&session).await {
+                    tracing::debug!(error = %err, "etcd release notifications lost");
+                }
+                SessionEnd::Restart
+            }
+        }))
     }
 
     /// Whether the watch is up right now.
     pub(crate) fn is_listening(&self) -> bool {
-        self.listening.load(Ordering::Acquire)
-    }
-}
-
-impl Drop for Listener {
-    fn drop(&mut self) {
-        self.task.abort();
+        self.0.is_up()
     }
 }
 
 impl Watch {
-    async fn run(self) {
-        let mut backoff = BACKOFF_MIN;
-        loop {
-            if let Err(err) = self.watch(&mut backoff).await {
-                tracing::debug!(error = %err, "etcd release notifications lost");
-            }
-            self.listening.store(false, Ordering::Release);
-            let delay = rand::rng().random_range(backoff / 2..=backoff);
-            sleep(delay).await;
-            backoff = (backoff * 2).min(BACKOFF_MAX);
-        }
-    }
-
     /// Watches until the watch fails or is cancelled.
-    async fn watch(&self, backoff: &mut Duration) -> Result<(), OpError> {
+    async fn watch(&self, session: &Session) -> Result<(), OpError> {
         let conn = timeout(self.answer_within, self.connection.get())
             .await
             .map_err(|_| OpError::TimedOut(self.answer_within))??;
@@ -106,8 +81,7 @@ impl Watch {
         let mut stream = timeout(self.answer_within, client.watch(prefix, Some(options)))
             .await
             .map_err(|_| OpError::TimedOut(self.answer_within))??;
-        self.listening.store(true, Ordering::Release);
-        *backoff = BACKOFF_MIN;
+        session.up();
         tracing::debug!("etcd release notifications up");
         // Releases while we were not watching were missed: wake every waiter.
         self.events.notify_all();
@@ -131,10 +105,7 @@ impl Watch {
                     .prev_kv()
                     .and_then(|prev| Record::decode(prev.key(), prev.value()).ok())
                     .map(|record| record.fencing_token);
-                match token {
-                    Some(token) => self.events.notify_token(name.as_str(), token),
-                    None => self.events.notify(name.as_str()),
-                }
+                self.events.notify_with(name.as_str(), token);
             }
         }
         Err(OpError::Protocol("the watch stream ended"))

@@ -24,18 +24,16 @@
 //! dropped.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use leader_core::ReleaseEvents;
+use leader_runtime::{Session, SessionEnd, Subscription};
 use mongodb::bson::{Bson, Document, doc};
 use mongodb::change_stream::event::ChangeStreamEvent;
 use mongodb::error::ErrorKind;
 use mongodb::options::FullDocumentType;
-use rand::Rng;
 use tokio::runtime::Handle;
-use tokio::task::JoinHandle;
-use tokio::time::{sleep, timeout};
+use tokio::time::timeout;
 
 use crate::clients::Clients;
 use crate::document::field::{FENCING_TOKEN, ID, OWNER};
@@ -43,24 +41,18 @@ use crate::error::OpError;
 
 /// How long the server holds an idle stream's request before answering it empty.
 pub(crate) const AWAIT: Duration = Duration::from_secs(1);
-const BACKOFF_MIN: Duration = Duration::from_millis(50);
-const BACKOFF_MAX: Duration = Duration::from_secs(2);
 /// The server's refusal of a change stream on a standalone server.
 const NOT_A_REPLICA_SET: i32 = 40573;
 
 /// The watching task; dropping this stops it.
 #[derive(Debug)]
-pub(crate) struct Listener {
-    task: JoinHandle<()>,
-    listening: Arc<AtomicBool>,
-}
+pub(crate) struct Listener(Subscription);
 
 /// What the task needs.
 struct Watch {
     clients: Arc<Clients>,
     events: ReleaseEvents,
     answer_within: Duration,
-    listening: Arc<AtomicBool>,
 }
 
 impl Listener {
@@ -71,28 +63,35 @@ impl Listener {
         events: ReleaseEvents,
         answer_within: Duration,
     ) -> Self {
-        let listening = Arc::new(AtomicBool::new(false));
-        let watch = Watch {
+        let watch = Arc::new(Watch {
             clients,
             events,
             answer_within,
-            listening: Arc::clone(&listening),
-        };
-        Listener {
-            task: runtime.spawn(watch.run()),
-            listening,
-        }
+        });
+        Listener(Subscription::start(runtime, move |session| {
+            let watch = Arc::clone(&watch);
+            async move {
+                match watch.watch(&session).await {
+                    Err(OpError::Driver(err)) if refused(&err) => {
+                        tracing::info!(
+                            "mongodb release notifications off: the server offers no change \
+                             streams (a standalone server); waiters poll"
+                        );
+                        SessionEnd::Stop
+                    }
+                    Err(err) => {
+                        tracing::debug!(error = %err, "mongodb release notifications lost");
+                        SessionEnd::Restart
+                    }
+                    Ok(()) => SessionEnd::Restart,
+                }
+            }
+        }))
     }
 
     /// Whether the change stream is up right now.
     pub(crate) fn is_listening(&self) -> bool {
-        self.listening.load(Ordering::Acquire)
-    }
-}
-
-impl Drop for Listener {
-    fn drop(&mut self) {
-        self.task.abort();
+        self.0.is_up()
     }
 }
 
@@ -105,29 +104,8 @@ fn releases() -> Document {
 }
 
 impl Watch {
-    async fn run(self) {
-        let mut backoff = BACKOFF_MIN;
-        loop {
-            match self.watch(&mut backoff).await {
-                Err(OpError::Driver(err)) if refused(&err) => {
-                    tracing::info!(
-                        "mongodb release notifications off: the server offers no change \
-                         streams (a standalone server); waiters poll"
-                    );
-                    return;
-                }
-                Err(err) => tracing::debug!(error = %err, "mongodb release notifications lost"),
-                Ok(()) => {}
-            }
-            self.listening.store(false, Ordering::Release);
-            let delay = rand::rng().random_range(backoff / 2..=backoff);
-            sleep(delay).await;
-            backoff = (backoff * 2).min(BACKOFF_MAX);
-        }
-    }
-
     /// Watches until the stream fails.
-    async fn watch(&self, backoff: &mut Duration) -> Result<(), OpError> {
+    async fn watch(&self, session: &Session) -> Result<(), OpError> {
         let store = self.clients.store();
         let open = store
             .collection
@@ -139,8 +117,7 @@ impl Watch {
             Ok(opened) => opened?,
             Err(_) => return Err(self.no_answer()),
         };
-        self.listening.store(true, Ordering::Release);
-        *backoff = BACKOFF_MIN;
+        session.up();
         tracing::debug!("mongodb release notifications up");
         // Releases while we were not watching were missed: wake every waiter.
         self.events.notify_all();
@@ -171,10 +148,8 @@ impl Watch {
         else {
             return;
         };
-        match event.full_document.as_ref().and_then(released_token) {
-            Some(token) => self.events.notify_token(name, token),
-            None => self.events.notify(name),
-        }
+        let token = event.full_document.as_ref().and_then(released_token);
+        self.events.notify_with(name, token);
     }
 }
 

@@ -1,44 +1,37 @@
 //! The one `LISTEN` session per backend: a task on the backend's runtime that turns each
 //! release's `NOTIFY` into [`ReleaseEvents::notify`], so waiting electors retry at once.
 //!
-//! It reconnects with exponential backoff and jitter (a server restart, a network cut)
+//! It reconnects with exponential backoff and jitter (a server restart, a network cut;
+//! `leader_runtime::Subscription` keeps it up)
 //! and calls [`ReleaseEvents::notify_all`] after every (re)subscription, since releases
 //! may have been missed meanwhile. It checks a quiet session with an empty query every few
 //! seconds, so a dead server is noticed. While it is down, electors fall back to polling.
 //! It stops when the backend is dropped.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use leader_core::ReleaseEvents;
-use rand::Rng;
+use leader_runtime::{Session, SessionEnd, Subscription};
 use tokio::runtime::Handle;
-use tokio::task::JoinHandle;
-use tokio::time::{sleep, timeout};
+use tokio::time::timeout;
 
 use crate::connector::Connector;
 use crate::error::OpError;
 
 /// An empty query after this long without a notification detects a dead session.
 const KEEPALIVE: Duration = Duration::from_secs(5);
-const BACKOFF_MIN: Duration = Duration::from_millis(50);
-const BACKOFF_MAX: Duration = Duration::from_secs(2);
 
 /// The listening task; dropping this stops it.
 #[derive(Debug)]
-pub(crate) struct Listener {
-    task: JoinHandle<()>,
-    listening: Arc<AtomicBool>,
-}
+pub(crate) struct Listener(Subscription);
 
 /// What the task needs.
-struct Session {
+struct Listen {
     connector: Arc<Connector>,
     listen: String,
     events: ReleaseEvents,
     answer_within: Duration,
-    listening: Arc<AtomicBool>,
 }
 
 impl Listener {
@@ -50,52 +43,35 @@ impl Listener {
         events: ReleaseEvents,
         answer_within: Duration,
     ) -> Self {
-        let listening = Arc::new(AtomicBool::new(false));
-        let session = Session {
+        let listen = Arc::new(Listen {
             connector,
             listen,
             events,
             answer_within,
-            listening: Arc::clone(&listening),
-        };
-        Listener {
-            task: runtime.spawn(session.run()),
-            listening,
-        }
+        });
+        Listener(Subscription::start(runtime, move |session| {
+            let listen = Arc::clone(&listen);
+            async move {
+                if let Err(err) = listen.listen(&session).await {
+                    tracing::debug!(statement = %listen.listen, error = %err, "release notifications lost");
+                }
+                SessionEnd::Restart
+            }
+        }))
     }
 
     /// Whether the `LISTEN` session is up right now.
     pub(crate) fn is_listening(&self) -> bool {
-        self.listening.load(Ordering::Acquire)
+        self.0.is_up()
     }
 }
 
-impl Drop for Listener {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-impl Session {
-    async fn run(self) {
-        let mut backoff = BACKOFF_MIN;
-        loop {
-            if let Err(err) = self.listen(&mut backoff).await {
-                tracing::debug!(statement = %self.listen, error = %err, "release notifications lost");
-            }
-            self.listening.store(false, Ordering::Release);
-            let delay = rand::rng().random_range(backoff / 2..=backoff);
-            sleep(delay).await;
-            backoff = (backoff * 2).min(BACKOFF_MAX);
-        }
-    }
-
+impl Listen {
     /// Listens until the session fails.
-    async fn listen(&self, backoff: &mut Duration) -> Result<(), OpError> {
+    async fn listen(&self, session: &Session) -> Result<(), OpError> {
         let (client, mut driver) = self.connector.connect(Some(self.events.clone())).await?;
         self.within(client.batch_execute(&self.listen)).await?;
-        self.listening.store(true, Ordering::Release);
-        *backoff = BACKOFF_MIN;
+        session.up();
         tracing::debug!(statement = %self.listen, "release notifications up");
         // Releases notified while we were not listening were missed: wake every waiter.
         self.events.notify_all();

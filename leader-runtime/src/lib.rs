@@ -2,5 +2,7 @@
 #![doc = include_str!("../README.md")]
 
 mod background;
+mod subscription;
 
 pub use background::{Background, BackgroundBuilder, Stopped};
+pub use subscription::{Session, SessionEnd, Subscription};

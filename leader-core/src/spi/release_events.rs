@@ -177,7 +177,23 @@ impl ReleaseEvents {
         }
     }
 
-    fn notify_with(&self, key: &str, fencing_token: Option<u64>) {
+    /// As [`notify_token`](Self::notify_token) when the ended lease's token is known, else
+    /// as [`notify`](Self::notify): for a backend whose notification may or may not carry
+    /// it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leader_core::ReleaseEvents;
+    ///
+    /// let events = ReleaseEvents::new();
+    /// let listener = events.listen("job");
+    /// events.notify_with("job", None);
+    /// let notice = listener.wait_notice_timeout(Duration::from_secs(1)).expect("notified");
+    /// assert_eq!((notice.key(), notice.fencing_token()), (Some("job"), None));
+    /// ```
+    pub fn notify_with(&self, key: &str, fencing_token: Option<u64>) {
         if self.shared.listeners.load(Ordering::Acquire) == 0 {
             return;
         }
