@@ -9,6 +9,7 @@
 //! closed ("no such column") instead of reading the new rows as expired.
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
@@ -90,16 +91,48 @@ enum Found {
     Version1,
 }
 
+/// The first pause between two tries of an open that found the file locked, and the
+/// longest: doubled from the first up to the second.
+const OPEN_PAUSES: (Duration, Duration) = (Duration::from_millis(1), Duration::from_millis(50));
+
 /// Opens (creating if needed) the database at `path`, in WAL mode with `config`'s busy
 /// timeout, with the current tables in place. The file is inspected before the first
 /// write, so every refusal leaves it as it was.
+///
+/// Processes started together open a new file together, and SQLite answers some steps of
+/// such an open "database is locked" at once, without waiting on the busy handler (it
+/// does not wait where waiting could deadlock, as when a connection that reads asks to
+/// write, or to switch the file to WAL). So an open that finds the file locked is tried
+/// again from the start, every step being safe to repeat, until the busy timeout has
+/// passed; only then is it [`ConnectError::Locked`].
 pub(crate) fn open(
     path: &Path,
     config: &SqliteConfig,
     clock: &HostClock,
 ) -> Result<Connection, ConnectError> {
+    let started = Instant::now();
+    let (mut pause, longest) = OPEN_PAUSES;
+    loop {
+        match open_once(path, config, clock) {
+            Err(ConnectError::Locked { .. })
+                if started.elapsed() + pause < config.busy_timeout() =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(longest);
+            }
+            opened => return opened,
+        }
+    }
+}
+
+/// One try of [`open`].
+fn open_once(
+    path: &Path,
+    config: &SqliteConfig,
+    clock: &HostClock,
+) -> Result<Connection, ConnectError> {
     let fail = |source| ConnectError::classify(path.to_owned(), source);
-    let conn = Connection::open(path).map_err(fail)?;
+    let mut conn = Connection::open(path).map_err(fail)?;
     if conn.path().is_some_and(str::is_empty) {
         return Err(ConnectError::NotShared {
             path: path.to_owned(),
@@ -116,7 +149,14 @@ pub(crate) fn open(
             ),
         });
     }
-    let found = inspect(&conn, path)?;
+    // Read in one transaction: another process may create the tables meanwhile, and
+    // tables read one at a time around its commit look like somebody else's.
+    let found = {
+        let tx = conn.transaction().map_err(fail)?;
+        let found = inspect(&tx, path)?;
+        tx.commit().map_err(fail)?;
+        found
+    };
     // WAL: readers never wait for the writer. NORMAL sync: a commit survives a crash of
     // the process; one lost to a power cut cannot make a fencing token go back, because
     // every token is at least the wall clock in microseconds.
