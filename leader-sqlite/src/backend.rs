@@ -5,13 +5,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use leader_core::{Backend, Error, ForceReleaseOutcome, Lease, LockName, ReleaseEvents};
+use leader_core::{
+    Backend, Error, ForceReleaseOutcome, Lease, LockName, ReleaseEvents, ReleaseOutcome,
+    ReleaseRequest,
+};
 use parking_lot::Mutex;
 use rusqlite::Connection;
 
 use crate::config::SqliteConfig;
 use crate::error::{BACKEND, ConnectError, OpError};
-use crate::ops::Released;
+use crate::ops::{CHUNK, Released};
 use crate::time::HostClock;
 use crate::{path, schema};
 
@@ -140,6 +143,67 @@ impl SqliteBackend {
         result.map_err(|failure| failed(key, failure))
     }
 
+    /// Runs a batch form over `items` (whose locks are `keys`, in order) on the calling
+    /// thread: [`CHUNK`] items at a time, each chunk one `op` (one transaction) with the
+    /// connection and a busy timeout of its own, so that this process's other calls get
+    /// their turn between chunks. Each answer's error names its own lock; a chunk that
+    /// failed as a whole (no turn on the connection, SQLite itself) is every one of its
+    /// locks' failure.
+    pub(crate) fn run_batch<I, T>(
+        &self,
+        keys: &[LockName],
+        items: &[I],
+        op: impl Fn(&mut Connection, &HostClock, &[I]) -> Result<Vec<Result<T, OpError>>, OpError>,
+    ) -> Vec<Result<T, Error>> {
+        let mut answers = Vec::with_capacity(items.len());
+        for (keys, chunk) in keys.chunks(CHUNK).zip(items.chunks(CHUNK)) {
+            let chunk_answers = self
+                .inner
+                .call(Instant::now(), |conn, clock| op(conn, clock, chunk));
+            answers.extend(per_lock(keys, chunk_answers));
+        }
+        answers
+    }
+
+    /// [`run_batch`](Self::run_batch) with each chunk on a thread of the `blocking`
+    /// crate's pool, as [`run_async`](Self::run_async) runs a single call.
+    pub(crate) async fn run_batch_async<I, T, F>(
+        &self,
+        keys: &[LockName],
+        items: Vec<I>,
+        op: F,
+    ) -> Vec<Result<T, Error>>
+    where
+        I: Send + Sync + 'static,
+        T: Send + 'static,
+        F: Fn(&mut Connection, &HostClock, &[I]) -> Result<Vec<Result<T, OpError>>, OpError>
+            + Send
+            + Sync
+            + 'static,
+    {
+        let (items, op) = (Arc::new(items), Arc::new(op));
+        let mut answers = Vec::with_capacity(items.len());
+        for (index, keys) in keys.chunks(CHUNK).enumerate() {
+            let first = index * CHUNK;
+            let range = first..(first + keys.len()).min(items.len());
+            let (inner, items, op) = (Arc::clone(&self.inner), Arc::clone(&items), Arc::clone(&op));
+            let started = Instant::now();
+            let chunk_answers = ::blocking::unblock(move || {
+                let chunk = items.get(range).unwrap_or_default();
+                inner.call(started, |conn, clock| op(conn, clock, chunk))
+            })
+            .await;
+            answers.extend(per_lock(keys, chunk_answers));
+        }
+        answers
+    }
+
+    /// Runs `op` on the connection, for tests that look into the file.
+    #[cfg(test)]
+    pub(crate) fn with_connection<T>(&self, op: impl FnOnce(&Connection) -> T) -> T {
+        op(&self.inner.conn.lock())
+    }
+
     /// After a release: wakes this process's waiters when the lock became free.
     /// (Other processes cannot be told; their waiters find the lock free at their next
     /// poll.)
@@ -149,6 +213,24 @@ impl SqliteBackend {
                 .events
                 .notify_token(lease.key.as_str(), lease.fencing_token);
         }
+    }
+
+    /// After a batch of `releases` answered `answers` (in order): wakes this process's
+    /// waiters of each lock that became free, and answers each release.
+    pub(crate) fn released_all(
+        &self,
+        releases: &[ReleaseRequest<'_>],
+        answers: Vec<Result<Released, Error>>,
+    ) -> Vec<Result<ReleaseOutcome, Error>> {
+        releases
+            .iter()
+            .zip(answers)
+            .map(|(request, answer)| {
+                let released = answer?;
+                self.released(request.lease, &released);
+                Ok(released.outcome())
+            })
+            .collect()
     }
 
     /// After a force release: wakes this process's waiters as a release does.
@@ -180,6 +262,35 @@ impl Inner {
         };
         conn.busy_timeout(budget.saturating_sub(started.elapsed()))?;
         op(&mut conn, &self.clock)
+    }
+}
+
+/// The answers of a batch over `keys`: each error names its lock; a failure of the whole
+/// call (no turn on the connection) is every lock's.
+fn per_lock<T>(
+    keys: &[LockName],
+    answers: Result<Vec<Result<T, OpError>>, OpError>,
+) -> Vec<Result<T, Error>> {
+    match answers {
+        Ok(answers) => keys
+            .iter()
+            .zip(answers)
+            .map(|(key, answer)| answer.map_err(|failure| failed(key.as_str(), failure)))
+            .collect(),
+        Err(failure) => {
+            let (kind, message) = (failure.kind(), failure.to_string());
+            keys.iter()
+                .map(|key| {
+                    Err(failed(
+                        key.as_str(),
+                        OpError::Batch {
+                            kind,
+                            message: message.clone(),
+                        },
+                    ))
+                })
+                .collect()
+        }
     }
 }
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 use leader_core::{
     AcquireOutcome, AcquireRequest, Error, ExtendOutcome, ForceReleaseOutcome, LeaderState, Lease,
     ListPage, ListRequest, LockBackend, LockName, RecordWrite, RecordWriteOutcome, ReleaseOutcome,
-    StoredRecord,
+    ReleaseRequest, Renewal, StoredRecord,
 };
 
 use crate::backend::SqliteBackend;
@@ -21,6 +21,17 @@ impl LockBackend for SqliteBackend {
         })
     }
 
+    /// One transaction per [`CHUNK`](crate::ops::CHUNK) requests, each request answered
+    /// as `try_acquire` would answer it.
+    fn try_acquire_batch(
+        &self,
+        requests: &[AcquireRequest<'_>],
+    ) -> Vec<Result<AcquireOutcome, Error>> {
+        let requests: Vec<Acquire> = requests.iter().map(|r| Acquire::from(*r)).collect();
+        let keys: Vec<LockName> = requests.iter().map(|r| r.key.clone()).collect();
+        self.run_batch(&keys, &requests, ops::acquire_chunk)
+    }
+
     /// `use_db_time` changes nothing: every time comes from the host's clocks.
     fn extend(
         &self,
@@ -33,12 +44,35 @@ impl LockBackend for SqliteBackend {
         })
     }
 
+    /// One transaction per [`CHUNK`](crate::ops::CHUNK) renewals, each answered as
+    /// `extend` would answer it.
+    fn extend_batch(&self, renewals: &[Renewal<'_>]) -> Vec<Result<ExtendOutcome, Error>> {
+        let renewals = ops::renewing(renewals);
+        let keys: Vec<LockName> = renewals.iter().map(|r| r.key.clone()).collect();
+        self.run_batch(&keys, &renewals, ops::extend_chunk)
+    }
+
+    /// A batch renews its leases in one transaction (per chunk), so that one lease's
+    /// renewal can only wait where all of them would: for the file's write lock.
+    fn extend_batch_is_native(&self) -> bool {
+        true
+    }
+
     fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {
         let released = self.run(lease.key.as_str(), |conn, clock| {
             ops::release(conn, clock, &lease.key, lease.owner, min_lease_time)
         })?;
         self.released(lease, &released);
         Ok(released.outcome())
+    }
+
+    /// One transaction per [`CHUNK`](crate::ops::CHUNK) releases, each answered as
+    /// `release` would answer it.
+    fn release_batch(&self, releases: &[ReleaseRequest<'_>]) -> Vec<Result<ReleaseOutcome, Error>> {
+        let releasing = ops::releasing(releases);
+        let keys: Vec<LockName> = releasing.iter().map(|r| r.key.clone()).collect();
+        let answers = self.run_batch(&keys, &releasing, ops::release_chunk);
+        self.released_all(releases, answers)
     }
 
     fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
@@ -78,5 +112,251 @@ impl LockBackend for SqliteBackend {
     fn write_record(&self, write: RecordWrite<'_>) -> Result<RecordWriteOutcome, Error> {
         let write = Write::from(write);
         self.run(write.key.as_str(), |conn, _| records::write(conn, &write))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use leader_core::{OwnerToken, Renewal};
+    use rusqlite::params;
+
+    use super::*;
+    use crate::ops::CHUNK;
+
+    /// A backend on a file of its own; dropped with the directory.
+    struct Fixture {
+        backend: SqliteBackend,
+        dir: std::path::PathBuf,
+    }
+
+    impl Fixture {
+        fn new(what: &str) -> Self {
+            let dir = std::env::temp_dir().join(format!(
+                "leader-sqlite-{what}-{}-{}",
+                std::process::id(),
+                rand::random::<u32>()
+            ));
+            std::fs::create_dir_all(&dir).unwrap();
+            let backend = SqliteBackend::open(dir.join("locks.db")).unwrap();
+            Fixture { backend, dir }
+        }
+
+        /// Counts the commits on the backend's connection from now on.
+        fn count_commits(&self) -> Arc<AtomicUsize> {
+            let commits = Arc::new(AtomicUsize::new(0));
+            let counted = Arc::clone(&commits);
+            self.backend.with_connection(|conn| {
+                conn.commit_hook(Some(move || {
+                    counted.fetch_add(1, Ordering::Relaxed);
+                    false
+                }));
+            });
+            commits
+        }
+    }
+
+    impl Drop for Fixture {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+
+    fn names(n: usize) -> Vec<LockName> {
+        (0..n)
+            .map(|i| LockName::new(format!("batch-{i}")).unwrap())
+            .collect()
+    }
+
+    /// 100,000 leases renewed one transaction each took a commit apiece (each a write of
+    /// the WAL, each the file's write lock again); a batch takes one per chunk.
+    #[test]
+    fn a_batch_commits_once_per_chunk() {
+        let fixture = Fixture::new("batch-commits");
+        let backend = &fixture.backend;
+        // Three chunks: two whole ones and one request.
+        let requests_made = 2 * CHUNK + 1;
+        let names = names(requests_made);
+        let owner = OwnerToken::random();
+        let lease = Duration::from_secs(30);
+        let requests: Vec<_> = names
+            .iter()
+            .map(|name| AcquireRequest::new(name, owner, "node", lease))
+            .collect();
+
+        let commits = fixture.count_commits();
+        let leases: Vec<Lease> = backend
+            .try_acquire_batch(&requests)
+            .into_iter()
+            .map(|answer| match answer.unwrap() {
+                AcquireOutcome::Acquired(lease) => lease,
+                held => panic!("a free lock was not taken: {held:?}"),
+            })
+            .collect();
+        assert_eq!(
+            commits.swap(0, Ordering::Relaxed),
+            3,
+            "acquire of {requests_made}"
+        );
+
+        let renewals: Vec<_> = leases.iter().map(|l| Renewal::new(l, lease)).collect();
+        for answer in backend.extend_batch(&renewals) {
+            assert!(matches!(answer.unwrap(), ExtendOutcome::Extended { .. }));
+        }
+        assert_eq!(
+            commits.swap(0, Ordering::Relaxed),
+            3,
+            "extend of {requests_made}"
+        );
+
+        let releases: Vec<_> = leases
+            .iter()
+            .map(|l| ReleaseRequest::new(l, Duration::ZERO))
+            .collect();
+        for answer in backend.release_batch(&releases) {
+            assert_eq!(answer.unwrap(), ReleaseOutcome::Released);
+        }
+        assert_eq!(
+            commits.swap(0, Ordering::Relaxed),
+            3,
+            "release of {requests_made}"
+        );
+    }
+
+    /// The async forms cut a batch into the same chunks, each on a pool thread, and
+    /// answer every request in order.
+    #[test]
+    fn an_async_batch_commits_once_per_chunk_in_order() {
+        use leader_core::AsyncLockBackend;
+
+        let fixture = Fixture::new("async-batch");
+        let backend = &fixture.backend;
+        let requests_made = 2 * CHUNK + 1;
+        let names = names(requests_made);
+        let lease = Duration::from_secs(30);
+        // Every other lock is held by somebody else first: the answers must line up.
+        let other = OwnerToken::random();
+        for name in names.iter().step_by(2) {
+            let AcquireOutcome::Acquired(_) =
+                LockBackend::try_acquire(backend, AcquireRequest::new(name, other, "other", lease))
+                    .unwrap()
+            else {
+                panic!("free")
+            };
+        }
+        let owner = OwnerToken::random();
+        let requests: Vec<_> = names
+            .iter()
+            .map(|name| AcquireRequest::new(name, owner, "node", lease))
+            .collect();
+        let commits = fixture.count_commits();
+        let answers =
+            futures_lite::future::block_on(AsyncLockBackend::try_acquire_batch(backend, &requests));
+        assert_eq!(
+            commits.swap(0, Ordering::Relaxed),
+            3,
+            "acquire of {requests_made}"
+        );
+        assert_eq!(answers.len(), requests_made);
+        let mut leases = Vec::new();
+        for (i, answer) in answers.into_iter().enumerate() {
+            match (i % 2, answer.unwrap()) {
+                (0, AcquireOutcome::Held(Some(holder))) => assert_eq!(holder.leader_id, "other"),
+                (1, AcquireOutcome::Acquired(lease)) => {
+                    assert_eq!(lease.key, names[i]);
+                    leases.push(lease);
+                }
+                (_, answer) => panic!("request {i}: {answer:?}"),
+            }
+        }
+        let renewals: Vec<_> = leases.iter().map(|l| Renewal::new(l, lease)).collect();
+        let renewed =
+            futures_lite::future::block_on(AsyncLockBackend::extend_batch(backend, &renewals));
+        assert!(
+            renewed
+                .iter()
+                .all(|r| matches!(r, Ok(ExtendOutcome::Extended { .. })))
+        );
+        let releases: Vec<_> = leases
+            .iter()
+            .map(|l| ReleaseRequest::new(l, Duration::ZERO))
+            .collect();
+        let released =
+            futures_lite::future::block_on(AsyncLockBackend::release_batch(backend, &releases));
+        assert!(
+            released
+                .iter()
+                .all(|r| matches!(r, Ok(ReleaseOutcome::Released)))
+        );
+        assert_eq!(
+            commits.load(Ordering::Relaxed),
+            2,
+            "extend and release of {}",
+            leases.len()
+        );
+    }
+
+    /// A request answered with its own error in a batch leaves its lock as it was (as its
+    /// single call would), and the requests around it are answered and written.
+    #[test]
+    fn a_request_failing_in_a_batch_leaves_its_lock_alone() {
+        let fixture = Fixture::new("batch-isolation");
+        let backend = &fixture.backend;
+        let names = names(3);
+        let owner = OwnerToken::random();
+        let lease = Duration::from_secs(30);
+        // The middle lock is held by `owner`, with a fencing token no backend writes: its
+        // renewal by a second acquire updates the row, then fails reading the token.
+        let AcquireOutcome::Acquired(_) = backend
+            .try_acquire(AcquireRequest::new(&names[1], owner, "node", lease))
+            .unwrap()
+        else {
+            panic!("free")
+        };
+        let expiry = |name: &LockName| -> i64 {
+            backend.with_connection(|conn| {
+                conn.query_row(
+                    "SELECT expires_us FROM leader_locks WHERE name = ?1",
+                    params![name.as_str()],
+                    |row| row.get(0),
+                )
+                .unwrap()
+            })
+        };
+        backend.with_connection(|conn| {
+            conn.execute(
+                "UPDATE leader_locks SET fencing_token = -5 WHERE name = ?1",
+                params![names[1].as_str()],
+            )
+            .unwrap();
+        });
+        let before = expiry(&names[1]);
+        std::thread::sleep(Duration::from_millis(2));
+
+        let requests: Vec<_> = names
+            .iter()
+            .map(|name| AcquireRequest::new(name, owner, "node", Duration::from_secs(60)))
+            .collect();
+        let answers = backend.try_acquire_batch(&requests);
+        assert!(matches!(answers[0], Ok(AcquireOutcome::Acquired(_))));
+        match &answers[1] {
+            Err(Error::Backend(err)) => assert!(!err.is_transient(), "{err}"),
+            other => panic!("the corrupted row's answer: {other:?}"),
+        }
+        assert!(matches!(answers[2], Ok(AcquireOutcome::Acquired(_))));
+        assert_eq!(
+            expiry(&names[1]),
+            before,
+            "the failed renewal was rolled back"
+        );
+        let single = backend.try_acquire(requests[1]);
+        assert!(
+            matches!(single, Err(Error::Backend(_))),
+            "the single call fails alike: {single:?}"
+        );
+        assert_eq!(expiry(&names[1]), before);
     }
 }

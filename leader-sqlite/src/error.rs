@@ -152,13 +152,22 @@ pub(crate) enum OpError {
     /// ([`leader_core::corrupt_record`]).
     #[error(transparent)]
     Record(Error),
+    /// The transaction of a batch failed as a whole (each of its requests gets this).
+    #[error("the batch's transaction failed: {message}")]
+    Batch {
+        /// The failure's kind.
+        kind: BackendErrorKind,
+        /// What it said.
+        message: String,
+    },
 }
 
 impl OpError {
     /// `Transient` when another connection holds the database (busy, locked) or the
     /// disk or memory ran short; `Permanent` for what needs someone to intervene.
-    fn kind(&self) -> BackendErrorKind {
+    pub(crate) fn kind(&self) -> BackendErrorKind {
         match self {
+            OpError::Batch { kind, .. } => *kind,
             OpError::Sqlite(err) => match err.sqlite_error_code() {
                 Some(
                     ErrorCode::DatabaseBusy

@@ -9,7 +9,7 @@ use std::time::Duration;
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, ForceReleaseOutcome,
     LeaderState, Lease, ListPage, ListRequest, LockName, RecordWrite, RecordWriteOutcome,
-    ReleaseOutcome, StoredRecord,
+    ReleaseOutcome, ReleaseRequest, Renewal, StoredRecord,
 };
 
 use crate::backend::SqliteBackend;
@@ -25,6 +25,42 @@ impl AsyncLockBackend for SqliteBackend {
             ops::acquire(conn, clock, &request)
         })
         .await
+    }
+
+    /// As the blocking `try_acquire_batch`, on a pool thread.
+    async fn try_acquire_batch(
+        &self,
+        requests: &[AcquireRequest<'_>],
+    ) -> Vec<Result<AcquireOutcome, Error>> {
+        let requests: Vec<Acquire> = requests.iter().map(|r| Acquire::from(*r)).collect();
+        let keys: Vec<LockName> = requests.iter().map(|r| r.key.clone()).collect();
+        self.run_batch_async(&keys, requests, ops::acquire_chunk)
+            .await
+    }
+
+    /// As the blocking `extend_batch`, on a pool thread.
+    async fn extend_batch(&self, renewals: &[Renewal<'_>]) -> Vec<Result<ExtendOutcome, Error>> {
+        let renewals = ops::renewing(renewals);
+        let keys: Vec<LockName> = renewals.iter().map(|r| r.key.clone()).collect();
+        self.run_batch_async(&keys, renewals, ops::extend_chunk)
+            .await
+    }
+
+    /// As the blocking `release_batch`, on a pool thread.
+    async fn release_batch(
+        &self,
+        releases: &[ReleaseRequest<'_>],
+    ) -> Vec<Result<ReleaseOutcome, Error>> {
+        let releasing = ops::releasing(releases);
+        let keys: Vec<LockName> = releasing.iter().map(|r| r.key.clone()).collect();
+        let answers = self
+            .run_batch_async(&keys, releasing, ops::release_chunk)
+            .await;
+        self.released_all(releases, answers)
+    }
+
+    fn extend_batch_is_native(&self) -> bool {
+        true
     }
 
     async fn extend(

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use leader_core::{
     AcquireOutcome, ExtendOutcome, LeaderLease, LeaderState, Lease, LockName, OwnerToken,
-    ReleaseOutcome,
+    ReleaseOutcome, ReleaseRequest, Renewal,
 };
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
@@ -121,13 +121,19 @@ pub(crate) fn acquire(
     clock: &HostClock,
     request: &Acquire,
 ) -> Result<AcquireOutcome, OpError> {
-    // IMMEDIATE: the write lock is taken up front, so two processes never both read the
-    // lock free and then both try to write (which SQLite would fail with SQLITE_BUSY).
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    in_transaction(conn, |tx| acquire_in(tx, clock, request))
+}
+
+/// [`acquire`] inside a transaction that has the write lock.
+fn acquire_in(
+    tx: &Connection,
+    clock: &HostClock,
+    request: &Acquire,
+) -> Result<AcquireOutcome, OpError> {
     let now = clock.now()?;
     let expires_us = now.after(request.lease_time)?;
     let owner = request.owner.to_string();
-    let outcome = match live_holder(&tx, &request.key, clock, &now)? {
+    let outcome = match live_holder(tx, &request.key, clock, &now)? {
         Some(holder) if holder.owner.as_deref() == Some(owner.as_str()) => {
             // The same owner again: a renewal that keeps the fencing token.
             tx.prepare_cached(RENEW_OWN)?
@@ -175,7 +181,6 @@ pub(crate) fn acquire(
             ))
         }
     };
-    tx.commit()?;
     Ok(outcome)
 }
 
@@ -187,7 +192,17 @@ pub(crate) fn extend(
     owner: OwnerToken,
     lease_time: Duration,
 ) -> Result<ExtendOutcome, OpError> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    in_transaction(conn, |tx| extend_in(tx, clock, key, owner, lease_time))
+}
+
+/// [`extend`] inside a transaction that has the write lock.
+fn extend_in(
+    tx: &Connection,
+    clock: &HostClock,
+    key: &LockName,
+    owner: OwnerToken,
+    lease_time: Duration,
+) -> Result<ExtendOutcome, OpError> {
     let now = clock.now()?;
     let expires_us = now.after(lease_time)?;
     let changed = tx.prepare_cached(EXTEND)?.execute(params![
@@ -197,14 +212,12 @@ pub(crate) fn extend(
         owner.to_string(),
         expires_us
     ])?;
-    let outcome = match changed {
+    Ok(match changed {
         0 => ExtendOutcome::NotHeld,
         _ => ExtendOutcome::Extended {
             expires_at: now.wall_time(expires_us)?,
         },
-    };
-    tx.commit()?;
-    Ok(outcome)
+    })
 }
 
 /// What a release did, for the backend to notify waiters when the lock became free.
@@ -236,7 +249,17 @@ pub(crate) fn release(
     owner: OwnerToken,
     min_lease_time: Duration,
 ) -> Result<Released, OpError> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    in_transaction(conn, |tx| release_in(tx, clock, key, owner, min_lease_time))
+}
+
+/// [`release`] inside a transaction that has the write lock.
+fn release_in(
+    tx: &Connection,
+    clock: &HostClock,
+    key: &LockName,
+    owner: OwnerToken,
+    min_lease_time: Duration,
+) -> Result<Released, OpError> {
     let now = clock.now()?;
     let row: Option<(i64, i64, bool)> = tx
         .prepare_cached(OWNED)?
@@ -266,8 +289,125 @@ pub(crate) fn release(
             }
         }
     };
-    tx.commit()?;
     Ok(released)
+}
+
+/// Runs `body` in one transaction that takes the write lock up front (`BEGIN
+/// IMMEDIATE`), so two processes never both read a lock free and then both try to write
+/// (which SQLite would fail with `SQLITE_BUSY`); commits what it did, or rolls it all
+/// back on its error. `body` reads the clocks itself, once it has the lock.
+fn in_transaction<T>(
+    conn: &mut Connection,
+    body: impl FnOnce(&Connection) -> Result<T, OpError>,
+) -> Result<T, OpError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let answer = body(&tx)?;
+    tx.commit()?;
+    Ok(answer)
+}
+
+/// The most requests one batch transaction carries. It holds the file's write lock (and
+/// this process's connection) throughout, so other calls wait for one chunk at most.
+pub(crate) const CHUNK: usize = 500;
+
+/// One chunk of a batch form: one transaction, each request's primitive run inside it as
+/// its single call runs it, under a savepoint of its own, so that a request answered with
+/// its own error leaves nothing behind (as its single call would). A failure of SQLite
+/// itself (the disk, the lock) is the `Err` of the whole chunk, and nothing of it is
+/// written. The answers are in the order of `chunk`.
+fn chunk_in_transaction<I, T>(
+    conn: &mut Connection,
+    chunk: &[I],
+    body: impl Fn(&Connection, &I) -> Result<T, OpError>,
+) -> Result<Vec<Result<T, OpError>>, OpError> {
+    let mut tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let mut answers = Vec::with_capacity(chunk.len());
+    for item in chunk {
+        let savepoint = tx.savepoint()?;
+        match body(&savepoint, item) {
+            Ok(answer) => {
+                savepoint.commit()?;
+                answers.push(Ok(answer));
+            }
+            // SQLite itself failed: the transaction may be gone already.
+            Err(OpError::Sqlite(err)) => return Err(OpError::Sqlite(err)),
+            // The request's own error (a corrupted row, a lease too long): its savepoint
+            // is rolled back as it is dropped.
+            Err(failure) => answers.push(Err(failure)),
+        }
+    }
+    tx.commit()?;
+    Ok(answers)
+}
+
+/// [`acquire`] for each of `requests`, in one transaction (see
+/// [`chunk_in_transaction`]).
+pub(crate) fn acquire_chunk(
+    conn: &mut Connection,
+    clock: &HostClock,
+    requests: &[Acquire],
+) -> Result<Vec<Result<AcquireOutcome, OpError>>, OpError> {
+    chunk_in_transaction(conn, requests, |tx, request| acquire_in(tx, clock, request))
+}
+
+/// A renewal of a batch: the lease's lock, its owner and the new lease time.
+pub(crate) struct Renewing {
+    pub(crate) key: LockName,
+    pub(crate) owner: OwnerToken,
+    pub(crate) lease_time: Duration,
+}
+
+/// The renewals of a batch, owned (to move to a pool thread).
+pub(crate) fn renewing(renewals: &[Renewal<'_>]) -> Vec<Renewing> {
+    renewals
+        .iter()
+        .map(|r| Renewing {
+            key: r.lease.key.clone(),
+            owner: r.lease.owner,
+            lease_time: r.lease_time,
+        })
+        .collect()
+}
+
+/// [`extend`] for each of `renewals`, in one transaction (see [`chunk_in_transaction`]).
+pub(crate) fn extend_chunk(
+    conn: &mut Connection,
+    clock: &HostClock,
+    renewals: &[Renewing],
+) -> Result<Vec<Result<ExtendOutcome, OpError>>, OpError> {
+    chunk_in_transaction(conn, renewals, |tx, r| {
+        extend_in(tx, clock, &r.key, r.owner, r.lease_time)
+    })
+}
+
+/// A release of a batch: the lease's lock, its owner and the minimum lease to keep.
+pub(crate) struct Releasing {
+    pub(crate) key: LockName,
+    pub(crate) owner: OwnerToken,
+    pub(crate) min_lease_time: Duration,
+}
+
+/// The releases of a batch, owned (to move to a pool thread).
+pub(crate) fn releasing(releases: &[ReleaseRequest<'_>]) -> Vec<Releasing> {
+    releases
+        .iter()
+        .map(|r| Releasing {
+            key: r.lease.key.clone(),
+            owner: r.lease.owner,
+            min_lease_time: r.min_lease_time,
+        })
+        .collect()
+}
+
+/// [`release`] for each of `releases`, in one transaction (see [`chunk_in_transaction`]).
+pub(crate) fn release_chunk(
+    conn: &mut Connection,
+    clock: &HostClock,
+    releases: &[Releasing],
+) -> Result<Vec<Result<Released, OpError>>, OpError> {
+    chunk_in_transaction(conn, releases, |tx, r| {
+        release_in(tx, clock, &r.key, r.owner, r.min_lease_time)
+    })
 }
 
 /// Who holds the lock now, never an expired holder.
