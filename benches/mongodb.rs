@@ -323,7 +323,15 @@ fn interleaved_all(blocking: &BlockingSetup, asynchronous: &AsyncSetup, rounds: 
         goal(
             "mongodb blocking run_if_leader ÷ floor",
             ratio(*elector, *floor),
-            1.15,
+            1.05,
+            "x",
+        );
+    }
+    if let (Some(commands), Some(elector)) = (asynchronous.get(4), asynchronous.get(2)) {
+        goal(
+            "mongodb async run_if_leader ÷ its own commands, raw",
+            ratio(*elector, *commands),
+            1.05,
             "x",
         );
     }

@@ -10,7 +10,15 @@
 //!   `AsyncLeaderElector::run_if_leader`;
 //! - interleaved (printed, not a criterion group): 2,000 rounds running every case of a
 //!   group in turn, rotating the order, so that load from elsewhere hits all cases alike;
-//!   each case's median and its ratio to the floor's median.
+//!   each case's median and its ratio to the floor's median, the async floor (the same
+//!   two statements awaited on the caller's current-thread runtime), and the goal lines:
+//!   `run_if_leader` ÷ its raw statements ≤ 1.05x, blocking and async;
+//! - handoff (printed): A holds a lock, B waits in a blocking `run_if_leader` and is woken
+//!   by the release's `NOTIFY`; the time from A's release being sent to B's action, p50 /
+//!   p90 / max over 40 handoffs; beside it the same handoff with raw statements, B
+//!   reading the `NOTIFY` on its own connection and sending the acquire statement with no
+//!   thread in between (the least a notification can cost), and the goal line: ours ÷
+//!   that ≤ 1.1x.
 //!
 //! The server is one of the bench's own (`leader_testkit::fixtures`: `initdb` into a
 //! temporary directory). It inherits the bench's CPU affinity, so `taskset` pins both:
@@ -21,22 +29,27 @@
 //! ```
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::future::Future;
 use std::hint::black_box;
-use std::sync::Arc;
+use std::sync::{Arc, mpsc};
+use std::task::Poll;
+use std::time::{Duration, Instant};
 
 use criterion::Criterion;
+use futures_util::StreamExt;
 use leader_async::AsyncLeaderElector;
 use leader_benches::{
-    Case, LEASE, backend_cycle, backend_cycle_async, elector_cycle, elector_cycle_async,
-    interleaved, try_once_options,
+    Case, LEASE, backend_cycle, backend_cycle_async, elector_cycle, elector_cycle_async, goal,
+    interleaved, percentile, ratio, request, try_once_options,
 };
 use leader_blocking::LeaderElector;
-use leader_core::{LockName, OwnerToken};
+use leader_core::{AcquireOutcome, Backend, LockBackend, LockName, OwnerToken};
 use leader_postgres::{PostgresBackend, PostgresConfig};
 use leader_testkit::fixtures::{self, PostgresServer};
+use rand::Rng;
 use tokio::runtime::Runtime;
 use tokio_postgres::types::Type;
-use tokio_postgres::{Client, NoTls, Statement};
+use tokio_postgres::{AsyncMessage, Client, NoTls, Statement};
 
 const TABLE: &str = "bench_locks";
 
@@ -116,6 +129,33 @@ impl Floor {
                 self.client
                     .query_one(&self.release, &[&"bench-floor", &owner, &0_i64, &channel]),
             )
+            .unwrap();
+        black_box(freed);
+    }
+
+    /// The backend's two statements, raw, awaited on the caller's runtime (`rt`): the
+    /// floor of the async elector, whose backend's connection also lives on a runtime of
+    /// its own.
+    async fn cycle_async(&self) {
+        let owner = OwnerToken::random().to_string();
+        let micros = i64::try_from(LEASE.as_micros()).unwrap();
+        let taken = self
+            .client
+            .query_one(
+                &self.acquire,
+                &[&"bench-floor-async", &owner, &"bench-node", &micros],
+            )
+            .await
+            .unwrap();
+        black_box(taken);
+        let channel = format!("{TABLE}_released");
+        let freed = self
+            .client
+            .query_one(
+                &self.release,
+                &[&"bench-floor-async", &owner, &0_i64, &channel],
+            )
+            .await
             .unwrap();
         black_box(freed);
     }
@@ -202,6 +242,8 @@ fn groups(c: &mut Criterion, s: &Setup) {
     group.finish();
 }
 
+/// Every case in turn, `rounds` times; prints the medians and the goal lines of the
+/// elector over the floor, blocking and async.
 fn interleaved_all(s: &Setup, rounds: usize) {
     let rt = &s.runtime;
     let mut cases: Vec<Case<'_>> = vec![
@@ -209,6 +251,10 @@ fn interleaved_all(s: &Setup, rounds: usize) {
         (SIMPLE, Box::new(|| s.floor.simple_cycle())),
         (BACKEND, Box::new(|| backend_cycle(&s.backend, &s.key))),
         (ELECTOR, Box::new(|| elector_cycle(&s.elector))),
+        (
+            "async floor: the backend's two statements, raw",
+            Box::new(|| rt.block_on(s.floor.cycle_async())),
+        ),
         (
             "async backend: try_acquire + release",
             Box::new(|| rt.block_on(backend_cycle_async(&s.backend, &s.async_key))),
@@ -218,7 +264,206 @@ fn interleaved_all(s: &Setup, rounds: usize) {
             Box::new(|| rt.block_on(elector_cycle_async(&s.async_elector))),
         ),
     ];
-    interleaved("postgres", rounds, &mut cases);
+    let medians = interleaved("postgres", rounds, &mut cases);
+    if let [floor, _, _, elector, async_floor, _, async_elector] = medians.as_slice() {
+        println!(
+            "postgres           async floor ÷ blocking floor: {:.2}x",
+            ratio(*async_floor, *floor)
+        );
+        goal(
+            "postgres blocking run_if_leader ÷ its raw statements",
+            ratio(*elector, *floor),
+            1.05,
+            "x",
+        );
+        goal(
+            "postgres async run_if_leader ÷ its raw statements",
+            ratio(*async_elector, *async_floor),
+            1.05,
+            "x",
+        );
+    }
+}
+
+/// The time from the holder's release being sent to a waiting blocking elector's action
+/// starting, sorted: A holds the lock (a backend value of its own), B waits in
+/// `run_if_leader` (another, listening on the release channel) and takes over when the
+/// `NOTIFY` wakes it.
+fn handoff(url: &str, rounds: usize) -> Vec<Duration> {
+    let config = || PostgresConfig::new().with_table(TABLE);
+    let holder = PostgresBackend::connect_with(url, config()).unwrap();
+    let waiter = PostgresBackend::connect_with(url, config()).unwrap();
+    // The LISTEN starts with the first waiting elector; start it now and let it come up.
+    assert!(waiter.release_events().is_some());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !waiter.is_listening() {
+        assert!(Instant::now() < deadline, "the LISTEN did not start");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let elector = LeaderElector::new(
+        waiter,
+        try_once_options().with_wait_time(Duration::from_secs(10)),
+    )
+    .unwrap();
+    let mut handoffs = Vec::with_capacity(rounds);
+    for round in 0..rounds {
+        let key = LockName::new(format!("bench-handoff-{round}")).unwrap();
+        let AcquireOutcome::Acquired(lease) =
+            LockBackend::try_acquire(&holder, request(&key)).unwrap()
+        else {
+            panic!("uncontended")
+        };
+        let (tx, rx) = mpsc::channel();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let acquired_at = elector
+                    .run_if_leader(key.as_str(), Instant::now)
+                    .unwrap()
+                    .expect("B takes over");
+                tx.send(acquired_at).unwrap();
+            });
+            // Hold for a while, so B is somewhere in its backoff when the release comes.
+            let hold = rand::rng().random_range(20..120);
+            std::thread::sleep(Duration::from_millis(hold));
+            let released_at = Instant::now();
+            LockBackend::release(&holder, &lease, Duration::ZERO).unwrap();
+            let acquired_at = rx.recv().unwrap();
+            handoffs.push(acquired_at.saturating_duration_since(released_at));
+        });
+    }
+    handoffs.sort();
+    handoffs
+}
+
+/// The same handoff with raw statements, the least a notification can cost: A takes and
+/// frees the lock with the backend's own statements on the floor's connection; B, on a
+/// thread and a current-thread runtime of its own, has `LISTEN`ed on the release channel
+/// on a connection it polls itself, and on the `NOTIFY` naming the lock sends the
+/// backend's acquire statement on a second connection of that runtime. No thread lies
+/// between the notification and B's acquire.
+fn raw_handoff(s: &Setup, url: &str, rounds: usize) -> Vec<Duration> {
+    let (go_tx, go_rx) = mpsc::channel::<String>();
+    let (ready_tx, ready_rx) = mpsc::channel::<()>();
+    let (done_tx, done_rx) = mpsc::channel::<Instant>();
+    let url = url.to_owned();
+    let waiter = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let (acquirer, connection) = tokio_postgres::connect(&url, NoTls).await.unwrap();
+            tokio::spawn(connection);
+            let (acquire_sql, _) = leader_postgres::__private::statements(TABLE).unwrap();
+            let acquire = acquirer
+                .prepare_typed(
+                    &acquire_sql,
+                    &[Type::TEXT, Type::TEXT, Type::TEXT, Type::INT8],
+                )
+                .await
+                .unwrap();
+            let (listener, mut connection) = tokio_postgres::connect(&url, NoTls).await.unwrap();
+            let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+            let listen_sql = format!("LISTEN {TABLE}_released");
+            let listen = listener.batch_execute(&listen_sql);
+            // The LISTEN's answer comes only while the connection is polled.
+            let mut listen = std::pin::pin!(listen);
+            std::future::poll_fn(|cx| {
+                while let Poll::Ready(Some(message)) = messages.poll_next_unpin(cx) {
+                    message.unwrap();
+                }
+                listen.as_mut().poll(cx)
+            })
+            .await
+            .unwrap();
+            let micros = i64::try_from(LEASE.as_micros()).unwrap();
+            while let Ok(name) = go_rx.recv() {
+                ready_tx.send(()).unwrap();
+                let wanted = format!("{name}\n");
+                loop {
+                    match messages.next().await {
+                        Some(Ok(AsyncMessage::Notification(note)))
+                            if note.payload().starts_with(&wanted) =>
+                        {
+                            break;
+                        }
+                        Some(Ok(_)) => {}
+                        other => panic!("the LISTEN connection ended: {other:?}"),
+                    }
+                }
+                let owner = OwnerToken::random().to_string();
+                let row = acquirer
+                    .query_one(&acquire, &[&name, &owner, &"bench-waiter", &micros])
+                    .await
+                    .unwrap();
+                black_box(row);
+                done_tx.send(Instant::now()).unwrap();
+            }
+        });
+    });
+    let floor = &s.floor;
+    let micros = i64::try_from(LEASE.as_micros()).unwrap();
+    let channel = format!("{TABLE}_released");
+    let mut handoffs = Vec::with_capacity(rounds);
+    for round in 0..rounds {
+        let name = format!("bench-raw-handoff-{round}");
+        let owner = OwnerToken::random().to_string();
+        let taken = floor
+            .runtime
+            .block_on(
+                floor
+                    .client
+                    .query_one(&floor.acquire, &[&name, &owner, &"bench-node", &micros]),
+            )
+            .unwrap();
+        black_box(taken);
+        go_tx.send(name.clone()).unwrap();
+        ready_rx.recv().unwrap();
+        let hold = rand::rng().random_range(20..120);
+        std::thread::sleep(Duration::from_millis(hold));
+        let released_at = Instant::now();
+        let freed = floor
+            .runtime
+            .block_on(
+                floor
+                    .client
+                    .query_one(&floor.release, &[&name, &owner, &0_i64, &channel]),
+            )
+            .unwrap();
+        black_box(freed);
+        let acquired_at = done_rx.recv().unwrap();
+        handoffs.push(acquired_at.saturating_duration_since(released_at));
+    }
+    drop(go_tx);
+    waiter.join().unwrap();
+    handoffs.sort();
+    handoffs
+}
+
+fn print_handoffs(label: &str, sorted: &[Duration]) {
+    println!(
+        "postgres/handoff {label:<36}  p50 {:>9.3?}  p90 {:>9.3?}  max {:>9.3?}  (n = {})",
+        percentile(sorted, 50),
+        percentile(sorted, 90),
+        sorted.last().copied().unwrap_or_default(),
+        sorted.len()
+    );
+}
+
+/// Prints the elector's handoff and the raw one, and the goal line.
+fn handoffs(s: &Setup, url: &str, rounds: usize) {
+    let ours = handoff(url, rounds);
+    print_handoffs("blocking elector, woken by NOTIFY", &ours);
+    let raw = raw_handoff(s, url, rounds);
+    print_handoffs("raw: B reads the NOTIFY itself", &raw);
+    // The backend's waiters share one LISTEN per backend, read by the backend's runtime,
+    // so a blocking elector pays one thread hop the baseline does not.
+    goal(
+        "postgres handoff p50 ÷ the hop-free raw handoff",
+        ratio(percentile(&ours, 50), percentile(&raw, 50)),
+        1.1,
+        "x",
+    );
 }
 
 fn main() {
@@ -234,5 +479,6 @@ fn main() {
     let filtered = leader_benches::name_filter_given();
     if !filtered {
         interleaved_all(&setup, 2000);
+        handoffs(&setup, &server.url(), 40);
     }
 }

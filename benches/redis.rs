@@ -293,9 +293,10 @@ fn print_handoffs(label: &str, sorted: &[Duration]) {
 }
 
 /// Prints the handoffs with and without pub/sub, and the raw baselines; the p50 with
-/// pub/sub.
-fn handoffs(url: &str) -> Duration {
+/// pub/sub and the p50 of the hop-free raw handoff (B itself reads the message).
+fn handoffs(url: &str) -> (Duration, Duration) {
     let mut pubsub_p50 = Duration::ZERO;
+    let mut hop_free_p50 = Duration::ZERO;
     for (label, notifications) in [("pub/sub", true), ("polling only", false)] {
         let sorted = handoff(url, notifications, 40);
         print_handoffs(label, &sorted);
@@ -313,8 +314,11 @@ fn handoffs(url: &str) -> Duration {
             "redis/handoff pub/sub p50 ÷ {label}: {:.2}x",
             ratio(pubsub_p50, percentile(&sorted, 50))
         );
+        if !hop {
+            hop_free_p50 = percentile(&sorted, 50);
+        }
     }
-    pubsub_p50
+    (pubsub_p50, hop_free_p50)
 }
 
 /// The server's own time for one cycle over `cycles` runs of `cycle`, from `INFO
@@ -594,7 +598,7 @@ fn main() {
     let filtered = leader_benches::name_filter_given();
     if !filtered {
         let (blocking, asynchronous) = paired(&url, 3000);
-        let handoff_p50 = handoffs(&url);
+        let (handoff_p50, hop_free_p50) = handoffs(&url);
         let server_usec = server_time(&url);
         goal(
             "redis server time per run_if_leader cycle",
@@ -606,9 +610,25 @@ fn main() {
         let (Some(floor), Some(elector)) = (blocking.first(), blocking.get(2)) else {
             return;
         };
-        let (Some(async_elector), Some(rslock)) = (asynchronous.get(2), asynchronous.get(3)) else {
+        let (Some(async_floor), Some(async_elector), Some(rslock)) = (
+            asynchronous.first(),
+            asynchronous.get(2),
+            asynchronous.get(3),
+        ) else {
             return;
         };
+        goal(
+            "redis blocking run_if_leader ÷ its raw scripts",
+            ratio(*elector, *floor),
+            1.05,
+            "x",
+        );
+        goal(
+            "redis async run_if_leader ÷ its raw scripts",
+            ratio(*async_elector, *async_floor),
+            1.05,
+            "x",
+        );
         goal(
             "redis blocking run_if_leader ÷ rslock",
             ratio(*elector, *rslock),
@@ -621,12 +641,15 @@ fn main() {
             1.0,
             "x",
         );
-        // The floor is two single-script round trips (acquire, release).
-        let single_script = *floor / 2;
+        // The baseline: the same handoff with raw commands, B itself blocked on the
+        // subscription (no thread between the message and B's acquire). The backend's
+        // waiters share one subscription per backend, read by a thread of its own, so the
+        // elector pays one thread hop the baseline does not (the hop's own floor is
+        // printed above as "raw: subscriber wakes B").
         goal(
-            "redis handoff p50 ÷ single-script round trip",
-            ratio(handoff_p50, single_script),
-            2.5,
+            "redis handoff p50 ÷ the hop-free raw handoff",
+            ratio(handoff_p50, hop_free_p50),
+            1.1,
             "x",
         );
     }
