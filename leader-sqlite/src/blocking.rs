@@ -21,7 +21,7 @@ impl LockBackend for SqliteBackend {
         })
     }
 
-    /// One transaction per [`CHUNK`](crate::ops::CHUNK) requests, each request answered
+    /// One transaction per 500 requests (see the crate docs, Batches), each request answered
     /// as `try_acquire` would answer it.
     fn try_acquire_batch(
         &self,
@@ -44,7 +44,7 @@ impl LockBackend for SqliteBackend {
         })
     }
 
-    /// One transaction per [`CHUNK`](crate::ops::CHUNK) renewals, each answered as
+    /// One transaction per 500 renewals (see the crate docs, Batches), each answered as
     /// `extend` would answer it.
     fn extend_batch(&self, renewals: &[Renewal<'_>]) -> Vec<Result<ExtendOutcome, Error>> {
         let renewals = ops::renewing(renewals);
@@ -66,7 +66,7 @@ impl LockBackend for SqliteBackend {
         Ok(released.outcome())
     }
 
-    /// One transaction per [`CHUNK`](crate::ops::CHUNK) releases, each answered as
+    /// One transaction per 500 releases (see the crate docs, Batches), each answered as
     /// `release` would answer it.
     fn release_batch(&self, releases: &[ReleaseRequest<'_>]) -> Vec<Result<ReleaseOutcome, Error>> {
         let releasing = ops::releasing(releases);
