@@ -55,15 +55,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use criterion::Criterion;
 use etcd_client::{Client, EventType, LockOptions, WatchFilterType, WatchOptions};
 use leader_async::AsyncLeaderElector;
+use leader_benches::handoff::{TimedFrom, elector_handoffs, print_handoffs, wait_until_up};
 use leader_benches::{
     Case, LEASE, backend_cycle, backend_cycle_async, elector_cycle, elector_cycle_async, goal,
-    interleaved, percentile, ratio, request, try_once_options,
+    interleaved, percentile, ratio, try_once_options,
 };
 use leader_blocking::LeaderElector;
-use leader_core::{
-    AcquireOutcome, Backend, CampaignConfig, LeaderElectionOptions, LockBackend, LockName,
-    OwnerToken,
-};
+use leader_core::{Backend, CampaignConfig, LeaderElectionOptions, LockName, OwnerToken};
 use leader_etcd::EtcdBackend;
 use leader_testkit::fixtures::{self, EtcdServer};
 use rand::Rng;
@@ -380,50 +378,28 @@ fn goals(group: &str, medians: &[Duration]) {
 }
 
 /// The time from the holder's release returning to the waiter's action starting, sorted.
+/// The holder keeps the lock long enough for the waiter's backoff to reach its longest
+/// delay.
 fn handoff(url: &str, rounds: usize) -> Vec<Duration> {
     let holder = EtcdBackend::connect(url).unwrap();
     let waiter = EtcdBackend::connect(url).unwrap();
     // The watch starts with the first waiting elector; start it now and let it come up,
     // so that the first handoff is not the one that waits for it.
     assert!(waiter.release_events().is_some());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !waiter.is_listening() {
-        assert!(Instant::now() < deadline, "the release watch did not start");
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    wait_until_up("the release watch", || waiter.is_listening());
     let elector = LeaderElector::new(
         waiter,
         try_once_options().with_wait_time(Duration::from_secs(10)),
     )
     .unwrap();
-    let mut handoffs = Vec::with_capacity(rounds);
-    for round in 0..rounds {
-        let key = LockName::new(format!("bench-handoff-{round}")).unwrap();
-        let AcquireOutcome::Acquired(lease) =
-            LockBackend::try_acquire(&holder, request(&key)).unwrap()
-        else {
-            panic!("uncontended")
-        };
-        let (tx, rx) = mpsc::channel();
-        std::thread::scope(|scope| {
-            scope.spawn(|| {
-                let acquired_at = elector
-                    .run_if_leader(key.as_str(), Instant::now)
-                    .unwrap()
-                    .expect("the waiter takes over");
-                tx.send(acquired_at).unwrap();
-            });
-            // Hold long enough for the waiter's backoff to reach its longest delay.
-            let hold = rand::rng().random_range(300..500);
-            std::thread::sleep(Duration::from_millis(hold));
-            LockBackend::release(&holder, &lease, Duration::ZERO).unwrap();
-            let released_at = Instant::now();
-            let acquired_at = rx.recv().unwrap();
-            handoffs.push(acquired_at.saturating_duration_since(released_at));
-        });
-    }
-    handoffs.sort();
-    handoffs
+    elector_handoffs(
+        &holder,
+        &elector,
+        |round| format!("bench-handoff-{round}"),
+        rounds,
+        300..500,
+        TimedFrom::ReleaseReturned,
+    )
 }
 
 /// The same handoff with raw calls, the least a notification can cost, sorted: A takes
@@ -535,10 +511,10 @@ fn print_handoff(s: &Setup, url: &str, endpoint: &str, rounds: usize) {
     let read = median_of(&|| s.blocking.get());
     let write = median_of(&|| s.blocking.put());
     let (p50, p90) = (percentile(&handoffs, 50), percentile(&handoffs, 90));
-    let max = handoffs.last().copied().unwrap_or_default();
-    println!(
-        "etcd handoff       release returned -> waiter's action ({rounds} rounds): \
-         p50 {p50:.3?}  p90 {p90:.3?}  max {max:.3?}"
+    print_handoffs(
+        "etcd handoff      ",
+        "release returned -> waiter's action",
+        &handoffs,
     );
     println!(
         "etcd handoff       raw round trip (one get, median of 200) {read:.3?}: \
@@ -552,12 +528,8 @@ fn print_handoff(s: &Setup, url: &str, endpoint: &str, rounds: usize) {
         ratio(p50, write),
         ratio(p90, write)
     );
-    let (raw_p50, raw_p90) = (percentile(&raw, 50), percentile(&raw, 90));
-    let raw_max = raw.last().copied().unwrap_or_default();
-    println!(
-        "etcd handoff       raw: B reads the watch itself ({rounds} rounds): \
-         p50 {raw_p50:.3?}  p90 {raw_p90:.3?}  max {raw_max:.3?}"
-    );
+    let raw_p50 = percentile(&raw, 50);
+    print_handoffs("etcd handoff      ", "raw: B reads the watch itself", &raw);
     // The backend's waiters share one watch per backend, read on the backend's runtime,
     // so a blocking elector pays one thread hop the baseline does not.
     goal(

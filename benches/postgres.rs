@@ -38,12 +38,13 @@ use std::time::{Duration, Instant};
 use criterion::Criterion;
 use futures_util::StreamExt;
 use leader_async::AsyncLeaderElector;
+use leader_benches::handoff::{TimedFrom, elector_handoffs, print_handoffs, wait_until_up};
 use leader_benches::{
     Case, LEASE, backend_cycle, backend_cycle_async, elector_cycle, elector_cycle_async, goal,
-    interleaved, percentile, ratio, request, try_once_options,
+    interleaved, percentile, ratio, try_once_options,
 };
 use leader_blocking::LeaderElector;
-use leader_core::{AcquireOutcome, Backend, LockBackend, LockName, OwnerToken};
+use leader_core::{Backend, LockName, OwnerToken};
 use leader_postgres::{PostgresBackend, PostgresConfig};
 use leader_testkit::fixtures::{self, PostgresServer};
 use rand::Rng;
@@ -295,44 +296,20 @@ fn handoff(url: &str, rounds: usize) -> Vec<Duration> {
     let waiter = PostgresBackend::connect_with(url, config()).unwrap();
     // The LISTEN starts with the first waiting elector; start it now and let it come up.
     assert!(waiter.release_events().is_some());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !waiter.is_listening() {
-        assert!(Instant::now() < deadline, "the LISTEN did not start");
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    wait_until_up("the LISTEN", || waiter.is_listening());
     let elector = LeaderElector::new(
         waiter,
         try_once_options().with_wait_time(Duration::from_secs(10)),
     )
     .unwrap();
-    let mut handoffs = Vec::with_capacity(rounds);
-    for round in 0..rounds {
-        let key = LockName::new(format!("bench-handoff-{round}")).unwrap();
-        let AcquireOutcome::Acquired(lease) =
-            LockBackend::try_acquire(&holder, request(&key)).unwrap()
-        else {
-            panic!("uncontended")
-        };
-        let (tx, rx) = mpsc::channel();
-        std::thread::scope(|scope| {
-            scope.spawn(|| {
-                let acquired_at = elector
-                    .run_if_leader(key.as_str(), Instant::now)
-                    .unwrap()
-                    .expect("B takes over");
-                tx.send(acquired_at).unwrap();
-            });
-            // Hold for a while, so B is somewhere in its backoff when the release comes.
-            let hold = rand::rng().random_range(20..120);
-            std::thread::sleep(Duration::from_millis(hold));
-            let released_at = Instant::now();
-            LockBackend::release(&holder, &lease, Duration::ZERO).unwrap();
-            let acquired_at = rx.recv().unwrap();
-            handoffs.push(acquired_at.saturating_duration_since(released_at));
-        });
-    }
-    handoffs.sort();
-    handoffs
+    elector_handoffs(
+        &holder,
+        &elector,
+        |round| format!("bench-handoff-{round}"),
+        rounds,
+        20..120,
+        TimedFrom::ReleaseSent,
+    )
 }
 
 /// The same handoff with raw statements, the least a notification can cost: A takes and
@@ -440,22 +417,16 @@ fn raw_handoff(s: &Setup, url: &str, rounds: usize) -> Vec<Duration> {
     handoffs
 }
 
-fn print_handoffs(label: &str, sorted: &[Duration]) {
-    println!(
-        "postgres/handoff {label:<36}  p50 {:>9.3?}  p90 {:>9.3?}  max {:>9.3?}  (n = {})",
-        percentile(sorted, 50),
-        percentile(sorted, 90),
-        sorted.last().copied().unwrap_or_default(),
-        sorted.len()
-    );
-}
-
 /// Prints the elector's handoff and the raw one, and the goal line.
 fn handoffs(s: &Setup, url: &str, rounds: usize) {
     let ours = handoff(url, rounds);
-    print_handoffs("blocking elector, woken by NOTIFY", &ours);
+    print_handoffs(
+        "postgres/handoff",
+        "blocking elector, woken by NOTIFY",
+        &ours,
+    );
     let raw = raw_handoff(s, url, rounds);
-    print_handoffs("raw: B reads the NOTIFY itself", &raw);
+    print_handoffs("postgres/handoff", "raw: B reads the NOTIFY itself", &raw);
     // The backend's waiters share one LISTEN per backend, read by the backend's runtime,
     // so a blocking elector pays one thread hop the baseline does not.
     goal(

@@ -36,6 +36,7 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use leader_async::AsyncLeaderElector;
+use leader_benches::handoff::{TimedFrom, elector_handoffs, print_handoffs, wait_until_up};
 use leader_benches::redis_floor::{fewest_calls_cycle, load_scripts, raw_cycle, raw_waiter_cycle};
 use leader_benches::{
     Case, LEASE, goal, interleaved, percentile, ratio, redis_command_stats, redis_command_usec,
@@ -167,52 +168,28 @@ fn asynchronous(c: &mut Criterion, url: &str) {
     group.finish();
 }
 
-/// Time from A's release to B's acquisition, B waiting in `run_if_leader`.
+/// Time from A's release being sent to B's acquisition, B waiting in `run_if_leader`.
 fn handoff(url: &str, notifications: bool, rounds: usize) -> Vec<Duration> {
     let config = RedisConfig::default().with_release_notifications(notifications);
     let holder = RedisBackend::connect_with(url, config.clone()).unwrap();
     let waiter = RedisBackend::connect_with(url, config).unwrap();
     if notifications {
         assert!(waiter.release_events().is_some());
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while !waiter.is_subscribed() {
-            assert!(Instant::now() < deadline, "no subscription");
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        wait_until_up("the subscription", || waiter.is_subscribed());
     }
     let elector = LeaderElector::new(
         waiter,
         try_once_options().with_wait_time(Duration::from_secs(10)),
     )
     .unwrap();
-    let mut handoffs = Vec::with_capacity(rounds);
-    for round in 0..rounds {
-        let key = LockName::new(format!("bench-handoff-{notifications}-{round}")).unwrap();
-        let AcquireOutcome::Acquired(lease) =
-            LockBackend::try_acquire(&holder, request(&key)).unwrap()
-        else {
-            panic!("uncontended")
-        };
-        let (tx, rx) = mpsc::channel();
-        std::thread::scope(|scope| {
-            scope.spawn(|| {
-                let acquired_at = elector
-                    .run_if_leader(key.as_str(), Instant::now)
-                    .unwrap()
-                    .expect("B takes over");
-                tx.send(acquired_at).unwrap();
-            });
-            // Hold for a while, so B is somewhere in its backoff when the release comes.
-            let hold = rand::rng().random_range(20..120);
-            std::thread::sleep(Duration::from_millis(hold));
-            let released_at = Instant::now();
-            LockBackend::release(&holder, &lease, Duration::ZERO).unwrap();
-            let acquired_at = rx.recv().unwrap();
-            handoffs.push(acquired_at.saturating_duration_since(released_at));
-        });
-    }
-    handoffs.sort();
-    handoffs
+    elector_handoffs(
+        &holder,
+        &elector,
+        |round| format!("bench-handoff-{notifications}-{round}"),
+        rounds,
+        20..120,
+        TimedFrom::ReleaseSent,
+    )
 }
 
 /// The handoff with raw commands and the backend's scripts: A holds the lock, B waits for
@@ -282,16 +259,6 @@ fn raw_handoff(url: &str, hop: bool, rounds: usize) -> Vec<Duration> {
     handoffs
 }
 
-fn print_handoffs(label: &str, sorted: &[Duration]) {
-    println!(
-        "redis/handoff {label:<26}  p50 {:>9.3?}  p90 {:>9.3?}  max {:>9.3?}  (n = {})",
-        percentile(sorted, 50),
-        percentile(sorted, 90),
-        sorted.last().copied().unwrap_or_default(),
-        sorted.len()
-    );
-}
-
 /// Prints the handoffs with and without pub/sub, and the raw baselines; the p50 with
 /// pub/sub and the p50 of the hop-free raw handoff (B itself reads the message).
 fn handoffs(url: &str) -> (Duration, Duration) {
@@ -299,7 +266,7 @@ fn handoffs(url: &str) -> (Duration, Duration) {
     let mut hop_free_p50 = Duration::ZERO;
     for (label, notifications) in [("pub/sub", true), ("polling only", false)] {
         let sorted = handoff(url, notifications, 40);
-        print_handoffs(label, &sorted);
+        print_handoffs("redis/handoff", label, &sorted);
         if notifications {
             pubsub_p50 = percentile(&sorted, 50);
         }
@@ -309,7 +276,7 @@ fn handoffs(url: &str) -> (Duration, Duration) {
         ("raw: B reads the message", false),
     ] {
         let sorted = raw_handoff(url, hop, 40);
-        print_handoffs(label, &sorted);
+        print_handoffs("redis/handoff", label, &sorted);
         println!(
             "redis/handoff pub/sub p50 ÷ {label}: {:.2}x",
             ratio(pubsub_p50, percentile(&sorted, 50))

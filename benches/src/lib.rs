@@ -4,6 +4,7 @@
 //! to this machine's noise better than back-to-back criterion groups, because load from
 //! elsewhere falls on every case of a round alike.
 
+pub mod handoff;
 pub mod redis_floor;
 
 use std::time::{Duration, Instant};
