@@ -143,24 +143,22 @@ impl SqliteBackend {
         result.map_err(|failure| failed(key, failure))
     }
 
-    /// Runs a batch form over `items` (whose locks are `keys`, in order) on the calling
-    /// thread: [`CHUNK`] items at a time, each chunk one `op` (one transaction) with the
-    /// connection and a busy timeout of its own, so that this process's other calls get
-    /// their turn between chunks. Each answer's error names its own lock; a chunk that
-    /// failed as a whole (no turn on the connection, SQLite itself) is every one of its
-    /// locks' failure.
-    pub(crate) fn run_batch<I, T>(
+    /// Runs a batch form over `items` on the calling thread: [`CHUNK`] items at a time,
+    /// each chunk one `op` (one transaction) with the connection and a busy timeout of its
+    /// own, so that this process's other calls get their turn between chunks. Each
+    /// answer's error names its own item's lock; a chunk that failed as a whole (no turn
+    /// on the connection, SQLite itself) is every one of its locks' failure.
+    pub(crate) fn run_batch<I: Keyed, T>(
         &self,
-        keys: &[LockName],
         items: &[I],
         op: impl Fn(&mut Connection, &HostClock, &[I]) -> Result<Vec<Result<T, OpError>>, OpError>,
     ) -> Vec<Result<T, Error>> {
         let mut answers = Vec::with_capacity(items.len());
-        for (keys, chunk) in keys.chunks(CHUNK).zip(items.chunks(CHUNK)) {
+        for chunk in items.chunks(CHUNK) {
             let chunk_answers = self
                 .inner
                 .call(Instant::now(), |conn, clock| op(conn, clock, chunk));
-            answers.extend(per_lock(keys, chunk_answers));
+            answers.extend(per_lock(chunk, chunk_answers));
         }
         answers
     }
@@ -169,12 +167,11 @@ impl SqliteBackend {
     /// crate's pool, as [`run_async`](Self::run_async) runs a single call.
     pub(crate) async fn run_batch_async<I, T, F>(
         &self,
-        keys: &[LockName],
         items: Vec<I>,
         op: F,
     ) -> Vec<Result<T, Error>>
     where
-        I: Send + Sync + 'static,
+        I: Keyed + Send + Sync + 'static,
         T: Send + 'static,
         F: Fn(&mut Connection, &HostClock, &[I]) -> Result<Vec<Result<T, OpError>>, OpError>
             + Send
@@ -183,17 +180,21 @@ impl SqliteBackend {
     {
         let (items, op) = (Arc::new(items), Arc::new(op));
         let mut answers = Vec::with_capacity(items.len());
-        for (index, keys) in keys.chunks(CHUNK).enumerate() {
-            let first = index * CHUNK;
-            let range = first..(first + keys.len()).min(items.len());
-            let (inner, items, op) = (Arc::clone(&self.inner), Arc::clone(&items), Arc::clone(&op));
+        for first in (0..items.len()).step_by(CHUNK) {
+            let range = first..(first + CHUNK).min(items.len());
+            let (inner, chunk_items, op) =
+                (Arc::clone(&self.inner), Arc::clone(&items), Arc::clone(&op));
             let started = Instant::now();
+            let sent = range.clone();
             let chunk_answers = ::blocking::unblock(move || {
-                let chunk = items.get(range).unwrap_or_default();
+                let chunk = chunk_items.get(sent).unwrap_or_default();
                 inner.call(started, |conn, clock| op(conn, clock, chunk))
             })
             .await;
-            answers.extend(per_lock(keys, chunk_answers));
+            answers.extend(per_lock(
+                items.get(range).unwrap_or_default(),
+                chunk_answers,
+            ));
         }
         answers
     }
@@ -265,24 +266,31 @@ impl Inner {
     }
 }
 
-/// The answers of a batch over `keys`: each error names its lock; a failure of the whole
-/// call (no turn on the connection) is every lock's.
-fn per_lock<T>(
-    keys: &[LockName],
+/// What a batch's answers are about: the lock of each of its items.
+pub(crate) trait Keyed {
+    /// The item's lock.
+    fn key(&self) -> &LockName;
+}
+
+/// The answers of a batch over `items`: each error names its item's lock; a failure of
+/// the whole call (no turn on the connection, SQLite itself) is every lock's.
+fn per_lock<I: Keyed, T>(
+    items: &[I],
     answers: Result<Vec<Result<T, OpError>>, OpError>,
 ) -> Vec<Result<T, Error>> {
     match answers {
-        Ok(answers) => keys
+        Ok(answers) => items
             .iter()
             .zip(answers)
-            .map(|(key, answer)| answer.map_err(|failure| failed(key.as_str(), failure)))
+            .map(|(item, answer)| answer.map_err(|failure| failed(item.key().as_str(), failure)))
             .collect(),
         Err(failure) => {
             let (kind, message) = (failure.kind(), failure.to_string());
-            keys.iter()
-                .map(|key| {
+            items
+                .iter()
+                .map(|item| {
                     Err(failed(
-                        key.as_str(),
+                        item.key().as_str(),
                         OpError::Batch {
                             kind,
                             message: message.clone(),

@@ -28,8 +28,7 @@ impl LockBackend for SqliteBackend {
         requests: &[AcquireRequest<'_>],
     ) -> Vec<Result<AcquireOutcome, Error>> {
         let requests: Vec<Acquire> = requests.iter().map(|r| Acquire::from(*r)).collect();
-        let keys: Vec<LockName> = requests.iter().map(|r| r.key.clone()).collect();
-        self.run_batch(&keys, &requests, ops::acquire_chunk)
+        self.run_batch(&requests, ops::acquire_chunk)
     }
 
     /// `use_db_time` changes nothing: every time comes from the host's clocks.
@@ -48,8 +47,7 @@ impl LockBackend for SqliteBackend {
     /// `extend` would answer it.
     fn extend_batch(&self, renewals: &[Renewal<'_>]) -> Vec<Result<ExtendOutcome, Error>> {
         let renewals = ops::renewing(renewals);
-        let keys: Vec<LockName> = renewals.iter().map(|r| r.key.clone()).collect();
-        self.run_batch(&keys, &renewals, ops::extend_chunk)
+        self.run_batch(&renewals, ops::extend_chunk)
     }
 
     /// A batch renews its leases in one transaction (per chunk), so that one lease's
@@ -70,8 +68,7 @@ impl LockBackend for SqliteBackend {
     /// `release` would answer it.
     fn release_batch(&self, releases: &[ReleaseRequest<'_>]) -> Vec<Result<ReleaseOutcome, Error>> {
         let releasing = ops::releasing(releases);
-        let keys: Vec<LockName> = releasing.iter().map(|r| r.key.clone()).collect();
-        let answers = self.run_batch(&keys, &releasing, ops::release_chunk);
+        let answers = self.run_batch(&releasing, ops::release_chunk);
         self.released_all(releases, answers)
     }
 

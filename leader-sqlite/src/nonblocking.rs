@@ -33,17 +33,13 @@ impl AsyncLockBackend for SqliteBackend {
         requests: &[AcquireRequest<'_>],
     ) -> Vec<Result<AcquireOutcome, Error>> {
         let requests: Vec<Acquire> = requests.iter().map(|r| Acquire::from(*r)).collect();
-        let keys: Vec<LockName> = requests.iter().map(|r| r.key.clone()).collect();
-        self.run_batch_async(&keys, requests, ops::acquire_chunk)
-            .await
+        self.run_batch_async(requests, ops::acquire_chunk).await
     }
 
     /// As the blocking `extend_batch`, on a pool thread.
     async fn extend_batch(&self, renewals: &[Renewal<'_>]) -> Vec<Result<ExtendOutcome, Error>> {
         let renewals = ops::renewing(renewals);
-        let keys: Vec<LockName> = renewals.iter().map(|r| r.key.clone()).collect();
-        self.run_batch_async(&keys, renewals, ops::extend_chunk)
-            .await
+        self.run_batch_async(renewals, ops::extend_chunk).await
     }
 
     /// As the blocking `release_batch`, on a pool thread.
@@ -52,10 +48,7 @@ impl AsyncLockBackend for SqliteBackend {
         releases: &[ReleaseRequest<'_>],
     ) -> Vec<Result<ReleaseOutcome, Error>> {
         let releasing = ops::releasing(releases);
-        let keys: Vec<LockName> = releasing.iter().map(|r| r.key.clone()).collect();
-        let answers = self
-            .run_batch_async(&keys, releasing, ops::release_chunk)
-            .await;
+        let answers = self.run_batch_async(releasing, ops::release_chunk).await;
         self.released_all(releases, answers)
     }
 

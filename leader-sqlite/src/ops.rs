@@ -12,6 +12,7 @@ use leader_core::{
 };
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
+use crate::backend::Keyed;
 use crate::error::OpError;
 use crate::time::{HostClock, Now, micros};
 
@@ -350,6 +351,12 @@ pub(crate) fn acquire_chunk(
     chunk_in_transaction(conn, requests, |tx, request| acquire_in(tx, clock, request))
 }
 
+impl Keyed for Acquire {
+    fn key(&self) -> &LockName {
+        &self.key
+    }
+}
+
 /// A renewal of a batch: the lease's lock, its owner and the new lease time.
 pub(crate) struct Renewing {
     pub(crate) key: LockName,
@@ -380,11 +387,23 @@ pub(crate) fn extend_chunk(
     })
 }
 
+impl Keyed for Renewing {
+    fn key(&self) -> &LockName {
+        &self.key
+    }
+}
+
 /// A release of a batch: the lease's lock, its owner and the minimum lease to keep.
 pub(crate) struct Releasing {
     pub(crate) key: LockName,
     pub(crate) owner: OwnerToken,
     pub(crate) min_lease_time: Duration,
+}
+
+impl Keyed for Releasing {
+    fn key(&self) -> &LockName {
+        &self.key
+    }
 }
 
 /// The releases of a batch, owned (to move to a pool thread).
