@@ -21,13 +21,13 @@ use parking_lot::Mutex;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
 use redis::cluster::ClusterConfig;
 use redis::cluster_async::ClusterConnection;
-use redis::{RedisResult, ScriptInvocation, Value};
+use redis::{RedisResult, Value};
 
 use crate::clients::Target;
 use crate::config::RedisConfig;
 use crate::error::is_dead_connection;
 use crate::operator::listing::{self, Io};
-use crate::ops::{AckedReply, acked_pipeline, pair, script_unknown};
+use crate::ops::{AckedReply, ScriptCall, acked_pipeline, pair, script_unknown};
 use crate::sentinel::{self, SentinelTarget};
 
 #[derive(Clone)]
@@ -91,7 +91,7 @@ impl AsyncPool {
     /// Runs `invocation` on the shared async connection; once more when the connection
     /// turned out dead (the server restarted, or the runtime its I/O task ran on shut
     /// down): the driver reconnects on the failed call, so the second one finds it up.
-    pub(crate) async fn run(&self, invocation: &ScriptInvocation<'_>) -> RedisResult<Value> {
+    pub(crate) async fn run(&self, invocation: &ScriptCall) -> RedisResult<Value> {
         match self.run_once(invocation).await {
             Err(err) if is_dead_connection(&err) || self.is_demoted(&err) => {
                 self.run_once(invocation).await
@@ -100,7 +100,7 @@ impl AsyncPool {
         }
     }
 
-    async fn run_once(&self, invocation: &ScriptInvocation<'_>) -> RedisResult<Value> {
+    async fn run_once(&self, invocation: &ScriptCall) -> RedisResult<Value> {
         match self.connection().await? {
             AsyncConn::Single(mut conn) => invocation.invoke_async(&mut conn).await,
             AsyncConn::Cluster(mut conn) => invocation.invoke_async(&mut conn).await,
@@ -133,11 +133,7 @@ impl AsyncPool {
     /// the shared connection (a cluster sends the pair to the node of the script's first
     /// key); once more on a dead connection, as [`run`](Self::run) does, and once more
     /// after loading a script the server does not know.
-    pub(crate) async fn run_acked(
-        &self,
-        invocation: &ScriptInvocation<'_>,
-        wait: &redis::Cmd,
-    ) -> AckedReply {
+    pub(crate) async fn run_acked(&self, invocation: &ScriptCall, wait: &redis::Cmd) -> AckedReply {
         let pipe = acked_pipeline(invocation, wait);
         let answer = match self.run_pair(&pipe).await {
             Err(err) if is_dead_connection(&err) || self.is_demoted(&err) => {

@@ -14,7 +14,7 @@ use crate::config::RedisConfig;
 use crate::error::{BACKEND, ConnectError, OpError};
 use crate::keys::{LockKeys, release_channel};
 use crate::listener::Listener;
-use crate::ops::{Op, Release, Unacknowledged, acknowledged, split};
+use crate::ops::{Op, Release, ScriptCall, Unacknowledged, acknowledged, split};
 use crate::started::Started;
 use crate::sync_conn::SyncPool;
 use crate::url::SentinelUrl;
@@ -289,7 +289,7 @@ impl RedisBackend {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn record_key(&self, name: &LockName) -> String {
-        LockKeys::new(self.key_prefix(), name).record
+        LockKeys::new(self.key_prefix(), name).record()
     }
 
     /// `true` while the shared release subscription is connected. It starts with the first
@@ -326,9 +326,10 @@ impl RedisBackend {
 
     /// Runs `op` on the blocking connections.
     pub(crate) fn run_blocking<O: Op>(&self, op: O) -> Result<O::Output, Error> {
-        let key = self.lock_key(op.name());
+        // The key is spelled out only for an error: a call that succeeds never builds it.
+        let name = op.name().clone();
         self.run_blocking_raw(op)
-            .map_err(|failure| failure.into_core(&key))
+            .map_err(|failure| failure.into_core(&self.lock_key(&name)))
     }
 
     /// [`run_blocking`](Self::run_blocking), the failure not yet named by a key.
@@ -356,7 +357,7 @@ impl RedisBackend {
     }
 
     /// The script invocation of `op` on this backend's keys and release channel.
-    fn invocation<O: Op>(&self, op: &O) -> redis::ScriptInvocation<'static> {
+    fn invocation<O: Op>(&self, op: &O) -> ScriptCall {
         op.invocation(
             &LockKeys::new(self.key_prefix(), op.name()),
             &self.inner.channel,
@@ -407,10 +408,10 @@ impl RedisBackend {
     /// Runs `op` on the async connection.
     #[cfg(any(feature = "tokio", feature = "smol"))]
     pub(crate) async fn run_async<O: Op>(&self, op: O) -> Result<O::Output, Error> {
-        let key = self.lock_key(op.name());
+        let name = op.name().clone();
         self.run_async_raw(op)
             .await
-            .map_err(|failure| failure.into_core(&key))
+            .map_err(|failure| failure.into_core(&self.lock_key(&name)))
     }
 
     /// [`run_async`](Self::run_async), the failure not yet named by a key.

@@ -28,43 +28,74 @@
 
 use leader_core::LockName;
 
-/// The Redis keys of one lock.
+/// The Redis keys of one lock: the lock's own key, built at its exact size, and the keys
+/// beside it (fence counter, record) each built when an operation asks for it, so a call
+/// pays only for the keys its script takes (a release, one). The index of derived names
+/// is its group's ([`index_of`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct LockKeys {
     /// The lock hash.
     pub(crate) lock: String,
-    /// The fencing counter.
-    pub(crate) fence: String,
-    /// The index of the derived names of the lock's name (of the group's name, for a
-    /// derived one).
-    pub(crate) index: String,
-    /// The record of the same name.
-    pub(crate) record: String,
 }
 
 impl LockKeys {
     pub(crate) fn new(prefix: &str, name: &LockName) -> Self {
-        let (group, lock) = match name.as_str().split_once(LockName::DERIVED_SEPARATOR) {
-            Some((group, rest)) => (
-                group,
-                format!("{prefix}:{{{group}}}{}{rest}", LockName::DERIVED_SEPARATOR),
-            ),
-            None => (name.as_str(), format!("{prefix}:{{{name}}}")),
+        let (group, rest) = match name.as_str().split_once(LockName::DERIVED_SEPARATOR) {
+            Some((group, rest)) => (group, Some(rest)),
+            None => (name.as_str(), None),
         };
-        let fence = format!("{lock}:fence");
-        let record = format!("{lock}:record");
-        LockKeys {
-            lock,
-            fence,
-            record,
-            index: index_key(prefix, group),
+        let rest_len = rest.map_or(0, |rest| {
+            rest.len() + LockName::DERIVED_SEPARATOR.len_utf8()
+        });
+        let mut lock = String::with_capacity(prefix.len() + group.len() + 3 + rest_len);
+        lock.push_str(prefix);
+        lock.push_str(":{");
+        lock.push_str(group);
+        lock.push('}');
+        if let Some(rest) = rest {
+            lock.push(LockName::DERIVED_SEPARATOR);
+            lock.push_str(rest);
         }
+        LockKeys { lock }
     }
+
+    /// The fencing counter: `lock` then `:fence`.
+    pub(crate) fn fence(&self) -> String {
+        joined(&self.lock, ":fence")
+    }
+
+    /// The record of the same name: `lock` then `:record`.
+    pub(crate) fn record(&self) -> String {
+        joined(&self.lock, ":record")
+    }
+}
+
+/// `head` then `tail`, in one allocation.
+fn joined(head: &str, tail: &str) -> String {
+    let mut key = String::with_capacity(head.len() + tail.len());
+    key.push_str(head);
+    key.push_str(tail);
+    key
 }
 
 /// The index of the derived names of `group` (see the module docs).
 pub(crate) fn index_key(prefix: &str, group: &str) -> String {
-    format!("{prefix}:{{{group}}}:derived")
+    let mut key = String::with_capacity(prefix.len() + group.len() + 3 + ":derived".len());
+    key.push_str(prefix);
+    key.push_str(":{");
+    key.push_str(group);
+    key.push_str("}:derived");
+    key
+}
+
+/// The index a lock of `name` is listed in when it is a derived name: its group's, the
+/// name up to `#` (see the module docs).
+pub(crate) fn index_of(prefix: &str, name: &LockName) -> String {
+    let name = name.as_str();
+    let group = name
+        .split_once(LockName::DERIVED_SEPARATOR)
+        .map_or(name, |(group, _)| group);
+    index_key(prefix, group)
 }
 
 /// What the lock keys of `group`'s derived names start with: `{prefix}:{<group>}#`.
@@ -85,9 +116,12 @@ mod tests {
     fn both_keys_share_the_hash_tag() {
         let keys = LockKeys::new("leader", &LockName::new("tenant:acme:sync").unwrap());
         assert_eq!(keys.lock, "leader:{tenant:acme:sync}");
-        assert_eq!(keys.fence, "leader:{tenant:acme:sync}:fence");
-        assert_eq!(keys.index, "leader:{tenant:acme:sync}:derived");
-        assert_eq!(keys.record, "leader:{tenant:acme:sync}:record");
+        assert_eq!(keys.fence(), "leader:{tenant:acme:sync}:fence");
+        assert_eq!(
+            index_key("leader", "tenant:acme:sync"),
+            "leader:{tenant:acme:sync}:derived"
+        );
+        assert_eq!(keys.record(), "leader:{tenant:acme:sync}:record");
         assert_eq!(release_channel("leader"), "leader:released");
     }
 
@@ -95,8 +129,9 @@ mod tests {
     fn a_groups_slots_keep_the_groups_hash_tag() {
         let slot = LockKeys::new("leader", &LockName::new("tenant:acme:consumers#2").unwrap());
         assert_eq!(slot.lock, "leader:{tenant:acme:consumers}#2");
-        assert_eq!(slot.fence, "leader:{tenant:acme:consumers}#2:fence");
-        assert_eq!(slot.index, "leader:{tenant:acme:consumers}:derived");
+        assert_eq!(slot.fence(), "leader:{tenant:acme:consumers}#2:fence");
+        let index = index_of("leader", &LockName::new("tenant:acme:consumers#2").unwrap());
+        assert_eq!(index, "leader:{tenant:acme:consumers}:derived");
         assert!(
             slot.lock
                 .starts_with(&derived_head("leader", "tenant:acme:consumers"))
@@ -109,9 +144,9 @@ mod tests {
                 .map(|t| t.0.to_owned())
         };
         assert_eq!(tag(&slot.lock), tag(&group.lock));
-        assert_eq!(tag(&slot.fence), tag(&group.fence));
-        assert_eq!(tag(&slot.index), tag(&group.lock));
-        assert_eq!(slot.record, "leader:{tenant:acme:consumers}#2:record");
-        assert_eq!(tag(&slot.record), tag(&group.lock));
+        assert_eq!(tag(&slot.fence()), tag(&group.fence()));
+        assert_eq!(tag(&index), tag(&group.lock));
+        assert_eq!(slot.record(), "leader:{tenant:acme:consumers}#2:record");
+        assert_eq!(tag(&slot.record()), tag(&group.lock));
     }
 }

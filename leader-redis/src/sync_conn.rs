@@ -15,13 +15,13 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use redis::cluster::{ClusterConfig, ClusterPipeline};
-use redis::{Connection, ConnectionLike, ErrorKind, RedisResult, ScriptInvocation, Value};
+use redis::{Connection, ConnectionLike, ErrorKind, RedisResult, Value};
 
 use crate::clients::Target;
 use crate::config::RedisConfig;
 use crate::error::is_dead_connection;
 use crate::operator::listing::{self, Io};
-use crate::ops::{AckedReply, acked_pipeline, pair, script_unknown};
+use crate::ops::{AckedReply, ScriptCall, acked_pipeline, pair, script_unknown};
 use crate::sentinel::{self, SentinelTarget};
 
 /// A pooled blocking connection.
@@ -108,19 +108,15 @@ impl SyncPool {
 
     /// Runs `invocation` on a pooled connection; once more on a new connection when the
     /// pooled one turned out dead (the server restarted since it was last used).
-    pub(crate) fn run(&self, invocation: &ScriptInvocation<'_>) -> RedisResult<Value> {
-        self.call(|conn| invocation.invoke::<Value>(conn.as_dyn()))
+    pub(crate) fn run(&self, invocation: &ScriptCall) -> RedisResult<Value> {
+        self.call(|conn| invocation.invoke(conn.as_dyn()))
     }
 
     /// Runs `invocation` and then `wait` (replica acknowledgement) in one round trip on
     /// one connection: a cluster sends the pair to the node of the script's first key.
     /// Answers the script's reply and `wait`'s. A script the server does not know is
     /// loaded and the pair sent once more (as [`run`](Self::run) does).
-    pub(crate) fn run_acked(
-        &self,
-        invocation: &ScriptInvocation<'_>,
-        wait: &redis::Cmd,
-    ) -> AckedReply {
+    pub(crate) fn run_acked(&self, invocation: &ScriptCall, wait: &redis::Cmd) -> AckedReply {
         let packed = acked_pipeline(invocation, wait).get_packed_pipeline();
         self.call(|conn| {
             // Not `Pipeline::query`: the sync cluster connection refuses pipelines, but
@@ -147,7 +143,7 @@ impl SyncPool {
     /// without harm, as `run`'s may.
     pub(crate) fn run_pipeline(
         &self,
-        invocations: &[ScriptInvocation<'_>],
+        invocations: &[ScriptCall],
     ) -> RedisResult<Vec<RedisResult<Value>>> {
         self.call(|conn| {
             let (SyncConn::Single(conn) | SyncConn::Master { conn, .. }) = conn else {
@@ -159,7 +155,7 @@ impl SyncPool {
             let mut pipe = redis::pipe();
             pipe.ignore_errors();
             for invocation in invocations {
-                pipe.invoke_script(invocation);
+                pipe.add_command(invocation.eval_cmd());
             }
             let answers: Vec<RedisResult<Value>> = pipe.query(conn)?;
             let unknown = |answer: &RedisResult<Value>| {

@@ -2,12 +2,12 @@
 //! whoever holds it, or only while its holder has the fencing token given.
 
 use leader_core::{ForceReleaseOutcome, LeaderLease, LockName};
-use redis::{ScriptInvocation, Value};
+use redis::Value;
 
 use crate::decode::{array, int, text_field, time_field, u64_field};
 use crate::error::OpError;
 use crate::keys::LockKeys;
-use crate::ops::Op;
+use crate::ops::{Op, ScriptCall};
 use crate::scripts::FORCE_RELEASE;
 
 /// `force_release` (`only: None`), or `force_release_if` (`only: Some(token)`).
@@ -26,8 +26,9 @@ impl Op for ForceRelease<'_> {
         self.key
     }
 
-    fn invocation(&self, keys: &LockKeys, channel: &str) -> ScriptInvocation<'static> {
-        let mut invocation = FORCE_RELEASE.key(&keys.lock);
+    fn invocation(&self, keys: &LockKeys, channel: &str) -> ScriptCall {
+        let mut invocation = ScriptCall::new(&FORCE_RELEASE);
+        invocation.key(&keys.lock);
         invocation.arg(channel).arg(self.key.as_str());
         match self.only {
             Some(token) => invocation.arg(token.to_string()),

@@ -6,9 +6,9 @@
 use std::time::Duration;
 
 use leader_core::{Lease, ReleaseRequest};
-use redis::{ErrorKind, RedisResult, ScriptInvocation, Value};
+use redis::{ErrorKind, RedisResult, Value};
 
-use super::Op;
+use super::{Op, ScriptCall};
 use crate::acks::ReplicaAcks;
 use crate::decode::int;
 use crate::error::OpError;
@@ -18,12 +18,10 @@ use crate::sync_conn::is_no_script;
 pub(crate) type AckedReply = RedisResult<(RedisResult<Value>, RedisResult<Value>)>;
 
 /// The round trip: `invocation` then `wait`, as one pipeline of two commands.
-pub(crate) fn acked_pipeline(
-    invocation: &ScriptInvocation<'_>,
-    wait: &redis::Cmd,
-) -> redis::Pipeline {
+pub(crate) fn acked_pipeline(invocation: &ScriptCall, wait: &redis::Cmd) -> redis::Pipeline {
     let mut pipe = redis::pipe();
-    pipe.invoke_script(invocation).add_command(wait.clone());
+    pipe.add_command(invocation.eval_cmd())
+        .add_command(wait.clone());
     pipe
 }
 

@@ -3,12 +3,12 @@
 use std::time::SystemTime;
 
 use leader_core::{LeaderLease, Lease, LockName, ReleaseEvents, SlotOutcome, SlotRequest};
-use redis::{ScriptInvocation, Value};
+use redis::Value;
 
-use super::{Op, flag, status};
+use super::{Op, ScriptCall, flag, status};
 use crate::decode::{array, int, micros_since_epoch, millis, text_field, time_field, u64_field};
 use crate::error::OpError;
-use crate::keys::LockKeys;
+use crate::keys::{LockKeys, index_of};
 use crate::scripts::ACQUIRE;
 
 /// `try_acquire_slot` (and `try_acquire`, a group of one slot), and `try_acquire_batch`:
@@ -62,22 +62,24 @@ impl Op for Acquire<'_, '_> {
         self.first
     }
 
-    fn invocation(&self, keys: &LockKeys, _channel: &str) -> ScriptInvocation<'static> {
-        let mut invocation = ACQUIRE.key(&keys.lock);
-        invocation.key(&keys.fence);
+    fn invocation(&self, keys: &LockKeys, _channel: &str) -> ScriptCall {
+        let mut invocation = ScriptCall::new(&ACQUIRE);
+        invocation.key(&keys.lock);
+        invocation.key(keys.fence());
         invocation.arg(micros_since_epoch(self.now));
         for (r, slot_request) in self.requests.iter().enumerate() {
             for (s, (_, key)) in slot_request.slots().enumerate() {
                 if r > 0 || s > 0 {
                     let later = LockKeys::new(self.key_prefix, key);
-                    invocation.key(later.lock).key(later.fence);
+                    let fence = later.fence();
+                    invocation.key(later.lock).key(fence);
                 }
             }
             // The index of the group's derived names, where a derived slot taken is listed.
-            invocation.key(LockKeys::new(self.key_prefix, slot_request.group_name()).index);
+            invocation.key(index_of(self.key_prefix, slot_request.group_name()));
             let request = &slot_request.request;
             invocation
-                .arg(request.owner.to_string())
+                .arg_fmt(request.owner)
                 .arg(request.leader_id)
                 .arg(millis(request.lease_time))
                 .arg(flag(request.use_db_time))
@@ -286,6 +288,68 @@ mod tests {
         );
         let far = Value::Array(vec![Value::Int(-1), bulk("expiry"), Value::Int(i64::MIN)]);
         assert!(matches!(one(&op, far), Err(OpError::BadReply { .. })));
+    }
+
+    /// The keys an acquire of `requests` sends, in order.
+    fn keys_sent(requests: &[SlotRequest<'_>]) -> Vec<String> {
+        let events = ReleaseEvents::new();
+        let op = Acquire::new(requests, "leader", &events, SystemTime::now()).unwrap();
+        let cmd = op
+            .invocation(&LockKeys::new("leader", op.name()), "leader:released")
+            .eval_cmd();
+        let words: Vec<String> = cmd
+            .args_iter()
+            .map(|arg| match arg {
+                redis::Arg::Simple(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+                _ => String::new(),
+            })
+            .collect();
+        let count: usize = words[2].parse().unwrap();
+        words[3..3 + count].to_vec()
+    }
+
+    #[test]
+    fn every_key_of_a_request_shares_its_groups_hash_tag() {
+        // A derived name alone (a ranked candidate's record, a warm standby's lock) is
+        // listed in its group's index, in the same cluster slot as its own keys.
+        let key = LockName::new("job#warm").unwrap();
+        let request =
+            AcquireRequest::new(&key, OwnerToken::random(), "node-a", Duration::from_secs(1));
+        assert_eq!(
+            keys_sent(&[SlotRequest::single(request)]),
+            [
+                "leader:{job}#warm",
+                "leader:{job}#warm:fence",
+                "leader:{job}:derived"
+            ]
+        );
+        let key = LockName::new("consumers").unwrap();
+        let keys = GroupSlots::new(2).unwrap().keys(&key).unwrap();
+        let request =
+            AcquireRequest::new(&key, OwnerToken::random(), "node-a", Duration::from_secs(1));
+        let plain = LockName::new("job").unwrap();
+        let second = AcquireRequest::new(
+            &plain,
+            OwnerToken::random(),
+            "node-a",
+            Duration::from_secs(1),
+        );
+        assert_eq!(
+            keys_sent(&[
+                SlotRequest::group(request, &keys, 1),
+                SlotRequest::single(second)
+            ]),
+            [
+                "leader:{consumers}#1",
+                "leader:{consumers}#1:fence",
+                "leader:{consumers}",
+                "leader:{consumers}:fence",
+                "leader:{consumers}:derived",
+                "leader:{job}",
+                "leader:{job}:fence",
+                "leader:{job}:derived"
+            ]
+        );
     }
 
     #[test]

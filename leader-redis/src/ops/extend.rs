@@ -3,9 +3,9 @@
 use std::time::SystemTime;
 
 use leader_core::{ExtendOutcome, LockName, Renewal};
-use redis::{ScriptInvocation, Value};
+use redis::Value;
 
-use super::{Op, flag};
+use super::{Op, ScriptCall, flag};
 use crate::decode::{array, int, micros_since_epoch, millis, text_field, time_field};
 use crate::error::OpError;
 use crate::keys::LockKeys;
@@ -55,15 +55,16 @@ impl Op for Extend<'_, '_> {
         self.first
     }
 
-    fn invocation(&self, keys: &LockKeys, _channel: &str) -> ScriptInvocation<'static> {
-        let mut invocation = EXTEND.key(&keys.lock);
+    fn invocation(&self, keys: &LockKeys, _channel: &str) -> ScriptCall {
+        let mut invocation = ScriptCall::new(&EXTEND);
+        invocation.key(&keys.lock);
         invocation.arg(micros_since_epoch(self.now));
         for (i, renewal) in self.renewals.iter().enumerate() {
             if i > 0 {
                 invocation.key(LockKeys::new(self.key_prefix, &renewal.lease.key).lock);
             }
             invocation
-                .arg(renewal.lease.owner.to_string())
+                .arg_fmt(renewal.lease.owner)
                 .arg(millis(renewal.lease_time))
                 .arg(flag(renewal.use_db_time));
         }

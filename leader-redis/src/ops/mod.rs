@@ -1,4 +1,4 @@
-//! The operations as data: each builds its script invocation and decodes the reply with
+//! The operations as data: each builds its script call ([`ScriptCall`]) and decodes the reply with
 //! plain functions, so the blocking and async paths run the very same code around one I/O
 //! call. One file per operation: [`acquire`], [`extend`], [`release`], [`state`], [`record`];
 //! [`acked`]
@@ -7,6 +7,7 @@
 
 mod acked;
 mod acquire;
+mod call;
 mod extend;
 mod record;
 mod release;
@@ -16,13 +17,14 @@ pub(crate) use acked::{
     AckedReply, Unacknowledged, acked_pipeline, acknowledged, pair, script_unknown, split,
 };
 pub(crate) use acquire::Acquire;
+pub(crate) use call::ScriptCall;
 pub(crate) use extend::Extend;
 pub(crate) use record::{ReadRecord, WriteRecord, record_error};
 pub(crate) use release::Release;
 pub(crate) use state::{State, holder_state};
 
 use leader_core::{Lease, LockName};
-use redis::{ScriptInvocation, Value};
+use redis::Value;
 
 use crate::decode::int;
 use crate::error::OpError;
@@ -37,7 +39,7 @@ pub(crate) trait Op {
     /// The lock it is about.
     fn name(&self) -> &LockName;
     /// The EVALSHA invocation.
-    fn invocation(&self, keys: &LockKeys, channel: &str) -> ScriptInvocation<'static>;
+    fn invocation(&self, keys: &LockKeys, channel: &str) -> ScriptCall;
     /// Reads the script's reply.
     fn decode(&self, reply: Value) -> Result<Self::Output, OpError>;
     /// A short word for traces.

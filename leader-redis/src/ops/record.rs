@@ -4,9 +4,9 @@
 //! tick claims must survive a failover as its locks do.
 
 use leader_core::{Error, LockName, RecordWrite, RecordWriteOutcome, StoredRecord, corrupt_record};
-use redis::{ScriptInvocation, Value};
+use redis::Value;
 
-use super::{Op, status};
+use super::{Op, ScriptCall, status};
 use crate::decode::{array, int, is_nil};
 use crate::error::{BACKEND, OpError};
 use crate::keys::LockKeys;
@@ -32,8 +32,10 @@ impl Op for ReadRecord<'_> {
         self.key
     }
 
-    fn invocation(&self, keys: &LockKeys, _channel: &str) -> ScriptInvocation<'static> {
-        RECORD.key(&keys.record)
+    fn invocation(&self, keys: &LockKeys, _channel: &str) -> ScriptCall {
+        let mut invocation = ScriptCall::new(&RECORD);
+        invocation.key(keys.record());
+        invocation
     }
 
     fn decode(&self, reply: Value) -> Result<Self::Output, OpError> {
@@ -62,12 +64,13 @@ impl Op for WriteRecord<'_> {
         self.write.key()
     }
 
-    fn invocation(&self, keys: &LockKeys, _channel: &str) -> ScriptInvocation<'static> {
-        let mut invocation = RECORD.key(&keys.record);
+    fn invocation(&self, keys: &LockKeys, _channel: &str) -> ScriptCall {
+        let mut invocation = ScriptCall::new(&RECORD);
+        invocation.key(keys.record());
         let expected = self.write.expected().map(|v| v.to_string());
         invocation
             .arg(expected.unwrap_or_default())
-            .arg(self.write.next_version().to_string())
+            .arg_fmt(self.write.next_version())
             .arg(self.write.value());
         invocation
     }

@@ -1,9 +1,9 @@
 //! `release` and `release_batch` as one script call per chunk.
 
 use leader_core::{LockName, ReleaseNotice, ReleaseOutcome, ReleaseRequest};
-use redis::{ScriptInvocation, Value};
+use redis::Value;
 
-use super::Op;
+use super::{Op, ScriptCall};
 use crate::decode::{array, int, millis, text_field};
 use crate::error::OpError;
 use crate::keys::LockKeys;
@@ -77,8 +77,9 @@ impl Op for Release<'_, '_> {
         self.first
     }
 
-    fn invocation(&self, keys: &LockKeys, channel: &str) -> ScriptInvocation<'static> {
-        let mut invocation = RELEASE.key(&keys.lock);
+    fn invocation(&self, keys: &LockKeys, channel: &str) -> ScriptCall {
+        let mut invocation = ScriptCall::new(&RELEASE);
+        invocation.key(&keys.lock);
         invocation.arg(channel);
         for (i, release) in self.releases.iter().enumerate() {
             if i > 0 {
@@ -90,7 +91,7 @@ impl Op for Release<'_, '_> {
                 millis(min_lease(release.min_lease_time))
             };
             invocation
-                .arg(release.lease.owner.to_string())
+                .arg_fmt(release.lease.owner)
                 .arg(min_ms)
                 .arg(ReleaseNotice::message(
                     release.lease.key.as_str(),

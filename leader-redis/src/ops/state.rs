@@ -1,9 +1,9 @@
 //! `state`, and the holder decoding a listing shares.
 
 use leader_core::{LeaderLease, LeaderState, LockName};
-use redis::{ScriptInvocation, Value};
+use redis::Value;
 
-use super::{Op, flag, status};
+use super::{Op, ScriptCall, flag, status};
 use crate::decode::{array, is_nil, text_field, time_field, u64_field};
 use crate::error::OpError;
 use crate::keys::LockKeys;
@@ -26,8 +26,9 @@ impl Op for State<'_> {
         self.key
     }
 
-    fn invocation(&self, keys: &LockKeys, _channel: &str) -> ScriptInvocation<'static> {
-        let mut invocation = STATE.key(&keys.lock);
+    fn invocation(&self, keys: &LockKeys, _channel: &str) -> ScriptCall {
+        let mut invocation = ScriptCall::new(&STATE);
+        invocation.key(&keys.lock);
         invocation.arg(flag(self.watched));
         invocation
     }

@@ -4,13 +4,13 @@
 //! page's members, whatever else the server holds; a `SCAN` walks the whole keyspace.
 
 use leader_core::{ListCursor, ListPage, ListRequest, LockName};
-use redis::{ScriptInvocation, Value};
+use redis::Value;
 
 use super::{ListFailure, OP};
 use crate::decode::{array, int, text_field};
 use crate::error::OpError;
 use crate::keys::{derived_head, index_key};
-use crate::ops::holder_state;
+use crate::ops::{ScriptCall, holder_state};
 use crate::scripts::LIST;
 
 /// One page of a listing inside one name's derived names.
@@ -74,9 +74,10 @@ impl IndexListing {
     }
 
     /// The script call that reads the page.
-    pub(crate) fn invocation(&self) -> ScriptInvocation<'static> {
+    pub(crate) fn invocation(&self) -> ScriptCall {
         let (min, max) = self.bounds();
-        let mut invocation = LIST.key(&self.index);
+        let mut invocation = ScriptCall::new(&LIST);
+        invocation.key(&self.index);
         invocation.arg(&self.head).arg(min).arg(max).arg(self.limit);
         invocation
     }
