@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use leader_core::__private::unanswered;
 use leader_core::{Backend, BackendError, Error, LockName, ReleaseEvents};
 use redis::{RedisResult, Value};
 
@@ -463,6 +464,46 @@ impl RedisBackend {
                 .collect()
             }
         }
+    }
+
+    /// The answer to a single lock's call: `op` over one item, the lock `key` (`None`
+    /// when there was nothing to send). One script, without a batch's chunks and round
+    /// trips: a batch of one costs a handful of allocations more on every call.
+    pub(crate) fn run_blocking_one<T, O>(&self, key: &LockName, op: Option<O>) -> Result<T, Error>
+    where
+        O: Op<Output = Vec<Result<T, OpError>>>,
+    {
+        let answer = op.map_or_else(|| Ok(Vec::new()), |op| self.run_blocking_raw(op));
+        self.only_answer(key, answer)
+    }
+
+    /// [`run_blocking_one`](Self::run_blocking_one) on the async connection.
+    #[cfg(any(feature = "tokio", feature = "smol"))]
+    pub(crate) async fn run_async_one<T, O>(
+        &self,
+        key: &LockName,
+        op: Option<O>,
+    ) -> Result<T, Error>
+    where
+        O: Op<Output = Vec<Result<T, OpError>>>,
+    {
+        let answer = match op {
+            Some(op) => self.run_async_raw(op).await,
+            None => Ok(Vec::new()),
+        };
+        self.only_answer(key, answer)
+    }
+
+    /// The one answer of a call about the lock `key`.
+    fn only_answer<T>(
+        &self,
+        key: &LockName,
+        answer: Result<Vec<Result<T, OpError>>, OpError>,
+    ) -> Result<T, Error> {
+        let mut answers = self.per_lock(std::iter::once(key), answer);
+        answers
+            .pop()
+            .unwrap_or_else(|| Err(unanswered(BACKEND, key)))
     }
 
     /// A batch of `items` cut into round trips: for each, its chunks of up to `chunk`

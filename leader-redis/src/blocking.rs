@@ -2,7 +2,6 @@
 
 use std::time::{Duration, SystemTime};
 
-use leader_core::__private::unanswered;
 use leader_core::{
     AcquireOutcome, AcquireRequest, Error, ExtendOutcome, ForceReleaseOutcome, LeaderState, Lease,
     ListPage, ListRequest, LockBackend, LockName, RecordWrite, RecordWriteOutcome, ReleaseOutcome,
@@ -10,7 +9,6 @@ use leader_core::{
 };
 
 use crate::backend::RedisBackend;
-use crate::error::BACKEND;
 use crate::operator::ForceRelease;
 use crate::ops::{Acquire, Extend, ReadRecord, Release, State, WriteRecord, record_error};
 
@@ -31,13 +29,7 @@ impl LockBackend for RedisBackend {
             self.events(),
             SystemTime::now(),
         );
-        let answer = op
-            .map(|op| self.run_blocking_raw(op))
-            .unwrap_or(Ok(Vec::new()));
-        let mut answers = self.per_lock(requests.iter().map(|r| r.request.key), answer);
-        answers
-            .pop()
-            .unwrap_or_else(|| Err(unanswered(BACKEND, requests[0].request.key)))
+        self.run_blocking_one(requests[0].request.key, op)
     }
 
     /// On a standalone server one script per chunk of up to 100 requests (each answered on
@@ -69,11 +61,10 @@ impl LockBackend for RedisBackend {
         lease_time: Duration,
         use_db_time: bool,
     ) -> Result<ExtendOutcome, Error> {
+        self.check_lease(&lease.key, lease_time)?;
         let renewal = [Renewal::new(lease, lease_time).with_db_time(use_db_time)];
-        let mut answers = self.extend_batch(&renewal);
-        answers
-            .pop()
-            .unwrap_or_else(|| Err(unanswered(BACKEND, &lease.key)))
+        let op = Extend::new(&renewal, self.key_prefix(), SystemTime::now());
+        self.run_blocking_one(&lease.key, op)
     }
 
     /// On a standalone server, one script per chunk of up to 1,000 leases (each lease
@@ -92,10 +83,9 @@ impl LockBackend for RedisBackend {
 
     fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {
         let release = [ReleaseRequest::new(lease, min_lease_time)];
-        let mut answers = self.release_batch(&release);
-        answers
-            .pop()
-            .unwrap_or_else(|| Err(unanswered(BACKEND, &lease.key)))
+        let op = Release::new(&release, self.key_prefix());
+        self.run_blocking_one(&lease.key, op)
+            .map(ReleaseOutcome::from)
     }
 
     /// As `try_acquire_batch`: up to 100 leases per script, 10 scripts per round trip on a

@@ -3,7 +3,6 @@
 use std::future::Future;
 use std::time::{Duration, SystemTime};
 
-use leader_core::__private::unanswered;
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, ForceReleaseOutcome,
     LeaderState, Lease, ListPage, ListRequest, LockName, RecordWrite, RecordWriteOutcome,
@@ -11,7 +10,6 @@ use leader_core::{
 };
 
 use crate::backend::RedisBackend;
-use crate::error::BACKEND;
 use crate::operator::ForceRelease;
 use crate::ops::{Acquire, Extend, ReadRecord, Release, State, WriteRecord, record_error};
 
@@ -30,19 +28,13 @@ impl AsyncLockBackend for RedisBackend {
     async fn try_acquire_slot(&self, request: SlotRequest<'_>) -> Result<SlotOutcome, Error> {
         self.check_lease(request.request.key, request.request.lease_time)?;
         let requests = [request];
-        let answer = match Acquire::new(
+        let op = Acquire::new(
             &requests,
             self.key_prefix(),
             self.events(),
             SystemTime::now(),
-        ) {
-            Some(op) => self.run_async_raw(op).await,
-            None => Ok(Vec::new()),
-        };
-        let mut answers = self.per_lock(requests.iter().map(|r| r.request.key), answer);
-        answers
-            .pop()
-            .unwrap_or_else(|| Err(unanswered(BACKEND, requests[0].request.key)))
+        );
+        self.run_async_one(requests[0].request.key, op).await
     }
 
     /// As the blocking `try_acquire_batch`; the scripts of a round trip go out at once on
@@ -74,11 +66,10 @@ impl AsyncLockBackend for RedisBackend {
         lease_time: Duration,
         use_db_time: bool,
     ) -> Result<ExtendOutcome, Error> {
+        self.check_lease(&lease.key, lease_time)?;
         let renewal = [Renewal::new(lease, lease_time).with_db_time(use_db_time)];
-        let mut answers = self.extend_batch(&renewal).await;
-        answers
-            .pop()
-            .unwrap_or_else(|| Err(unanswered(BACKEND, &lease.key)))
+        let op = Extend::new(&renewal, self.key_prefix(), SystemTime::now());
+        self.run_async_one(&lease.key, op).await
     }
 
     /// As the blocking `extend_batch`.
@@ -101,10 +92,10 @@ impl AsyncLockBackend for RedisBackend {
         min_lease_time: Duration,
     ) -> Result<ReleaseOutcome, Error> {
         let release = [ReleaseRequest::new(lease, min_lease_time)];
-        let mut answers = self.release_batch(&release).await;
-        answers
-            .pop()
-            .unwrap_or_else(|| Err(unanswered(BACKEND, &lease.key)))
+        let op = Release::new(&release, self.key_prefix());
+        self.run_async_one(&lease.key, op)
+            .await
+            .map(ReleaseOutcome::from)
     }
 
     /// As the blocking `release_batch`.
