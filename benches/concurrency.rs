@@ -7,8 +7,10 @@
 //! - `AsyncLeaderElector::run_if_leader` with an empty action;
 //! - rslock 0.10 `lock` + `unlock` through one `LockManager`.
 //!
-//! Prints cycles per second for each (the median round) and the goal lines (÷ rslock ≥ 0.9x,
-//! ÷ the floor ≥ 0.95x).
+//! Prints cycles per second for each (the median round), where the time goes (the bench
+//! process's CPU per cycle, from `/proc/self/stat`, and the server's, from `INFO cpu`:
+//! on two cores the client's CPU is taken from the server's) and the goal lines (÷ rslock
+//! ≥ 0.9x, ÷ the floor ≥ 0.95x).
 //!
 //! ```text
 //! cargo bench -p leader-benches --bench concurrency
@@ -22,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use leader_async::AsyncLeaderElector;
 use leader_benches::redis_floor::{load_scripts, raw_cycle};
-use leader_benches::{LEASE, goal_at_least, try_once_options};
+use leader_benches::{LEASE, goal_at_least, process_cpu_time, redis_cpu_time, try_once_options};
 use leader_redis::RedisBackend;
 use leader_testkit::fixtures::{self, RedisServer};
 
@@ -30,14 +32,28 @@ const TASKS: usize = 64;
 const ROUND: Duration = Duration::from_secs(3);
 const ROUNDS: usize = 3;
 
-/// Runs `cycle(task)` in `TASKS` tasks for `ROUND`; cycles per second, all tasks together.
-fn throughput<F, Fut>(runtime: &tokio::runtime::Runtime, cycle: F) -> f64
+/// One round of one case: cycles per second (all tasks together), and the CPU per cycle
+/// of the bench process and of the server, in microseconds.
+#[derive(Debug, Clone, Copy, Default)]
+struct Round {
+    per_second: f64,
+    client_us: f64,
+    server_us: f64,
+}
+
+/// Runs `cycle(task)` in `TASKS` tasks for `ROUND`, `server` answering `INFO cpu`.
+fn throughput<F, Fut>(
+    runtime: &tokio::runtime::Runtime,
+    server: &mut redis::Connection,
+    cycle: F,
+) -> Round
 where
     F: Fn(usize) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
     let cycle = Arc::new(cycle);
-    runtime.block_on(async {
+    let (client_before, server_before) = (process_cpu_time(), redis_cpu_time(server));
+    let (cycles, elapsed) = runtime.block_on(async {
         let until = Instant::now() + ROUND;
         let started = Instant::now();
         let tasks: Vec<_> = (0..TASKS)
@@ -57,8 +73,18 @@ where
         for task in tasks {
             total += task.await.unwrap();
         }
-        total as f64 / started.elapsed().as_secs_f64()
-    })
+        (total, started.elapsed())
+    });
+    let per_cycle = |before: Option<Duration>, after: Option<Duration>| {
+        before.zip(after).map_or(f64::NAN, |(a, b)| {
+            (b - a).as_secs_f64() * 1e6 / cycles as f64
+        })
+    };
+    Round {
+        per_second: cycles as f64 / elapsed.as_secs_f64(),
+        client_us: per_cycle(client_before, process_cpu_time()),
+        server_us: per_cycle(server_before, redis_cpu_time(server)),
+    }
 }
 
 fn main() {
@@ -92,15 +118,19 @@ fn main() {
         AsyncLeaderElector::new(RedisBackend::connect(&url).unwrap(), try_once_options()).unwrap();
     let names: Arc<Vec<String>> = Arc::new((0..TASKS).map(|t| format!("many-{t}")).collect());
     let rslock = Arc::new(rslock::LockManager::new(vec![url.clone()]));
+    let mut info = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_connection()
+        .unwrap();
 
-    let mut results: [Vec<f64>; 3] = Default::default();
+    let mut results: [Vec<Round>; 3] = Default::default();
     for round in 0..ROUNDS {
         for offset in 0..3 {
             let case = (round + offset) % 3;
-            let per_second = match case {
+            let round = match case {
                 0 => {
                     let (conn, floors) = (conn.clone(), Arc::clone(&floors));
-                    throughput(&runtime, move |task| {
+                    throughput(&runtime, &mut info, move |task| {
                         let (mut conn, floors) = (conn.clone(), Arc::clone(&floors));
                         async move {
                             let (acquire, release) = &floors[task];
@@ -117,7 +147,7 @@ fn main() {
                 }
                 1 => {
                     let (elector, names) = (elector.clone(), Arc::clone(&names));
-                    throughput(&runtime, move |task| {
+                    throughput(&runtime, &mut info, move |task| {
                         let (elector, names) = (elector.clone(), Arc::clone(&names));
                         async move {
                             let ran = elector.run_if_leader(&names[task], || async {}).await;
@@ -127,7 +157,7 @@ fn main() {
                 }
                 _ => {
                     let (rslock, names) = (Arc::clone(&rslock), Arc::clone(&names));
-                    throughput(&runtime, move |task| {
+                    throughput(&runtime, &mut info, move |task| {
                         let (rslock, names) = (Arc::clone(&rslock), Arc::clone(&names));
                         async move {
                             let resource = format!("rslock-{}", names[task]);
@@ -137,26 +167,30 @@ fn main() {
                     })
                 }
             };
-            results[case].push(per_second);
+            results[case].push(round);
         }
     }
-    let median = |values: &mut Vec<f64>| {
-        values.sort_by(f64::total_cmp);
-        values.get(values.len() / 2).copied().unwrap_or_default()
+    // The median round by throughput, with its own CPU figures.
+    let median = |rounds: &mut Vec<Round>| {
+        rounds.sort_by(|a, b| a.per_second.total_cmp(&b.per_second));
+        rounds.get(rounds.len() / 2).copied().unwrap_or_default()
     };
     let [floor, ours, peer] = results.each_mut().map(median);
-    println!(
-        "concurrency/{TASKS} tasks  floor: raw 2x EVALSHA        {floor:>9.0} cycles/s  {:.2}x floor",
-        1.0
-    );
-    println!(
-        "concurrency/{TASKS} tasks  async run_if_leader          {ours:>9.0} cycles/s  {:.2}x floor",
-        ours / floor
-    );
-    println!(
-        "concurrency/{TASKS} tasks  rslock 0.10 lock + unlock    {peer:>9.0} cycles/s  {:.2}x floor",
-        peer / floor
-    );
+    for (label, round) in [
+        ("floor: raw 2x EVALSHA    ", floor),
+        ("async run_if_leader      ", ours),
+        ("rslock 0.10 lock + unlock", peer),
+    ] {
+        println!(
+            "concurrency/{TASKS} tasks  {label}  {:>9.0} cycles/s  {:.2}x floor;  CPU per cycle: \
+             bench process {:.1} us, server {:.1} us",
+            round.per_second,
+            round.per_second / floor.per_second,
+            round.client_us,
+            round.server_us,
+        );
+    }
+    let (ours, floor, peer) = (ours.per_second, floor.per_second, peer.per_second);
     goal_at_least(
         "redis 64-task throughput, run_if_leader ÷ rslock",
         ours / peer,

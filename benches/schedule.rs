@@ -131,22 +131,13 @@ fn fire(c: &mut Criterion, url: &str) {
     );
 }
 
-/// The bench process's CPU time (user + system) from `/proc/self/stat`, if readable.
-fn cpu_time() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let after = stat.rsplit_once(')')?.1;
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(Duration::from_millis(ticks * 10)) // USER_HZ is 100 on Linux
-}
-
 fn live(url: &str) {
     let every_second = Schedule::every(Duration::from_secs(1)).unwrap();
     let runs = Arc::new(Mutex::new(Vec::new()));
     let shutdown = Shutdown::new();
     let mut server = redis::Client::open(url).unwrap().get_connection().unwrap();
     let before = leader_benches::redis_command_stats(&mut server);
-    let cpu_before = cpu_time();
+    let cpu_before = leader_benches::process_cpu_time();
     let started = Instant::now();
     let nodes: Vec<_> = (0..NODES)
         .map(|n| {
@@ -171,7 +162,9 @@ fn live(url: &str) {
         node.join().unwrap();
     }
     let elapsed = started.elapsed();
-    let cpu = cpu_before.zip(cpu_time()).map(|(a, b)| b - a);
+    let cpu = cpu_before
+        .zip(leader_benches::process_cpu_time())
+        .map(|(a, b)| b - a);
     let after = leader_benches::redis_command_stats(&mut server);
     let runs = runs.lock().clone();
     let mut seen = HashSet::new();

@@ -281,6 +281,28 @@ fn commandstats_field(server: &mut redis::Connection, field: &str) -> Vec<(Strin
         .collect()
 }
 
+/// This process's CPU time (user + system) from `/proc/self/stat`, if readable (10 ms
+/// ticks).
+pub fn process_cpu_time() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let after = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10)) // USER_HZ is 100 on Linux
+}
+
+/// The Redis server's CPU time since its start (`used_cpu_user` + `used_cpu_sys` of
+/// `INFO cpu`, microsecond resolution), if it answers.
+pub fn redis_cpu_time(server: &mut redis::Connection) -> Option<Duration> {
+    let info: String = redis::cmd("INFO").arg("cpu").query(server).ok()?;
+    let seconds = |field: &str| {
+        info.lines()
+            .find_map(|line| line.strip_prefix(field)?.trim().parse::<f64>().ok())
+    };
+    let total = seconds("used_cpu_user:")? + seconds("used_cpu_sys:")?;
+    Some(Duration::from_secs_f64(total))
+}
+
 #[cfg(test)]
 mod tests {
     use super::names_a_filter;
