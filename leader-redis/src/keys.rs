@@ -40,67 +40,61 @@ pub(crate) struct LockKeys {
 
 impl LockKeys {
     pub(crate) fn new(prefix: &str, name: &LockName) -> Self {
-        let (group, rest) = match name.as_str().split_once(LockName::DERIVED_SEPARATOR) {
-            Some((group, rest)) => (group, Some(rest)),
-            None => (name.as_str(), None),
+        let lock = match split(name) {
+            (group, Some(rest)) => {
+                let mut separator = [0; 4];
+                let separator = LockName::DERIVED_SEPARATOR.encode_utf8(&mut separator);
+                concat(&[prefix, ":{", group, "}", separator, rest])
+            }
+            (group, None) => concat(&[prefix, ":{", group, "}"]),
         };
-        let rest_len = rest.map_or(0, |rest| {
-            rest.len() + LockName::DERIVED_SEPARATOR.len_utf8()
-        });
-        let mut lock = String::with_capacity(prefix.len() + group.len() + 3 + rest_len);
-        lock.push_str(prefix);
-        lock.push_str(":{");
-        lock.push_str(group);
-        lock.push('}');
-        if let Some(rest) = rest {
-            lock.push(LockName::DERIVED_SEPARATOR);
-            lock.push_str(rest);
-        }
         LockKeys { lock }
     }
 
     /// The fencing counter: `lock` then `:fence`.
     pub(crate) fn fence(&self) -> String {
-        joined(&self.lock, ":fence")
+        concat(&[&self.lock, ":fence"])
     }
 
     /// The record of the same name: `lock` then `:record`.
     pub(crate) fn record(&self) -> String {
-        joined(&self.lock, ":record")
+        concat(&[&self.lock, ":record"])
     }
 }
 
-/// `head` then `tail`, in one allocation.
-fn joined(head: &str, tail: &str) -> String {
-    let mut key = String::with_capacity(head.len() + tail.len());
-    key.push_str(head);
-    key.push_str(tail);
+/// A name's group (the name up to `#`, or all of it) and the rest after `#`, if any.
+fn split(name: &LockName) -> (&str, Option<&str>) {
+    match name.as_str().split_once(LockName::DERIVED_SEPARATOR) {
+        Some((group, rest)) => (group, Some(rest)),
+        None => (name.as_str(), None),
+    }
+}
+
+/// `parts` end to end, in one allocation of the key's exact size.
+fn concat(parts: &[&str]) -> String {
+    let mut key = String::with_capacity(parts.iter().map(|part| part.len()).sum());
+    for part in parts {
+        key.push_str(part);
+    }
     key
 }
 
 /// The index of the derived names of `group` (see the module docs).
 pub(crate) fn index_key(prefix: &str, group: &str) -> String {
-    let mut key = String::with_capacity(prefix.len() + group.len() + 3 + ":derived".len());
-    key.push_str(prefix);
-    key.push_str(":{");
-    key.push_str(group);
-    key.push_str("}:derived");
-    key
+    concat(&[prefix, ":{", group, "}:derived"])
 }
 
 /// The index a lock of `name` is listed in when it is a derived name: its group's, the
 /// name up to `#` (see the module docs).
 pub(crate) fn index_of(prefix: &str, name: &LockName) -> String {
-    let name = name.as_str();
-    let group = name
-        .split_once(LockName::DERIVED_SEPARATOR)
-        .map_or(name, |(group, _)| group);
-    index_key(prefix, group)
+    index_key(prefix, split(name).0)
 }
 
 /// What the lock keys of `group`'s derived names start with: `{prefix}:{<group>}#`.
 pub(crate) fn derived_head(prefix: &str, group: &str) -> String {
-    format!("{prefix}:{{{group}}}{}", LockName::DERIVED_SEPARATOR)
+    let mut separator = [0; 4];
+    let separator = LockName::DERIVED_SEPARATOR.encode_utf8(&mut separator);
+    concat(&[prefix, ":{", group, "}", separator])
 }
 
 /// The channel releases are published on.
