@@ -77,7 +77,7 @@ where
     });
     let per_cycle = |before: Option<Duration>, after: Option<Duration>| {
         before.zip(after).map_or(f64::NAN, |(a, b)| {
-            (b - a).as_secs_f64() * 1e6 / cycles as f64
+            b.saturating_sub(a).as_secs_f64() * 1e6 / cycles as f64
         })
     };
     Round {
