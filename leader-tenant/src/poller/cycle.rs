@@ -4,12 +4,12 @@
 
 use std::collections::HashSet;
 use std::fmt::Debug;
-use std::future::{Future, ready};
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant, SystemTime};
 
-use futures_util::future::Either;
-use futures_util::{FutureExt, Stream, StreamExt, stream};
+use futures_util::stream::FuturesUnordered;
+use futures_util::{FutureExt, StreamExt};
 use leader_core::{Clock, Error, LeaderRunResult};
 use tracing::Instrument;
 
@@ -32,10 +32,14 @@ impl Plan {
     pub(crate) fn read(source: &impl TenantSource) -> Self {
         match source.tenants() {
             Ok(ids) => {
+                // Marked by borrowing, so no id is copied to find the repeated ones.
                 let mut seen = HashSet::with_capacity(ids.len());
+                let first: Vec<bool> = ids.iter().map(|id| seen.insert(id.as_str())).collect();
+                drop(seen);
                 let entries = ids
                     .into_iter()
-                    .filter(|id| seen.insert(id.clone()))
+                    .zip(first)
+                    .filter_map(|(id, first)| first.then_some(id))
                     .map(|id| {
                         let valid = TenantId::new(&id).map_err(TenantError::from);
                         (id, valid)
@@ -146,13 +150,13 @@ where
 }
 
 /// [`drive`]'s cycle, phase by phase: the ledger of the plan's tenants, their locks tried
-/// in batches, each won (or lone) tenant's job started and timed, its line collected
+/// in batches and each won (or lone) tenant's job started and timed, its line collected
 /// (until shutdown, in [`ShutdownMode::Abandon`]), the report closed.
 async fn drive_in_span<T, E, A, FB, FutB, F, Fut>(
     run: CycleRun<'_>,
     plan: Plan,
     try_batch: FB,
-    mut run_one: F,
+    run_one: F,
 ) -> CycleReport<T, E>
 where
     FB: FnMut(Vec<TenantId>, u64) -> FutB,
@@ -164,24 +168,12 @@ where
     let clock = Instant::now();
     let (mut ledger, runnable) = Ledger::open(plan.entries);
     {
-        let began = &mut ledger.began;
-        let tasks = tried_in_batches(run, runnable, try_batch)
-            .map(|(index, id, tried)| {
-                if run.stopped() {
-                    // Not started: a won lock is released as it is dropped here.
-                    return Either::Left(ready(None));
-                }
-                began[index] = true;
-                let job = job_for(id, tried, run.cycle, &mut run_one);
-                Either::Right(timed(index, clock, job).map(Some))
-            })
-            .buffer_unordered(run.concurrency);
-        let collect = collect(tasks, &mut ledger.lines, &ledger.names);
+        let work = run_in_batches(run, clock, runnable, &mut ledger, try_batch, run_one);
         match (run.mode, run.shutdown) {
             (ShutdownMode::Abandon, Some(shutdown)) => {
-                futures_lite::future::or(collect, shutdown.triggered()).await;
+                futures_lite::future::or(work, shutdown.triggered()).await;
             }
-            _ => collect.await,
+            _ => work.await,
         }
     }
     ledger.close(run, clock, plan.source_error)
@@ -235,6 +227,15 @@ impl<T, E: Debug> Ledger<T, E> {
         (ledger, runnable)
     }
 
+    /// The fourth phase, for one tenant: its line (traced), from the job that ran.
+    fn record(&mut self, (index, outcome, started_after, elapsed): Done<T, E>) {
+        // Each tenant gets one line, so its name moves into it.
+        let name = std::mem::take(&mut self.names[index]);
+        let line = report(name, outcome, started_after, elapsed);
+        line.trace();
+        self.lines[index] = Some(line);
+    }
+
     /// The last phase: the cycle's report (traced), with every tenant that has no line yet
     /// reported as abandoned (its job began) or not started.
     fn close(
@@ -278,60 +279,104 @@ impl<T, E: Debug> Ledger<T, E> {
     }
 }
 
-/// The second phase: the `runnable` tenants, tried `run.acquire_batch` at a time with
-/// `try_batch` (none once shutdown is triggered), each with its answer (`Alone` when the
-/// batch gave too few). A batch is tried only when the stream is polled for its first
-/// tenant, that is when every tenant of the batch before has started.
-fn tried_in_batches<'a, A, FB, FutB>(
-    run: CycleRun<'a>,
+/// The second and third phases: the `runnable` tenants' locks tried `run.acquire_batch`
+/// at a time with `try_batch` (one answer per tenant; `Alone` for any it did not give),
+/// then each tenant's job as its answer says, at most `run.concurrency` jobs at once.
+///
+/// A batch is tried only when every tenant of the one before has started, so won tenants
+/// wait for a worker at most one batch deep. A tenant whose answer decides it at once
+/// (held elsewhere, won too late, failed) gets its line there, without a job. Once shutdown
+/// is triggered no tenant starts and no batch is tried: a won lock not started is dropped,
+/// which releases it, and the tenant has no line (it is reported as not started).
+async fn run_in_batches<T, E, A, FB, FutB, F, Fut>(
+    run: CycleRun<'_>,
+    clock: Instant,
     runnable: Vec<(usize, TenantId)>,
+    ledger: &mut Ledger<T, E>,
     mut try_batch: FB,
-) -> impl Stream<Item = (usize, TenantId, Tried<A>)> + 'a
-where
-    FB: FnMut(Vec<TenantId>, u64) -> FutB + 'a,
-    FutB: Future<Output = Vec<Tried<A>>> + 'a,
-    A: 'a,
+    mut run_one: F,
+) where
+    FB: FnMut(Vec<TenantId>, u64) -> FutB,
+    FutB: Future<Output = Vec<Tried<A>>>,
+    F: FnMut(TenantId, Option<A>, u64) -> Fut,
+    Fut: Future<Output = Result<LeaderRunResult<T, E>, TenantError>>,
+    E: Debug,
 {
-    stream::iter(runnable)
-        .take_while(move |_| ready(!run.stopped()))
-        .chunks(run.acquire_batch)
-        .then(move |batch| {
-            let tenants = batch.iter().map(|(_, id)| id.clone()).collect();
-            let tried = try_batch(tenants, run.cycle);
-            async move {
-                let tried = tried.await;
-                // The answers are in: a lock won after the cycle's locks are freed may
-                // follow another instance's run of this cycle (see `Tried::Late`).
-                let late = run.past_free_at();
-                let mut tried = tried.into_iter().map(|tried| match tried {
-                    Tried::Won(won) if late => Tried::Late(won),
-                    other => other,
-                });
-                batch
-                    .into_iter()
-                    .map(|(index, id)| (index, id, tried.next().unwrap_or(Tried::Alone)))
-                    .collect::<Vec<_>>()
+    let mut running = FuturesUnordered::new();
+    let mut runnable = runnable.into_iter();
+    let mut batch = Vec::with_capacity(run.acquire_batch.min(runnable.len()));
+    'batches: while !run.stopped() {
+        batch.extend(runnable.by_ref().take(run.acquire_batch));
+        if batch.is_empty() {
+            break;
+        }
+        let tried = try_batch(batch.iter().map(|(_, id)| id.clone()).collect(), run.cycle).await;
+        // The answers are in: a lock won after the cycle's locks are freed may follow
+        // another instance's run of this cycle (see `Tried::Late`).
+        let late = run.past_free_at();
+        let mut tried = tried.into_iter();
+        for (index, id) in batch.drain(..) {
+            let tried = match tried.next().unwrap_or(Tried::Alone) {
+                Tried::Won(won) if late => Tried::Late(won),
+                other => other,
+            };
+            let job = match job_for(id, tried, run.cycle, &mut run_one) {
+                Job::Now(outcome) => {
+                    if run.stopped() {
+                        break 'batches;
+                    }
+                    let at = clock.elapsed();
+                    ledger.record((
+                        index,
+                        TenantOutcome::from_run(Ok(outcome)),
+                        at,
+                        Duration::ZERO,
+                    ));
+                    continue;
+                }
+                Job::Run(job) => job,
+            };
+            while running.len() >= run.concurrency {
+                match running.next().await {
+                    Some(done) => ledger.record(done),
+                    None => break,
+                }
             }
-        })
-        .flat_map(stream::iter)
+            if run.stopped() {
+                // Not started: a won lock is released as `job` drops it here.
+                break 'batches;
+            }
+            ledger.began[index] = true;
+            running.push(timed(index, clock, job));
+        }
+    }
+    while let Some(done) = running.next().await {
+        ledger.record(done);
+    }
+}
+
+/// What one tenant's answer came to: a job to run, or its outcome at once.
+enum Job<Fut, T, E> {
+    Run(Fut),
+    Now(Result<LeaderRunResult<T, E>, TenantError>),
 }
 
 /// The third phase, for one tenant: its job as the answer for its lock says (run under
-/// the won lock, run on its own, skipped, or failed).
+/// the won lock, run on its own), or its outcome without one (skipped, failed).
 fn job_for<T, E, A, F, Fut>(
     id: TenantId,
     tried: Tried<A>,
     cycle: u64,
     run_one: &mut F,
-) -> impl Future<Output = Result<LeaderRunResult<T, E>, TenantError>> + use<T, E, A, F, Fut>
+) -> Job<Fut, T, E>
 where
     F: FnMut(TenantId, Option<A>, u64) -> Fut,
     Fut: Future<Output = Result<LeaderRunResult<T, E>, TenantError>>,
 {
     match tried {
-        Tried::Won(won) => Either::Left(run_one(id, Some(won), cycle)),
-        Tried::Alone => Either::Left(run_one(id, None, cycle)),
-        Tried::Held => Either::Right(ready(Ok(LeaderRunResult::Skipped))),
+        Tried::Won(won) => Job::Run(run_one(id, Some(won), cycle)),
+        Tried::Alone => Job::Run(run_one(id, None, cycle)),
+        Tried::Held => Job::Now(Ok(LeaderRunResult::Skipped)),
         Tried::Late(won) => {
             tracing::warn!(
                 tenant = %id,
@@ -339,9 +384,9 @@ where
                 "the tenant's lock was won after the cycle's locks are freed: its job is not run this cycle"
             );
             drop(won);
-            Either::Right(ready(Ok(LeaderRunResult::Skipped)))
+            Job::Now(Ok(LeaderRunResult::Skipped))
         }
-        Tried::Failed(error) => Either::Right(ready(Err(error))),
+        Tried::Failed(error) => Job::Now(Err(error)),
     }
 }
 
@@ -360,23 +405,6 @@ async fn timed<T, E>(
         started_after,
         start.elapsed(),
     )
-}
-
-/// The fourth phase: a line (traced) for each job as it ends.
-async fn collect<T, E: Debug>(
-    tasks: impl Stream<Item = Option<Done<T, E>>>,
-    lines: &mut [Option<TenantReport<T, E>>],
-    names: &[String],
-) {
-    let mut tasks = std::pin::pin!(tasks);
-    while let Some(done) = tasks.next().await {
-        let Some((index, outcome, started_after, elapsed)) = done else {
-            continue;
-        };
-        let line = report(names[index].clone(), outcome, started_after, elapsed);
-        line.trace();
-        lines[index] = Some(line);
-    }
 }
 
 fn report<T, E>(
