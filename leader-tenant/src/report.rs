@@ -231,26 +231,34 @@ impl<T, E: fmt::Debug> fmt::Display for CycleReport<T, E> {
 impl<T, E: fmt::Debug> TenantReport<T, E> {
     /// Emits the tracing event for this tenant's outcome.
     pub(crate) fn trace(&self) {
-        let tenant = self.tenant.as_str();
-        let elapsed_ms = self.elapsed.as_secs_f64() * 1e3;
-        match &self.outcome {
-            TenantOutcome::Elected { fencing_token, .. } => {
-                tracing::debug!(tenant, fencing_token, elapsed_ms, "tenant job ran");
-            }
-            TenantOutcome::Skipped => {
-                tracing::debug!(tenant, "tenant job skipped: another instance holds it")
-            }
-            TenantOutcome::Failed(JobFailure::Error(error)) => {
-                tracing::warn!(tenant, ?error, elapsed_ms, "tenant job failed");
-            }
-            TenantOutcome::Failed(JobFailure::Panicked(message)) => {
-                tracing::warn!(tenant, panic = %message, elapsed_ms, "tenant job panicked");
-            }
-            TenantOutcome::Error(error) => {
-                tracing::warn!(tenant, error = %error, "tenant job not attempted");
-            }
-            TenantOutcome::Abandoned | TenantOutcome::NotStarted => {}
+        trace_outcome(&self.tenant, &self.outcome, self.elapsed);
+    }
+}
+
+/// Emits the tracing event of one tenant's line: its `outcome`, after `elapsed`.
+pub(crate) fn trace_outcome<T, E: fmt::Debug>(
+    tenant: &str,
+    outcome: &TenantOutcome<T, E>,
+    elapsed: Duration,
+) {
+    let elapsed_ms = elapsed.as_secs_f64() * 1e3;
+    match outcome {
+        TenantOutcome::Elected { fencing_token, .. } => {
+            tracing::debug!(tenant, fencing_token, elapsed_ms, "tenant job ran");
         }
+        TenantOutcome::Skipped => {
+            tracing::debug!(tenant, "tenant job skipped: another instance holds it")
+        }
+        TenantOutcome::Failed(JobFailure::Error(error)) => {
+            tracing::warn!(tenant, ?error, elapsed_ms, "tenant job failed");
+        }
+        TenantOutcome::Failed(JobFailure::Panicked(message)) => {
+            tracing::warn!(tenant, panic = %message, elapsed_ms, "tenant job panicked");
+        }
+        TenantOutcome::Error(error) => {
+            tracing::warn!(tenant, error = %error, "tenant job not attempted");
+        }
+        TenantOutcome::Abandoned | TenantOutcome::NotStarted => {}
     }
 }
 

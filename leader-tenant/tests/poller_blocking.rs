@@ -280,6 +280,47 @@ fn at_most_concurrency_jobs_run_at_once() {
     );
 }
 
+/// A pool that is shut down runs no job: each won tenant's outcome is the pool's
+/// `ShutDown` error, and its lock is released at once, for another instance to take.
+#[test]
+fn on_a_shut_down_pool_no_job_runs_and_every_won_lock_is_freed() {
+    let backend = InMemoryBackend::new();
+    let pool = ThreadPoolLeaderElector::new(backend.clone(), options("node"), 2).unwrap();
+    let config = PollerConfig::new("sync", INTERVAL).with_concurrency(2);
+    let ran = Arc::new(AtomicUsize::new(0));
+    let job = {
+        let ran = Arc::clone(&ran);
+        move |_tenant: TenantId, _lease: &LeaseContext| {
+            ran.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, String>(())
+        }
+    };
+    let names = tenants(5);
+    let source = {
+        let names = names.clone();
+        move || names.clone()
+    };
+    let poller = BlockingTenantPoller::new(&pool, config, source, job).unwrap();
+    pool.shutdown();
+    let report = poller.run_cycle();
+    assert_eq!(ran.load(Ordering::SeqCst), 0, "no job ran: {report}");
+    assert_eq!(report.count(OutcomeKind::Error), 5, "{report}");
+    for line in &report.tenants {
+        assert!(
+            matches!(
+                line.outcome,
+                TenantOutcome::Error(TenantError::Elector(Error::ShutDown))
+            ),
+            "{line:?}"
+        );
+    }
+    let elector = LeaderElector::new(backend, options("other")).unwrap();
+    for name in &names {
+        let state = elector.for_tenant(name).unwrap().state("sync").unwrap();
+        assert!(state.leader().is_none(), "{name}'s lock was freed");
+    }
+}
+
 #[test]
 fn tenants_come_and_go_between_cycles_and_bad_ids_are_reported() {
     let (backend, clock) = manual_backend();

@@ -152,7 +152,14 @@ where
             run,
             self.core.plan(),
             |tenants, cycle| self.try_batch(tenants, cycle, &releases),
-            |tenant, won, cycle| self.run_tenant(tenant, won, cycle, &releases),
+            |lanes| {
+                let releases = &releases;
+                async move {
+                    lanes
+                        .run_async(|tenant, won| self.run_tenant(tenant, won, run.cycle, releases))
+                        .await;
+                }
+            },
         )
         .await;
         AsyncFinished::release_all(releases.take()).await;

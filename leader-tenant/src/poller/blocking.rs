@@ -1,17 +1,18 @@
 //! [`BlockingTenantPoller`]: the tenant poller on a [`ThreadPoolLeaderElector`].
 
-use std::future::ready;
+use std::future::{Future, ready};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use leader_blocking::{Acquired, Finished, LeaderElector, ThreadPoolLeaderElector};
-use leader_core::{Clock, LeaderRunResult, LockBackend};
+use leader_core::{Clock, Error, LockBackend};
 
 use crate::error::TenantError;
 use crate::job::TenantJob;
 use crate::poller::Core;
 use crate::poller::config::PollerConfig;
 use crate::poller::cycle::{Tried, drive};
+use crate::poller::lanes::Lanes;
 use crate::poller::releases::Releases;
 use crate::report::CycleReport;
 use crate::source::TenantSource;
@@ -23,10 +24,12 @@ use leader_core::TenantId;
 ///
 /// Start one per instance of the service, all with the same [`PollerConfig`]: for each
 /// tenant, one instance runs the job in each cycle and the others skip it (see
-/// [`PollerConfig`]'s "Exactly once per cycle"). At most
-/// [`concurrency`](PollerConfig::with_concurrency) tasks (by default the pool's worker
-/// count) are handed to the pool at once; the calling thread only waits. One tenant's error or
-/// panic is that tenant's outcome and never stops the cycle.
+/// [`PollerConfig`]'s "Exactly once per cycle"). The jobs run in at most
+/// [`concurrency`](PollerConfig::with_concurrency) tasks on the pool at once (by default
+/// the pool's worker count), each running one waiting job after another, so a worker that
+/// ends a job starts the next without a hand-over; the calling thread tries the batches and
+/// otherwise only waits. One tenant's error or panic is that tenant's outcome and never
+/// stops the cycle.
 ///
 /// # Examples
 ///
@@ -154,7 +157,7 @@ where
                 Finished::release_all(releases.take());
                 ready(self.try_batch(&tenants, cycle))
             },
-            |tenant, won, cycle| self.run_tenant(tenant, won, cycle, &releases),
+            |lanes| self.lane(lanes, run.cycle, &releases),
         ));
         Finished::release_all(releases.take());
         report
@@ -174,35 +177,46 @@ where
         }
     }
 
-    /// Runs `tenant`'s job on a worker: under `won`, the lock its batch took, while that is
-    /// still held (its release joins `releases`); otherwise (none, or it ran out while
-    /// waiting) acquiring the lock alone.
-    async fn run_tenant(
+    /// Starts a lane on a worker: it runs the waiting tenants' jobs one after another (see
+    /// [`Lanes`]); the future ends with the lane. Each job runs under `won`, the lock its
+    /// batch took, while that is still held (its release joins `releases`); otherwise
+    /// (none, or it ran out while waiting) it acquires the lock alone.
+    fn lane(
         &self,
-        tenant: TenantId,
-        won: Option<Acquired<B>>,
+        lanes: Arc<Lanes<Acquired<B>, J::Output, J::Error>>,
         cycle: u64,
         releases: &Arc<Releases<Finished<B>>>,
-    ) -> Result<LeaderRunResult<J::Output, J::Error>, TenantError> {
+    ) -> impl Future<Output = ()> + use<B, S, J> {
         let name = self.core.config().job_name().to_owned();
         let options = Arc::clone(self.core.run_options());
         let job = Arc::clone(&self.job);
         let releases = Arc::clone(releases);
+        let queue = Arc::clone(&lanes);
         let task = self.pool.spawn_with_elector(move |pool_elector| {
-            if let Some(won) = won.filter(|won| !won.is_lost()) {
-                let (outcome, finished) = won.run_unreleased(|lease| job.run(tenant, lease))?;
-                if let Some(due) = releases.add(finished) {
-                    Finished::release_all(due);
+            queue.run_blocking(|tenant, won| {
+                if let Some(won) = won.filter(|won| !won.is_lost()) {
+                    let (outcome, finished) = won.run_unreleased(|lease| job.run(tenant, lease))?;
+                    if let Some(due) = releases.add(finished) {
+                        Finished::release_all(due);
+                    }
+                    return Ok(outcome);
                 }
-                return Ok(outcome);
+                // The options are computed on the worker, right before acquiring: a job that
+                // waited for a busy pool still frees its tenant's lock before the cycle ends.
+                let backend = Arc::clone(pool_elector.backend());
+                let elector = LeaderElector::with_shared_backend(backend, options.at(cycle))?
+                    .for_tenant(&tenant)?;
+                Ok(elector.run_if_leader_with(&name, |lease| job.run(tenant, lease))?)
+            });
+            Ok(())
+        });
+        async move {
+            match task {
+                // The lane catches each job's panic, so the task ends with `Ok`.
+                Ok(task) => drop(task.await),
+                // The pool refuses work only once it is shut down.
+                Err(_) => lanes.not_started(|| TenantError::from(Error::ShutDown)),
             }
-            // The options are computed on the worker, right before acquiring: a task that
-            // waited for a busy pool still frees its tenant's lock before the cycle ends.
-            let backend = Arc::clone(pool_elector.backend());
-            let elector = LeaderElector::with_shared_backend(backend, options.at(cycle))?
-                .for_tenant(&tenant)?;
-            elector.run_if_leader_with(&name, |lease| job.run(tenant, lease))
-        })?;
-        Ok(task.await?)
+        }
     }
 }

@@ -34,7 +34,7 @@ pub enum ShutdownMode {
 /// |---|---|---|
 /// | `job_name` | (required) | the lock name, scoped per tenant: `tenant:<id>:<job_name>` |
 /// | `interval` | (required) | cycles start at every multiple of it since the Unix epoch |
-/// | `concurrency` | the pool's worker count (blocking), 8 (async) | tasks handed to the pool at once (blocking); tenants in flight at once (async) |
+/// | `concurrency` | the pool's worker count (blocking), 8 (async) | jobs running at once: in as many tasks on the pool (blocking), as many futures in the cycle's (async) |
 /// | `acquire_batch` | 64 | tenants' locks tried in one backend call (see "Batches") |
 /// | minimum lease | until the cycle's end, less `cycle_end_guard` | how long a tenant's lock stays taken after its job started |
 /// | `cycle_end_guard` | `min(interval / 10, 1 s)` | how long before the cycle's end the lock is freed |
@@ -170,10 +170,11 @@ impl PollerConfig {
     /// The async poller's concurrency unless one is set.
     pub const DEFAULT_ASYNC_CONCURRENCY: usize = 8;
 
-    /// Sets how many tenants may be in flight at once (at least one).
+    /// Sets how many tenants' jobs may run at once (at least one).
     ///
-    /// The blocking poller defaults to its pool's worker count, and more gains nothing:
-    /// tasks beyond it only wait in the pool's queue, where a shutdown cannot withdraw them.
+    /// The blocking poller defaults to its pool's worker count, and more gains nothing: it
+    /// runs its jobs in that many tasks on the pool, and a task beyond the workers only
+    /// waits in the pool's queue.
     /// The async poller defaults to [`DEFAULT_ASYNC_CONCURRENCY`](Self::DEFAULT_ASYNC_CONCURRENCY).
     pub fn with_concurrency(mut self, concurrency: usize) -> Self {
         self.concurrency = Some(concurrency.max(1));

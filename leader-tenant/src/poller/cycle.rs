@@ -1,20 +1,22 @@
 //! One cycle, shared by both pollers: read the tenants, try their locks in batches, run each
-//! won tenant's job with bounded concurrency, collect the report. The pollers only supply
-//! how a batch is tried and how one tenant is run.
+//! won tenant's job in lanes (at most the poller's concurrency at once), collect the report.
+//! The pollers only supply how a batch is tried and where a lane runs: on a pool worker, or
+//! as a future inside the cycle's own.
 
 use std::collections::HashSet;
 use std::fmt::Debug;
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
-use futures_util::{FutureExt, StreamExt};
 use leader_core::{Clock, Error, LeaderRunResult};
 use tracing::Instrument;
 
 use crate::error::TenantError;
 use crate::poller::config::ShutdownMode;
+use crate::poller::lanes::{Done, Lanes, News, Start};
 use crate::report::{CycleReport, TenantOutcome, TenantReport};
 use crate::source::TenantSource;
 use leader_core::Shutdown;
@@ -123,52 +125,54 @@ impl CycleRun<'_> {
 }
 
 /// Tries the locks of the valid tenants of `plan`, `run.acquire_batch` at a time, with
-/// `try_batch(tenants, cycle)` (one answer per tenant), and runs `run_one(tenant, won,
-/// cycle)` for each tenant won (`Some`) or to be run on its own (`None`), at most
-/// `concurrency` at a time, each isolated (its error or panic is its own outcome).
+/// `try_batch(tenants, cycle)` (one answer per tenant), and runs the job of each tenant won
+/// or to be run on its own in lanes (see [`Lanes`]): `start_lane(lanes)` starts one, which
+/// runs jobs until none waits. At most `concurrency` lanes run at once, so at most that many
+/// jobs; each job is isolated (its error or panic is its own outcome).
 ///
 /// A batch is tried only when every tenant of the one before has started, so won tenants
 /// wait for a worker at most one batch deep. On shutdown no tenant starts: won ones not yet
 /// started are dropped (which releases them) and reported as not started.
-pub(crate) async fn drive<T, E, A, FB, FutB, F, Fut>(
+pub(crate) async fn drive<T, E, A, FB, FutB, L, LaneFut>(
     run: CycleRun<'_>,
     plan: Plan,
     try_batch: FB,
-    run_one: F,
+    start_lane: L,
 ) -> CycleReport<T, E>
 where
     FB: FnMut(Vec<TenantId>, u64) -> FutB,
     FutB: Future<Output = Vec<Tried<A>>>,
-    F: FnMut(TenantId, Option<A>, u64) -> Fut,
-    Fut: Future<Output = Result<LeaderRunResult<T, E>, TenantError>>,
+    L: FnMut(Arc<Lanes<A, T, E>>) -> LaneFut,
+    LaneFut: Future<Output = ()>,
     E: Debug,
 {
     let span = tracing::info_span!("tenant_cycle", job = run.job_name, cycle = run.cycle);
-    drive_in_span(run, plan, try_batch, run_one)
+    drive_in_span(run, plan, try_batch, start_lane)
         .instrument(span)
         .await
 }
 
 /// [`drive`]'s cycle, phase by phase: the ledger of the plan's tenants, their locks tried
-/// in batches and each won (or lone) tenant's job started and timed, its line collected
+/// in batches and each won (or lone) tenant's job run in the lanes, its line collected
 /// (until shutdown, in [`ShutdownMode::Abandon`]), the report closed.
-async fn drive_in_span<T, E, A, FB, FutB, F, Fut>(
+async fn drive_in_span<T, E, A, FB, FutB, L, LaneFut>(
     run: CycleRun<'_>,
     plan: Plan,
     try_batch: FB,
-    run_one: F,
+    start_lane: L,
 ) -> CycleReport<T, E>
 where
     FB: FnMut(Vec<TenantId>, u64) -> FutB,
     FutB: Future<Output = Vec<Tried<A>>>,
-    F: FnMut(TenantId, Option<A>, u64) -> Fut,
-    Fut: Future<Output = Result<LeaderRunResult<T, E>, TenantError>>,
+    L: FnMut(Arc<Lanes<A, T, E>>) -> LaneFut,
+    LaneFut: Future<Output = ()>,
     E: Debug,
 {
     let clock = Instant::now();
-    let (mut ledger, runnable) = Ledger::open(plan.entries);
+    let lanes = Arc::new(Lanes::new(run.concurrency, clock, run.shutdown.cloned()));
+    let (mut ledger, runnable) = Ledger::open(plan.entries, clock);
     {
-        let work = run_in_batches(run, clock, runnable, &mut ledger, try_batch, run_one);
+        let work = run_in_batches(run, &lanes, runnable, &mut ledger, try_batch, start_lane);
         match (run.mode, run.shutdown) {
             (ShutdownMode::Abandon, Some(shutdown)) => {
                 futures_lite::future::or(work, shutdown.triggered()).await;
@@ -176,6 +180,8 @@ where
             _ => work.await,
         }
     }
+    // What the lanes did since the cycle last looked (all of it, unless abandoned).
+    ledger.absorb(lanes.news());
     ledger.close(run, clock, plan.source_error)
 }
 
@@ -187,22 +193,22 @@ struct Ledger<T, E> {
     began: Vec<bool>,
     /// Its id as the source gave it.
     names: Vec<String>,
+    /// When the cycle began.
+    clock: Instant,
 }
-
-/// A job that ran: its tenant's index, its outcome, when it started (after the cycle
-/// began) and how long it took.
-type Done<T, E> = (usize, TenantOutcome<T, E>, Duration, Duration);
 
 impl<T, E: Debug> Ledger<T, E> {
     /// The first phase: a line for each invalid tenant of `entries` (traced at once), and
     /// the valid ones with their index.
     fn open(
         entries: Vec<(String, Result<TenantId, TenantError>)>,
+        clock: Instant,
     ) -> (Self, Vec<(usize, TenantId)>) {
         let mut ledger = Ledger {
             lines: Vec::with_capacity(entries.len()),
             began: vec![false; entries.len()],
             names: Vec::with_capacity(entries.len()),
+            clock,
         };
         let mut runnable = Vec::with_capacity(entries.len());
         for (index, (name, id)) in entries.into_iter().enumerate() {
@@ -227,13 +233,38 @@ impl<T, E: Debug> Ledger<T, E> {
         (ledger, runnable)
     }
 
-    /// The fourth phase, for one tenant: its line (traced), from the job that ran.
-    fn record(&mut self, (index, outcome, started_after, elapsed): Done<T, E>) {
+    /// How long since the cycle began.
+    fn since(&self) -> Duration {
+        self.clock.elapsed()
+    }
+
+    /// The fourth phase, for one tenant decided without a job: its line, traced.
+    fn record(&mut self, done: Done<T, E>) {
+        if let Some(line) = self.store(done) {
+            line.trace();
+        }
+    }
+
+    /// The fourth phase, from the lanes: the jobs that began, and the lines of those that
+    /// ended (each traced by its lane).
+    fn absorb(&mut self, news: News<T, E>) {
+        for index in news.began {
+            self.began[index] = true;
+        }
+        for done in news.done {
+            self.store(done);
+        }
+    }
+
+    /// Stores one tenant's line.
+    fn store(
+        &mut self,
+        (index, outcome, started_after, elapsed): Done<T, E>,
+    ) -> Option<&TenantReport<T, E>> {
         // Each tenant gets one line, so its name moves into it.
-        let name = std::mem::take(&mut self.names[index]);
-        let line = report(name, outcome, started_after, elapsed);
-        line.trace();
-        self.lines[index] = Some(line);
+        let name = std::mem::take(self.names.get_mut(index)?);
+        let line = self.lines.get_mut(index)?;
+        Some(line.insert(report(name, outcome, started_after, elapsed)))
     }
 
     /// The last phase: the cycle's report (traced), with every tenant that has no line yet
@@ -281,30 +312,31 @@ impl<T, E: Debug> Ledger<T, E> {
 
 /// The second and third phases: the `runnable` tenants' locks tried `run.acquire_batch`
 /// at a time with `try_batch` (one answer per tenant; `Alone` for any it did not give),
-/// then each tenant's job as its answer says, at most `run.concurrency` jobs at once.
+/// then each tenant's job as its answer says, in the lanes.
 ///
 /// A batch is tried only when every tenant of the one before has started, so won tenants
 /// wait for a worker at most one batch deep. A tenant whose answer decides it at once
 /// (held elsewhere, won too late, failed) gets its line there, without a job. Once shutdown
 /// is triggered no tenant starts and no batch is tried: a won lock not started is dropped,
 /// which releases it, and the tenant has no line (it is reported as not started).
-async fn run_in_batches<T, E, A, FB, FutB, F, Fut>(
+async fn run_in_batches<T, E, A, FB, FutB, L, LaneFut>(
     run: CycleRun<'_>,
-    clock: Instant,
+    lanes: &Arc<Lanes<A, T, E>>,
     runnable: Vec<(usize, TenantId)>,
     ledger: &mut Ledger<T, E>,
     mut try_batch: FB,
-    mut run_one: F,
+    mut start_lane: L,
 ) where
     FB: FnMut(Vec<TenantId>, u64) -> FutB,
     FutB: Future<Output = Vec<Tried<A>>>,
-    F: FnMut(TenantId, Option<A>, u64) -> Fut,
-    Fut: Future<Output = Result<LeaderRunResult<T, E>, TenantError>>,
+    L: FnMut(Arc<Lanes<A, T, E>>) -> LaneFut,
+    LaneFut: Future<Output = ()>,
     E: Debug,
 {
     let mut running = FuturesUnordered::new();
     let mut runnable = runnable.into_iter();
     let mut batch = Vec::with_capacity(run.acquire_batch.min(runnable.len()));
+    let mut jobs = Vec::new();
     'batches: while !run.stopped() {
         batch.extend(runnable.by_ref().take(run.acquire_batch));
         if batch.is_empty() {
@@ -315,96 +347,77 @@ async fn run_in_batches<T, E, A, FB, FutB, F, Fut>(
         // another instance's run of this cycle (see `Tried::Late`).
         let late = run.past_free_at();
         let mut tried = tried.into_iter();
-        for (index, id) in batch.drain(..) {
+        for (index, tenant) in batch.drain(..) {
+            if run.stopped() {
+                // Not started: the won locks of `jobs` and `tried` are released as they
+                // are dropped.
+                jobs.clear();
+                break 'batches;
+            }
             let tried = match tried.next().unwrap_or(Tried::Alone) {
                 Tried::Won(won) if late => Tried::Late(won),
                 other => other,
             };
-            let job = match job_for(id, tried, run.cycle, &mut run_one) {
-                Job::Now(outcome) => {
-                    if run.stopped() {
-                        break 'batches;
-                    }
-                    let at = clock.elapsed();
-                    ledger.record((
-                        index,
-                        TenantOutcome::from_run(Ok(outcome)),
-                        at,
-                        Duration::ZERO,
-                    ));
-                    continue;
-                }
-                Job::Run(job) => job,
-            };
-            while running.len() >= run.concurrency {
-                match running.next().await {
-                    Some(done) => ledger.record(done),
-                    None => break,
+            match decide(&tenant, tried, run.cycle) {
+                Decided::Run(won) => jobs.push(Start { index, tenant, won }),
+                Decided::Now(outcome) => {
+                    let outcome = TenantOutcome::from_run(Ok(outcome));
+                    ledger.record((index, outcome, ledger.since(), Duration::ZERO));
                 }
             }
-            if run.stopped() {
-                // Not started: a won lock is released as `job` drops it here.
-                break 'batches;
-            }
-            ledger.began[index] = true;
-            running.push(timed(index, clock, job));
         }
+        for _ in 0..lanes.queue(jobs.drain(..)) {
+            running.push(start_lane(Arc::clone(lanes)));
+        }
+        all_started(lanes, &mut running).await;
+        ledger.absorb(lanes.news());
     }
-    while let Some(done) = running.next().await {
-        ledger.record(done);
+    while running.next().await.is_some() {}
+}
+
+/// Waits until every job queued in `lanes` has started (or, at shutdown, was dropped),
+/// driving the `running` lanes meanwhile.
+async fn all_started<A, T, E: Debug, LaneFut: Future<Output = ()>>(
+    lanes: &Lanes<A, T, E>,
+    running: &mut FuturesUnordered<LaneFut>,
+) {
+    loop {
+        let changed = lanes.listen();
+        if lanes.all_started() || running.is_empty() {
+            return;
+        }
+        let lane_ended = async {
+            running.next().await;
+        };
+        futures_lite::future::or(lane_ended, changed).await;
     }
 }
 
-/// What one tenant's answer came to: a job to run, or its outcome at once.
-enum Job<Fut, T, E> {
-    Run(Fut),
+/// What one tenant's answer came to: its job to run (under the lock won for it, or
+/// acquiring on its own), or its outcome at once.
+enum Decided<A, T, E> {
+    Run(Option<A>),
     Now(Result<LeaderRunResult<T, E>, TenantError>),
 }
 
 /// The third phase, for one tenant: its job as the answer for its lock says (run under
 /// the won lock, run on its own), or its outcome without one (skipped, failed).
-fn job_for<T, E, A, F, Fut>(
-    id: TenantId,
-    tried: Tried<A>,
-    cycle: u64,
-    run_one: &mut F,
-) -> Job<Fut, T, E>
-where
-    F: FnMut(TenantId, Option<A>, u64) -> Fut,
-    Fut: Future<Output = Result<LeaderRunResult<T, E>, TenantError>>,
-{
+fn decide<A, T, E>(tenant: &TenantId, tried: Tried<A>, cycle: u64) -> Decided<A, T, E> {
     match tried {
-        Tried::Won(won) => Job::Run(run_one(id, Some(won), cycle)),
-        Tried::Alone => Job::Run(run_one(id, None, cycle)),
-        Tried::Held => Job::Now(Ok(LeaderRunResult::Skipped)),
+        Tried::Won(won) => Decided::Run(Some(won)),
+        Tried::Alone => Decided::Run(None),
+        Tried::Held => Decided::Now(Ok(LeaderRunResult::Skipped)),
         Tried::Late(won) => {
             tracing::warn!(
-                tenant = %id,
+                %tenant,
                 cycle,
                 "the tenant's lock was won after the cycle's locks are freed: its job is not run this cycle"
             );
             drop(won);
-            Job::Now(Ok(LeaderRunResult::Skipped))
+            Decided::Now(Ok(LeaderRunResult::Skipped))
         }
-        Tried::Failed(error) => Job::Now(Err(error)),
+        Tried::Failed(error) => Decided::Now(Err(error)),
     }
-}
-
-/// Runs `job` isolated (a panic is its outcome) and times it.
-async fn timed<T, E>(
-    index: usize,
-    clock: Instant,
-    job: impl Future<Output = Result<LeaderRunResult<T, E>, TenantError>>,
-) -> Done<T, E> {
-    let started_after = clock.elapsed();
-    let start = Instant::now();
-    let outcome = AssertUnwindSafe(job).catch_unwind().await;
-    (
-        index,
-        TenantOutcome::from_run(outcome),
-        started_after,
-        start.elapsed(),
-    )
 }
 
 fn report<T, E>(

@@ -10,6 +10,7 @@ pub(crate) mod config;
 #[cfg(feature = "serde")]
 mod config_serde;
 pub(crate) mod cycle;
+pub(crate) mod lanes;
 pub(crate) mod releases;
 pub(crate) mod schedule;
 
