@@ -7,7 +7,7 @@ use std::time::Instant;
 use crate::config::options::LeaderElectionOptions;
 use crate::engine::attempts::request;
 use crate::engine::batch_answers::answers_in_order;
-use crate::engine::late::{answered_late, is_late};
+use crate::engine::late::{answered_late, is_late_at};
 use crate::engine::orphan::Orphan;
 use crate::error::{BackendError, BackendErrorKind, Error};
 use crate::name::LockName;
@@ -96,6 +96,8 @@ impl<'a> AcquireBatch<'a> {
     ) -> (Vec<BatchAnswer>, Vec<Orphan>) {
         let keys = self.requests.iter().map(|request| request.key);
         let answers = answers_in_order(self.backend, keys, answers);
+        // The batch's answers all came back now: one clock read judges every lease.
+        let answered_at = Instant::now();
         let mut orphans = Vec::new();
         let results = self
             .requests
@@ -104,7 +106,9 @@ impl<'a> AcquireBatch<'a> {
             .zip(answers)
             .map(|((request, probe), answer)| {
                 let result = match answer {
-                    Ok(AcquireOutcome::Acquired(lease)) if is_late(sent_at, request.lease_time) => {
+                    Ok(AcquireOutcome::Acquired(lease))
+                        if is_late_at(sent_at, request.lease_time, answered_at) =>
+                    {
                         probe.answered(sent_at);
                         let error = answered_late(self.backend, &lease.key, lease.fencing_token);
                         orphans.push(Orphan::new(

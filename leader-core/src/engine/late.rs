@@ -36,10 +36,16 @@ use crate::telemetry::record_lease_lost;
 /// assert!(is_late(sent_at, Duration::from_millis(1)));
 /// ```
 pub fn is_late(sent_at: Instant, lease_time: Duration) -> bool {
+    is_late_at(sent_at, lease_time, Instant::now())
+}
+
+/// Whether a lease acquired by a request sent at `sent_at` for `lease_time` was over at
+/// `answered_at`: [`is_late`] for the answers of a batch, which all came at one time.
+pub(crate) fn is_late_at(sent_at: Instant, lease_time: Duration, answered_at: Instant) -> bool {
     // A deadline past the clock's range is never reached.
     sent_at
         .checked_add(lease_time)
-        .is_some_and(|deadline| Instant::now() >= deadline)
+        .is_some_and(|deadline| answered_at >= deadline)
 }
 
 /// A lease on `key` of `backend` ended before its action could start, seen when its

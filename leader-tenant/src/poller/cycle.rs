@@ -346,6 +346,8 @@ async fn run_in_batches<T, E, A, FB, FutB, L, LaneFut>(
         // The answers are in: a lock won after the cycle's locks are freed may follow
         // another instance's run of this cycle (see `Tried::Late`).
         let late = run.past_free_at();
+        // The tenants the answers decide at once get their lines now, all at one time.
+        let answered_after = ledger.since();
         let mut tried = tried.into_iter();
         for (index, tenant) in batch.drain(..) {
             if run.stopped() {
@@ -362,7 +364,7 @@ async fn run_in_batches<T, E, A, FB, FutB, L, LaneFut>(
                 Decided::Run(won) => jobs.push(Start { index, tenant, won }),
                 Decided::Now(outcome) => {
                     let outcome = TenantOutcome::from_run(Ok(outcome));
-                    ledger.record((index, outcome, ledger.since(), Duration::ZERO));
+                    ledger.record((index, outcome, answered_after, Duration::ZERO));
                 }
             }
         }

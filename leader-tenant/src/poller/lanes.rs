@@ -170,8 +170,8 @@ impl<A, T, E: std::fmt::Debug> Lanes<A, T, E> {
     ) {
         let _cycle = self.span.enter();
         while let Some(Start { index, tenant, won }) = self.next() {
-            let started_after = self.clock.elapsed();
             let start = Instant::now();
+            let started_after = start.saturating_duration_since(self.clock);
             let id = tenant.clone();
             let outcome = catch_unwind(AssertUnwindSafe(|| job(id, won)));
             let outcome = TenantOutcome::from_run(outcome);
@@ -186,8 +186,8 @@ impl<A, T, E: std::fmt::Debug> Lanes<A, T, E> {
         Fut: Future<Output = Result<LeaderRunResult<T, E>, TenantError>>,
     {
         while let Some(Start { index, tenant, won }) = self.next() {
-            let started_after = self.clock.elapsed();
             let start = Instant::now();
+            let started_after = start.saturating_duration_since(self.clock);
             let outcome = AssertUnwindSafe(job(tenant.clone(), won))
                 .catch_unwind()
                 .await;
