@@ -146,7 +146,9 @@ pub struct TenantReport<T, E> {
 /// use leader_tenant::{BlockingTenantPoller, OutcomeKind, PollerConfig, TenantId};
 ///
 /// let pool = ThreadPoolLeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default(), 2)?;
-/// let config = PollerConfig::new("sync", Duration::from_secs(60));
+/// // A cycle run by hand at any moment: a plain lease, not one kept until the cycle's end
+/// // (whose guard skips every tenant in the cycle's last second).
+/// let config = PollerConfig::new("sync", Duration::from_secs(60)).with_min_lease_time(Duration::ZERO);
 /// let job = |t: TenantId, _lease: &LeaseContext| if t.as_str() == "bad" { Err("no") } else { Ok(()) };
 /// let poller = BlockingTenantPoller::new(&pool, config, || ["acme", "bad", "x:y"], job)?;
 ///

@@ -256,7 +256,11 @@ fn a_task_that_waited_for_a_busy_pool_still_frees_its_lock_before_the_cycle_ends
 #[test]
 fn at_most_concurrency_jobs_run_at_once() {
     let pool = ThreadPoolLeaderElector::new(InMemoryBackend::new(), options("node"), 8).unwrap();
-    let config = PollerConfig::new("sync", INTERVAL).with_concurrency(3);
+    // On the wall clock: a plain lease, so no cycle falls in the guard before a
+    // cycle's end (where every tenant is skipped).
+    let config = PollerConfig::new("sync", INTERVAL)
+        .with_concurrency(3)
+        .with_min_lease_time(Duration::ZERO);
     let running = Arc::new(AtomicUsize::new(0));
     let peak = Arc::new(AtomicUsize::new(0));
     let job = {
@@ -286,7 +290,11 @@ fn at_most_concurrency_jobs_run_at_once() {
 fn on_a_shut_down_pool_no_job_runs_and_every_won_lock_is_freed() {
     let backend = InMemoryBackend::new();
     let pool = ThreadPoolLeaderElector::new(backend.clone(), options("node"), 2).unwrap();
-    let config = PollerConfig::new("sync", INTERVAL).with_concurrency(2);
+    // On the wall clock: a plain lease, so no cycle falls in the guard before a
+    // cycle's end (where every tenant is skipped).
+    let config = PollerConfig::new("sync", INTERVAL)
+        .with_concurrency(2)
+        .with_min_lease_time(Duration::ZERO);
     let ran = Arc::new(AtomicUsize::new(0));
     let job = {
         let ran = Arc::clone(&ran);

@@ -43,7 +43,11 @@ use leader_core::TenantId;
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let elector = AsyncLeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default())?;
-/// let config = PollerConfig::new("sync-invoices", Duration::from_secs(60)).with_concurrency(32);
+/// // A cycle run by hand at any moment: a plain lease, not one kept until the cycle's end
+/// // (whose guard skips every tenant in the cycle's last second).
+/// let config = PollerConfig::new("sync-invoices", Duration::from_secs(60))
+///     .with_concurrency(32)
+///     .with_min_lease_time(Duration::ZERO);
 /// let job = |tenant: TenantId, _lease: LeaseContext| async move {
 ///     Ok::<_, std::io::Error>(tenant.as_str().len())
 /// };
