@@ -128,17 +128,45 @@ impl LockName {
     /// # Ok::<(), leader_core::NameError>(())
     /// ```
     pub fn prefixed(prefix: &str, name: &str) -> Result<Self, NameError> {
+        LockName::from_parts(&[prefix], name)
+    }
+
+    /// [`prefixed`](Self::prefixed) with the prefix given in parts (a tenant's
+    /// `tenant:`, id and `:`), so that no part is joined before the whole is built.
+    pub(crate) fn from_parts(prefix: &[&str], name: &str) -> Result<Self, NameError> {
         if name.is_empty() {
             return Err(NameError::Empty);
         }
-        check_chars(prefix, 0)?;
-        check_chars(name, prefix.len())?;
-        check_no_separator(prefix, 0)?;
-        check_no_separator(name, prefix.len())?;
+        let parts = || prefix.iter().copied().chain([name]);
+        let mut offset = 0;
+        for part in parts() {
+            check_chars(part, offset)?;
+            offset += part.len();
+        }
+        offset = 0;
+        for part in parts() {
+            check_no_separator(part, offset)?;
+            offset += part.len();
+        }
         check_ends(name)?;
-        let full = format!("{prefix}{name}");
-        check_len(&full)?;
-        Ok(LockName(Arc::from(full)))
+        // Joined on the stack when it fits, so the name is allocated once, at its size.
+        let mut joined = [0u8; LockName::MAX_LEN];
+        let mut len = 0;
+        for part in parts() {
+            let Some(to) = joined.get_mut(len..len + part.len()) else {
+                // Too long: joined on the heap, to name it in the error.
+                let full: String = parts().collect();
+                check_len(&full)?;
+                return Ok(LockName(Arc::from(full)));
+            };
+            to.copy_from_slice(part.as_bytes());
+            len += part.len();
+        }
+        // Whole strings joined are UTF-8, so the heap is only a fallback here.
+        match joined.get(..len).map(std::str::from_utf8) {
+            Some(Ok(full)) => Ok(LockName(Arc::from(full))),
+            _ => Ok(LockName(Arc::from(parts().collect::<String>()))),
+        }
     }
 
     /// The name derived from this one by `suffix` (`self#suffix`): a group's slot (a
@@ -381,6 +409,42 @@ pub enum NameError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The name built from a prefix in parts is the name, or the error, of the prefix
+    /// joined first: for good names, each kind of bad one, and lengths around the limit.
+    #[test]
+    fn a_prefix_in_parts_builds_what_the_joined_prefix_builds() {
+        let long = "n".repeat(240);
+        let names = [
+            "sync", "", " sync", "a\nb", "{a}", "a#b", "zählung", &long, "x:y",
+        ];
+        let prefixes: [&[&str]; 5] = [
+            &["tenant:", "acme", ":"],
+            &["tenant:", "a#b", ":"],
+            &["tenant:", "a\u{7}b", ":"],
+            &["tenant:", "日本", ":"],
+            &["p", "q"],
+        ];
+        for parts in prefixes {
+            let joined = parts.concat();
+            for name in names {
+                assert_eq!(
+                    LockName::from_parts(parts, name),
+                    LockName::prefixed(&joined, name),
+                    "{parts:?} + {name:?}"
+                );
+            }
+        }
+        // The limit, exactly: 255 bytes in all is a name, 256 is too long.
+        let at_limit = "m".repeat(LockName::MAX_LEN - "tenant:acme:".len());
+        let joined = LockName::from_parts(&["tenant:", "acme", ":"], &at_limit);
+        assert_eq!(joined.map(|n| n.as_str().len()), Ok(LockName::MAX_LEN));
+        let over = format!("{at_limit}m");
+        assert!(matches!(
+            LockName::from_parts(&["tenant:", "acme", ":"], &over),
+            Err(NameError::TooLong { len: 256, .. })
+        ));
+    }
 
     #[test]
     fn accepts_max_len_and_unicode() {

@@ -143,7 +143,7 @@ impl TenantId {
     /// A [`NameError`] when `name` is empty or has a forbidden character, or the whole is
     /// over [`LockName::MAX_LEN`] bytes.
     pub fn lock_name(&self, name: &str) -> Result<LockName, NameError> {
-        LockName::prefixed(&self.lock_prefix(), name)
+        LockName::from_parts(&[TENANT_PREFIX, &self.0, ":"], name)
     }
 
     /// The tenant of a `tenant:<id>:` prefix, if `prefix` is one.
