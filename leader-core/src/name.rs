@@ -149,21 +149,26 @@ impl LockName {
             offset += part.len();
         }
         check_ends(name)?;
-        // Joined on the stack when it fits, so the name is allocated once, at its size.
-        let mut joined = [0u8; LockName::MAX_LEN];
-        let mut len = 0;
-        for part in parts() {
-            let Some(to) = joined.get_mut(len..len + part.len()) else {
-                // Too long: joined on the heap, to name it in the error.
-                let full: String = parts().collect();
-                check_len(&full)?;
-                return Ok(LockName(Arc::from(full)));
-            };
-            to.copy_from_slice(part.as_bytes());
-            len += part.len();
+        let len: usize = parts().map(str::len).sum();
+        if len > LockName::MAX_LEN {
+            let start: String = parts().flat_map(str::chars).take(64).collect();
+            return Err(NameError::TooLong {
+                name: start,
+                len,
+                max: LockName::MAX_LEN,
+            });
         }
-        // Whole strings joined are UTF-8, so the heap is only a fallback here.
-        match joined.get(..len).map(std::str::from_utf8) {
+        // Joined on the stack, so the name is allocated once, at its size.
+        let mut joined = [0u8; LockName::MAX_LEN];
+        let mut end = 0;
+        for part in parts() {
+            if let Some(to) = joined.get_mut(end..end + part.len()) {
+                to.copy_from_slice(part.as_bytes());
+            }
+            end += part.len();
+        }
+        // Whole strings joined are UTF-8: the heap is only a fallback, never taken.
+        match joined.get(..end).map(std::str::from_utf8) {
             Some(Ok(full)) => Ok(LockName(Arc::from(full))),
             _ => Ok(LockName(Arc::from(parts().collect::<String>()))),
         }

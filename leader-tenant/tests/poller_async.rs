@@ -18,6 +18,7 @@ use leader_tenant::{
     AsyncTenantPoller, JobFailure, OutcomeKind, PollerConfig, Shutdown, ShutdownMode, TenantId,
     TenantOutcome,
 };
+use leader_testkit::{Fault, FaultyBackend, Op};
 
 /// Runs the same test body on a tokio multi-thread runtime and on smol.
 fn on_each_runtime<F: Future<Output = ()>>(body: impl Fn() -> F) {
@@ -361,6 +362,47 @@ fn each_job_runs_under_its_tenants_lease_and_sees_its_fencing_token() {
             common::assert_jobs_ran_under_their_leases(&poller.run_cycle().await, &mut tokens);
             clock.advance(INTERVAL);
         }
+    });
+}
+
+#[test]
+fn a_job_in_flight_goes_on_while_the_next_batch_is_tried() {
+    on_each_runtime(|| async {
+        let backend = FaultyBackend::new(InMemoryBackend::new());
+        // One tenant a batch. The second tenant's lock answers only once the first
+        // tenant's job has cleared the fault: the cycle must drive that job while it waits
+        // for the second batch's answer, or neither ever ends.
+        let second = TenantId::new("second").unwrap().lock_name("sync").unwrap();
+        backend.set_on_key(Op::Acquire, &second, Fault::Stall);
+        let config = PollerConfig::new("sync", INTERVAL)
+            .with_concurrency(2)
+            .with_acquire_batch(1)
+            .with_min_lease_time(Duration::ZERO);
+        let job = {
+            let backend = backend.clone();
+            move |tenant: TenantId, _lease: LeaseContext| {
+                let backend = backend.clone();
+                async move {
+                    // Pending once, so the cycle moves on to the next batch first.
+                    nap(Duration::from_millis(1)).await;
+                    if tenant.as_str() == "first" {
+                        backend.clear(Op::Acquire);
+                    }
+                    Ok::<_, String>(())
+                }
+            }
+        };
+        let elector = AsyncLeaderElector::new(backend, options("node")).unwrap();
+        let poller = AsyncTenantPoller::new(&elector, config, || ["first", "second"], job).unwrap();
+        let cycle = async { Some(poller.run_cycle().await) };
+        let timeout = async {
+            nap(Duration::from_secs(10)).await;
+            None
+        };
+        let report = futures_lite::future::or(cycle, timeout).await.expect(
+            "the cycle stood still: the first job did not run while the second batch waited",
+        );
+        assert_eq!(report.count(OutcomeKind::Elected), 2, "{report}");
     });
 }
 

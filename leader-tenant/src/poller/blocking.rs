@@ -28,7 +28,10 @@ use leader_core::TenantId;
 /// [`concurrency`](PollerConfig::with_concurrency) tasks on the pool at once (by default
 /// the pool's worker count), each running one waiting job after another, so a worker that
 /// ends a job starts the next without a hand-over; the calling thread tries the batches and
-/// otherwise only waits. One tenant's error or panic is that tenant's outcome and never
+/// otherwise only waits. A lane keeps its worker until no job waits, so while a cycle runs
+/// it may occupy `concurrency` workers and other work on the same pool waits behind it:
+/// give a poller a pool of its own, or a concurrency below the pool's size, if the pool
+/// serves anything else. One tenant's error or panic is that tenant's outcome and never
 /// stops the cycle.
 ///
 /// # Examples
@@ -212,7 +215,8 @@ where
         });
         async move {
             match task {
-                // The lane catches each job's panic, so the task ends with `Ok`.
+                // The lane's task answers `Ok(())`: each job's panic is caught as that
+                // job's outcome (a panic of the lane's own code would resume here).
                 Ok(task) => drop(task.await),
                 // The pool refuses work only once it is shut down.
                 Err(_) => lanes.not_started(|| TenantError::from(Error::ShutDown)),

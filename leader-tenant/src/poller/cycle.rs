@@ -180,9 +180,12 @@ where
             _ => work.await,
         }
     }
+    // Abandoned while every lane was busy, won tenants may still wait in the queue: their
+    // locks are freed now, not when a lane ends its job and looks for the next one.
+    lanes.drop_waiting();
     // What the lanes did since the cycle last looked (all of it, unless abandoned).
     ledger.absorb(lanes.news());
-    ledger.close(run, clock, plan.source_error)
+    ledger.close(run, plan.source_error)
 }
 
 /// What one cycle knows of each tenant of its plan, by the plan's index.
@@ -264,17 +267,14 @@ impl<T, E: Debug> Ledger<T, E> {
         // Each tenant gets one line, so its name moves into it.
         let name = std::mem::take(self.names.get_mut(index)?);
         let line = self.lines.get_mut(index)?;
+        debug_assert!(line.is_none(), "a tenant's second line");
         Some(line.insert(report(name, outcome, started_after, elapsed)))
     }
 
     /// The last phase: the cycle's report (traced), with every tenant that has no line yet
     /// reported as abandoned (its job began) or not started.
-    fn close(
-        self,
-        run: CycleRun<'_>,
-        clock: Instant,
-        source_error: Option<TenantError>,
-    ) -> CycleReport<T, E> {
+    fn close(self, run: CycleRun<'_>, source_error: Option<TenantError>) -> CycleReport<T, E> {
+        let elapsed = self.since();
         let tenants: Vec<_> = self
             .lines
             .into_iter()
@@ -300,7 +300,7 @@ impl<T, E: Debug> Ledger<T, E> {
         let report = CycleReport {
             cycle: run.cycle,
             started_at: run.started_at,
-            elapsed: clock.elapsed(),
+            elapsed,
             tenants,
             source_error,
             interrupted,
@@ -342,7 +342,8 @@ async fn run_in_batches<T, E, A, FB, FutB, L, LaneFut>(
         if batch.is_empty() {
             break;
         }
-        let tried = try_batch(batch.iter().map(|(_, id)| id.clone()).collect(), run.cycle).await;
+        let ids = batch.iter().map(|(_, id)| id.clone()).collect();
+        let tried = driving(try_batch(ids, run.cycle), &mut running).await;
         // The answers are in: a lock won after the cycle's locks are freed may follow
         // another instance's run of this cycle (see `Tried::Late`).
         let late = run.past_free_at();
@@ -375,6 +376,28 @@ async fn run_in_batches<T, E, A, FB, FutB, L, LaneFut>(
         ledger.absorb(lanes.news());
     }
     while running.next().await.is_some() {}
+}
+
+/// Awaits `work` (a batch's round trip) while driving the `running` lanes: an async lane
+/// moves only when the cycle polls it, so its job would stand still until the answer came.
+async fn driving<W: Future, LaneFut: Future<Output = ()>>(
+    work: W,
+    running: &mut FuturesUnordered<LaneFut>,
+) -> W::Output {
+    let mut work = std::pin::pin!(work);
+    loop {
+        if running.is_empty() {
+            return work.await;
+        }
+        let done = async { Some(work.as_mut().await) };
+        let lane_ended = async {
+            running.next().await;
+            None
+        };
+        if let Some(output) = futures_lite::future::or(done, lane_ended).await {
+            return output;
+        }
+    }
 }
 
 /// Waits until every job queued in `lanes` has started (or, at shutdown, was dropped),

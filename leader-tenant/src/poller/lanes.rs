@@ -118,6 +118,15 @@ impl<A, T, E: std::fmt::Debug> Lanes<A, T, E> {
         }
     }
 
+    /// The cycle, as it ends: drops the jobs still waiting, which frees their won locks at
+    /// once. None waits unless shutdown abandoned the cycle while every lane was busy; a
+    /// busy lane would otherwise drop them only when its job ends.
+    pub(crate) fn drop_waiting(&self) {
+        let waiting = std::mem::take(&mut self.state.lock().queue);
+        // Released here, outside the lock.
+        drop(waiting);
+    }
+
     /// A lane: the next job to start, marked as begun; `None` ends the lane, when no job
     /// waits or shutdown is triggered. At shutdown the waiting jobs are dropped (which
     /// releases their won locks) and never begin.
