@@ -497,7 +497,7 @@ fn with_replica_acks_a_lagging_replica_cannot_lose_a_granted_lock() {
     let old = set.kill_master().unwrap();
     let killed = Instant::now();
     set.resume_replica(old).unwrap();
-    set.wait_for_new_master(old, RECOVERY).unwrap();
+    let promoted = set.wait_for_new_master(old, RECOVERY).unwrap();
     // The acknowledged lock is on the promoted replica, with its token.
     wait_until(
         "the new master to answer for the granted lock",
@@ -536,7 +536,10 @@ fn with_replica_acks_a_lagging_replica_cannot_lose_a_granted_lock() {
     wait_until("the holder to renew", RECOVERY, || {
         match ok_or_transient(acked.extend(&granted, lease_time, false)) {
             Some(ExtendOutcome::Extended { .. }) => true,
-            Some(other) => panic!("the acknowledged lock was lost: {other:?}"),
+            Some(other) => panic!(
+                "the acknowledged lock was lost: {other:?} (promoted {promoted}, master now {:?})",
+                set.master_addr()
+            ),
             None => false,
         }
     });
