@@ -63,8 +63,10 @@ run_step env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-fe
 # The feature matrix. The steps above build the workspace with every feature of every
 # crate on at once; here each crate builds alone, so a feature it needs but does not turn
 # on (its own or a dependency's) fails. Libraries only, to stay quick; the target dir is
-# the one the steps above use. One row per crate: its name, then the feature sets it is
-# checked with, one `cargo check --lib -p CRATE` each, in order:
+# the one the steps above use. Each set is linted as the whole workspace is (clippy, every
+# warning an error): code that only one feature set leaves unused warns only there. One
+# row per crate: its name, then the feature sets it is checked with, one
+# `cargo clippy --lib -p CRATE ... -- -D warnings` each, in order:
 #   default  its default features
 #   none     --no-default-features
 #   +F       its default features and F (--features F)
@@ -107,11 +109,11 @@ for row in "${feature_matrix[@]}"; do
     read -r crate sets <<<"$row"
     for set in $sets; do
         mapfile -t args < <(feature_args "$set")
-        run_step cargo check --lib -p "$crate" "${args[@]}"
+        run_step cargo clippy --lib -p "$crate" "${args[@]}" -- -D warnings
     done
 done
 # leader-cli is a binary crate (no --lib): it builds alone with the features it turns on.
-run_step cargo check -p leader-cli
+run_step cargo clippy -p leader-cli -- -D warnings
 
 # Packaging. Every workspace member without `publish = false` is packaged, so a new
 # published crate needs no line here. `cargo package --workspace` (cargo >= 1.90) builds

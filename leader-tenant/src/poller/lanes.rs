@@ -14,12 +14,10 @@
 //! started, so it may try the next batch) and when a lane ends.
 
 use std::collections::VecDeque;
-use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
 use event_listener::{Event, EventListener};
-use futures_util::FutureExt;
 use leader_core::{LeaderRunResult, Shutdown, TenantId};
 use parking_lot::Mutex;
 
@@ -190,10 +188,13 @@ impl<A, T, E: std::fmt::Debug> Lanes<A, T, E> {
 
     /// A lane of an async poller, polled inside the cycle's future: runs `job` for each
     /// waiting tenant, each isolated (its panic is its outcome) and timed, until none waits.
+    #[cfg(any(feature = "tokio", feature = "smol", feature = "async-std"))]
     pub(crate) async fn run_async<Fut>(&self, mut job: impl FnMut(TenantId, Option<A>) -> Fut)
     where
-        Fut: Future<Output = Result<LeaderRunResult<T, E>, TenantError>>,
+        Fut: std::future::Future<Output = Result<LeaderRunResult<T, E>, TenantError>>,
     {
+        use futures_util::FutureExt;
+
         while let Some(Start { index, tenant, won }) = self.next() {
             let start = Instant::now();
             let started_after = start.saturating_duration_since(self.clock);
