@@ -23,7 +23,11 @@
 //!   (`INFO commandstats`) of the blocking and async `run_if_leader`, of the fewest-calls
 //!   lock (`redis_floor::fewest_calls_cycle`: a fenced, expiring, notifying lock of seven
 //!   script calls, the reference) and of rslock, with each command's share and the calls
-//!   the scripts made per cycle: where the scripts' extra work shows.
+//!   the scripts made per cycle: where the scripts' extra work shows;
+//! - server time, busy server (printed): the same per cycle while pipelines of 500
+//!   cycles keep the server busy, of the backend's scripts, the fewest-calls lock,
+//!   rslock's two commands sent raw and two empty scripts (a script's cost before its
+//!   calls); steadier from run to run than a cycle sent alone.
 //!
 //! ```text
 //! cargo bench -p leader-benches --bench redis
@@ -37,7 +41,10 @@ use std::time::{Duration, Instant};
 use criterion::Criterion;
 use leader_async::AsyncLeaderElector;
 use leader_benches::handoff::{TimedFrom, elector_handoffs, print_handoffs, wait_until_up};
-use leader_benches::redis_floor::{fewest_calls_cycle, load_scripts, raw_cycle, raw_waiter_cycle};
+use leader_benches::redis_floor::{
+    empty_scripts_commands, fewest_calls_commands, fewest_calls_cycle, load_scripts, raw_cycle,
+    raw_waiter_cycle, rslock_commands,
+};
 use leader_benches::{
     Case, LEASE, goal, interleaved, percentile, ratio, redis_command_stats, redis_command_usec,
     request, try_once_options,
@@ -288,22 +295,23 @@ fn handoffs(url: &str) -> (Duration, Duration) {
     (pubsub_p50, hop_free_p50)
 }
 
-/// The server's own time for one cycle over `cycles` runs of `cycle`, from `INFO
-/// commandstats`: the time of the commands the client sends (`sent`; a script's time
-/// includes the commands it calls), and every command's share, script-called ones included.
+/// The server's own time for one cycle over `calls` runs of `call`, each `per_call`
+/// cycles, from `INFO commandstats`: the time of the commands the client sends (`sent`; a
+/// script's time includes the commands it calls), and every command's share, script-called
+/// ones included.
 fn server_usec_per_cycle(
     url: &str,
     sent: &[&str],
-    cycles: u32,
-    mut cycle: impl FnMut(),
+    (calls, per_call): (u32, u32),
+    mut call: impl FnMut(),
 ) -> (f64, String) {
     let mut stats = redis::Client::open(url).unwrap().get_connection().unwrap();
     let _: () = redis::cmd("CONFIG")
         .arg("RESETSTAT")
         .query(&mut stats)
         .unwrap();
-    (0..cycles).for_each(|_| cycle());
-    let per_cycle = |usec: u64| usec as f64 / f64::from(cycles);
+    (0..calls).for_each(|_| call());
+    let per_cycle = |usec: u64| usec as f64 / (f64::from(calls) * f64::from(per_call));
     // The commands the scripts called, per cycle (what a script's time is mostly made of).
     let called: u64 = redis_command_stats(&mut stats)
         .iter()
@@ -341,17 +349,17 @@ fn server_time(url: &str) -> f64 {
     let aelector =
         AsyncLeaderElector::new(RedisBackend::connect(url).unwrap(), try_once_options()).unwrap();
     let rslock = rslock::LockManager::new(vec![url.to_owned()]);
-    let (ours, ours_shares) = server_usec_per_cycle(url, &["evalsha"], CYCLES, || {
+    let (ours, ours_shares) = server_usec_per_cycle(url, &["evalsha"], (CYCLES, 1), || {
         black_box(elector.run_if_leader("bench-server-time", || 1u8).unwrap());
     });
-    let (ours_async, _) = server_usec_per_cycle(url, &["evalsha"], CYCLES, || {
+    let (ours_async, _) = server_usec_per_cycle(url, &["evalsha"], (CYCLES, 1), || {
         runtime.block_on(async {
             let ran = aelector.run_if_leader("bench-server-time-async", || async { 1u8 });
             black_box(ran.await.unwrap());
         })
     });
     let (theirs, theirs_shares) =
-        server_usec_per_cycle(url, &["set", "evalsha", "eval"], CYCLES, || {
+        server_usec_per_cycle(url, &["set", "evalsha", "eval"], (CYCLES, 1), || {
             runtime.block_on(async {
                 let lock = rslock
                     .lock("bench-server-time-rslock", LEASE)
@@ -362,8 +370,9 @@ fn server_time(url: &str) -> f64 {
         });
     let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
     let mut fewest = fewest_calls_cycle("leader-bench", "server-time-fewest");
-    let (floor, floor_shares) =
-        server_usec_per_cycle(url, &["evalsha"], CYCLES, || fewest(&mut conn).unwrap());
+    let (floor, floor_shares) = server_usec_per_cycle(url, &["evalsha"], (CYCLES, 1), || {
+        fewest(&mut conn).unwrap()
+    });
     println!(
         "redis/server time per cycle: run_if_leader {ours:.2} us, async {ours_async:.2} us, \
          fewest-calls lock {floor:.2} us, rslock {theirs:.2} us (ours ÷ fewest-calls {:.2}x, \
@@ -375,6 +384,55 @@ fn server_time(url: &str) -> f64 {
     println!("redis/server time per cycle, fewest-calls lock, us: {floor_shares}");
     println!("redis/server time per cycle, rslock, us: {theirs_shares}");
     ours
+}
+
+/// Prints the server's time per cycle while it is kept busy: 10 pipelines of 500 cycles
+/// each, sent raw, of the backend's two scripts, the fewest-calls lock, rslock's two
+/// commands and two empty scripts. A cycle sent alone wakes the server and finds its
+/// caches cold, which is what `server_time` measures (a server that serves one cycle at a
+/// time); here the server is never idle, as a shared one under load, and the figures
+/// vary far less from run to run, so they show the scripts' own cost: what a script's
+/// calls cost beyond an empty script's.
+fn server_time_busy(url: &str) {
+    const PIPELINES: u32 = 10;
+    const CYCLES: u32 = 500;
+    let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
+    let mut busy = |label: &str, sent: &[&str], (first, second): (redis::Cmd, redis::Cmd)| {
+        let mut pipeline = redis::pipe();
+        for _ in 0..CYCLES {
+            pipeline.add_command(first.clone()).ignore();
+            pipeline.add_command(second.clone()).ignore();
+        }
+        let (usec, shares) = server_usec_per_cycle(url, sent, (PIPELINES, CYCLES), || {
+            let () = pipeline.query(&mut conn).unwrap();
+        });
+        println!("redis/server time per cycle, busy server, {label}: {usec:.2} us ({shares})");
+        usec
+    };
+    let ours = busy(
+        "the backend's scripts",
+        &["evalsha"],
+        raw_cycle("leader-bench", "server-busy"),
+    );
+    let fewest = busy(
+        "fewest-calls lock",
+        &["evalsha"],
+        fewest_calls_commands("leader-bench", "server-busy-fewest"),
+    );
+    let theirs = busy(
+        "rslock's commands",
+        &["set", "evalsha"],
+        rslock_commands("leader-bench-server-busy-rslock"),
+    );
+    let empty = busy("two empty scripts", &["evalsha"], empty_scripts_commands());
+    println!(
+        "redis/server time per cycle, busy server: ours ÷ fewest-calls {:.2}x, ÷ rslock \
+         {:.2}x; beyond two empty scripts: ours {:.2} us, fewest-calls {:.2} us",
+        ours / fewest,
+        ours / theirs,
+        ours - empty,
+        fewest - empty
+    );
 }
 
 /// Every variant of each group once per round, interleaved; prints medians and ratios to
@@ -567,6 +625,7 @@ fn main() {
         let (blocking, asynchronous) = paired(&url, 3000);
         let (handoff_p50, hop_free_p50) = handoffs(&url);
         let server_usec = server_time(&url);
+        server_time_busy(&url);
         goal(
             "redis server time per run_if_leader cycle",
             server_usec,

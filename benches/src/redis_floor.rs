@@ -1,5 +1,7 @@
 //! The floor of a Redis cycle: the two EVALSHA commands the backend sends (acquire,
-//! release), with the backend's own scripts and arguments, sent raw.
+//! release), with the backend's own scripts and arguments, sent raw; and the references
+//! the server's time per cycle is measured against: the fewest-calls lock, rslock's two
+//! commands and two empty scripts.
 
 use std::time::SystemTime;
 
@@ -59,14 +61,22 @@ fn raw_cycle_of(prefix: &str, name: &str, waits: bool) -> (redis::Cmd, redis::Cm
     (acquire_cmd, release_cmd)
 }
 
-/// Loads the backend's scripts into the server at `url`, so the raw EVALSHA find them.
+/// Loads the backend's scripts, the fewest-calls lock's, rslock's unlock script and the
+/// empty script into the server at `url`, so the raw EVALSHA find them.
 ///
 /// # Errors
 ///
 /// When the server cannot be reached or refuses the scripts.
 pub fn load_scripts(url: &str) -> redis::RedisResult<()> {
     let mut conn = redis::Client::open(url)?.get_connection()?;
-    for code in [ACQUIRE_LUA, RELEASE_LUA] {
+    for code in [
+        ACQUIRE_LUA,
+        RELEASE_LUA,
+        FEWEST_ACQUIRE_LUA,
+        FEWEST_RELEASE_LUA,
+        RSLOCK_UNLOCK_LUA,
+        EMPTY_LUA,
+    ] {
         redis::Script::new(code).load(&mut conn)?;
     }
     Ok(())
@@ -103,8 +113,54 @@ redis.call('PUBLISH', ARGV[2], ARGV[3])
 return 1
 ";
 
+/// The fewest-calls lock (see `FEWEST_ACQUIRE_LUA`) on one name: its scripts and keys.
+struct FewestLock {
+    acquire: redis::Script,
+    release: redis::Script,
+    lock_key: String,
+    counter_key: String,
+    channel: String,
+    lease_ms: u64,
+}
+
+impl FewestLock {
+    fn new(prefix: &str, name: &str) -> Self {
+        let lock_key = format!("{prefix}:{{{name}}}:fewest");
+        FewestLock {
+            acquire: redis::Script::new(FEWEST_ACQUIRE_LUA),
+            release: redis::Script::new(FEWEST_RELEASE_LUA),
+            counter_key: format!("{lock_key}:fence"),
+            lock_key,
+            channel: format!("{prefix}:released"),
+            lease_ms: u64::try_from(LEASE.as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+
+    /// The acquire and the release of `owner`, the release announcing `message`.
+    fn commands(&self, owner: &str, message: &str) -> (redis::Cmd, redis::Cmd) {
+        let mut acquire = redis::cmd("EVALSHA");
+        acquire
+            .arg(self.acquire.get_hash())
+            .arg(2)
+            .arg(&self.lock_key)
+            .arg(&self.counter_key)
+            .arg(owner)
+            .arg(self.lease_ms);
+        let mut release = redis::cmd("EVALSHA");
+        release
+            .arg(self.release.get_hash())
+            .arg(1)
+            .arg(&self.lock_key)
+            .arg(owner)
+            .arg(&self.channel)
+            .arg(message);
+        (acquire, release)
+    }
+}
+
 /// One cycle of the fewest-calls lock (see `FEWEST_ACQUIRE_LUA`) on `name` under
-/// `prefix`, as a closure over `conn`: acquire, then release (two EVALSHA).
+/// `prefix`, as a closure over `conn`: acquire, then release (two EVALSHA). Its scripts
+/// must be loaded ([`load_scripts`]).
 ///
 /// # Errors
 ///
@@ -117,28 +173,60 @@ pub fn fewest_calls_cycle(
     prefix: &str,
     name: &str,
 ) -> impl FnMut(&mut redis::Connection) -> redis::RedisResult<()> {
-    let acquire = redis::Script::new(FEWEST_ACQUIRE_LUA);
-    let release = redis::Script::new(FEWEST_RELEASE_LUA);
-    let lock_key = format!("{prefix}:{{{name}}}:fewest");
-    let counter_key = format!("{lock_key}:fence");
-    let channel = format!("{prefix}:released");
-    let lease_ms = u64::try_from(LEASE.as_millis()).unwrap_or(u64::MAX);
+    let lock = FewestLock::new(prefix, name);
+    let name = name.to_owned();
     move |conn| {
         let owner = OwnerToken::random().to_string();
-        let fence: u64 = acquire
-            .key(&lock_key)
-            .key(&counter_key)
-            .arg(&owner)
-            .arg(lease_ms)
-            .invoke(conn)?;
+        let (acquire, _) = lock.commands(&owner, "");
+        let fence: u64 = acquire.query(conn)?;
         assert!(fence > 0, "the fewest-calls lock is free");
-        let released: i64 = release
-            .key(&lock_key)
-            .arg(&owner)
-            .arg(&channel)
-            .arg(format!("{name}\n{fence}"))
-            .invoke(conn)?;
+        let (_, release) = lock.commands(&owner, &format!("{name}\n{fence}"));
+        let released: i64 = release.query(conn)?;
         assert_eq!(released, 1, "the fewest-calls lock was ours");
         Ok(())
     }
+}
+
+/// The fewest-calls lock's two commands of one cycle on `name` under `prefix`, for one
+/// owner (a pipeline of cycles repeats them; the release announces `name` alone).
+pub fn fewest_calls_commands(prefix: &str, name: &str) -> (redis::Cmd, redis::Cmd) {
+    FewestLock::new(prefix, name).commands(&OwnerToken::random().to_string(), name)
+}
+
+/// rslock 0.10's unlock script, as its `lock.rs` writes it: `DEL` when the value is ours.
+const RSLOCK_UNLOCK_LUA: &str = r#"
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+  return redis.call("DEL", KEYS[1])
+else
+  return 0
+end
+"#;
+
+/// rslock's two commands of one cycle on `resource`, sent raw: `SET .. NX PX` and its
+/// unlock script (rslock's lock value is 20 random bytes).
+pub fn rslock_commands(resource: &str) -> (redis::Cmd, redis::Cmd) {
+    let value: [u8; 20] = rand::random();
+    let mut lock = redis::cmd("SET");
+    lock.arg(resource)
+        .arg(&value[..])
+        .arg("NX")
+        .arg("PX")
+        .arg(u64::try_from(LEASE.as_millis()).unwrap_or(u64::MAX));
+    let mut unlock = redis::cmd("EVALSHA");
+    unlock
+        .arg(redis::Script::new(RSLOCK_UNLOCK_LUA).get_hash())
+        .arg(1)
+        .arg(resource)
+        .arg(&value[..]);
+    (lock, unlock)
+}
+
+/// A script that calls nothing: what the server spends around any script.
+const EMPTY_LUA: &str = "return 1";
+
+/// Two runs of [`EMPTY_LUA`]: a cycle's cost of running two scripts, before their calls.
+pub fn empty_scripts_commands() -> (redis::Cmd, redis::Cmd) {
+    let mut run = redis::cmd("EVALSHA");
+    run.arg(redis::Script::new(EMPTY_LUA).get_hash()).arg(0);
+    (run.clone(), run)
 }
