@@ -224,7 +224,7 @@ pub fn rslock_commands(resource: &str) -> (redis::Cmd, redis::Cmd) {
 /// A script that calls nothing: what the server spends around any script.
 const EMPTY_LUA: &str = "return 1";
 
-/// Two runs of [`EMPTY_LUA`]: a cycle's cost of running two scripts, before their calls.
+/// Two runs of an empty script (`return 1`): a cycle's cost of running two scripts, before their calls.
 pub fn empty_scripts_commands() -> (redis::Cmd, redis::Cmd) {
     let mut run = redis::cmd("EVALSHA");
     run.arg(redis::Script::new(EMPTY_LUA).get_hash()).arg(0);
