@@ -61,8 +61,8 @@ fn raw_cycle_of(prefix: &str, name: &str, waits: bool) -> (redis::Cmd, redis::Cm
     (acquire_cmd, release_cmd)
 }
 
-/// Loads the backend's scripts, the fewest-calls lock's, rslock's unlock script and the
-/// empty script into the server at `url`, so the raw EVALSHA find them.
+/// Loads the backend's scripts, the fewest-calls lock's, the plain lock's release and
+/// the empty script into the server at `url`, so the raw EVALSHA find them.
 ///
 /// # Errors
 ///
@@ -74,7 +74,7 @@ pub fn load_scripts(url: &str) -> redis::RedisResult<()> {
         RELEASE_LUA,
         FEWEST_ACQUIRE_LUA,
         FEWEST_RELEASE_LUA,
-        RSLOCK_UNLOCK_LUA,
+        PLAIN_UNLOCK_LUA,
         EMPTY_LUA,
     ] {
         redis::Script::new(code).load(&mut conn)?;
@@ -136,8 +136,8 @@ impl FewestLock {
         }
     }
 
-    /// The acquire and the release of `owner`, the release announcing `message`.
-    fn commands(&self, owner: &str, message: &str) -> (redis::Cmd, redis::Cmd) {
+    /// The acquire of `owner`.
+    fn acquire(&self, owner: &str) -> redis::Cmd {
         let mut acquire = redis::cmd("EVALSHA");
         acquire
             .arg(self.acquire.get_hash())
@@ -146,6 +146,11 @@ impl FewestLock {
             .arg(&self.counter_key)
             .arg(owner)
             .arg(self.lease_ms);
+        acquire
+    }
+
+    /// The release of `owner`, announcing `message`.
+    fn release(&self, owner: &str, message: &str) -> redis::Cmd {
         let mut release = redis::cmd("EVALSHA");
         release
             .arg(self.release.get_hash())
@@ -154,7 +159,7 @@ impl FewestLock {
             .arg(owner)
             .arg(&self.channel)
             .arg(message);
-        (acquire, release)
+        release
     }
 }
 
@@ -177,11 +182,10 @@ pub fn fewest_calls_cycle(
     let name = name.to_owned();
     move |conn| {
         let owner = OwnerToken::random().to_string();
-        let (acquire, _) = lock.commands(&owner, "");
-        let fence: u64 = acquire.query(conn)?;
+        let fence: u64 = lock.acquire(&owner).query(conn)?;
         assert!(fence > 0, "the fewest-calls lock is free");
-        let (_, release) = lock.commands(&owner, &format!("{name}\n{fence}"));
-        let released: i64 = release.query(conn)?;
+        let message = format!("{name}\n{fence}");
+        let released: i64 = lock.release(&owner, &message).query(conn)?;
         assert_eq!(released, 1, "the fewest-calls lock was ours");
         Ok(())
     }
@@ -190,20 +194,21 @@ pub fn fewest_calls_cycle(
 /// The fewest-calls lock's two commands of one cycle on `name` under `prefix`, for one
 /// owner (a pipeline of cycles repeats them; the release announces `name` alone).
 pub fn fewest_calls_commands(prefix: &str, name: &str) -> (redis::Cmd, redis::Cmd) {
-    FewestLock::new(prefix, name).commands(&OwnerToken::random().to_string(), name)
+    let (lock, owner) = (
+        FewestLock::new(prefix, name),
+        OwnerToken::random().to_string(),
+    );
+    (lock.acquire(&owner), lock.release(&owner, name))
 }
 
-/// rslock 0.10's unlock script, as its `lock.rs` writes it: `DEL` when the value is ours.
-const RSLOCK_UNLOCK_LUA: &str = r#"
-if redis.call("GET", KEYS[1]) == ARGV[1] then
-  return redis.call("DEL", KEYS[1])
-else
-  return 0
-end
-"#;
+/// The plain lock's release: delete the key if it still holds the caller's value (the
+/// compare-and-delete that Redis' documentation gives for `SET NX` locks, and that rslock
+/// sends).
+const PLAIN_UNLOCK_LUA: &str =
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
 
-/// rslock's two commands of one cycle on `resource`, sent raw: `SET .. NX PX` and its
-/// unlock script (rslock's lock value is 20 random bytes).
+/// The two commands of one cycle of the plain lock rslock builds on `resource`, sent raw:
+/// `SET .. NX PX` of a random 20-byte value (as rslock's) and the compare-and-delete.
 pub fn rslock_commands(resource: &str) -> (redis::Cmd, redis::Cmd) {
     let value: [u8; 20] = rand::random();
     let mut lock = redis::cmd("SET");
@@ -214,7 +219,7 @@ pub fn rslock_commands(resource: &str) -> (redis::Cmd, redis::Cmd) {
         .arg(u64::try_from(LEASE.as_millis()).unwrap_or(u64::MAX));
     let mut unlock = redis::cmd("EVALSHA");
     unlock
-        .arg(redis::Script::new(RSLOCK_UNLOCK_LUA).get_hash())
+        .arg(redis::Script::new(PLAIN_UNLOCK_LUA).get_hash())
         .arg(1)
         .arg(resource)
         .arg(&value[..]);
@@ -224,7 +229,8 @@ pub fn rslock_commands(resource: &str) -> (redis::Cmd, redis::Cmd) {
 /// A script that calls nothing: what the server spends around any script.
 const EMPTY_LUA: &str = "return 1";
 
-/// Two runs of an empty script (`return 1`): a cycle's cost of running two scripts, before their calls.
+/// Two runs of an empty script (`return 1`): a cycle's cost of running two scripts,
+/// before their calls.
 pub fn empty_scripts_commands() -> (redis::Cmd, redis::Cmd) {
     let mut run = redis::cmd("EVALSHA");
     run.arg(redis::Script::new(EMPTY_LUA).get_hash()).arg(0);
