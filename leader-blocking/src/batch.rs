@@ -73,6 +73,41 @@ impl<B: LockBackend + 'static> Acquired<B> {
             .run_action(0, action)
     }
 
+    /// Releases all of `acquired` without running anything and without the minimum lease,
+    /// as dropping each would, but in the background: one
+    /// [`release_batch`](LockBackend::release_batch) call per backend value among them,
+    /// on the threads that release orphaned leases, so the caller does not wait for the
+    /// store. For a poller that gives up the locks it won but will not run, at shutdown,
+    /// when the store may be slow or gone: dropping them would wait for each release in
+    /// turn. A failure is logged, and the lease runs out by itself.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use leader_blocking::{Acquired, LeaderElector};
+    /// use leader_core::{InMemoryBackend, LeaderElectionOptions, TenantId};
+    ///
+    /// let elector = LeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default())?;
+    /// let tenants = [TenantId::new("acme")?, TenantId::new("globex")?];
+    /// let mut won = Vec::new();
+    /// for answer in elector.try_acquire_for_tenants("sync", &tenants) {
+    ///     won.extend(answer?);
+    /// }
+    /// Acquired::release_all(won);
+    /// // Released on another thread: free soon after.
+    /// let acme = elector.for_tenant("acme")?;
+    /// let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    /// while acme.state("sync")?.leader().is_some() {
+    ///     assert!(std::time::Instant::now() < deadline, "released in the background");
+    ///     std::thread::sleep(Duration::from_millis(1));
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn release_all(acquired: Vec<Acquired<B>>) {
+        HeldLease::release_all_in_background(acquired.into_iter().map(|a| a.held).collect());
+    }
+
     /// Runs `action` under the lock as [`run`](Self::run) does, but leaves the release to
     /// the caller: the result, and the lock (no longer renewed) to release with others in
     /// one call by [`Finished::release_all`]. For a poller that finishes many jobs.

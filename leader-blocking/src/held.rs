@@ -153,6 +153,16 @@ impl<B: LockBackend + 'static> HeldLease<B> {
         }
     }
 
+    /// [`release_all`](Self::release_all) on the backends' release threads (those of
+    /// orphaned leases): the caller returns without waiting for the store.
+    pub(crate) fn release_all_in_background(held: Vec<Self>) {
+        for (backend, batch) in by_backend(held, |h| &h.backend) {
+            crate::orphan::release_in_background(&backend, move || {
+                HeldLease::release_all(batch);
+            });
+        }
+    }
+
     /// Stops renewing and releases the lock (honouring the minimum lease).
     pub(crate) fn release(mut self) -> Result<ReleaseOutcome, Error> {
         self.release_now()

@@ -61,6 +61,31 @@ pub(crate) fn release_orphan<B: LockBackend + 'static>(backend: Arc<B>, orphan: 
     }
 }
 
+/// Runs `release` once on `backend`'s release threads (the ones its orphans use), so the
+/// caller does not wait for the store: for locks known to be held that nobody will run
+/// (see [`Acquired::release_all`](crate::Acquired::release_all)).
+pub(crate) fn release_in_background<B: LockBackend + 'static>(
+    backend: &Arc<B>,
+    release: impl FnOnce() + Send + 'static,
+) {
+    let mut release = Some(release);
+    let attempt: Attempt = Box::new(move || {
+        if let Some(release) = release.take() {
+            release();
+        }
+        None
+    });
+    let due = Due {
+        at: Instant::now(),
+        attempt,
+        workers: workers_of(backend),
+    };
+    match timer() {
+        Some(timer) if timer.send(due).is_ok() => {}
+        _ => tracing::warn!("no thread to release leases in the background; they run out"),
+    }
+}
+
 /// The release threads of `backend`'s value (by the address of its `Arc`): the ones its
 /// other orphans use, or new ones. They go away with the last orphan that uses them.
 fn workers_of<B: LockBackend + 'static>(backend: &Arc<B>) -> Arc<Workers> {

@@ -11,12 +11,12 @@ use std::time::{Duration, Instant};
 
 use common::{INTERVAL, Runs, assert_one_winner_per_tenant, manual_backend, options, tenants};
 use leader_blocking::{LeaderElector, ThreadPoolLeaderElector};
-use leader_core::{Error, InMemoryBackend, LeaseContext, LockStatus, ManualClock};
+use leader_core::{Error, InMemoryBackend, LeaseContext, LockBackend, LockStatus, ManualClock};
 use leader_tenant::{
     BlockingTenantPoller, FallibleSource, JobFailure, OutcomeKind, PollerConfig, Shutdown,
     ShutdownMode, TenantError, TenantId, TenantIdError, TenantOutcome,
 };
-use leader_testkit::wait_until;
+use leader_testkit::{Fault, FaultyBackend, Op, wait_until};
 
 type Job = Box<dyn Fn(TenantId, &LeaseContext) -> Result<u32, String> + Send + Sync>;
 type Source = Box<dyn Fn() -> Vec<String> + Send + Sync>;
@@ -166,6 +166,13 @@ fn a_late_run_never_blocks_the_next_cycle_and_a_lock_won_inside_the_guard_runs_n
         2,
         "the job ran once per cycle, twice"
     );
+    // Freed in the background, without the minimum lease: the manual clock does not move
+    // while it waits, so only the release can free it.
+    let observer = LeaderElector::new(store.0.clone(), options("observer")).unwrap();
+    let tenant = observer.for_tenant("tenant-000").unwrap();
+    wait_until("the late lock to be freed", Duration::from_secs(10), || {
+        tenant.state("sync").unwrap().status() == LockStatus::Empty
+    });
     // The next cycle runs it, at once.
     clock.advance(Duration::from_millis(600));
     assert_eq!(elected(&b), 1);
@@ -380,12 +387,22 @@ fn a_failing_source_yields_a_report_with_the_error() {
 }
 
 /// A poller whose jobs block until `gate` fires; `started` counts the jobs that began.
-fn gated_poller(
-    backend: &InMemoryBackend,
+/// Opens the gate when dropped: a failed assertion then unwinds instead of waiting
+/// forever for the gated jobs (the thread scope joins them, the pool's drop waits for them).
+struct OpenOnDrop<'a>(&'a Shutdown);
+
+impl Drop for OpenOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.trigger();
+    }
+}
+
+fn gated_poller<B: LockBackend + Clone + 'static>(
+    backend: &B,
     mode: ShutdownMode,
     gate: &Shutdown,
     started: &Arc<AtomicUsize>,
-) -> Poller {
+) -> BlockingTenantPoller<B, Source, Job> {
     let pool = ThreadPoolLeaderElector::new(backend.clone(), options("node"), 2).unwrap();
     // No concurrency set: as many lanes as the pool has workers run the jobs, so the four
     // tenants beyond them wait in the cycle's queue, the poller's to withhold at shutdown.
@@ -410,6 +427,8 @@ fn shutdown_in_finish_mode_waits_for_jobs_in_flight_and_starts_no_more() {
     let backend = InMemoryBackend::new();
     let (gate, shutdown, started) = (Shutdown::new(), Shutdown::new(), Arc::default());
     let poller = gated_poller(&backend, ShutdownMode::Finish, &gate, &started);
+    // Declared after the poller, so dropped first: the pool's drop waits for the jobs.
+    let _open = OpenOnDrop(&gate);
     let report = std::thread::scope(|s| {
         let cycle = s.spawn(|| poller.run_cycle_until(&shutdown));
         wait_until("two jobs to start", Duration::from_secs(10), || {
@@ -435,6 +454,8 @@ fn shutdown_in_abandon_mode_returns_at_once_frees_the_unstarted_and_releases_the
     let backend = InMemoryBackend::new();
     let (gate, shutdown, started) = (Shutdown::new(), Shutdown::new(), Arc::default());
     let poller = gated_poller(&backend, ShutdownMode::Abandon, &gate, &started);
+    // Declared after the poller, so dropped first: the pool's drop waits for the jobs.
+    let _open = OpenOnDrop(&gate);
     let report = std::thread::scope(|s| {
         let cycle = s.spawn(|| poller.run_cycle_until(&shutdown));
         wait_until("two jobs to start", Duration::from_secs(10), || {
@@ -458,28 +479,68 @@ fn shutdown_in_abandon_mode_returns_at_once_frees_the_unstarted_and_releases_the
         .map(|t| t.tenant.clone())
         .collect();
     let running_held = abandoned.iter().all(|t| held(t));
-    // Won in the same batch, the tenants that never started are free at once, while the
-    // workers are still busy with the abandoned jobs.
     let not_started: Vec<_> = report
         .tenants
         .iter()
         .filter(|t| t.outcome.kind() == OutcomeKind::NotStarted)
         .map(|t| t.tenant.clone())
         .collect();
-    let still_held: Vec<_> = not_started.iter().filter(|t| held(t)).collect();
-    // Opened before asserting: the pool's drop waits for the jobs on its workers.
-    gate.trigger();
     assert!(running_held, "still running on the workers");
     assert_eq!(not_started.len(), 4);
-    assert!(
-        still_held.is_empty(),
-        "held after the cycle returned: {still_held:?}"
+    // Won in the same batch, the tenants that never started are freed in the background
+    // (the cycle does not wait for the store), while the workers are still busy with the
+    // abandoned jobs.
+    wait_until(
+        "the unstarted tenants' locks to be freed",
+        Duration::from_secs(10),
+        || !not_started.iter().any(|t| held(t)),
     );
+    gate.trigger();
     wait_until(
         "the abandoned jobs' leases to be released",
         Duration::from_secs(10),
         || abandoned.iter().all(|t| !held(t)),
     );
+}
+
+#[test]
+fn shutdown_in_abandon_mode_does_not_wait_for_a_stalled_store_to_free_the_unstarted() {
+    let backend = FaultyBackend::new(InMemoryBackend::new());
+    let (gate, shutdown, started) = (Shutdown::new(), Shutdown::new(), Arc::default());
+    let poller = gated_poller(&backend, ShutdownMode::Abandon, &gate, &started);
+    // Declared after the poller, so dropped first: the pool's drop waits for the jobs.
+    let _open = OpenOnDrop(&gate);
+    let (returned, report) = std::sync::mpsc::channel();
+    std::thread::scope(|s| {
+        s.spawn(|| returned.send(poller.run_cycle_until(&shutdown)));
+        wait_until("two jobs to start", Duration::from_secs(10), || {
+            started.load(Ordering::SeqCst) == 2
+        });
+        // The store stops answering releases as the poller shuts down.
+        backend.set(Op::Release, Fault::Stall);
+        shutdown.trigger();
+        let report = report.recv_timeout(Duration::from_secs(10));
+        // Whatever happened, the store answers again, so the cycle's thread can end.
+        backend.clear(Op::Release);
+        let report = report.expect("the cycle returns while the releases stall");
+        assert_eq!(report.count(OutcomeKind::Abandoned), 2, "{report}");
+        assert_eq!(report.count(OutcomeKind::NotStarted), 4, "{report}");
+        let observer = LeaderElector::new(backend.inner().clone(), options("observer")).unwrap();
+        wait_until(
+            "the unstarted tenants' locks to be freed once the store answers",
+            Duration::from_secs(10),
+            || {
+                report
+                    .tenants
+                    .iter()
+                    .filter(|t| t.outcome.kind() == OutcomeKind::NotStarted)
+                    .all(|t| {
+                        let tenant = observer.for_tenant(&t.tenant).unwrap();
+                        tenant.state("sync").unwrap().status() != LockStatus::Occupied
+                    })
+            },
+        );
+    });
 }
 
 #[test]
@@ -612,21 +673,21 @@ fn won_tenants_that_shutdown_keeps_from_starting_are_freed_at_once_without_the_m
     let report = poller.run_cycle_until(&shutdown);
     assert_eq!(report.count(OutcomeKind::Elected), 1, "{report}");
     assert_eq!(report.count(OutcomeKind::NotStarted), 5, "{report}");
+    // The five are freed in the background, without the minimum lease (the manual clock
+    // does not move: only their release can free them); the run keeps its lock.
     let observer = LeaderElector::new(backend, options("observer")).unwrap();
-    for line in &report.tenants {
-        let state = observer
-            .for_tenant(line.tenant.as_str())
-            .unwrap()
-            .state("sync")
-            .unwrap();
-        let kept = line.outcome.kind() == OutcomeKind::Elected;
-        assert_eq!(
-            state.status() == LockStatus::Occupied,
-            kept,
-            "{}: {state:?}",
-            line.tenant
-        );
-    }
+    let occupied = |tenant: &str| {
+        let state = observer.for_tenant(tenant).unwrap().state("sync");
+        state.unwrap().status() == LockStatus::Occupied
+    };
+    let (kept, unstarted): (Vec<_>, Vec<_>) = report
+        .tenants
+        .iter()
+        .partition(|line| line.outcome.kind() == OutcomeKind::Elected);
+    wait_until("the unstarted to be freed", Duration::from_secs(10), || {
+        unstarted.iter().all(|line| !occupied(&line.tenant))
+    });
+    assert!(kept.iter().all(|line| occupied(&line.tenant)), "{report}");
 }
 
 #[test]

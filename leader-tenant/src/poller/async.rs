@@ -164,6 +164,8 @@ where
                         .await;
                 }
             },
+            // Each is released in the background as it is dropped.
+            drop,
         )
         .await;
         AsyncFinished::release_all(releases.take()).await;

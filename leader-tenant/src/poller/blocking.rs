@@ -161,6 +161,7 @@ where
                 ready(self.try_batch(&tenants, cycle))
             },
             |lanes| self.lane(lanes, run.cycle, &releases),
+            Acquired::release_all,
         ));
         Finished::release_all(releases.take());
         report

@@ -73,7 +73,7 @@ pub(crate) enum Tried<A> {
     Failed(TenantError),
     /// This instance took the lock, but its answer came after the cycle's locks are freed
     /// (a slow store): another instance may have run this cycle's job and freed the lock
-    /// in between, so the job is not run, and the lock (`A`, dropped) is released.
+    /// in between, so the job is not run, and the lock (`A`) is abandoned.
     Late(A),
 }
 
@@ -88,6 +88,14 @@ impl<A> From<Result<Option<A>, Error>> for Tried<A> {
 }
 
 impl<A> Tried<A> {
+    /// The lock this instance took, if it took one.
+    fn into_won(self) -> Option<A> {
+        match self {
+            Tried::Won(won) | Tried::Late(won) => Some(won),
+            Tried::Held | Tried::Alone | Tried::Failed(_) => None,
+        }
+    }
+
     /// Every tenant of a batch that could not be tried together, run on its own.
     pub(crate) fn each_alone(tenants: &[TenantId], error: &Error) -> Vec<Self> {
         tracing::warn!(%error, tenants = tenants.len(), "a batch of tenants could not be tried together; trying each on its own");
@@ -132,12 +140,16 @@ impl CycleRun<'_> {
 ///
 /// A batch is tried only when every tenant of the one before has started, so won tenants
 /// wait for a worker at most one batch deep. On shutdown no tenant starts: won ones not yet
-/// started are dropped (which releases them) and reported as not started.
+/// started are reported as not started, and their locks go to `abandon`, as do the locks
+/// won too late to run (see [`Tried::Late`]). `abandon` frees them without waiting for the
+/// store: the cycle of a poller shutting down in [`ShutdownMode::Abandon`] returns at
+/// once even while the store is slow or gone.
 pub(crate) async fn drive<T, E, A, FB, FutB, L, LaneFut>(
     run: CycleRun<'_>,
     plan: Plan,
     try_batch: FB,
     start_lane: L,
+    abandon: fn(Vec<A>),
 ) -> CycleReport<T, E>
 where
     FB: FnMut(Vec<TenantId>, u64) -> FutB,
@@ -147,7 +159,7 @@ where
     E: Debug,
 {
     let span = tracing::info_span!("tenant_cycle", job = run.job_name, cycle = run.cycle);
-    drive_in_span(run, plan, try_batch, start_lane)
+    drive_in_span(run, plan, try_batch, start_lane, abandon)
         .instrument(span)
         .await
 }
@@ -160,6 +172,7 @@ async fn drive_in_span<T, E, A, FB, FutB, L, LaneFut>(
     plan: Plan,
     try_batch: FB,
     start_lane: L,
+    abandon: fn(Vec<A>),
 ) -> CycleReport<T, E>
 where
     FB: FnMut(Vec<TenantId>, u64) -> FutB,
@@ -169,7 +182,12 @@ where
     E: Debug,
 {
     let clock = Instant::now();
-    let lanes = Arc::new(Lanes::new(run.concurrency, clock, run.shutdown.cloned()));
+    let lanes = Arc::new(Lanes::new(
+        run.concurrency,
+        clock,
+        run.shutdown.cloned(),
+        abandon,
+    ));
     let (mut ledger, runnable) = Ledger::open(plan.entries, clock);
     {
         let work = run_in_batches(run, &lanes, runnable, &mut ledger, try_batch, start_lane);
@@ -181,7 +199,7 @@ where
         }
     }
     // Abandoned while every lane was busy, won tenants may still wait in the queue: their
-    // locks are freed now, not when a lane ends its job and looks for the next one.
+    // locks are abandoned now, not when a lane ends its job and looks for the next one.
     lanes.drop_waiting();
     // What the lanes did since the cycle last looked (all of it, unless abandoned).
     ledger.absorb(lanes.news());
@@ -350,11 +368,12 @@ async fn run_in_batches<T, E, A, FB, FutB, L, LaneFut>(
         // The tenants the answers decide at once get their lines now, all at one time.
         let answered_after = ledger.since();
         let mut tried = tried.into_iter();
+        let mut too_late = Vec::new();
         for (index, tenant) in batch.drain(..) {
             if run.stopped() {
-                // Not started: the won locks of `jobs` and `tried` are released as they
-                // are dropped.
-                jobs.clear();
+                // Not started: the won locks of `jobs` and `tried` are abandoned.
+                let won = jobs.drain(..).filter_map(|start: Start<A>| start.won);
+                lanes.abandon(won.chain(too_late).chain(tried.filter_map(Tried::into_won)));
                 break 'batches;
             }
             let tried = match tried.next().unwrap_or(Tried::Alone) {
@@ -363,12 +382,14 @@ async fn run_in_batches<T, E, A, FB, FutB, L, LaneFut>(
             };
             match decide(&tenant, tried, run.cycle) {
                 Decided::Run(won) => jobs.push(Start { index, tenant, won }),
-                Decided::Now(outcome) => {
+                Decided::Now(outcome, unused) => {
+                    too_late.extend(unused);
                     let outcome = TenantOutcome::from_run(Ok(outcome));
                     ledger.record((index, outcome, answered_after, Duration::ZERO));
                 }
             }
         }
+        lanes.abandon(too_late);
         for _ in 0..lanes.queue(jobs.drain(..)) {
             running.push(start_lane(Arc::clone(lanes)));
         }
@@ -419,10 +440,11 @@ async fn all_started<A, T, E: Debug, LaneFut: Future<Output = ()>>(
 }
 
 /// What one tenant's answer came to: its job to run (under the lock won for it, or
-/// acquiring on its own), or its outcome at once.
+/// acquiring on its own), or its outcome at once (with the lock won too late to run it,
+/// to abandon).
 enum Decided<A, T, E> {
     Run(Option<A>),
-    Now(Result<LeaderRunResult<T, E>, TenantError>),
+    Now(Result<LeaderRunResult<T, E>, TenantError>, Option<A>),
 }
 
 /// The third phase, for one tenant: its job as the answer for its lock says (run under
@@ -431,17 +453,16 @@ fn decide<A, T, E>(tenant: &TenantId, tried: Tried<A>, cycle: u64) -> Decided<A,
     match tried {
         Tried::Won(won) => Decided::Run(Some(won)),
         Tried::Alone => Decided::Run(None),
-        Tried::Held => Decided::Now(Ok(LeaderRunResult::Skipped)),
+        Tried::Held => Decided::Now(Ok(LeaderRunResult::Skipped), None),
         Tried::Late(won) => {
             tracing::warn!(
                 %tenant,
                 cycle,
                 "the tenant's lock was won after the cycle's locks are freed: its job is not run this cycle"
             );
-            drop(won);
-            Decided::Now(Ok(LeaderRunResult::Skipped))
+            Decided::Now(Ok(LeaderRunResult::Skipped), Some(won))
         }
-        Tried::Failed(error) => Decided::Now(Err(error)),
+        Tried::Failed(error) => Decided::Now(Err(error), None),
     }
 }
 

@@ -46,6 +46,8 @@ pub(crate) struct Lanes<A, T, E> {
     /// When the cycle began.
     clock: Instant,
     shutdown: Option<Shutdown>,
+    /// Frees won locks whose jobs will not run, without waiting for the store.
+    abandon: fn(Vec<A>),
     /// The cycle's span, entered by a lane on a thread of its own.
     span: tracing::Span,
 }
@@ -68,8 +70,14 @@ pub(crate) struct News<T, E> {
 
 impl<A, T, E: std::fmt::Debug> Lanes<A, T, E> {
     /// The lanes of a cycle that began at `clock`, at most `max` at once; none starts a job
-    /// once `shutdown` is triggered. Made inside the cycle's span.
-    pub(crate) fn new(max: usize, clock: Instant, shutdown: Option<Shutdown>) -> Self {
+    /// once `shutdown` is triggered, and the won locks of the jobs that will not start go
+    /// to `abandon`. Made inside the cycle's span.
+    pub(crate) fn new(
+        max: usize,
+        clock: Instant,
+        shutdown: Option<Shutdown>,
+        abandon: fn(Vec<A>),
+    ) -> Self {
         Lanes {
             state: Mutex::new(State {
                 queue: VecDeque::new(),
@@ -81,6 +89,7 @@ impl<A, T, E: std::fmt::Debug> Lanes<A, T, E> {
             max: max.max(1),
             clock,
             shutdown,
+            abandon,
             span: tracing::Span::current(),
         }
     }
@@ -116,18 +125,28 @@ impl<A, T, E: std::fmt::Debug> Lanes<A, T, E> {
         }
     }
 
-    /// The cycle, as it ends: drops the jobs still waiting, which frees their won locks at
-    /// once. None waits unless shutdown abandoned the cycle while every lane was busy; a
-    /// busy lane would otherwise drop them only when its job ends.
+    /// The cycle, as it ends: drops the jobs still waiting and abandons their won locks.
+    /// None waits unless shutdown abandoned the cycle while every lane was busy; a busy
+    /// lane would otherwise drop them only when its job ends.
     pub(crate) fn drop_waiting(&self) {
         let waiting = std::mem::take(&mut self.state.lock().queue);
-        // Released here, outside the lock.
-        drop(waiting);
+        // Handed over here, outside the lock.
+        self.abandon(waiting.into_iter().filter_map(|start| start.won));
+    }
+
+    /// Frees `won`, locks whose jobs will not run, without waiting for the store: the
+    /// poller's `abandon` (a blocking poller releases them in one call on other threads,
+    /// so neither the cycle nor a lane's worker waits for a slow or lost store).
+    pub(crate) fn abandon(&self, won: impl IntoIterator<Item = A>) {
+        let won: Vec<A> = won.into_iter().collect();
+        if !won.is_empty() {
+            (self.abandon)(won);
+        }
     }
 
     /// A lane: the next job to start, marked as begun; `None` ends the lane, when no job
-    /// waits or shutdown is triggered. At shutdown the waiting jobs are dropped (which
-    /// releases their won locks) and never begin.
+    /// waits or shutdown is triggered. At shutdown the waiting jobs are dropped (their won
+    /// locks abandoned) and never begin.
     fn next(&self) -> Option<Start<A>> {
         let mut state = self.state.lock();
         let stopped = self.shutdown.as_ref().is_some_and(Shutdown::is_triggered);
@@ -140,7 +159,7 @@ impl<A, T, E: std::fmt::Debug> Lanes<A, T, E> {
             let unstarted = std::mem::take(&mut state.queue);
             state.live -= 1;
             drop(state);
-            drop(unstarted);
+            self.abandon(unstarted.into_iter().filter_map(|start| start.won));
             self.changed.notify(usize::MAX);
             return None;
         };
