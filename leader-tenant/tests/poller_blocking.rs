@@ -512,7 +512,10 @@ fn shutdown_in_abandon_mode_does_not_wait_for_a_stalled_store_to_free_the_unstar
     let _open = OpenOnDrop(&gate);
     let (returned, report) = std::sync::mpsc::channel();
     std::thread::scope(|s| {
-        s.spawn(|| returned.send(poller.run_cycle_until(&shutdown)));
+        s.spawn(|| {
+            // Not received if the test gave up waiting for it.
+            let _unreceived = returned.send(poller.run_cycle_until(&shutdown));
+        });
         wait_until("two jobs to start", Duration::from_secs(10), || {
             started.load(Ordering::SeqCst) == 2
         });
