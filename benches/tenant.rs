@@ -9,7 +9,9 @@
 //!   iteration uses a fresh job name, and the keys are deleted after each size; goal lines
 //!   for the median of 5 cycles of 10,000 (≤ 150 ms) and of 100,000 tenants (≤ 1.5 s);
 //! - PostgreSQL (a server of the bench's own): the median of 5 cycles of 10,000 (≤ 300 ms)
-//!   and of 100,000 tenants (≤ 3 s), and the backend calls of one;
+//!   and of 100,000 tenants (≤ 3 s), and the backend calls of one; then the steady state
+//!   of 10,000 tenants, the same job every cycle (each cycle updates the rows the one
+//!   before left, where the cycles above insert new ones);
 //! - printed after each group: backend calls per instance for one cycle, counted by a
 //!   wrapper backend (acquire calls per tenant, release calls per elected tenant), and for
 //!   Redis the round trips the server saw (`EVALSHA` in `INFO commandstats`) per tenant per
@@ -78,6 +80,8 @@ struct Instances<B> {
     calls: Vec<CallCounter>,
     tenants: Arc<Vec<String>>,
     clock: Option<ManualClock>,
+    /// The pollers' interval.
+    interval: Duration,
 }
 
 impl<B: LockBackend + 'static> Instances<B> {
@@ -99,7 +103,14 @@ impl<B: LockBackend + 'static> Instances<B> {
             calls,
             tenants: Arc::new(tenants),
             clock,
+            interval: INTERVAL,
         }
+    }
+
+    /// The same instances, polling every `interval`.
+    fn with_interval(mut self, interval: Duration) -> Self {
+        self.interval = interval;
+        self
     }
 
     /// One cycle of `job` on all instances at once; the reports and the wall time.
@@ -109,7 +120,7 @@ impl<B: LockBackend + 'static> Instances<B> {
             .iter()
             .map(|pool| {
                 let tenants = Arc::clone(&self.tenants);
-                let config = PollerConfig::new(job, INTERVAL).with_concurrency(WORKERS);
+                let config = PollerConfig::new(job, self.interval).with_concurrency(WORKERS);
                 let source = move || tenants.iter().cloned().collect::<Vec<_>>();
                 let work = |_tenant: TenantId, _lease: &LeaseContext| {
                     Ok::<(), std::convert::Infallible>(())
@@ -134,7 +145,7 @@ impl<B: LockBackend + 'static> Instances<B> {
         });
         let elapsed = start.elapsed();
         if let Some(clock) = &self.clock {
-            clock.advance(INTERVAL);
+            clock.advance(self.interval);
         }
         (reports, elapsed)
     }
@@ -357,6 +368,39 @@ fn postgres(_c: &mut Criterion) {
             calls as f64 / (tenants * INSTANCES) as f64
         );
     }
+    postgres_steady(&url);
+}
+
+/// The steady state on PostgreSQL: the same job every cycle, so each cycle updates the
+/// rows the one before left (its locks ended at the cycle's boundary), where the cycles
+/// above insert new ones. Each cycle starts just after a boundary of a 2 s interval, once
+/// the locks of the cycle before are free; the first, which inserts the rows, is not
+/// counted.
+fn postgres_steady(url: &str) {
+    const STEADY_INTERVAL: Duration = Duration::from_secs(2);
+    const TENANTS: usize = 10_000;
+    let config = PostgresConfig::default().with_table("tenant_steady");
+    let backend = || PostgresBackend::connect_with(url, config.clone()).unwrap();
+    let instances = Instances::new(TENANTS, backend, None).with_interval(STEADY_INTERVAL);
+    let cycle = || {
+        std::thread::sleep(until_next_boundary(STEADY_INTERVAL) + Duration::from_millis(50));
+        let (reports, elapsed) = instances.cycle("steady");
+        let elected: usize = reports.iter().map(|r| r.count(OutcomeKind::Elected)).sum();
+        assert_eq!(elected, TENANTS, "each tenant once a cycle");
+        elapsed
+    };
+    cycle();
+    println!(
+        "tenant postgres steady cycle, 10,000 tenants x 3, the same job every cycle: {:.2} ms",
+        millis(median_cycle(cycle))
+    );
+}
+
+/// How long until the next multiple of `interval` since the Unix epoch.
+fn until_next_boundary(interval: Duration) -> Duration {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    let into = now.as_nanos() % interval.as_nanos();
+    interval - Duration::from_nanos(u64::try_from(into).unwrap())
 }
 
 fn delete_bench_keys(server: &mut redis::Connection) {
