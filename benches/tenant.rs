@@ -383,7 +383,9 @@ fn postgres_steady(url: &str) {
     let backend = || PostgresBackend::connect_with(url, config.clone()).unwrap();
     let instances = Instances::new(TENANTS, backend, None).with_interval(STEADY_INTERVAL);
     let cycle = || {
-        std::thread::sleep(until_next_boundary(STEADY_INTERVAL) + Duration::from_millis(50));
+        std::thread::sleep(
+            leader_testkit::until_next_boundary(STEADY_INTERVAL) + Duration::from_millis(50),
+        );
         let (reports, elapsed) = instances.cycle("steady");
         let elected: usize = reports.iter().map(|r| r.count(OutcomeKind::Elected)).sum();
         assert_eq!(elected, TENANTS, "each tenant once a cycle");
@@ -394,13 +396,6 @@ fn postgres_steady(url: &str) {
         "tenant postgres steady cycle, 10,000 tenants x 3, the same job every cycle: {:.2} ms",
         millis(median_cycle(cycle))
     );
-}
-
-/// How long until the next multiple of `interval` since the Unix epoch.
-fn until_next_boundary(interval: Duration) -> Duration {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
-    let into = now.as_nanos() % interval.as_nanos();
-    interval - Duration::from_nanos(u64::try_from(into).unwrap())
 }
 
 fn delete_bench_keys(server: &mut redis::Connection) {

@@ -51,4 +51,4 @@ pub use runner::SmolRunner;
 pub use runner::TokioRunner;
 pub use runner::{Runner, ThreadRunner};
 pub use sampler::LeaderSampler;
-pub use wait::{eventually, sleep, wait_until, within};
+pub use wait::{eventually, sleep, until_next_boundary, wait_until, within};

@@ -4,7 +4,7 @@
 //! work the same on tokio, async-std, smol or a plain `block_on`.
 
 use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures_lite::FutureExt;
 
@@ -85,4 +85,29 @@ pub async fn within<F: Future>(duration: Duration, future: F) -> Option<F::Outpu
             None
         })
         .await
+}
+
+/// How long until the next multiple of `interval` since the Unix epoch, on the wall
+/// clock: where a tenant poller's next cycle begins. A zero `interval`, or a clock before
+/// the epoch, gives zero.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use leader_testkit::until_next_boundary;
+///
+/// let interval = Duration::from_secs(2);
+/// let wait = until_next_boundary(interval);
+/// assert!(wait > Duration::ZERO && wait <= interval);
+/// ```
+pub fn until_next_boundary(interval: Duration) -> Duration {
+    let step = interval.as_nanos();
+    let Ok(since) = SystemTime::now().duration_since(UNIX_EPOCH) else {
+        return Duration::ZERO;
+    };
+    match step {
+        0 => Duration::ZERO,
+        step => Duration::from_nanos(u64::try_from(step - since.as_nanos() % step).unwrap_or(0)),
+    }
 }

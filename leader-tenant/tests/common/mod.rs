@@ -140,16 +140,6 @@ pub fn assert_jobs_ran_under_their_leases<E: std::fmt::Debug>(
     }
 }
 
-/// How long until the next multiple of `interval` since the Unix epoch.
-pub fn until_next_boundary(interval: Duration) -> Duration {
-    let since = SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let step = interval.as_nanos();
-    Duration::from_nanos(u64::try_from(step - since % step).unwrap())
-}
-
 /// A job name no earlier test run used (servers keep state between runs).
 pub fn unique_job(prefix: &str) -> String {
     let nanos = SystemTime::now()
@@ -298,7 +288,10 @@ where
             .collect();
         for round in 0..3 {
             runs.set_round(round);
-            tokio::time::sleep(until_next_boundary(interval) + Duration::from_millis(5)).await;
+            tokio::time::sleep(
+                leader_testkit::until_next_boundary(interval) + Duration::from_millis(5),
+            )
+            .await;
             let (a, (b, c)) = futures_lite::future::zip(
                 pollers[0].run_cycle(),
                 futures_lite::future::zip(pollers[1].run_cycle(), pollers[2].run_cycle()),
