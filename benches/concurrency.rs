@@ -9,8 +9,11 @@
 //!
 //! Prints cycles per second for each (the median round), where the time goes (the bench
 //! process's CPU per cycle, from `/proc/self/stat`, and the server's, from `INFO cpu`:
-//! on two cores the client's CPU is taken from the server's) and the goal lines (÷ rslock
-//! ≥ 0.9x, ÷ the floor ≥ 0.95x).
+//! on two cores the client's CPU is taken from the server's), each case's ceiling (the
+//! rate its CPU per cycle allows: the server is one thread, and it shares the cores with
+//! the bench process), the limit of the ÷ rslock goal (our rate's ceiling with a client
+//! that cost nothing, against rslock's measured rate) and the goal lines (÷ rslock ≥ 0.9x,
+//! ÷ the floor ≥ 0.95x).
 //!
 //! ```text
 //! cargo bench -p leader-benches --bench concurrency
@@ -85,6 +88,34 @@ where
         client_us: per_cycle(client_before, process_cpu_time()),
         server_us: per_cycle(server_before, redis_cpu_time(server)),
     }
+}
+
+/// The most cycles a second that `round`'s CPU per cycle allows: the server runs commands
+/// on one thread, so it serves at most one cycle per `server_us`; and the bench process
+/// and the server together have the cores this process may run on (one when pinned with
+/// `taskset -c 0`, the server with it), at `client_us + server_us` a cycle.
+fn ceiling(round: Round) -> f64 {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let server = 1e6 / round.server_us;
+    let shared = cores * 1e6 / (round.client_us + round.server_us);
+    server.min(shared)
+}
+
+/// Prints each case's [`ceiling`] beside its measured rate: a case near its ceiling is
+/// bound by the CPU it costs, the server's or the client's, not by waiting.
+fn print_ceilings(cases: &[(&str, Round)]) {
+    let line = cases
+        .iter()
+        .map(|(label, round)| {
+            let ceiling = ceiling(*round);
+            format!(
+                "{label} {ceiling:.0} ({:.2} of it reached)",
+                round.per_second / ceiling
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    println!("concurrency/{TASKS} tasks  ceilings from the CPU per cycle, cycles/s: {line}");
 }
 
 fn main() {
@@ -190,6 +221,20 @@ fn main() {
             round.server_us,
         );
     }
+    print_ceilings(&[("floor", floor), ("run_if_leader", ours), ("rslock", peer)]);
+    // The ÷ rslock goal's limit: a client that cost nothing would still wait for the
+    // server's time on our scripts.
+    let free_client = ceiling(Round {
+        client_us: 0.0,
+        ..ours
+    });
+    println!(
+        "concurrency/{TASKS} tasks  limit: with a client that cost no CPU, run_if_leader would \
+         still do at most {free_client:.0} cycles/s (the server's {:.1} us a cycle), {:.2}x \
+         rslock's measured rate",
+        ours.server_us,
+        free_client / peer.per_second
+    );
     let (ours, floor, peer) = (ours.per_second, floor.per_second, peer.per_second);
     goal_at_least(
         "redis 64-task throughput, run_if_leader ÷ rslock",
