@@ -27,7 +27,7 @@ impl Op for ForceRelease<'_> {
     }
 
     fn invocation(&self, keys: &LockKeys, channel: &str) -> ScriptCall {
-        let mut invocation = ScriptCall::new(&FORCE_RELEASE);
+        let mut invocation = ScriptCall::new(&FORCE_RELEASE, 1);
         invocation.key(&keys.lock);
         invocation.arg(channel).arg(self.key.as_str());
         match self.only {

@@ -63,10 +63,11 @@ impl Op for Acquire<'_, '_> {
     }
 
     fn invocation(&self, keys: &LockKeys, _channel: &str) -> ScriptCall {
-        let mut invocation = ScriptCall::new(&ACQUIRE);
+        // Per request: its slots' lock and fence counter, then its group's index.
+        let key_count = self.requests.iter().map(|r| 2 * r.len() + 1).sum();
+        let mut invocation = ScriptCall::new(&ACQUIRE, key_count);
         invocation.key(&keys.lock);
         invocation.key(keys.fence());
-        invocation.arg(micros_since_epoch(self.now));
         for (r, slot_request) in self.requests.iter().enumerate() {
             for (s, (_, key)) in slot_request.slots().enumerate() {
                 if r > 0 || s > 0 {
@@ -77,6 +78,9 @@ impl Op for Acquire<'_, '_> {
             }
             // The index of the group's derived names, where a derived slot taken is listed.
             invocation.key(index_of(self.key_prefix, slot_request.group_name()));
+        }
+        invocation.arg(micros_since_epoch(self.now));
+        for slot_request in self.requests {
             let request = &slot_request.request;
             invocation
                 .arg_fmt(request.owner)

@@ -1,22 +1,22 @@
 //! [`ScriptCall`]: one EVALSHA as data, the way redis' `ScriptInvocation` builds one, but
-//! with its keys and its arguments each written into one buffer.
+//! written straight into the one command it sends.
 //!
 //! redis' invocation keeps every key and argument as a vector of its own and copies them
 //! all into the command it sends: an acquire and a release cost two dozen allocations on
 //! the client before a byte is sent, a share of every cycle that 64 tasks on one
-//! connection feel (`--bench concurrency`). Here a call is three buffers (keys,
-//! arguments, the command), whatever its number of arguments.
+//! connection feel (`--bench concurrency`). Here a call is the command itself (two
+//! buffers, whatever its number of arguments), sent as it was built: its keys are
+//! counted when it is made, so the `EVALSHA <sha1> <key count>` head comes first and the
+//! keys, then the arguments, follow it.
 
-use redis::{Arg, Cmd, ConnectionLike, RedisResult, RedisWrite, Script, ToRedisArgs, Value};
+use redis::{Cmd, ConnectionLike, RedisResult, RedisWrite, Script, ToRedisArgs, Value};
 
 use crate::sync_conn::is_no_script;
 
-/// Room reserved for a call's keys and for its arguments (bytes, and how many), so that a
-/// single lock's call writes each without growing it.
-const KEY_BYTES: usize = 128;
-const KEY_COUNT: usize = 4;
-const ARG_BYTES: usize = 128;
-const ARG_COUNT: usize = 8;
+/// Room reserved for a call's keys and arguments together (bytes, and how many), so that
+/// a single lock's call writes them without growing its buffers.
+const CALL_BYTES: usize = 256;
+const CALL_ARGS: usize = 12;
 
 /// The length of a script's SHA1 in hex, and of `EVALSHA` and the key count around it.
 const HEAD_BYTES: usize = 40 + "EVALSHA".len() + 20;
@@ -25,78 +25,76 @@ const HEAD_BYTES: usize = 40 + "EVALSHA".len() + 20;
 /// or [`invoke_async`](Self::invoke_async) (which load the script when the server does
 /// not know it, and send the call once more), or put in a pipeline with
 /// [`eval_cmd`](Self::eval_cmd).
+///
+/// Made with the number of its keys; every key is added before the first argument. A
+/// call built otherwise fails a debug assertion, so the tests, which send every
+/// operation's call to a real server, catch it.
 pub(crate) struct ScriptCall {
     script: &'static Script,
-    keys: Cmd,
-    args: Cmd,
+    cmd: Cmd,
+    /// Keys declared in the head and not added yet.
+    keys_left: usize,
 }
 
 impl std::fmt::Debug for ScriptCall {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ScriptCall")
             .field("script", &self.script.get_hash())
-            .field("keys", &self.keys.args_iter().len())
-            .field("args", &self.args.args_iter().len())
+            .field("words", &self.cmd.args_iter().len())
             .finish()
     }
 }
 
 impl ScriptCall {
-    /// A call of `script` with no keys or arguments yet.
-    pub(crate) fn new(script: &'static Script) -> Self {
+    /// A call of `script` that will have `keys` keys, with none added yet.
+    pub(crate) fn new(script: &'static Script, keys: usize) -> Self {
+        let mut cmd = Cmd::with_capacity(3 + CALL_ARGS, HEAD_BYTES + CALL_BYTES);
+        cmd.arg("EVALSHA").arg(script.get_hash()).arg(keys);
         ScriptCall {
             script,
-            keys: Cmd::with_capacity(KEY_COUNT, KEY_BYTES),
-            args: Cmd::with_capacity(ARG_COUNT, ARG_BYTES),
+            cmd,
+            keys_left: keys,
         }
     }
 
     /// Adds a key (`KEYS[n]` in the script, in the order added).
     pub(crate) fn key<T: ToRedisArgs>(&mut self, key: T) -> &mut Self {
-        self.keys.arg(key);
+        debug_assert!(self.keys_left > 0, "more keys than the call was made with");
+        self.keys_left = self.keys_left.saturating_sub(1);
+        self.cmd.arg(key);
         self
     }
 
     /// Adds an argument (`ARGV[n]` in the script, in the order added).
     pub(crate) fn arg<T: ToRedisArgs>(&mut self, arg: T) -> &mut Self {
-        self.args.arg(arg);
+        debug_assert_eq!(self.keys_left, 0, "an argument before the last key");
+        self.cmd.arg(arg);
         self
     }
 
     /// Adds an argument written with its `Display` (an owner token, a number), straight
     /// into the call's buffer.
     pub(crate) fn arg_fmt(&mut self, arg: impl std::fmt::Display) -> &mut Self {
-        self.args.write_arg_fmt(arg);
+        debug_assert_eq!(self.keys_left, 0, "an argument before the last key");
+        self.cmd.write_arg_fmt(arg);
         self
     }
 
-    /// `EVALSHA <sha1> <key count> <keys> <args>`, built at its exact size.
+    /// `EVALSHA <sha1> <key count> <keys> <args>`, for a pipeline.
     pub(crate) fn eval_cmd(&self) -> Cmd {
-        let keys = self.keys.args_iter();
-        let args = self.args.args_iter();
-        let count = keys.len();
-        let bytes: usize = keys
-            .clone()
-            .chain(args.clone())
-            .map(|arg| match arg {
-                Arg::Simple(bytes) => bytes.len(),
-                _ => 0,
-            })
-            .sum();
-        let mut cmd = Cmd::with_capacity(3 + count + args.len(), HEAD_BYTES + bytes);
-        cmd.arg("EVALSHA").arg(self.script.get_hash()).arg(count);
-        for arg in keys.chain(args) {
-            if let Arg::Simple(bytes) = arg {
-                cmd.arg(bytes);
-            }
-        }
-        cmd
+        self.command().clone()
+    }
+
+    /// The command as built, once every key it was made with has been added.
+    fn command(&self) -> &Cmd {
+        debug_assert_eq!(self.keys_left, 0, "fewer keys than the call was made with");
+        &self.cmd
     }
 
     /// Runs the call on a blocking connection; a script the server does not know (a
     /// restart emptied its cache) is loaded and the call sent once more.
     pub(crate) fn invoke(&self, con: &mut dyn ConnectionLike) -> RedisResult<Value> {
-        let cmd = self.eval_cmd();
+        let cmd = self.command();
         match cmd.query(con) {
             Err(err) if is_no_script(&err) => {
                 self.load(con)?;
@@ -112,7 +110,7 @@ impl ScriptCall {
         &self,
         con: &mut impl redis::aio::ConnectionLike,
     ) -> RedisResult<Value> {
-        let cmd = self.eval_cmd();
+        let cmd = self.command();
         match cmd.query_async(con).await {
             Err(err) if is_no_script(&err) => {
                 self.load_async(con).await?;
@@ -139,7 +137,12 @@ impl ScriptCall {
 
 #[cfg(test)]
 mod tests {
+    use redis::Arg;
+
     use super::*;
+
+    static SCRIPT: std::sync::LazyLock<Script> =
+        std::sync::LazyLock::new(|| Script::new("return 1"));
 
     /// The command as its arguments, each as text.
     fn words(cmd: &Cmd) -> Vec<String> {
@@ -153,14 +156,15 @@ mod tests {
 
     #[test]
     fn the_command_is_the_one_redis_builds() {
-        static SCRIPT: std::sync::LazyLock<Script> =
-            std::sync::LazyLock::new(|| Script::new("return 1"));
-        let mut ours = ScriptCall::new(&SCRIPT);
+        let mut ours = ScriptCall::new(&SCRIPT, 21);
         let mut theirs = SCRIPT.key("k1");
         ours.key("k1");
-        // Interleaved: keys stay before arguments, each in its own order.
         for i in 0..20u64 {
-            ours.arg(i).key(format!("key-{i}")).arg("x".repeat(300));
+            ours.key(format!("key-{i}"));
+        }
+        // Larger than the room reserved, so the buffers grow as they are written.
+        for i in 0..20u64 {
+            ours.arg(i).arg("x".repeat(300));
             theirs.arg(i).key(format!("key-{i}")).arg("x".repeat(300));
         }
         let mut pipe = redis::pipe();
@@ -173,7 +177,28 @@ mod tests {
             "{:?}",
             words(&ours.eval_cmd())
         );
-        let none = ScriptCall::new(&SCRIPT).eval_cmd();
+        let none = ScriptCall::new(&SCRIPT, 0).eval_cmd();
         assert_eq!(words(&none), ["EVALSHA", SCRIPT.get_hash(), "0"]);
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "an argument before the last key")]
+    fn an_argument_before_the_last_key_is_caught() {
+        ScriptCall::new(&SCRIPT, 2).key("k1").arg("a").key("k2");
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "more keys than the call was made with")]
+    fn a_key_beyond_the_count_is_caught() {
+        ScriptCall::new(&SCRIPT, 1).key("k1").key("k2");
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "fewer keys than the call was made with")]
+    fn a_call_short_of_its_keys_is_caught() {
+        ScriptCall::new(&SCRIPT, 2).key("k1").eval_cmd();
     }
 }

@@ -56,13 +56,13 @@ impl Op for Extend<'_, '_> {
     }
 
     fn invocation(&self, keys: &LockKeys, _channel: &str) -> ScriptCall {
-        let mut invocation = ScriptCall::new(&EXTEND);
+        let mut invocation = ScriptCall::new(&EXTEND, self.renewals.len());
         invocation.key(&keys.lock);
+        for renewal in self.renewals.iter().skip(1) {
+            invocation.key(LockKeys::new(self.key_prefix, &renewal.lease.key).lock);
+        }
         invocation.arg(micros_since_epoch(self.now));
-        for (i, renewal) in self.renewals.iter().enumerate() {
-            if i > 0 {
-                invocation.key(LockKeys::new(self.key_prefix, &renewal.lease.key).lock);
-            }
+        for renewal in self.renewals {
             invocation
                 .arg_fmt(renewal.lease.owner)
                 .arg(millis(renewal.lease_time))

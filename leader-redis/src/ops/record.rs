@@ -33,7 +33,7 @@ impl Op for ReadRecord<'_> {
     }
 
     fn invocation(&self, keys: &LockKeys, _channel: &str) -> ScriptCall {
-        let mut invocation = ScriptCall::new(&RECORD);
+        let mut invocation = ScriptCall::new(&RECORD, 1);
         invocation.key(keys.record());
         invocation
     }
@@ -65,7 +65,7 @@ impl Op for WriteRecord<'_> {
     }
 
     fn invocation(&self, keys: &LockKeys, _channel: &str) -> ScriptCall {
-        let mut invocation = ScriptCall::new(&RECORD);
+        let mut invocation = ScriptCall::new(&RECORD, 1);
         invocation.key(keys.record());
         let expected = self.write.expected().map(|v| v.to_string());
         invocation

@@ -78,13 +78,13 @@ impl Op for Release<'_, '_> {
     }
 
     fn invocation(&self, keys: &LockKeys, channel: &str) -> ScriptCall {
-        let mut invocation = ScriptCall::new(&RELEASE);
+        let mut invocation = ScriptCall::new(&RELEASE, self.releases.len());
         invocation.key(&keys.lock);
+        for release in self.releases.iter().skip(1) {
+            invocation.key(LockKeys::new(self.key_prefix, &release.lease.key).lock);
+        }
         invocation.arg(channel);
-        for (i, release) in self.releases.iter().enumerate() {
-            if i > 0 {
-                invocation.key(LockKeys::new(self.key_prefix, &release.lease.key).lock);
-            }
+        for release in self.releases {
             let min_ms = if release.min_lease_time.is_zero() {
                 0
             } else {

@@ -27,7 +27,7 @@ impl Op for State<'_> {
     }
 
     fn invocation(&self, keys: &LockKeys, _channel: &str) -> ScriptCall {
-        let mut invocation = ScriptCall::new(&STATE);
+        let mut invocation = ScriptCall::new(&STATE, 1);
         invocation.key(&keys.lock);
         invocation.arg(flag(self.watched));
         invocation

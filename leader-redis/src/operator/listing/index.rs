@@ -76,7 +76,7 @@ impl IndexListing {
     /// The script call that reads the page.
     pub(crate) fn invocation(&self) -> ScriptCall {
         let (min, max) = self.bounds();
-        let mut invocation = ScriptCall::new(&LIST);
+        let mut invocation = ScriptCall::new(&LIST, 1);
         invocation.key(&self.index);
         invocation.arg(&self.head).arg(min).arg(max).arg(self.limit);
         invocation
