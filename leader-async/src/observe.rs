@@ -136,8 +136,9 @@ impl<B: AsyncLockBackend> AsyncObserver<B> {
                         .backend
                         .release_events()
                         .map(|events| events.listen(self.engine.listen_key()));
-                    let seen_at = SystemTime::now();
                     let read = self.read().await;
+                    // Stamped when the answer came: see `Observation::answer`.
+                    let seen_at = SystemTime::now();
                     if let Some(err) = self.engine.answer(read, seen_at, Instant::now()) {
                         return Some(Err(err));
                     }

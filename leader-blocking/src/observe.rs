@@ -178,8 +178,9 @@ impl<B: LockBackend> Iterator for Observer<B> {
                 ObserveStep::Read => {
                     // Listen first: a release while the reader is busy wakes the next wait.
                     self.listener = self.listen();
-                    let seen_at = SystemTime::now();
                     let read = self.read();
+                    // Stamped when the answer came: see `Observation::answer`.
+                    let seen_at = SystemTime::now();
                     if let Some(err) = self.engine.answer(read, seen_at, Instant::now()) {
                         return Some(Err(err));
                     }

@@ -15,8 +15,10 @@ use leader::{
     AnyBackend, AsyncLeaderElector, ChangeKind, LeaderChange, LeaderElectionOptions, LeaderElector,
     LeaseMode, Shutdown,
 };
-use leader_core::{Backend, LockBackend};
-use leader_testkit::{Call, CountingBackend, fresh_name};
+use leader_core::{
+    AcquireOutcome, AcquireRequest, Backend, InMemoryBackend, LockBackend, OwnerToken,
+};
+use leader_testkit::{Call, CountingBackend, Fault, FaultyBackend, Op, fresh_name};
 
 const POLL: Duration = Duration::from_millis(200);
 
@@ -261,4 +263,96 @@ mod pushed {
     fn mongodb() {
         super::a_release_is_pushed_to_observers("mongodb");
     }
+}
+
+/// How an observer is started for `a_read_answered_after_the_lease_ended_sees_an_expiry`:
+/// on `backend`, polling every `POLL` until `shutdown`, sending its changes on the way.
+type StartObserver = fn(
+    FaultyBackend<InMemoryBackend>,
+    String,
+    Shutdown,
+    mpsc::Sender<LeaderChange>,
+) -> std::thread::JoinHandle<()>;
+
+/// The observer meets a store that answers its reads only after the lease it watches has
+/// ended: each read waits 1.5 s before it is served, so the read that goes out while the
+/// 1 s lease still runs finds it gone. The lease ran out: an expiry, not a release.
+/// (Judged by when the read went out, as the observers did, it showed as released.)
+fn a_read_answered_after_the_lease_ended_sees_an_expiry(start: StartObserver) {
+    let backend = FaultyBackend::new(InMemoryBackend::new());
+    let lock = fresh_name("late-read");
+    let shutdown = Shutdown::new();
+    let (tx, changes) = mpsc::channel();
+    let observer = start(backend.clone(), lock.to_string(), shutdown.clone(), tx);
+    let initial = next(&changes, "the initial state");
+    assert!(initial.holder.is_none(), "{initial:?}");
+    let request = AcquireRequest::new(
+        &lock,
+        OwnerToken::random(),
+        "node-b",
+        Duration::from_secs(1),
+    );
+    let AcquireOutcome::Acquired(lease) = LockBackend::try_acquire(&backend, request).unwrap()
+    else {
+        panic!("a free lock is taken");
+    };
+    let acquired = next(&changes, "node-b's acquisition");
+    assert_eq!(acquired.kind, ChangeKind::Acquired, "{acquired:?}");
+    // The next read goes out within the poll interval, well before the lease ends; the
+    // store serves it only after.
+    backend.set(Op::State, Fault::Delay(Duration::from_millis(1500)));
+    let ended = next(&changes, "the end of node-b's lease");
+    backend.clear(Op::State);
+    assert_eq!(ended.kind, ChangeKind::Expired, "{ended:?}");
+    assert_eq!(
+        ended.holder.as_ref().map(|holder| holder.fencing_token),
+        Some(lease.fencing_token)
+    );
+    assert!(ended.seen_at >= lease.expires_at, "{ended:?}");
+    shutdown.trigger();
+    observer.join().unwrap();
+}
+
+#[test]
+fn a_blocking_read_answered_after_the_lease_ended_sees_an_expiry() {
+    a_read_answered_after_the_lease_ended_sees_an_expiry(|backend, lock, shutdown, tx| {
+        let elector = LeaderElector::new(backend, LeaderElectionOptions::default()).unwrap();
+        let observer = elector
+            .observe(&lock)
+            .unwrap()
+            .with_poll_interval(POLL)
+            .until(&shutdown);
+        std::thread::spawn(move || {
+            for change in observer {
+                if tx.send(change.unwrap()).is_err() {
+                    return;
+                }
+            }
+        })
+    });
+}
+
+#[test]
+fn an_async_read_answered_after_the_lease_ended_sees_an_expiry() {
+    a_read_answered_after_the_lease_ended_sees_an_expiry(|backend, lock, shutdown, tx| {
+        let elector = AsyncLeaderElector::new(backend, LeaderElectionOptions::default()).unwrap();
+        let mut observer = elector
+            .observe(&lock)
+            .unwrap()
+            .with_poll_interval(POLL)
+            .until(&shutdown);
+        std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+                .block_on(async move {
+                    while let Some(change) = observer.next().await {
+                        if tx.send(change.unwrap()).is_err() {
+                            return;
+                        }
+                    }
+                });
+        })
+    });
 }

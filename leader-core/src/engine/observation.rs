@@ -159,10 +159,17 @@ impl Observation {
         }
     }
 
-    /// Feeds one read of every slot (in slot order) made at `seen_at` (this node's clock)
-    /// and finished at `now`; returns the error to hand the reader, if the read failed. A
+    /// Feeds one read of every slot (in slot order) answered at `seen_at` (this node's
+    /// clock) and `now`; returns the error to hand the reader, if the read failed. A
     /// transient error is retried at the poll interval; after a permanent one the observer
     /// is done.
+    ///
+    /// The time is the answer's, not the request's: a holder the answer shows gone was
+    /// gone by then, and no sooner can be known. A read sent just before a lease ends
+    /// and answered after it (a slow store, a paused node) finds the holder gone by its
+    /// end, an expiry; judged by when the read went out it would look released. Without
+    /// a release notification the two cannot be told apart within the read's time, and
+    /// a lease left to run out is far likelier than a release in that last moment.
     pub fn answer(
         &mut self,
         read: Result<Vec<LeaderState>, Error>,

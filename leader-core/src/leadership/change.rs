@@ -21,8 +21,9 @@ pub enum ChangeKind {
     /// operator's force release. The stores keep no record of which, so an observer cannot
     /// tell the two apart.
     Released,
-    /// The holder went once its lease had run out (judged on this node's clock against the
-    /// expiry the store reported): it stopped renewing. A lease released within its
+    /// The holder went once its lease had run out (judged on this node's clock, when the
+    /// read that showed it gone was answered, against the expiry the store reported): it
+    /// stopped renewing. A lease released within its
     /// minimum lease time stays until that time and shows as expired unless the backend
     /// sent a release notification.
     Expired,
@@ -78,7 +79,8 @@ pub struct LeaderChange {
     /// The new holder (`Initial`, `Acquired`), or the one that went (`Released`,
     /// `Expired`); `None` only for the `Initial` look at a free lock.
     pub holder: Option<LeaderLease>,
-    /// When the observer saw it (this node's clock).
+    /// When the observer saw it (this node's clock): when the read that showed it was
+    /// answered, or when a release notification came.
     pub seen_at: SystemTime,
 }
 
