@@ -61,11 +61,13 @@ local format, find, byte, sub = string.format, string.find, string.byte, string.
 local client_us = tonumber(ARGV[1])
 
 -- The server's clock in microseconds: TIME once per script run, and only when an answer
--- uses it (callers read `server_time or server_us()`).
+-- uses it.
 local server_time
 local function server_us()
-  local time = redis.call('TIME')
-  server_time = tonumber(time[1]) * 1000000 + tonumber(time[2])
+  if not server_time then
+    local time = redis.call('TIME')
+    server_time = tonumber(time[1]) * 1000000 + tonumber(time[2])
+  end
   return server_time
 end
 
@@ -106,7 +108,7 @@ local function acquire(first, slots, owner, leader, lease_ms, db_time, watched)
       end
       local now_us = client_us
       if db_time then
-        now_us = server_time or server_us()
+        now_us = server_us()
       end
       local expires_us = format('%d', now_us + lease_ms * 1000)
       redis.call('HSET', lock, 'exp', expires_us)
@@ -132,7 +134,7 @@ local function acquire(first, slots, owner, leader, lease_ms, db_time, watched)
     -- Every slot is held here (a broken one returned above), so each has its record.
     local now_us = client_us
     if db_time then
-      now_us = server_time or server_us()
+      now_us = server_us()
     end
     for i = 1, slots do
       local ends = tonumber(records[i][5])
@@ -161,7 +163,7 @@ local function acquire(first, slots, owner, leader, lease_ms, db_time, watched)
   if failed then
     return failed
   end
-  local server_now = server_time or server_us()
+  local server_now = server_us()
   local now_us = client_us
   if db_time then
     now_us = server_now
