@@ -130,14 +130,17 @@ fn an_async_observer_sees_each_change_on(
     thread.join().unwrap();
 }
 
+/// Runs `future` to its end on a current-thread tokio runtime of its own.
+fn block_on_tokio(future: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>) {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(future);
+}
+
 fn an_async_observer_sees_each_change_on_tokio(backend: AnyBackend) {
-    an_async_observer_sees_each_change_on(backend, |future| {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(future);
-    });
+    an_async_observer_sees_each_change_on(backend, block_on_tokio);
 }
 
 fn an_async_observer_sees_each_change_on_smol(backend: AnyBackend) {
@@ -342,17 +345,13 @@ fn an_async_read_answered_after_the_lease_ended_sees_an_expiry() {
             .with_poll_interval(POLL)
             .until(&shutdown);
         std::thread::spawn(move || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap()
-                .block_on(async move {
-                    while let Some(change) = observer.next().await {
-                        if tx.send(change.unwrap()).is_err() {
-                            return;
-                        }
+            block_on_tokio(Box::pin(async move {
+                while let Some(change) = observer.next().await {
+                    if tx.send(change.unwrap()).is_err() {
+                        return;
                     }
-                });
+                }
+            }));
         })
     });
 }
