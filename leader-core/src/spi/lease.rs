@@ -33,19 +33,35 @@ impl OwnerToken {
     pub fn from_u128(bits: u128) -> Self {
         OwnerToken(bits)
     }
+
+    /// The 32 lowercase ASCII hex digits of its `Display`, as bytes: what a backend
+    /// writes into a request it sends on every call, without a formatter or a `String`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_core::OwnerToken;
+    ///
+    /// let token = OwnerToken::from_u128(0xfeed);
+    /// assert_eq!(token.hex().as_slice(), token.to_string().as_bytes());
+    /// assert_eq!(&token.hex()[28..], b"feed");
+    /// ```
+    pub fn hex(self) -> [u8; 32] {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut hex = [0u8; 32];
+        for (pair, byte) in hex.chunks_exact_mut(2).zip(self.0.to_be_bytes()) {
+            pair[0] = DIGITS[usize::from(byte >> 4)];
+            pair[1] = DIGITS[usize::from(byte & 0xf)];
+        }
+        hex
+    }
 }
 
 impl fmt::Display for OwnerToken {
-    /// The 32 lowercase hex digits, written by hand into one buffer: every call to a
-    /// backend writes its token, and `{:032x}` costs several times as much (padding, and
-    /// the formatter's machinery digit by digit).
+    /// The 32 lowercase hex digits ([`hex`](OwnerToken::hex)): `{:032x}` costs several
+    /// times as much (padding, and the formatter's machinery digit by digit).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
-        let mut hex = [0u8; 32];
-        for (i, digit) in hex.iter_mut().enumerate() {
-            let nibble = (self.0 >> (124 - 4 * i)) & 0xf;
-            *digit = DIGITS[nibble as usize];
-        }
+        let hex = self.hex();
         // Every byte is an ASCII hex digit.
         let text = std::str::from_utf8(&hex).map_err(|_| fmt::Error)?;
         f.pad(text)

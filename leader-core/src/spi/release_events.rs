@@ -42,15 +42,52 @@ pub struct ReleaseNotice {
 impl ReleaseNotice {
     /// The message announcing that the lease of `key` with `fencing_token` was freed.
     pub fn message(key: &str, fencing_token: u64) -> String {
-        use std::fmt::Write;
         // Built at its size, without the formatting machinery `format!` runs for the
         // whole message: a release builds one on every call.
-        let mut message = String::with_capacity(key.len() + 21);
-        message.push_str(key);
-        message.push('\n');
-        // Writing into a String cannot fail.
-        let _ = write!(message, "{fencing_token}");
-        message
+        let mut message = Vec::with_capacity(key.len() + 21);
+        // Writing into a Vec cannot fail.
+        let _ = Self::write_message(&mut message, key, fencing_token);
+        // The key is text, and the rest is ASCII.
+        String::from_utf8(message).unwrap_or_default()
+    }
+
+    /// Writes [`message`](Self::message)'s text into `out`: for a backend that writes the
+    /// message straight into the request it sends, with no `String` of its own.
+    ///
+    /// # Errors
+    ///
+    /// The error of `out`, if it fails.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_core::ReleaseNotice;
+    ///
+    /// let mut buffer = Vec::new();
+    /// ReleaseNotice::write_message(&mut buffer, "nightly", 42)?;
+    /// assert_eq!(buffer, ReleaseNotice::message("nightly", 42).as_bytes());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn write_message(
+        out: &mut impl std::io::Write,
+        key: &str,
+        fencing_token: u64,
+    ) -> std::io::Result<()> {
+        out.write_all(key.as_bytes())?;
+        out.write_all(b"\n")?;
+        // At most 20 digits; written from the last.
+        let mut digits = [0u8; 20];
+        let mut start = digits.len();
+        let mut rest = fencing_token;
+        loop {
+            start -= 1;
+            digits[start] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
+        }
+        out.write_all(&digits[start..])
     }
 
     /// Reads a message of [`message`](Self::message)'s form; a message without a token (or
@@ -306,6 +343,12 @@ mod tests {
             ReleaseNotice::message("g#1", u64::MAX),
             format!("g#1\n{}", u64::MAX)
         );
+        for token in [1, 9, 10, 99, 100, 1_000_000_007, 1 << 53, u64::MAX - 1] {
+            assert_eq!(
+                ReleaseNotice::message("job", token),
+                format!("job\n{token}")
+            );
+        }
     }
 
     #[test]
