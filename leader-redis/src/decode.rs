@@ -18,10 +18,36 @@ pub(crate) fn array(reply: &Value) -> Option<&[Value]> {
 pub(crate) fn int(value: &Value) -> Option<i64> {
     match value {
         Value::Int(n) => Some(*n),
-        Value::BulkString(bytes) => std::str::from_utf8(bytes).ok()?.parse().ok(),
-        Value::SimpleString(text) => text.parse().ok(),
+        Value::BulkString(bytes) => decimal(bytes),
+        Value::SimpleString(text) => decimal(text.as_bytes()),
         _ => None,
     }
+}
+
+/// The integer `text` writes in decimal: an optional sign, then digits, in `i64`'s range
+/// (what `i64`'s `FromStr` accepts), read from the bytes as they came, without a UTF-8
+/// check first: every reply of a cycle holds several (a fencing token, two timestamps).
+fn decimal(text: &[u8]) -> Option<i64> {
+    let (negative, digits) = match text {
+        [b'-', rest @ ..] => (true, rest),
+        [b'+', rest @ ..] => (false, rest),
+        _ => (false, text),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0i64, |n, &byte| {
+        if !byte.is_ascii_digit() {
+            return None;
+        }
+        let digit = i64::from(byte - b'0');
+        let n = n.checked_mul(10)?;
+        if negative {
+            n.checked_sub(digit)
+        } else {
+            n.checked_add(digit)
+        }
+    })
 }
 
 /// `true` for a nil reply (a missing field).
@@ -99,6 +125,40 @@ mod tests {
         let t = time_field(Some(&Value::Int(1_500_000)), "acq").unwrap();
         assert_eq!(t, SystemTime::UNIX_EPOCH + Duration::from_millis(1500));
         assert!(text_field(Some(&Value::Int(1)), "leader").is_err());
+    }
+
+    #[test]
+    fn integers_in_text_read_as_i64_reads_them() {
+        for text in [
+            "0",
+            "-0",
+            "+7",
+            "42",
+            "007",
+            "1786000000123456",
+            "9223372036854775807",
+            "-9223372036854775808",
+            "9223372036854775808",
+            "-9223372036854775809",
+            "99999999999999999999",
+            "",
+            "+",
+            "-",
+            "--1",
+            "+-1",
+            "1.5",
+            "1e3",
+            " 1",
+            "1 ",
+            "12a",
+            "\u{663}",
+            "0x10",
+        ] {
+            let expected = text.parse::<i64>().ok();
+            assert_eq!(int(&Value::BulkString(text.into())), expected, "{text:?}");
+            assert_eq!(int(&Value::SimpleString(text.into())), expected, "{text:?}");
+        }
+        assert_eq!(int(&Value::BulkString(vec![b'1', 0xff])), None);
     }
 
     #[test]
