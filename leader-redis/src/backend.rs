@@ -271,7 +271,7 @@ impl RedisBackend {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn lock_key(&self, name: &LockName) -> String {
-        LockKeys::new(self.key_prefix(), name).lock
+        LockKeys::new(self.key_prefix(), name).lock().into()
     }
 
     /// The Redis key of the record `name` (see [`LockBackend::read_record`](leader_core::LockBackend::read_record)):
@@ -290,7 +290,7 @@ impl RedisBackend {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn record_key(&self, name: &LockName) -> String {
-        LockKeys::new(self.key_prefix(), name).record()
+        LockKeys::new(self.key_prefix(), name).record().into()
     }
 
     /// `true` while the shared release subscription is connected. It starts with the first
@@ -360,7 +360,7 @@ impl RedisBackend {
     /// The script invocation of `op` on this backend's keys and release channel.
     fn invocation<O: Op>(&self, op: &O) -> ScriptCall {
         op.invocation(
-            &LockKeys::new(self.key_prefix(), op.name()),
+            LockKeys::new(self.key_prefix(), op.name()),
             &self.inner.channel,
         )
     }

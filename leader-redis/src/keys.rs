@@ -26,39 +26,117 @@
 //!
 //! Releases are announced on the channel `{prefix}:released` with the lock name as message.
 
-use leader_core::LockName;
+use std::fmt;
+use std::io::Write;
 
-/// The Redis keys of one lock: the lock's own key, built at its exact size, and the keys
-/// beside it (fence counter, record) each built when an operation asks for it, so a call
-/// pays only for the keys its script takes (a release, one). The index of derived names
-/// is its group's ([`index_of`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct LockKeys {
-    /// The lock hash.
-    pub(crate) lock: String,
+use leader_core::LockName;
+use redis::{RedisWrite, ToRedisArgs};
+
+use crate::ops::write_arg;
+
+/// The Redis keys of one lock, borrowed from its prefix and name. Each key is a [`Key`]:
+/// written straight into the script call that sends it, with no string of its own, or
+/// made a `String` where one is kept (an error's key). The index of derived names is its
+/// group's ([`index_of`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LockKeys<'a> {
+    prefix: &'a str,
+    /// The name up to `#`, or all of it: the hash tag.
+    group: &'a str,
+    /// The name after `#`, for a derived name.
+    rest: Option<&'a str>,
 }
 
-impl LockKeys {
-    pub(crate) fn new(prefix: &str, name: &LockName) -> Self {
-        let lock = match split(name) {
-            (group, Some(rest)) => {
-                let mut separator = [0; 4];
-                let separator = LockName::DERIVED_SEPARATOR.encode_utf8(&mut separator);
-                concat(&[prefix, ":{", group, "}", separator, rest])
-            }
-            (group, None) => concat(&[prefix, ":{", group, "}"]),
+impl<'a> LockKeys<'a> {
+    pub(crate) fn new(prefix: &'a str, name: &'a LockName) -> Self {
+        let (group, rest) = split(name);
+        LockKeys {
+            prefix,
+            group,
+            rest,
+        }
+    }
+
+    /// The lock hash.
+    pub(crate) fn lock(self) -> Key<'a> {
+        Key {
+            keys: self,
+            suffix: "",
+        }
+    }
+
+    /// The fencing counter: the lock's key then `:fence`.
+    pub(crate) fn fence(self) -> Key<'a> {
+        Key {
+            keys: self,
+            suffix: ":fence",
+        }
+    }
+
+    /// The record of the same name: the lock's key then `:record`.
+    pub(crate) fn record(self) -> Key<'a> {
+        Key {
+            keys: self,
+            suffix: ":record",
+        }
+    }
+}
+
+/// One key, as the parts it is made of: `{prefix}:{<group>}`, then `#rest` for a derived
+/// name, then its suffix. Written into a call as one argument ([`ToRedisArgs`]), or as
+/// text ([`Display`](fmt::Display), `String::from`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Key<'a> {
+    keys: LockKeys<'a>,
+    suffix: &'static str,
+}
+
+impl Key<'_> {
+    /// The parts, end to end (empty ones where the key has no `#rest`).
+    fn parts(&self) -> [&str; 7] {
+        let LockKeys {
+            prefix,
+            group,
+            rest,
+        } = self.keys;
+        let (separator, rest) = match rest {
+            Some(rest) => (DERIVED_SEPARATOR, rest),
+            None => ("", ""),
         };
-        LockKeys { lock }
+        [prefix, ":{", group, "}", separator, rest, self.suffix]
     }
+}
 
-    /// The fencing counter: `lock` then `:fence`.
-    pub(crate) fn fence(&self) -> String {
-        concat(&[&self.lock, ":fence"])
+/// [`LockName::DERIVED_SEPARATOR`] as text.
+const DERIVED_SEPARATOR: &str = "#";
+const _: () = assert!(LockName::DERIVED_SEPARATOR == '#');
+
+impl fmt::Display for Key<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.parts().iter().try_for_each(|part| f.write_str(part))
     }
+}
 
-    /// The record of the same name: `lock` then `:record`.
-    pub(crate) fn record(&self) -> String {
-        concat(&[&self.lock, ":record"])
+impl From<Key<'_>> for String {
+    /// The key in one allocation of its exact size.
+    fn from(key: Key<'_>) -> String {
+        concat(&key.parts())
+    }
+}
+
+impl ToRedisArgs for Key<'_> {
+    /// One argument: its parts put end to end on the stack, then written into the call
+    /// (a key too long for the stack buffer is made a `String` first).
+    fn write_redis_args<W>(&self, out: &mut W)
+    where
+        W: ?Sized + RedisWrite,
+    {
+        write_arg(out, |buffer| {
+            self.parts()
+                .iter()
+                .try_for_each(|part| buffer.write_all(part.as_bytes()))
+        })
+        .unwrap_or_else(|_| out.write_arg(String::from(*self).as_bytes()));
     }
 }
 
@@ -86,15 +164,20 @@ pub(crate) fn index_key(prefix: &str, group: &str) -> String {
 
 /// The index a lock of `name` is listed in when it is a derived name: its group's, the
 /// name up to `#` (see the module docs).
-pub(crate) fn index_of(prefix: &str, name: &LockName) -> String {
-    index_key(prefix, split(name).0)
+pub(crate) fn index_of<'a>(prefix: &'a str, name: &'a LockName) -> Key<'a> {
+    Key {
+        keys: LockKeys {
+            prefix,
+            group: split(name).0,
+            rest: None,
+        },
+        suffix: ":derived",
+    }
 }
 
 /// What the lock keys of `group`'s derived names start with: `{prefix}:{<group>}#`.
 pub(crate) fn derived_head(prefix: &str, group: &str) -> String {
-    let mut separator = [0; 4];
-    let separator = LockName::DERIVED_SEPARATOR.encode_utf8(&mut separator);
-    concat(&[prefix, ":{", group, "}", separator])
+    concat(&[prefix, ":{", group, "}", DERIVED_SEPARATOR])
 }
 
 /// The channel releases are published on.
@@ -106,41 +189,78 @@ pub(crate) fn release_channel(prefix: &str) -> String {
 mod tests {
     use super::*;
 
+    fn text(key: Key<'_>) -> String {
+        String::from(key)
+    }
+
     #[test]
     fn both_keys_share_the_hash_tag() {
-        let keys = LockKeys::new("leader", &LockName::new("tenant:acme:sync").unwrap());
-        assert_eq!(keys.lock, "leader:{tenant:acme:sync}");
-        assert_eq!(keys.fence(), "leader:{tenant:acme:sync}:fence");
+        let name = LockName::new("tenant:acme:sync").unwrap();
+        let keys = LockKeys::new("leader", &name);
+        assert_eq!(text(keys.lock()), "leader:{tenant:acme:sync}");
+        assert_eq!(text(keys.fence()), "leader:{tenant:acme:sync}:fence");
         assert_eq!(
             index_key("leader", "tenant:acme:sync"),
             "leader:{tenant:acme:sync}:derived"
         );
-        assert_eq!(keys.record(), "leader:{tenant:acme:sync}:record");
+        assert_eq!(
+            text(index_of("leader", &name)),
+            index_key("leader", "tenant:acme:sync")
+        );
+        assert_eq!(text(keys.record()), "leader:{tenant:acme:sync}:record");
         assert_eq!(release_channel("leader"), "leader:released");
     }
 
     #[test]
     fn a_groups_slots_keep_the_groups_hash_tag() {
-        let slot = LockKeys::new("leader", &LockName::new("tenant:acme:consumers#2").unwrap());
-        assert_eq!(slot.lock, "leader:{tenant:acme:consumers}#2");
-        assert_eq!(slot.fence(), "leader:{tenant:acme:consumers}#2:fence");
-        let index = index_of("leader", &LockName::new("tenant:acme:consumers#2").unwrap());
+        let name = LockName::new("tenant:acme:consumers#2").unwrap();
+        let slot = LockKeys::new("leader", &name);
+        assert_eq!(text(slot.lock()), "leader:{tenant:acme:consumers}#2");
+        assert_eq!(text(slot.fence()), "leader:{tenant:acme:consumers}#2:fence");
+        let index = text(index_of("leader", &name));
         assert_eq!(index, "leader:{tenant:acme:consumers}:derived");
-        assert!(
-            slot.lock
-                .starts_with(&derived_head("leader", "tenant:acme:consumers"))
-        );
-        let group = LockKeys::new("leader", &LockName::new("tenant:acme:consumers").unwrap());
+        assert!(text(slot.lock()).starts_with(&derived_head("leader", "tenant:acme:consumers")));
+        let group_name = LockName::new("tenant:acme:consumers").unwrap();
+        let group = LockKeys::new("leader", &group_name);
         // Redis Cluster hashes what the first `{...}` holds.
-        let tag = |key: &str| {
+        let tag = |key: Key<'_>| {
+            let key = text(key);
             key.split_once('{')
                 .and_then(|(_, r)| r.split_once('}'))
                 .map(|t| t.0.to_owned())
         };
-        assert_eq!(tag(&slot.lock), tag(&group.lock));
-        assert_eq!(tag(&slot.fence()), tag(&group.fence()));
-        assert_eq!(tag(&index), tag(&group.lock));
-        assert_eq!(slot.record(), "leader:{tenant:acme:consumers}#2:record");
-        assert_eq!(tag(&slot.record()), tag(&group.lock));
+        assert_eq!(tag(slot.lock()), tag(group.lock()));
+        assert_eq!(tag(slot.fence()), tag(group.fence()));
+        assert_eq!(tag(index_of("leader", &name)), tag(group.lock()));
+        assert_eq!(
+            text(slot.record()),
+            "leader:{tenant:acme:consumers}#2:record"
+        );
+        assert_eq!(tag(slot.record()), tag(group.lock()));
+    }
+
+    #[test]
+    fn a_key_is_one_argument_of_its_text() {
+        let name = LockName::new("tenant:acme:consumers#2").unwrap();
+        let keys = LockKeys::new("leader", &name);
+        for key in [
+            keys.lock(),
+            keys.fence(),
+            keys.record(),
+            index_of("leader", &name),
+        ] {
+            assert_eq!(key.to_redis_args(), [text(key).into_bytes()]);
+            assert_eq!(key.to_string(), text(key));
+        }
+    }
+
+    #[test]
+    fn a_key_longer_than_the_stack_buffer_is_written_whole() {
+        let name = LockName::new("n".repeat(LockName::MAX_LEN)).unwrap();
+        let prefix = "p".repeat(400);
+        let keys = LockKeys::new(&prefix, &name);
+        let key = keys.fence();
+        assert!(text(key).len() > 256);
+        assert_eq!(key.to_redis_args(), [text(key).into_bytes()]);
     }
 }

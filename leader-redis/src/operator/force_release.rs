@@ -26,9 +26,9 @@ impl Op for ForceRelease<'_> {
         self.key
     }
 
-    fn invocation(&self, keys: &LockKeys, channel: &str) -> ScriptCall {
+    fn invocation(&self, keys: LockKeys<'_>, channel: &str) -> ScriptCall {
         let mut invocation = ScriptCall::new(&FORCE_RELEASE, 1);
-        invocation.key(&keys.lock);
+        invocation.key(keys.lock());
         invocation.arg(channel).arg(self.key.as_str());
         match self.only {
             Some(token) => invocation.arg(token.to_string()),

@@ -62,18 +62,17 @@ impl Op for Acquire<'_, '_> {
         self.first
     }
 
-    fn invocation(&self, keys: &LockKeys, _channel: &str) -> ScriptCall {
+    fn invocation(&self, keys: LockKeys<'_>, _channel: &str) -> ScriptCall {
         // Per request: its slots' lock and fence counter, then its group's index.
         let key_count = self.requests.iter().map(|r| 2 * r.len() + 1).sum();
         let mut invocation = ScriptCall::new(&ACQUIRE, key_count);
-        invocation.key(&keys.lock);
+        invocation.key(keys.lock());
         invocation.key(keys.fence());
         for (r, slot_request) in self.requests.iter().enumerate() {
             for (s, (_, key)) in slot_request.slots().enumerate() {
                 if r > 0 || s > 0 {
                     let later = LockKeys::new(self.key_prefix, key);
-                    let fence = later.fence();
-                    invocation.key(later.lock).key(fence);
+                    invocation.key(later.lock()).key(later.fence());
                 }
             }
             // The index of the group's derived names, where a derived slot taken is listed.
@@ -83,7 +82,7 @@ impl Op for Acquire<'_, '_> {
         for slot_request in self.requests {
             let request = &slot_request.request;
             invocation
-                .arg_fmt(request.owner)
+                .arg(request.owner.hex().as_slice())
                 .arg(request.leader_id)
                 .arg(millis(request.lease_time))
                 .arg(flag(request.use_db_time))
@@ -180,7 +179,7 @@ fn slot_answer(
             "expiry" => {
                 let (_, key) = nth_slot(items.get(2)).ok_or_else(bad)?;
                 Err(OpError::NoExpiryAt {
-                    key: LockKeys::new(key_prefix, key).lock,
+                    key: LockKeys::new(key_prefix, key).lock().into(),
                 })
             }
             "error" => Err(OpError::InScript {
@@ -299,7 +298,7 @@ mod tests {
         let events = ReleaseEvents::new();
         let op = Acquire::new(requests, "leader", &events, SystemTime::now()).unwrap();
         let cmd = op
-            .invocation(&LockKeys::new("leader", op.name()), "leader:released")
+            .invocation(LockKeys::new("leader", op.name()), "leader:released")
             .eval_cmd();
         let words: Vec<String> = cmd
             .args_iter()
@@ -366,7 +365,7 @@ mod tests {
         let events = ReleaseEvents::new();
         let op = Acquire::new(&requests, "leader", &events, SystemTime::now()).unwrap();
         let first = LockKeys::new("leader", op.name());
-        assert_eq!(first.lock, "leader:{consumers}#2");
+        assert_eq!(first.lock().to_string(), "leader:{consumers}#2");
         let second_of_three = Value::Array(vec![
             Value::Int(1),
             bulk("42"),

@@ -135,6 +135,27 @@ impl ScriptCall {
     }
 }
 
+/// The most bytes [`write_arg`] assembles on the stack: a key of a name of 200 bytes with
+/// the default prefix, or a release message of one (the buffer is zeroed on every call,
+/// so it is no larger than the usual argument needs).
+const STACK_ARG: usize = 256;
+
+/// Writes into `out` the one argument that `fill` writes, assembled on the stack instead
+/// of in a `String` of its own (a key from its parts, a release message). Too long to
+/// fit, it writes nothing and returns the error, for the caller to write the argument
+/// from a `String`.
+pub(crate) fn write_arg<W: ?Sized + RedisWrite>(
+    out: &mut W,
+    fill: impl FnOnce(&mut &mut [u8]) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let mut stack = [0u8; STACK_ARG];
+    let mut rest = &mut stack[..];
+    fill(&mut rest)?;
+    let len = STACK_ARG - rest.len();
+    out.write_arg(&stack[..len]);
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use redis::Arg;

@@ -55,16 +55,16 @@ impl Op for Extend<'_, '_> {
         self.first
     }
 
-    fn invocation(&self, keys: &LockKeys, _channel: &str) -> ScriptCall {
+    fn invocation(&self, keys: LockKeys<'_>, _channel: &str) -> ScriptCall {
         let mut invocation = ScriptCall::new(&EXTEND, self.renewals.len());
-        invocation.key(&keys.lock);
+        invocation.key(keys.lock());
         for renewal in self.renewals.iter().skip(1) {
-            invocation.key(LockKeys::new(self.key_prefix, &renewal.lease.key).lock);
+            invocation.key(LockKeys::new(self.key_prefix, &renewal.lease.key).lock());
         }
         invocation.arg(micros_since_epoch(self.now));
         for renewal in self.renewals {
             invocation
-                .arg_fmt(renewal.lease.owner)
+                .arg(renewal.lease.owner.hex().as_slice())
                 .arg(millis(renewal.lease_time))
                 .arg(flag(renewal.use_db_time));
         }

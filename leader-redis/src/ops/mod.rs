@@ -17,7 +17,7 @@ pub(crate) use acked::{
     AckedReply, Unacknowledged, acked_pipeline, acknowledged, pair, script_unknown, split,
 };
 pub(crate) use acquire::Acquire;
-pub(crate) use call::ScriptCall;
+pub(crate) use call::{ScriptCall, write_arg};
 pub(crate) use extend::Extend;
 pub(crate) use record::{ReadRecord, WriteRecord, record_error};
 pub(crate) use release::Release;
@@ -39,7 +39,7 @@ pub(crate) trait Op {
     /// The lock it is about.
     fn name(&self) -> &LockName;
     /// The EVALSHA invocation.
-    fn invocation(&self, keys: &LockKeys, channel: &str) -> ScriptCall;
+    fn invocation(&self, keys: LockKeys<'_>, channel: &str) -> ScriptCall;
     /// Reads the script's reply.
     fn decode(&self, reply: Value) -> Result<Self::Output, OpError>;
     /// A short word for traces.

@@ -32,7 +32,7 @@ impl Op for ReadRecord<'_> {
         self.key
     }
 
-    fn invocation(&self, keys: &LockKeys, _channel: &str) -> ScriptCall {
+    fn invocation(&self, keys: LockKeys<'_>, _channel: &str) -> ScriptCall {
         let mut invocation = ScriptCall::new(&RECORD, 1);
         invocation.key(keys.record());
         invocation
@@ -64,7 +64,7 @@ impl Op for WriteRecord<'_> {
         self.write.key()
     }
 
-    fn invocation(&self, keys: &LockKeys, _channel: &str) -> ScriptCall {
+    fn invocation(&self, keys: LockKeys<'_>, _channel: &str) -> ScriptCall {
         let mut invocation = ScriptCall::new(&RECORD, 1);
         invocation.key(keys.record());
         let expected = self.write.expected().map(|v| v.to_string());

@@ -1,9 +1,9 @@
 //! `release` and `release_batch` as one script call per chunk.
 
 use leader_core::{LockName, ReleaseNotice, ReleaseOutcome, ReleaseRequest};
-use redis::Value;
+use redis::{RedisWrite, ToRedisArgs, Value};
 
-use super::{Op, ScriptCall};
+use super::{Op, ScriptCall, write_arg};
 use crate::decode::{array, int, millis, text_field};
 use crate::error::OpError;
 use crate::keys::LockKeys;
@@ -77,11 +77,11 @@ impl Op for Release<'_, '_> {
         self.first
     }
 
-    fn invocation(&self, keys: &LockKeys, channel: &str) -> ScriptCall {
+    fn invocation(&self, keys: LockKeys<'_>, channel: &str) -> ScriptCall {
         let mut invocation = ScriptCall::new(&RELEASE, self.releases.len());
-        invocation.key(&keys.lock);
+        invocation.key(keys.lock());
         for release in self.releases.iter().skip(1) {
-            invocation.key(LockKeys::new(self.key_prefix, &release.lease.key).lock);
+            invocation.key(LockKeys::new(self.key_prefix, &release.lease.key).lock());
         }
         invocation.arg(channel);
         for release in self.releases {
@@ -91,12 +91,9 @@ impl Op for Release<'_, '_> {
                 millis(min_lease(release.min_lease_time))
             };
             invocation
-                .arg_fmt(release.lease.owner)
+                .arg(release.lease.owner.hex().as_slice())
                 .arg(min_ms)
-                .arg(ReleaseNotice::message(
-                    release.lease.key.as_str(),
-                    release.lease.fencing_token,
-                ));
+                .arg(Notice(release));
         }
         invocation
     }
@@ -116,6 +113,23 @@ impl Op for Release<'_, '_> {
             [Err(_)] => "error",
             _ => "batch",
         }
+    }
+}
+
+/// The message announcing `0`'s release ([`ReleaseNotice::message`]), written straight
+/// into the call as one argument.
+struct Notice<'r, 'a>(&'r ReleaseRequest<'a>);
+
+impl ToRedisArgs for Notice<'_, '_> {
+    fn write_redis_args<W>(&self, out: &mut W)
+    where
+        W: ?Sized + RedisWrite,
+    {
+        let (key, token) = (self.0.lease.key.as_str(), self.0.lease.fencing_token);
+        write_arg(out, |buffer| {
+            ReleaseNotice::write_message(buffer, key, token)
+        })
+        .unwrap_or_else(|_| out.write_arg(ReleaseNotice::message(key, token).as_bytes()));
     }
 }
 
@@ -139,5 +153,81 @@ fn released(item: &Value) -> Result<Released, OpError> {
             }
         }
         _ => Err(bad()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use leader_core::{Lease, OwnerToken};
+
+    use super::*;
+
+    /// The words of the command that releases `releases`.
+    fn words(releases: &[ReleaseRequest<'_>]) -> Vec<String> {
+        let op = Release::new(releases, "leader").unwrap();
+        op.invocation(LockKeys::new("leader", op.name()), "leader:released")
+            .eval_cmd()
+            .args_iter()
+            .map(|arg| match arg {
+                redis::Arg::Simple(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+                _ => String::new(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_release_sends_each_leases_key_token_minimum_and_message() {
+        let now = SystemTime::now();
+        let lease = |name: &str, token: u64| {
+            Lease::new(
+                LockName::new(name).unwrap(),
+                OwnerToken::from_u128(u128::from(token) << 64 | 0xabc),
+                "node-a",
+                token,
+                now,
+                now + Duration::from_secs(1),
+            )
+        };
+        let (first, second) = (lease("job", 42), lease("group#2", u64::MAX));
+        let releases = [
+            ReleaseRequest::new(&first, Duration::ZERO),
+            ReleaseRequest::new(&second, Duration::from_millis(1500)),
+        ];
+        let sent = words(&releases);
+        assert_eq!(sent[2], "2", "two keys");
+        assert_eq!(
+            sent[3..],
+            [
+                "leader:{job}".to_owned(),
+                "leader:{group}#2".to_owned(),
+                "leader:released".to_owned(),
+                first.owner.to_string(),
+                "0".to_owned(),
+                ReleaseNotice::message("job", 42),
+                second.owner.to_string(),
+                millis(min_lease(Duration::from_millis(1500))).to_string(),
+                ReleaseNotice::message("group#2", u64::MAX),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_release_message_longer_than_the_stack_buffer_is_sent_whole() {
+        let now = SystemTime::now();
+        let name = "n".repeat(LockName::MAX_LEN);
+        let lease = Lease::new(
+            LockName::new(&name).unwrap(),
+            OwnerToken::random(),
+            "node-a",
+            u64::MAX,
+            now,
+            now + Duration::from_secs(1),
+        );
+        let message = ReleaseNotice::message(&name, u64::MAX);
+        assert!(message.len() > 256);
+        let sent = words(&[ReleaseRequest::new(&lease, Duration::ZERO)]);
+        assert_eq!(sent.last(), Some(&message));
     }
 }

@@ -26,9 +26,9 @@ impl Op for State<'_> {
         self.key
     }
 
-    fn invocation(&self, keys: &LockKeys, _channel: &str) -> ScriptCall {
+    fn invocation(&self, keys: LockKeys<'_>, _channel: &str) -> ScriptCall {
         let mut invocation = ScriptCall::new(&STATE, 1);
-        invocation.key(&keys.lock);
+        invocation.key(keys.lock());
         invocation.arg(flag(self.watched));
         invocation
     }
