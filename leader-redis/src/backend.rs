@@ -450,20 +450,30 @@ impl RedisBackend {
         match answer {
             Ok(items) => keys
                 .zip(items)
-                .map(|(key, item)| item.map_err(|failure| failure.into_core(&self.lock_key(key))))
+                .map(|(key, item)| self.lock_answer(key, item))
                 .collect(),
             Err(failure) => {
                 let (kind, message) = (failure.kind(), failure.to_string());
-                keys.map(|key| {
-                    let failure = OpError::Pipeline {
-                        kind,
-                        message: message.clone(),
-                    };
-                    Err(BackendError::new(BACKEND, self.lock_key(key), kind, failure).into())
-                })
-                .collect()
+                keys.map(|key| Err(self.whole_call_failure(key, kind, message.clone())))
+                    .collect()
             }
         }
+    }
+
+    /// One lock's answer: its own failure names its key.
+    fn lock_answer<T>(&self, key: &LockName, item: Result<T, OpError>) -> Result<T, Error> {
+        item.map_err(|failure| failure.into_core(&self.lock_key(key)))
+    }
+
+    /// What a failure of a whole call (`kind`, `message`) is for the lock `key` in it.
+    fn whole_call_failure(
+        &self,
+        key: &LockName,
+        kind: leader_core::BackendErrorKind,
+        message: String,
+    ) -> Error {
+        let failure = OpError::Pipeline { kind, message };
+        BackendError::new(BACKEND, self.lock_key(key), kind, failure).into()
     }
 
     /// The answer to a single lock's call: `op` over one item, the lock `key` (`None`
@@ -500,10 +510,14 @@ impl RedisBackend {
         key: &LockName,
         answer: Result<Vec<Result<T, OpError>>, OpError>,
     ) -> Result<T, Error> {
-        let mut answers = self.per_lock(std::iter::once(key), answer);
-        answers
-            .pop()
-            .unwrap_or_else(|| Err(unanswered(BACKEND, key)))
+        // As `per_lock` over the one key, without collecting its one answer.
+        match answer {
+            Ok(items) => match items.into_iter().next() {
+                Some(item) => self.lock_answer(key, item),
+                None => Err(unanswered(BACKEND, key)),
+            },
+            Err(failure) => Err(self.whole_call_failure(key, failure.kind(), failure.to_string())),
+        }
     }
 
     /// A batch of `items` cut into round trips: for each, its chunks of up to `chunk`
