@@ -132,8 +132,10 @@ impl ToRedisArgs for Key<'_> {
         W: ?Sized + RedisWrite,
     {
         write_arg(out, |buffer| {
+            // A key without `#rest` or suffix has empty parts: each copy is a call.
             self.parts()
                 .iter()
+                .filter(|part| !part.is_empty())
                 .try_for_each(|part| buffer.write_all(part.as_bytes()))
         })
         .unwrap_or_else(|_| out.write_arg(String::from(*self).as_bytes()));
