@@ -51,7 +51,9 @@ impl ScriptCall {
     /// A call of `script` that will have `keys` keys, with none added yet.
     pub(crate) fn new(script: &'static Script, keys: usize) -> Self {
         let mut cmd = SPARE
-            .with(Cell::take)
+            .try_with(Cell::take)
+            .ok()
+            .flatten()
             .unwrap_or_else(|| Cmd::with_capacity(3 + CALL_ARGS, HEAD_BYTES + CALL_BYTES));
         cmd.arg("EVALSHA").arg(script.get_hash()).arg(keys);
         ScriptCall {
@@ -140,15 +142,32 @@ impl ScriptCall {
 }
 
 impl Drop for ScriptCall {
-    /// Keeps the command's buffers for the thread's next call, unless they held a batch.
+    /// Keeps the command's buffers for the thread's next call, unless they held a batch
+    /// or a long argument (a record's value): a thread keeps at most a few KiB.
     fn drop(&mut self) {
-        if self.cmd.args_iter().len() <= 3 + CALL_ARGS {
+        if worth_keeping(&self.cmd) {
             let mut cmd = std::mem::take(&mut self.cmd);
             cmd.clear();
             // A thread that is exiting has no spare to keep: the buffers are freed.
             let _ = SPARE.try_with(|spare| spare.set(Some(cmd)));
         }
     }
+}
+
+/// The most bytes of words a call may have held for its buffers to be kept.
+const SPARE_BYTES: usize = 4 * (HEAD_BYTES + CALL_BYTES);
+
+/// `true` for a command of at most a single lock's words and [`SPARE_BYTES`] bytes.
+fn worth_keeping(cmd: &Cmd) -> bool {
+    let words = cmd.args_iter();
+    words.len() <= 3 + CALL_ARGS
+        && words
+            .map(|word| match word {
+                redis::Arg::Simple(bytes) => bytes.len(),
+                _ => 0,
+            })
+            .sum::<usize>()
+            <= SPARE_BYTES
 }
 
 thread_local! {
@@ -251,6 +270,21 @@ mod tests {
             words(&third.eval_cmd()),
             ["EVALSHA", SCRIPT.get_hash(), "0"]
         );
+    }
+
+    #[test]
+    fn only_a_single_locks_small_call_leaves_its_buffers() {
+        let mut small = ScriptCall::new(&SCRIPT, 1);
+        small.key("k").arg("v");
+        assert!(worth_keeping(&small.cmd));
+        let mut long = ScriptCall::new(&SCRIPT, 1);
+        long.key("k").arg("v".repeat(SPARE_BYTES));
+        assert!(!worth_keeping(&long.cmd), "a record's long value");
+        let mut batch = ScriptCall::new(&SCRIPT, 0);
+        for i in 0..=CALL_ARGS as u64 {
+            batch.arg(i);
+        }
+        assert!(!worth_keeping(&batch.cmd), "a batch's many words");
     }
 
     #[test]
