@@ -26,7 +26,6 @@
 //!
 //! Releases are announced on the channel `{prefix}:released` with the lock name as message.
 
-use std::fmt;
 use std::io::Write;
 
 use leader_core::LockName;
@@ -83,8 +82,8 @@ impl<'a> LockKeys<'a> {
 }
 
 /// One key, as the parts it is made of: `{prefix}:{<group>}`, then `#rest` for a derived
-/// name, then its suffix. Written into a call as one argument ([`ToRedisArgs`]), or as
-/// text ([`Display`](fmt::Display), `String::from`).
+/// name, then its suffix. Written into a call as one argument ([`ToRedisArgs`]), or made
+/// a `String` (`String::from`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Key<'a> {
     keys: LockKeys<'a>,
@@ -110,12 +109,6 @@ impl Key<'_> {
 /// [`LockName::DERIVED_SEPARATOR`] as text.
 const DERIVED_SEPARATOR: &str = "#";
 const _: () = assert!(LockName::DERIVED_SEPARATOR == '#');
-
-impl fmt::Display for Key<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.parts().iter().try_for_each(|part| f.write_str(part))
-    }
-}
 
 impl From<Key<'_>> for String {
     /// The key in one allocation of its exact size.
@@ -160,21 +153,26 @@ fn concat(parts: &[&str]) -> String {
 }
 
 /// The index of the derived names of `group` (see the module docs).
+fn index<'a>(prefix: &'a str, group: &'a str) -> Key<'a> {
+    Key {
+        keys: LockKeys {
+            prefix,
+            group,
+            rest: None,
+        },
+        suffix: ":derived",
+    }
+}
+
+/// [`index`] as text, for a listing that keeps it.
 pub(crate) fn index_key(prefix: &str, group: &str) -> String {
-    concat(&[prefix, ":{", group, "}:derived"])
+    index(prefix, group).into()
 }
 
 /// The index a lock of `name` is listed in when it is a derived name: its group's, the
 /// name up to `#` (see the module docs).
 pub(crate) fn index_of<'a>(prefix: &'a str, name: &'a LockName) -> Key<'a> {
-    Key {
-        keys: LockKeys {
-            prefix,
-            group: split(name).0,
-            rest: None,
-        },
-        suffix: ":derived",
-    }
+    index(prefix, split(name).0)
 }
 
 /// What the lock keys of `group`'s derived names start with: `{prefix}:{<group>}#`.
@@ -252,7 +250,6 @@ mod tests {
             index_of("leader", &name),
         ] {
             assert_eq!(key.to_redis_args(), [text(key).into_bytes()]);
-            assert_eq!(key.to_string(), text(key));
         }
     }
 

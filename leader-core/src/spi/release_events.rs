@@ -39,16 +39,35 @@ pub struct ReleaseNotice {
     fencing_token: Option<u64>,
 }
 
+/// `n` in decimal ASCII digits, written from the last into the end of `digits` (a `u64`
+/// has at most 20): the token of a release message, without the formatter.
+fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &[u8] {
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &digits[start..];
+        }
+    }
+}
+
 impl ReleaseNotice {
     /// The message announcing that the lease of `key` with `fencing_token` was freed.
     pub fn message(key: &str, fencing_token: u64) -> String {
         // Built at its size, without the formatting machinery `format!` runs for the
         // whole message: a release builds one on every call.
-        let mut message = Vec::with_capacity(key.len() + 21);
-        // Writing into a Vec cannot fail.
-        let _ = Self::write_message(&mut message, key, fencing_token);
-        // The key is text, and the rest is ASCII.
-        String::from_utf8(message).unwrap_or_default()
+        let mut digits = [0; 20];
+        let mut message = String::with_capacity(key.len() + 21);
+        message.push_str(key);
+        message.push('\n');
+        message.extend(
+            decimal(fencing_token, &mut digits)
+                .iter()
+                .map(|&d| char::from(d)),
+        );
+        message
     }
 
     /// Writes [`message`](Self::message)'s text into `out`: for a backend that writes the
@@ -73,21 +92,10 @@ impl ReleaseNotice {
         key: &str,
         fencing_token: u64,
     ) -> std::io::Result<()> {
+        let mut digits = [0; 20];
         out.write_all(key.as_bytes())?;
         out.write_all(b"\n")?;
-        // At most 20 digits; written from the last.
-        let mut digits = [0u8; 20];
-        let mut start = digits.len();
-        let mut rest = fencing_token;
-        loop {
-            start -= 1;
-            digits[start] = b'0' + (rest % 10) as u8;
-            rest /= 10;
-            if rest == 0 {
-                break;
-            }
-        }
-        out.write_all(&digits[start..])
+        out.write_all(decimal(fencing_token, &mut digits))
     }
 
     /// Reads a message of [`message`](Self::message)'s form; a message without a token (or

@@ -365,7 +365,7 @@ mod tests {
         let events = ReleaseEvents::new();
         let op = Acquire::new(&requests, "leader", &events, SystemTime::now()).unwrap();
         let first = LockKeys::new("leader", op.name());
-        assert_eq!(first.lock().to_string(), "leader:{consumers}#2");
+        assert_eq!(String::from(first.lock()), "leader:{consumers}#2");
         let second_of_three = Value::Array(vec![
             Value::Int(1),
             bulk("42"),
