@@ -8,16 +8,15 @@
 mod common;
 
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use common::notified::{Notified, must_acquire};
 use leader::{
-    AnyBackend, AsyncLeaderElector, ChangeKind, LeaderChange, LeaderElectionOptions, LeaderElector,
-    LeaseMode, Shutdown,
+    AnyBackend, AsyncLeaderElector, AsyncObserver, ChangeKind, LeaderChange, LeaderElectionOptions,
+    LeaderElector, LeaseMode, Shutdown,
 };
-use leader_core::{
-    AcquireOutcome, AcquireRequest, Backend, InMemoryBackend, LockBackend, OwnerToken,
-};
+use leader_core::{AsyncLockBackend, Backend, InMemoryBackend, LockBackend};
 use leader_testkit::{Call, CountingBackend, Fault, FaultyBackend, Op, fresh_name};
 
 const POLL: Duration = Duration::from_millis(200);
@@ -89,34 +88,37 @@ fn a_blocking_observer_sees_each_change(backend: AnyBackend) {
         .with_poll_interval(POLL)
         .until(&shutdown);
     let (tx, changes) = mpsc::channel();
-    let thread = std::thread::spawn(move || {
-        for change in observer {
-            if tx.send(change.unwrap()).is_err() {
-                return;
-            }
-        }
-    });
+    let thread = pump_blocking(observer, tx);
     sees_each_change(backend, changes, &lock);
     shutdown.trigger();
     thread.join().unwrap();
 }
 
-/// The async observer's stream, on a runtime of its own thread.
-fn an_async_observer_sees_each_change_on(
-    backend: AnyBackend,
-    block_on: fn(std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>),
-) {
-    let elector =
-        AsyncLeaderElector::new(backend.clone(), LeaderElectionOptions::default()).unwrap();
-    let lock = fresh_name("observed").to_string();
-    let shutdown = Shutdown::new();
-    let mut observer = elector
-        .observe(&lock)
-        .unwrap()
-        .with_poll_interval(POLL)
-        .until(&shutdown);
-    let (tx, changes) = mpsc::channel();
-    let thread = std::thread::spawn(move || {
+/// Sends each change `observer` sees on `tx`, from a thread of its own, until it ends or
+/// nobody listens.
+fn pump_blocking(
+    observer: impl Iterator<Item = Result<LeaderChange, leader::Error>> + Send + 'static,
+    tx: mpsc::Sender<LeaderChange>,
+) -> JoinHandle<()> {
+    std::thread::spawn(move || {
+        for change in observer {
+            if tx.send(change.unwrap()).is_err() {
+                return;
+            }
+        }
+    })
+}
+
+/// Runs a future to its end on a runtime of the caller's choice.
+type BlockOn = fn(std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>);
+
+/// [`pump_blocking`] for an async observer, on a runtime (`block_on`) of its own thread.
+fn pump_async<B: AsyncLockBackend + 'static>(
+    mut observer: AsyncObserver<B>,
+    tx: mpsc::Sender<LeaderChange>,
+    block_on: BlockOn,
+) -> JoinHandle<()> {
+    std::thread::spawn(move || {
         block_on(Box::pin(async move {
             while let Some(change) = observer.next().await {
                 if tx.send(change.unwrap()).is_err() {
@@ -124,7 +126,22 @@ fn an_async_observer_sees_each_change_on(
                 }
             }
         }));
-    });
+    })
+}
+
+/// The async observer's stream, on a runtime of its own thread.
+fn an_async_observer_sees_each_change_on(backend: AnyBackend, block_on: BlockOn) {
+    let elector =
+        AsyncLeaderElector::new(backend.clone(), LeaderElectionOptions::default()).unwrap();
+    let lock = fresh_name("observed").to_string();
+    let shutdown = Shutdown::new();
+    let observer = elector
+        .observe(&lock)
+        .unwrap()
+        .with_poll_interval(POLL)
+        .until(&shutdown);
+    let (tx, changes) = mpsc::channel();
+    let thread = pump_async(observer, tx, block_on);
     sees_each_change(backend, changes, &lock);
     shutdown.trigger();
     thread.join().unwrap();
@@ -275,7 +292,7 @@ type StartObserver = fn(
     String,
     Shutdown,
     mpsc::Sender<LeaderChange>,
-) -> std::thread::JoinHandle<()>;
+) -> JoinHandle<()>;
 
 /// The observer meets a store that answers its reads only after the lease it watches has
 /// ended: each read waits 1.5 s before it is served, so the read that goes out while the
@@ -289,16 +306,7 @@ fn a_read_answered_after_the_lease_ended_sees_an_expiry(start: StartObserver) {
     let observer = start(backend.clone(), lock.to_string(), shutdown.clone(), tx);
     let initial = next(&changes, "the initial state");
     assert!(initial.holder.is_none(), "{initial:?}");
-    let request = AcquireRequest::new(
-        &lock,
-        OwnerToken::random(),
-        "node-b",
-        Duration::from_secs(1),
-    );
-    let AcquireOutcome::Acquired(lease) = LockBackend::try_acquire(&backend, request).unwrap()
-    else {
-        panic!("a free lock is taken");
-    };
+    let lease = must_acquire(&backend, &lock, "node-b", Duration::from_secs(1));
     let acquired = next(&changes, "node-b's acquisition");
     assert_eq!(acquired.kind, ChangeKind::Acquired, "{acquired:?}");
     // The next read goes out within the poll interval, well before the lease ends; the
@@ -325,13 +333,7 @@ fn a_blocking_read_answered_after_the_lease_ended_sees_an_expiry() {
             .unwrap()
             .with_poll_interval(POLL)
             .until(&shutdown);
-        std::thread::spawn(move || {
-            for change in observer {
-                if tx.send(change.unwrap()).is_err() {
-                    return;
-                }
-            }
-        })
+        pump_blocking(observer, tx)
     });
 }
 
@@ -339,19 +341,11 @@ fn a_blocking_read_answered_after_the_lease_ended_sees_an_expiry() {
 fn an_async_read_answered_after_the_lease_ended_sees_an_expiry() {
     a_read_answered_after_the_lease_ended_sees_an_expiry(|backend, lock, shutdown, tx| {
         let elector = AsyncLeaderElector::new(backend, LeaderElectionOptions::default()).unwrap();
-        let mut observer = elector
+        let observer = elector
             .observe(&lock)
             .unwrap()
             .with_poll_interval(POLL)
             .until(&shutdown);
-        std::thread::spawn(move || {
-            block_on_tokio(Box::pin(async move {
-                while let Some(change) = observer.next().await {
-                    if tx.send(change.unwrap()).is_err() {
-                        return;
-                    }
-                }
-            }));
-        })
+        pump_async(observer, tx, block_on_tokio)
     });
 }

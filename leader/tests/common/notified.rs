@@ -140,7 +140,7 @@ fn up(what: &str, within: Duration, backend: &impl leader_core::Backend, is_up: 
 
 /// Takes `key` for `node` for `lease_time`, or panics.
 pub(crate) fn must_acquire(
-    backend: &AnyBackend,
+    backend: &impl LockBackend,
     key: &LockName,
     node: &str,
     lease_time: Duration,
