@@ -1,7 +1,8 @@
 //! [`Connection`]: the one etcd client a backend shares, made on first use, and what
 //! every call needs beside it ([`Conn`]).
 //!
-//! The client balances its calls over every member of the URL and reconnects on its own;
+//! The client spreads its calls over every member of the URL, passing over one that left a
+//! call unanswered (see [`balance`](crate::balance)), and reconnects on its own;
 //! it is made once, on the background runtime, by the first call that needs it (a call
 //! that fails to make it leaves the next call to try again). Each call carries etcd's
 //! "require leader" flag, so a member cut off from the others answers "no leader" at once
@@ -13,6 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use etcd_client::{Client, ConnectOptions};
 use tokio::sync::OnceCell;
 
+use crate::balance::ByStanding;
 use crate::config::EtcdConfig;
 use crate::error::{ConnectError, OpError};
 use crate::keys::Keys;
@@ -72,7 +74,13 @@ impl Connection {
     pub(crate) async fn get(&self) -> Result<Conn, OpError> {
         let client = self
             .client
-            .get_or_try_init(|| Client::connect(self.endpoints.clone(), Some(self.options.clone())))
+            .get_or_try_init(|| {
+                Client::connect_with_balanced_channel(
+                    self.endpoints.clone(),
+                    Some(self.options.clone()),
+                    ByStanding,
+                )
+            })
             .await?;
         Ok(Conn {
             client: client.clone(),

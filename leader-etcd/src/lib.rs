@@ -2,6 +2,7 @@
 #![doc = include_str!("../README.md")]
 
 mod backend;
+mod balance;
 mod blocking;
 mod config;
 #[cfg(feature = "serde")]

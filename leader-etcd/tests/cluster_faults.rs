@@ -185,6 +185,9 @@ fn processes_contending_through_a_leader_failover_never_overlap() {
     }
 }
 
+/// The raft leader paused (SIGSTOP, so its connections stay open): the other two serve
+/// the holder, nobody else gets the lock, and each client spends at most one call on the
+/// paused member.
 #[test]
 fn a_paused_member_never_gives_a_wrong_answer() {
     let _turn = one_at_a_time();
@@ -198,14 +201,17 @@ fn a_paused_member_never_gives_a_wrong_answer() {
 
     let paused = cluster.leader().unwrap();
     cluster.members()[paused].pause();
+    // The other two elect a leader before the clients call again: from then on, a call
+    // that waits long waits on the paused member.
+    cluster.wait_until_quorum().unwrap();
     let started = Instant::now();
-    let (mut states, mut refusals, mut renewals) = (0, 0, 0);
+    let (mut states, mut refusals, mut renewals, mut waits) = (0, 0, 0, 0);
     while states < 3 || refusals < 3 || renewals < 3 {
         assert!(
             started.elapsed() < RECOVERY,
             "the other members did not serve: {states} states, {refusals} refusals, {renewals} renewals"
         );
-        if let Some(state) = ok_or_transient(other.state(&key)) {
+        if let Some(state) = counting_waits(&mut waits, || other.state(&key)) {
             assert_eq!(
                 state.leader().map(|holder| holder.fencing_token),
                 Some(lease.fencing_token),
@@ -213,7 +219,9 @@ fn a_paused_member_never_gives_a_wrong_answer() {
             );
             states += 1;
         }
-        match ok_or_transient(other.try_acquire(request(&key, "other", LEASE))) {
+        match counting_waits(&mut waits, || {
+            other.try_acquire(request(&key, "other", LEASE))
+        }) {
             Some(AcquireOutcome::Held(Some(seen))) => {
                 assert_eq!(seen.fencing_token, lease.fencing_token);
                 refusals += 1;
@@ -221,18 +229,37 @@ fn a_paused_member_never_gives_a_wrong_answer() {
             Some(outcome) => panic!("a wrong answer to another owner: {outcome:?}"),
             None => {}
         }
-        match ok_or_transient(holder.extend(&lease, LEASE, false)) {
+        match counting_waits(&mut waits, || holder.extend(&lease, LEASE, false)) {
             Some(ExtendOutcome::Extended { .. }) => renewals += 1,
             Some(outcome) => panic!("the holder lost a 30 s lease: {outcome:?}"),
             None => {}
         }
     }
+    // The kernel keeps the paused member's connections open, so only the calls tell: each
+    // client leaves one call unanswered there, then passes the member over (for longer
+    // than this loop lasts) while another serves.
+    assert!(
+        waits <= 2,
+        "the clients kept calling the paused member: {waits} calls waited out their timeout"
+    );
     cluster.members()[paused].resume();
     cluster.wait_until_healthy().unwrap();
     assert_eq!(
         recovers(RECOVERY, || holder.release(&lease, Duration::ZERO)),
         ReleaseOutcome::Released
     );
+}
+
+/// `call`'s result as [`ok_or_transient`] gives it, counting in `waits` a failure that
+/// took half the operation timeout or more: a call that got no answer.
+#[track_caller]
+fn counting_waits<T>(waits: &mut u32, call: impl FnOnce() -> Result<T, Error>) -> Option<T> {
+    let sent = Instant::now();
+    let result = call();
+    if result.is_err() && sent.elapsed() >= fast("paused").operation_timeout() / 2 {
+        *waits += 1;
+    }
+    ok_or_transient(result)
 }
 
 /// A member cut off from the other two by a partition of the peer traffic (every process
