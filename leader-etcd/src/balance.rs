@@ -1,9 +1,9 @@
-//! [`ByStanding`]: how the client's calls pick a member. Two members drawn at random, the
-//! call goes to the one in better standing: first how its last call went, then how many
-//! calls it has in flight.
+//! [`ByStanding`]: how the client's calls pick a member. Each call goes to the member in
+//! the best standing: first how its last call went, then how many calls it has in flight;
+//! members alike take turns.
 //!
-//! etcd-client's own balancer draws the same way but weighs every member alike, and that
-//! fails one fault badly: a member that stops answering without closing its connection (its
+//! etcd-client's own balancer draws two members at random and weighs every member alike,
+//! and that fails one fault badly: a member that stops answering without closing its connection (its
 //! process paused, its host frozen or swapping). The kernel keeps a stopped process's
 //! connection open, and even accepts new ones for it, so nothing below the call notices:
 //! the member goes on taking a third of the calls, and each waits out the whole operation
@@ -24,7 +24,7 @@
 //! others serve meanwhile).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -35,18 +35,15 @@ use tokio::sync::mpsc;
 use tonic::body::Body;
 use tonic::transport::channel::Change;
 use tonic::transport::{Channel as MemberChannel, Endpoint};
-use tower::Service;
-use tower::balance::p2c::Balance;
-use tower::buffer::Buffer;
-use tower::discover::Change as Discovered;
-use tower::load::Load;
 use tower::util::BoxCloneSyncService;
+use tower::{BoxError, Service};
 
-/// How long a member whose call got no answer is passed over while another is in good
+/// How long a member whose call went wrong is passed over while another is in good
 /// standing.
 pub(crate) const PASS_OVER: Duration = Duration::from_secs(30);
 
-/// Builds the client's channel: the members, each weighed by its [`Standing`].
+/// Builds the client's channel: [`Members`], which sends each call to the member in the
+/// best standing.
 pub(crate) struct ByStanding;
 
 impl BalancedChannelBuilder for ByStanding {
@@ -56,39 +53,117 @@ impl BalancedChannelBuilder for ByStanding {
         self,
         buffer_size: usize,
     ) -> Result<(Channel, mpsc::Sender<Change<Uri, Endpoint>>), Self::Error> {
-        let (members, changes) = mpsc::channel(buffer_size.max(1));
-        let balance = Balance::new(Members { changes });
-        let channel = Buffer::new(balance, buffer_size.max(1));
-        Ok((Channel::Custom(BoxCloneSyncService::new(channel)), members))
+        let (named, changes) = mpsc::channel(buffer_size.max(1));
+        let members = Members {
+            shared: Arc::new(Shared {
+                changes: Mutex::new(changes),
+                members: Mutex::new(Vec::new()),
+                turn: AtomicUsize::new(0),
+            }),
+            chosen: None,
+        };
+        Ok((Channel::Custom(BoxCloneSyncService::new(members)), named))
     }
 }
 
-/// The members as the client names them, each made into a [`Member`] as it comes.
+/// The client's channel: each call goes to the member in the best [`Standing`], equals
+/// taking turns. A handle holds the member it chose when it was polled ready, until its
+/// call.
 struct Members {
-    changes: mpsc::Receiver<Change<Uri, Endpoint>>,
+    shared: Arc<Shared>,
+    chosen: Option<Member>,
 }
 
-impl futures_util::Stream for Members {
-    type Item = Result<Discovered<Uri, Member>, std::convert::Infallible>;
-
-    fn poll_next(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Self::Item>> {
-        match self.changes.poll_recv(cx) {
-            Poll::Ready(Some(Change::Insert(uri, endpoint))) => Poll::Ready(Some(Ok(
-                Discovered::Insert(uri, Member::new(endpoint.connect_lazy())),
-            ))),
-            Poll::Ready(Some(Change::Remove(uri))) => {
-                Poll::Ready(Some(Ok(Discovered::Remove(uri))))
-            }
-            // The client has named every member; the members stay as they are.
-            Poll::Ready(None) | Poll::Pending => Poll::Pending,
+impl Clone for Members {
+    /// A handle of its own, which chooses when it is polled ready (the chosen member's
+    /// readiness is this handle's).
+    fn clone(&self) -> Self {
+        Members {
+            shared: Arc::clone(&self.shared),
+            chosen: None,
         }
     }
 }
 
-/// One member: its connection, and its standing, shared with its calls in flight.
+/// What every handle shares: the members as the client names them, and whose turn it is
+/// among equals.
+struct Shared {
+    changes: Mutex<mpsc::Receiver<Change<Uri, Endpoint>>>,
+    members: Mutex<Vec<(Uri, Member)>>,
+    turn: AtomicUsize,
+}
+
+impl Shared {
+    /// The member in the best standing now, after taking in the members the client named
+    /// since the last call (all of them before its first).
+    fn choose(&self) -> Option<Member> {
+        let mut members = lock(&self.members);
+        while let Ok(change) = lock(&self.changes).try_recv() {
+            match change {
+                Change::Insert(uri, endpoint) => {
+                    members.retain(|(named, _)| *named != uri);
+                    members.push((uri, Member::new(endpoint.connect_lazy())));
+                }
+                Change::Remove(uri) => members.retain(|(named, _)| *named != uri),
+            }
+        }
+        let now = Instant::now();
+        let first = self.turn.fetch_add(1, Ordering::Relaxed);
+        let count = members.len();
+        (0..count)
+            .filter_map(|i| members.get(first.wrapping_add(i) % count))
+            .min_by_key(|(_, member)| member.record.standing(now))
+            .map(|(_, member)| member.clone())
+    }
+}
+
+impl Service<Request<Body>> for Members {
+    type Response = Response<Body>;
+    type Error = BoxError;
+    type Future = BoxFuture<'static, Result<Response<Body>, BoxError>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        if self.chosen.is_none() {
+            self.chosen = self.shared.choose();
+        }
+        let Some(member) = &mut self.chosen else {
+            return Poll::Ready(Err(Unrouted::NoMember.into()));
+        };
+        let ready = member.channel.poll_ready(cx);
+        if let Poll::Ready(Err(_)) = ready {
+            self.chosen = None;
+        }
+        ready.map_err(BoxError::from)
+    }
+
+    fn call(&mut self, request: Request<Body>) -> Self::Future {
+        let Some(mut member) = self.chosen.take() else {
+            return Box::pin(async { Err(Unrouted::NotReady.into()) });
+        };
+        let call = Call::start(Arc::clone(&member.record));
+        let answer = member.channel.call(request);
+        Box::pin(async move {
+            let result = answer.await;
+            call.end(match &result {
+                Ok(response) if unavailable(response) => Some(Lapse::Unavailable),
+                Ok(_) => None,
+                Err(_) => Some(Lapse::NoAnswer),
+            });
+            result.map_err(BoxError::from)
+        })
+    }
+}
+
+/// A call the channel could not send anywhere.
+#[derive(Debug, thiserror::Error)]
+enum Unrouted {
+    #[error("no etcd member to send the call to")]
+    NoMember,
+    #[error("a call sent before its channel was ready")]
+    NotReady,
+}
+
+/// One member: its connection, and its record, shared with its calls in flight.
 #[derive(Clone)]
 struct Member {
     channel: MemberChannel,
@@ -104,36 +179,9 @@ impl Member {
     }
 }
 
-impl Load for Member {
-    type Metric = Standing;
-
-    fn load(&self) -> Standing {
-        self.record.standing(Instant::now())
-    }
-}
-
-impl Service<Request<Body>> for Member {
-    type Response = Response<Body>;
-    type Error = tonic::transport::Error;
-    type Future = BoxFuture<'static, Result<Response<Body>, tonic::transport::Error>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.channel.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<Body>) -> Self::Future {
-        let call = Call::start(Arc::clone(&self.record));
-        let answer = self.channel.call(request);
-        Box::pin(async move {
-            let result = answer.await;
-            call.end(match &result {
-                Ok(response) if unavailable(response) => Some(Lapse::Unavailable),
-                Ok(_) => None,
-                Err(_) => Some(Lapse::NoAnswer),
-            });
-            result
-        })
-    }
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Nothing can panic while these locks are held; a poisoned lock holds a plain value.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Whether `response` is gRPC's "unavailable" status, sent without a body (as a member
@@ -184,11 +232,8 @@ impl Record {
         *self.passed_over() = lapse.map(|lapse| (lapse, now + PASS_OVER));
     }
 
-    fn passed_over(&self) -> std::sync::MutexGuard<'_, Option<(Lapse, Instant)>> {
-        // Nothing can panic while the lock is held; a poisoned lock holds a plain value.
-        self.passed_over
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+    fn passed_over(&self) -> MutexGuard<'_, Option<(Lapse, Instant)>> {
+        lock(&self.passed_over)
     }
 }
 
@@ -278,6 +323,99 @@ mod tests {
         // though its time ends later.
         assert!(passed_over(Lapse::Unavailable, at + PASS_OVER) < passed_over(Lapse::NoAnswer, at));
         assert!(passed_over(Lapse::NoAnswer, at) < passed_over(Lapse::NoAnswer, at + PASS_OVER));
+    }
+
+    /// Shared state naming `count` members (nothing listens on their ports; nothing
+    /// connects until a call), and each member's address.
+    fn named(count: u16) -> (Arc<Shared>, mpsc::Sender<Change<Uri, Endpoint>>, Vec<Uri>) {
+        let (named, changes) = mpsc::channel(8);
+        let uris: Vec<Uri> = (1..=count)
+            .map(|port| format!("http://127.0.0.1:{port}").parse().unwrap())
+            .collect();
+        for uri in &uris {
+            named
+                .try_send(Change::Insert(uri.clone(), Endpoint::from(uri.clone())))
+                .unwrap();
+        }
+        let shared = Arc::new(Shared {
+            changes: Mutex::new(changes),
+            members: Mutex::new(Vec::new()),
+            turn: AtomicUsize::new(0),
+        });
+        (shared, named, uris)
+    }
+
+    /// The address of the member `shared` chooses now.
+    fn chosen(shared: &Shared) -> Uri {
+        let member = shared.choose().unwrap();
+        let members = lock(&shared.members);
+        let (uri, _) = members
+            .iter()
+            .find(|(_, named)| Arc::ptr_eq(&named.record, &member.record))
+            .unwrap();
+        uri.clone()
+    }
+
+    /// The record of the member at `uri`.
+    fn record(shared: &Shared, uri: &Uri) -> Arc<Record> {
+        let members = lock(&shared.members);
+        let (_, member) = members.iter().find(|(named, _)| named == uri).unwrap();
+        Arc::clone(&member.record)
+    }
+
+    #[tokio::test]
+    async fn members_alike_take_turns() {
+        let (shared, _named, uris) = named(3);
+        let first: Vec<Uri> = (0..3).map(|_| chosen(&shared)).collect();
+        for uri in &uris {
+            assert!(first.contains(uri), "{uri} had no turn: {first:?}");
+        }
+        assert_eq!(chosen(&shared), first[0]);
+    }
+
+    #[tokio::test]
+    async fn a_member_passed_over_is_left_alone_while_another_serves() {
+        let (shared, _named, uris) = named(3);
+        let _ = shared.choose();
+        let now = Instant::now();
+        record(&shared, &uris[0]).ended(Some(Lapse::NoAnswer), now);
+        for _ in 0..6 {
+            assert_ne!(chosen(&shared), uris[0]);
+        }
+        // All passed over: one that answered "unavailable" before one that did not answer.
+        record(&shared, &uris[1]).ended(Some(Lapse::NoAnswer), now);
+        record(&shared, &uris[2]).ended(Some(Lapse::Unavailable), now);
+        assert_eq!(chosen(&shared), uris[2]);
+        // The next answer puts a member back in good standing.
+        record(&shared, &uris[0]).ended(None, now);
+        assert_eq!(chosen(&shared), uris[0]);
+    }
+
+    #[tokio::test]
+    async fn a_member_removed_gets_no_more_calls() {
+        let (shared, named, uris) = named(2);
+        let _ = shared.choose();
+        named.try_send(Change::Remove(uris[0].clone())).unwrap();
+        for _ in 0..4 {
+            assert_eq!(chosen(&shared), uris[1]);
+        }
+    }
+
+    #[tokio::test]
+    async fn without_a_member_a_call_fails_instead_of_waiting() {
+        let (shared, named, _) = named(0);
+        drop(named);
+        let mut members = Members {
+            shared,
+            chosen: None,
+        };
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let ready = members.poll_ready(&mut cx);
+        assert!(
+            matches!(&ready, Poll::Ready(Err(err)) if err.to_string().contains("no etcd member")),
+            "{ready:?}"
+        );
+        assert!(members.call(Request::new(Body::empty())).await.is_err());
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::time::Duration;
 /// | `prefix` | `leader` | the keys of lock `name` are `{prefix}/lock/{name}`, `{prefix}/holder/{name}` and `{prefix}/fence/{name}` (not empty, at most 128 bytes, no trailing `/`) |
 /// | `connect_timeout` | 5 s | how long opening the connection to a member may take |
 /// | `operation_timeout` | 10 s | the caller waits at most this long for any one call, connecting included |
-/// | `keep_alive` | 2 s | an HTTP/2 ping after this long without traffic, and as long again for its answer: how soon a member that stopped answering (paused, cut off) is noticed and another used |
+/// | `keep_alive` | 2 s | an HTTP/2 ping after this long without traffic, and as long again for its answer: how soon a connection that carries nothing any more (a network gone) is dropped and made again. A member that leaves a call unanswered is passed over for 30 s at once, whatever this is: a paused member's connection is made again at once (its kernel accepts it) |
 /// | `release_notifications` | on | a watch on the lock keys, so waiting electors retry as soon as a lock is released or expires |
 /// | `tls_root_certificate` | none | a PEM CA to trust for `etcds://` instead of the platform's roots (feature `tls`) |
 ///
