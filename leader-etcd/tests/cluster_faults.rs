@@ -186,8 +186,8 @@ fn processes_contending_through_a_leader_failover_never_overlap() {
 }
 
 /// The raft leader paused (SIGSTOP, so its connections stay open): the other two serve
-/// the holder, nobody else gets the lock, and each client spends at most one call on the
-/// paused member.
+/// the holder, nobody else gets the lock, and each client leaves one call on the paused
+/// member, not one in three.
 #[test]
 fn a_paused_member_never_gives_a_wrong_answer() {
     let _turn = one_at_a_time();
@@ -205,13 +205,15 @@ fn a_paused_member_never_gives_a_wrong_answer() {
     // that waits long waits on the paused member.
     cluster.wait_until_quorum().unwrap();
     let started = Instant::now();
-    let (mut states, mut refusals, mut renewals, mut waits) = (0, 0, 0, 0);
+    let (mut states, mut refusals, mut renewals) = (0, 0, 0);
+    // Per client: the calls that failed after waiting long, with what they answered.
+    let (mut waited_other, mut waited_holder) = (Vec::new(), Vec::new());
     while states < 3 || refusals < 3 || renewals < 3 {
         assert!(
             started.elapsed() < RECOVERY,
             "the other members did not serve: {states} states, {refusals} refusals, {renewals} renewals"
         );
-        if let Some(state) = counting_waits(&mut waits, || other.state(&key)) {
+        if let Some(state) = counting_waits(&mut waited_other, || other.state(&key)) {
             assert_eq!(
                 state.leader().map(|holder| holder.fencing_token),
                 Some(lease.fencing_token),
@@ -219,7 +221,7 @@ fn a_paused_member_never_gives_a_wrong_answer() {
             );
             states += 1;
         }
-        match counting_waits(&mut waits, || {
+        match counting_waits(&mut waited_other, || {
             other.try_acquire(request(&key, "other", LEASE))
         }) {
             Some(AcquireOutcome::Held(Some(seen))) => {
@@ -229,7 +231,7 @@ fn a_paused_member_never_gives_a_wrong_answer() {
             Some(outcome) => panic!("a wrong answer to another owner: {outcome:?}"),
             None => {}
         }
-        match counting_waits(&mut waits, || holder.extend(&lease, LEASE, false)) {
+        match counting_waits(&mut waited_holder, || holder.extend(&lease, LEASE, false)) {
             Some(ExtendOutcome::Extended { .. }) => renewals += 1,
             Some(outcome) => panic!("the holder lost a 30 s lease: {outcome:?}"),
             None => {}
@@ -237,10 +239,12 @@ fn a_paused_member_never_gives_a_wrong_answer() {
     }
     // The kernel keeps the paused member's connections open, so only the calls tell: each
     // client leaves one call unanswered there, then passes the member over (for longer
-    // than this loop lasts) while another serves.
+    // than this loop lasts) while another serves. A second wait per client is allowed for
+    // an election the loaded machine may hold again (its calls fail late too); calling
+    // the paused member in turn cost 7 or 8 waits here.
     assert!(
-        waits <= 2,
-        "the clients kept calling the paused member: {waits} calls waited out their timeout"
+        waited_other.len() <= 2 && waited_holder.len() <= 2,
+        "the clients kept calling the paused member: {waited_other:?}, {waited_holder:?}"
     );
     cluster.members()[paused].resume();
     cluster.wait_until_healthy().unwrap();
@@ -250,14 +254,21 @@ fn a_paused_member_never_gives_a_wrong_answer() {
     );
 }
 
-/// `call`'s result as [`ok_or_transient`] gives it, counting in `waits` a failure that
-/// took half the operation timeout or more: a call that got no answer.
+/// `call`'s result as [`ok_or_transient`] gives it, keeping in `waits` a failure that
+/// took half the operation timeout or more (a call that got no answer): how long it took,
+/// and its error.
 #[track_caller]
-fn counting_waits<T>(waits: &mut u32, call: impl FnOnce() -> Result<T, Error>) -> Option<T> {
+fn counting_waits<T>(
+    waits: &mut Vec<(Duration, String)>,
+    call: impl FnOnce() -> Result<T, Error>,
+) -> Option<T> {
     let sent = Instant::now();
     let result = call();
-    if result.is_err() && sent.elapsed() >= fast("paused").operation_timeout() / 2 {
-        *waits += 1;
+    let took = sent.elapsed();
+    if let Err(err) = &result
+        && took >= fast("paused").operation_timeout() / 2
+    {
+        waits.push((took, err.to_string()));
     }
     ok_or_transient(result)
 }
