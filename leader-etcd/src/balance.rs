@@ -3,11 +3,11 @@
 //! members alike take turns.
 //!
 //! etcd-client's own balancer draws two members at random and weighs every member alike,
-//! and that fails one fault badly: a member that stops answering without closing its connection (its
-//! process paused, its host frozen or swapping). The kernel keeps a stopped process's
-//! connection open, and even accepts new ones for it, so nothing below the call notices:
-//! the member goes on taking a third of the calls, and each waits out the whole operation
-//! timeout, for as long as the pause lasts.
+//! and that fails one fault badly: a member that stops answering without closing its
+//! connection (its process paused, its host frozen or swapping). The kernel keeps a
+//! stopped process's connection open, and even accepts new ones for it, so nothing below
+//! the call notices: the member goes on taking a third of the calls, and each waits out
+//! the whole operation timeout, for as long as the pause lasts.
 //!
 //! Here a member whose call went wrong is passed over for [`PASS_OVER`] whenever another
 //! member is in good standing; its next answer puts it back in good standing. A call goes
@@ -40,7 +40,7 @@ use tower::{BoxError, Service};
 
 /// How long a member whose call went wrong is passed over while another is in good
 /// standing.
-pub(crate) const PASS_OVER: Duration = Duration::from_secs(30);
+const PASS_OVER: Duration = Duration::from_secs(30);
 
 /// Builds the client's channel: [`Members`], which sends each call to the member in the
 /// best standing.
@@ -220,7 +220,7 @@ struct Record {
 
 impl Record {
     fn standing(&self, now: Instant) -> Standing {
-        let passed_over = *self.passed_over();
+        let passed_over = *lock(&self.passed_over);
         Standing {
             passed_over: passed_over.filter(|(_, until)| *until > now),
             in_flight: self.in_flight.load(Ordering::Relaxed),
@@ -229,11 +229,7 @@ impl Record {
 
     /// A call ended at `now`, answered (`None`) or with a lapse.
     fn ended(&self, lapse: Option<Lapse>, now: Instant) {
-        *self.passed_over() = lapse.map(|lapse| (lapse, now + PASS_OVER));
-    }
-
-    fn passed_over(&self) -> MutexGuard<'_, Option<(Lapse, Instant)>> {
-        lock(&self.passed_over)
+        *lock(&self.passed_over) = lapse.map(|lapse| (lapse, now + PASS_OVER));
     }
 }
 

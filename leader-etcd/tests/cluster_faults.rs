@@ -241,7 +241,7 @@ fn a_paused_member_never_gives_a_wrong_answer() {
     // client leaves one call unanswered there, then passes the member over (for longer
     // than this loop lasts) while another serves. A second wait per client is allowed for
     // an election the loaded machine may hold again (its calls fail late too); calling
-    // the paused member in turn cost 7 or 8 waits here.
+    // the paused member in turn cost a client 3 to 5 waits here.
     assert!(
         waited_other.len() <= 2 && waited_holder.len() <= 2,
         "the clients kept calling the paused member: {waited_other:?}, {waited_holder:?}"
