@@ -27,7 +27,11 @@
 //! - server time, busy server (printed): the same per cycle while pipelines of 500
 //!   cycles keep the server busy, of the backend's scripts, the fewest-calls lock,
 //!   rslock's two commands sent raw and two empty scripts (a script's cost before its
-//!   calls); steadier from run to run than a cycle sent alone.
+//!   calls); steadier from run to run than a cycle sent alone;
+//! - the goal lines, each one that is not met with its limit from the same run: for the
+//!   server's time, the fewest-calls lock's; for ÷ rslock, the ratio that the server's
+//!   extra time per cycle alone sets; for the handoff, the raw handoff through a
+//!   subscriber thread (the backend's design) ÷ the hop-free one.
 //!
 //! ```text
 //! cargo bench -p leader-benches --bench redis
@@ -46,8 +50,8 @@ use leader_benches::redis_floor::{
     raw_waiter_cycle, rslock_commands,
 };
 use leader_benches::{
-    Case, LEASE, goal, interleaved, percentile, ratio, redis_command_stats, redis_command_usec,
-    request, try_once_options,
+    Case, LEASE, goal, goal_with_limit, interleaved, percentile, ratio, redis_command_stats,
+    redis_command_usec, request, try_once_options,
 };
 use leader_blocking::LeaderElector;
 use leader_core::{AcquireOutcome, AsyncLockBackend, Backend, LockBackend, LockName};
@@ -268,8 +272,11 @@ fn raw_handoff(url: &str, hop: bool, rounds: usize) -> Vec<Duration> {
 
 /// Prints the handoffs with and without pub/sub, and the raw baselines; the p50 with
 /// pub/sub and the p50 of the hop-free raw handoff (B itself reads the message).
-fn handoffs(url: &str) -> (Duration, Duration) {
+/// Prints the handoffs and returns the p50s of ours with pub/sub, of the raw handoff
+/// through a subscriber thread and of the hop-free raw handoff.
+fn handoffs(url: &str) -> (Duration, Duration, Duration) {
     let mut pubsub_p50 = Duration::ZERO;
+    let mut hop_p50 = Duration::ZERO;
     let mut hop_free_p50 = Duration::ZERO;
     for (label, notifications) in [("pub/sub", true), ("polling only", false)] {
         let sorted = handoff(url, notifications, 40);
@@ -288,11 +295,13 @@ fn handoffs(url: &str) -> (Duration, Duration) {
             "redis/handoff pub/sub p50 ÷ {label}: {:.2}x",
             ratio(pubsub_p50, percentile(&sorted, 50))
         );
-        if !hop {
+        if hop {
+            hop_p50 = percentile(&sorted, 50);
+        } else {
             hop_free_p50 = percentile(&sorted, 50);
         }
     }
-    (pubsub_p50, hop_free_p50)
+    (pubsub_p50, hop_p50, hop_free_p50)
 }
 
 /// The server's own time for one cycle over `calls` runs of `call`, each `per_call`
@@ -335,10 +344,20 @@ fn server_usec_per_cycle(
     (total, shares)
 }
 
+/// The server's own time per cycle, in microseconds.
+struct ServerTime {
+    /// The blocking `run_if_leader`'s.
+    ours: f64,
+    /// The fewest-calls lock's.
+    fewest: f64,
+    /// rslock's.
+    rslock: f64,
+}
+
 /// Prints the server's time per cycle of the blocking elector, the async one, the
 /// fewest-calls lock (`leader_benches::redis_floor::fewest_calls_cycle`) and rslock, and
-/// returns the blocking elector's.
-fn server_time(url: &str) -> f64 {
+/// returns the blocking elector's, the fewest-calls lock's and rslock's.
+fn server_time(url: &str) -> ServerTime {
     const CYCLES: u32 = 5000;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -383,7 +402,11 @@ fn server_time(url: &str) -> f64 {
     println!("redis/server time per cycle, run_if_leader, us: {ours_shares}");
     println!("redis/server time per cycle, fewest-calls lock, us: {floor_shares}");
     println!("redis/server time per cycle, rslock, us: {theirs_shares}");
-    ours
+    ServerTime {
+        ours,
+        fewest: floor,
+        rslock: theirs,
+    }
 }
 
 /// Prints the server's time per cycle while it is kept busy: 10 pipelines of 500 cycles
@@ -392,8 +415,8 @@ fn server_time(url: &str) -> f64 {
 /// caches cold, which is what `server_time` measures (a server that serves one cycle at a
 /// time); here the server is never idle, as a shared one under load, and the figures
 /// vary far less from run to run, so they show the scripts' own cost: what a script's
-/// calls cost beyond an empty script's.
-fn server_time_busy(url: &str) {
+/// calls cost beyond an empty script's. Returns ours and the fewest-calls lock's.
+fn server_time_busy(url: &str) -> (f64, f64) {
     const PIPELINES: u32 = 10;
     const CYCLES: u32 = 500;
     let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
@@ -433,6 +456,7 @@ fn server_time_busy(url: &str) {
         ours - empty,
         fewest - empty
     );
+    (ours, fewest)
 }
 
 /// Every variant of each group once per round, interleaved; prints medians and ratios to
@@ -623,14 +647,20 @@ fn main() {
     let filtered = leader_benches::name_filter_given();
     if !filtered {
         let (blocking, asynchronous) = paired(&url, 3000);
-        let (handoff_p50, hop_free_p50) = handoffs(&url);
-        let server_usec = server_time(&url);
-        server_time_busy(&url);
-        goal(
+        let (handoff_p50, hop_p50, hop_free_p50) = handoffs(&url);
+        let server = server_time(&url);
+        let (busy_ours, busy_fewest) = server_time_busy(&url);
+        goal_with_limit(
             "redis server time per run_if_leader cycle",
-            server_usec,
+            server.ours,
             12.0,
             " us",
+            &format!(
+                "the fewest-calls lock (seven script calls; no holder record, minimum lease, \
+                 corruption check or groups) costs {:.2} us alone; on a busy server ours \
+                 {busy_ours:.2} us, the fewest-calls lock {busy_fewest:.2} us",
+                server.fewest
+            ),
         );
         // Cases: blocking [floor, backend, elector]; async [floor, backend, elector, rslock].
         let (Some(floor), Some(elector)) = (blocking.first(), blocking.get(2)) else {
@@ -655,28 +685,45 @@ fn main() {
             1.05,
             "x",
         );
-        goal(
+        // With a client that cost what rslock's does, ours would still take the server's
+        // extra time per cycle on top of rslock's cycle.
+        let server_bound = (rslock.as_secs_f64() * 1e6 + server.ours - server.rslock)
+            / (rslock.as_secs_f64() * 1e6);
+        let rslock_limit = format!(
+            "the server's time per cycle, ours {:.2} us against rslock's {:.2} us, holds ours \
+             to {server_bound:.2}x rslock with a client as cheap as rslock's",
+            server.ours, server.rslock
+        );
+        goal_with_limit(
             "redis blocking run_if_leader ÷ rslock",
             ratio(*elector, *rslock),
             1.0,
             "x",
+            &rslock_limit,
         );
-        goal(
+        goal_with_limit(
             "redis async run_if_leader ÷ rslock",
             ratio(*async_elector, *rslock),
             1.0,
             "x",
+            &rslock_limit,
         );
         // The baseline: the same handoff with raw commands, B itself blocked on the
         // subscription (no thread between the message and B's acquire). The backend's
         // waiters share one subscription per backend, read by a thread of its own, so the
         // elector pays one thread hop the baseline does not (the hop's own floor is
         // printed above as "raw: subscriber wakes B").
-        goal(
+        goal_with_limit(
             "redis handoff p50 ÷ the hop-free raw handoff",
             ratio(handoff_p50, hop_free_p50),
             1.1,
             "x",
+            &format!(
+                "the raw handoff through a subscriber thread (the backend's design) is \
+                 {:.2}x the hop-free one, and ours {:.2}x that",
+                ratio(hop_p50, hop_free_p50),
+                ratio(handoff_p50, hop_p50)
+            ),
         );
     }
 }

@@ -15,7 +15,10 @@
 //! - printed after each group: backend calls per instance for one cycle, counted by a
 //!   wrapper backend (acquire calls per tenant, release calls per elected tenant), and for
 //!   Redis the round trips the server saw (`EVALSHA` in `INFO commandstats`) per tenant per
-//!   instance, beside the commands the scripts ran inside the server.
+//!   instance, beside the commands the scripts ran inside the server;
+//! - each server goal line, when it is not met, gives its limit: the server's CPU time per
+//!   cycle over the five (Redis: `INFO cpu`, its one thread; PostgreSQL: its processes in
+//!   `/proc`, the ended ones included).
 //!
 //! ```text
 //! cargo bench -p leader-benches --bench tenant
@@ -27,7 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use criterion::Criterion;
-use leader_benches::{goal, percentile};
+use leader_benches::{goal, goal_with_limit, percentile};
 use leader_blocking::ThreadPoolLeaderElector;
 use leader_core::{InMemoryBackend, LeaderElectionOptions, LeaseContext, LockBackend, ManualClock};
 use leader_postgres::{PostgresBackend, PostgresConfig};
@@ -210,6 +213,36 @@ fn memory(c: &mut Criterion) {
     group.finish();
 }
 
+/// The median of 5 cycles, and the server's CPU time per cycle over the five (`None`
+/// when `server_cpu` cannot tell): with three instances' cycles overlapping, the server's
+/// share of a cycle's time.
+fn median_cycle_and_server_cpu(
+    cycle: impl FnMut() -> Duration,
+    mut server_cpu: impl FnMut() -> Option<Duration>,
+) -> (Duration, Option<Duration>) {
+    let before = server_cpu();
+    let median = median_cycle(cycle);
+    let busy = before
+        .zip(server_cpu())
+        .map(|(before, after)| after.saturating_sub(before) / 5);
+    (median, busy)
+}
+
+/// The limit of a tenant cycle's goal: the server's CPU time per cycle, over `threads`
+/// threads that can run at once (Redis runs commands on one; PostgreSQL's sessions share
+/// the machine's cores), the least time a cycle can take on this machine.
+fn server_limit(busy: Option<Duration>, threads: usize) -> String {
+    let Some(busy) = busy else {
+        return "the server's CPU time could not be read".to_owned();
+    };
+    let least = millis(busy) / threads as f64;
+    format!(
+        "the server was busy for {:.0} ms of CPU a cycle, on {threads} thread(s) at once at \
+         most: a cycle takes {least:.0} ms or more",
+        millis(busy)
+    )
+}
+
 /// The median of 5 cycles.
 fn median_cycle(mut cycle: impl FnMut() -> Duration) -> Duration {
     let mut cycles: Vec<Duration> = (0..5).map(|_| cycle()).collect();
@@ -268,12 +301,16 @@ fn redis(c: &mut Criterion) {
             });
             group.finish();
         }
-        let cycle = median_cycle(|| instances.cycle(&fresh_job()).1);
-        goal(
+        let (cycle, busy) = median_cycle_and_server_cpu(
+            || instances.cycle(&fresh_job()).1,
+            || leader_benches::redis_cpu_time(&mut server),
+        );
+        goal_with_limit(
             &format!("tenant redis cycle, {} tenants x 3", thousands(tenants)),
             millis(cycle),
             goal_ms,
             " ms",
+            &server_limit(busy, 1),
         );
         redis_costs(&instances, &mut server, &fresh_job());
         delete_bench_keys(&mut server);
@@ -353,12 +390,17 @@ fn postgres(_c: &mut Criterion) {
     };
     for (tenants, goal_ms) in [(10_000, 300.0), (100_000, 3000.0)] {
         let instances = Instances::new(tenants, &backend, None);
-        let cycle = median_cycle(|| instances.cycle(&fresh_job()).1);
-        goal(
+        let (cycle, busy) =
+            median_cycle_and_server_cpu(|| instances.cycle(&fresh_job()).1, || server.cpu_time());
+        goal_with_limit(
             &format!("tenant postgres cycle, {} tenants x 3", thousands(tenants)),
             millis(cycle),
             goal_ms,
             " ms",
+            &server_limit(
+                busy,
+                std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+            ),
         );
         // Every backend call is one round trip but a batch acquire's second statement,
         // which reads the holders of the locks it did not take (one per 1,000 requests).

@@ -83,7 +83,7 @@ pub fn percentile(sorted: &[Duration], p: usize) -> Duration {
 }
 
 /// Prints one goal line of the performance issue and says whether it was met:
-/// `goal <name>: <measured><unit> (goal ≤ <target><unit>) met` or `NOT met`. Every goal is
+/// `goal <name>: <measured><unit> (goal <= <target><unit>) met` or `NOT met`. Every goal is
 /// an upper bound (a ratio to a baseline of the same run, or a duration).
 ///
 /// # Examples
@@ -95,10 +95,7 @@ pub fn percentile(sorted: &[Duration], p: usize) -> Duration {
 /// assert!(!goal("example cycle", 412.0, 300.0, " ms"));
 /// ```
 pub fn goal(name: &str, measured: f64, target: f64, unit: &str) -> bool {
-    let met = measured <= target;
-    let verdict = if met { "met" } else { "NOT met" };
-    println!("goal {name}: {measured:.2}{unit} (goal <= {target:.2}{unit}) {verdict}");
-    met
+    goal_line(name, (measured, Bound::AtMost(target)), unit, None)
 }
 
 /// Like [`goal`], for a lower bound: `goal <name>: <measured><unit> (goal >= <target><unit>)`.
@@ -111,9 +108,64 @@ pub fn goal(name: &str, measured: f64, target: f64, unit: &str) -> bool {
 /// assert!(goal_at_least("example throughput ÷ peer", 1.4, 1.3, "x"));
 /// ```
 pub fn goal_at_least(name: &str, measured: f64, target: f64, unit: &str) -> bool {
-    let met = measured >= target;
-    let verdict = if met { "met" } else { "NOT met" };
-    println!("goal {name}: {measured:.2}{unit} (goal >= {target:.2}{unit}) {verdict}");
+    goal_line(name, (measured, Bound::AtLeast(target)), unit, None)
+}
+
+/// Like [`goal`], for a goal that a limit measured in the same run may stop: a line that
+/// is `NOT met` ends with `; limit: <limit>`, so that the reader sees on the goal's own
+/// line what holds it back (a floor the design pays, the server's share of the time).
+///
+/// # Examples
+///
+/// ```
+/// use leader_benches::goal_with_limit;
+///
+/// // Prints: goal example cycle: 412.00 ms (goal <= 300.00 ms) NOT met; limit: the
+/// // server is busy for 380 ms of it
+/// assert!(!goal_with_limit("example cycle", 412.0, 300.0, " ms", "the server is busy for 380 ms of it"));
+/// ```
+pub fn goal_with_limit(name: &str, measured: f64, target: f64, unit: &str, limit: &str) -> bool {
+    goal_line(name, (measured, Bound::AtMost(target)), unit, Some(limit))
+}
+
+/// Like [`goal_at_least`], with the limit of [`goal_with_limit`].
+///
+/// # Examples
+///
+/// ```
+/// use leader_benches::goal_at_least_with_limit;
+///
+/// assert!(goal_at_least_with_limit("example rate ÷ peer", 0.97, 0.9, "x", "unused when met"));
+/// ```
+pub fn goal_at_least_with_limit(
+    name: &str,
+    measured: f64,
+    target: f64,
+    unit: &str,
+    limit: &str,
+) -> bool {
+    goal_line(name, (measured, Bound::AtLeast(target)), unit, Some(limit))
+}
+
+/// Which side of its target a goal's measure must stay on.
+#[derive(Clone, Copy)]
+enum Bound {
+    AtMost(f64),
+    AtLeast(f64),
+}
+
+/// Prints a goal line (with its limit when it is not met) and says whether it was met.
+fn goal_line(name: &str, (measured, bound): (f64, Bound), unit: &str, limit: Option<&str>) -> bool {
+    let (met, sign, target) = match bound {
+        Bound::AtMost(target) => (measured <= target, "<=", target),
+        Bound::AtLeast(target) => (measured >= target, ">=", target),
+    };
+    let verdict = match (met, limit) {
+        (true, _) => "met".to_owned(),
+        (false, None) => "NOT met".to_owned(),
+        (false, Some(limit)) => format!("NOT met; limit: {limit}"),
+    };
+    println!("goal {name}: {measured:.2}{unit} (goal {sign} {target:.2}{unit}) {verdict}");
     met
 }
 
