@@ -122,7 +122,8 @@ pub fn goal_at_least(name: &str, measured: f64, target: f64, unit: &str) -> bool
 ///
 /// // Prints: goal example cycle: 412.00 ms (goal <= 300.00 ms) NOT met; limit: the
 /// // server is busy for 380 ms of it
-/// assert!(!goal_with_limit("example cycle", 412.0, 300.0, " ms", "the server is busy for 380 ms of it"));
+/// let limit = "the server is busy for 380 ms of it";
+/// assert!(!goal_with_limit("example cycle", 412.0, 300.0, " ms", limit));
 /// ```
 pub fn goal_with_limit(name: &str, measured: f64, target: f64, unit: &str, limit: &str) -> bool {
     goal_line(name, (measured, Bound::AtMost(target)), unit, Some(limit))
