@@ -33,7 +33,7 @@
 
 use std::future::Future;
 use std::hint::black_box;
-use std::sync::{Arc, mpsc};
+use std::sync::mpsc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
@@ -41,6 +41,7 @@ use criterion::Criterion;
 use futures_util::StreamExt;
 use leader_async::AsyncLeaderElector;
 use leader_benches::handoff::{TimedFrom, elector_handoffs, print_handoffs, wait_until_up};
+use leader_benches::postgres_floor::Floor;
 use leader_benches::{
     Case, LEASE, backend_cycle, backend_cycle_async, elector_cycle, elector_cycle_async, goal,
     goal_with_limit, interleaved, percentile, ratio, try_once_options,
@@ -52,183 +53,9 @@ use leader_testkit::fixtures::{self, PostgresServer};
 use rand::Rng;
 use tokio::runtime::Runtime;
 use tokio_postgres::types::Type;
-use tokio_postgres::{AsyncMessage, Client, NoTls, Statement};
+use tokio_postgres::{AsyncMessage, NoTls};
 
 const TABLE: &str = "bench_locks";
-
-/// Raw statements on one connection: the backend's own acquire and release (the floor),
-/// and the simplest statements that take and free a lock row (for reference: what the
-/// backend's conditions, fencing and NOTIFY cost on the server).
-struct Floor {
-    runtime: Runtime,
-    client: Arc<Client>,
-    acquire: Statement,
-    release: Statement,
-    simple_acquire: Statement,
-    simple_release: Statement,
-}
-
-impl Floor {
-    fn new(url: &str) -> Self {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let url = url.to_owned();
-        let (acquire, release) = leader_postgres::__private::statements(TABLE).unwrap();
-        let (client, statements) = runtime.block_on(async move {
-            let (client, connection) = tokio_postgres::connect(&url, NoTls).await.unwrap();
-            tokio::spawn(connection);
-            let acquire = client.prepare_typed(&acquire, &[Type::TEXT, Type::TEXT, Type::TEXT, Type::INT8]).await.unwrap();
-            let release = client.prepare_typed(&release, &[Type::TEXT, Type::TEXT, Type::INT8, Type::TEXT]).await.unwrap();
-            let simple_acquire = client
-                .prepare(&format!(
-                    "INSERT INTO {TABLE} AS held (name, owner, leader_id, fencing_token, acquired_at, expires_at)
-                     VALUES ($1::text, $2::text, 'bench-node', 1, clock_timestamp(),
-                         clock_timestamp() + $3::bigint * interval '1 microsecond')
-                     ON CONFLICT (name) DO UPDATE SET owner = excluded.owner,
-                         expires_at = excluded.expires_at
-                     RETURNING fencing_token, acquired_at, expires_at"
-                ))
-                .await
-                .unwrap();
-            let simple_release = client
-                .prepare(&format!(
-                    "UPDATE {TABLE} SET owner = NULL, expires_at = clock_timestamp()
-                     WHERE name = $1::text AND owner = $2::text"
-                ))
-                .await
-                .unwrap();
-            (client, [acquire, release, simple_acquire, simple_release])
-        });
-        let [acquire, release, simple_acquire, simple_release] = statements;
-        Floor {
-            runtime,
-            client: Arc::new(client),
-            acquire,
-            release,
-            simple_acquire,
-            simple_release,
-        }
-    }
-
-    /// The backend's two statements, raw.
-    fn cycle(&self) {
-        let owner = OwnerToken::random().to_string();
-        let micros = i64::try_from(LEASE.as_micros()).unwrap();
-        let taken = self
-            .runtime
-            .block_on(self.client.query_one(
-                &self.acquire,
-                &[&"bench-floor", &owner, &"bench-node", &micros],
-            ))
-            .unwrap();
-        black_box(taken);
-        let channel = format!("{TABLE}_released");
-        let freed = self
-            .runtime
-            .block_on(
-                self.client
-                    .query_one(&self.release, &[&"bench-floor", &owner, &0_i64, &channel]),
-            )
-            .unwrap();
-        black_box(freed);
-    }
-
-    /// The backend's two statements, raw, awaited on the caller's runtime (`rt`): the
-    /// floor of the async elector, whose backend's connection also lives on a runtime of
-    /// its own.
-    async fn cycle_async(&self) {
-        let owner = OwnerToken::random().to_string();
-        let micros = i64::try_from(LEASE.as_micros()).unwrap();
-        let taken = self
-            .client
-            .query_one(
-                &self.acquire,
-                &[&"bench-floor-async", &owner, &"bench-node", &micros],
-            )
-            .await
-            .unwrap();
-        black_box(taken);
-        let channel = format!("{TABLE}_released");
-        let freed = self
-            .client
-            .query_one(
-                &self.release,
-                &[&"bench-floor-async", &owner, &0_i64, &channel],
-            )
-            .await
-            .unwrap();
-        black_box(freed);
-    }
-
-    /// The backend's two statements, raw, each run as a task on the connection's runtime
-    /// and awaited from the caller's, as the backend runs every async call (so that a
-    /// dropped call still ends on the server and frees its session): the async floor plus
-    /// the two hops between runtimes that this design costs.
-    async fn cycle_async_spawned(&self) {
-        let owner = OwnerToken::random().to_string();
-        let micros = i64::try_from(LEASE.as_micros()).unwrap();
-        let (client, acquire, taker) = (
-            Arc::clone(&self.client),
-            self.acquire.clone(),
-            owner.clone(),
-        );
-        let taken = self
-            .runtime
-            .spawn(async move {
-                client
-                    .query_one(
-                        &acquire,
-                        &[&"bench-floor-spawned", &taker, &"bench-node", &micros],
-                    )
-                    .await
-            })
-            .await
-            .unwrap()
-            .unwrap();
-        black_box(taken);
-        let (client, release) = (Arc::clone(&self.client), self.release.clone());
-        let freed = self
-            .runtime
-            .spawn(async move {
-                let channel = format!("{TABLE}_released");
-                client
-                    .query_one(
-                        &release,
-                        &[&"bench-floor-spawned", &owner, &0_i64, &channel],
-                    )
-                    .await
-            })
-            .await
-            .unwrap()
-            .unwrap();
-        black_box(freed);
-    }
-
-    /// The simplest two statements, raw.
-    fn simple_cycle(&self) {
-        let owner = OwnerToken::random().to_string();
-        let micros = i64::try_from(LEASE.as_micros()).unwrap();
-        let taken = self
-            .runtime
-            .block_on(
-                self.client
-                    .query_one(&self.simple_acquire, &[&"bench-simple", &owner, &micros]),
-            )
-            .unwrap();
-        black_box(taken);
-        let freed = self
-            .runtime
-            .block_on(
-                self.client
-                    .execute(&self.simple_release, &[&"bench-simple", &owner]),
-            )
-            .unwrap();
-        assert_eq!(freed, 1);
-    }
-}
 
 struct Setup {
     floor: Floor,
@@ -254,7 +81,7 @@ impl Setup {
             .build()
             .unwrap();
         Setup {
-            floor: Floor::new(url),
+            floor: Floor::new(url, TABLE),
             backend,
             key,
             elector: LeaderElector::new(elector_backend, try_once_options()).unwrap(),

@@ -5,6 +5,7 @@
 //! elsewhere falls on every case of a round alike.
 
 pub mod handoff;
+pub mod postgres_floor;
 pub mod redis_floor;
 
 use std::time::{Duration, Instant};
