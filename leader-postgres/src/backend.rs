@@ -362,3 +362,28 @@ impl fmt::Debug for PostgresBackend {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use leader_core::{AcquireRequest, LockName, OwnerToken};
+
+    use super::PostgresBackend;
+    use crate::ops::Acquire;
+
+    /// A call's future is moved whole on its way to and through its task, so its size is
+    /// paid in copies on every call: it once carried the opening of a session inline
+    /// (10,032 bytes), which made the async `run_if_leader` 7.6x the instructions of its
+    /// raw statements. Opening a session is boxed now.
+    #[test]
+    fn a_calls_future_does_not_carry_the_opening_of_a_session() {
+        let backend = PostgresBackend::connect("postgres://127.0.0.1:1/locks").unwrap();
+        let name = LockName::new("size").unwrap();
+        let request =
+            AcquireRequest::new(&name, OwnerToken::random(), "node", Duration::from_secs(1));
+        let call = backend.call(Acquire::from(request));
+        let size = std::mem::size_of_val(&call);
+        assert!(size <= 4096, "a call's future is {size} bytes");
+    }
+}
