@@ -74,12 +74,14 @@ impl Connection {
     pub(crate) async fn get(&self) -> Result<Conn, OpError> {
         let client = self
             .client
+            // Boxed: connecting is a future of some 6 KB that only the first call runs;
+            // inline, every call's future would carry it (see `EtcdBackend::call`).
             .get_or_try_init(|| {
-                Client::connect_with_balanced_channel(
+                Box::pin(Client::connect_with_balanced_channel(
                     self.endpoints.clone(),
                     Some(self.options.clone()),
                     ByStanding,
-                )
+                ))
             })
             .await?;
         Ok(Conn {
