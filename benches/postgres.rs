@@ -4,7 +4,8 @@
 //! - `postgres/blocking`: the floor (the backend's own acquire and release statements,
 //!   prepared, run raw on one connection whose driver runs on a one-worker tokio runtime,
 //!   each awaited with `block_on` from the bench thread: what a blocking caller of
-//!   tokio-postgres does), the simplest upsert + update for reference, the backend's
+//!   tokio-postgres does; the session has the backend's `statement_timeout`, so the server
+//!   arms the same timer per statement), the simplest upsert + update for reference, the backend's
 //!   `try_acquire` + `release`, and `LeaderElector::run_if_leader` with an empty action;
 //! - `postgres/async` (tokio, current thread): the backend's `try_acquire` + `release` and
 //!   `AsyncLeaderElector::run_if_leader`;
@@ -13,8 +14,10 @@
 //!   each case's median and its ratio to the floor's median, the async floor (the same
 //!   two statements awaited on the caller's current-thread runtime), the same two each run
 //!   as a task on the connection's runtime (as the backend runs every async call: the
-//!   hops between runtimes that design costs), and the goal lines: `run_if_leader` ÷ its
-//!   raw statements ≤ 1.05x, blocking and async, the async one with that hop as its limit;
+//!   hops between runtimes that design costs), the floor on a session without the
+//!   `statement_timeout` (what that timer costs the server), and the goal lines:
+//!   `run_if_leader` ÷ its raw statements ≤ 1.05x, blocking and async, the async one with
+//!   that hop as its limit;
 //! - handoff (printed): A holds a lock, B waits in a blocking `run_if_leader` and is woken
 //!   by the release's `NOTIFY`; the time from A's release being sent to B's action, p50 /
 //!   p90 / max over 40 handoffs; beside it the same handoff with raw statements, B
@@ -59,6 +62,7 @@ const TABLE: &str = "bench_locks";
 
 struct Setup {
     floor: Floor,
+    plain: Floor,
     backend: PostgresBackend,
     key: LockName,
     elector: LeaderElector<PostgresBackend>,
@@ -82,6 +86,7 @@ impl Setup {
             .unwrap();
         Setup {
             floor: Floor::new(url, TABLE),
+            plain: Floor::without_statement_timeout(url, TABLE),
             backend,
             key,
             elector: LeaderElector::new(elector_backend, try_once_options()).unwrap(),
@@ -141,12 +146,32 @@ fn interleaved_all(s: &Setup, rounds: usize) {
             "async floor, each statement a task on its runtime",
             Box::new(|| rt.block_on(s.floor.cycle_async_spawned())),
         ),
+        (
+            "floor without the backend's statement_timeout",
+            Box::new(|| s.plain.cycle()),
+        ),
     ];
     let medians = interleaved("postgres", rounds, &mut cases);
-    if let [floor, _, _, elector, async_floor, _, async_elector, spawned] = medians.as_slice() {
+    if let [
+        floor,
+        _,
+        _,
+        elector,
+        async_floor,
+        _,
+        async_elector,
+        spawned,
+        plain,
+    ] = medians.as_slice()
+    {
         println!(
             "postgres           async floor ÷ blocking floor: {:.2}x",
             ratio(*async_floor, *floor)
+        );
+        println!(
+            "postgres           the backend's statement_timeout (a timer the server arms for \
+             each statement): the floor is {:.2}x the floor without it",
+            ratio(*floor, *plain)
         );
         goal(
             "postgres blocking run_if_leader ÷ its raw statements",

@@ -1,7 +1,8 @@
 //! The floor of a PostgreSQL cycle: the backend's own acquire and release statements,
 //! prepared and sent raw on one connection whose driver runs on a one-worker tokio
-//! runtime, and the simplest statements that take and free a lock row (what the
-//! backend's conditions, fencing and `NOTIFY` cost on the server).
+//! runtime, with the backend's session settings, and the simplest statements that take
+//! and free a lock row (what the backend's conditions, fencing and `NOTIFY` cost on the
+//! server).
 //!
 //! Every function here panics when the server fails it: a failing bench stops.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -10,6 +11,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use leader_core::OwnerToken;
+use leader_postgres::PostgresConfig;
 use tokio::runtime::Runtime;
 use tokio_postgres::types::Type;
 use tokio_postgres::{Client, NoTls, Statement};
@@ -43,22 +45,44 @@ impl std::fmt::Debug for Floor {
 }
 
 impl Floor {
-    /// A connection to `url`, the statements prepared against the lock table `table`
-    /// (which the backend made: run one of its calls first).
+    /// A connection to `url` with the session settings the backend's sessions have (a
+    /// `statement_timeout` of the default operation timeout, so that the server arms a
+    /// timer for every statement as it does for the backend's), the statements prepared
+    /// against the lock table `table` (which the backend made: run one of its calls
+    /// first).
     ///
     /// # Panics
     ///
     /// When the server fails a statement (a broken bench).
     pub fn new(url: &str, table: &str) -> Self {
+        let millis = PostgresConfig::default().operation_timeout().as_millis();
+        Floor::connect(url, table, Some(format!("-c statement_timeout={millis}")))
+    }
+
+    /// [`new`](Self::new) without the backend's `statement_timeout`: what that timer
+    /// costs the server, beside the floor.
+    ///
+    /// # Panics
+    ///
+    /// As for [`new`](Self::new).
+    pub fn without_statement_timeout(url: &str, table: &str) -> Self {
+        Floor::connect(url, table, None)
+    }
+
+    /// A connection to `url` whose session starts with `options`.
+    fn connect(url: &str, table: &str, options: Option<String>) -> Self {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
             .build()
             .unwrap();
-        let url = url.to_owned();
+        let mut config: tokio_postgres::Config = url.parse().unwrap();
+        if let Some(options) = options {
+            config.options(options);
+        }
         let (acquire, release) = leader_postgres::__private::statements(table).unwrap();
         let (client, statements) = runtime.block_on(async move {
-            let (client, connection) = tokio_postgres::connect(&url, NoTls).await.unwrap();
+            let (client, connection) = config.connect(NoTls).await.unwrap();
             tokio::spawn(connection);
             let acquire = client.prepare_typed(&acquire, &[Type::TEXT, Type::TEXT, Type::TEXT, Type::INT8]).await.unwrap();
             let release = client.prepare_typed(&release, &[Type::TEXT, Type::TEXT, Type::INT8, Type::TEXT]).await.unwrap();
