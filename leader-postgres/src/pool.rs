@@ -59,7 +59,7 @@ impl Pool {
         let conn = match idle {
             Some(conn) => conn,
             // Boxed: opening a session (connect, TLS, the table's check, the statements)
-            // is a future of some 9 KB; inline, every call's future would carry it, and a
+            // is a future of some 8 KB; inline, every call's future would carry it, and a
             // call's future is moved several times on its way through a task.
             None => Box::pin(self.open()).await?,
         };
