@@ -196,7 +196,7 @@ fn context_switches() -> u64 {
     tasks
         .flatten()
         .filter_map(|task| std::fs::read_to_string(task.path().join("status")).ok())
-        .flat_map(|status| {
+        .map(|status| {
             status
                 .lines()
                 .filter_map(|line| {
@@ -205,7 +205,7 @@ fn context_switches() -> u64 {
                         .ends_with("ctxt_switches")
                         .then(|| value.trim().parse::<u64>().ok())?
                 })
-                .collect::<Vec<_>>()
+                .sum::<u64>()
         })
         .sum()
 }

@@ -270,10 +270,9 @@ fn raw_handoff(url: &str, hop: bool, rounds: usize) -> Vec<Duration> {
     handoffs
 }
 
-/// Prints the handoffs with and without pub/sub, and the raw baselines; the p50 with
-/// pub/sub and the p50 of the hop-free raw handoff (B itself reads the message).
-/// Prints the handoffs and returns the p50s of ours with pub/sub, of the raw handoff
-/// through a subscriber thread and of the hop-free raw handoff.
+/// Prints the handoffs with and without pub/sub, and the raw baselines; returns the p50s
+/// of ours with pub/sub, of the raw handoff through a subscriber thread and of the
+/// hop-free raw handoff (B itself reads the message).
 fn handoffs(url: &str) -> (Duration, Duration, Duration) {
     let mut pubsub_p50 = Duration::ZERO;
     let mut hop_p50 = Duration::ZERO;

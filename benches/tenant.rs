@@ -17,7 +17,7 @@
 //!   Redis the round trips the server saw (`EVALSHA` in `INFO commandstats`) per tenant per
 //!   instance, beside the commands the scripts ran inside the server;
 //! - each server goal line, when it is not met, gives its limit: the server's CPU time per
-//!   cycle over the five (Redis: `INFO cpu`, its one thread; PostgreSQL: its processes in
+//!   cycle over the measured ones (Redis: `INFO cpu`, its one thread; PostgreSQL: its processes in
 //!   `/proc`, the ended ones included).
 //!
 //! ```text
@@ -213,7 +213,7 @@ fn memory(c: &mut Criterion) {
     group.finish();
 }
 
-/// The median of 5 cycles, and the server's CPU time per cycle over the five (`None`
+/// The median of [`MEDIAN_OF`] cycles, and the server's CPU time per cycle over them (`None`
 /// when `server_cpu` cannot tell): with three instances' cycles overlapping, the server's
 /// share of a cycle's time.
 fn median_cycle_and_server_cpu(
@@ -224,7 +224,7 @@ fn median_cycle_and_server_cpu(
     let median = median_cycle(cycle);
     let busy = before
         .zip(server_cpu())
-        .map(|(before, after)| after.saturating_sub(before) / 5);
+        .map(|(before, after)| after.saturating_sub(before) / MEDIAN_OF);
     (median, busy)
 }
 
@@ -243,9 +243,12 @@ fn server_limit(busy: Option<Duration>, threads: usize) -> String {
     )
 }
 
-/// The median of 5 cycles.
+/// How many cycles a goal's median is taken over.
+const MEDIAN_OF: u32 = 5;
+
+/// The median of [`MEDIAN_OF`] cycles.
 fn median_cycle(mut cycle: impl FnMut() -> Duration) -> Duration {
-    let mut cycles: Vec<Duration> = (0..5).map(|_| cycle()).collect();
+    let mut cycles: Vec<Duration> = (0..MEDIAN_OF).map(|_| cycle()).collect();
     cycles.sort();
     percentile(&cycles, 50)
 }

@@ -26,7 +26,11 @@ pub struct Floor {
     pub runtime: Runtime,
     /// The connection.
     pub client: Arc<Client>,
-    table: String,
+    /// The lock row [`cycle`](Self::cycle) takes and frees (one per floor, so two floors
+    /// of one bench never share a row).
+    lock: &'static str,
+    /// The channel the release statement notifies, built once.
+    channel: String,
     /// The backend's acquire statement: name, owner, node id, lease in microseconds.
     pub acquire: Statement,
     /// The backend's release statement: name, owner, minimum lease left in
@@ -39,7 +43,7 @@ pub struct Floor {
 impl std::fmt::Debug for Floor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Floor")
-            .field("table", &self.table)
+            .field("lock", &self.lock)
             .finish_non_exhaustive()
     }
 }
@@ -56,7 +60,8 @@ impl Floor {
     /// When the server fails a statement (a broken bench).
     pub fn new(url: &str, table: &str) -> Self {
         let millis = PostgresConfig::default().operation_timeout().as_millis();
-        Floor::connect(url, table, Some(format!("-c statement_timeout={millis}")))
+        let options = format!("-c statement_timeout={millis}");
+        Floor::connect(url, table, "bench-floor", Some(options))
     }
 
     /// [`new`](Self::new) without the backend's `statement_timeout`: what that timer
@@ -66,11 +71,11 @@ impl Floor {
     ///
     /// As for [`new`](Self::new).
     pub fn without_statement_timeout(url: &str, table: &str) -> Self {
-        Floor::connect(url, table, None)
+        Floor::connect(url, table, "bench-floor-plain", None)
     }
 
-    /// A connection to `url` whose session starts with `options`.
-    fn connect(url: &str, table: &str, options: Option<String>) -> Self {
+    /// A connection to `url` whose session starts with `options`, cycling on `lock`.
+    fn connect(url: &str, table: &str, lock: &'static str, options: Option<String>) -> Self {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -110,7 +115,8 @@ impl Floor {
         Floor {
             runtime,
             client: Arc::new(client),
-            table: table.to_owned(),
+            lock,
+            channel: format!("{table}_released"),
             acquire,
             release,
             simple_acquire,
@@ -128,18 +134,17 @@ impl Floor {
         let micros = i64::try_from(LEASE.as_micros()).unwrap();
         let taken = self
             .runtime
-            .block_on(self.client.query_one(
-                &self.acquire,
-                &[&"bench-floor", &owner, &"bench-node", &micros],
-            ))
+            .block_on(
+                self.client
+                    .query_one(&self.acquire, &[&self.lock, &owner, &"bench-node", &micros]),
+            )
             .unwrap();
         black_box(taken);
-        let channel = format!("{}_released", self.table);
         let freed = self
             .runtime
             .block_on(
                 self.client
-                    .query_one(&self.release, &[&"bench-floor", &owner, &0_i64, &channel]),
+                    .query_one(&self.release, &[&self.lock, &owner, &0_i64, &self.channel]),
             )
             .unwrap();
         black_box(freed);
@@ -164,12 +169,11 @@ impl Floor {
             .await
             .unwrap();
         black_box(taken);
-        let channel = format!("{}_released", self.table);
         let freed = self
             .client
             .query_one(
                 &self.release,
-                &[&"bench-floor-async", &owner, &0_i64, &channel],
+                &[&"bench-floor-async", &owner, &0_i64, &self.channel],
             )
             .await
             .unwrap();
@@ -206,8 +210,11 @@ impl Floor {
             .unwrap()
             .unwrap();
         black_box(taken);
-        let (client, release) = (Arc::clone(&self.client), self.release.clone());
-        let channel = format!("{}_released", self.table);
+        let (client, release, channel) = (
+            Arc::clone(&self.client),
+            self.release.clone(),
+            self.channel.clone(),
+        );
         let freed = self
             .runtime
             .spawn(async move {
