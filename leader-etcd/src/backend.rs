@@ -284,7 +284,7 @@ impl EtcdBackend {
                 let budget = REFUSED_BUDGET.min(deadline);
                 loop {
                     let conn = connection.get().await?;
-                    // Boxed: an op's future holds the client's gRPC call, some 10 KB, and
+                    // Boxed: an op's future holds the client's gRPC call, some 5 KB, and
                     // the call's future is moved whole on its way through a task or a
                     // `block_on`; boxed, it is written once.
                     match Box::pin(op.clone().run(conn)).await {
