@@ -142,7 +142,7 @@ impl EtcdBackend {
         // Every call on the background runtime (the client's connections must outlive any
         // caller's runtime); a blocking one driven on the calling thread.
         let background = Background::builder("leader-etcd")
-            .drive_blocking_calls(true)
+            .drop_blocking_calls_at_deadline(true)
             .build()
             .map_err(ConnectError::Runtime)?;
         Ok(EtcdBackend {

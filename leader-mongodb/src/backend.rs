@@ -196,7 +196,8 @@ impl MongoBackend {
         OpError::from(stopped).into_core(key)
     }
 
-    /// Runs `op` to completion on the background runtime, blocking the calling thread.
+    /// Runs `op` on the calling thread (within the background runtime's context), blocking
+    /// it; unfinished at the operation timeout, `op` goes on on the background runtime.
     /// `key` names the lock (or, for a listing, the prefix) in an error.
     pub(crate) fn block_on<T, F>(&self, key: &str, op: F) -> Result<T, leader_core::Error>
     where
@@ -226,8 +227,9 @@ impl MongoBackend {
 }
 
 /// The backend's background runtime. Async calls from a tokio runtime run on the caller's
-/// runtime (the driver's tasks and timer work on any), each within the operation timeout,
-/// after which it goes on in the background: a driver future is never dropped mid-flight.
+/// runtime (the driver's tasks and timer work on any), blocking calls on the calling
+/// thread, each within the operation timeout, after which it goes on in the background: a
+/// driver future is never dropped mid-flight.
 fn background() -> Result<Background, ConnectError> {
     Background::builder("leader-mongodb")
         .on_caller_runtime(true)

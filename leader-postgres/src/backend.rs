@@ -129,10 +129,10 @@ impl PostgresBackend {
         })?;
         let connector = Arc::new(Connector::new(url, &config)?);
         // Every call on the background runtime (its sessions must outlive any caller's
-        // runtime); a blocking one driven on the calling thread: it keeps its own deadline
-        // (`call`) and closes its connection when dropped at it.
+        // runtime); a blocking one driven on the calling thread, which keeps its deadline
+        // and drops it there (the call then closes its session).
         let background = Background::builder("leader-postgres")
-            .drive_blocking_calls(true)
+            .drop_blocking_calls_at_deadline(true)
             .build()
             .map_err(ConnectError::Runtime)?;
         let pool = Arc::new(Pool::new(
@@ -188,7 +188,12 @@ impl PostgresBackend {
     pub(crate) fn block_on_raw<O: Op>(&self, op: O) -> Result<O::Output, OpError> {
         let key = op.key().to_owned();
         let started = Instant::now();
-        let result = self.inner.background.block_on(None, self.call(op));
+        let deadline = self.inner.config.operation_timeout();
+        // The calling thread keeps the deadline, dropping the call at it.
+        let result = self
+            .inner
+            .background
+            .block_on(Some(deadline), self.call(op));
         let result = result.unwrap_or_else(|stopped| Err(OpError::from(stopped)));
         traced::<O>(&key, result, started)
     }
@@ -204,28 +209,38 @@ impl PostgresBackend {
     pub(crate) async fn run_raw<O: Op>(&self, op: O) -> Result<O::Output, OpError> {
         let key = op.key().to_owned();
         let started = Instant::now();
-        let result = self.inner.background.run(None, self.call(op)).await;
+        let result = self.inner.background.run(None, self.timed_call(op)).await;
         let result = result.unwrap_or_else(|stopped| Err(OpError::from(stopped)));
         traced::<O>(&key, result, started)
     }
 
-    /// The call as a future owning what it needs, bounded by the operation timeout.
+    /// The call as a future owning what it needs, without a deadline. Dropped unfinished,
+    /// it closes the session it holds (the server may be mid-statement on it).
     fn call<O: Op>(
         &self,
         op: O,
     ) -> impl Future<Output = Result<O::Output, OpError>> + Send + 'static {
         let pool = Arc::clone(&self.inner.pool);
-        let deadline = self.inner.config.operation_timeout();
         async move {
-            let call = async {
-                let mut lent = pool.get().await?;
-                let result = match lent.conn() {
-                    Some(conn) => op.run(conn).await,
-                    None => Err(OpError::ShutDown),
-                };
-                lent.finish(result.as_ref().err());
-                result
+            let mut lent = pool.get().await?;
+            let result = match lent.conn() {
+                Some(conn) => op.run(conn).await,
+                None => Err(OpError::ShutDown),
             };
+            lent.finish(result.as_ref().err());
+            result
+        }
+    }
+
+    /// [`call`](Self::call) bounded by the operation timeout, on the background runtime's
+    /// timer: dropped at the deadline, not left to finish.
+    fn timed_call<O: Op>(
+        &self,
+        op: O,
+    ) -> impl Future<Output = Result<O::Output, OpError>> + Send + 'static {
+        let deadline = self.inner.config.operation_timeout();
+        let call = self.call(op);
+        async move {
             tokio::time::timeout(deadline, call)
                 .await
                 .unwrap_or(Err(OpError::TimedOut(deadline)))
@@ -382,7 +397,7 @@ mod tests {
         let name = LockName::new("size").unwrap();
         let request =
             AcquireRequest::new(&name, OwnerToken::random(), "node", Duration::from_secs(1));
-        let call = backend.call(Acquire::from(request));
+        let call = backend.timed_call(Acquire::from(request));
         let size = std::mem::size_of_val(&call);
         assert!(size <= 4096, "a call's future is {size} bytes");
     }

@@ -107,9 +107,8 @@ pub(crate) enum OpError {
 }
 
 impl From<Stopped> for OpError {
-    /// The bridge's reason a call gave no result. The backend gives it no deadline (each
-    /// call keeps its own), so `TimedOut` does not come from there; it maps to the
-    /// timeout it would be.
+    /// The bridge's reason a call gave no result: `TimedOut` is a blocking call's
+    /// operation timeout (an async call keeps its own, on a timer).
     fn from(stopped: Stopped) -> Self {
         match stopped {
             Stopped::TimedOut(after) => OpError::TimedOut(after),

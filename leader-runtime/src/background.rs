@@ -8,10 +8,9 @@
 //!   background. The task goes on the caller's tokio runtime when there is one and the
 //!   bridge was built [`on_caller_runtime`](BackgroundBuilder::on_caller_runtime), else on
 //!   the background runtime ([`run_here`](Background::run_here) always uses the latter).
-//! - Blocking callers outside any runtime ([`block_on`](Background::block_on)): spawned on
-//!   the background runtime and waited for, or, built with
-//!   [`drive_blocking_calls`](BackgroundBuilder::drive_blocking_calls), driven on the
-//!   calling thread with the background runtime's handle.
+//! - Blocking callers outside any runtime ([`block_on`](Background::block_on)): driven on
+//!   the calling thread, within the background runtime's context (the I/O of what the call
+//!   touches stays on the background worker).
 //! - Blocking callers inside a runtime (where tokio's `block_on` would panic): spawned,
 //!   and the result waited for on a channel.
 //!
@@ -19,22 +18,31 @@
 //! on: a driver's futures run to kilobytes, and tokio moves a task's future several times
 //! (into its cell, and its stage again with the output) without boxing any below 16 KB
 //! itself. The allocation costs less than those copies. A call driven on the calling
-//! thread is pinned where it is, and not boxed.
+//! thread and dropped at its deadline is pinned where it is, and not boxed.
 //!
 //! A deadline, when given, is kept on a tokio timer: the caller's when the task runs on
 //! the caller's runtime, else a second task's on the background runtime (the caller may
-//! have no tokio timer). Running out of it detaches the task, which still runs to its end
-//! (except a call driven on the calling thread, which has nowhere else to go on: it is
-//! dropped at the deadline).
+//! have no tokio timer). Running out of it detaches the task, which still runs to its end.
+//! A call driven on the calling thread is kept to its deadline by that thread, which parks
+//! with a timeout (no timer to register, so no wake-up of the background worker to re-arm
+//! one); out of time, the call is handed to the background runtime to finish there, or,
+//! built with
+//! [`drop_blocking_calls_at_deadline`](BackgroundBuilder::drop_blocking_calls_at_deadline),
+//! dropped.
 
 use std::future::Future;
 use std::io;
+use std::pin::pin;
 use std::sync::mpsc;
 use std::time::Duration;
 
 use tokio::runtime::{Builder, Handle, Runtime};
 use tokio::task::{JoinError, JoinHandle};
 use tracing::Instrument;
+
+use drive::NotDone;
+
+mod drive;
 
 /// Why a call gave no result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,7 +60,7 @@ pub enum Stopped {
 pub struct BackgroundBuilder {
     thread_name: String,
     on_caller_runtime: bool,
-    drive_blocking_calls: bool,
+    drop_blocking_calls_at_deadline: bool,
 }
 
 impl BackgroundBuilder {
@@ -68,17 +76,15 @@ impl BackgroundBuilder {
         self
     }
 
-    /// Blocking calls made outside any runtime are driven on the calling thread, with the
-    /// background runtime's handle (the I/O of what the call touches stays on the
-    /// background worker). Off by default: they are spawned on the background runtime and
-    /// waited for.
+    /// A blocking call made outside any runtime, which [`block_on`](Background::block_on)
+    /// drives on the calling thread, is dropped there when it runs out of its deadline.
+    /// Off by default: it is handed to the background runtime and finishes there, as
+    /// every other call that runs out of its deadline does.
     ///
-    /// On saves a task and a wake-up across threads per call, but a call driven this way
-    /// is dropped at its deadline rather than left to finish: turn it on only for calls
-    /// that keep their own deadline and can be dropped mid-flight (PostgreSQL's close
-    /// their connection on a timeout).
-    pub fn drive_blocking_calls(mut self, on: bool) -> Self {
-        self.drive_blocking_calls = on;
+    /// On suits calls that can be dropped mid-flight (PostgreSQL's close their session
+    /// when dropped); off suits a driver whose futures must never be (MongoDB's).
+    pub fn drop_blocking_calls_at_deadline(mut self, on: bool) -> Self {
+        self.drop_blocking_calls_at_deadline = on;
         self
     }
 
@@ -98,7 +104,7 @@ impl BackgroundBuilder {
             runtime: Some(runtime),
             handle,
             on_caller_runtime: self.on_caller_runtime,
-            drive_blocking_calls: self.drive_blocking_calls,
+            drop_blocking_calls_at_deadline: self.drop_blocking_calls_at_deadline,
         })
     }
 }
@@ -110,7 +116,7 @@ pub struct Background {
     runtime: Option<Runtime>,
     handle: Handle,
     on_caller_runtime: bool,
-    drive_blocking_calls: bool,
+    drop_blocking_calls_at_deadline: bool,
 }
 
 impl Background {
@@ -119,7 +125,7 @@ impl Background {
         BackgroundBuilder {
             thread_name: thread_name.into(),
             on_caller_runtime: false,
-            drive_blocking_calls: false,
+            drop_blocking_calls_at_deadline: false,
         }
     }
 
@@ -187,6 +193,16 @@ impl Background {
     /// thread. Safe to call from inside an async runtime (it then blocks that runtime's
     /// thread, as any blocking call would).
     ///
+    /// Outside any runtime, `op` is driven on the calling thread, within the background
+    /// runtime's context (what it spawns or connects is that runtime's), and the thread
+    /// keeps the deadline by parking with a timeout: no task to spawn, no timer to
+    /// register, so the background worker wakes only for the call's own I/O. Unfinished
+    /// at its deadline, the call is handed to the background runtime to finish there, or
+    /// dropped with
+    /// [`drop_blocking_calls_at_deadline`](BackgroundBuilder::drop_blocking_calls_at_deadline).
+    /// Inside a runtime (where tokio's `block_on` would panic), it is spawned on the
+    /// background runtime and its result waited for on a channel.
+    ///
     /// # Errors
     ///
     /// As for [`run`](Self::run).
@@ -196,18 +212,26 @@ impl Background {
         T: Send + 'static,
     {
         if Handle::try_current().is_err() {
-            if self.drive_blocking_calls {
-                return match deadline {
-                    None => Ok(self.handle.block_on(op)),
-                    Some(deadline) => self.handle.block_on(async move {
-                        tokio::time::timeout(deadline, op)
-                            .await
-                            .map_err(|_| Stopped::TimedOut(deadline))
-                    }),
-                };
+            if self.drop_blocking_calls_at_deadline {
+                // `op` is dropped before the guard, so within the runtime's context.
+                let _context = self.handle.enter();
+                let op = pin!(op);
+                return drive::on_this_thread(&self.handle, deadline, op).map_err(|not_done| {
+                    match not_done {
+                        NotDone::Overdue(_, deadline) => Stopped::TimedOut(deadline),
+                        NotDone::Panicked => Stopped::Panicked,
+                    }
+                });
             }
-            let task = self.handle.spawn(Box::pin(op).in_current_span());
-            return self.handle.block_on(wait(deadline, task));
+            return drive::on_this_thread(&self.handle, deadline, Box::pin(op)).map_err(
+                |not_done| match not_done {
+                    NotDone::Overdue(unfinished, deadline) => {
+                        self.handle.spawn(unfinished.in_current_span());
+                        Stopped::TimedOut(deadline)
+                    }
+                    NotDone::Panicked => Stopped::Panicked,
+                },
+            );
         }
         let waiting = self.spawn(deadline, Box::pin(op));
         let (sender, receiver) = mpsc::sync_channel(1);

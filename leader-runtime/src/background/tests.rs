@@ -1,7 +1,7 @@
 //! The bridge in each backend's configuration: MongoDB's (async calls on the caller's
-//! tokio runtime, blocking calls spawned, a deadline per call) and PostgreSQL's (every
-//! call on the background runtime, blocking calls driven on the calling thread, no
-//! deadline: its calls keep their own).
+//! tokio runtime, a blocking call overdue at its deadline handed to the background
+//! runtime) and PostgreSQL's (async calls on the background runtime, a blocking call
+//! dropped at its deadline).
 
 #![allow(clippy::unwrap_used, clippy::panic)]
 
@@ -21,7 +21,7 @@ fn mongodb() -> Background {
 
 fn postgres() -> Background {
     Background::builder("leader-postgres")
-        .drive_blocking_calls(true)
+        .drop_blocking_calls_at_deadline(true)
         .build()
         .unwrap()
 }
@@ -165,20 +165,84 @@ fn the_options_decide_where_calls_run() {
     );
     let on_tokio = rt.block_on(background.run(None, async { thread_name() }));
     assert_eq!(on_tokio.unwrap().as_deref(), Some("leader-postgres"));
-    // MongoDB's: a blocking call is spawned on the background worker.
+    // MongoDB's: a blocking call runs on this thread too, an async one on the caller's
+    // runtime.
     let background = mongodb();
     let blocking = background.block_on(FIVE_SECONDS, async { thread_name() });
-    assert_eq!(blocking.unwrap().as_deref(), Some("leader-mongodb"));
+    assert_eq!(blocking, Ok(caller));
+    let on_tokio =
+        rt.block_on(async { background.run(FIVE_SECONDS, async { thread_name() }).await });
+    assert_ne!(on_tokio.unwrap().as_deref(), Some("leader-mongodb"));
+}
+
+/// Sets its flag when dropped: whether a call's future is gone.
+struct DropFlag(Arc<AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
 }
 
 #[test]
 fn a_call_driven_on_the_calling_thread_stops_at_its_deadline() {
     let background = postgres();
     let deadline = Duration::from_millis(20);
-    let result = background.block_on(Some(deadline), async {
+    let dropped = Arc::new(AtomicBool::new(false));
+    let flag = DropFlag(Arc::clone(&dropped));
+    let started = std::time::Instant::now();
+    let result = background.block_on(Some(deadline), async move {
+        let _flag = flag;
         tokio::time::sleep(Duration::from_secs(30)).await;
     });
     assert_eq!(result, Err(Stopped::TimedOut(deadline)));
+    assert!(
+        started.elapsed() >= deadline,
+        "returned before its deadline"
+    );
+    assert!(
+        dropped.load(Ordering::SeqCst),
+        "the call was dropped on return"
+    );
+}
+
+#[test]
+fn a_call_driven_on_the_calling_thread_and_overdue_finishes_on_the_background_worker() {
+    let background = mongodb();
+    let deadline = Duration::from_millis(20);
+    let (sender, finished_on) = mpsc::sync_channel(1);
+    let result = background.block_on(Some(deadline), async move {
+        let started_on = thread_name();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let _ = sender.send((started_on, thread_name()));
+    });
+    assert_eq!(result, Err(Stopped::TimedOut(deadline)));
+    let (started_on, ended_on) = finished_on
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the call ran to its end");
+    assert_eq!(started_on, thread_name(), "started on the calling thread");
+    assert_eq!(ended_on.as_deref(), Some("leader-mongodb"));
+}
+
+#[test]
+fn a_panic_in_a_call_driven_on_the_calling_thread_is_an_error() {
+    for background in [mongodb(), postgres()] {
+        let result: Result<(), _> =
+            background.block_on(FIVE_SECONDS, async { panic!("driver bug") });
+        assert_eq!(result, Err(Stopped::Panicked));
+    }
+}
+
+#[test]
+fn a_call_driven_on_the_calling_thread_spawns_and_times_on_the_background_runtime() {
+    // The call is not on a runtime of its own: what it spawns goes to the background
+    // worker, and its tokio timers work.
+    let background = mongodb();
+    let spawned_on = background.block_on(FIVE_SECONDS, async {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        tokio::spawn(async { thread_name() }).await.ok().flatten()
+    });
+    assert_eq!(spawned_on, Ok(Some("leader-mongodb".to_owned())));
 }
 
 #[test]
