@@ -16,7 +16,8 @@
 //!   own two commands sent raw, which split the elector's time over the floor into the
 //!   journaled writes, the backend's pipelines and the client's work; a goal line over the
 //!   floor or the peer, when it is not met, gives as its limit the backend's own commands
-//!   sent raw ÷ that baseline.
+//!   sent raw ÷ that baseline, and the blocking one the client's CPU per cycle (this
+//!   process's, every thread) against the floor's.
 //!
 //! ```text
 //! cargo bench -p leader-benches --bench mongodb
@@ -31,8 +32,9 @@ use distributed_lock_core::traits::{DistributedLock, LockHandle};
 use distributed_lock_mongo::MongoDistributedLock;
 use leader_async::AsyncLeaderElector;
 use leader_benches::{
-    Case, LEASE, backend_cycle, backend_cycle_async, elector_cycle, elector_cycle_async, goal,
-    goal_with_limit, interleaved, ratio, try_once_options,
+    Case, LEASE, backend_cycle, backend_cycle_async, client_cpu_limit, elector_cycle,
+    elector_cycle_async, goal, goal_with_limit, interleaved, interleaved_with_cpu, ratio,
+    try_once_options,
 };
 use leader_blocking::LeaderElector;
 use leader_core::{LockName, OwnerToken};
@@ -268,7 +270,7 @@ fn asynchronous(c: &mut Criterion, setup: &AsyncSetup) {
 /// A named cycle for [`interleaved`].
 fn interleaved_all(blocking: &BlockingSetup, asynchronous: &AsyncSetup, rounds: usize) {
     let (b, a) = (blocking, asynchronous);
-    let blocking = interleaved(
+    let blocking = interleaved_with_cpu(
         "mongodb/blocking",
         rounds,
         &mut [
@@ -335,10 +337,14 @@ fn interleaved_all(blocking: &BlockingSetup, asynchronous: &AsyncSetup, rounds: 
     if let (Some(floor), Some(elector)) = (blocking.first(), blocking.get(2)) {
         goal_with_limit(
             "mongodb blocking run_if_leader ÷ floor",
-            ratio(*elector, *floor),
+            ratio(elector.median, floor.median),
             1.05,
             "x",
-            &commands_over(asynchronous.first(), "the floor"),
+            &format!(
+                "{}; {}",
+                commands_over(asynchronous.first(), "the floor"),
+                client_cpu_limit(*elector, *floor)
+            ),
         );
     }
     if let (Some(commands), Some(elector)) = (asynchronous.get(4), asynchronous.get(2)) {

@@ -6,8 +6,9 @@
 //! - `redis/async` (tokio, current thread): the same three, plus rslock 0.10
 //!   (`lock` + `unlock`) on the same server;
 //! - interleaved (printed): each group's cycles again, one of each per round in rotating
-//!   order (`leader_benches::interleaved`), so a machine whose load drifts during the run
-//!   slows all of them alike; medians and the ratio of each to its group's floor;
+//!   order (`leader_benches::interleaved_with_cpu`), so a machine whose load drifts during
+//!   the run slows all of them alike; medians, the ratio of each to its group's floor, and
+//!   the CPU this process spent on a cycle (every thread);
 //! - handoff (printed, not a criterion group): node A holds, node B waits in
 //!   `run_if_leader`; the time from A's release to B's acquisition, with pub/sub and
 //!   with polling only (p50 / p90 / max over 40 handoffs each); and the same handoff done
@@ -29,9 +30,11 @@
 //!   rslock's two commands sent raw and two empty scripts (a script's cost before its
 //!   calls); steadier from run to run than a cycle sent alone;
 //! - the goal lines, each one that is not met with its limit from the same run: for the
-//!   server's time, the fewest-calls lock's; for ÷ rslock, the ratio that the server's
-//!   extra time per cycle alone sets; for the handoff, the raw handoff through a
-//!   subscriber thread (the backend's design) ÷ the hop-free one.
+//!   server's time, the fewest-calls lock's; for ÷ its raw scripts, the client's CPU per
+//!   cycle against the raw scripts' (pinned to one core, the extra CPU alone makes that
+//!   ratio); for ÷ rslock, the ratio that the server's extra time per cycle alone sets;
+//!   for the handoff, the raw handoff through a subscriber thread (the backend's design)
+//!   ÷ the hop-free one.
 //!
 //! ```text
 //! cargo bench -p leader-benches --bench redis
@@ -50,8 +53,8 @@ use leader_benches::redis_floor::{
     raw_waiter_cycle, rslock_commands,
 };
 use leader_benches::{
-    Case, LEASE, goal, goal_with_limit, interleaved, percentile, ratio, redis_command_stats,
-    redis_command_usec, request, try_once_options,
+    Case, LEASE, Measured, client_cpu_limit, goal_with_limit, interleaved, interleaved_with_cpu,
+    percentile, ratio, redis_command_stats, redis_command_usec, request, try_once_options,
 };
 use leader_blocking::LeaderElector;
 use leader_core::{AcquireOutcome, AsyncLockBackend, Backend, LockBackend, LockName};
@@ -460,7 +463,7 @@ fn server_time_busy(url: &str) -> (f64, f64) {
 
 /// Every variant of each group once per round, interleaved; prints medians and ratios to
 /// the group's floor, and returns the medians of the blocking and the async group.
-fn paired(url: &str, rounds: usize) -> (Vec<Duration>, Vec<Duration>) {
+fn paired(url: &str, rounds: usize) -> (Vec<Measured>, Vec<Measured>) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -578,8 +581,8 @@ fn paired(url: &str, rounds: usize) -> (Vec<Duration>, Vec<Duration>) {
             }),
         ),
     ];
-    let blocking = interleaved("redis/blocking", rounds, &mut blocking);
-    let asynchronous = interleaved("redis/async", rounds, &mut asynchronous);
+    let blocking = interleaved_with_cpu("redis/blocking", rounds, &mut blocking);
+    let asynchronous = interleaved_with_cpu("redis/async", rounds, &mut asynchronous);
     (blocking, asynchronous)
 }
 
@@ -672,20 +675,23 @@ fn main() {
         ) else {
             return;
         };
-        goal(
+        goal_with_limit(
             "redis blocking run_if_leader ÷ its raw scripts",
-            ratio(*elector, *floor),
+            ratio(elector.median, floor.median),
             1.05,
             "x",
+            &client_cpu_limit(*elector, *floor),
         );
-        goal(
+        goal_with_limit(
             "redis async run_if_leader ÷ its raw scripts",
-            ratio(*async_elector, *async_floor),
+            ratio(async_elector.median, async_floor.median),
             1.05,
             "x",
+            &client_cpu_limit(*async_elector, *async_floor),
         );
         // With a client that cost what rslock's does, ours would still take the server's
         // extra time per cycle on top of rslock's cycle.
+        let rslock = rslock.median;
         let server_bound = (rslock.as_secs_f64() * 1e6 + server.ours - server.rslock)
             / (rslock.as_secs_f64() * 1e6);
         let rslock_limit = format!(
@@ -695,14 +701,14 @@ fn main() {
         );
         goal_with_limit(
             "redis blocking run_if_leader ÷ rslock",
-            ratio(*elector, *rslock),
+            ratio(elector.median, rslock),
             1.0,
             "x",
             &rslock_limit,
         );
         goal_with_limit(
             "redis async run_if_leader ÷ rslock",
-            ratio(*async_elector, *rslock),
+            ratio(async_elector.median, rslock),
             1.0,
             "x",
             &rslock_limit,

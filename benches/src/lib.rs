@@ -21,8 +21,9 @@ use leader_core::{
 pub type Case<'a> = (&'static str, Box<dyn FnMut() + 'a>);
 
 /// Runs every case once per round, rotating which case goes first, for `rounds` measured
-/// rounds after `rounds / 10` warm-up rounds. Prints each case's median and its ratio to
-/// the first case's (the floor) under `group`, and returns the medians in case order.
+/// rounds after `rounds / 10` warm-up rounds. Prints each case's median, its ratio to the
+/// first case's (the floor) and the CPU this process spent on it under `group`, and
+/// returns the medians in case order.
 ///
 /// # Examples
 ///
@@ -37,32 +38,107 @@ pub type Case<'a> = (&'static str, Box<dyn FnMut() + 'a>);
 /// assert_eq!(medians.len(), 2);
 /// ```
 pub fn interleaved(group: &str, rounds: usize, cases: &mut [Case<'_>]) -> Vec<Duration> {
+    interleaved_with_cpu(group, rounds, cases)
+        .into_iter()
+        .map(|measured| measured.median)
+        .collect()
+}
+
+/// One case of [`interleaved_with_cpu`]: its median time and the median CPU time this
+/// process (every thread of it: the bench's, a driver's runtime, a backend's background
+/// worker) spent on one cycle of it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Measured {
+    /// The median wall-clock time of a cycle.
+    pub median: Duration,
+    /// The median CPU time of this process over a cycle.
+    pub cpu: Duration,
+}
+
+/// [`interleaved`], returning each case's CPU beside its median: where bench and server
+/// share one core (`taskset -c 0`), a cycle takes at least the CPU both spend on it, so a
+/// case's extra client CPU over the floor's is a measured limit of its ratio there.
+///
+/// # Examples
+///
+/// ```
+/// use leader_benches::{Case, interleaved_with_cpu};
+///
+/// let mut cases: Vec<Case<'_>> = vec![
+///     ("floor: nothing", Box::new(|| {})),
+///     ("spin", Box::new(|| (0..10_000u64).for_each(|i| drop(std::hint::black_box(i))))),
+/// ];
+/// let measured = interleaved_with_cpu("example", 100, &mut cases);
+/// assert!(measured[1].cpu >= measured[0].cpu);
+/// ```
+pub fn interleaved_with_cpu(group: &str, rounds: usize, cases: &mut [Case<'_>]) -> Vec<Measured> {
     let warmup = rounds / 10;
     let mut samples = vec![Vec::with_capacity(rounds); cases.len()];
+    let mut cpu = vec![Vec::with_capacity(rounds); cases.len()];
     for round in 0..warmup + rounds {
         for offset in 0..cases.len() {
             let index = (round + offset) % cases.len();
+            // Read outside the timed span: the clock is a system call.
+            let cpu_before = process_cpu_time();
             let started = Instant::now();
             (cases[index].1)();
             let took = started.elapsed();
+            let cpu_after = process_cpu_time();
             if round >= warmup {
                 samples[index].push(took);
+                if let (Some(before), Some(after)) = (cpu_before, cpu_after) {
+                    cpu[index].push(after.saturating_sub(before));
+                }
             }
         }
     }
-    let medians: Vec<Duration> = samples
+    let median = |case: &mut Vec<Duration>| {
+        case.sort();
+        percentile(case, 50)
+    };
+    let measured: Vec<Measured> = samples
         .iter_mut()
-        .map(|case| {
-            case.sort();
-            percentile(case, 50)
+        .zip(&mut cpu)
+        .map(|(time, cpu)| Measured {
+            median: median(time),
+            cpu: median(cpu),
         })
         .collect();
-    let floor = medians.first().copied().unwrap_or_default();
-    for ((label, _), median) in cases.iter().zip(&medians) {
+    let floor = measured.first().map(|m| m.median).unwrap_or_default();
+    for ((label, _), case) in cases.iter().zip(&measured) {
+        let median = case.median;
         let ratio = median.as_secs_f64() / floor.as_secs_f64();
-        println!("{group:<18} {label:<52} median {median:>10.3?}  {ratio:.2}x floor");
+        let cpu = case.cpu.as_secs_f64() * 1e6;
+        println!(
+            "{group:<18} {label:<52} median {median:>10.3?}  {ratio:.2}x floor  client CPU {cpu:.1} us"
+        );
     }
-    medians
+    measured
+}
+
+/// The limit that this process's own CPU sets on `case` ÷ `floor` where bench and server
+/// share one core: the floor's cycle plus the case's extra client CPU, ÷ the floor's
+/// cycle; with both CPU figures, for a goal line's `limit`.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use leader_benches::{Measured, client_cpu_limit};
+///
+/// let floor = Measured { median: Duration::from_micros(100), cpu: Duration::from_micros(20) };
+/// let case = Measured { median: Duration::from_micros(115), cpu: Duration::from_micros(30) };
+/// assert!(client_cpu_limit(case, floor).starts_with("the client's CPU, 30.0 us a cycle"));
+/// ```
+pub fn client_cpu_limit(case: Measured, floor: Measured) -> String {
+    let extra = case.cpu.saturating_sub(floor.cpu);
+    let on_one_core = (floor.median + extra).as_secs_f64() / floor.median.as_secs_f64();
+    format!(
+        "the client's CPU, {:.1} us a cycle against the raw calls' {:.1}: on one core, shared \
+         with the server, that alone makes {on_one_core:.2}x",
+        case.cpu.as_secs_f64() * 1e6,
+        floor.cpu.as_secs_f64() * 1e6,
+    )
 }
 
 /// The `p`-th percentile (0-100) of `sorted` samples; zero when there are none.
@@ -335,14 +411,15 @@ fn commandstats_field(server: &mut redis::Connection, field: &str) -> Vec<(Strin
         .collect()
 }
 
-/// This process's CPU time (user + system) from `/proc/self/stat`, if readable (10 ms
-/// ticks).
+/// This process's CPU time (user + system, every thread) to the nanosecond, from
+/// `CLOCK_PROCESS_CPUTIME_ID`; `None` where that clock cannot be read.
 pub fn process_cpu_time() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let after = stat.rsplit_once(')')?.1;
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(Duration::from_millis(ticks * 10)) // USER_HZ is 100 on Linux
+    use rustix::time::{ClockId, DynamicClockId, clock_gettime_dynamic};
+    let now = clock_gettime_dynamic(DynamicClockId::Known(ClockId::ProcessCPUTime)).ok()?;
+    Some(Duration::new(
+        u64::try_from(now.tv_sec).ok()?,
+        u32::try_from(now.tv_nsec).ok()?,
+    ))
 }
 
 /// The Redis server's CPU time since its start (`used_cpu_user` + `used_cpu_sys` of
