@@ -9,7 +9,10 @@
 //! for it). Due leases are taken together with every lease due within half its interval,
 //! so they fall into a few cohorts: a backend whose [`extend_batch`] is native
 //! ([`LockBackend::extend_batch_is_native`]) gets each cohort as one call; any other gets
-//! one call per lease, several at once, so that one stuck key holds up no other lease.
+//! one call per lease, several at once, so that one stuck key holds up no other lease. A
+//! lease that a native batch answers with a transient error (PostgreSQL's batch skips a
+//! row another session holds locked for a moment) is renewed again alone, with its own
+//! `extend`, before its answer counts ([`LeaseTracker::renew_alone_after`]).
 //!
 //! The driver of a backend is found by the backend's `Arc` (electors that share a backend
 //! share its driver, whatever their options), and goes away, threads and all, within a
@@ -24,7 +27,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use leader_core::__private::{LeaseTracker, RenewalSchedule, answers_in_order};
-use leader_core::{LockBackend, Renewal};
+use leader_core::{Error, ExtendOutcome, LockBackend, Renewal};
 use parking_lot::{Condvar, Mutex};
 
 use crate::per_backend::PerBackend;
@@ -291,7 +294,9 @@ impl<B: LockBackend + 'static> Drop for Stopped<'_, B> {
 }
 
 /// A worker's job: one `extend_batch` call for `leases`, then their answers recorded
-/// (a lease released or marked lost meanwhile takes no answer).
+/// (a lease released or marked lost meanwhile takes no answer). A lease whose answer from a
+/// native batch is a transient error is renewed again alone, on a job of its own
+/// ([`LeaseTracker::renew_alone_after`]), and stays in flight until that answer comes.
 fn renew<B: LockBackend + 'static>(driver: &Weak<Renewals<B>>, backend: &B, leases: Vec<Sent>) {
     // Released or lost while the call waited for a thread: not renewed.
     let leases: Vec<Sent> = {
@@ -328,12 +333,80 @@ fn renew<B: LockBackend + 'static>(driver: &Weak<Renewals<B>>, backend: &B, leas
     for (span, answer) in spans.iter().zip(&answers) {
         LeaseTracker::record_extend(span, answer);
     }
+    let batched = backend.extend_batch_is_native();
+    let mut alone = Vec::new();
+    let answered = leases
+        .into_iter()
+        .zip(answers)
+        .filter_map(|(sent, answer)| {
+            if batched && LeaseTracker::renew_alone_after(&answer) {
+                alone.push(sent);
+                None
+            } else {
+                Some((sent, answer))
+            }
+        });
+    let answered: Vec<_> = answered.collect();
+    record(driver, answered, sent_at);
+    if alone.is_empty() {
+        return;
+    }
+    let Some(live) = driver.upgrade() else {
+        return;
+    };
+    for sent in alone {
+        let id = sent.id;
+        let weak = Weak::clone(driver);
+        let backend = Arc::clone(&live.backend);
+        let job = Box::new(move || renew_alone(&weak, &*backend, sent));
+        if live.workers.submit(job).is_err()
+            && let Some(entry) = live.queue.lock().leases.remove(&id)
+        {
+            // No thread to renew on: lost now rather than at a deadline nobody covers.
+            entry.tracker.lose();
+        }
+    }
+}
+
+/// A worker's job: one lease's own `extend`, after its batch answered a transient error;
+/// its answer recorded.
+fn renew_alone<B: LockBackend + 'static>(driver: &Weak<Renewals<B>>, backend: &B, sent: Sent) {
+    let live = driver
+        .upgrade()
+        .is_some_and(|live| live.queue.lock().leases.contains_key(&sent.id));
+    if !live {
+        return;
+    }
+    let sent_at = Instant::now();
+    let (tracker, lease_time, use_db_time) = (&sent.tracker, sent.lease_time, sent.use_db_time);
+    let answer = catch_unwind(AssertUnwindSafe(|| {
+        tracker.traced_extend(|| backend.extend(tracker.lease(), lease_time, use_db_time))
+    }));
+    match answer {
+        Ok(answer) => record(driver, vec![(sent, answer)], sent_at),
+        Err(_) => {
+            tracing::warn!(lock = %tracker.lease().key, "the backend panicked renewing a lease; it is lost");
+            if let Some(live) = driver.upgrade() {
+                live.queue.lock().leases.remove(&sent.id);
+            }
+            sent.tracker.lose();
+        }
+    }
+}
+
+/// Records each lease's answer to a renewal sent at `sent_at`: renewed on schedule, or
+/// dropped from the driver once lost.
+fn record<B: LockBackend + 'static>(
+    driver: &Weak<Renewals<B>>,
+    answered: Vec<(Sent, Result<ExtendOutcome, Error>)>,
+    sent_at: Instant,
+) {
     let Some(driver) = driver.upgrade() else {
         return;
     };
     let mut queue = driver.queue.lock();
     let mut wake = false;
-    for (sent, answer) in leases.iter().zip(answers) {
+    for (sent, answer) in answered {
         let Some(entry) = queue.leases.get_mut(&sent.id) else {
             continue;
         };

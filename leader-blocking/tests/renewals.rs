@@ -3,11 +3,17 @@
 //! own deadline whatever the other renewals do, and one stuck key holds up no other.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use leader_blocking::LeaderElector;
-use leader_core::{InMemoryBackend, LeaderElectionOptions, LeaseContext, LeaseMode, TenantId};
+use leader_core::{
+    AcquireOutcome, AcquireRequest, Backend, BackendError, BackendErrorKind, Error, ExtendOutcome,
+    ForceReleaseOutcome, InMemoryBackend, LeaderElectionOptions, LeaderState, Lease, LeaseContext,
+    LeaseMode, ListPage, ListRequest, LockBackend, LockName, RecordWrite, RecordWriteOutcome,
+    ReleaseOutcome, Renewal, StoredRecord, TenantId,
+};
 use leader_testkit::{
     Call, CountingBackend, DeadlineWitness, Fault, FaultyBackend, Op, wait_until, within,
 };
@@ -245,4 +251,119 @@ fn a_batch_lease_waiting_to_run_is_renewed_from_when_it_was_taken() {
         .run(|_| Ok::<_, ()>(()))
         .expect("renewed while waiting, the lease was live when its action started");
     assert!(outcome.is_elected() && !outcome.lease_lost(), "{outcome:?}");
+}
+
+/// An in-memory store whose native batch of renewals answers one key with a transient
+/// error, as PostgreSQL's batch answers a row another session holds locked for a moment,
+/// while that key's own `extend` renews it.
+#[derive(Debug, Clone)]
+struct BusyInBatch {
+    inner: InMemoryBackend,
+    busy: LockName,
+    singles: Arc<AtomicUsize>,
+}
+
+impl Backend for BusyInBatch {
+    fn name(&self) -> &'static str {
+        "busy-in-batch"
+    }
+}
+
+impl LockBackend for BusyInBatch {
+    fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
+        self.inner.try_acquire(request)
+    }
+    fn extend(
+        &self,
+        lease: &Lease,
+        lease_time: Duration,
+        use_db_time: bool,
+    ) -> Result<ExtendOutcome, Error> {
+        if lease.key == self.busy {
+            self.singles.fetch_add(1, Ordering::SeqCst);
+        }
+        self.inner.extend(lease, lease_time, use_db_time)
+    }
+    fn extend_batch(&self, renewals: &[Renewal<'_>]) -> Vec<Result<ExtendOutcome, Error>> {
+        renewals
+            .iter()
+            .map(|renewal| {
+                if renewal.lease.key == self.busy {
+                    let busy = BackendError::new(
+                        self.name(),
+                        renewal.lease.key.as_str(),
+                        BackendErrorKind::Transient,
+                        "its row is locked by another session",
+                    );
+                    return Err(busy.into());
+                }
+                self.inner.extend(renewal.lease, renewal.lease_time, false)
+            })
+            .collect()
+    }
+    fn extend_batch_is_native(&self) -> bool {
+        true
+    }
+    fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {
+        self.inner.release(lease, min_lease_time)
+    }
+    fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
+        self.inner.state(key)
+    }
+    fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
+        LockBackend::list(&self.inner, request)
+    }
+    fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
+        self.inner.force_release(key)
+    }
+    fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> Result<ForceReleaseOutcome, Error> {
+        self.inner.force_release_if(key, fencing_token)
+    }
+    fn read_record(&self, key: &LockName) -> Result<Option<StoredRecord>, Error> {
+        self.inner.read_record(key)
+    }
+    fn write_record(&self, write: RecordWrite<'_>) -> Result<RecordWriteOutcome, Error> {
+        self.inner.write_record(write)
+    }
+}
+
+#[test]
+fn a_lease_its_native_batch_answers_transiently_is_renewed_alone_and_kept() {
+    let _one = alone();
+    let options = LeaderElectionOptions::default().with_wait_time(Duration::ZERO);
+    let singles = Arc::new(AtomicUsize::new(0));
+    let busy = BusyInBatch {
+        inner: InMemoryBackend::new(),
+        busy: LockName::new("busy").unwrap(),
+        singles: Arc::clone(&singles),
+    };
+    let elector = LeaderElector::new(busy, options).unwrap();
+    let mode = LeaseMode::Watchdog { timeout: LEASE };
+    let held = elector.acquire("busy", mode).unwrap();
+    let other = elector.acquire("other", mode).unwrap();
+    // Three renewals of each, the busy one's each answered by its batch with an error.
+    wait_until("three single renewals", LEASE * 10, || {
+        held.is_lost() || singles.load(Ordering::SeqCst) >= 3
+    });
+    assert!(
+        !held.is_lost(),
+        "a lease was lost to a transient error of its batch, with {:?} of it left",
+        held.context()
+            .deadline()
+            .saturating_duration_since(Instant::now())
+    );
+    assert!(!other.is_lost());
+    for lease in [&held, &other] {
+        let holder = elector.state(lease.context().lock_name()).unwrap();
+        assert_eq!(
+            holder.leader().map(|l| l.fencing_token),
+            Some(lease.context().fencing_token())
+        );
+    }
+    held.release().unwrap();
+    other.release().unwrap();
 }

@@ -66,7 +66,8 @@ fn a_statement_stuck_behind_a_row_lock_ends_on_the_server_at_the_operation_timeo
 
 /// A batch renewal is one statement that skips a row another session holds locked: that
 /// lease's answer is a transient error at once, and every other lease of the batch is
-/// renewed — none waits for the locked row, whose lease is renewed at the next tick.
+/// renewed — none waits for the locked row (the renewal driver renews that lease again
+/// alone, see the next test).
 #[test]
 fn a_batch_renewal_skips_a_locked_row_and_renews_the_rest() {
     use leader_core::{BackendErrorKind, Error, ExtendOutcome, Renewal};
@@ -123,4 +124,69 @@ fn a_batch_renewal_skips_a_locked_row_and_renews_the_rest() {
         matches!(again.as_slice(), [Ok(ExtendOutcome::Extended { .. })]),
         "{again:?}"
     );
+}
+
+/// Another session holding the row of a lease's lock for a moment (a contender's refused
+/// acquire does, until it commits; a tenant batch holds hundreds; here a psql session holds
+/// it for about a second) neither ends the lease nor frees the lock under the running
+/// action: the blocking renewal driver's batch skips the row, and the lease is then renewed
+/// on its own, waiting for the row, well within its deadline.
+#[test]
+fn a_contenders_row_lock_does_not_end_an_auto_extended_lease() {
+    use leader_blocking::LeaderElector;
+    use leader_core::{LeaderElectionOptions, LeaderRunResult};
+    let Some(url) = url() else {
+        return;
+    };
+    let table = "stuck_renewal_locks";
+    let application = format!("renewal-{}", std::process::id());
+    let named = format!("{url}?application_name={application}");
+    let backend = PostgresBackend::connect_with(&named, config(table)).unwrap();
+    let lease_time = Duration::from_secs(3);
+    let options = LeaderElectionOptions::default()
+        .with_wait_time(Duration::ZERO)
+        .with_lease_time(lease_time)
+        .with_auto_extend(true);
+    let elector = LeaderElector::new(backend, options).unwrap();
+    let name: LockName = fresh_name("renewed");
+    let psql = Raw::connect(&url);
+    let observer = Raw::connect(&url);
+
+    let result = elector.run_if_leader_with(name.as_str(), |lease| {
+        // The row is taken while the lease is young, so the next renewal (one interval,
+        // a second, after the acquire) finds it locked.
+        psql.execute(&format!(
+            "BEGIN; SELECT * FROM {table} WHERE name = '{name}' FOR UPDATE"
+        ));
+        let locked_at = Instant::now();
+        // Until the renewal meets the row: a renewal waiting for it, or the lease lost.
+        wait_until(
+            "a renewal to meet the locked row",
+            Duration::from_secs(10),
+            || lease.is_lost() || stuck(&observer, &application) > 0,
+        );
+        assert!(
+            !lease.is_lost(),
+            "the lease was lost {:?} after a contender's session locked its row, with {:?} of it left",
+            locked_at.elapsed(),
+            lease.deadline().saturating_duration_since(Instant::now()),
+        );
+        psql.execute("ROLLBACK");
+        // The renewal that waited goes through, and so does the next one.
+        let before = lease.deadline();
+        wait_until("the renewal to go through", Duration::from_secs(5), || {
+            lease.is_lost() || lease.deadline() > before
+        });
+        let renewed = lease.deadline();
+        wait_until("the next renewal", Duration::from_secs(5), || {
+            lease.is_lost() || lease.deadline() > renewed
+        });
+        assert!(!lease.is_lost(), "lost after the row was unlocked");
+        Ok::<_, leader_core::Error>(())
+    });
+    match result {
+        Ok(LeaderRunResult::Elected { lease_lost, .. }) => assert!(!lease_lost),
+        other => panic!("expected to lead: {other:?}"),
+    }
+    assert!(elector.state(name.as_str()).unwrap().leader().is_none());
 }

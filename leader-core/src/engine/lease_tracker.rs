@@ -196,7 +196,8 @@ impl LeaseTracker {
     /// The first failed or refused renewal marks the lease lost: the action is told at once
     /// rather than left running on a lease that may be gone. A transient error
     /// could have been retried, but the lease would then be trusted past a renewal nobody
-    /// confirmed; failing fast is the safe side.
+    /// confirmed; failing fast is the safe side. (A batch's transient answer is not yet a
+    /// failed renewal: see [`renew_alone_after`](Self::renew_alone_after).)
     pub fn record_renewal(
         &self,
         answer: Result<ExtendOutcome, Error>,
@@ -226,6 +227,22 @@ impl LeaseTracker {
                 false
             }
         }
+    }
+
+    /// Whether `answer`, this lease's answer from a batch of renewals sent together
+    /// ([`LockBackend::extend_batch`](crate::LockBackend::extend_batch) of a backend whose
+    /// batch is native), must first be asked again with this lease's own `extend` rather
+    /// than recorded: a transient error in a batch answer.
+    ///
+    /// A batch is an optimisation, and its transient errors can be the batch's, not the
+    /// lease's: PostgreSQL's batch skips a row another session holds locked for a moment
+    /// (a contender's refused acquire does, until it commits) so that one busy row holds up
+    /// no other lease. The single `extend` waits for the row. So such a lease is renewed
+    /// alone, still racing its deadline, and only that answer is recorded
+    /// ([`record_renewal`](Self::record_renewal)): a renewal fails only when the lease is
+    /// really gone, the single call fails too, or the deadline passes.
+    pub fn renew_alone_after(answer: &Result<ExtendOutcome, Error>) -> bool {
+        matches!(answer, Err(err) if err.is_transient())
     }
 
     /// How long a renewal sent now may take: the time left until the deadline. Electors
@@ -389,5 +406,31 @@ mod tests {
         });
         assert!(!t.record_renewal(answer, Instant::now(), Duration::from_secs(60)));
         assert!(t.context().is_lost());
+    }
+
+    #[test]
+    fn only_a_transient_batch_answer_is_asked_again_alone() {
+        use crate::error::{BackendError, BackendErrorKind};
+        let error = |kind| {
+            Err(Error::Backend(BackendError::new(
+                "postgres",
+                "k",
+                kind,
+                "its row is locked by another session",
+            )))
+        };
+        assert!(LeaseTracker::renew_alone_after(&error(
+            BackendErrorKind::Transient
+        )));
+        assert!(!LeaseTracker::renew_alone_after(&error(
+            BackendErrorKind::Permanent
+        )));
+        assert!(!LeaseTracker::renew_alone_after(&Ok(
+            ExtendOutcome::NotHeld
+        )));
+        let renewed = Ok(ExtendOutcome::Extended {
+            expires_at: SystemTime::now(),
+        });
+        assert!(!LeaseTracker::renew_alone_after(&renewed));
     }
 }
