@@ -16,6 +16,7 @@ use leader_core::__private::{
 use leader_core::{AsyncLockBackend, Error, LeaderRunResult, Lease, LeaseContext, ReleaseRequest};
 use tracing::Instrument;
 
+use crate::orphan::after_release;
 use crate::release::{release, release_in_background};
 use crate::rt;
 use crate::stop::StopSignal;
@@ -216,9 +217,10 @@ impl<B: AsyncLockBackend + 'static> AsyncHeld<B> {
     }
 
     /// Releases every lease of `held` (each honouring its minimum lease) with one
-    /// `release_batch` call per backend value among them; failures are logged, since the
-    /// leases will run out by themselves. Dropped before it is done, the leases not yet
-    /// released are released in the background.
+    /// `release_batch` call per backend value among them; a lease whose release failed
+    /// transiently is released again in the background, other failures are logged.
+    /// Dropped before it is done, the leases not yet released are released in the
+    /// background.
     pub(crate) async fn release_all(held: Vec<Self>) {
         for h in &held {
             h.stop_renewing();
@@ -233,8 +235,10 @@ impl<B: AsyncLockBackend + 'static> AsyncHeld<B> {
             let answers: Vec<_> = answers_in_order(backend.name(), keys, answers).collect();
             for (h, answer) in batch.iter_mut().zip(answers) {
                 h.released = true;
-                if let Err(err) = h.tracker.traced_release(|| answer) {
-                    tracing::warn!(lock = %h.lease().key, error = %err, "release failed; the lease will run out by itself");
+                let answer = h.tracker.traced_release(|| answer);
+                let min_lease_time = h.keepalive.min_lease_time;
+                if let Err(err) = after_release(&backend, &h.tracker, min_lease_time, answer) {
+                    tracing::warn!(lock = %h.lease().key, error = %err, "release failed");
                 }
             }
         }
@@ -255,7 +259,7 @@ impl<B: AsyncLockBackend + 'static> AsyncHeld<B> {
     }
 
     /// Releases the lock (honouring the minimum lease); a failure is logged, since the
-    /// action's outcome is already real and the lease will run out by itself.
+    /// action's outcome is already real (a transient one goes on in the background).
     pub(crate) async fn release(mut self) {
         self.released = true;
         self.stop_renewing();
@@ -263,7 +267,7 @@ impl<B: AsyncLockBackend + 'static> AsyncHeld<B> {
         match answer {
             Ok(outcome) => tracing::debug!(lock = %self.lease().key, ?outcome, "released"),
             Err(err) => {
-                tracing::warn!(lock = %self.lease().key, error = %err, "release failed; the lease will run out by itself");
+                tracing::warn!(lock = %self.lease().key, error = %err, "release failed");
             }
         }
     }

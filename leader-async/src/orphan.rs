@@ -1,5 +1,5 @@
 //! Releasing acquisitions nobody knows about: an acquire that failed or was cancelled after
-//! it was sent (see [`Orphan`]).
+//! it was sent, and a held lease whose own release failed (see [`Orphan`]).
 //!
 //! Each orphan is a task of its own, so a backend whose releases hang delays no other
 //! orphan; a task the runtime drops while shutting down finishes on a thread of its own
@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use leader_core::__private::Orphan;
-use leader_core::AsyncLockBackend;
+use leader_core::__private::{LeaseTracker, Orphan};
+use leader_core::{AsyncLockBackend, Error, ReleaseOutcome};
 
 use crate::rt;
 
@@ -40,6 +40,24 @@ impl Drop for Counted {
     }
 }
 
+/// Hands the lease of `tracker`, whose release (keeping `min_lease_time`) answered
+/// `answer`, to the background releases when that answer was a transient error (see
+/// [`Orphan::after_release`]); gives the answer back.
+pub(crate) fn after_release<B: AsyncLockBackend + 'static>(
+    backend: &Arc<B>,
+    tracker: &LeaseTracker,
+    min_lease_time: Duration,
+    answer: Result<ReleaseOutcome, Error>,
+) -> Result<ReleaseOutcome, Error> {
+    let lease_time = tracker.lease_time();
+    if let Some(orphan) =
+        Orphan::after_release(tracker.lease(), lease_time, min_lease_time, &answer)
+    {
+        release_orphan(Arc::clone(backend), orphan);
+    }
+    answer
+}
+
 /// Releases `orphan` in the background, again and again while it could be live; the work
 /// survives a runtime shutdown (see [`rt::spawn_to_completion`]).
 pub(crate) fn release_orphan<B: AsyncLockBackend + 'static>(backend: Arc<B>, orphan: Orphan) {
@@ -54,7 +72,7 @@ pub(crate) fn release_orphan<B: AsyncLockBackend + 'static>(backend: Arc<B>, orp
         loop {
             let mut answers = Vec::with_capacity(orphan.leases().len());
             for lease in orphan.leases() {
-                let answer = backend.release(lease, Duration::ZERO).await;
+                let answer = backend.release(lease, orphan.min_lease_time()).await;
                 let unreachable = Orphan::ends_round(&answer);
                 answers.push(answer);
                 if unreachable {

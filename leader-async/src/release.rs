@@ -7,11 +7,13 @@ use leader_core::__private::LeaseTracker;
 use leader_core::{AsyncLockBackend, Error, ReleaseOutcome};
 
 use crate::on_drop::OnDrop;
+use crate::orphan::after_release;
 use crate::rt;
 
 /// Releases `term`'s lease (keeping the lock until `acquired_at + min_lease_time`). If this
 /// future is dropped before the answer (a cancelled caller, a runtime shutting down), the
-/// release is finished in the background instead (see [`rt::spawn_to_completion`]).
+/// release is finished in the background instead (see [`rt::spawn_to_completion`]); one
+/// that fails transiently goes on in the background as an orphan's release does.
 pub(crate) async fn release<B: AsyncLockBackend + 'static>(
     backend: &Arc<B>,
     term: &Arc<LeaseTracker>,
@@ -22,7 +24,7 @@ pub(crate) async fn release<B: AsyncLockBackend + 'static>(
         .traced_release_async(backend.release(term.lease(), min_lease_time))
         .await;
     unfinished.disarm();
-    answer
+    after_release(backend, term, min_lease_time, answer)
 }
 
 /// Releases `term`'s lease in the background, finishing even if the runtime shuts down.
@@ -35,8 +37,9 @@ pub(crate) fn release_in_background<B: AsyncLockBackend + 'static>(
     let term = Arc::clone(term);
     rt::spawn_to_completion(move || async move {
         let released = term.traced_release_async(backend.release(term.lease(), min_lease_time));
-        if let Err(err) = released.await {
-            tracing::warn!(lock = %term.lease().key, error = %err, "background release failed; the lease will run out by itself");
+        let answer = after_release(&backend, &term, min_lease_time, released.await);
+        if let Err(err) = answer {
+            tracing::warn!(lock = %term.lease().key, error = %err, "background release failed");
         }
     });
 }

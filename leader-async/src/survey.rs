@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_lite::FutureExt;
-use leader_core::__private::{CampaignRun, Candidacy, LeadershipState, Orphan, Standing};
-use leader_core::{AsyncLockBackend, Lease};
+use leader_core::__private::{CampaignRun, Candidacy, LeadershipState, Standing, Withdrawal};
+use leader_core::AsyncLockBackend;
 
 use crate::on_drop::OnDrop;
 use crate::orphan::release_orphan;
@@ -88,16 +88,14 @@ pub(crate) async fn withdraw<C: AsyncLockBackend + 'static>(
     campaign: &CampaignRun,
     backend: &Arc<C>,
 ) {
-    let Some(withdrawal) = campaign.withdrawal() else {
+    let Some(mut withdrawal) = campaign.withdrawal() else {
         return;
     };
-    let (record, late) = (withdrawal.record, withdrawal.late);
-    let unfinished = OnDrop::new(|| in_background(backend, record.clone(), late.clone()));
-    if let Some(record) = &record {
-        release_record(&**backend, record).await;
-    }
+    let dropped = withdrawal.clone();
+    let unfinished = OnDrop::new(|| in_background(backend, dropped));
+    release_record(&**backend, &mut withdrawal).await;
     unfinished.disarm();
-    if let Some(late) = late {
+    if let Some(late) = withdrawal.late {
         release_orphan(Arc::clone(backend), late);
     }
 }
@@ -109,34 +107,35 @@ pub(crate) fn withdraw_in_background<C: AsyncLockBackend + 'static>(
     backend: &Arc<C>,
 ) {
     if let Some(withdrawal) = campaign.withdrawal() {
-        in_background(backend, withdrawal.record, withdrawal.late);
+        in_background(backend, withdrawal);
     }
 }
 
-/// Releases `record` and then, if any, the heartbeats that may land later (`late`), on a
-/// task that finishes even if the runtime shuts down (both may run twice: a release by
-/// owner token that finds nothing changes nothing).
-fn in_background<C: AsyncLockBackend + 'static>(
-    backend: &Arc<C>,
-    record: Option<Lease>,
-    late: Option<Orphan>,
-) {
-    if record.is_none() && late.is_none() {
+/// Releases the record of `withdrawal` and then, if any, the heartbeats that may land later
+/// (its `late`), on a task that finishes even if the runtime shuts down (both may run
+/// twice: a release by owner token that finds nothing changes nothing).
+fn in_background<C: AsyncLockBackend + 'static>(backend: &Arc<C>, mut withdrawal: Withdrawal) {
+    if withdrawal.record.is_none() && withdrawal.late.is_none() {
         return;
     }
     let backend = Arc::clone(backend);
     rt::spawn_to_completion(move || async move {
-        if let Some(record) = &record {
-            release_record(&*backend, record).await;
-        }
-        if let Some(late) = late {
+        release_record(&*backend, &mut withdrawal).await;
+        if let Some(late) = withdrawal.late {
             release_orphan(backend, late);
         }
     });
 }
 
-async fn release_record<C: AsyncLockBackend>(backend: &C, record: &Lease) {
-    if let Err(err) = backend.release(record, Duration::ZERO).await {
-        tracing::debug!(record = %record.key, error = %err, "releasing the membership record failed; it will run out");
+/// Releases the record of `withdrawal`, if any; one that fails transiently is released
+/// again in the background with its `late` heartbeats.
+async fn release_record<C: AsyncLockBackend>(backend: &C, withdrawal: &mut Withdrawal) {
+    let Some(record) = &withdrawal.record else {
+        return;
+    };
+    let answer = backend.release(record, Duration::ZERO).await;
+    if let Err(err) = &answer {
+        tracing::debug!(record = %record.key, error = %err, "releasing the membership record failed");
     }
+    withdrawal.after_record_release(&answer);
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use leader_async::AsyncLeaderElector;
 use leader_core::{
     AsyncLockBackend, CampaignConfig, InMemoryBackend, LeaderElectionOptions, LeadershipEvent,
-    LeaseContext, LeaseMode, LockStatus, RevokeReason,
+    LeaseContext, LeaseMode, LockBackend, LockStatus, RevokeReason,
 };
 use leader_testkit::{
     DeadlineWitness, Fault, FaultyBackend, Op, Runner, eventually, sleep, within,
@@ -23,6 +23,7 @@ leader_testkit::on_every_runtime!(
     a_guard_is_lost_at_the_deadline_when_a_renewal_never_answers,
     a_campaign_term_ends_at_the_deadline_when_a_renewal_never_answers,
     an_action_that_outlived_its_lease_says_so_in_the_result,
+    a_release_that_failed_after_the_action_goes_on_in_the_background,
 );
 
 /// How late after the deadline the loss may be signalled, beyond how late a plain thread
@@ -89,6 +90,36 @@ fn an_acquire_answered_with_an_error_leaves_no_orphan<R: Runner>(runner: &R) {
             .await
             .expect_err("the guard fails closed too");
         assert!(err.is_transient(), "{err}");
+        another_node_takes_over(faulty.inner()).await;
+    });
+}
+
+/// A release that fails after the action ran (the store did not take it) goes on in the
+/// background: the lock is free soon after the store answers again, not a lease later.
+fn a_release_that_failed_after_the_action_goes_on_in_the_background<R: Runner>(runner: &R) {
+    let faulty = FaultyBackend::new(InMemoryBackend::new());
+    let a = elector(faulty.clone(), options("a"));
+    let key = "job".parse().unwrap();
+    runner.block_on(async {
+        let ran = a
+            .run_if_leader("job", || async { faulty.set(Op::Release, Fault::Fail) })
+            .await
+            .unwrap();
+        assert_eq!(ran, Some(()));
+        let holder = LockBackend::state(faulty.inner(), &key).unwrap();
+        assert!(holder.leader().is_some(), "the release failed: still taken");
+        faulty.clear(Op::Release);
+        another_node_takes_over(faulty.inner()).await;
+
+        let guard = a.acquire("job", LeaseMode::watchdog()).await.unwrap();
+        faulty.set(Op::Release, Fault::Fail);
+        guard.release().await;
+        let holder = LockBackend::state(faulty.inner(), &key).unwrap();
+        assert!(
+            holder.leader().is_some(),
+            "the guard's release failed: still taken"
+        );
+        faulty.clear(Op::Release);
         another_node_takes_over(faulty.inner()).await;
     });
 }

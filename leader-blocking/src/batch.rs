@@ -79,7 +79,7 @@ impl<B: LockBackend + 'static> Acquired<B> {
     /// on the threads that release orphaned leases, so the caller does not wait for the
     /// store. For a poller that gives up the locks it won but will not run, at shutdown,
     /// when the store may be slow or gone: dropping them would wait for each release in
-    /// turn. A failure is logged, and the lease runs out by itself.
+    /// turn. A transient failure is released again in the background; others are logged.
     ///
     /// # Examples
     ///
@@ -147,7 +147,8 @@ impl<B: LockBackend + 'static> Finished<B> {
 
     /// Releases all of `finished`, each keeping its minimum lease, in one
     /// [`release_batch`](LockBackend::release_batch) call per backend value among them. A
-    /// failure is logged: the action's result is real, and the lease runs out by itself.
+    /// failure is logged (the action's result is real); a transient one is released
+    /// again in the background.
     ///
     /// # Examples
     ///

@@ -15,7 +15,7 @@ use leader_core::{
 };
 
 use crate::elector::LeaderElector;
-use crate::orphan::release_orphan;
+use crate::orphan::{after_release, release_orphan};
 use crate::renew::extend_before;
 use crate::survey::{self, survey, withdraw};
 
@@ -275,7 +275,7 @@ fn lead<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
                 if first {
                     withdraw(campaign, backend);
                 }
-                release(&**backend, &term);
+                release(backend, &term);
                 return;
             }
             TermStep::Over => return,
@@ -283,9 +283,11 @@ fn lead<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
     }
 }
 
-/// Best-effort release of an ended term (it may already be gone).
-fn release<C: LockBackend>(backend: &C, term: &LeaseTracker) {
-    if let Err(err) = term.traced_release(|| backend.release(term.lease(), Duration::ZERO)) {
-        tracing::debug!(lock = %term.lease().key, error = %err, "release after the term ended failed; the lease will run out");
+/// Releases an ended term (it may already be gone); a transient failure is released again
+/// in the background, so that a standby does not wait out the lease.
+fn release<C: LockBackend + 'static>(backend: &Arc<C>, term: &LeaseTracker) {
+    let answer = term.traced_release(|| backend.release(term.lease(), Duration::ZERO));
+    if let Err(err) = after_release(backend, term, Duration::ZERO, answer) {
+        tracing::debug!(lock = %term.lease().key, error = %err, "release after the term ended failed");
     }
 }

@@ -41,7 +41,9 @@ impl<B: LockBackend + 'static> LockGuard<B> {
     ///
     /// # Errors
     ///
-    /// A backend failure; the lease then runs out by itself.
+    /// A backend failure. A transient one (the store did not answer, or its answer was
+    /// lost) is released again in the background until the store frees the lock or says
+    /// it is gone, so the lock is not left taken until the lease runs out.
     pub fn release(self) -> Result<(), Error> {
         self.held.release().map(drop)
     }
@@ -110,7 +112,7 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         let guard = self.acquire(name, mode)?;
         let value = section(&guard);
         if let Err(err) = guard.release() {
-            tracing::warn!(lock = %name, error = %err, "release after the section failed; the lease will run out by itself");
+            tracing::warn!(lock = %name, error = %err, "release after the section failed");
         }
         Ok(value)
     }

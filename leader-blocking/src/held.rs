@@ -9,6 +9,7 @@ use leader_core::{
     Error, LeaderRunResult, Lease, LeaseContext, LockBackend, ReleaseOutcome, ReleaseRequest,
 };
 
+use crate::orphan::after_release;
 use crate::renewals::{Registration, Renewals};
 
 /// Owns an acquisition until it is released; dropping it releases (so a panicking action
@@ -102,7 +103,8 @@ impl<B: LockBackend + 'static> HeldLease<B> {
     ) -> Result<LeaderRunResult<T, E>, Error> {
         let (result, held) = self.run_action_unreleased(slot, action)?;
         if let Err(err) = held.release() {
-            // The action has run and its result is real; the lease will run out by itself.
+            // The action has run and its result is real; the release goes on in the
+            // background.
             tracing::warn!(error = %err, "release after the action failed");
         }
         Ok(result)
@@ -128,8 +130,8 @@ impl<B: LockBackend + 'static> HeldLease<B> {
     }
 
     /// Releases every lease of `held` (each honouring its minimum lease) with one
-    /// `release_batch` call per backend value among them; failures are logged, since the
-    /// leases will run out by themselves.
+    /// `release_batch` call per backend value among them; a lease whose release failed
+    /// transiently is released again in the background, other failures are logged.
     pub(crate) fn release_all(held: Vec<Self>) {
         for (backend, mut batch) in by_backend(held, |h| &h.backend) {
             for h in &mut batch {
@@ -146,8 +148,10 @@ impl<B: LockBackend + 'static> HeldLease<B> {
                 .iter()
                 .zip(answers_in_order(backend.name(), keys, answers))
             {
-                if let Err(err) = h.tracker.traced_release(|| answer) {
-                    tracing::warn!(lock = %h.tracker.lease().key, error = %err, "release failed; the lease will run out by itself");
+                let answer = h.tracker.traced_release(|| answer);
+                let answer = after_release(&backend, &h.tracker, h.min_lease_time, answer);
+                if let Err(err) = answer {
+                    tracing::warn!(lock = %h.tracker.lease().key, error = %err, "release failed");
                 }
             }
         }
@@ -177,6 +181,7 @@ impl<B: LockBackend + 'static> HeldLease<B> {
             self.backend
                 .release(self.tracker.lease(), self.min_lease_time)
         });
+        let outcome = after_release(&self.backend, &self.tracker, self.min_lease_time, outcome);
         tracing::debug!(lock = %self.tracker.lease().key, outcome = ?outcome.as_ref().ok(), "released");
         outcome
     }
@@ -187,7 +192,7 @@ impl<B: LockBackend + 'static> Drop for HeldLease<B> {
         if !self.released
             && let Err(err) = self.release_now()
         {
-            tracing::warn!(lock = %self.tracker.lease().key, error = %err, "release failed; the lease will run out by itself");
+            tracing::warn!(lock = %self.tracker.lease().key, error = %err, "release failed");
         }
     }
 }

@@ -1,5 +1,5 @@
-//! Releasing acquisitions nobody knows about: an acquire that failed after it was sent
-//! (see [`Orphan`]).
+//! Releasing acquisitions nobody knows about: an acquire that failed after it was sent, and
+//! a held lease whose own release failed (see [`Orphan`]).
 //!
 //! Each orphan is a job that releases once and says when to try again. One process-wide
 //! timer thread keeps the jobs until they are due and never calls a backend itself: a due
@@ -14,8 +14,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
-use leader_core::__private::Orphan;
-use leader_core::LockBackend;
+use leader_core::__private::{LeaseTracker, Orphan};
+use leader_core::{Error, LockBackend, ReleaseOutcome};
 
 use crate::per_backend::PerBackend;
 use crate::workers::Workers;
@@ -39,7 +39,7 @@ pub(crate) fn release_orphan<B: LockBackend + 'static>(backend: Arc<B>, orphan: 
     let attempt: Attempt = Box::new(move || {
         let mut answers = Vec::with_capacity(orphan.leases().len());
         for lease in orphan.leases() {
-            let answer = backend.release(lease, Duration::ZERO);
+            let answer = backend.release(lease, orphan.min_lease_time());
             let unreachable = Orphan::ends_round(&answer);
             answers.push(answer);
             if unreachable {
@@ -59,6 +59,24 @@ pub(crate) fn release_orphan<B: LockBackend + 'static>(backend: Arc<B>, orphan: 
             tracing::warn!(lock = ?key, "no thread to release a possibly orphaned lease; it runs out with its lease");
         }
     }
+}
+
+/// Hands the lease of `tracker`, whose release (keeping `min_lease_time`) answered
+/// `answer`, to the background releases when that answer was a transient error (see
+/// [`Orphan::after_release`]); gives the answer back.
+pub(crate) fn after_release<B: LockBackend + 'static>(
+    backend: &Arc<B>,
+    tracker: &LeaseTracker,
+    min_lease_time: Duration,
+    answer: Result<ReleaseOutcome, Error>,
+) -> Result<ReleaseOutcome, Error> {
+    let lease_time = tracker.lease_time();
+    if let Some(orphan) =
+        Orphan::after_release(tracker.lease(), lease_time, min_lease_time, &answer)
+    {
+        release_orphan(Arc::clone(backend), orphan);
+    }
+    answer
 }
 
 /// Runs `release` once on `backend`'s release threads (the ones its orphans use), so the

@@ -101,13 +101,15 @@ pub(crate) fn wait_for_renewal(
 /// still land after that release, releases it again in the background while it could
 /// (see `Candidacy::withdraw`). Abandoning leaves the record to run out, as a crash would.
 pub(crate) fn withdraw<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
-    let Some(withdrawal) = campaign.withdrawal() else {
+    let Some(mut withdrawal) = campaign.withdrawal() else {
         return;
     };
-    if let Some(record) = &withdrawal.record
-        && let Err(err) = backend.release(record, Duration::ZERO)
-    {
-        tracing::debug!(record = %record.key, error = %err, "releasing the membership record failed; it will run out");
+    if let Some(record) = &withdrawal.record {
+        let answer = backend.release(record, Duration::ZERO);
+        if let Err(err) = &answer {
+            tracing::debug!(record = %record.key, error = %err, "releasing the membership record failed");
+        }
+        withdrawal.after_record_release(&answer);
     }
     if let Some(late) = withdrawal.late {
         release_orphan(Arc::clone(backend), late);

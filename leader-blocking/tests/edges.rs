@@ -68,6 +68,36 @@ fn an_acquire_answered_with_an_error_leaves_no_orphan() {
     another_node_takes_over(faulty.inner());
 }
 
+/// A release that fails after the action ran (the store did not take it) goes on in the
+/// background: the lock is free soon after the store answers again, not a lease later.
+#[test]
+fn a_release_that_failed_after_the_action_goes_on_in_the_background() {
+    let (faulty, a) = faulty_elector("a", options("a"));
+    let ran = a
+        .run_if_leader("job", || faulty.set(Op::Release, Fault::Fail))
+        .unwrap();
+    assert_eq!(ran, Some(()));
+    assert!(
+        faulty
+            .inner()
+            .state(&"job".parse().unwrap())
+            .unwrap()
+            .leader()
+            .is_some(),
+        "the release failed: the lock is still taken"
+    );
+    faulty.clear(Op::Release);
+    another_node_takes_over(faulty.inner());
+
+    // A guard's release that fails says so, and goes on all the same.
+    let guard = a.acquire("job", LeaseMode::watchdog()).unwrap();
+    faulty.set(Op::Release, Fault::Fail);
+    let err = guard.release().unwrap_err();
+    assert!(err.is_transient(), "{err}");
+    faulty.clear(Op::Release);
+    another_node_takes_over(faulty.inner());
+}
+
 /// Blocks until `lease` is lost and checks it happened at its deadline.
 fn lost_at_the_deadline(lease: &LeaseContext) {
     let deadline = lease.deadline();

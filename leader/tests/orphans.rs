@@ -4,11 +4,14 @@
 //! background until the server answers, so the lock is free again soon after the thaw,
 //! not a whole lease later.
 //!
-//! And a backend whose releases hang (a frozen Redis) delays no other backend's.
+//! A release after the action that is lost on its way goes on in the background the same
+//! way, until it frees the lock. And a backend whose releases hang (a frozen Redis) delays
+//! no other backend's.
 //!
 //! Each test prints the free-again times it measured (`--nocapture` shows them).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use leader::{
@@ -16,7 +19,7 @@ use leader::{
     MongoBackend, MongoConfig, PostgresBackend, PostgresConfig, RedisBackend, RedisConfig,
 };
 use leader_testkit::fixtures::{self, EtcdServer, MongoServer, PostgresServer, RedisServer};
-use leader_testkit::wait_until;
+use leader_testkit::{FaultProxy, wait_until};
 
 /// The lease of the trials: an applied orphan would hold the lock this long after the thaw.
 const LEASE: Duration = Duration::from_secs(5);
@@ -52,82 +55,108 @@ macro_rules! pause_by_signal {
 
 pause_by_signal!(RedisServer, PostgresServer, MongoServer, EtcdServer);
 
-/// A server of the test's own, and backends on it with short timeouts.
+/// A server of the test's own, and backends on it (or on a proxy in front of it) with
+/// short timeouts.
 struct Paused {
     kind: &'static str,
     server: Box<dyn Pause>,
-    backend: Box<dyn Fn() -> AnyBackend>,
+    /// The server's URL, and the address in it.
+    url: String,
+    addr: SocketAddr,
+    /// A backend on the server at a URL.
+    connect: Box<dyn Fn(&str) -> AnyBackend>,
 }
 
 impl Paused {
     /// A private server of `kind`; `None` when it is not installed and servers are not
     /// required.
     fn start(kind: &'static str) -> Option<Self> {
-        let (server, backend): (Box<dyn Pause>, Box<dyn Fn() -> AnyBackend>) = match kind {
+        type Connect = Box<dyn Fn(&str) -> AnyBackend>;
+        let (server, url, addr, connect): (Box<dyn Pause>, String, SocketAddr, Connect) = match kind
+        {
             "redis" => {
                 let server = fixtures::require("redis", RedisServer::start())?;
-                let (url, config) = (server.url(), RedisConfig::default());
-                let config = config
+                let (url, addr) = (server.url(), server.addr());
+                let config = RedisConfig::default()
                     .with_connect_timeout(TIMEOUT)
                     .with_response_timeout(TIMEOUT);
-                let backend = move || {
-                    RedisBackend::connect_with(&url, config.clone())
+                let connect = move |url: &str| {
+                    RedisBackend::connect_with(url, config.clone())
                         .unwrap()
                         .into()
                 };
-                (Box::new(server), Box::new(backend))
+                (Box::new(server), url, addr, Box::new(connect))
             }
             "postgres" => {
                 let server = fixtures::require("postgres", PostgresServer::start())?;
-                let url = server.url();
+                let (url, addr) = (server.url(), server.addr());
                 let config = PostgresConfig::new()
                     .with_table("orphan_locks")
                     .with_connect_timeout(TIMEOUT)
                     .with_operation_timeout(TIMEOUT);
-                let backend = move || {
-                    PostgresBackend::connect_with(&url, config.clone())
+                let connect = move |url: &str| {
+                    PostgresBackend::connect_with(url, config.clone())
                         .unwrap()
                         .into()
                 };
-                (Box::new(server), Box::new(backend))
+                (Box::new(server), url, addr, Box::new(connect))
             }
             "mongodb" => {
                 let server = fixtures::require("secantusd-rs", MongoServer::start())?;
                 // One server, no topology discovery of the replica set it reports.
-                let uri = format!("{}?directConnection=true", server.uri());
+                let (url, addr) = (
+                    format!("{}?directConnection=true", server.uri()),
+                    server.addr(),
+                );
                 let config = MongoConfig::new()
                     .with_collection("orphan_locks")
                     .with_server_selection_timeout(TIMEOUT)
                     .with_connect_timeout(TIMEOUT)
                     .with_operation_timeout(TIMEOUT);
-                let backend = move || {
-                    MongoBackend::connect_with(&uri, config.clone())
+                let connect = move |url: &str| {
+                    MongoBackend::connect_with(url, config.clone())
                         .unwrap()
                         .into()
                 };
-                (Box::new(server), Box::new(backend))
+                (Box::new(server), url, addr, Box::new(connect))
             }
             "etcd" => {
                 let server = fixtures::require("etcd", EtcdServer::start())?;
-                let url = server.url();
+                let (url, addr) = (server.url(), server.addr());
                 let config = EtcdConfig::new()
                     .with_prefix("orphans")
                     .with_connect_timeout(TIMEOUT)
                     .with_operation_timeout(TIMEOUT);
-                let backend = move || {
-                    EtcdBackend::connect_with(&url, config.clone())
+                let connect = move |url: &str| {
+                    EtcdBackend::connect_with(url, config.clone())
                         .unwrap()
                         .into()
                 };
-                (Box::new(server), Box::new(backend))
+                (Box::new(server), url, addr, Box::new(connect))
             }
             other => panic!("no server backend {other}"),
         };
+        assert!(url.contains(&addr.to_string()), "{url} names {addr}");
         Some(Paused {
             kind,
             server,
-            backend,
+            url,
+            addr,
+            connect,
         })
+    }
+
+    /// A backend on the server.
+    fn backend(&self) -> AnyBackend {
+        (self.connect)(&self.url)
+    }
+
+    /// A backend on the server through `proxy`.
+    fn backend_through(&self, proxy: &FaultProxy) -> AnyBackend {
+        let url = self
+            .url
+            .replace(&self.addr.to_string(), &proxy.addr().to_string());
+        (self.connect)(&url)
     }
 
     fn pause(&self) {
@@ -178,8 +207,8 @@ fn released_soon_after_a_thaw_blocking(kind: &'static str) {
     let Some(server) = Paused::start(kind) else {
         return;
     };
-    let a = LeaderElector::new((server.backend)(), options("a")).unwrap();
-    let b = LeaderElector::new((server.backend)(), options("b")).unwrap();
+    let a = LeaderElector::new(server.backend(), options("a")).unwrap();
+    let b = LeaderElector::new(server.backend(), options("b")).unwrap();
     let mut times = Vec::new();
     for trial in 0..TRIALS {
         let key = format!("thaw-blocking-{trial}");
@@ -216,8 +245,8 @@ fn released_soon_after_a_thaw_async(kind: &'static str) {
         .build()
         .unwrap();
     let a = runtime
-        .block_on(async { AsyncLeaderElector::new((server.backend)(), options("a")).unwrap() });
-    let b = LeaderElector::new((server.backend)(), options("b")).unwrap();
+        .block_on(async { AsyncLeaderElector::new(server.backend(), options("a")).unwrap() });
+    let b = LeaderElector::new(server.backend(), options("b")).unwrap();
     let mut times = Vec::new();
     for trial in 0..TRIALS {
         let key = format!("thaw-async-{trial}");
@@ -245,6 +274,77 @@ fn released_soon_after_a_thaw_async(kind: &'static str) {
     );
 }
 
+/// The lease of the partition trials: a lock whose release was lost would stay taken this
+/// long after its action.
+const HELD_LEASE: Duration = Duration::from_secs(30);
+
+/// Node `a`'s release after its action is lost on its way (dropped in a partition, then the
+/// connection reset, as a NAT or load balancer that forgot it does; the request never
+/// reaches the server): the release goes on in the background, and node `b` takes the
+/// lock soon after the network heals, not a lease later. (A live TCP connection never
+/// drops bytes silently, so the reset is part of the fault: without it a multiplexed
+/// connection would wait for the lost request's answer forever.)
+fn released_after_a_lost_release_blocking(kind: &'static str) {
+    let Some(server) = Paused::start(kind) else {
+        return;
+    };
+    let proxy = FaultProxy::start(server.addr).unwrap();
+    let a =
+        LeaderElector::new(server.backend_through(&proxy), options_for("a", HELD_LEASE)).unwrap();
+    let b = LeaderElector::new(server.backend(), options_for("b", HELD_LEASE)).unwrap();
+    let key = "lost-release-blocking";
+    let ran = a.run_if_leader(key, || proxy.blackhole()).unwrap();
+    assert_eq!(ran, Some(()));
+    let holder = b.state(key).unwrap();
+    assert!(
+        holder.leader().is_some(),
+        "the release was lost: still taken"
+    );
+    proxy.heal();
+    proxy.reset();
+    let took = taken_by_b_within(&b, key, FREE_AGAIN, Instant::now());
+    eprintln!(
+        "{}, blocking: free again {took:?} after the partition healed",
+        server.kind
+    );
+}
+
+fn released_after_a_lost_release_async(kind: &'static str) {
+    let Some(server) = Paused::start(kind) else {
+        return;
+    };
+    let proxy = FaultProxy::start(server.addr).unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let a = runtime.block_on(async {
+        AsyncLeaderElector::new(server.backend_through(&proxy), options_for("a", HELD_LEASE))
+            .unwrap()
+    });
+    let b = LeaderElector::new(server.backend(), options_for("b", HELD_LEASE)).unwrap();
+    let key = "lost-release-async";
+    let ran = runtime.block_on(async {
+        a.run_if_leader(key, || async { proxy.blackhole() })
+            .await
+            .unwrap()
+    });
+    assert_eq!(ran, Some(()));
+    let holder = b.state(key).unwrap();
+    assert!(
+        holder.leader().is_some(),
+        "the release was lost: still taken"
+    );
+    proxy.heal();
+    proxy.reset();
+    let took = taken_by_b_within(&b, key, FREE_AGAIN, Instant::now());
+    eprintln!(
+        "{}, async: free again {took:?} after the partition healed",
+        server.kind
+    );
+}
+
 macro_rules! on_every_server {
     ($($kind:ident),*) => {
         $(
@@ -256,6 +356,14 @@ macro_rules! on_every_server {
                 #[test]
                 fn an_orphan_applied_at_the_thaw_is_released_soon_after_async() {
                     super::released_soon_after_a_thaw_async(stringify!($kind));
+                }
+                #[test]
+                fn a_release_lost_after_the_action_goes_on_until_it_lands_blocking() {
+                    super::released_after_a_lost_release_blocking(stringify!($kind));
+                }
+                #[test]
+                fn a_release_lost_after_the_action_goes_on_until_it_lands_async() {
+                    super::released_after_a_lost_release_async(stringify!($kind));
                 }
             }
         )*

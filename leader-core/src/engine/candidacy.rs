@@ -20,7 +20,7 @@ use crate::error::Error;
 use crate::name::LockName;
 use crate::spi::lease::{Lease, OwnerToken};
 use crate::spi::listing::{ListPage, ListRequest};
-use crate::spi::outcome::AcquireOutcome;
+use crate::spi::outcome::{AcquireOutcome, ReleaseOutcome};
 use crate::spi::request::AcquireRequest;
 
 /// A ranked campaign's membership: its record, and what it saw of the other candidates.
@@ -102,6 +102,23 @@ pub struct Withdrawal {
     /// with an error): the record to release again in the background, after the release
     /// above, for as long as such a heartbeat could write it (see [`Orphan`]).
     pub late: Option<Orphan>,
+    /// The record's lease length.
+    lease_time: Duration,
+}
+
+impl Withdrawal {
+    /// The release of [`record`](Self::record) answered `answer`: when that was a
+    /// transient error, the record is released again in the background too (in
+    /// [`late`](Self::late)), so that a resigned candidate does not stay listed for a
+    /// lease because of one failed call.
+    pub fn after_record_release(&mut self, answer: &Result<ReleaseOutcome, Error>) {
+        if self.late.is_some() {
+            return;
+        }
+        if let Some(record) = &self.record {
+            self.late = Orphan::after_release(record, self.lease_time, Duration::ZERO, answer);
+        }
+    }
 }
 
 /// One look at the live candidates: the listing requests to send, page after page, and
@@ -277,7 +294,11 @@ impl Candidacy {
         let record = written.then(|| self.record_by_token());
         let late = latest
             .map(|sent_at| Orphan::new(self.record.clone(), self.owner, sent_at, self.lease_time));
-        Withdrawal { record, late }
+        Withdrawal {
+            record,
+            late,
+            lease_time: self.lease_time,
+        }
     }
 
     /// The record as a lease known by its name and owner token alone.

@@ -21,6 +21,7 @@ use crate::telemetry::HoldProbe;
 pub struct LeaseTracker {
     context: LeaseContext,
     probe: HoldProbe,
+    lease_time: Duration,
 }
 
 impl LeaseTracker {
@@ -48,6 +49,7 @@ impl LeaseTracker {
     ) -> Self {
         let display_name = (lock_name != lease.key.as_str()).then(|| lock_name.to_owned());
         LeaseTracker {
+            lease_time,
             probe: HoldProbe::start(backend, &lease),
             context: LeaseContext {
                 shared: Arc::new(Shared {
@@ -65,6 +67,11 @@ impl LeaseTracker {
     /// The lease being tracked.
     pub fn lease(&self) -> &Lease {
         &self.context.shared.lease
+    }
+
+    /// The lease length the lease was acquired (and is renewed) for.
+    pub fn lease_time(&self) -> Duration {
+        self.lease_time
     }
 
     /// The reader side, for the action.

@@ -60,6 +60,9 @@ pub struct Orphan {
     lease_time: Duration,
     /// One lease after the store first answered a release: when the cleanup ends.
     until: Option<Instant>,
+    /// The minimum lease each release keeps: zero for an acquisition whose action never
+    /// ran, the options' for a lease whose own release failed after its action.
+    min_lease_time: Duration,
 }
 
 impl Orphan {
@@ -119,7 +122,59 @@ impl Orphan {
             ),
             lease_time,
             until: None,
+            min_lease_time: Duration::ZERO,
         }
+    }
+
+    /// What follows the release of a held `lease` (asked for `lease_time`, released with
+    /// `min_lease_time`) that answered `answer`: `Some(orphan)`, to release it in the
+    /// background as an orphan is released, when the answer was a transient error.
+    ///
+    /// The lease was held and its action has run (or its term ended): left alone after a
+    /// failed release, its lock would stay taken until the lease runs out — and longer on
+    /// a store that extends leases by itself (etcd renews every lease for its whole TTL
+    /// when its raft leader changes). Its own owner token can only free its own lease, so
+    /// the releases go on, keeping `min_lease_time`, until one frees it or the store
+    /// answers that it is gone (see [`Orphan`] for how long). A permanent error ends it:
+    /// trying again would not help.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// use leader_core::__private::Orphan;
+    /// use leader_core::{BackendError, BackendErrorKind, Lease, LockName, OwnerToken, ReleaseOutcome};
+    ///
+    /// let now = SystemTime::now();
+    /// let lease = Lease::new(LockName::new("nightly")?, OwnerToken::random(), "node-a", 7, now, now);
+    /// let lost = BackendError::new("redis", "nightly", BackendErrorKind::Transient, "timed out");
+    /// let orphan = Orphan::after_release(&lease, Duration::from_secs(30), Duration::ZERO, &Err(lost.into()));
+    /// assert_eq!(orphan.map(|o| o.leases()[0].fencing_token), Some(7));
+    /// let freed = Orphan::after_release(&lease, Duration::from_secs(30), Duration::ZERO, &Ok(ReleaseOutcome::Released));
+    /// assert!(freed.is_none());
+    /// # Ok::<(), leader_core::Error>(())
+    /// ```
+    pub fn after_release(
+        lease: &Lease,
+        lease_time: Duration,
+        min_lease_time: Duration,
+        answer: &Result<ReleaseOutcome, Error>,
+    ) -> Option<Self> {
+        if !matches!(answer, Err(err) if err.is_transient()) {
+            return None;
+        }
+        tracing::info!(lock = %lease.key, "the release failed; releasing it again in the background");
+        let mut orphan = Orphan::new(lease.key.clone(), lease.owner, Instant::now(), lease_time);
+        orphan.leases = vec![lease.clone()];
+        orphan.min_lease_time = min_lease_time;
+        Some(orphan)
+    }
+
+    /// The minimum lease to pass to each `release` of [`leases`](Self::leases): zero
+    /// unless the orphan is a held lease whose own release failed
+    /// ([`after_release`](Self::after_release)).
+    pub fn min_lease_time(&self) -> Duration {
+        self.min_lease_time
     }
 
     /// What a failed `try_acquire_slot` sent at `sent_at` may have taken: any of its slots.
@@ -129,7 +184,7 @@ impl Orphan {
         Orphan::of_keys(keys, inner.owner, sent_at, inner.lease_time)
     }
 
-    /// The leases to pass to `release` (with no minimum lease: the action never ran), one
+    /// The leases to pass to `release` (with [`min_lease_time`](Self::min_lease_time)), one
     /// per key not yet settled.
     pub fn leases(&self) -> &[Lease] {
         &self.leases
@@ -164,7 +219,7 @@ impl Orphan {
             let key = &lease.key;
             match answers.next() {
                 Some(Ok(ReleaseOutcome::Released)) => {
-                    tracing::info!(lock = %key, "released a lease taken by an acquire whose answer was lost");
+                    tracing::info!(lock = %key, "released a possibly orphaned lease in the background");
                     false
                 }
                 Some(Ok(ReleaseOutcome::NotHeld)) | None => true,
