@@ -169,11 +169,14 @@ fn spawn_campaign<C: AsyncLockBackend + 'static>(backend: Arc<C>, campaign: Camp
             campaign.state.mark_finished();
         });
         // Dropped half-way, the runtime shut down under the campaign: the term ends and
-        // its lease is released from a thread, so standbys take over at once.
+        // its lease is released from a thread, so standbys take over at once; what an
+        // unsettled attempt of its token may still take is released after it, as at the
+        // end of any other term.
         let shut_down = OnDrop::new(|| {
             survey::withdraw_in_background(&campaign, &backend);
             if let Some(term) = campaign.state.revoke(RevokeReason::ShutDown) {
                 release_in_background(&backend, &term, Duration::ZERO);
+                release_all(&backend, campaign.term_ended());
             }
         });
         run(&campaign, &backend).await;
