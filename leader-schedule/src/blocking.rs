@@ -19,10 +19,10 @@ use leader_core::{
 use crate::config::{JobConfig, OnShutdown};
 use crate::context::JobContext;
 use crate::error::ScheduleError;
-use crate::firing::{Firing, FiringReport, Step};
+use crate::firing::{Firing, FiringReport, Seen, Step, running_at_fire};
 use crate::job::{JobNames, MAX_SLEEP, jitter, job_elector, run_state, wait_time_until};
 use crate::plan::{self, PlannedRun};
-use crate::record::RunState;
+use crate::record::{RunRecord, RunState};
 use crate::telemetry::{self, Ending};
 
 type BlockingJob = Arc<dyn Fn(&JobContext) -> Result<(), BoxError> + Send + Sync>;
@@ -180,9 +180,7 @@ impl<B: LockBackend + 'static> Scheduler<B> {
                 Some(Event::ShutDown) => break,
                 Some(Event::Fired { job: index, tick }) => {
                     table.finished(index);
-                    // Ticks that passed while this one ran are not fired late: the next
-                    // firing counts them (busy, or missed) from the record.
-                    let after = tick.max(self.clock.now());
+                    let after = plan::after_firing(tick, self.clock.now());
                     if let Some(job) = self.jobs.get(index) {
                         table.plan(index, job, after);
                     }
@@ -353,8 +351,10 @@ fn fire<B: LockBackend + 'static>(
 ) -> Result<Option<FiringReport>, Error> {
     let span = telemetry::firing_span(&job.name, tick);
     let _entered = span.enter();
+    // Whether a run is in progress as the node fires, by the store: see `plan::plan`.
+    let running = running_at_fire(job.elector.backend().read_record(&job.key));
     let result = job.elector.run_if_leader_with(&job.name, |lease| {
-        fire_held(job, clock, shutdown, tick, lease)
+        fire_held(job, clock, shutdown, tick, running, lease)
     });
     match result {
         Ok(LeaderRunResult::Elected { value, .. }) => {
@@ -379,18 +379,29 @@ fn fire_held<B: LockBackend + 'static>(
     clock: &dyn Clock,
     shutdown: &Shutdown,
     tick: SystemTime,
+    running_at_fire: Option<RunRecord>,
     lease: &LeaseContext,
 ) -> Result<FiringReport, Error> {
     let backend = job.elector.backend();
     let node = job.elector.options().node_id();
-    let (mut firing, mut step) =
-        Firing::new(&job.config, &job.key, node, lease.fencing_token(), tick);
+    let (mut firing, mut step) = Firing::new(
+        &job.config,
+        &job.key,
+        node,
+        lease.fencing_token(),
+        tick,
+        running_at_fire,
+    );
     loop {
         step = match step {
-            Step::Read => firing.on_read(backend.read_record(&job.key)?, clock.now())?,
+            Step::Read => {
+                let stored = backend.read_record(&job.key)?;
+                firing.on_read(stored, Seen::now(clock, lease, shutdown))?
+            }
             Step::Write { expected, value } => {
                 let write = RecordWrite::new(&job.key, expected, &value)?;
-                firing.on_written(backend.write_record(write)?, clock.now())?
+                let written = backend.write_record(write)?;
+                firing.on_written(written, Seen::now(clock, lease, shutdown))?
             }
             Step::Run(run) => {
                 let state = run_job(job, clock, shutdown, lease, run);

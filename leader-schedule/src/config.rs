@@ -18,14 +18,17 @@ pub enum MissedTicks {
     /// (systemd's `Persistent=true`, anacron): for a nightly job that must happen each day.
     RunOnce,
     /// Run every missed tick, oldest first, at most `max` of them (the latest ones), then
-    /// follow the schedule: for jobs whose ticks each carry their own work.
+    /// follow the schedule: for jobs whose ticks each carry their own work. Ticks that came
+    /// while the previous run went on are busy, not caught up.
     CatchUp {
         /// The most missed ticks one catch-up runs.
         max: u32,
     },
 }
 
-/// What happens to a tick whose runner died (or was paused past its lease) mid-run.
+/// What happens to a tick whose run did not finish: its runner died (or was paused past
+/// its lease) mid-run, or its lease was lost while it ran (recorded
+/// [`RunState::LeaseLost`](crate::RunState::LeaseLost): its result is not trusted).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Delivery {

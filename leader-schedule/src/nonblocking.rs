@@ -17,10 +17,10 @@ use leader_core::{
 use crate::config::{JobConfig, OnShutdown};
 use crate::context::JobContext;
 use crate::error::ScheduleError;
-use crate::firing::{Firing, FiringReport, Step};
+use crate::firing::{Firing, FiringReport, Seen, Step, running_at_fire};
 use crate::job::{JobNames, jitter, job_elector, run_state, wait_time_until};
 use crate::plan::{self, PlannedRun};
-use crate::record::RunState;
+use crate::record::{RunRecord, RunState};
 use crate::telemetry::{self, Ending};
 
 type JobFuture = Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send>>;
@@ -166,7 +166,7 @@ async fn job_loop<B: AsyncLockBackend + 'static>(
         if fire_until_shutdown(job, clock, shutdown, tick).await {
             return;
         }
-        after = tick;
+        after = plan::after_firing(tick, clock.now());
     }
     while !shutdown.is_triggered() {
         let Some((tick, fire_at)) = plan::next_firing(&job.config, after, jitter(&job.config))
@@ -181,7 +181,7 @@ async fn job_loop<B: AsyncLockBackend + 'static>(
         if fire_until_shutdown(job, clock, shutdown, tick).await {
             return;
         }
-        after = tick.max(clock.now());
+        after = plan::after_firing(tick, clock.now());
     }
 }
 
@@ -223,10 +223,12 @@ async fn fire<B: AsyncLockBackend + 'static>(
     tick: SystemTime,
 ) -> Result<Option<FiringReport>, Error> {
     let span = telemetry::firing_span(&job.name, tick);
+    // Whether a run is in progress as the node fires, by the store: see `plan::plan`.
+    let running = running_at_fire(job.elector.backend().read_record(&job.key).await);
     let result = job
         .elector
         .run_if_leader_with(&job.name, |lease| {
-            fire_held(job, clock, shutdown, tick, lease)
+            fire_held(job, clock, shutdown, tick, running, lease)
         })
         .await;
     match result {
@@ -251,18 +253,29 @@ async fn fire_held<B: AsyncLockBackend + 'static>(
     clock: &dyn Clock,
     shutdown: &Shutdown,
     tick: SystemTime,
+    running_at_fire: Option<RunRecord>,
     lease: LeaseContext,
 ) -> Result<FiringReport, Error> {
     let backend = job.elector.backend();
     let node = job.elector.options().node_id();
-    let (mut firing, mut step) =
-        Firing::new(&job.config, &job.key, node, lease.fencing_token(), tick);
+    let (mut firing, mut step) = Firing::new(
+        &job.config,
+        &job.key,
+        node,
+        lease.fencing_token(),
+        tick,
+        running_at_fire,
+    );
     loop {
         step = match step {
-            Step::Read => firing.on_read(backend.read_record(&job.key).await?, clock.now())?,
+            Step::Read => {
+                let stored = backend.read_record(&job.key).await?;
+                firing.on_read(stored, Seen::now(clock, &lease, shutdown))?
+            }
             Step::Write { expected, value } => {
                 let write = RecordWrite::new(&job.key, expected, &value)?;
-                firing.on_written(backend.write_record(write).await?, clock.now())?
+                let written = backend.write_record(write).await?;
+                firing.on_written(written, Seen::now(clock, &lease, shutdown))?
             }
             Step::Run(run) => {
                 let state = run_job(job, clock, shutdown, &lease, run).await;

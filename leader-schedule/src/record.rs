@@ -87,6 +87,13 @@ impl RunRecord {
         self.finished_ms.map(at_millis)
     }
 
+    /// Whether `other` is the same claim: the same tick, claimed by the same node under
+    /// the same lock acquisition.
+    pub(crate) fn same_claim(&self, other: &RunRecord) -> bool {
+        (self.tick_ms, self.fencing_token, &self.node)
+            == (other.tick_ms, other.fencing_token, &other.node)
+    }
+
     /// The record as the store keeps it.
     pub(crate) fn to_json(&self) -> String {
         // A struct of numbers and strings always serializes.

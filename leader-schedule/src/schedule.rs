@@ -169,26 +169,89 @@ impl Schedule {
         }
     }
 
-    /// The last tick at or before `at`, if one is within `horizon` of it (a bounded search:
-    /// the scheduler asks for the tick a node should be on when it starts).
-    pub fn last_at_or_before(&self, at: SystemTime, horizon: Duration) -> Option<SystemTime> {
-        let from = at.checked_sub(horizon)?;
-        let mut last = None;
-        let mut cursor = from;
-        // Walk forward from the horizon; a schedule ticks at most every MIN_PERIOD, and the
-        // walk stops after a bounded number of ticks.
-        for _ in 0..100_000 {
+    /// The last tick at or before `at`, however long before it that is; `None` when there
+    /// is none (a cron pattern that matched no earlier date).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// use leader_schedule::Schedule;
+    ///
+    /// let weekly = Schedule::every(Duration::from_secs(7 * 24 * 3600))?;
+    /// let at = UNIX_EPOCH + Duration::from_secs(9 * 24 * 3600);
+    /// assert_eq!(weekly.last_at_or_before(at), Some(UNIX_EPOCH + Duration::from_secs(7 * 24 * 3600)));
+    /// # Ok::<(), leader_schedule::ScheduleError>(())
+    /// ```
+    pub fn last_at_or_before(&self, at: SystemTime) -> Option<SystemTime> {
+        match &self.kind {
+            Kind::Every(period) => {
+                let period_ms = period.as_millis();
+                let at_ms = millis_since_epoch(at)?;
+                let last = u64::try_from(at_ms / period_ms * period_ms).ok()?;
+                UNIX_EPOCH.checked_add(Duration::from_millis(last))
+            }
+            Kind::Cron { cron, zone, .. } => {
+                // croner searches backwards for a match; the ticks are what the forward
+                // walk gives (the daylight-saving rules of `next_after`), so walk forward
+                // from the match before that one up to `at`: a few steps.
+                let zoned = |t: SystemTime| DateTime::<Utc>::from(t).with_timezone(zone);
+                let found = cron.find_previous_occurrence(&zoned(at), true).ok()?;
+                let from = cron
+                    .find_previous_occurrence(&found, false)
+                    .unwrap_or(found);
+                let from = SystemTime::from(from.with_timezone(&Utc));
+                let mut cursor = from.checked_sub(Duration::from_secs(1))?;
+                let mut last = None;
+                for _ in 0..WALK {
+                    match self.next_after(cursor) {
+                        Some(tick) if tick <= at => {
+                            last = Some(tick);
+                            cursor = tick;
+                        }
+                        _ => break,
+                    }
+                }
+                last
+            }
+        }
+    }
+
+    /// The last tick strictly before `at`.
+    pub(crate) fn last_before(&self, at: SystemTime) -> Option<SystemTime> {
+        self.last_at_or_before(at.checked_sub(Duration::from_nanos(1))?)
+    }
+
+    /// How many ticks are strictly between `after` and `before`: exactly for a fixed rate;
+    /// a cron schedule's are walked, and its count stops at `cap`.
+    pub(crate) fn count_between(&self, after: SystemTime, before: SystemTime, cap: u64) -> u64 {
+        if before <= after {
+            return 0;
+        }
+        if let Kind::Every(period) = &self.kind {
+            let period_ms = period.as_millis();
+            let ticks_to = |t: SystemTime| millis_since_epoch(t).map_or(0, |ms| ms / period_ms);
+            let last = self.last_before(before).map_or(0, &ticks_to);
+            let counted = last.saturating_sub(ticks_to(after));
+            return u64::try_from(counted).unwrap_or(u64::MAX);
+        }
+        let mut count = 0;
+        let mut cursor = after;
+        while count < cap {
             match self.next_after(cursor) {
-                Some(tick) if tick <= at => {
-                    last = Some(tick);
+                Some(tick) if tick < before => {
+                    count += 1;
                     cursor = tick;
                 }
                 _ => break,
             }
         }
-        last
+        count
     }
 }
+
+/// The most steps [`Schedule::last_at_or_before`] walks forward from croner's match.
+const WALK: usize = 1000;
 
 /// Milliseconds since the Unix epoch, `None` before it.
 pub(crate) fn millis_since_epoch(at: SystemTime) -> Option<u128> {
@@ -330,7 +393,7 @@ mod tests {
             vec![utc("2026-01-01T00:00:01.500Z"), utc("2026-01-01T00:00:03Z"),]
         );
         assert_eq!(
-            s.last_at_or_before(utc("2026-01-01T00:00:04Z"), Duration::from_secs(10)),
+            s.last_at_or_before(utc("2026-01-01T00:00:04Z")),
             Some(utc("2026-01-01T00:00:03Z"))
         );
     }
@@ -377,5 +440,65 @@ mod tests {
         }
         let bare: Schedule = "cron 0 0 2 * * *".parse().unwrap();
         assert_eq!(bare.to_string(), "cron 0 0 2 * * * in UTC");
+    }
+    #[test]
+    fn the_last_tick_is_found_however_long_ago_and_on_the_forward_walks_ticks() {
+        // Weekly on Mondays at 02:00 in Berlin, asked on a Wednesday: that Monday's.
+        let weekly = Schedule::cron("0 0 2 * * MON")
+            .unwrap()
+            .in_zone("Europe/Berlin")
+            .unwrap();
+        assert_eq!(
+            weekly.last_at_or_before(utc("2026-06-10T12:00:00Z")),
+            Some(utc("2026-06-08T00:00:00Z"))
+        );
+        // On the tick itself, and just before it.
+        assert_eq!(
+            weekly.last_at_or_before(utc("2026-06-08T00:00:00Z")),
+            Some(utc("2026-06-08T00:00:00Z"))
+        );
+        assert_eq!(
+            weekly.last_before(utc("2026-06-08T00:00:00Z")),
+            Some(utc("2026-06-01T00:00:00Z"))
+        );
+        // Yearly: months back.
+        let yearly = Schedule::cron("0 0 0 1 1 *").unwrap();
+        assert_eq!(
+            yearly.last_at_or_before(utc("2026-11-30T00:00:00Z")),
+            Some(utc("2026-01-01T00:00:00Z"))
+        );
+        // The spring gap: 02:30 does not exist on 2026-03-29 in Berlin; its tick is the
+        // first instant after the gap, as the forward walk says.
+        let gap = Schedule::cron("0 30 2 * * *")
+            .unwrap()
+            .in_zone("Europe/Berlin")
+            .unwrap();
+        for at in ["2026-03-29T01:10:00Z", "2026-03-29T12:00:00Z"] {
+            assert_eq!(
+                gap.last_at_or_before(utc(at)),
+                Some(utc("2026-03-29T01:00:00Z")),
+                "{at}"
+            );
+        }
+        // Every tick the forward walk gives is found as the last at or before itself.
+        for tick in ticks(&gap, "2026-03-27T00:00:00Z", "2026-03-31T00:00:00Z") {
+            assert_eq!(gap.last_at_or_before(tick), Some(tick));
+        }
+    }
+
+    #[test]
+    fn ticks_between_two_instants_are_counted() {
+        let every = Schedule::every(Duration::from_secs(1)).unwrap();
+        let (a, b) = (utc("2026-01-01T00:00:00Z"), utc("2026-01-08T00:00:00Z"));
+        // Exactly, however many: a week of seconds, the ends excluded.
+        assert_eq!(every.count_between(a, b, 10), 7 * 24 * 3600 - 1);
+        assert_eq!(every.count_between(b, a, 10), 0);
+        let cron = Schedule::cron("0 * * * * *").unwrap();
+        assert_eq!(cron.count_between(a, utc("2026-01-01T01:00:00Z"), 1000), 59);
+        assert_eq!(
+            cron.count_between(a, b, 100),
+            100,
+            "a cron walk stops at the cap"
+        );
     }
 }

@@ -44,6 +44,13 @@ pub(crate) fn record(job: &str, span: &tracing::Span, ending: Ending<'_>) {
             span.record("outcome", outcome);
             span.record("runs", report.runs.len());
             span.record("missed", report.missed);
+            if report.unstarted > 0 {
+                tracing::warn!(
+                    job,
+                    unstarted = report.unstarted,
+                    "runs of this firing did not start: the job's lease was lost or the scheduler is shutting down; ticks not claimed are left to the next holder"
+                );
+            }
             #[cfg(feature = "metrics")]
             {
                 let job = job.to_owned();
