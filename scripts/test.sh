@@ -23,7 +23,9 @@
 #      report zero unexplained overlaps, token order violations, duplicate tokens and
 #      stale writes
 # Every step runs even if an earlier one failed, so one run shows every
-# problem; the script exits non-zero if any step failed.
+# problem; the script exits non-zero if any step failed. The summary gives each step's
+# wall time, the slowest first (a cold run on the 2-core CI machine must stay within its
+# budget: ARCHITECTURE.md, "Tests and their servers").
 set -euo pipefail
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -42,19 +44,36 @@ step() {
     printf '\n==> %s\n' "$*"
 }
 
+# Each step's wall time, for the summary: "seconds<TAB>result<TAB>step".
+timings=()
+run_started=$SECONDS
+
 step "Installing test dependencies (scripts/services.sh install)"
+started=$SECONDS
 bash "$repo_root/scripts/services.sh" install
+timings+=("$((SECONDS - started))"$'\t'"ok"$'\t'"scripts/services.sh install")
 
 failed=()
 
 run_step() {
     step "$*"
+    local started=$SECONDS result=ok
     if "$@"; then
-        printf '==> ok: %s\n' "$*"
+        printf '==> ok (%ss): %s\n' "$((SECONDS - started))" "$*"
     else
-        printf '==> FAILED (exit %s): %s\n' "$?" "$*"
+        printf '==> FAILED (exit %s, %ss): %s\n' "$?" "$((SECONDS - started))" "$*"
         failed+=("$*")
+        result=FAILED
     fi
+    timings+=("$((SECONDS - started))"$'\t'"$result"$'\t'"$*")
+}
+
+# The wall time of every step, the slowest first, and of the whole run.
+print_timings() {
+    printf '\n==> wall time per step (seconds), slowest first:\n'
+    printf '%s\n' "${timings[@]}" | sort -t $'\t' -k1,1 -rn |
+        awk -F '\t' '{ printf "    %6d  %-6s  %s\n", $1, $2, $3 }'
+    printf '    %6d  total\n' "$((SECONDS - run_started))"
 }
 
 run_step cargo fmt --all -- --check
@@ -190,6 +209,7 @@ for backend in redis mongodb etcd sqlite postgres redis-sentinel postgres-standb
         --backend "$backend" --seconds 45 --seed "$chaos_seed"
 done
 
+print_timings
 if ((${#failed[@]} > 0)); then
     printf '\n==> %d step(s) failed:\n' "${#failed[@]}"
     printf '    %s\n' "${failed[@]}"
