@@ -1,6 +1,6 @@
 //! The one change stream per backend: a task on the backend's runtime that turns each
-//! release of a lock (its document's `owner` set to null: a release without minimum lease,
-//! a force release) into [`ReleaseEvents::notify_token`], so waiting electors retry at
+//! release that frees a lock (its document's `owner` set to null: a release without minimum
+//! lease or after its minimum lease has passed, a force release) into [`ReleaseEvents::notify_token`], so waiting electors retry at
 //! once and observers learn which lease ended.
 //!
 //! The stream asks the server for updates of the lock collection whose `owner` became
@@ -10,9 +10,9 @@
 //! the notification carries it; when someone took the lock meanwhile it carries none, and
 //! an observer reads the lock instead.
 //!
-//! What it does not see: an expiry (nothing is written when a lease runs out) and a
-//! release kept for its minimum lease (the owner becomes `released`); waiters find those
-//! by polling, as they do while the stream is down. Change streams need a replica set (or
+//! What it does not see: an expiry (nothing is written when a lease runs out), and so the
+//! end of a minimum lease a release kept the lock for (the owner became `released`);
+//! waiters find those by polling, as they do while the stream is down. Change streams need a replica set (or
 //! a sharded cluster): on a standalone server, which refuses them, the task ends at its
 //! first attempt and waiters poll.
 //!

@@ -156,22 +156,28 @@ pub(crate) const RELEASED: &str = "released";
 /// Release: one `updateOne` that matches `owner`'s document and moves `expires_at` to
 /// `min(expires_at, acquired_at + min_lease_time)`.
 ///
-/// Without a minimum lease the owner is cleared too. With one the owner becomes
-/// [`RELEASED`], so the lock stays held until the new expiry (and needs no "now"), while a
-/// renewal that was still on its way no longer matches and cannot stretch it. The document
-/// stays either way, so the fencing counter survives.
+/// Without a minimum lease the owner is cleared too. With one, a second stage decides on
+/// the server's clock from the new expiry: still ahead, the owner becomes [`RELEASED`], so
+/// the lock stays held until then while a renewal that was still on its way no longer
+/// matches and cannot stretch it; already passed, the owner is cleared as by a plain
+/// release. Only a null owner fires the change stream (see `listener`), so every release
+/// that frees the lock must write one, or waiters would learn of it only by polling. The
+/// document stays either way, so the fencing counter survives.
 pub(crate) fn release(key: &LockName, owner: OwnerToken, min_lease_time: Duration) -> Plan {
-    let keep_until = plus_millis(path::ACQUIRED_AT, millis(min_lease_time));
-    let mut set = doc! { EXPIRES_AT: { "$min": [ path::EXPIRES_AT, keep_until ] } };
+    let filter = doc! { ID: key.as_str(), OWNER: owner.to_string() };
     if min_lease_time.is_zero() {
-        set.insert(OWNER, Bson::Null);
-    } else {
-        set.insert(OWNER, RELEASED);
+        let update = vec![doc! { "$set": {
+            EXPIRES_AT: { "$min": [ path::EXPIRES_AT, path::ACQUIRED_AT ] },
+            OWNER: Bson::Null,
+        } }];
+        return Plan { filter, update };
     }
-    Plan {
-        filter: doc! { ID: key.as_str(), OWNER: owner.to_string() },
-        update: vec![doc! { "$set": set }],
-    }
+    let keep_until = plus_millis(path::ACQUIRED_AT, millis(min_lease_time));
+    let update = vec![
+        doc! { "$set": { EXPIRES_AT: { "$min": [ path::EXPIRES_AT, keep_until ] } } },
+        doc! { "$set": { OWNER: { "$cond": [ unexpired(), RELEASED, Bson::Null ] } } },
+    ];
+    Plan { filter, update }
 }
 
 /// Force release: one `findOneAndUpdate` (no upsert, return the document *before*) that
@@ -335,24 +341,34 @@ mod tests {
     }
 
     #[test]
-    fn release_clears_the_owner_or_marks_the_lock_released() {
+    fn release_clears_the_owner_or_marks_the_lock_released_while_the_minimum_lease_runs() {
         let owner = OwnerToken::from_u128(5);
         let plain = release(&key(), owner, Duration::ZERO);
-        let set = plain.update[0].get_document("$set").unwrap();
-        assert_eq!(set.get(OWNER), Some(&Bson::Null));
-        let min = release(&key(), owner, Duration::from_secs(1));
-        let set = min.update[0].get_document("$set").unwrap();
-        assert_eq!(set.get_str(OWNER), Ok(RELEASED));
         assert_eq!(
-            set.get_document(EXPIRES_AT).unwrap(),
-            &doc! { "$min": [ "$expires_at", {
-                "$toDate": { "$add": [ { "$toLong": "$acquired_at" }, 1000_i64 ] }
-            } ] }
+            plain.update,
+            vec![doc! { "$set": {
+                "expires_at": { "$min": [ "$expires_at", "$acquired_at" ] },
+                "owner": Bson::Null,
+            } }]
+        );
+        let min = release(&key(), owner, Duration::from_secs(1));
+        assert_eq!(
+            min.update,
+            vec![
+                doc! { "$set": { "expires_at": { "$min": [ "$expires_at", {
+                    "$toDate": { "$add": [ { "$toLong": "$acquired_at" }, 1000_i64 ] }
+                } ] } } },
+                // Decided on the expiry the first stage wrote: freed once it has passed.
+                doc! { "$set": { "owner": { "$cond": [
+                    { "$gt": [ "$expires_at", "$$NOW" ] }, RELEASED, Bson::Null,
+                ] } } },
+            ]
         );
         assert_eq!(
             min.filter,
             doc! { "_id": "nightly", "owner": owner.to_string() }
         );
+        assert_eq!(plain.filter, min.filter);
     }
 
     #[test]

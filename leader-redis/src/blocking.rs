@@ -107,6 +107,7 @@ impl LockBackend for RedisBackend {
         self.run_blocking(State {
             key,
             watched: self.events().is_listened(key.as_str()),
+            now: SystemTime::now(),
         })
     }
 
@@ -117,7 +118,11 @@ impl LockBackend for RedisBackend {
     }
 
     fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
-        self.run_blocking(ForceRelease { key, only: None })
+        self.run_blocking(ForceRelease {
+            key,
+            only: None,
+            now: SystemTime::now(),
+        })
     }
 
     /// The same script, freeing only a holder with `fencing_token`.
@@ -129,6 +134,7 @@ impl LockBackend for RedisBackend {
         self.run_blocking(ForceRelease {
             key,
             only: Some(fencing_token),
+            now: SystemTime::now(),
         })
     }
     /// One script reads the record's hash, [`RedisBackend::record_key`].

@@ -131,11 +131,12 @@ pub(crate) enum OpError {
     /// [`leader_core::corrupt_record`], never overwritten.
     #[error("corrupted record: {what}")]
     CorruptRecord { what: String },
-    /// The lock hash exists without an expiry, so it would never be freed.
-    #[error("corrupted lock record: the key has no expiry")]
+    /// The lock hash exists without an expiry past its own end, so it would never be freed.
+    #[error("corrupted lock record: the key has no expiry and its own end has passed")]
     NoExpiry,
-    /// One slot's lock hash of a group exists without an expiry (the error names it).
-    #[error("corrupted lock record: the key has no expiry")]
+    /// One slot's lock hash of a group exists without an expiry past its own end (the error
+    /// names it).
+    #[error("corrupted lock record: the key has no expiry and its own end has passed")]
     NoExpiryAt { key: String },
     /// Fewer replicas than asked acknowledged the write of an acquire or a renewal within
     /// the `WAIT` timeout (an acquire's grant is released).

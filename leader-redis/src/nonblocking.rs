@@ -121,6 +121,7 @@ impl AsyncLockBackend for RedisBackend {
         self.run_async(State {
             key,
             watched: self.events().is_listened(key.as_str()),
+            now: SystemTime::now(),
         })
     }
 
@@ -134,7 +135,11 @@ impl AsyncLockBackend for RedisBackend {
         &self,
         key: &LockName,
     ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
-        self.run_async(ForceRelease { key, only: None })
+        self.run_async(ForceRelease {
+            key,
+            only: None,
+            now: SystemTime::now(),
+        })
     }
 
     fn force_release_if(
@@ -145,6 +150,7 @@ impl AsyncLockBackend for RedisBackend {
         self.run_async(ForceRelease {
             key,
             only: Some(fencing_token),
+            now: SystemTime::now(),
         })
     }
     /// One script reads the record's hash, [`RedisBackend::record_key`].

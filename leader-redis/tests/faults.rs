@@ -5,12 +5,13 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use common::RedisHarness;
 use leader_core::{
-    AcquireOutcome, AcquireRequest, BackendErrorKind, Error, LeaderElectionOptions, Lease,
-    LockBackend, LockName, LockStatus, OwnerToken, RecordWrite, ReleaseOutcome,
+    AcquireOutcome, AcquireRequest, BackendErrorKind, Error, ForceReleaseOutcome,
+    LeaderElectionOptions, Lease, ListRequest, LockBackend, LockName, LockStatus, OwnerToken,
+    RecordWrite, ReleaseOutcome,
 };
 use leader_redis::{ConnectError, RedisBackend, RedisConfig};
 use leader_testkit::fixtures::Data;
@@ -314,6 +315,159 @@ fn corrupted_records_are_permanent_errors_and_never_overwritten() {
     let elector = leader_blocking::LeaderElector::new(backend.clone(), options).unwrap();
     let outcome = elector.run_if_leader(key.as_str(), || panic!("the action must not run"));
     assert!(!outcome.expect_err("an error, not a skip").is_transient());
+}
+
+/// Writes a lock record at `lock_key` with no key expiry, its own end `exp` at `ends`.
+fn write_without_expiry(raw: &mut redis::Connection, lock_key: &str, fence: u64, ends: SystemTime) {
+    let ends = ends
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_micros();
+    let _: () = redis::cmd("HSET")
+        .arg(lock_key)
+        .arg("owner")
+        .arg("00000000000000000000000000000abc")
+        .arg("leader")
+        .arg("stripped")
+        .arg("fence")
+        .arg(fence)
+        .arg("acq")
+        .arg(1)
+        .arg("exp")
+        .arg(ends.to_string())
+        .query(raw)
+        .unwrap();
+    let ttl: i64 = redis::cmd("PTTL").arg(lock_key).query(raw).unwrap();
+    assert_eq!(ttl, -1, "no key expiry");
+}
+
+/// The names of every lock `list` shows under `prefix` (all pages).
+fn listed(backend: &RedisBackend, prefix: &str) -> Result<Vec<String>, Error> {
+    let mut names = Vec::new();
+    let mut request = ListRequest::new(prefix);
+    loop {
+        let page = LockBackend::list(backend, &request)?;
+        names.extend(page.locks.iter().map(|state| state.lock_name().to_owned()));
+        match page.next {
+            Some(cursor) => request = ListRequest::new(prefix).after(cursor),
+            None => return Ok(names),
+        }
+    }
+}
+
+/// A lock record stripped of its key expiry whose own `exp` is still ahead is a holder,
+/// as acquire has it (it saves a `PTTL` per held attempt): every read path says so too —
+/// `state` (and so an observer's read and the CLI), both listings (a scan, a name's index
+/// of derived names), the async `state`, and a force release frees it as any holder.
+#[test]
+fn a_record_without_expiry_whose_end_is_ahead_is_a_holder_on_every_path() {
+    let Some(harness) = RedisHarness::standalone() else {
+        return;
+    };
+    let backend = harness.make();
+    let mut raw = harness.raw();
+    let key = fresh_name("stripped-live");
+    let derived = LockName::new(format!("{key}#1")).unwrap();
+    let ends = SystemTime::now() + Duration::from_secs(3600);
+    write_without_expiry(&mut raw, &backend.lock_key(&key), 7, ends);
+    write_without_expiry(&mut raw, &backend.lock_key(&derived), 8, ends);
+    let _: () = redis::cmd("ZADD")
+        .arg(format!("{}:derived", backend.lock_key(&key)))
+        .arg(0)
+        .arg("1")
+        .query(&mut raw)
+        .unwrap();
+
+    // Acquire: held.
+    for name in [&key, &derived] {
+        match LockBackend::try_acquire(&backend, request(name, OwnerToken::random())).unwrap() {
+            AcquireOutcome::Held(Some(holder)) => assert_eq!(holder.leader_id, "stripped"),
+            other => panic!("{name}: expected held, got {other:?}"),
+        }
+    }
+    // Every read agrees.
+    let state = LockBackend::state(&backend, &key).unwrap();
+    assert_eq!(state.status(), LockStatus::Occupied, "{state:?}");
+    assert_eq!(state.leader().unwrap().fencing_token, 7);
+    #[cfg(feature = "tokio")]
+    {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let state = runtime
+            .block_on(leader_core::AsyncLockBackend::state(&backend, &derived))
+            .unwrap();
+        assert_eq!(state.leader().unwrap().fencing_token, 8, "{state:?}");
+    }
+    assert_eq!(
+        listed(&backend, key.as_str()).unwrap(),
+        [key.to_string(), derived.to_string()],
+        "the scan lists both"
+    );
+    assert_eq!(
+        listed(&backend, &format!("{key}#")).unwrap(),
+        [derived.to_string()],
+        "the index lists the derived one"
+    );
+    // A force release frees it like any holder; a conditional one only with its token.
+    match LockBackend::force_release_if(&backend, &key, 6).unwrap() {
+        ForceReleaseOutcome::HolderChanged(holder) => assert_eq!(holder.fencing_token, 7),
+        other => panic!("expected the holder, got {other:?}"),
+    }
+    match LockBackend::force_release(&backend, &key).unwrap() {
+        ForceReleaseOutcome::Released(holder) => assert_eq!(holder.fencing_token, 7),
+        other => panic!("expected a release, got {other:?}"),
+    }
+    assert_eq!(
+        LockBackend::state(&backend, &key).unwrap().status(),
+        LockStatus::Empty
+    );
+}
+
+/// Past its own `exp`, a record without key expiry would never be freed: every path
+/// reports it, permanently, and none deletes or overwrites it.
+#[test]
+fn a_record_without_expiry_past_its_end_is_an_error_on_every_path() {
+    let Some(harness) = RedisHarness::standalone() else {
+        return;
+    };
+    let backend = harness.make();
+    let mut raw = harness.raw();
+    let key = fresh_name("stripped-dead");
+    let lock_key = backend.lock_key(&key);
+    write_without_expiry(
+        &mut raw,
+        &lock_key,
+        7,
+        SystemTime::now() - Duration::from_secs(3600),
+    );
+
+    let acquired = LockBackend::try_acquire(&backend, request(&key, OwnerToken::random()));
+    assert!(
+        assert_backend_error(acquired, &backend, &key, BackendErrorKind::Permanent)
+            .contains("expiry")
+    );
+    let state = LockBackend::state(&backend, &key);
+    assert!(
+        assert_backend_error(state, &backend, &key, BackendErrorKind::Permanent).contains("expiry")
+    );
+    let forced = LockBackend::force_release(&backend, &key);
+    assert!(
+        assert_backend_error(forced, &backend, &key, BackendErrorKind::Permanent)
+            .contains("expiry")
+    );
+    let listing = listed(&backend, key.as_str()).unwrap_err();
+    assert!(
+        !listing.is_transient() && listing.to_string().contains("expiry"),
+        "{listing}"
+    );
+    let fence: u64 = redis::cmd("HGET")
+        .arg(&lock_key)
+        .arg("fence")
+        .query(&mut raw)
+        .unwrap();
+    assert_eq!(fence, 7, "left as it was");
 }
 
 /// A permanent "corrupted record" error of the record `key`.

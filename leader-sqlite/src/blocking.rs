@@ -156,6 +156,77 @@ mod tests {
         }
     }
 
+    impl Fixture {
+        /// What the backend's connection is asked to do from now on, as its statements are
+        /// prepared: the changes of `synchronous`, the transaction steps and the writes, in
+        /// order (a write of several columns once).
+        fn watch_writes(&self) -> Arc<parking_lot::Mutex<Vec<String>>> {
+            use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
+            let seen = Arc::new(parking_lot::Mutex::new(Vec::<String>::new()));
+            let log = Arc::clone(&seen);
+            self.backend.with_connection(|conn| {
+                conn.authorizer(Some(move |context: AuthContext<'_>| {
+                    let step = match context.action {
+                        AuthAction::Pragma {
+                            pragma_name: "synchronous",
+                            pragma_value: Some(value),
+                        } => format!("synchronous = {value}"),
+                        AuthAction::Transaction { operation } => format!("{operation:?}"),
+                        AuthAction::Insert { table_name }
+                        | AuthAction::Update { table_name, .. }
+                        | AuthAction::Delete { table_name } => format!("write {table_name}"),
+                        _ => return Authorization::Allow,
+                    };
+                    let mut log = log.lock();
+                    if log.last() != Some(&step) {
+                        log.push(step);
+                    }
+                    Authorization::Allow
+                }));
+            });
+            seen
+        }
+    }
+
+    /// A record write (a scheduler's tick claim or outcome) must survive a power cut, so
+    /// its transaction commits with `synchronous = FULL`, which syncs the WAL; the lock
+    /// operations, which a reboot expires anyway, stay on `NORMAL`.
+    #[test]
+    fn a_record_is_written_with_synchronous_full_and_locks_with_normal() {
+        let fixture = Fixture::new("durable-records");
+        let backend = &fixture.backend;
+        let key = LockName::new("nightly").unwrap();
+        let seen = fixture.watch_writes();
+        let write = RecordWrite::new(&key, None, "{}").unwrap();
+        LockBackend::write_record(backend, write).unwrap();
+        assert_eq!(
+            std::mem::take(&mut *seen.lock()),
+            [
+                "synchronous = FULL",
+                "Begin",
+                "write leader_records",
+                "Unknown", // COMMIT
+                "synchronous = NORMAL",
+            ]
+        );
+        let sync: i64 = backend
+            .with_connection(|conn| conn.query_row("PRAGMA synchronous", [], |row| row.get(0)))
+            .unwrap();
+        assert_eq!(sync, 1, "NORMAL again after the record write");
+
+        let request =
+            AcquireRequest::new(&key, OwnerToken::random(), "node", Duration::from_secs(30));
+        assert!(matches!(
+            backend.try_acquire(request).unwrap(),
+            AcquireOutcome::Acquired(_)
+        ));
+        let steps = std::mem::take(&mut *seen.lock());
+        assert!(
+            !steps.iter().any(|step| step.starts_with("synchronous")),
+            "{steps:?}"
+        );
+    }
+
     impl Drop for Fixture {
         fn drop(&mut self) {
             let _ = std::fs::remove_dir_all(&self.dir);

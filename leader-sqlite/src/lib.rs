@@ -6,6 +6,7 @@ mod blocking;
 mod config;
 #[cfg(feature = "serde")]
 mod config_serde;
+mod durability;
 mod error;
 mod nonblocking;
 mod operator;

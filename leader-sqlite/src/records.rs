@@ -1,10 +1,12 @@
 //! Records: the compare-and-set register per name, in `leader_records`, apart from the
-//! lock tables (no lock statement names it). Plain functions on a connection, like `ops`.
+//! lock tables (no lock statement names it). Plain functions on a connection, like `ops`;
+//! a write commits [`durably`](crate::durability::durably).
 
 use leader_core::{LockName, RecordWriteOutcome, StoredRecord, corrupt_record};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
+use crate::durability::durably;
 use crate::error::{BACKEND, OpError};
 
 /// `write_record`'s arguments, owned, so that the async path can move them to its thread.
@@ -48,7 +50,14 @@ fn checked(
 /// Writes the record if its stored version is the one expected: one IMMEDIATE
 /// transaction reads, compares and writes, so no other writer comes between, and a
 /// conflict reports the record it found. A corrupted record is reported, never replaced.
+/// The transaction runs [`durably`]: an acknowledged write (a tick claim) survives a power
+/// cut.
 pub(crate) fn write(conn: &mut Connection, write: &Write) -> Result<RecordWriteOutcome, OpError> {
+    durably(conn, |conn| write_in(conn, write))
+}
+
+/// [`write`]'s transaction.
+fn write_in(conn: &mut Connection, write: &Write) -> Result<RecordWriteOutcome, OpError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let current = read(&tx, &write.key)?;
     if current.as_ref().map(|record| record.version) != write.expected {

@@ -158,8 +158,10 @@ fn open_once(
         found
     };
     // WAL: readers never wait for the writer. NORMAL sync: a commit survives a crash of
-    // the process; one lost to a power cut cannot make a fencing token go back, because
-    // every token is at least the wall clock in microseconds.
+    // the process; a power cut may lose the last ones, which for lock rows loses nothing (a
+    // reboot expires them) and for fencing counters is covered by the wall clock (every
+    // token is at least it, in microseconds). Record writes, whose loss would rerun a tick,
+    // commit with FULL (`durability`).
     conn.pragma_update(None, "journal_mode", "WAL")
         .map_err(fail)?;
     conn.pragma_update(None, "synchronous", "NORMAL")

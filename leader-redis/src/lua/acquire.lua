@@ -127,18 +127,16 @@ local function acquire(first, slots, owner, leader, lease_ms, db_time, watched)
     if broken then
       return {-1, 'error', broken}
     end
-    -- A record without expiry would never be freed: reported, not waited for. Only a
-    -- record past its own end (by `exp`, on the caller's clock or the server's, as the
-    -- request says) can tell, so a live lease costs no PTTL; one whose `exp` is not a
-    -- number is checked too, and the client reports it corrupted.
+    -- A record without expiry would never be freed: reported, not waited for, once it is
+    -- past its own end (`exp`) on the caller's clock (ARGV[1], whatever clock the request
+    -- reports times on); before that it is a holder. Only such a record can tell, so a
+    -- live lease costs no PTTL (nor TIME); one whose `exp` is not a number is checked too,
+    -- and the client reports it corrupted. state, list and force release keep the same
+    -- rule on the same clock (`holds_without_expiry` in ops/state.rs, force_release.lua).
     -- Every slot is held here (a broken one returned above), so each has its record.
-    local now_us = client_us
-    if db_time then
-      now_us = server_us()
-    end
     for i = 1, slots do
       local ends = tonumber(records[i][5])
-      if (not ends or ends <= now_us) and redis.call('PTTL', KEYS[first + 2 * i - 2]) == -1 then
+      if (not ends or ends <= client_us) and redis.call('PTTL', KEYS[first + 2 * i - 2]) == -1 then
         return {-1, 'expiry', i}
       end
     end

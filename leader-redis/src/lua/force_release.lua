@@ -7,15 +7,20 @@
 -- ARGV[2]  the lock name; the message published is it, a newline and the freed holder's
 --          fencing token
 -- ARGV[3]  the fencing token the holder must have (a decimal), or '' for any holder
+-- ARGV[4]  the caller's clock, microseconds since the Unix epoch
 --
 -- Returns {1, leader, fence, acquired_us, expires_us} when the lock was held and is freed
 --         (and the release published, as release.lua does, so waiters wake),
 --         {2, leader, fence, acquired_us, expires_us} when it is held with another token
 --         than ARGV[3] (nothing changed),
 --         {0} when nobody holds it (no hash, or a hash without an owner),
---         {-1, field} when the record is corrupted ('expiry' for a key without one); such a
---         record is left alone, as every other script leaves it.
+--         {-1, field} when the record is corrupted ('expiry' for a key without one whose
+--         own end `exp` has passed on the caller's clock); such a record is left alone, as
+--         every other script leaves it.
 --
+-- A record without key expiry whose `exp` is still ahead on the caller's clock is a
+-- holder, as acquire.lua and every read have it (`holds_without_expiry` in
+-- ops/state.rs), and is freed like any other.--
 -- A lock kept for its minimum lease after a release (`owner` = 'released') is a holder
 -- too. The fence counter is never touched: tokens keep going up. Every field the client
 -- decodes is checked here first, so a record is never deleted and then reported corrupted.
@@ -37,7 +42,9 @@ if not cur[1] then
   return {0}
 end
 if redis.call('PTTL', KEYS[1]) == -1 then
-  return {-1, 'expiry'}
+  if not decimal(cur[5]) or tonumber(cur[5]) <= tonumber(ARGV[4]) then
+    return {-1, 'expiry'}
+  end
 end
 if not cur[2] or not utf8(cur[2]) then
   return {-1, 'leader'}

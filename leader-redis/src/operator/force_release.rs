@@ -1,10 +1,12 @@
 //! `force_release` and `force_release_if` as an [`Op`]: one script that frees the lock
 //! whoever holds it, or only while its holder has the fencing token given.
 
+use std::time::SystemTime;
+
 use leader_core::{ForceReleaseOutcome, LeaderLease, LockName};
 use redis::Value;
 
-use crate::decode::{array, int, text_field, time_field, u64_field};
+use crate::decode::{array, int, micros_since_epoch, text_field, time_field, u64_field};
 use crate::error::OpError;
 use crate::keys::LockKeys;
 use crate::ops::{Op, ScriptCall};
@@ -16,6 +18,9 @@ pub(crate) struct ForceRelease<'a> {
     pub(crate) key: &'a LockName,
     /// The fencing token the holder must have to be freed.
     pub(crate) only: Option<u64>,
+    /// This node's clock, which judges a record without key expiry as `state` does (see
+    /// `holds_without_expiry`).
+    pub(crate) now: SystemTime,
 }
 
 impl Op for ForceRelease<'_> {
@@ -34,6 +39,7 @@ impl Op for ForceRelease<'_> {
             Some(token) => invocation.arg(token.to_string()),
             None => invocation.arg(""),
         };
+        invocation.arg(micros_since_epoch(self.now));
         invocation
     }
 
@@ -74,7 +80,7 @@ impl Op for ForceRelease<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::{Duration, SystemTime};
+    use std::time::Duration;
 
     fn bulk(s: &str) -> Value {
         Value::BulkString(s.as_bytes().to_vec())
@@ -86,6 +92,7 @@ mod tests {
         let op = ForceRelease {
             key: &key,
             only: None,
+            now: SystemTime::now(),
         };
         let freed = Value::Array(vec![
             Value::Int(1),
@@ -135,6 +142,7 @@ mod tests {
         let only = ForceRelease {
             key: &key,
             only: Some(42),
+            now: SystemTime::now(),
         };
         assert!(matches!(
             only.decode(other).unwrap(),

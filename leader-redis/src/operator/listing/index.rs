@@ -3,6 +3,8 @@
 //! for a prefix inside one name's derived names (`job#`, `job#rank:`). Its cost is the
 //! page's members, whatever else the server holds; a `SCAN` walks the whole keyspace.
 
+use std::time::SystemTime;
+
 use leader_core::{ListCursor, ListPage, ListRequest, LockName};
 use redis::Value;
 
@@ -27,17 +29,25 @@ pub(crate) struct IndexListing {
     /// The last member the previous page looked at.
     after: Option<String>,
     limit: usize,
+    /// This node's clock when the page was asked for, which judges a record without key
+    /// expiry (see `holds_without_expiry`).
+    now: SystemTime,
 }
 
 impl IndexListing {
     /// The page `request` asks for under `key_prefix` when its prefix lies inside one
     /// name's derived names (it holds the separator `#`: every name it matches is a
-    /// derived name of what precedes the first `#`); `None` for any other prefix.
+    /// derived name of what precedes the first `#`), read at `now` on this node's clock;
+    /// `None` for any other prefix.
     ///
     /// # Errors
     ///
     /// [`OpError::BadCursor`] for a cursor that no page of this listing made.
-    pub(crate) fn new(key_prefix: &str, request: &ListRequest) -> Result<Option<Self>, OpError> {
+    pub(crate) fn new(
+        key_prefix: &str,
+        request: &ListRequest,
+        now: SystemTime,
+    ) -> Result<Option<Self>, OpError> {
         let Some((group, rest)) = request.prefix.split_once(LockName::DERIVED_SEPARATOR) else {
             return Ok(None);
         };
@@ -52,6 +62,7 @@ impl IndexListing {
             index: index_key(key_prefix, group),
             after,
             limit: request.page_size(),
+            now,
         }))
     }
 
@@ -131,7 +142,7 @@ impl IndexListing {
             if !member.starts_with(&self.rest) || LockName::new(&name).is_err() {
                 continue;
             }
-            match holder_state(&name, pttl, fields) {
+            match holder_state(&name, pttl, fields, self.now) {
                 Ok(state) if state.leader().is_some() => locks.push(state),
                 Ok(_) => {}
                 Err(failure) => {
@@ -187,13 +198,17 @@ mod tests {
     #[test]
     fn only_prefixes_inside_a_names_derived_names_use_the_index() {
         assert!(
-            IndexListing::new("leader", &ListRequest::new("job"))
+            IndexListing::new("leader", &ListRequest::new("job"), SystemTime::now())
                 .unwrap()
                 .is_none()
         );
-        let listing = IndexListing::new("leader", &ListRequest::new("job#rank:").with_limit(7))
-            .unwrap()
-            .unwrap();
+        let listing = IndexListing::new(
+            "leader",
+            &ListRequest::new("job#rank:").with_limit(7),
+            SystemTime::now(),
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!(listing.index(), "leader:{job}:derived");
         assert_eq!(listing.head, "leader:{job}#");
         assert_eq!(listing.limit, 7);
@@ -201,7 +216,7 @@ mod tests {
             listing.bounds(),
             (b"[rank:".to_vec(), b"[rank:\xff".to_vec())
         );
-        let everything = IndexListing::new("leader", &ListRequest::new("job#"))
+        let everything = IndexListing::new("leader", &ListRequest::new("job#"), SystemTime::now())
             .unwrap()
             .unwrap();
         assert_eq!(everything.bounds(), (b"[".to_vec(), b"[\xff".to_vec()));
@@ -210,7 +225,9 @@ mod tests {
     #[test]
     fn a_page_keeps_the_held_records_and_resumes_after_the_last_member_looked_at() {
         let request = ListRequest::new("job#rank:");
-        let listing = IndexListing::new("leader", &request).unwrap().unwrap();
+        let listing = IndexListing::new("leader", &request, SystemTime::now())
+            .unwrap()
+            .unwrap();
         let reply = Value::Array(vec![
             Value::Int(1),
             bulk("rank:3:c"),
@@ -244,7 +261,7 @@ mod tests {
         let next = page.next.expect("more may follow");
         assert_eq!(next.as_str(), "job#rank:3:c");
 
-        let resumed = IndexListing::new("leader", &request.clone().after(next))
+        let resumed = IndexListing::new("leader", &request.clone().after(next), SystemTime::now())
             .unwrap()
             .unwrap();
         assert_eq!(resumed.bounds().0, b"(rank:3:c");
@@ -258,13 +275,13 @@ mod tests {
             let request = ListRequest::new("job#rank:").after(ListCursor::new(cursor));
             assert!(
                 matches!(
-                    IndexListing::new("leader", &request),
+                    IndexListing::new("leader", &request, SystemTime::now()),
                     Err(OpError::BadCursor { .. })
                 ),
                 "{cursor}"
             );
         }
-        let listing = IndexListing::new("leader", &ListRequest::new("job#"))
+        let listing = IndexListing::new("leader", &ListRequest::new("job#"), SystemTime::now())
             .unwrap()
             .unwrap();
         let forever = Value::Array(vec![

@@ -9,6 +9,7 @@
 
 use std::collections::HashSet;
 use std::mem;
+use std::time::SystemTime;
 
 use leader_core::{LeaderState, ListPage, ListRequest};
 use redis::Value;
@@ -65,10 +66,14 @@ pub(crate) struct Listing {
     seen: HashSet<String>,
     locks: Vec<LeaderState>,
     round_trips: usize,
+    /// This node's clock when the page started, which judges a record without key
+    /// expiry (see `holds_without_expiry`).
+    now: SystemTime,
 }
 
 impl Listing {
-    /// The page `request` asks for, under `key_prefix`, on a cluster or one server.
+    /// The page `request` asks for, under `key_prefix`, on a cluster or one server, read at
+    /// `now` on this node's clock.
     ///
     /// # Errors
     ///
@@ -77,6 +82,7 @@ impl Listing {
         key_prefix: &str,
         request: &ListRequest,
         cluster: bool,
+        now: SystemTime,
     ) -> Result<Self, ListFailure> {
         let limit = request.limit.max(1);
         Ok(Listing {
@@ -94,6 +100,7 @@ impl Listing {
             seen: HashSet::new(),
             locks: Vec::new(),
             round_trips: 0,
+            now,
         })
     }
 
@@ -148,7 +155,7 @@ impl Listing {
                 self.masters = Some(slots);
             }
             Awaiting::Scan => self.scanned(&reply)?,
-            Awaiting::Records(found) => self.locks.extend(reads::held(found, &reply)?),
+            Awaiting::Records(found) => self.locks.extend(reads::held(found, &reply, self.now)?),
             Awaiting::Nothing => return Err(OpError::bad_reply(OP, &reply).into()),
         }
         Ok(())

@@ -1,6 +1,8 @@
 //! Reading the records of scanned keys: two commands per key, pipelined, and their replies
 //! decoded as `state` decodes its script's.
 
+use std::time::SystemTime;
+
 use leader_core::LeaderState;
 use redis::{Cmd, Value};
 
@@ -33,13 +35,18 @@ pub(crate) fn commands(found: &[Found]) -> Vec<Cmd> {
     cmds
 }
 
-/// The held locks among `found`, from the replies to [`commands`]; a key that expired or
-/// vanished since the scan is left out.
+/// The held locks among `found`, from the replies to [`commands`], judged at `now` on this
+/// node's clock as `state` judges its own; a key that expired or vanished since the scan is
+/// left out.
 ///
 /// # Errors
 ///
 /// A reply of another shape, or a corrupted record (with that record's key).
-pub(crate) fn held(found: Vec<Found>, reply: &Value) -> Result<Vec<LeaderState>, ListFailure> {
+pub(crate) fn held(
+    found: Vec<Found>,
+    reply: &Value,
+    now: SystemTime,
+) -> Result<Vec<LeaderState>, ListFailure> {
     let bad = || ListFailure::from(OpError::bad_reply(super::OP, reply));
     let replies = array(reply).ok_or_else(bad)?;
     if replies.len() != found.len() * 2 {
@@ -53,7 +60,7 @@ pub(crate) fn held(found: Vec<Found>, reply: &Value) -> Result<Vec<LeaderState>,
             Some(fields) => array(fields).ok_or_else(bad)?,
             None => return Err(bad()),
         };
-        match holder_state(&lock.name, pttl, fields) {
+        match holder_state(&lock.name, pttl, fields, now) {
             Ok(state) if state.leader().is_some() => held.push(state),
             Ok(_) => {}
             Err(failure) => return Err(ListFailure::at(failure, lock.key)),
@@ -91,7 +98,12 @@ mod tests {
             Value::Int(5000),
             record(Value::Nil),
         ]);
-        let locks = held(vec![found("a"), found("gone"), found("free")], &reply).unwrap();
+        let locks = held(
+            vec![found("a"), found("gone"), found("free")],
+            &reply,
+            SystemTime::now(),
+        )
+        .unwrap();
         assert_eq!(locks.len(), 1);
         assert_eq!(locks[0].lock_name(), "a");
         assert_eq!(locks[0].leader().unwrap().fencing_token, 9);
@@ -101,11 +113,11 @@ mod tests {
     #[test]
     fn a_corrupted_record_names_its_key() {
         let reply = Value::Array(vec![Value::Int(-1), record(bulk("owner"))]);
-        let failed = held(vec![found("x")], &reply).unwrap_err();
+        let failed = held(vec![found("x")], &reply, SystemTime::now()).unwrap_err();
         assert!(matches!(failed.failure, OpError::NoExpiry));
         assert_eq!(failed.key.as_deref(), Some("leader:{x}"));
         let short = Value::Array(vec![Value::Int(1)]);
-        let failed = held(vec![found("x")], &short).unwrap_err();
+        let failed = held(vec![found("x")], &short, SystemTime::now()).unwrap_err();
         assert!(matches!(failed.failure, OpError::BadReply { .. }));
         assert_eq!(failed.key, None);
     }

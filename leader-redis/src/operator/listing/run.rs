@@ -3,7 +3,7 @@
 //! trip at a time, exactly as `Script` has `invoke` and `invoke_async`. The page logic,
 //! decoding and tracing are shared.
 
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use leader_core::{BackendErrorKind, Error, ListPage, ListRequest};
 use redis::{RedisResult, Value};
@@ -19,7 +19,7 @@ impl RedisBackend {
     /// One page of `request` on the blocking connections.
     pub(crate) fn list_blocking(&self, request: &ListRequest) -> Result<ListPage, Error> {
         let started = Instant::now();
-        match IndexListing::new(self.key_prefix(), request) {
+        match IndexListing::new(self.key_prefix(), request, SystemTime::now()) {
             Ok(Some(listing)) => {
                 let sent = self.sync_pool().run(&listing.invocation());
                 let result = read_index(&listing, sent);
@@ -29,7 +29,12 @@ impl RedisBackend {
             Err(failure) => return self.finish_list(request, Err(failure.into()), 0, started),
         }
         let mut round_trips = 0;
-        let listing = Listing::new(self.key_prefix(), request, self.is_cluster());
+        let listing = Listing::new(
+            self.key_prefix(),
+            request,
+            self.is_cluster(),
+            SystemTime::now(),
+        );
         let result = listing.and_then(|mut listing| {
             let page = loop {
                 match listing.next() {
@@ -52,7 +57,7 @@ impl RedisBackend {
     #[cfg(any(feature = "tokio", feature = "smol"))]
     pub(crate) async fn list_async(&self, request: &ListRequest) -> Result<ListPage, Error> {
         let started = Instant::now();
-        match IndexListing::new(self.key_prefix(), request) {
+        match IndexListing::new(self.key_prefix(), request, SystemTime::now()) {
             Ok(Some(listing)) => {
                 let sent = self.async_pool().run(&listing.invocation()).await;
                 let result = read_index(&listing, sent);
@@ -62,7 +67,12 @@ impl RedisBackend {
             Err(failure) => return self.finish_list(request, Err(failure.into()), 0, started),
         }
         let mut round_trips = 0;
-        let result = match Listing::new(self.key_prefix(), request, self.is_cluster()) {
+        let result = match Listing::new(
+            self.key_prefix(),
+            request,
+            self.is_cluster(),
+            SystemTime::now(),
+        ) {
             Ok(mut listing) => {
                 let page = loop {
                     match listing.next() {

@@ -1,6 +1,8 @@
 //! The page state machine against scripted replies: masters in turn, pages that keep
 //! scanning until they hold `limit` locks, cursors that resume where a page stopped.
 
+use std::time::SystemTime;
+
 use leader_core::{ListCursor, ListRequest};
 use redis::Value;
 
@@ -67,7 +69,7 @@ fn command(step: Step) -> (String, String, Option<u16>) {
 #[test]
 fn a_cluster_page_scans_masters_in_address_order_until_it_holds_the_limit() {
     let request = ListRequest::new("job:").with_limit(3);
-    let mut listing = Listing::new("leader", &request, true).unwrap();
+    let mut listing = Listing::new("leader", &request, true, SystemTime::now()).unwrap();
     assert_eq!(command(listing.next()).0, "CLUSTER");
     listing.feed(slots_reply()).unwrap();
 
@@ -125,7 +127,7 @@ fn a_cluster_page_scans_masters_in_address_order_until_it_holds_the_limit() {
     assert_eq!(listing.round_trips(), 6);
 
     // The next page resumes on master 1 at cursor 5 and ends with its scan.
-    let mut listing = Listing::new("leader", &resumed, true).unwrap();
+    let mut listing = Listing::new("leader", &resumed, true, SystemTime::now()).unwrap();
     let _ = listing.next();
     listing.feed(slots_reply()).unwrap();
     assert_eq!(
@@ -143,7 +145,7 @@ fn a_cluster_page_scans_masters_in_address_order_until_it_holds_the_limit() {
 #[test]
 fn a_single_server_page_ends_with_its_scan_and_hides_free_locks() {
     let request = ListRequest::new("").with_limit(10);
-    let mut listing = Listing::new("leader", &request, false).unwrap();
+    let mut listing = Listing::new("leader", &request, false, SystemTime::now()).unwrap();
     assert_eq!(command(listing.next()), ("SCAN".into(), "0".into(), None));
     listing
         .feed(scan_reply(
@@ -173,16 +175,17 @@ fn a_single_server_page_ends_with_its_scan_and_hides_free_locks() {
 fn a_cursor_past_the_last_master_ends_the_listing_and_garbage_is_an_error() {
     let all = ListRequest::new("");
     let request = all.clone().after(ListCursor::tagged("redis", &all, "9:0"));
-    let mut listing = Listing::new("leader", &request, true).unwrap();
+    let mut listing = Listing::new("leader", &request, true, SystemTime::now()).unwrap();
     let _ = listing.next();
     listing.feed(slots_reply()).unwrap();
     assert!(matches!(listing.next(), Step::Done(page) if page.next.is_none()));
 
     let bad = ListRequest::new("").after(ListCursor::new("not a cursor"));
-    let failed = Listing::new("leader", &bad, false).unwrap_err();
+    let failed = Listing::new("leader", &bad, false, SystemTime::now()).unwrap_err();
     assert!(matches!(failed.failure, OpError::BadCursor { .. }));
 
-    let mut listing = Listing::new("leader", &ListRequest::new(""), false).unwrap();
+    let mut listing =
+        Listing::new("leader", &ListRequest::new(""), false, SystemTime::now()).unwrap();
     let _ = listing.next();
     let failed = listing.feed(Value::Okay).unwrap_err();
     assert!(matches!(failed.failure, OpError::BadReply { .. }));
