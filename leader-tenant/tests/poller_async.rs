@@ -284,7 +284,11 @@ fn run_stops_while_waiting_for_the_next_cycle() {
     on_each_runtime(|| async {
         let config = PollerConfig::new("sync", Duration::from_secs(3600));
         let job = |_t: TenantId, _lease: LeaseContext| async { Ok::<_, String>(()) };
-        let poller = poller(&InMemoryBackend::new(), "node", config, || ["acme"], job);
+        // The next cycle is 3599 s away on this clock; on the wall clock, a run started
+        // within 50 ms of an hour's end would run a cycle before the shutdown.
+        let poller = poller(&InMemoryBackend::new(), "node", config, || ["acme"], job).with_clock(
+            common::clock_into_cycle(Duration::from_secs(3600), Duration::from_secs(1)),
+        );
         let shutdown = Shutdown::new();
         let mut reports = 0;
         let started = Instant::now();
@@ -409,7 +413,7 @@ fn a_job_in_flight_goes_on_while_the_next_batch_is_tried() {
 #[test]
 fn won_tenants_that_shutdown_keeps_from_starting_are_freed_at_once_without_the_min_lease() {
     on_each_runtime(|| async {
-        let (backend, _clock) = manual_backend();
+        let (backend, clock) = manual_backend();
         // One batch takes all six tenants' locks; one at a time they run, and the first
         // job triggers the shutdown. The default minimum lease keeps a run's lock to the
         // cycle's end; the five never started must not be kept.
@@ -424,7 +428,10 @@ fn won_tenants_that_shutdown_keeps_from_starting_are_freed_at_once_without_the_m
                 async { Ok::<_, String>(()) }
             }
         };
-        let poller = poller(&backend, "node", config, || tenants(6), job);
+        // On the backend's clock, which stands at a cycle's start: on the wall clock, a
+        // cycle run in the last second of a minute (the guard before its end) would skip
+        // every tenant.
+        let poller = poller(&backend, "node", config, || tenants(6), job).with_clock(clock);
         let report = poller.run_cycle_until(&shutdown).await;
         assert_eq!(report.count(OutcomeKind::Elected), 1, "{report}");
         assert_eq!(report.count(OutcomeKind::NotStarted), 5, "{report}");

@@ -551,7 +551,12 @@ fn run_stops_while_waiting_for_the_next_cycle() {
     let pool = ThreadPoolLeaderElector::new(InMemoryBackend::new(), options("node"), 1).unwrap();
     let config = PollerConfig::new("sync", Duration::from_secs(3600));
     let job = |_t: TenantId, _lease: &LeaseContext| Ok::<_, String>(());
-    let poller = BlockingTenantPoller::new(&pool, config, || ["acme"], job).unwrap();
+    // The next cycle is 3599 s away on this clock; on the wall clock, a run started within
+    // 50 ms of an hour's end would run a cycle before the shutdown.
+    let clock = common::clock_into_cycle(Duration::from_secs(3600), Duration::from_secs(1));
+    let poller = BlockingTenantPoller::new(&pool, config, || ["acme"], job)
+        .unwrap()
+        .with_clock(clock);
     let shutdown = Shutdown::new();
     let mut reports = 0;
     let started = Instant::now();
@@ -658,7 +663,7 @@ fn each_job_runs_under_its_tenants_lease_and_sees_its_fencing_token() {
 
 #[test]
 fn won_tenants_that_shutdown_keeps_from_starting_are_freed_at_once_without_the_min_lease() {
-    let (backend, _clock) = manual_backend();
+    let (backend, clock) = manual_backend();
     let pool = ThreadPoolLeaderElector::new(backend.clone(), options("node"), 1).unwrap();
     // One batch takes all six tenants' locks; one worker runs them in turn, and the first
     // job triggers the shutdown. The default minimum lease keeps a run's lock to the
@@ -672,7 +677,11 @@ fn won_tenants_that_shutdown_keeps_from_starting_are_freed_at_once_without_the_m
             Ok::<_, String>(())
         }
     };
-    let poller = BlockingTenantPoller::new(&pool, config, || tenants(6), job).unwrap();
+    // On the backend's clock, which stands at a cycle's start: on the wall clock, a cycle
+    // run in the last second of a minute (the guard before its end) would skip every tenant.
+    let poller = BlockingTenantPoller::new(&pool, config, || tenants(6), job)
+        .unwrap()
+        .with_clock(clock);
     let report = poller.run_cycle_until(&shutdown);
     assert_eq!(report.count(OutcomeKind::Elected), 1, "{report}");
     assert_eq!(report.count(OutcomeKind::NotStarted), 5, "{report}");

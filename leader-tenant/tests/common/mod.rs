@@ -27,6 +27,15 @@ pub fn manual_backend() -> (InMemoryBackend, ManualClock) {
     (InMemoryBackend::with_clock(clock.clone()), clock)
 }
 
+/// A manual clock standing `into` after the start of a cycle of `interval`: a fixed cycle
+/// (in November 2023), so where the wall clock stands when the test runs changes nothing.
+pub fn clock_into_cycle(interval: Duration, into: Duration) -> ManualClock {
+    let base = Duration::from_secs(1_700_000_000).as_nanos();
+    let start = base - base % interval.as_nanos();
+    let start = Duration::from_nanos(u64::try_from(start).unwrap());
+    ManualClock::new(std::time::UNIX_EPOCH + start + into)
+}
+
 pub fn options(node: &str) -> LeaderElectionOptions {
     LeaderElectionOptions::default()
         .with_node_id(node)
