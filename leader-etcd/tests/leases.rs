@@ -1,7 +1,8 @@
 //! No etcd lease outlives the call that granted it unless a lock hangs on it: calls cut by
 //! the operation timeout on a slow link (the testkit's proxy delays every chunk), after
 //! their grant or during it, leave no lease behind, long before the leases' TTL of an
-//! hour; and a cut extend whose transaction did land keeps its lock. Each test has a
+//! hour; and an extend whose transaction did land keeps its lock, whether its call was
+//! cut (the answer dropped) or failed (the connection reset). Each test has a
 //! one-member server of its own, so the cluster's lease list (`LeaseLeases`) is the
 //! test's alone.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -14,8 +15,7 @@ use std::time::{Duration, SystemTime};
 
 use common::{Raw, config, must_acquire, private_server};
 use leader_core::{
-    AcquireRequest, ExtendOutcome, GroupSlots, Lease, LockBackend, LockName, OwnerToken,
-    SlotRequest,
+    AcquireRequest, GroupSlots, Lease, LockBackend, LockName, OwnerToken, SlotRequest,
 };
 use leader_etcd::{EtcdBackend, EtcdConfig};
 use leader_testkit::{FaultProxy, fresh_name, wait_until};
@@ -23,7 +23,7 @@ use leader_testkit::{FaultProxy, fresh_name, wait_until};
 /// The lease every cut call asks for: were it left behind, it would stay an hour.
 const HOUR: Duration = Duration::from_secs(3600);
 /// How long a call may take before it is cut.
-const CUT_AFTER: Duration = Duration::from_millis(1500);
+const CUT_AFTER: Duration = Duration::from_millis(2500);
 /// How long the leases a cut call leaves may take to go: well short of their TTL.
 const GONE_WITHIN: Duration = Duration::from_secs(30);
 
@@ -47,20 +47,35 @@ fn leases(raw: &Raw) -> Vec<i64> {
     ids
 }
 
-/// How many keys hang on the lease `id` (`None` once it is gone).
-fn keys_on(raw: &Raw, id: i64) -> Option<usize> {
+/// The keys that hang on the lease `id` (`None` once it is gone).
+fn keys_on(raw: &Raw, id: i64) -> Option<Vec<String>> {
     let options = etcd_client::LeaseTimeToLiveOptions::new().with_keys();
     let answer = raw
         .with(|c| async move { c.lease_client().time_to_live(id, Some(options)).await })
         .ok()?;
-    (answer.ttl() != -1).then(|| answer.keys().len())
+    (answer.ttl() != -1).then(|| {
+        answer
+            .keys()
+            .iter()
+            .map(|key| String::from_utf8_lossy(key).into_owned())
+            .collect()
+    })
 }
 
-/// The leases of the cluster that no key hangs on.
+/// Whether a lock hangs on the lease `id` (a lock or holder key; a void key marks a lease
+/// about to be revoked).
+fn holds_a_lock(raw: &Raw, id: i64) -> bool {
+    keys_on(raw, id).is_some_and(|keys| {
+        keys.iter()
+            .any(|key| key.contains("/lock/") || key.contains("/holder/"))
+    })
+}
+
+/// The leases of the cluster that no lock hangs on, with their TTL left (s).
 fn unused_leases(raw: &Raw) -> Vec<(i64, i64)> {
     leases(raw)
         .into_iter()
-        .filter(|id| keys_on(raw, *id) == Some(0))
+        .filter(|id| !holds_a_lock(raw, *id))
         .map(|id| {
             let options = etcd_client::LeaseTimeToLiveOptions::new();
             let ttl = raw
@@ -69,6 +84,7 @@ fn unused_leases(raw: &Raw) -> Vec<(i64, i64)> {
                 .unwrap_or(-1);
             (id, ttl)
         })
+        .filter(|(_, ttl)| *ttl != -1)
         .collect()
 }
 
@@ -151,9 +167,9 @@ fn calls_cut_between_their_grant_and_their_transaction_leave_no_lease() {
     assert_eq!(before.len(), 3, "{before:?}");
     slow.state(&lock).unwrap(); // connected before the link slows down
 
-    // A request answers in about three latencies (one chunk up, two down: 0.8 to 1.2 s),
-    // the next in three more: the call is cut at 1.5 s, its transaction on its way.
-    proxy.set_latency(Duration::from_millis(300));
+    // A request answers in about three latencies (one chunk up, two down: 1.5 to 2 s),
+    // the next in three more: the call is cut at 2.5 s, its transaction on its way.
+    proxy.set_latency(Duration::from_millis(500));
     let granted = granted_total(server.addr());
     cut("an acquire", || {
         slow.try_acquire(AcquireRequest::new(&lock, OwnerToken::random(), "n", HOUR))
@@ -215,9 +231,9 @@ fn calls_cut_while_their_grant_is_on_its_way_leave_no_lease() {
     slow.state(&lock).unwrap(); // connected before the link slows down
     assert_eq!(leases(&raw), Vec::<i64>::new());
 
-    // A grant answers in about three latencies: 3 s, after the call was cut. It lands at
-    // the server after one, all the same.
-    proxy.set_latency(Duration::from_secs(1));
+    // A grant answers in two or three latencies (3 to 4.5 s), after the call was cut at
+    // 2.5 s. It lands at the server after one, all the same.
+    proxy.set_latency(Duration::from_millis(1500));
     let granted = granted_total(server.addr());
     for _ in 0..2 {
         cut("an acquire", || {
@@ -246,19 +262,28 @@ fn a_cut_extend_whose_transaction_landed_keeps_the_lock() {
     let lock: LockName = fresh_name("cut-extend");
     // A short first lease: the extend moves the lock off it, and it then ends on its own
     // (the cut call never learned its id).
-    let lease = must_acquire(&slow, &lock, "holder", Duration::from_secs(3));
+    let lease = must_acquire(&slow, &lock, "holder", Duration::from_secs(5));
+    let first = lease_of(&raw, &format!("cut-extend/lock/{lock}")).expect("the lock key");
 
-    // Granted in about 1 s, the transaction at the server some 0.3 s later, the call cut
-    // at 1.5 s.
+    // The extend's transaction lands; its answer is dropped (a partition from then on),
+    // and the call is cut at its operation timeout.
     proxy.set_latency(Duration::from_millis(300));
-    let extended = slow.extend(&lease, HOUR, false);
+    let extend = {
+        let (slow, lease) = (slow.clone(), lease.clone());
+        std::thread::spawn(move || slow.extend(&lease, HOUR, false))
+    };
+    wait_until("the extend to move the lock", GONE_WITHIN, || {
+        lease_of(&raw, &format!("cut-extend/lock/{lock}")) != Some(first)
+    });
+    proxy.blackhole();
+    let extended = extend.join().unwrap();
     assert!(
-        !matches!(extended, Ok(ExtendOutcome::NotHeld)),
-        "{extended:?}"
+        matches!(&extended, Err(err) if err.is_transient()),
+        "the call was not cut: {extended:?}"
     );
     proxy.heal();
 
-    // The extend landed: the lock is on the new lease, which the cleanup must not revoke.
+    // The lock is on the new lease, which the cleanup must not revoke.
     no_unused_lease_stays(&raw);
     let state = slow.state(&lock).unwrap();
     assert_eq!(
@@ -268,8 +293,17 @@ fn a_cut_extend_whose_transaction_landed_keeps_the_lock() {
     );
     let on = leases(&raw);
     assert_eq!(on.len(), 1, "{on:?}");
-    assert!(keys_on(&raw, on[0]).is_some_and(|keys| keys == 2));
+    assert_eq!(keys_on(&raw, on[0]).map(|keys| keys.len()), Some(2));
     slow.release(&lease, Duration::ZERO).unwrap();
+}
+
+/// The etcd lease the key `key` hangs on, if it exists.
+fn lease_of(raw: &Raw, key: &str) -> Option<i64> {
+    let key = key.to_owned();
+    let answer = raw
+        .with(|c| async move { c.kv_client().get(key, None).await })
+        .unwrap();
+    answer.kvs().first().map(|kv| kv.lease())
 }
 
 #[test]
@@ -285,14 +319,7 @@ fn an_extend_whose_answer_was_lost_keeps_the_lock_it_moved() {
     // A short first lease, as above: the extend moves the lock off it.
     let lease = must_acquire(&slow, &lock, "holder", Duration::from_secs(3));
     let lock_key = format!("lost-answer/lock/{lock}");
-    let on_lease = || {
-        let key = lock_key.clone();
-        let answer = raw
-            .with(|c| async move { c.kv_client().get(key, None).await })
-            .unwrap();
-        answer.kvs().first().map(|kv| kv.lease())
-    };
-    let first = on_lease().expect("the lock key");
+    let first = lease_of(&raw, &lock_key).expect("the lock key");
 
     // The extend's transaction lands; its answer is on its way back when every
     // connection is reset: the call fails, its transaction applied.
@@ -302,7 +329,7 @@ fn an_extend_whose_answer_was_lost_keeps_the_lock_it_moved() {
         std::thread::spawn(move || slow.extend(&lease, HOUR, false))
     };
     wait_until("the extend to move the lock", GONE_WITHIN, || {
-        on_lease() != Some(first)
+        lease_of(&raw, &lock_key) != Some(first)
     });
     proxy.reset();
     proxy.heal();
