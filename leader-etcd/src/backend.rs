@@ -138,13 +138,18 @@ impl EtcdBackend {
             return Err(ConnectError::InvalidConfig(problem));
         }
         let keys = Keys::new(config.prefix());
-        let connection = Arc::new(Connection::new(&target, &config, keys)?);
         // Every call on the background runtime (the client's connections must outlive any
         // caller's runtime); a blocking one driven on the calling thread.
         let background = Background::builder("leader-etcd")
             .drop_blocking_calls_at_deadline(true)
             .build()
             .map_err(ConnectError::Runtime)?;
+        let connection = Arc::new(Connection::new(
+            &target,
+            &config,
+            keys,
+            background.handle().clone(),
+        )?);
         Ok(EtcdBackend {
             inner: Arc::new(Inner {
                 connection,

@@ -10,15 +10,25 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
-use etcd_client::{Client, ConnectOptions};
+use etcd_client::{Client, ConnectOptions, LeaseGrantOptions};
+use tokio::runtime::Handle;
 use tokio::sync::OnceCell;
 
 use crate::balance::ByStanding;
 use crate::config::EtcdConfig;
 use crate::error::{ConnectError, OpError};
 use crate::keys::Keys;
+use crate::lease::Grant;
 use crate::url::Target;
+
+/// How many lease ids a grant tries when etcd says the one chosen is another's (with 63
+/// random bits, a second try is already a near impossibility).
+const LEASE_ID_TRIES: usize = 3;
+/// How long an old lease (one a lock moved off) is revoked in the background at most, when
+/// the cluster does not answer: about as long as any lease this backend grants lasts.
+const OLD_LEASE_PATIENCE: Duration = Duration::from_secs(60 * 60);
 
 /// The shared client, made on first use.
 pub(crate) struct Connection {
@@ -27,22 +37,27 @@ pub(crate) struct Connection {
     client: OnceCell<Client>,
     keys: Keys,
     tokens: Arc<AtomicU64>,
+    runtime: Handle,
 }
 
-/// What one call runs with: the client, the key layout, and the token floor.
+/// What one call runs with: the client, the key layout, the token floor, and the
+/// backend's runtime (where leases are revoked in the background).
 #[derive(Clone)]
 pub(crate) struct Conn {
     pub(crate) client: Client,
     pub(crate) keys: Keys,
     tokens: Arc<AtomicU64>,
+    runtime: Handle,
 }
 
 impl Connection {
-    /// A connection to `target`'s members with `config`; nothing is sent yet.
+    /// A connection to `target`'s members with `config`, its background work on
+    /// `runtime`; nothing is sent yet.
     pub(crate) fn new(
         target: &Target,
         config: &EtcdConfig,
         keys: Keys,
+        runtime: Handle,
     ) -> Result<Self, ConnectError> {
         let mut options = ConnectOptions::new()
             .with_connect_timeout(config.connect_timeout())
@@ -67,6 +82,7 @@ impl Connection {
             client: OnceCell::new(),
             keys,
             tokens: Arc::new(AtomicU64::new(0)),
+            runtime,
         })
     }
 
@@ -88,6 +104,7 @@ impl Connection {
             client: client.clone(),
             keys: self.keys.clone(),
             tokens: Arc::clone(&self.tokens),
+            runtime: self.runtime.clone(),
         })
     }
 
@@ -110,31 +127,68 @@ impl Conn {
         self.tokens.fetch_max(token, Ordering::Relaxed);
     }
 
-    /// Grants an etcd lease of `ttl` seconds: its id and the TTL the cluster granted
-    /// (its minimum TTL may be more than asked for).
-    pub(crate) async fn grant(&self, ttl: i64) -> Result<(i64, std::time::Duration), OpError> {
-        let grant = self.client.lease_client().grant(ttl, None).await?;
-        if !grant.error().is_empty() || grant.id() == 0 || grant.ttl() < ttl {
-            return Err(OpError::Protocol(
-                "etcd granted no lease, or a shorter one than asked for",
-            ));
+    /// Grants an etcd lease of `ttl` seconds, on which the call may put the locks `locks`:
+    /// its guard (which revokes it in the background unless the call says a lock is on
+    /// it, see [`Grant`]) and the TTL the cluster granted (its minimum TTL may be more
+    /// than asked for). A grant whose answer never comes leaves the guard to revoke it.
+    pub(crate) async fn grant(
+        &self,
+        ttl: i64,
+        locks: Vec<Vec<u8>>,
+    ) -> Result<(Grant, Duration), OpError> {
+        let mut grant = Grant::asked(
+            &self.keys,
+            ttl,
+            locks,
+            self.client.clone(),
+            self.runtime.clone(),
+        );
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let options = LeaseGrantOptions::new().with_id(grant.on().id);
+            let answer = self
+                .client
+                .lease_client()
+                .grant(grant.ttl(), Some(options))
+                .await;
+            match answer {
+                Ok(answer) => {
+                    grant.granted();
+                    if !answer.error().is_empty()
+                        || answer.id() != grant.on().id
+                        || answer.ttl() < grant.ttl()
+                    {
+                        return Err(OpError::Protocol(
+                            "etcd granted no lease, or another or a shorter one than asked for",
+                        ));
+                    }
+                    return Ok((grant, crate::time::granted(answer.ttl())));
+                }
+                Err(err) => {
+                    // A grant the cluster surely did not carry out left nothing to
+                    // revoke; any other failure may have come after it landed.
+                    let err = OpError::from(err);
+                    if err.not_carried_out() {
+                        grant.not_ours();
+                    }
+                    if err.lease_exists() && tries < LEASE_ID_TRIES {
+                        grant.other_id(&self.keys);
+                        continue;
+                    }
+                    return Err(err);
+                }
+            }
         }
-        Ok((grant.id(), crate::time::granted(grant.ttl())))
     }
 
-    /// Revokes the etcd lease `id` in the background: one this call granted but did not
-    /// use, or one its lock keys no longer hang on. Nothing waits for it; a lease whose
-    /// revoke is lost has no keys and expires on its own.
+    /// Revokes the etcd lease `id` in the background: one the lock keys of this call no
+    /// longer hang on. Nothing waits for it; it is tried again while the cluster does not
+    /// answer, and a lease whose revoke is lost has no keys and expires on its own.
     pub(crate) fn revoke_later(&self, id: i64) {
-        if id == 0 {
-            return;
-        }
-        let mut lease = self.client.lease_client();
-        tokio::spawn(async move {
-            if let Err(err) = lease.revoke(id).await {
-                tracing::debug!(lease = id, error = %err, "etcd lease revoke failed; it expires on its own");
-            }
-        });
+        let now = Instant::now();
+        let ends = now.checked_add(OLD_LEASE_PATIENCE).unwrap_or(now);
+        crate::revoke::revoke_later(&self.client, &self.runtime, id, ends);
     }
 }
 

@@ -122,6 +122,44 @@ impl OpError {
         false
     }
 
+    /// Whether the request was surely not carried out: it never left this host, or the
+    /// cluster refused it before acting on it (no leader to propose it to, a request it
+    /// refuses as invalid or not permitted). A timeout, a broken connection or any other
+    /// answer may come after the request was applied.
+    pub(crate) fn not_carried_out(&self) -> bool {
+        use tonic::Code;
+        if self.never_sent() {
+            return true;
+        }
+        let OpError::Client(etcd_client::Error::GRpcStatus(status)) = self else {
+            return false;
+        };
+        match status.code() {
+            Code::InvalidArgument
+            | Code::PermissionDenied
+            | Code::Unauthenticated
+            | Code::FailedPrecondition
+            | Code::NotFound
+            | Code::AlreadyExists
+            | Code::OutOfRange
+            | Code::Unimplemented => true,
+            Code::Unavailable => status.message().contains("no leader"),
+            _ => false,
+        }
+    }
+
+    /// Whether etcd refused a lease id as one that already exists (another client's).
+    pub(crate) fn lease_exists(&self) -> bool {
+        matches!(self, OpError::Client(etcd_client::Error::GRpcStatus(status))
+            if status.code() == tonic::Code::FailedPrecondition
+                && status.message().contains("lease already exists"))
+    }
+
+    /// Whether retrying `err` later may help.
+    pub(crate) fn kind_of(err: &etcd_client::Error) -> BackendErrorKind {
+        client_kind(err)
+    }
+
     /// Whether retrying later may help.
     pub(crate) fn kind(&self) -> BackendErrorKind {
         match self {
@@ -178,9 +216,11 @@ fn client_kind(err: &etcd_client::Error) -> BackendErrorKind {
             | Code::Cancelled
             | Code::Unknown
             | Code::Internal => BackendErrorKind::Transient,
-            // etcd answers FailedPrecondition for a lease that expired or was revoked
-            // between our grant and our transaction: the next attempt grants another.
-            Code::FailedPrecondition if status.message().contains("lease not found") => {
+            // A lease that expired or was revoked between our grant and our transaction
+            // (etcd answers NotFound): the next attempt grants another.
+            Code::NotFound | Code::FailedPrecondition
+                if status.message().contains("lease not found") =>
+            {
                 BackendErrorKind::Transient
             }
             _ => BackendErrorKind::Permanent,
@@ -194,6 +234,14 @@ fn client_kind(err: &etcd_client::Error) -> BackendErrorKind {
         // An endpoint or option the client refuses, a bad message: nothing a retry fixes.
         _ => BackendErrorKind::Permanent,
     }
+}
+
+/// Whether etcd answered that the lease a request named does not exist (it expired, was
+/// revoked, or was never granted).
+pub(crate) fn is_lease_not_found(err: &etcd_client::Error) -> bool {
+    matches!(err, etcd_client::Error::GRpcStatus(status)
+        if matches!(status.code(), tonic::Code::NotFound | tonic::Code::FailedPrecondition)
+            && status.message().contains("lease not found"))
 }
 
 /// Whether the member's certificate was refused (rustls reports it as invalid data under
@@ -243,13 +291,20 @@ mod tests {
                 BackendErrorKind::Permanent
             );
         }
-        assert_eq!(
-            client_kind(&status(
-                tonic::Code::FailedPrecondition,
-                "etcdserver: requested lease not found"
-            )),
-            BackendErrorKind::Transient
+        // What etcd answers for a lease that ended between its grant and the transaction
+        // that puts a lock on it (gRPC code 5).
+        let gone = status(
+            tonic::Code::NotFound,
+            "etcdserver: requested lease not found",
         );
+        assert_eq!(client_kind(&gone), BackendErrorKind::Transient);
+        assert!(is_lease_not_found(&gone));
+        let exists = status(
+            tonic::Code::FailedPrecondition,
+            "etcdserver: lease already exists",
+        );
+        assert!(OpError::Client(exists).lease_exists());
+        assert!(!is_lease_not_found(&status(tonic::Code::NotFound, "key")));
     }
 
     #[test]
@@ -266,6 +321,27 @@ mod tests {
         let bare = tonic::Status::unavailable("etcdserver: no leader");
         assert!(!OpError::Client(etcd_client::Error::GRpcStatus(bare)).never_sent());
         assert!(!OpError::TimedOut(Duration::from_secs(1)).never_sent());
+    }
+
+    #[test]
+    fn only_a_refusal_before_acting_is_a_request_not_carried_out() {
+        let status = |code, message: &str| {
+            OpError::Client(etcd_client::Error::GRpcStatus(tonic::Status::new(
+                code,
+                message.to_owned(),
+            )))
+        };
+        assert!(status(tonic::Code::Unavailable, "etcdserver: no leader").not_carried_out());
+        assert!(status(tonic::Code::PermissionDenied, "no").not_carried_out());
+        // A proposal that timed out, a dropped connection, our own timeout: perhaps applied.
+        for maybe in [
+            status(tonic::Code::Unavailable, "etcdserver: request timed out"),
+            status(tonic::Code::Unknown, "transport error"),
+            status(tonic::Code::DeadlineExceeded, "deadline"),
+            OpError::TimedOut(Duration::from_secs(1)),
+        ] {
+            assert!(!maybe.not_carried_out(), "{maybe}");
+        }
     }
 
     #[test]

@@ -7,11 +7,13 @@
 //! | `{prefix}/holder/{name}` | the [`Record`](crate::record::Record): fencing token, times, node id | the holder's |
 //! | `{prefix}/fence/{name}` | the last fencing token handed out, 20 zero-padded digits | none: it never expires |
 //! | `{prefix}/record/{name}` | the record of that name (no lock's): its value; its version is the key's etcd `version` | none: it never expires |
+//! | `{prefix}/void/{lease}` | empty: the etcd lease `lease` (16 hex digits) is void, no transaction may put a lock on it any more | that lease |
 //!
 //! The lock and holder keys are written and deleted together, in one transaction, and
 //! hang on the same etcd lease, so they expire together. Listing pages through the holder
-//! keys; release notifications watch the lock keys; no lock operation reads or writes a
-//! record key.
+//! keys; release notifications watch the holder keys; no lock operation reads or writes a
+//! record key. A void key is written only for a lease whose call was cut before its
+//! transaction answered, just before that lease is revoked (which deletes it).
 
 use leader_core::LockName;
 
@@ -22,6 +24,7 @@ pub(crate) struct Keys {
     holder: String,
     fence: String,
     record: String,
+    void: String,
 }
 
 impl Keys {
@@ -32,6 +35,7 @@ impl Keys {
             holder: format!("{prefix}/holder/"),
             fence: format!("{prefix}/fence/"),
             record: format!("{prefix}/record/"),
+            void: format!("{prefix}/void/"),
         }
     }
 
@@ -53,6 +57,13 @@ impl Keys {
     /// The key holding the record `name` (apart from any lock of that name).
     pub(crate) fn record(&self, name: &str) -> Vec<u8> {
         join(&self.record, name)
+    }
+
+    /// The key that marks the etcd lease `lease` void (see
+    /// [`Grant`](crate::lease::Grant)): every transaction that puts a lock on `lease`
+    /// holds only while this key does not exist.
+    pub(crate) fn void(&self, lease: i64) -> Vec<u8> {
+        format!("{}{lease:016x}", self.void).into_bytes()
     }
 
     /// The start of every lock key (what `storage_key` names).
@@ -109,6 +120,7 @@ mod tests {
         assert_eq!(keys.holder("nightly"), b"leader/holder/nightly");
         assert_eq!(keys.fence("nightly"), b"leader/fence/nightly");
         assert_eq!(keys.record("nightly"), b"leader/record/nightly");
+        assert_eq!(keys.void(0x2a), b"leader/void/000000000000002a");
         assert_eq!(keys.name_of_holder(b"leader/record/nightly"), None);
         assert_eq!(
             keys.name_of_holder(b"leader/holder/nightly")

@@ -10,11 +10,13 @@ mod config_serde;
 mod conn;
 mod error;
 mod keys;
+mod lease;
 mod listener;
 mod nonblocking;
 mod operator;
 mod ops;
 mod record;
+mod revoke;
 mod time;
 mod url;
 
@@ -37,6 +39,7 @@ pub mod __private {
     use leader_core::OwnerToken;
 
     use crate::keys::Keys;
+    use crate::lease::OnLease;
     use crate::ops::txn::LockKeys;
     use crate::record::Record;
     use crate::time::later;
@@ -56,7 +59,8 @@ pub mod __private {
         fencing_token: u64,
         lease_time: Duration,
     ) -> Txn {
-        let keys = LockKeys::of(&Keys::new(prefix), name);
+        let layout = Keys::new(prefix);
+        let keys = LockKeys::of(&layout, name);
         let acquired_at = SystemTime::now();
         let record = Record {
             fencing_token,
@@ -65,7 +69,7 @@ pub mod __private {
             owner,
             leader_id: leader_id.to_owned(),
         };
-        keys.acquire(&record, lease)
+        keys.acquire(&record, &OnLease::new(&layout, lease))
     }
 
     /// The transaction `release` sends when no minimum lease keeps the lock: both keys of

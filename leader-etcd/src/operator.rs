@@ -2,8 +2,6 @@
 //! lock whoever holds it (or only while its holder has a given fencing token). Like `ops`,
 //! nothing here knows about threads or runtimes.
 
-use std::time::SystemTime;
-
 use etcd_client::{Compare, CompareOp, GetOptions, Txn};
 use leader_core::{ForceReleaseOutcome, LeaderState, ListCursor, ListPage, ListRequest, LockName};
 
@@ -11,7 +9,7 @@ use crate::conn::Conn;
 use crate::error::{BACKEND, OpError};
 use crate::keys::prefix_end;
 use crate::ops::txn::LockKeys;
-use crate::ops::{Answer, Op};
+use crate::ops::{Answer, Op, lapsed};
 use crate::record::Record;
 
 /// How many times a conditional force release reads the holder again after it changed
@@ -35,8 +33,9 @@ impl Op for List {
     /// One page of the holder keys under the prefix, in byte-wise name order, after the
     /// cursor's name: one linearizable range read, one key more than the page holds to
     /// tell whether another page follows. The cursor is the last name read, tagged with
-    /// this backend and the prefix: one of another listing is refused. A holder whose
-    /// lease is over (its keys not yet removed by etcd) is left out.
+    /// this backend and the prefix: one of another listing is refused. A holder is left
+    /// out only when its lease is [`lapsed`] (its keys not yet removed by etcd), as
+    /// `state` would.
     async fn run(self, conn: Conn) -> Result<ListPage, OpError> {
         let holders = conn.keys.holder_prefix().as_bytes().to_vec();
         let after = ListCursor::resume(BACKEND, &self.request)?;
@@ -61,7 +60,6 @@ impl Op for List {
             .await?;
         let kvs = answer.take_kvs();
         let more = kvs.len() > limit;
-        let now = SystemTime::now();
         let mut locks = Vec::with_capacity(kvs.len().min(limit));
         let mut last = None;
         for kv in kvs.iter().take(limit) {
@@ -69,9 +67,9 @@ impl Op for List {
                 .keys
                 .name_of_holder(kv.key())
                 .ok_or_else(|| OpError::corrupt(kv.key(), "not a lock name"))?;
-            let record = Record::decode(kv.key(), kv.value())?;
-            if !record.is_over(now) {
-                locks.push(LeaderState::occupied(name.as_str(), record.holder()));
+            let holder = Record::decode(kv.key(), kv.value())?.holder();
+            if !lapsed(&conn, &holder, kv.lease()).await? {
+                locks.push(LeaderState::occupied(name.as_str(), holder));
             }
             last = Some(name);
         }
@@ -108,7 +106,8 @@ impl Op for ForceRelease {
     /// Without a token: one transaction deleting both keys, the holder read from what it
     /// deleted. With one: the holder read, then deleted by a transaction that holds only
     /// while the holder key is the one read (its `mod_revision`), so a holder that took
-    /// over in between is never freed.
+    /// over in between is never freed. A holder key that exists is a held lock, whatever
+    /// the times in its record say (they are the holder's clock).
     async fn run(self, conn: Conn) -> Result<ForceReleaseOutcome, OpError> {
         let keys = LockKeys::of(&conn.keys, self.key.as_str());
         let Some(token) = self.only else {
@@ -136,9 +135,6 @@ impl Op for ForceRelease {
                 return Ok(ForceReleaseOutcome::NotHeld);
             };
             let record = Record::decode(kv.key(), kv.value())?;
-            if record.is_over(SystemTime::now()) {
-                return Ok(ForceReleaseOutcome::NotHeld);
-            }
             if record.fencing_token != token {
                 return Ok(ForceReleaseOutcome::HolderChanged(record.holder()));
             }

@@ -95,13 +95,6 @@ impl Record {
             self.expires_at,
         )
     }
-
-    /// Whether the lease it describes is over at `now` (the reader's clock): etcd removes
-    /// the keys of an expired lease within about half a second of its TTL, and a reader
-    /// must never report a holder past that.
-    pub(crate) fn is_over(&self, now: SystemTime) -> bool {
-        self.expires_at <= now
-    }
 }
 
 /// The value of the lock key of a lock released but kept for its minimum lease: no

@@ -3,15 +3,16 @@
 
 use std::time::SystemTime;
 
-use etcd_client::{Compare, CompareOp, Txn, TxnOp};
+use etcd_client::Txn;
 use leader_core::{AcquireOutcome, LeaderLease, OwnerToken};
 
 use crate::conn::Conn;
 use crate::error::OpError;
+use crate::lease::Grant;
 use crate::ops::Op;
 use crate::ops::answer::Answer;
 use crate::ops::txn::LockKeys;
-use crate::record::{RELEASED, Record, decode_fence, is_lock_value};
+use crate::record::{Record, decode_fence, is_lock_value};
 use crate::time::{later, micros, ttl_secs};
 
 /// `try_acquire`'s arguments, owned: the one type every backend moves to its worker.
@@ -29,16 +30,15 @@ impl Op for Acquire {
         self.key.as_str()
     }
 
+    /// The lease granted is revoked in the background unless the lock is taken on it,
+    /// also when the call is cut (see [`Grant`]).
     async fn run(self, conn: Conn) -> Result<AcquireOutcome, OpError> {
         let ttl = ttl_secs(self.lease_time)?;
+        let keys = LockKeys::of(&conn.keys, self.key.as_str());
         let sent = SystemTime::now();
-        let (lease, granted) = conn.grant(ttl).await?;
+        let (mut grant, granted) = conn.grant(ttl, vec![keys.lock.clone()]).await?;
         let expires_at = later(sent, granted);
-        let result = attempt(&conn, &self, lease, sent, expires_at).await;
-        if !matches!(result, Ok(AcquireOutcome::Acquired(_))) {
-            conn.revoke_later(lease);
-        }
-        result
+        attempt(&conn, &self, &keys, &mut grant, sent, expires_at).await
     }
 
     fn outcome(output: &AcquireOutcome) -> &'static str {
@@ -52,15 +52,8 @@ pub(crate) enum Took {
     Taken(Record),
     /// Already the caller's: moved to the new lease; the old lease and the stored record.
     Mine { old_lease: i64, record: Record },
-    /// Held by someone else.
+    /// Held by someone else (or released and kept for its minimum lease).
     Held(Option<LeaderLease>),
-    /// Released by its holder and kept for its minimum lease: the lock key's revision and
-    /// the etcd lease it is kept on.
-    Kept {
-        holder: LeaderLease,
-        revision: i64,
-        lease: i64,
-    },
     /// Free, but the fencing counter is at or above the token tried.
     Behind(u64),
 }
@@ -68,11 +61,11 @@ pub(crate) enum Took {
 async fn attempt(
     conn: &Conn,
     request: &Acquire,
-    lease: i64,
+    keys: &LockKeys,
+    grant: &mut Grant,
     sent: SystemTime,
     expires_at: SystemTime,
 ) -> Result<AcquireOutcome, OpError> {
-    let keys = LockKeys::of(&conn.keys, request.key.as_str());
     let mut token = conn.next_token(micros(sent));
     for _ in 0..FENCE_ATTEMPTS {
         let record = Record {
@@ -82,47 +75,29 @@ async fn attempt(
             owner: request.owner,
             leader_id: request.leader_id.clone(),
         };
-        let txn = keys.acquire(&record, lease);
-        let answer = Answer::read(conn.client.kv_client().txn(txn).await?);
-        match read(answer, &keys, record.clone())? {
+        let txn = keys.acquire(&record, grant.on());
+        let answer = grant.send(txn).await?;
+        let took = read(answer, keys, record)?;
+        grant.answered(matches!(took, Took::Taken(_) | Took::Mine { .. }));
+        match took {
             Took::Taken(record) => {
                 conn.saw_token(record.fencing_token);
                 return Ok(AcquireOutcome::Acquired(record.lease(request.key.clone())));
             }
             Took::Mine { old_lease, record } => {
-                if old_lease != lease {
+                if old_lease != grant.on().id {
                     conn.revoke_later(old_lease);
                 }
                 return Ok(
-                    match renewed(conn, &keys, request.owner, record, expires_at).await? {
+                    match renewed(conn, keys, request.owner, record, expires_at).await? {
                         Some(record) => AcquireOutcome::Acquired(record.lease(request.key.clone())),
                         None => AcquireOutcome::Held(None),
                     },
                 );
             }
+            // A released lock kept for its minimum lease is held until its releaser frees
+            // it, or etcd ends its lease: nobody's clock is compared with its record.
             Took::Held(holder) => return Ok(AcquireOutcome::Held(holder)),
-            Took::Kept {
-                holder,
-                revision,
-                lease: kept,
-            } => {
-                if holder.expires_at > SystemTime::now() {
-                    return Ok(AcquireOutcome::Held(Some(holder)));
-                }
-                match take_over(conn, &keys, revision, record, lease).await? {
-                    Some(Took::Taken(record)) => {
-                        conn.saw_token(record.fencing_token);
-                        conn.revoke_later(kept);
-                        return Ok(AcquireOutcome::Acquired(record.lease(request.key.clone())));
-                    }
-                    Some(Took::Behind(stored)) => {
-                        conn.saw_token(stored);
-                        token = conn.next_token(micros(sent));
-                    }
-                    // Changed since it was read: look again.
-                    _ => {}
-                }
-            }
             Took::Behind(stored) => {
                 conn.saw_token(stored);
                 token = conn.next_token(micros(sent));
@@ -130,35 +105,6 @@ async fn attempt(
         }
     }
     Err(OpError::FenceContended)
-}
-
-/// Takes a released lock whose minimum lease is over (on this host's clock) while its lock
-/// key is still at `revision`: `None` when it changed in between.
-///
-/// etcd's leases count whole seconds, so the lease a released lock is kept on may outlast
-/// its minimum lease by up to a second; the holder record says when the minimum lease
-/// ends, and the next acquirer frees it then. Nobody acts on a released lock, so this
-/// decides no holder's lease, only when the releaser's courtesy ends: a job released
-/// with "keep until the cycle ends" can run again in the next cycle.
-async fn take_over(
-    conn: &Conn,
-    keys: &LockKeys,
-    revision: i64,
-    record: Record,
-    lease: i64,
-) -> Result<Option<Took>, OpError> {
-    let txn = Txn::new()
-        .when([Compare::mod_revision(
-            keys.lock.clone(),
-            CompareOp::Equal,
-            revision,
-        )])
-        .and_then([TxnOp::txn(keys.take(&record, lease))]);
-    let answer = Answer::read(conn.client.kv_client().txn(txn).await?);
-    if !answer.succeeded {
-        return Ok(None);
-    }
-    read_take(answer.txn(0)?, keys, record).map(Some)
 }
 
 /// Reads the answer of the transaction [`attempt`] sends, for the lock `keys` and the
@@ -179,7 +125,7 @@ pub(crate) fn read(answer: Answer, keys: &LockKeys, record: Record) -> Result<To
             record: stored,
         });
     }
-    held(mine, keys)
+    held(mine, keys).map(Took::Held)
 }
 
 /// Reads the answer of [`LockKeys::take`].
@@ -197,9 +143,17 @@ pub(crate) fn read_take(answer: Answer, keys: &LockKeys, record: Record) -> Resu
     Ok(Took::Behind(decode_fence(&keys.fence, &fence.value)?))
 }
 
-/// The holder a refused acquire read ([`LockKeys::read_holder`]): [`Took::Held`], or
-/// [`Took::Kept`] for a lock released and kept for its minimum lease.
-pub(crate) fn held(mut answer: Answer, keys: &LockKeys) -> Result<Took, OpError> {
+/// The holder a refused acquire read ([`LockKeys::read_holder`]), if any: a lock released
+/// and kept for its minimum lease (its lock key `released`) is still held.
+pub(crate) fn held(answer: Answer, keys: &LockKeys) -> Result<Option<LeaderLease>, OpError> {
+    Ok(held_on(answer, keys)?.map(|(holder, _)| holder))
+}
+
+/// [`held`], with the etcd lease the holder's keys hang on.
+pub(crate) fn held_on(
+    mut answer: Answer,
+    keys: &LockKeys,
+) -> Result<Option<(LeaderLease, i64)>, OpError> {
     let lock = answer.got(1)?;
     if lock
         .as_ref()
@@ -209,15 +163,8 @@ pub(crate) fn held(mut answer: Answer, keys: &LockKeys) -> Result<Took, OpError>
     }
     match answer.got(0)? {
         Some(holder) => {
-            let holder = Record::decode(&holder.key, &holder.value)?.holder();
-            Ok(match lock {
-                Some(lock) if lock.value == RELEASED => Took::Kept {
-                    holder,
-                    revision: lock.mod_revision,
-                    lease: lock.lease,
-                },
-                _ => Took::Held(Some(holder)),
-            })
+            let record = Record::decode(&holder.key, &holder.value)?;
+            Ok(Some((record.holder(), holder.lease)))
         }
         // The lock expired between the compare and the reads: impossible inside one
         // transaction, so a lock key without a holder record is not this backend's.
@@ -225,7 +172,7 @@ pub(crate) fn held(mut answer: Answer, keys: &LockKeys) -> Result<Took, OpError>
             &keys.holder,
             "a held lock without its holder record",
         )),
-        None => Ok(Took::Held(None)),
+        None => Ok(None),
     }
 }
 

@@ -3,7 +3,9 @@
 //!
 //! A new lease rather than a keep-alive of the old one: a keep-alive renews for the TTL
 //! the lease was granted with, and a renewal may ask for another lease time. The old
-//! lease, with no key left on it, is revoked in the background.
+//! lease, with no key left on it, is revoked in the background; so is the new one when the
+//! lock did not move onto it, also when the call is cut before the transaction answered
+//! (voided first: the lock may have moved onto it, see [`Grant`](crate::lease::Grant)).
 
 use std::time::{Duration, SystemTime};
 
@@ -13,7 +15,6 @@ use leader_core::{ExtendOutcome, Lease};
 use crate::conn::Conn;
 use crate::error::OpError;
 use crate::ops::Op;
-use crate::ops::answer::Answer;
 use crate::ops::txn::LockKeys;
 use crate::record::Record;
 use crate::time::{later, ttl_secs};
@@ -35,10 +36,10 @@ impl Op for Extend {
 
     async fn run(self, conn: Conn) -> Result<ExtendOutcome, OpError> {
         let ttl = ttl_secs(self.lease_time)?;
-        let sent = SystemTime::now();
-        let (new_lease, granted) = conn.grant(ttl).await?;
-        let expires_at = later(sent, granted);
         let keys = LockKeys::of(&conn.keys, self.lease.key.as_str());
+        let sent = SystemTime::now();
+        let (mut grant, granted) = conn.grant(ttl, vec![keys.lock.clone()]).await?;
+        let expires_at = later(sent, granted);
         let record = Record {
             fencing_token: self.lease.fencing_token,
             acquired_at: self.lease.acquired_at,
@@ -47,22 +48,15 @@ impl Op for Extend {
             leader_id: self.lease.leader_id.clone(),
         };
         let txn = Txn::new()
-            .when([keys.is_held_by(self.lease.owner)])
-            .and_then(keys.rewrite(&record, new_lease));
-        let answer = conn.client.kv_client().txn(txn).await;
-        let mut answer = match answer {
-            Ok(answer) => Answer::read(answer),
-            Err(err) => {
-                conn.revoke_later(new_lease);
-                return Err(err.into());
-            }
-        };
+            .when(keys.is_held_by_on(self.lease.owner, grant.on()))
+            .and_then(keys.rewrite(&record, grant.on().id));
+        let mut answer = grant.send(txn).await?;
+        grant.answered(answer.succeeded);
         if !answer.succeeded {
-            conn.revoke_later(new_lease);
             return Ok(ExtendOutcome::NotHeld);
         }
         if let Some(old) = answer.put_before(0)?
-            && old.lease != new_lease
+            && old.lease != grant.on().id
         {
             conn.revoke_later(old.lease);
         }

@@ -23,7 +23,7 @@ pub(crate) use extend::Extend;
 pub(crate) use records::{ReadRecord, WriteRecord};
 pub(crate) use release::{Release, Released};
 pub(crate) use slot::{AcquireSlot, slot_fits_one_txn};
-pub(crate) use state::State;
+pub(crate) use state::{State, lapsed};
 
 use crate::conn::Conn;
 use crate::error::OpError;

@@ -1,7 +1,13 @@
 //! `release`: one transaction that frees the caller's lock, or, while its minimum lease
 //! is still ahead, keeps it until then on a lease of its own and marks it released.
+//!
+//! etcd leases count whole seconds, so the lease a kept lock hangs on is rounded up and
+//! would free it up to a second (and etcd's half-second expiry sweep) after its minimum
+//! lease. The releaser frees it on time instead: it revokes that lease when the minimum
+//! lease ends, by a timer on its own clock (the clock that measured the lease), in the
+//! background. The lease's own end is the backstop when the releaser is gone by then.
 
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use etcd_client::Txn;
 use leader_core::{Lease, ReleaseOutcome};
@@ -98,7 +104,8 @@ async fn free(conn: &Conn, keys: &LockKeys, lease: &Lease) -> Result<Released, O
 
 /// Keeps the lock until `until` (`left` from now) on a lease of that length, the record
 /// saying so, and the lock key no longer the owner's: the owner can neither renew nor
-/// re-acquire a lock it released.
+/// re-acquire a lock it released. That lease is revoked when `left` has passed (the lock
+/// is then free), or at once if the lock did not move onto it.
 async fn keep(
     conn: &Conn,
     keys: &LockKeys,
@@ -107,7 +114,11 @@ async fn keep(
     left: Duration,
 ) -> Result<Released, OpError> {
     let ttl = ttl_secs(left)?;
-    let (kept, _) = conn.grant(ttl).await?;
+    let free_at = Instant::now().checked_add(left);
+    let (mut grant, _) = conn.grant(ttl, vec![keys.lock.clone()]).await?;
+    if let Some(at) = free_at {
+        grant.free_at(at);
+    }
     let record = Record {
         fencing_token: lease.fencing_token,
         acquired_at: lease.acquired_at,
@@ -116,18 +127,11 @@ async fn keep(
         leader_id: lease.leader_id.clone(),
     };
     let txn = Txn::new()
-        .when([keys.is_held_by(lease.owner)])
-        .and_then(keys.keep(&record, kept));
-    let answer = conn.client.kv_client().txn(txn).await;
-    let mut answer = match answer {
-        Ok(answer) => Answer::read(answer),
-        Err(err) => {
-            conn.revoke_later(kept);
-            return Err(err.into());
-        }
-    };
+        .when(keys.is_held_by_on(lease.owner, grant.on()))
+        .and_then(keys.keep(&record, grant.on().id));
+    let mut answer = grant.send(txn).await?;
+    grant.answered(answer.succeeded);
     if !answer.succeeded {
-        conn.revoke_later(kept);
         return Ok(Released::NotHeld);
     }
     if let Some(old) = answer.put_before(0)? {

@@ -12,6 +12,7 @@ use leader_core::{LockName, OwnerToken, SlotOutcome};
 
 use crate::conn::Conn;
 use crate::error::OpError;
+use crate::lease::{Grant, OnLease};
 use crate::ops::Op;
 use crate::ops::acquire::{Took, held, read_take, renewed};
 use crate::ops::answer::Answer;
@@ -66,16 +67,24 @@ impl Op for AcquireSlot {
         self.group.as_str()
     }
 
+    /// The lease granted is revoked in the background unless a slot is taken on it, also
+    /// when the call is cut (see [`Grant`]).
     async fn run(self, conn: Conn) -> Result<SlotOutcome, OpError> {
         let ttl = ttl_secs(self.lease_time)?;
-        let sent = SystemTime::now();
-        let (lease, granted) = conn.grant(ttl).await?;
-        let expires_at = later(sent, granted);
-        let result = self.attempt(&conn, lease, sent, expires_at).await;
-        if !matches!(result, Ok(SlotOutcome::Acquired { .. })) {
-            conn.revoke_later(lease);
+        let keys: Vec<LockKeys> = self
+            .slots
+            .iter()
+            .map(|(_, key)| LockKeys::of(&conn.keys, key.as_str()))
+            .collect();
+        if keys.is_empty() {
+            return Ok(SlotOutcome::Held(None));
         }
-        result
+        let locks = keys.iter().map(|slot| slot.lock.clone()).collect();
+        let sent = SystemTime::now();
+        let (mut grant, granted) = conn.grant(ttl, locks).await?;
+        let expires_at = later(sent, granted);
+        self.attempt(&conn, &keys, &mut grant, sent, expires_at)
+            .await
     }
 
     fn outcome(output: &SlotOutcome) -> &'static str {
@@ -87,18 +96,11 @@ impl AcquireSlot {
     async fn attempt(
         &self,
         conn: &Conn,
-        lease: i64,
+        keys: &[LockKeys],
+        grant: &mut Grant,
         sent: SystemTime,
         expires_at: SystemTime,
     ) -> Result<SlotOutcome, OpError> {
-        let keys: Vec<LockKeys> = self
-            .slots
-            .iter()
-            .map(|(_, key)| LockKeys::of(&conn.keys, key.as_str()))
-            .collect();
-        if keys.is_empty() {
-            return Ok(SlotOutcome::Held(None));
-        }
         let mut token = conn.next_token(micros(sent));
         for _ in 0..FENCE_ATTEMPTS {
             let record = Record {
@@ -108,9 +110,10 @@ impl AcquireSlot {
                 owner: self.owner,
                 leader_id: self.leader_id.clone(),
             };
-            let txn = mine_first(&keys, 0, self.owner, &record, lease);
-            let answer = Answer::read(conn.client.kv_client().txn(txn).await?);
-            let (index, took) = read(answer, &keys, &record)?;
+            let txn = mine_first(keys, 0, self.owner, &record, grant.on());
+            let answer = grant.send(txn).await?;
+            let (index, took) = read(answer, keys, &record)?;
+            grant.answered(matches!(took, Took::Taken(_) | Took::Mine { .. }));
             let (slot, key) = self
                 .slots
                 .get(index)
@@ -124,7 +127,7 @@ impl AcquireSlot {
                     });
                 }
                 Took::Mine { old_lease, record } => {
-                    if old_lease != lease {
+                    if old_lease != grant.on().id {
                         conn.revoke_later(old_lease);
                     }
                     let slot_keys = &keys[index];
@@ -138,11 +141,9 @@ impl AcquireSlot {
                         },
                     );
                 }
+                // A released slot kept for its minimum lease is held until its releaser
+                // frees it, or etcd ends its lease.
                 Took::Held(holder) => return Ok(SlotOutcome::Held(holder)),
-                // A group's released slot frees when etcd drops its lease (up to a second
-                // after its minimum lease): a group is tried as one transaction, and a
-                // takeover of one slot would make it two.
-                Took::Kept { holder, .. } => return Ok(SlotOutcome::Held(Some(holder))),
                 Took::Behind(stored) => {
                     conn.saw_token(stored);
                     token = conn.next_token(micros(sent));
@@ -155,27 +156,34 @@ impl AcquireSlot {
 
 /// The first pass: slot `i` if the caller holds it, else the next; after the last, the
 /// second pass.
-fn mine_first(keys: &[LockKeys], i: usize, owner: OwnerToken, record: &Record, lease: i64) -> Txn {
+fn mine_first(
+    keys: &[LockKeys],
+    i: usize,
+    owner: OwnerToken,
+    record: &Record,
+    lease: &OnLease,
+) -> Txn {
     let next = match i + 1 < keys.len() {
         true => mine_first(keys, i + 1, owner, record, lease),
         false => free_first(keys, 0, record, lease),
     };
     Txn::new()
-        .when([keys[i].is_held_by(owner)])
-        .and_then(keys[i].renew_mine(lease))
+        .when(keys[i].is_held_by_on(owner, lease))
+        .and_then(keys[i].renew_mine(lease.id))
         .or_else([TxnOp::txn(next)])
 }
 
 /// The second pass: slot `i` if it is free, else the next; after the last, the first
 /// slot's holder is read.
-fn free_first(keys: &[LockKeys], i: usize, record: &Record, lease: i64) -> Txn {
+fn free_first(keys: &[LockKeys], i: usize, record: &Record, lease: &OnLease) -> Txn {
     let otherwise = match i + 1 < keys.len() {
         true => vec![TxnOp::txn(free_first(keys, i + 1, record, lease))],
         false => keys[0].read_holder(),
     };
+    let [lock_free, holder_free] = keys[i].is_free();
     Txn::new()
-        .when(keys[i].is_free())
-        .and_then([TxnOp::txn(keys[i].take(record, lease))])
+        .when([lock_free, holder_free, lease.not_void()])
+        .and_then([TxnOp::txn(keys[i].take(record, lease.id))])
         .or_else(otherwise)
 }
 
@@ -206,5 +214,5 @@ fn read(mut answer: Answer, keys: &[LockKeys], record: &Record) -> Result<(usize
             answer = answer.txn(0)?;
         }
     }
-    Ok((0, held(answer, &keys[0])?))
+    Ok((0, Took::Held(held(answer, &keys[0])?)))
 }

@@ -12,11 +12,15 @@
 //!   values kept, and read the record.
 //! - **Ownership**: every change to a held lock compares the lock key's value with the
 //!   caller's owner token, so only the owner extends or releases it.
+//! - **Not void**: every transaction that puts a lock on a lease holds only while that
+//!   lease is not void ([`OnLease::not_void`]), so a transaction that lands after its call
+//!   was cut and its lease voided puts nothing on it (see [`lease`](crate::lease)).
 
 use etcd_client::{Compare, CompareOp, DeleteOptions, PutOptions, Txn, TxnOp};
 use leader_core::OwnerToken;
 
 use crate::keys::Keys;
+use crate::lease::OnLease;
 use crate::record::{RELEASED, Record, fence_value, owner_value};
 
 /// Below every counter this backend writes (20 digits sort above 19 zeros byte-wise), and
@@ -56,10 +60,17 @@ impl LockKeys {
         Compare::value(self.lock.clone(), CompareOp::Equal, owner_value(owner))
     }
 
+    /// The compares that hold while `owner` holds the lock and `lease` may take it: what
+    /// every change that moves the caller's lock onto `lease` holds under.
+    pub(crate) fn is_held_by_on(&self, owner: OwnerToken, lease: &OnLease) -> [Compare; 2] {
+        [self.is_held_by(owner), lease.not_void()]
+    }
+
     /// Takes a free lock for `record` on the etcd lease `lease`, if the record's token is
     /// above the lock's fencing counter (see the module docs). In the answer: `succeeded`,
     /// or a nested transaction (op 0) that `succeeded` (first token), or whose op 0 read
-    /// the counter.
+    /// the counter. The caller's transaction compares [`is_free`](Self::is_free) and
+    /// `lease`'s [`not_void`](OnLease::not_void).
     pub(crate) fn take(&self, record: &Record, lease: i64) -> Txn {
         let token = fence_value(record.fencing_token);
         Txn::new()
@@ -83,15 +94,16 @@ impl LockKeys {
     /// The acquire: [`take`](Self::take) a free lock; or [`renew_mine`](Self::renew_mine)
     /// the caller's own (a retried acquire, `record.owner`'s); or
     /// [`read_holder`](Self::read_holder). Op 0 of the answer is the nested transaction of
-    /// the branch that ran.
-    pub(crate) fn acquire(&self, record: &Record, lease: i64) -> Txn {
+    /// the branch that ran. Nothing is put on a void `lease`: the holder is read.
+    pub(crate) fn acquire(&self, record: &Record, lease: &OnLease) -> Txn {
+        let [lock_free, holder_free] = self.is_free();
         Txn::new()
-            .when(self.is_free())
-            .and_then([TxnOp::txn(self.take(record, lease))])
+            .when([lock_free, holder_free, lease.not_void()])
+            .and_then([TxnOp::txn(self.take(record, lease.id))])
             .or_else([TxnOp::txn(
                 Txn::new()
-                    .when([self.is_held_by(record.owner)])
-                    .and_then(self.renew_mine(lease))
+                    .when(self.is_held_by_on(record.owner, lease))
+                    .and_then(self.renew_mine(lease.id))
                     .or_else(self.read_holder()),
             )])
     }
