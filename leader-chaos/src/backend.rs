@@ -135,6 +135,13 @@ impl Backend {
         }
     }
 
+    /// Whether a worker stopped with SIGSTOP can keep every other worker from renewing:
+    /// SQLite's, stopped inside a write transaction, keeps the database file locked (the
+    /// servers finish a client's statement without it).
+    pub fn paused_client_blocks_store(self) -> bool {
+        self == Backend::Sqlite
+    }
+
     /// Whether a restart of its server loses the locks (Redis runs without persistence).
     pub fn restart_loses_data(self) -> bool {
         self == Backend::Redis
