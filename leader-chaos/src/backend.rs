@@ -129,9 +129,10 @@ impl Backend {
             ],
             Backend::Sqlite => &[Kill, Pause, Wipe, Busy],
             Backend::Postgres => &[
-                Kill, Pause, Restart, ServerKill, Blackhole, Reset, Terminate, Wipe,
+                Kill, Pause, Restart, ServerKill, Blackhole, Reset, Terminate, Wipe, RowLock,
             ],
-            Backend::RedisSentinel | Backend::PostgresStandby => &[Kill, Pause, Failover],
+            Backend::RedisSentinel => &[Kill, Pause, Failover],
+            Backend::PostgresStandby => &[Kill, Pause, Failover, RowLock],
         }
     }
 

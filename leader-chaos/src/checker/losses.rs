@@ -66,7 +66,7 @@ fn explanation(lost: &Section, faults: &[FaultSpan], rules: LossRules) -> Option
             FaultKind::Pause { worker } => {
                 worker == lost.worker || rules.paused_client_blocks_store
             }
-            FaultKind::Kill { .. } => false,
+            FaultKind::Kill { .. } | FaultKind::RowLock { .. } => false,
             FaultKind::Restart { .. }
             | FaultKind::Blackhole
             | FaultKind::Reset

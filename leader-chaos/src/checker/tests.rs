@@ -521,12 +521,13 @@ fn only_a_pause_of_the_loser_explains_its_loss_unless_a_paused_client_blocks_the
         &[],
     );
     assert_eq!(report.losses_explained_by.get("pause"), Some(&1));
-    // Another worker stopped, or killed: nothing (on a server, a stopped client holds
-    // nothing up).
+    // Another worker stopped, or killed, or a row locked a moment: nothing (on a server,
+    // a stopped client holds nothing up; a row locked for a moment must be waited for).
     for kind in [
         FaultKind::Pause { worker: 2 },
         FaultKind::Kill { worker: 2 },
         FaultKind::Kill { worker: 1 },
+        FaultKind::RowLock { rows: 4 },
     ] {
         let report = run(lost_at_500(), vec![fault(kind, 400, 450)], &[]);
         assert_eq!(report.unexplained_losses, 1, "{kind:?}");

@@ -147,6 +147,7 @@ fn parse_line(line: &str) -> Result<Stamped, &'static str> {
                 "terminate" => FaultKind::Terminate {
                     sessions: num("sessions")?,
                 },
+                "row-lock" => FaultKind::RowLock { rows: num("rows")? },
                 "failover" => FaultKind::Failover {
                     data_lost: get("data")? == "lose",
                 },
@@ -278,6 +279,11 @@ mod tests {
             },
             Event::Fault {
                 kind: FaultKind::Terminate { sessions: 4 },
+                start: 1,
+                end: 2,
+            },
+            Event::Fault {
+                kind: FaultKind::RowLock { rows: 8 },
                 start: 1,
                 end: 2,
             },
