@@ -105,7 +105,7 @@ pub enum FaultKind {
         /// How many sessions it ended.
         sessions: u64,
     },
-    /// Another session kept every lock row locked (`SELECT … FOR UPDATE`) three times for
+    /// Another session kept every lock row locked (`SELECT … FOR UPDATE`) five times for
     /// a moment shorter than a third of the lease, rolling back each time: a slow
     /// contender.
     RowLock {
@@ -368,7 +368,7 @@ pub fn describe(kind: FaultKind) -> String {
         FaultKind::ServerKill => "kill -9 the server, then start it on its data".into(),
         FaultKind::Terminate { .. } => "pg_terminate_backend the client sessions".into(),
         FaultKind::RowLock { .. } => {
-            "lock every lock row from another session three times for a moment".into()
+            "lock every lock row from another session five times for a moment".into()
         }
         FaultKind::Failover { data_lost: true } => {
             "kill -9 the primary, promote its asynchronous replica, data maybe lost".into()

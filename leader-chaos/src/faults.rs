@@ -24,10 +24,11 @@ use crate::workers::signal;
 /// How long the `row-lock` fault keeps the rows locked each time, in ms: under a third of
 /// the lease (1 s by default; etcd, 2 s, has no rows), so a renewal that waits for the
 /// rows is answered with a third of its lease left at the least.
-const ROW_LOCK_MS: std::ops::Range<u64> = 100..300;
+const ROW_LOCK_MS: std::ops::Range<u64> = 150..300;
 /// How many times the `row-lock` fault locks the rows, [`ROW_LOCK_GAP`] apart: a renewal
-/// comes every third of a lease, so three short locks meet most held leases' renewals.
-const ROW_LOCKS: usize = 3;
+/// comes every third of a lease, so each lock meets a held lease's renewal about two
+/// times in three, and five of them (some two seconds in all) one almost surely.
+const ROW_LOCKS: usize = 5;
 /// The pause between two of the `row-lock` fault's locks.
 const ROW_LOCK_GAP: Duration = Duration::from_millis(200);
 
@@ -65,10 +66,11 @@ pub enum Class {
     /// PostgreSQL: `pg_terminate_backend` every client session but the orchestrator's.
     Terminate,
     /// PostgreSQL (and with a standby): another session locks every lock row
-    /// (`SELECT … FOR UPDATE`) for 100–300 ms, under a third of the lease, then rolls
-    /// back, three times 200 ms apart, as a slow contender would (a refused acquire locks the holder's row until it
-    /// commits, a tenant batch hundreds of rows). The store stays up and no lease is
-    /// gone: a renewal that meets the locked row must wait or try again, not fail.
+    /// (`SELECT … FOR UPDATE`) for 150–300 ms, under a third of the lease, then rolls
+    /// back, five times 200 ms apart, as a slow contender would (a refused acquire locks
+    /// the holder's row until it commits, a tenant batch hundreds of rows). The store
+    /// stays up and no lease is gone: a renewal that meets the locked row must wait or
+    /// try again, not fail.
     RowLock,
     /// Redis with Sentinels: kill -9 the master, wait until the Sentinels promote the
     /// replica, then start the old master, empty, as the new master's replica (**loses

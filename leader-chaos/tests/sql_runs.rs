@@ -66,7 +66,7 @@ fn a_postgres_run_keeps_every_lease_while_another_session_locks_the_rows() {
     if !servers(&["redis-server", "postgres"]) {
         return;
     }
-    // Issue 50: another session holding the lock rows for 100–300 ms (a slow contender)
+    // Issue 50: another session holding the lock rows for 150–300 ms (a slow contender)
     // must cost no lease, each lock being shorter than a third of the lease: a renewal
     // that meets the locked row waits for it or tries again. The blocking renewal driver
     // skipped such a row and called the lease lost.
