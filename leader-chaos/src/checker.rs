@@ -11,7 +11,7 @@ use std::fmt;
 
 use crate::event::FaultKind;
 
-pub use losses::{LOSS_AFTERMATH_US, LossRules};
+pub use losses::{LATE_START, LOSS_AFTERMATH_US, LossRules};
 pub use sections::{Incarnation, Section, Tallies, sections};
 
 /// A fault the orchestrator injected, from `start` to `end` (wall-clock µs).

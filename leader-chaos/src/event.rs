@@ -186,6 +186,10 @@ pub enum Event {
         token: u64,
         /// Wall-clock µs when the call that acquired began.
         requested: u64,
+        /// How much of the lease was left when the action began, µs (measured just
+        /// before the line's time was read, so never less than it was); absent from a
+        /// line (a broken worker's) means unknown.
+        left: Option<u64>,
     },
     /// A resource write and its outcome.
     Write {
@@ -271,7 +275,14 @@ impl fmt::Display for Event {
                 lock,
                 token,
                 requested,
-            } => write!(f, "start\tlock={lock}\ttoken={token}\treq={requested}"),
+                left,
+            } => {
+                write!(f, "start\tlock={lock}\ttoken={token}\treq={requested}")?;
+                match left {
+                    Some(left) => write!(f, "\tleft={left}"),
+                    None => Ok(()),
+                }
+            }
             Event::Write {
                 token,
                 phase,

@@ -39,7 +39,7 @@ use crate::cli::WorkerArgs;
 use crate::event::now_us;
 use crate::logfile::LogFile;
 use crate::servers;
-use crate::worker::{Worker, extends, lease_end, lock_name, node_id};
+use crate::worker::{Worker, extends, lease_end, lease_left, lock_name, node_id};
 
 /// How long a hold loop waits for its lock in one call, in leases. A waiting elector
 /// tries again with a backoff that starts at 2 ms and reaches 125–250 ms, and at once
@@ -180,7 +180,7 @@ fn blocking(
         let ran = elector.run_if_leader_with(&name, |lease: &LeaseContext| {
             let token = lease.fencing_token();
             let hold_for = hold_time(&mut worker, args.lease);
-            let lost = match worker.begin(token, requested)? {
+            let lost = match worker.begin(token, requested, Some(lease_left(lease)))? {
                 Some(refused) => Some(refused),
                 None => hold(lease, hold_for, stop),
             };
@@ -242,8 +242,10 @@ async fn hold_async(
                 let stop = Arc::clone(&stop);
                 async move {
                     let token = context.fencing_token();
+                    let deadline = context.deadline();
                     let (hold_for, refused) = off_thread(&worker, move |w| {
-                        Ok((hold_time(w, lease), w.begin(token, requested)?))
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        Ok((hold_time(w, lease), w.begin(token, requested, Some(left))?))
                     })
                     .await?;
                     let lost = match refused {

@@ -97,7 +97,7 @@ pub fn run(args: &WorkerArgs) -> Result<(), Box<dyn Error>> {
         let requested = now_us();
         let ran = elector.run_if_leader_with(&name, |lease: &LeaseContext| {
             let token = lease.fencing_token();
-            worker.section(token, requested, |work| {
+            worker.section(token, requested, Some(lease_left(lease)), |work| {
                 lease.wait_lost_timeout(work).then(|| lease_end(lease))
             })
         });
@@ -160,7 +160,7 @@ impl Worker {
         while !stop.load(Ordering::SeqCst) {
             token += 1;
             let requested = now_us();
-            self.section(token, requested, |work| {
+            self.section(token, requested, None, |work| {
                 thread::sleep(work);
                 None
             })?;
@@ -175,24 +175,32 @@ impl Worker {
         &mut self,
         token: u64,
         requested: u64,
+        left: Option<Duration>,
         wait_lost: impl FnOnce(Duration) -> Option<u64>,
     ) -> Result<(), io::Error> {
         let work = self.work_time();
-        let lost = match self.begin(token, requested)? {
+        let lost = match self.begin(token, requested, left)? {
             Some(refused) => Some(refused),
             None => wait_lost(work),
         };
         self.finish(token, lost)
     }
 
-    /// A section's beginning: its `start` line and its fenced start write. Returns when
-    /// the lease ended if the fence refused the write (a newer holder exists, so the lease
-    /// is gone too), else `None`: the holder works.
-    pub(crate) fn begin(&mut self, token: u64, requested: u64) -> Result<Option<u64>, io::Error> {
+    /// A section's beginning: its `start` line (with `left`, how much of the lease is
+    /// left, read before the line's time) and its fenced start write. Returns when the
+    /// lease ended if the fence refused the write (a newer holder exists, so the lease is
+    /// gone too), else `None`: the holder works.
+    pub(crate) fn begin(
+        &mut self,
+        token: u64,
+        requested: u64,
+        left: Option<Duration>,
+    ) -> Result<Option<u64>, io::Error> {
         self.log.record(Event::Start {
             lock: self.lock,
             token,
             requested,
+            left: left.map(|left| u64::try_from(left.as_micros()).unwrap_or(u64::MAX)),
         })?;
         let (first, wrote_at) = self.write(token, Phase::Start)?;
         self.wrote_at = wrote_at;
@@ -247,6 +255,11 @@ impl Worker {
 /// mode.
 pub(crate) fn extends(args: &WorkerArgs) -> bool {
     args.broken != Some(Broken::NoExtend)
+}
+
+/// How much of the lease is left now.
+pub(crate) fn lease_left(lease: &LeaseContext) -> Duration {
+    lease.deadline().saturating_duration_since(Instant::now())
 }
 
 /// When the lease ended, wall-clock µs: its deadline if that has passed (the watchdog

@@ -36,6 +36,8 @@ pub struct Section {
     pub unfinished: bool,
     /// Ended by a `lost` line: the lease ended before the action did (`end` is when).
     pub lost: bool,
+    /// How much of its lease was left when the action began, µs, if logged.
+    pub left: Option<u64>,
 }
 
 /// What the logs say besides the sections.
@@ -68,6 +70,7 @@ pub fn sections(incarnations: &[Incarnation], run_end: u64) -> (Vec<Section>, Ta
                     lock,
                     token,
                     requested,
+                    left,
                 } => {
                     // A start inside a section should not happen; the new one ends the old.
                     all.extend(open.take().map(|s| closed(s, *at)));
@@ -80,6 +83,7 @@ pub fn sections(incarnations: &[Incarnation], run_end: u64) -> (Vec<Section>, Ta
                         end: *at,
                         unfinished: true,
                         lost: false,
+                        left,
                     });
                 }
                 Event::Lost { token } | Event::End { token } => {

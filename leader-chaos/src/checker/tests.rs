@@ -556,3 +556,48 @@ fn only_a_pause_of_the_loser_explains_its_loss_unless_a_paused_client_blocks_the
     );
     assert_eq!(report.unexplained_losses, 1);
 }
+
+#[test]
+fn a_late_start_explains_only_the_loss_of_its_first_renewal() {
+    // Lease 900 µs (`check_with`): a third is 300. The action began at 1000.
+    let check_with = |start_line: &str, lost_at: u64| {
+        check(&RunRecord {
+            backend: "test".into(),
+            incarnations: vec![life(
+                1,
+                &format!("{start_line}\n{lost_at}\tlost\ttoken=5\n"),
+            )],
+            run_end: 10_000,
+            lease_us: 900,
+            ..RunRecord::default()
+        })
+    };
+    // 100 µs of the lease left at the start: lost by 1000 + 100 + 300, a late start.
+    let late = "1000\tstart\ttoken=5\treq=10\tleft=100";
+    for lost_at in [1050, 1100, 1400] {
+        let report = check_with(late, lost_at);
+        assert_eq!(
+            report.losses_explained_by.get(LATE_START),
+            Some(&1),
+            "{lost_at}"
+        );
+        assert!(report.passed(), "{report:?}");
+    }
+    // Lost later: its first renewal was answered, the next had its full time.
+    assert_eq!(check_with(late, 1401).unexplained_losses, 1);
+    // Two thirds of the lease left (600) or more: no late start; nor with nothing logged.
+    for start_line in [
+        "1000\tstart\ttoken=5\treq=10\tleft=600",
+        "1000\tstart\ttoken=5\treq=10",
+    ] {
+        assert_eq!(
+            check_with(start_line, 1100).unexplained_losses,
+            1,
+            "{start_line}"
+        );
+    }
+    assert_eq!(
+        check_with("1000\tstart\ttoken=5\treq=10\tleft=599", 1100).explained_losses,
+        1
+    );
+}

@@ -85,6 +85,7 @@ fn parse_line(line: &str) -> Result<Stamped, &'static str> {
             },
             token: num("token")?,
             requested: num("req")?,
+            left: get("left").is_ok().then(|| num("left")).transpose()?,
         },
         "write" => Event::Write {
             token: num("token")?,
@@ -204,6 +205,13 @@ mod tests {
                 lock: 3,
                 token: u64::MAX,
                 requested: 3,
+                left: None,
+            },
+            Event::Start {
+                lock: 0,
+                token: 7,
+                requested: 3,
+                left: Some(999_000),
             },
             Event::Write {
                 token: 5,
