@@ -20,8 +20,8 @@
 #      included; every test binary runs even after one fails)
 #   7. a 45-second chaos run per backend (leader-chaos: redis, mongodb, etcd, sqlite,
 #      postgres, redis-sentinel, postgres-standby; about 7 minutes in all), which must
-#      report zero unexplained overlaps, token order violations, duplicate tokens and
-#      stale writes
+#      report zero unexplained overlaps, token order violations, duplicate tokens,
+#      stale writes and unexplained losses (auto-extended holders under contention)
 # Every step runs even if an earlier one failed, so one run shows every
 # problem; the script exits non-zero if any step failed. The summary gives each step's
 # wall time, the slowest first (a cold run on the 2-core CI machine must stay within its
@@ -196,9 +196,10 @@ run_step cargo package --workspace "${unpublished[@]}" --allow-dirty
 
 run_step cargo test --workspace --all-features --no-fail-fast "$@"
 
-# The chaos runs: K worker processes contend for one lock on each backend while servers
-# crash, pause and lose data (leader-chaos/README.md). The seed comes from the commit, so a
-# failure reproduces with the printed command. The binary is built first, in a step of
+# The chaos runs: K worker processes contend for a few locks on each backend, three of
+# them also holding two locks for several renewals at a time (blocking and async
+# electors), while servers crash, pause and lose data (leader-chaos/README.md). The seed
+# comes from the commit, so a failure reproduces with the printed command. The binary is built first, in a step of
 # its own: `cargo test --all-features` built its dependencies with other features, so the
 # first run would otherwise compile them inside its timeout (it did, and timed out).
 # A debug build: `--release` only makes runs busier.

@@ -129,10 +129,18 @@ impl Backend {
             ],
             Backend::Sqlite => &[Kill, Pause, Wipe, Busy],
             Backend::Postgres => &[
-                Kill, Pause, Restart, ServerKill, Blackhole, Reset, Terminate, Wipe,
+                Kill, Pause, Restart, ServerKill, Blackhole, Reset, Terminate, Wipe, RowLock,
             ],
-            Backend::RedisSentinel | Backend::PostgresStandby => &[Kill, Pause, Failover],
+            Backend::RedisSentinel => &[Kill, Pause, Failover],
+            Backend::PostgresStandby => &[Kill, Pause, Failover, RowLock],
         }
+    }
+
+    /// Whether a worker stopped with SIGSTOP can keep every other worker from renewing:
+    /// SQLite's, stopped inside a write transaction, keeps the database file locked (the
+    /// servers finish a client's statement without it).
+    pub fn paused_client_blocks_store(self) -> bool {
+        self == Backend::Sqlite
     }
 
     /// Whether a restart of its server loses the locks (Redis runs without persistence).

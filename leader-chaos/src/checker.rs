@@ -1,6 +1,7 @@
 //! The checker: from the workers' logs, the faults and the resource's list, the figures of
 //! a run (definitions in the crate README).
 
+mod losses;
 mod sections;
 #[cfg(test)]
 mod tests;
@@ -10,6 +11,7 @@ use std::fmt;
 
 use crate::event::FaultKind;
 
+pub use losses::{LATE_START, LOSS_AFTERMATH_US, LossRules};
 pub use sections::{Incarnation, Section, Tallies, sections};
 
 /// A fault the orchestrator injected, from `start` to `end` (wall-clock µs).
@@ -28,7 +30,7 @@ pub struct FaultSpan {
 pub struct RunRecord {
     /// `redis`, `mongodb` or `etcd`.
     pub backend: String,
-    /// Every worker process's log.
+    /// Every worker process's logs.
     pub incarnations: Vec<Incarnation>,
     /// The faults, in order.
     pub faults: Vec<FaultSpan>,
@@ -40,8 +42,12 @@ pub struct RunRecord {
     /// only before it (0: up to `run_end`).
     pub stopped_at: u64,
     /// The workers' lease, in µs: how long after a fault a leaderless gap is still the
-    /// fault's (see [`GAP_SHADOW_LEASES`]).
+    /// fault's (see [`GAP_SHADOW_LEASES`]), and how long before a loss a fault may have
+    /// caused it (see [`LOSS_AFTERMATH_US`]).
     pub lease_us: u64,
+    /// Whether a paused worker can keep every other worker from renewing (SQLite, whose
+    /// write lock a worker stopped mid-transaction keeps).
+    pub paused_client_blocks_store: bool,
 }
 
 /// A leaderless gap that begins or ends within this many leases (plus a second) after a
@@ -87,6 +93,13 @@ pub struct Report {
     pub duplicate_tokens: usize,
     /// Resource entries with a token below the highest accepted before them.
     pub stale_writes_accepted: usize,
+    /// Leases lost (a `lost` line) with no fault that could have ended them.
+    pub unexplained_losses: usize,
+    /// Leases lost around a fault that could have ended them.
+    pub explained_losses: usize,
+    /// The explained losses, by the kind of the fault that explains them (the first
+    /// that fits).
+    pub losses_explained_by: BTreeMap<&'static str, usize>,
     /// Resource entries without a readable token.
     pub unreadable_entries: usize,
     /// Faults injected.
@@ -108,24 +121,27 @@ const EXAMPLES: usize = 5;
 
 impl Report {
     /// `true` when the safety figures are all zero: unexplained overlaps; token order
-    /// (violations and duplicates); stale writes accepted (and no unreadable entry).
+    /// (violations and duplicates); stale writes accepted (and no unreadable entry); and
+    /// unexplained losses.
     pub fn passed(&self) -> bool {
         self.unexplained_overlaps == 0
             && self.token_order_violations == 0
             && self.duplicate_tokens == 0
             && self.stale_writes_accepted == 0
             && self.unreadable_entries == 0
+            && self.unexplained_losses == 0
     }
 
     /// The second line: the figures that are not about safety.
     pub fn details(&self) -> String {
         let t = &self.tallies;
         format!(
-            "details: faults_by_kind={} explained_by={} unfinished_sections={} skips={} \
-             errors={} lost={} writes_rejected={} writes_failed={} torn_lines={} \
-             unreadable_entries={}",
+            "details: faults_by_kind={} explained_by={} losses_explained_by={} \
+             unfinished_sections={} skips={} errors={} lost={} writes_rejected={} \
+             writes_failed={} torn_lines={} unreadable_entries={}",
             counts(&self.faults_by_kind),
             counts(&self.explained_by),
+            counts(&self.losses_explained_by),
             self.unfinished,
             t.skips,
             t.errors,
@@ -159,16 +175,18 @@ impl fmt::Display for Report {
         write!(
             f,
             "chaos: backend={} acquisitions={} unexplained_overlaps={} token_order_violations={} \
-             duplicate_tokens={} stale_writes_accepted={} faults={} explained_overlaps={} \
-             longest_gap_ms={}",
+             duplicate_tokens={} stale_writes_accepted={} unexplained_losses={} faults={} \
+             explained_overlaps={} explained_losses={} longest_gap_ms={}",
             self.backend,
             self.acquisitions,
             self.unexplained_overlaps,
             self.token_order_violations,
             self.duplicate_tokens,
             self.stale_writes_accepted,
+            self.unexplained_losses,
             self.faults,
             self.explained_overlaps,
+            self.explained_losses,
             self.longest_gap_ms()
         )
     }
@@ -191,8 +209,13 @@ pub fn check(run: &RunRecord) -> Report {
         tallies,
         ..Report::default()
     };
+    let rules = LossRules {
+        lease_us: run.lease_us,
+        paused_client_blocks_store: run.paused_client_blocks_store,
+    };
     for lock in per_lock(&all) {
         overlaps(lock, &run.faults, &mut report);
+        losses::losses(lock, &run.faults, rules, &mut report);
         token_order(lock, &mut report);
         duplicates(lock, &mut report);
         let stop = if run.stopped_at == 0 {

@@ -13,8 +13,8 @@ pub const USAGE: &str = "\
 usage: leader-chaos [--backend redis|mongodb|etcd|sqlite|postgres|redis-sentinel|
                                postgres-standby]
                     [--workers N] [--locks N] [--seconds N] [--seed N] [--lease-ms N]
-                    [--long-every N] [--faults LIST|all|none]
-                    [--broken no-lock|no-fence] [--dir PATH]
+                    [--long-every N] [--holders N] [--faults LIST|all|none]
+                    [--broken no-lock|no-fence|no-extend] [--dir PATH]
 
 Runs N worker processes contending for a few locks behind a fault proxy, injects faults
 on a schedule drawn from --seed, then checks the logs and the fenced resource. Prints one
@@ -26,7 +26,9 @@ failover.
 Defaults: --backend redis --seconds 60 --seed 1, every fault of the backend,
 --lease-ms 1000 (etcd: 2000, and it must be whole seconds); --workers 5 (postgres and
 postgres-standby: 7, mongodb: 10, etcd: 20), --locks one fewer than the workers,
---long-every 50 (one section in N works 1-1.5 leases).";
+--long-every 50 (one section in N works 1-1.5 leases), --holders 3 (workers 1..N also
+hold two more locks, one through the blocking elector and one through the async one, for
+2-4 leases at a time, auto-extended, while the others contend; 0: none).";
 
 /// A deliberately wrong worker, to show that the checker catches it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +37,9 @@ pub enum Broken {
     NoLock,
     /// Takes the lock but writes to the resource without the fence.
     NoFence,
+    /// Takes the lock without auto-extension: every section longer than the lease loses
+    /// it at its deadline, with no fault to explain the loss.
+    NoExtend,
 }
 
 /// What to do.
@@ -67,6 +72,8 @@ pub struct RunArgs {
     pub faults: Vec<Class>,
     /// One section in this many works 1–1.5 leases (the rest 2–30 ms).
     pub long_every: u32,
+    /// How many workers (the first ones) also run the hold loops (see [`crate::hold`]).
+    pub holders: u32,
     /// A broken worker mode.
     pub broken: Option<Broken>,
     /// Where the logs go (default: a new directory under the temp dir).
@@ -94,6 +101,8 @@ pub struct WorkerArgs {
     pub lease: Duration,
     /// One section in this many works 1–1.5 leases.
     pub long_every: u32,
+    /// How many workers (ids 1..=holders) run the hold loops.
+    pub holders: u32,
     /// A broken mode.
     pub broken: Option<Broken>,
 }
@@ -102,6 +111,10 @@ pub struct WorkerArgs {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}\n\n{USAGE}")]
 pub struct UsageError(String);
+
+/// How many workers run the hold loops when `--holders` is not given: one holds each
+/// hold lock, the other two contend for it the whole time.
+pub const DEFAULT_HOLDERS: u32 = 3;
 
 /// The hidden subcommand that makes the process a worker.
 const WORKER: &str = "__worker";
@@ -142,6 +155,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
             "--seed",
             "--lease-ms",
             "--long-every",
+            "--holders",
             "--broken",
         ]
     } else {
@@ -153,6 +167,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
             "--seed",
             "--lease-ms",
             "--long-every",
+            "--holders",
             "--faults",
             "--broken",
             "--dir",
@@ -167,6 +182,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
         return Err(UsageError("--long-every must be at least 1".into()));
     }
     let seed = number(get("--seed"), "--seed", 1)?;
+    let holders = number(get("--holders"), "--holders", DEFAULT_HOLDERS)?;
     let name = get("--backend").unwrap_or("redis");
     let backend =
         Backend::from_name(name).ok_or_else(|| UsageError(format!("unknown backend {name}")))?;
@@ -206,6 +222,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
             seed,
             lease,
             long_every,
+            holders,
             broken,
         }));
     }
@@ -220,6 +237,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
         seed,
         lease,
         long_every,
+        holders: holders.min(workers),
         faults: get("--faults").map_or(Ok(Class::of(backend)), |list| classes(list, backend))?,
         broken,
         dir: get("--dir").map(PathBuf::from),
@@ -240,6 +258,7 @@ impl WorkerArgs {
         push("--seed", self.seed.to_string().into());
         push("--lease-ms", self.lease.as_millis().to_string().into());
         push("--long-every", self.long_every.to_string().into());
+        push("--holders", self.holders.to_string().into());
         if let Some(mode) = self.broken {
             push("--broken", broken_name(mode).into());
         }
@@ -252,6 +271,7 @@ pub fn broken_name(mode: Broken) -> &'static str {
     match mode {
         Broken::NoLock => "no-lock",
         Broken::NoFence => "no-fence",
+        Broken::NoExtend => "no-extend",
     }
 }
 
@@ -259,6 +279,7 @@ fn broken(value: &str) -> Result<Broken, UsageError> {
     match value {
         "no-lock" => Ok(Broken::NoLock),
         "no-fence" => Ok(Broken::NoFence),
+        "no-extend" => Ok(Broken::NoExtend),
         other => Err(UsageError(format!("unknown broken mode {other}"))),
     }
 }
@@ -410,6 +431,7 @@ mod tests {
             seed: 9,
             lease: Duration::from_millis(1200),
             long_every: 4,
+            holders: 3,
             broken: Some(Broken::NoLock),
         };
         let line = args.to_args().into_iter().map(|a| a.into_string().unwrap());

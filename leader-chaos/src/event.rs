@@ -105,6 +105,13 @@ pub enum FaultKind {
         /// How many sessions it ended.
         sessions: u64,
     },
+    /// Another session kept every lock row locked (`SELECT … FOR UPDATE`) five times for
+    /// a moment shorter than a third of the lease, rolling back each time: a slow
+    /// contender.
+    RowLock {
+        /// How many rows it locked.
+        rows: u64,
+    },
     /// The primary killed with SIGKILL and its replica promoted (Redis: by the Sentinels,
     /// the old master then started again, empty, as its replica; PostgreSQL: the standby,
     /// `pg_promote()`).
@@ -131,6 +138,7 @@ impl FaultKind {
             FaultKind::Busy => "busy",
             FaultKind::ServerKill => "server-kill",
             FaultKind::Terminate { .. } => "terminate",
+            FaultKind::RowLock { .. } => "row-lock",
             FaultKind::Failover { .. } => "failover",
         }
     }
@@ -154,7 +162,8 @@ impl FaultKind {
             | FaultKind::MemberCut { .. }
             | FaultKind::Busy
             | FaultKind::ServerKill
-            | FaultKind::Terminate { .. } => false,
+            | FaultKind::Terminate { .. }
+            | FaultKind::RowLock { .. } => false,
         }
     }
 }
@@ -177,6 +186,10 @@ pub enum Event {
         token: u64,
         /// Wall-clock µs when the call that acquired began.
         requested: u64,
+        /// How much of the lease was left when the action began, µs (measured just
+        /// before the line's time was read, so never less than it was); absent from a
+        /// line (a broken worker's) means unknown.
+        left: Option<u64>,
     },
     /// A resource write and its outcome.
     Write {
@@ -262,7 +275,14 @@ impl fmt::Display for Event {
                 lock,
                 token,
                 requested,
-            } => write!(f, "start\tlock={lock}\ttoken={token}\treq={requested}"),
+                left,
+            } => {
+                write!(f, "start\tlock={lock}\ttoken={token}\treq={requested}")?;
+                match left {
+                    Some(left) => write!(f, "\tleft={left}"),
+                    None => Ok(()),
+                }
+            }
             Event::Write {
                 token,
                 phase,
@@ -322,6 +342,7 @@ impl fmt::Display for Event {
                     FaultKind::Terminate { sessions } => {
                         write!(f, "terminate\tsessions={sessions}")?;
                     }
+                    FaultKind::RowLock { rows } => write!(f, "row-lock\trows={rows}")?,
                     FaultKind::Failover { data_lost } => {
                         let data = if *data_lost { "lose" } else { "keep" };
                         write!(f, "failover\tdata={data}")?;
@@ -357,6 +378,9 @@ pub fn describe(kind: FaultKind) -> String {
         FaultKind::Busy => "hold an exclusive transaction on the database file".into(),
         FaultKind::ServerKill => "kill -9 the server, then start it on its data".into(),
         FaultKind::Terminate { .. } => "pg_terminate_backend the client sessions".into(),
+        FaultKind::RowLock { .. } => {
+            "lock every lock row from another session five times for a moment".into()
+        }
         FaultKind::Failover { data_lost: true } => {
             "kill -9 the primary, promote its asynchronous replica, data maybe lost".into()
         }

@@ -15,11 +15,22 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::backend::Backend;
-use crate::checker::FaultSpan;
+use crate::checker::{FaultSpan, LOSS_AFTERMATH_US};
 use crate::event::{FaultKind, describe, now_us};
 use crate::orchestrator::Lab;
 use crate::worker::{lock_name, worker_of};
 use crate::workers::signal;
+
+/// How long the `row-lock` fault keeps the rows locked each time, in ms: under a third of
+/// the lease (1 s by default; etcd, 2 s, has no rows), so a renewal that waits for the
+/// rows is answered with a third of its lease left at the least.
+const ROW_LOCK_MS: std::ops::Range<u64> = 150..300;
+/// How many times the `row-lock` fault locks the rows, [`ROW_LOCK_GAP`] apart: a renewal
+/// comes every third of a lease, so each lock meets a held lease's renewal about two
+/// times in three, and five of them (some two seconds in all) one almost surely.
+const ROW_LOCKS: usize = 5;
+/// The pause between two of the `row-lock` fault's locks.
+const ROW_LOCK_GAP: Duration = Duration::from_millis(200);
 
 /// A kind of fault a run may inject.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +65,13 @@ pub enum Class {
     ServerKill,
     /// PostgreSQL: `pg_terminate_backend` every client session but the orchestrator's.
     Terminate,
+    /// PostgreSQL (and with a standby): another session locks every lock row
+    /// (`SELECT … FOR UPDATE`) for 150–300 ms, under a third of the lease, then rolls
+    /// back, five times 200 ms apart, as a slow contender would (a refused acquire locks
+    /// the holder's row until it commits, a tenant batch hundreds of rows). The store
+    /// stays up and no lease is gone: a renewal that meets the locked row must wait or
+    /// try again, not fail.
+    RowLock,
     /// Redis with Sentinels: kill -9 the master, wait until the Sentinels promote the
     /// replica, then start the old master, empty, as the new master's replica (**loses
     /// data**: replication is asynchronous, so the replica may lack the last grants).
@@ -64,7 +82,7 @@ pub enum Class {
 
 impl Class {
     /// Every kind.
-    pub const ALL: [Class; 13] = [
+    pub const ALL: [Class; 14] = [
         Class::Kill,
         Class::Pause,
         Class::Restart,
@@ -77,6 +95,7 @@ impl Class {
         Class::Busy,
         Class::ServerKill,
         Class::Terminate,
+        Class::RowLock,
         Class::Failover,
     ];
 
@@ -114,6 +133,7 @@ impl Class {
             Class::Busy => "busy",
             Class::ServerKill => "server-kill",
             Class::Terminate => "terminate",
+            Class::RowLock => "row-lock",
             Class::Failover => "failover",
         }
     }
@@ -132,7 +152,8 @@ impl Class {
             | Class::MemberCut
             | Class::Wipe
             | Class::Busy
-            | Class::ServerKill => 2,
+            | Class::ServerKill
+            | Class::RowLock => 2,
             Class::Reset | Class::Terminate => 1,
         }
     }
@@ -221,10 +242,14 @@ impl Schedule {
             Class::Busy => FaultKind::Busy,
             Class::ServerKill => FaultKind::ServerKill,
             Class::Terminate => FaultKind::Terminate { sessions: 0 },
+            Class::RowLock => FaultKind::RowLock { rows: 0 },
             Class::Failover => FaultKind::Failover {
                 data_lost: lab.failover_loses_data,
             },
         };
+        if class == Class::RowLock {
+            wait_until_quiet(lab);
+        }
         lab.journal.say(&format!("fault: {}", describe(kind)));
         let start = now_us();
         let mut kind = kind;
@@ -288,6 +313,15 @@ impl Schedule {
                 lab.server.kill_and_restart(down)?;
             }
             FaultKind::Terminate { sessions } => *sessions = lab.server.terminate_sessions()?,
+            FaultKind::RowLock { rows } => {
+                for time in 0..ROW_LOCKS {
+                    if time > 0 {
+                        thread::sleep(ROW_LOCK_GAP);
+                    }
+                    let held = Duration::from_millis(rng.random_range(ROW_LOCK_MS));
+                    *rows = (*rows).max(lab.server.lock_rows(held)?);
+                }
+            }
             // Over once the new master serves and the old one is its replica again.
             FaultKind::Failover { .. } => lab.server.failover()?,
         }
@@ -298,6 +332,24 @@ impl Schedule {
         };
         lab.journal.fault(span)?;
         Ok(span)
+    }
+}
+
+/// Waits until no earlier fault can explain a lost lease any more (a lease and
+/// [`LOSS_AFTERMATH_US`] after the last one ended): the `row-lock` fault explains no loss,
+/// and a lease it made the product lose must not pass for the earlier fault's doing.
+fn wait_until_quiet(lab: &Lab) {
+    let Some(last) = lab.journal.faults().last() else {
+        return;
+    };
+    let lease_us = u64::try_from(lab.lease.as_micros()).unwrap_or(u64::MAX);
+    let quiet_at = last
+        .end
+        .saturating_add(lease_us)
+        .saturating_add(LOSS_AFTERMATH_US);
+    let now = now_us();
+    if quiet_at > now {
+        thread::sleep(Duration::from_micros(quiet_at - now));
     }
 }
 

@@ -5,6 +5,7 @@ pub mod checker;
 pub mod cli;
 pub mod event;
 pub mod faults;
+pub mod hold;
 pub mod journal;
 pub mod logfile;
 pub mod orchestrator;

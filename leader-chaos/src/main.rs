@@ -18,13 +18,16 @@ fn main() -> ExitCode {
             println!("{USAGE}");
             ExitCode::SUCCESS
         }
-        Command::Worker(args) => match worker::run(&args) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(err) => {
-                eprintln!("leader-chaos worker {}: {err}", args.worker);
-                ExitCode::from(2)
+        Command::Worker(args) => {
+            log_warnings();
+            match worker::run(&args) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(err) => {
+                    eprintln!("leader-chaos worker {}: {err}", args.worker);
+                    ExitCode::from(2)
+                }
             }
-        },
+        }
         Command::Run(args) => match orchestrator::run(&args) {
             Ok(report) => {
                 for example in &report.examples {
@@ -44,4 +47,17 @@ fn main() -> ExitCode {
             }
         },
     }
+}
+
+/// Sends the library's warnings (`warn` and `error` events: a lease lost and why, a
+/// release that failed) to standard error, which the orchestrator keeps as the worker's
+/// `w<worker>.<life>.stderr` file; `LEADER_CHAOS_LOG` (a `tracing` filter) asks for more.
+fn log_warnings() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("LEADER_CHAOS_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
 }

@@ -11,9 +11,10 @@ use leader_testkit::FaultProxy;
 use leader_testkit::fixtures::RedisServer;
 
 use crate::checker::{Incarnation, Report, RunRecord, check};
-use crate::cli::{RunArgs, WorkerArgs, broken_name};
+use crate::cli::{Broken, RunArgs, WorkerArgs, broken_name};
 use crate::event::{now_us, parse_log};
 use crate::faults::Schedule;
+use crate::hold::Hold;
 use crate::journal::Journal;
 use crate::resource;
 use crate::servers::{self, LockServer};
@@ -30,7 +31,8 @@ pub struct Lab {
     pub(crate) workers: Workers,
     pub(crate) journal: Journal,
     pub(crate) lease: Duration,
-    /// How many locks the workers contend for.
+    /// How many lock names the workers use: the contended ones and the hold loops' (a
+    /// pause may hit the holder of any).
     pub(crate) locks: u32,
     pub(crate) restart_loses_data: bool,
     /// Whether a failover may lose acknowledged writes (an asynchronous replica).
@@ -88,6 +90,7 @@ pub fn run(args: &RunArgs) -> Result<Report, Box<dyn Error>> {
         seed: args.seed,
         lease: args.lease,
         long_every: args.long_every,
+        holders: args.holders,
         broken: args.broken,
     };
     let workers = Workers::start(args.workers, template, &dir, &mut journal)?;
@@ -98,7 +101,7 @@ pub fn run(args: &RunArgs) -> Result<Report, Box<dyn Error>> {
         workers,
         journal,
         lease: args.lease,
-        locks: args.locks,
+        locks: args.locks + hold_locks(args),
         restart_loses_data: args.backend.restart_loses_data(),
         failover_loses_data: args.backend.failover_loses_data(),
     };
@@ -118,6 +121,7 @@ pub fn run(args: &RunArgs) -> Result<Report, Box<dyn Error>> {
         run_end,
         stopped_at,
         lease_us: u64::try_from(args.lease.as_micros()).unwrap_or(u64::MAX),
+        paused_client_blocks_store: args.backend.paused_client_blocks_store(),
     };
     let report = check(&record);
     let text = format!(
@@ -148,20 +152,37 @@ fn run_schedule(args: &RunArgs, lab: &mut Lab) -> Result<(), Box<dyn Error>> {
     }
 }
 
-/// Reads every worker life's log; a partial last line is dropped and counted.
+/// How many locks the hold loops add: one per [`Hold`] when any worker runs them.
+fn hold_locks(args: &RunArgs) -> u32 {
+    if args.holders == 0 || args.broken == Some(Broken::NoLock) {
+        0
+    } else {
+        u32::try_from(Hold::ALL.len()).unwrap_or(u32::MAX)
+    }
+}
+
+/// Reads every worker life's logs (its contending loop's, and its hold loops' where it
+/// ran them); a partial last line is dropped and counted.
 fn read_logs(lives: &[Life]) -> Result<Vec<Incarnation>, Box<dyn Error>> {
     let mut incarnations = Vec::with_capacity(lives.len());
     for life in lives {
-        // A worker killed before its first line leaves no file.
-        let bytes = std::fs::read(&life.log).unwrap_or_default();
-        let parsed = parse_log(&String::from_utf8_lossy(&bytes))
-            .map_err(|err| format!("{}: {err}", life.log.display()))?;
-        incarnations.push(Incarnation {
-            worker: life.worker,
-            events: parsed.events,
-            died_at: life.died_at,
-            torn: parsed.torn,
-        });
+        let holds = Hold::ALL.map(|hold| hold.log(&life.log));
+        for log in std::iter::once(&life.log).chain(&holds) {
+            // A worker killed before its first line leaves no file; a worker that runs no
+            // hold loop has none of theirs.
+            let bytes = std::fs::read(log).unwrap_or_default();
+            if bytes.is_empty() && log != &life.log {
+                continue;
+            }
+            let parsed = parse_log(&String::from_utf8_lossy(&bytes))
+                .map_err(|err| format!("{}: {err}", log.display()))?;
+            incarnations.push(Incarnation {
+                worker: life.worker,
+                events: parsed.events,
+                died_at: life.died_at,
+                torn: parsed.torn,
+            });
+        }
     }
     Ok(incarnations)
 }
@@ -194,10 +215,11 @@ fn run_dir(args: &RunArgs) -> std::io::Result<PathBuf> {
 fn describe_run(args: &RunArgs, dir: &Path) -> String {
     let faults: Vec<&str> = args.faults.iter().map(|c| c.name()).collect();
     format!(
-        "run: backend={} workers={} locks={} seconds={} seed={} lease_ms={} faults={} broken={} dir={}",
+        "run: backend={} workers={} locks={} holders={} seconds={} seed={} lease_ms={} faults={} broken={} dir={}",
         args.backend.name(),
         args.workers,
         args.locks,
+        args.holders,
         args.seconds,
         args.seed,
         args.lease.as_millis(),

@@ -234,6 +234,31 @@ impl LockServer {
         con.execute_batch("ROLLBACK").map_err(io::Error::other)
     }
 
+    /// PostgreSQL (the primary, with a standby): another session locks every lock row
+    /// (`SELECT … FOR UPDATE`, waiting for any a worker's statement holds), keeps them for
+    /// `held`, then rolls back; returns how many rows it locked.
+    ///
+    /// # Errors
+    ///
+    /// When the server cannot be reached, or for another backend.
+    pub fn lock_rows(&mut self, held: Duration) -> io::Result<u64> {
+        let server = match self {
+            LockServer::Postgres(server) => &*server,
+            LockServer::PostgresStandby(pair) => pair.primary(),
+            _ => return Err(not_here("row-lock")),
+        };
+        let out = server.psql(&format!(
+            "BEGIN; SELECT count(*) FROM (SELECT 1 FROM {LOCK_TABLE} FOR UPDATE) AS locked; \
+             SELECT pg_sleep({}); ROLLBACK;",
+            held.as_secs_f64()
+        ))?;
+        // psql prints each statement's result (the sleep's an empty line): the count is
+        // the first number.
+        out.lines()
+            .find_map(|line| line.trim().parse().ok())
+            .ok_or_else(|| io::Error::other(format!("psql said {out:?}")))
+    }
+
     /// PostgreSQL: ends every client session but the one asking
     /// (`pg_terminate_backend`); returns how many.
     ///

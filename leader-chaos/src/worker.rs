@@ -1,6 +1,7 @@
 //! One worker process: contends in a loop for one of the run's locks (drawn at random
 //! each time) and, while it holds it, writes to the resource fenced by its token, logging
-//! every step.
+//! every step; the first `--holders` workers run the hold loops ([`crate::hold`]) beside
+//! it.
 //!
 //! The lease is short (`--lease-ms`, 1 s by default, 2 s for etcd) and
 //! **auto-extended**: some sections deliberately work longer than the lease, and with the
@@ -18,12 +19,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use leader::{LeaderElectionOptions, LeaderElector, LeaseContext};
+use leader::{LeaderElectionOptions, LeaderElector, LeaderRunResult, LeaseContext};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::cli::{Broken, WorkerArgs};
 use crate::event::{Event, Phase, WriteOutcome, now_us};
+use crate::hold;
 use crate::logfile::LogFile;
 use crate::resource::Resource;
 use crate::servers;
@@ -49,19 +51,23 @@ pub fn worker_of(leader_id: &str) -> Option<u32> {
 }
 
 /// What a section needs: the log, the resource, the random source.
-struct Worker {
+pub(crate) struct Worker {
     id: u32,
     /// One section in this many is long.
     long_every: u32,
     /// The lock of the current section.
-    lock: u32,
+    pub(crate) lock: u32,
     lease: Duration,
     log: LogFile,
     resource: Resource,
-    rng: StdRng,
+    pub(crate) rng: StdRng,
+    /// When the current section's start write returned.
+    wrote_at: u64,
 }
 
-/// Runs the worker until its standard input closes (the orchestrator's stop signal).
+/// Runs the worker until its standard input closes (the orchestrator's stop signal): the
+/// contending loop on this thread and, for workers `1..=--holders`, the hold loops
+/// ([`crate::hold`]) beside it.
 ///
 /// # Errors
 ///
@@ -73,23 +79,15 @@ pub fn run(args: &WorkerArgs) -> Result<(), Box<dyn Error>> {
         pid: std::process::id(),
     })?;
     let stop = stop_on_stdin_close();
-    let seed = args.seed ^ (u64::from(args.worker) << 32) ^ u64::from(args.incarnation);
-    let mut worker = Worker {
-        id: args.worker,
-        long_every: args.long_every.max(1),
-        lock: 0,
-        lease: args.lease,
-        log,
-        resource: Resource::new(&args.resource_url, args.broken != Some(Broken::NoFence)),
-        rng: StdRng::seed_from_u64(seed),
-    };
     if args.broken == Some(Broken::NoLock) {
-        return worker.without_lock(&stop);
+        return Worker::new(args, log, 0).without_lock(&stop);
     }
+    let holds = hold::start(args, &stop)?;
+    let mut worker = Worker::new(args, log, 0);
     let options = LeaderElectionOptions::new()
         .with_lease_time(args.lease)
         .with_wait_time(WAIT_TIME)
-        .with_auto_extend(true)
+        .with_auto_extend(extends(args))
         .with_node_id(node_id(args.worker));
     let elector = LeaderElector::new(servers::connect(&args.lock_url)?, options)?;
     let locks = args.locks.max(1);
@@ -99,38 +97,70 @@ pub fn run(args: &WorkerArgs) -> Result<(), Box<dyn Error>> {
         let requested = now_us();
         let ran = elector.run_if_leader_with(&name, |lease: &LeaseContext| {
             let token = lease.fencing_token();
-            worker.section(token, requested, |work| {
+            worker.section(token, requested, Some(lease_left(lease)), |work| {
                 lease.wait_lost_timeout(work).then(|| lease_end(lease))
             })
         });
-        match ran {
-            Ok(outcome) if outcome.is_skipped() => {
-                worker.log.record(Event::Skip { requested })?;
-            }
-            Ok(outcome) => {
-                if let Some(err) = outcome.into_result().err() {
-                    return Err(err.into());
-                }
-            }
-            Err(err) => {
-                let message = err.to_string();
-                worker.log.record(Event::Error { requested, message })?;
-                thread::sleep(Duration::from_millis(100));
-            }
-        }
-        worker.pause_between();
+        worker.after(ran, requested)?;
     }
-    Ok(())
+    holds.join()
 }
 
 impl Worker {
+    /// The worker of `args` writing to `log`, its random source drawn from the run's
+    /// seed, the worker, its life and `stream` (one per loop of the process).
+    pub(crate) fn new(args: &WorkerArgs, log: LogFile, stream: u64) -> Self {
+        let seed = args.seed
+            ^ (u64::from(args.worker) << 32)
+            ^ u64::from(args.incarnation)
+            ^ (stream << 56);
+        Worker {
+            id: args.worker,
+            long_every: args.long_every.max(1),
+            lock: 0,
+            lease: args.lease,
+            log,
+            resource: Resource::new(&args.resource_url, args.broken != Some(Broken::NoFence)),
+            rng: StdRng::seed_from_u64(seed),
+            wrote_at: 0,
+        }
+    }
+
+    /// Logs what a call of `run_if_leader_with` begun at `requested` answered (a skip, an
+    /// error, after which it waits a moment), then pauses briefly before the next.
+    ///
+    /// # Errors
+    ///
+    /// When the log cannot be written, or the section's own error (writing its log).
+    pub(crate) fn after(
+        &mut self,
+        ran: Result<LeaderRunResult<(), io::Error>, leader::Error>,
+        requested: u64,
+    ) -> io::Result<()> {
+        match ran {
+            Ok(outcome) if outcome.is_skipped() => {
+                self.log.record(Event::Skip { requested })?;
+            }
+            Ok(outcome) => {
+                outcome.into_result()?;
+            }
+            Err(err) => {
+                let message = err.to_string();
+                self.log.record(Event::Error { requested, message })?;
+                thread::sleep(Duration::from_millis(100));
+            }
+        }
+        self.pause_between();
+        Ok(())
+    }
+
     /// The broken `no-lock` mode: every iteration is a section, with a token counted here.
-    fn without_lock(&mut self, stop: &AtomicBool) -> Result<(), Box<dyn Error>> {
+    fn without_lock(mut self, stop: &AtomicBool) -> Result<(), Box<dyn Error>> {
         let mut token = 0;
         while !stop.load(Ordering::SeqCst) {
             token += 1;
             let requested = now_us();
-            self.section(token, requested, |work| {
+            self.section(token, requested, None, |work| {
                 thread::sleep(work);
                 None
             })?;
@@ -141,32 +171,54 @@ impl Worker {
 
     /// One section: `start`, fenced start write, work (stopping early when `wait_lost`
     /// returns when the lease ended), fenced end write, `end`.
+    fn section(
+        &mut self,
+        token: u64,
+        requested: u64,
+        left: Option<Duration>,
+        wait_lost: impl FnOnce(Duration) -> Option<u64>,
+    ) -> Result<(), io::Error> {
+        let work = self.work_time();
+        let lost = match self.begin(token, requested, left)? {
+            Some(refused) => Some(refused),
+            None => wait_lost(work),
+        };
+        self.finish(token, lost)
+    }
+
+    /// A section's beginning: its `start` line (with `left`, how much of the lease is
+    /// left, read before the line's time) and its fenced start write. Returns when the
+    /// lease ended if the fence refused the write (a newer holder exists, so the lease is
+    /// gone too), else `None`: the holder works.
+    pub(crate) fn begin(
+        &mut self,
+        token: u64,
+        requested: u64,
+        left: Option<Duration>,
+    ) -> Result<Option<u64>, io::Error> {
+        self.log.record(Event::Start {
+            lock: self.lock,
+            token,
+            requested,
+            left: left.map(|left| u64::try_from(left.as_micros()).unwrap_or(u64::MAX)),
+        })?;
+        let (first, wrote_at) = self.write(token, Phase::Start)?;
+        self.wrote_at = wrote_at;
+        Ok(matches!(first, WriteOutcome::Rejected { .. }).then_some(wrote_at))
+    }
+
+    /// A section's end: `lost` if the lease ended (at `lost`), the fenced end write, `end`.
     ///
     /// The `lost` line is stamped with the moment the lease ended, not when the worker woke
     /// to see it (a worker descheduled or stopped past its deadline did nothing meanwhile),
     /// but never before its start write returned: the section covers every write it made
     /// believing it held the lock.
-    fn section(
-        &mut self,
-        token: u64,
-        requested: u64,
-        wait_lost: impl FnOnce(Duration) -> Option<u64>,
-    ) -> Result<(), io::Error> {
-        self.log.record(Event::Start {
-            lock: self.lock,
-            token,
-            requested,
-        })?;
-        let (first, wrote_at) = self.write(token, Phase::Start)?;
-        let work = self.work_time();
-        // A refused start write means a newer holder exists: the lease is gone too.
-        let lost = match first {
-            WriteOutcome::Rejected { .. } => Some(wrote_at),
-            _ => wait_lost(work),
-        };
+    pub(crate) fn finish(&mut self, token: u64, lost: Option<u64>) -> Result<(), io::Error> {
         if let Some(ended) = lost {
-            self.log
-                .record_at(ended.max(wrote_at).min(now_us()), Event::Lost { token })?;
+            self.log.record_at(
+                ended.max(self.wrote_at).min(now_us()),
+                Event::Lost { token },
+            )?;
         }
         self.write(token, Phase::End)?;
         self.log.record(Event::End { token })?;
@@ -194,14 +246,25 @@ impl Worker {
         }
     }
 
-    fn pause_between(&mut self) {
+    pub(crate) fn pause_between(&mut self) {
         thread::sleep(Duration::from_millis(self.rng.random_range(0..10)));
     }
 }
 
+/// Whether the worker's leases are auto-extended: always, but in the broken `no-extend`
+/// mode.
+pub(crate) fn extends(args: &WorkerArgs) -> bool {
+    args.broken != Some(Broken::NoExtend)
+}
+
+/// How much of the lease is left now.
+pub(crate) fn lease_left(lease: &LeaseContext) -> Duration {
+    lease.deadline().saturating_duration_since(Instant::now())
+}
+
 /// When the lease ended, wall-clock µs: its deadline if that has passed (the watchdog
 /// may only have noticed later), else now (the watchdog found it gone early).
-fn lease_end(lease: &LeaseContext) -> u64 {
+pub(crate) fn lease_end(lease: &LeaseContext) -> u64 {
     let late = Instant::now().saturating_duration_since(lease.deadline());
     now_us().saturating_sub(u64::try_from(late.as_micros()).unwrap_or(u64::MAX))
 }

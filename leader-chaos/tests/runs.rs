@@ -60,6 +60,33 @@ fn writes_without_the_fence_are_caught() {
 }
 
 #[test]
+fn workers_that_do_not_extend_their_leases_are_caught() {
+    if !servers(&["redis-server"]) {
+        return;
+    }
+    // Without auto-extension every hold (2–4 leases) loses its lease at its deadline with
+    // no fault to explain it; and still no overlap, since the lease ends on the worker's
+    // clock before the store lets anyone else in.
+    let (code, line) = run(
+        "no-extend",
+        &[
+            "--broken",
+            "no-extend",
+            "--workers",
+            "3",
+            "--seconds",
+            "6",
+            "--faults",
+            "none",
+        ],
+    );
+    assert_eq!(code, Some(1), "{line}");
+    assert!(figure(&line, "unexplained_losses") > 0, "{line}");
+    assert_eq!(figure(&line, "explained_losses"), 0, "{line}");
+    assert_eq!(figure(&line, "unexplained_overlaps"), 0, "{line}");
+}
+
+#[test]
 fn a_healthy_redis_run_passes() {
     if !servers(&["redis-server"]) {
         return;

@@ -2,7 +2,8 @@
 
 use crate::event::{Event, Stamped, WriteOutcome};
 
-/// One process life of a worker: its log, and when it was known gone.
+/// One log of a worker's process life (its contending loop's, or a hold loop's), and when
+/// that process was known gone.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Incarnation {
     /// The worker id.
@@ -33,6 +34,10 @@ pub struct Section {
     pub end: u64,
     /// No `lost` or `end` line: cut short by the worker's death or the run's end.
     pub unfinished: bool,
+    /// Ended by a `lost` line: the lease ended before the action did (`end` is when).
+    pub lost: bool,
+    /// How much of its lease was left when the action began, µs, if logged.
+    pub left: Option<u64>,
 }
 
 /// What the logs say besides the sections.
@@ -65,6 +70,7 @@ pub fn sections(incarnations: &[Incarnation], run_end: u64) -> (Vec<Section>, Ta
                     lock,
                     token,
                     requested,
+                    left,
                 } => {
                     // A start inside a section should not happen; the new one ends the old.
                     all.extend(open.take().map(|s| closed(s, *at)));
@@ -76,14 +82,20 @@ pub fn sections(incarnations: &[Incarnation], run_end: u64) -> (Vec<Section>, Ta
                         start: *at,
                         end: *at,
                         unfinished: true,
+                        lost: false,
+                        left,
                     });
                 }
                 Event::Lost { token } | Event::End { token } => {
-                    if matches!(event, Event::Lost { .. }) {
+                    let lost = matches!(event, Event::Lost { .. });
+                    if lost {
                         tallies.lost += 1;
                     }
                     if let Some(section) = open.take_if(|s| s.token == token) {
-                        all.push(closed(section, *at));
+                        all.push(Section {
+                            lost,
+                            ..closed(section, *at)
+                        });
                     }
                 }
                 Event::Skip { .. } => tallies.skips += 1,

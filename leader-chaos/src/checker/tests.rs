@@ -23,6 +23,7 @@ fn run(incarnations: Vec<Incarnation>, faults: Vec<FaultSpan>, resource: &[&str]
         run_end: 1_000,
         stopped_at: 0,
         lease_us: 100,
+        paused_client_blocks_store: false,
     })
 }
 
@@ -56,8 +57,8 @@ fn back_to_back_sections_pass() {
     assert_eq!(
         report.to_string(),
         "chaos: backend=test acquisitions=2 unexplained_overlaps=0 token_order_violations=0 \
-         duplicate_tokens=0 stale_writes_accepted=0 faults=0 explained_overlaps=0 \
-         longest_gap_ms=0"
+         duplicate_tokens=0 stale_writes_accepted=0 unexplained_losses=0 faults=0 \
+         explained_overlaps=0 explained_losses=0 longest_gap_ms=0"
     );
     // Worker 1's end at 20, worker 2's start at 21: a gap of 1 µs.
     assert_eq!(report.longest_gap.map(|g| g.len_us()), Some(1));
@@ -412,4 +413,191 @@ fn the_longest_gap_leaves_out_the_faults_windows_and_the_stop() {
         ..RunRecord::default()
     });
     assert_eq!(report.longest_gap.map(|g| (g.from, g.to)), Some((30, 100)));
+}
+
+/// A lease of worker 1 on lock 0, acquired at 100 (asked at 90) and lost at 500; the
+/// run's lease is 100 µs (`run`), a second of aftermath beyond it.
+fn lost_at_500() -> Vec<Incarnation> {
+    vec![life(
+        1,
+        "100\tstart\ttoken=5\treq=90\n500\tlost\ttoken=5\n501\tend\ttoken=5\n",
+    )]
+}
+
+#[test]
+fn a_loss_without_a_fault_is_unexplained() {
+    let report = run(lost_at_500(), vec![], &[]);
+    assert_eq!((report.unexplained_losses, report.explained_losses), (1, 0));
+    assert!(!report.passed(), "{report:?}");
+    assert!(
+        report.examples[0].contains("unexplained loss"),
+        "{:?}",
+        report.examples
+    );
+    assert!(
+        report.to_string().contains("unexplained_losses=1"),
+        "{report}"
+    );
+    // A section that ended without losing its lease is no loss.
+    let report = run(
+        vec![life(1, "100\tstart\ttoken=5\treq=90\n500\tend\ttoken=5\n")],
+        vec![],
+        &[],
+    );
+    assert_eq!(report.unexplained_losses + report.explained_losses, 0);
+    assert!(report.passed());
+}
+
+#[test]
+fn a_fault_of_the_store_near_the_loss_explains_it() {
+    for kind in [
+        FaultKind::Restart { data_lost: false },
+        FaultKind::Blackhole,
+        FaultKind::Reset,
+        FaultKind::ServerKill,
+        FaultKind::Terminate { sessions: 2 },
+        FaultKind::Wipe { rows: 3 },
+        FaultKind::Busy,
+        FaultKind::Failover { data_lost: false },
+        FaultKind::MemberKill {
+            member: 0,
+            leader: true,
+        },
+        FaultKind::MemberPause {
+            member: 1,
+            leader: false,
+        },
+        FaultKind::MemberCut { member: 2 },
+    ] {
+        // During the fault, or over less than a lease and the aftermath before the loss
+        // (here all of the run).
+        for (start, end) in [(400, 600), (450, 450), (10, 20)] {
+            let report = run(lost_at_500(), vec![fault(kind, start, end)], &[]);
+            assert_eq!(
+                (report.unexplained_losses, report.explained_losses),
+                (0, 1),
+                "{kind:?} {start}..{end}"
+            );
+            assert_eq!(report.losses_explained_by.get(kind.name()), Some(&1));
+            assert!(report.passed(), "{kind:?}");
+        }
+    }
+}
+
+#[test]
+fn a_fault_too_long_before_the_loss_or_after_it_explains_nothing() {
+    let lease_us = 2_000_000;
+    let check_with = |faults: Vec<FaultSpan>| {
+        check(&RunRecord {
+            backend: "test".into(),
+            incarnations: vec![life(
+                1,
+                "5000000\tstart\ttoken=5\treq=4900000\n9000000\tlost\ttoken=5\n",
+            )],
+            faults,
+            run_end: 20_000_000,
+            lease_us,
+            ..RunRecord::default()
+        })
+    };
+    // Over more than a lease and the aftermath before the loss at 9 s: nothing; at the
+    // bound, it explains it.
+    let bound = 9_000_000 - lease_us - LOSS_AFTERMATH_US;
+    let report = check_with(vec![fault(FaultKind::Reset, 5_000_000, bound - 1)]);
+    assert_eq!(report.unexplained_losses, 1);
+    let report = check_with(vec![fault(FaultKind::Reset, 5_000_000, bound)]);
+    assert_eq!(report.unexplained_losses, 0);
+    // Begun after the loss: nothing.
+    let report = check_with(vec![fault(FaultKind::Blackhole, 9_000_001, 9_500_000)]);
+    assert_eq!(report.unexplained_losses, 1);
+}
+
+#[test]
+fn only_a_pause_of_the_loser_explains_its_loss_unless_a_paused_client_blocks_the_store() {
+    // Worker 1 stopped while it held the lease: its lease ran out.
+    let report = run(
+        lost_at_500(),
+        vec![fault(FaultKind::Pause { worker: 1 }, 200, 700)],
+        &[],
+    );
+    assert_eq!(report.losses_explained_by.get("pause"), Some(&1));
+    // Another worker stopped, or killed, or a row locked a moment: nothing (on a server,
+    // a stopped client holds nothing up; a row locked for a moment must be waited for).
+    for kind in [
+        FaultKind::Pause { worker: 2 },
+        FaultKind::Kill { worker: 2 },
+        FaultKind::Kill { worker: 1 },
+        FaultKind::RowLock { rows: 4 },
+    ] {
+        let report = run(lost_at_500(), vec![fault(kind, 400, 450)], &[]);
+        assert_eq!(report.unexplained_losses, 1, "{kind:?}");
+        assert!(!report.passed());
+    }
+    // On SQLite another worker stopped inside its write transaction keeps the file locked.
+    let report = check(&RunRecord {
+        backend: "sqlite".into(),
+        incarnations: lost_at_500(),
+        faults: vec![fault(FaultKind::Pause { worker: 2 }, 400, 450)],
+        run_end: 1_000,
+        lease_us: 100,
+        paused_client_blocks_store: true,
+        ..RunRecord::default()
+    });
+    assert_eq!(report.explained_losses, 1);
+    assert!(report.passed(), "{report:?}");
+    // A pause of the loser over before it asked for the lock explains nothing either.
+    let report = run(
+        vec![life(
+            1,
+            "5000000\tstart\ttoken=5\treq=4900000\n5500000\tlost\ttoken=5\n",
+        )],
+        vec![fault(FaultKind::Pause { worker: 1 }, 1_000_000, 3_000_000)],
+        &[],
+    );
+    assert_eq!(report.unexplained_losses, 1);
+}
+
+#[test]
+fn a_late_start_explains_only_the_loss_of_its_first_renewal() {
+    // Lease 900 µs (`check_with`): a third is 300. The action began at 1000.
+    let check_with = |start_line: &str, lost_at: u64| {
+        check(&RunRecord {
+            backend: "test".into(),
+            incarnations: vec![life(
+                1,
+                &format!("{start_line}\n{lost_at}\tlost\ttoken=5\n"),
+            )],
+            run_end: 10_000,
+            lease_us: 900,
+            ..RunRecord::default()
+        })
+    };
+    // 100 µs of the lease left at the start: lost by 1000 + 100 + 300, a late start.
+    let late = "1000\tstart\ttoken=5\treq=10\tleft=100";
+    for lost_at in [1050, 1100, 1400] {
+        let report = check_with(late, lost_at);
+        assert_eq!(
+            report.losses_explained_by.get(LATE_START),
+            Some(&1),
+            "{lost_at}"
+        );
+        assert!(report.passed(), "{report:?}");
+    }
+    // Lost later: its first renewal was answered, the next had its full time.
+    assert_eq!(check_with(late, 1401).unexplained_losses, 1);
+    // Two thirds of the lease left (600) or more: no late start; nor with nothing logged.
+    for start_line in [
+        "1000\tstart\ttoken=5\treq=10\tleft=600",
+        "1000\tstart\ttoken=5\treq=10",
+    ] {
+        assert_eq!(
+            check_with(start_line, 1100).unexplained_losses,
+            1,
+            "{start_line}"
+        );
+    }
+    assert_eq!(
+        check_with("1000\tstart\ttoken=5\treq=10\tleft=599", 1100).explained_losses,
+        1
+    );
 }

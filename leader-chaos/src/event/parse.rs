@@ -85,6 +85,7 @@ fn parse_line(line: &str) -> Result<Stamped, &'static str> {
             },
             token: num("token")?,
             requested: num("req")?,
+            left: get("left").is_ok().then(|| num("left")).transpose()?,
         },
         "write" => Event::Write {
             token: num("token")?,
@@ -147,6 +148,7 @@ fn parse_line(line: &str) -> Result<Stamped, &'static str> {
                 "terminate" => FaultKind::Terminate {
                     sessions: num("sessions")?,
                 },
+                "row-lock" => FaultKind::RowLock { rows: num("rows")? },
                 "failover" => FaultKind::Failover {
                     data_lost: get("data")? == "lose",
                 },
@@ -203,6 +205,13 @@ mod tests {
                 lock: 3,
                 token: u64::MAX,
                 requested: 3,
+                left: None,
+            },
+            Event::Start {
+                lock: 0,
+                token: 7,
+                requested: 3,
+                left: Some(999_000),
             },
             Event::Write {
                 token: 5,
@@ -278,6 +287,11 @@ mod tests {
             },
             Event::Fault {
                 kind: FaultKind::Terminate { sessions: 4 },
+                start: 1,
+                end: 2,
+            },
+            Event::Fault {
+                kind: FaultKind::RowLock { rows: 8 },
                 start: 1,
                 end: 2,
             },
