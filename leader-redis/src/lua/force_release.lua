@@ -20,7 +20,8 @@
 --
 -- A record without key expiry whose `exp` is still ahead on the caller's clock is a
 -- holder, as acquire.lua and every read have it (`holds_without_expiry` in
--- ops/state.rs), and is freed like any other.--
+-- ops/state.rs), and is freed like any other.
+--
 -- A lock kept for its minimum lease after a release (`owner` = 'released') is a holder
 -- too. The fence counter is never touched: tokens keep going up. Every field the client
 -- decodes is checked here first, so a record is never deleted and then reported corrupted.
