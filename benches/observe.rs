@@ -30,7 +30,7 @@ use leader_benches::{goal_with_limit, percentile, ratio};
 use leader_blocking::LeaderElector;
 use leader_core::{
     AcquireOutcome, AcquireRequest, ChangeKind, LeaderElectionOptions, LockBackend, LockName,
-    OwnerToken, ReleaseEvents, ReleaseNotice,
+    OwnerToken, ReleaseEvents, ReleaseNotice, ReleaseRequest,
 };
 use leader_redis::{RedisBackend, RedisConfig};
 use leader_testkit::fixtures::{self, RedisServer};
@@ -173,7 +173,7 @@ fn releases_seen(url: &str) -> (Vec<Duration>, Vec<Duration>) {
         // The observer is waiting on its subscription before the release is sent.
         std::thread::sleep(Duration::from_millis(5));
         let sent = Instant::now();
-        LockBackend::release(&holder, &lease, Duration::ZERO).unwrap();
+        LockBackend::release(&holder, ReleaseRequest::new(&lease, Duration::ZERO)).unwrap();
         let replied = Instant::now();
         let (kind, at) = seen.recv_timeout(Duration::from_secs(5)).unwrap();
         assert_eq!(kind, ChangeKind::Released);

@@ -57,7 +57,9 @@ use leader_benches::{
     percentile, ratio, redis_command_stats, redis_command_usec, request, try_once_options,
 };
 use leader_blocking::LeaderElector;
-use leader_core::{AcquireOutcome, AsyncLockBackend, Backend, LockBackend, LockName};
+use leader_core::{
+    AcquireOutcome, AsyncLockBackend, Backend, LockBackend, LockName, ReleaseRequest,
+};
 use leader_redis::{RedisBackend, RedisConfig};
 use leader_testkit::fixtures::{self, RedisReplica, RedisServer};
 use rand::Rng;
@@ -83,7 +85,10 @@ fn blocking(c: &mut Criterion, url: &str) {
             else {
                 panic!("uncontended")
             };
-            black_box(LockBackend::release(&backend, &lease, Duration::ZERO).unwrap());
+            black_box(
+                LockBackend::release(&backend, ReleaseRequest::new(&lease, Duration::ZERO))
+                    .unwrap(),
+            );
         })
     });
 
@@ -150,7 +155,7 @@ fn asynchronous(c: &mut Criterion, url: &str) {
                 panic!("uncontended")
             };
             black_box(
-                AsyncLockBackend::release(&backend, &lease, Duration::ZERO)
+                AsyncLockBackend::release(&backend, ReleaseRequest::new(&lease, Duration::ZERO))
                     .await
                     .unwrap(),
             );
@@ -504,7 +509,10 @@ fn paired(url: &str, rounds: usize) -> (Vec<Measured>, Vec<Measured>) {
                 else {
                     panic!("uncontended")
                 };
-                black_box(LockBackend::release(&backend, &lease, Duration::ZERO).unwrap());
+                black_box(
+                    LockBackend::release(&backend, ReleaseRequest::new(&lease, Duration::ZERO))
+                        .unwrap(),
+                );
             }),
         ),
         (
@@ -551,9 +559,12 @@ fn paired(url: &str, rounds: usize) -> (Vec<Measured>, Vec<Measured>) {
                         panic!("uncontended")
                     };
                     black_box(
-                        AsyncLockBackend::release(&abackend, &lease, Duration::ZERO)
-                            .await
-                            .unwrap(),
+                        AsyncLockBackend::release(
+                            &abackend,
+                            ReleaseRequest::new(&lease, Duration::ZERO),
+                        )
+                        .await
+                        .unwrap(),
                     );
                 })
             }),

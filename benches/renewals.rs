@@ -290,7 +290,7 @@ fn sqlite_batch_against_single(backend: &SqliteBackend) {
         assert!(answers.iter().all(Result::is_ok));
         let started = Instant::now();
         for renewal in &renewals {
-            backend.extend(renewal.lease, LEASE, false).unwrap();
+            backend.extend(Renewal::new(renewal.lease, LEASE)).unwrap();
         }
         single.push(started.elapsed());
     }

@@ -28,7 +28,9 @@ use std::time::Duration;
 
 use criterion::Criterion;
 use leader_benches::{Case, interleaved};
-use leader_core::{AcquireOutcome, AcquireRequest, LockBackend, LockName, OwnerToken, RecordWrite};
+use leader_core::{
+    AcquireOutcome, AcquireRequest, LockBackend, LockName, OwnerToken, RecordWrite, ReleaseRequest,
+};
 use leader_sqlite::SqliteBackend;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
@@ -137,7 +139,7 @@ impl Setup {
         else {
             panic!("the bench's lock is free");
         };
-        LockBackend::release(&self.backend, &lease, Duration::ZERO).unwrap();
+        LockBackend::release(&self.backend, ReleaseRequest::new(&lease, Duration::ZERO)).unwrap();
     }
 
     fn next_token(&self) -> i64 {

@@ -6,7 +6,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use leader_blocking::LeaderElector;
-use leader_core::{AcquireOutcome, LockBackend, LockName};
+use leader_core::{AcquireOutcome, LockBackend, LockName, ReleaseRequest};
 use rand::Rng;
 
 use crate::{percentile, request};
@@ -77,7 +77,7 @@ pub fn elector_handoffs<H: LockBackend, W: LockBackend + 'static>(
                 rand::rng().random_range(hold_ms.clone()),
             ));
             let sent_at = Instant::now();
-            LockBackend::release(holder, &lease, Duration::ZERO).unwrap();
+            LockBackend::release(holder, ReleaseRequest::new(&lease, Duration::ZERO)).unwrap();
             let released_at = match from {
                 TimedFrom::ReleaseSent => sent_at,
                 TimedFrom::ReleaseReturned => Instant::now(),

@@ -14,7 +14,7 @@ use std::hint::black_box;
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, LeaderElectionOptions, LockBackend, LockName,
-    OwnerToken,
+    OwnerToken, ReleaseRequest,
 };
 
 /// One measured case: its label and one cycle of it.
@@ -299,7 +299,7 @@ pub fn backend_cycle<B: LockBackend>(backend: &B, key: &LockName) {
     else {
         panic!("uncontended")
     };
-    black_box(LockBackend::release(backend, &lease, Duration::ZERO).unwrap());
+    black_box(LockBackend::release(backend, ReleaseRequest::new(&lease, Duration::ZERO)).unwrap());
 }
 
 /// [`backend_cycle`] through the async SPI.
@@ -316,7 +316,7 @@ pub async fn backend_cycle_async<B: AsyncLockBackend>(backend: &B, key: &LockNam
         panic!("uncontended")
     };
     black_box(
-        AsyncLockBackend::release(backend, &lease, Duration::ZERO)
+        AsyncLockBackend::release(backend, ReleaseRequest::new(&lease, Duration::ZERO))
             .await
             .unwrap(),
     );

@@ -18,7 +18,7 @@ use tracing::Instrument;
 use crate::elector::AsyncLeaderElector;
 use crate::on_drop::OnDrop;
 use crate::orphan::release_orphan;
-use crate::release::{release, release_in_background};
+use crate::release::{release, release_in_background_then};
 use crate::rt;
 use crate::survey::{self, survey, withdraw};
 
@@ -175,8 +175,7 @@ fn spawn_campaign<C: AsyncLockBackend + 'static>(backend: Arc<C>, campaign: Camp
         let shut_down = OnDrop::new(|| {
             survey::withdraw_in_background(&campaign, &backend);
             if let Some(term) = campaign.state.revoke(RevokeReason::ShutDown) {
-                release_in_background(&backend, &term, Duration::ZERO);
-                release_all(&backend, campaign.term_ended());
+                release_in_background_then(&backend, &term, Duration::ZERO, campaign.term_ended());
             }
         });
         run(&campaign, &backend).await;
@@ -278,11 +277,9 @@ async fn lead<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &A
                 term_loop.after_wait(surveyed, Instant::now())
             }
             TermStep::Renew { term, sent_at } => {
-                let renewal = term.traced_extend_async(backend.extend(
-                    term.lease(),
-                    campaign.config.lease_time(),
-                    campaign.use_db_time(),
-                ));
+                let renewal = term.traced_extend_async(
+                    backend.extend(campaign.keepalive().renewal(term.lease())),
+                );
                 let renewal = match rt::timeout(term.renewal_budget(), renewal).await {
                     Some(answer) => Raced::Answered(answer),
                     None => Raced::DeadlinePassed,

@@ -302,11 +302,8 @@ async fn watch<B: AsyncLockBackend>(
     loop {
         rt::sleep_until(schedule.due()).await;
         let sent_at = Instant::now();
-        let renewal = tracker.traced_extend_async(backend.extend(
-            tracker.lease(),
-            keepalive.lease_time,
-            keepalive.use_db_time,
-        ));
+        let renewal =
+            tracker.traced_extend_async(backend.extend(keepalive.renewal(tracker.lease())));
         let Some(answer) = rt::timeout(tracker.renewal_budget(), renewal).await else {
             tracker.renewal_unanswered();
             return;

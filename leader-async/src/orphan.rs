@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use leader_core::__private::{LeaseTracker, Orphan};
-use leader_core::{AsyncLockBackend, Error, ReleaseOutcome};
+use leader_core::{AsyncLockBackend, Error, ReleaseOutcome, ReleaseRequest};
 
 use crate::rt;
 
@@ -72,7 +72,9 @@ pub(crate) fn release_orphan<B: AsyncLockBackend + 'static>(backend: Arc<B>, orp
         loop {
             let mut answers = Vec::with_capacity(orphan.leases().len());
             for lease in orphan.leases() {
-                let answer = backend.release(lease, orphan.min_lease_time()).await;
+                let answer = backend
+                    .release(ReleaseRequest::new(lease, orphan.min_lease_time()))
+                    .await;
                 let unreachable = Orphan::ends_round(&answer);
                 answers.push(answer);
                 if unreachable {

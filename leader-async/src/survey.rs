@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use futures_lite::FutureExt;
 use leader_core::__private::{CampaignRun, Candidacy, LeadershipState, Standing, Withdrawal};
-use leader_core::AsyncLockBackend;
+use leader_core::{AsyncLockBackend, ReleaseRequest};
 
 use crate::on_drop::OnDrop;
 use crate::orphan::release_orphan;
@@ -133,7 +133,9 @@ async fn release_record<C: AsyncLockBackend>(backend: &C, withdrawal: &mut Withd
     let Some(record) = &withdrawal.record else {
         return;
     };
-    let answer = backend.release(record, Duration::ZERO).await;
+    let answer = backend
+        .release(ReleaseRequest::new(record, Duration::ZERO))
+        .await;
     if let Err(err) = &answer {
         tracing::debug!(record = %record.key, error = %err, "releasing the membership record failed");
     }

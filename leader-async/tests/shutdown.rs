@@ -11,8 +11,9 @@ use leader_async::AsyncLeaderElector;
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, BackendError, BackendErrorKind,
     CampaignConfig, Error, ExtendOutcome, ForceReleaseOutcome, InMemoryBackend,
-    LeaderElectionOptions, LeaderState, Lease, LeaseMode, ListPage, ListRequest, LockBackend,
-    LockName, LockStatus, RecordWrite, RecordWriteOutcome, ReleaseOutcome, StoredRecord,
+    LeaderElectionOptions, LeaderState, LeaseMode, ListPage, ListRequest, LockBackend, LockName,
+    LockStatus, RecordWrite, RecordWriteOutcome, ReleaseOutcome, ReleaseRequest, Renewal,
+    StoredRecord,
 };
 use leader_testkit::{Fault, FaultyBackend, Op, eventually, wait_until};
 use tokio::runtime::{Builder, Runtime};
@@ -222,20 +223,11 @@ impl AsyncLockBackend for LandsLate {
         )
         .into())
     }
-    async fn extend(
-        &self,
-        lease: &Lease,
-        lease_time: Duration,
-        use_db_time: bool,
-    ) -> Result<ExtendOutcome, Error> {
-        AsyncLockBackend::extend(&self.inner, lease, lease_time, use_db_time).await
+    async fn extend(&self, renewal: Renewal<'_>) -> Result<ExtendOutcome, Error> {
+        AsyncLockBackend::extend(&self.inner, renewal).await
     }
-    async fn release(
-        &self,
-        lease: &Lease,
-        min_lease_time: Duration,
-    ) -> Result<ReleaseOutcome, Error> {
-        AsyncLockBackend::release(&self.inner, lease, min_lease_time).await
+    async fn release(&self, release: ReleaseRequest<'_>) -> Result<ReleaseOutcome, Error> {
+        AsyncLockBackend::release(&self.inner, release).await
     }
     async fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
         AsyncLockBackend::state(&self.inner, key).await

@@ -11,7 +11,7 @@ use leader_core::__private::{
 };
 use leader_core::{
     CampaignConfig, Error, EventCallback, GroupSlots, LeadershipWatcher, LockBackend, NoopBackend,
-    ReleaseEvents, ReleaseListener,
+    ReleaseEvents, ReleaseListener, ReleaseRequest,
 };
 
 use crate::elector::LeaderElector;
@@ -260,8 +260,7 @@ fn lead<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
                 let renewal = extend_before(
                     backend,
                     &term,
-                    campaign.config.lease_time(),
-                    campaign.use_db_time(),
+                    campaign.keepalive(),
                     term.context().deadline(),
                     || state.stop_requested(),
                 );
@@ -286,7 +285,8 @@ fn lead<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
 /// Releases an ended term (it may already be gone); a transient failure is released again
 /// in the background, so that a standby does not wait out the lease.
 fn release<C: LockBackend + 'static>(backend: &Arc<C>, term: &LeaseTracker) {
-    let answer = term.traced_release(|| backend.release(term.lease(), Duration::ZERO));
+    let answer =
+        term.traced_release(|| backend.release(ReleaseRequest::new(term.lease(), Duration::ZERO)));
     if let Err(err) = after_release(backend, term, Duration::ZERO, answer) {
         tracing::debug!(lock = %term.lease().key, error = %err, "release after the term ended failed");
     }

@@ -41,12 +41,7 @@ impl<B: LockBackend + 'static> HeldLease<B> {
             backend.name(),
         ));
         let renewals = keepalive.schedule(requested_at).map(|schedule| {
-            Renewals::of(&backend).register(
-                Arc::clone(&tracker),
-                schedule,
-                keepalive.lease_time,
-                keepalive.use_db_time,
-            )
+            Renewals::of(&backend).register(Arc::clone(&tracker), schedule, keepalive)
         });
         HeldLease {
             backend,
@@ -178,8 +173,10 @@ impl<B: LockBackend + 'static> HeldLease<B> {
         // still be sent; it lands on a released lock, where ownership makes it a no-op.
         drop(self.renewals.take());
         let outcome = self.tracker.traced_release(|| {
-            self.backend
-                .release(self.tracker.lease(), self.min_lease_time)
+            self.backend.release(ReleaseRequest::new(
+                self.tracker.lease(),
+                self.min_lease_time,
+            ))
         });
         let outcome = after_release(&self.backend, &self.tracker, self.min_lease_time, outcome);
         tracing::debug!(lock = %self.tracker.lease().key, outcome = ?outcome.as_ref().ok(), "released");

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use leader_core::__private::{LeaseTracker, Orphan};
-use leader_core::{Error, LockBackend, ReleaseOutcome};
+use leader_core::{Error, LockBackend, ReleaseOutcome, ReleaseRequest};
 
 use crate::per_backend::PerBackend;
 use crate::workers::Workers;
@@ -39,7 +39,7 @@ pub(crate) fn release_orphan<B: LockBackend + 'static>(backend: Arc<B>, orphan: 
     let attempt: Attempt = Box::new(move || {
         let mut answers = Vec::with_capacity(orphan.leases().len());
         for lease in orphan.leases() {
-            let answer = backend.release(lease, orphan.min_lease_time());
+            let answer = backend.release(ReleaseRequest::new(lease, orphan.min_lease_time()));
             let unreachable = Orphan::ends_round(&answer);
             answers.push(answer);
             if unreachable {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::RecvTimeoutError;
-use leader_core::__private::{LeaseTracker, Raced};
+use leader_core::__private::{Keepalive, LeaseTracker, Raced};
 use leader_core::{Error, ExtendOutcome, LockBackend};
 
 /// How often a caller waiting for an answer checks whether it was asked to stop.
@@ -18,15 +18,14 @@ pub(crate) type Renewal = Raced<Result<ExtendOutcome, Error>>;
 pub(crate) fn extend_before<B: LockBackend + 'static>(
     backend: &Arc<B>,
     tracker: &Arc<LeaseTracker>,
-    lease_time: Duration,
-    use_db_time: bool,
+    keepalive: Keepalive,
     deadline: Instant,
     stop_requested: impl Fn() -> bool,
 ) -> Renewal {
     let renewing = Arc::clone(backend);
     let tracker = Arc::clone(tracker);
     let renewal = race_deadline(deadline, stop_requested, move || {
-        tracker.traced_extend(|| renewing.extend(tracker.lease(), lease_time, use_db_time))
+        tracker.traced_extend(|| renewing.extend(keepalive.renewal(tracker.lease())))
     });
     match renewal {
         Some(raced) => raced,

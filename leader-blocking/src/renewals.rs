@@ -26,7 +26,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use leader_core::__private::{LeaseTracker, RenewalSchedule, answers_in_order};
+use leader_core::__private::{Keepalive, LeaseTracker, RenewalSchedule, answers_in_order};
 use leader_core::{Error, ExtendOutcome, LockBackend, Renewal};
 use parking_lot::{Condvar, Mutex};
 
@@ -72,8 +72,8 @@ impl Queue {
 struct Entry {
     tracker: Arc<LeaseTracker>,
     schedule: RenewalSchedule,
-    lease_time: Duration,
-    use_db_time: bool,
+    /// What each renewal asks for.
+    keepalive: Keepalive,
     /// A renewal was handed to the workers and is not answered yet.
     in_flight: bool,
 }
@@ -82,8 +82,7 @@ struct Entry {
 struct Sent {
     id: u64,
     tracker: Arc<LeaseTracker>,
-    lease_time: Duration,
-    use_db_time: bool,
+    keepalive: Keepalive,
 }
 
 /// A lease's place in the driver: renewed until dropped.
@@ -130,8 +129,7 @@ impl<B: LockBackend + 'static> Renewals<B> {
         self: &Arc<Self>,
         tracker: Arc<LeaseTracker>,
         schedule: RenewalSchedule,
-        lease_time: Duration,
-        use_db_time: bool,
+        keepalive: Keepalive,
     ) -> Registration<B> {
         let mut queue = self.queue.lock();
         let id = queue.next_id;
@@ -152,8 +150,7 @@ impl<B: LockBackend + 'static> Renewals<B> {
                 Entry {
                     tracker,
                     schedule,
-                    lease_time,
-                    use_db_time,
+                    keepalive,
                     in_flight: false,
                 },
             );
@@ -206,8 +203,7 @@ impl<B: LockBackend + 'static> Renewals<B> {
                     Sent {
                         id: *id,
                         tracker: Arc::clone(&entry.tracker),
-                        lease_time: entry.lease_time,
-                        use_db_time: entry.use_db_time,
+                        keepalive: entry.keepalive,
                     }
                 })
                 .collect();
@@ -314,9 +310,7 @@ fn renew<B: LockBackend + 'static>(driver: &Weak<Renewals<B>>, backend: &B, leas
     }
     let renewals: Vec<Renewal<'_>> = leases
         .iter()
-        .map(|sent| {
-            Renewal::new(sent.tracker.lease(), sent.lease_time).with_db_time(sent.use_db_time)
-        })
+        .map(|sent| sent.keepalive.renewal(sent.tracker.lease()))
         .collect();
     let spans: Vec<_> = leases
         .iter()
@@ -378,9 +372,9 @@ fn renew_alone<B: LockBackend + 'static>(driver: &Weak<Renewals<B>>, backend: &B
         return;
     }
     let sent_at = Instant::now();
-    let (tracker, lease_time, use_db_time) = (&sent.tracker, sent.lease_time, sent.use_db_time);
+    let (tracker, keepalive) = (&sent.tracker, sent.keepalive);
     let answer = catch_unwind(AssertUnwindSafe(|| {
-        tracker.traced_extend(|| backend.extend(tracker.lease(), lease_time, use_db_time))
+        tracker.traced_extend(|| backend.extend(keepalive.renewal(tracker.lease())))
     }));
     match answer {
         Ok(answer) => record(driver, vec![(sent, answer)], sent_at),
@@ -413,7 +407,7 @@ fn record<B: LockBackend + 'static>(
         // Past its deadline the lease stays lost: a late "renewed" changes nothing.
         if sent
             .tracker
-            .record_renewal(answer, sent_at, sent.lease_time)
+            .record_renewal(answer, sent_at, sent.keepalive.lease_time)
         {
             entry.schedule.renewed(sent_at);
             entry.in_flight = false;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use event_listener::Listener;
 use leader_core::__private::{CampaignRun, Candidacy, LeadershipState, Standing};
-use leader_core::LockBackend;
+use leader_core::{LockBackend, ReleaseRequest};
 
 use crate::orphan::release_orphan;
 
@@ -105,7 +105,7 @@ pub(crate) fn withdraw<C: LockBackend + 'static>(campaign: &CampaignRun, backend
         return;
     };
     if let Some(record) = &withdrawal.record {
-        let answer = backend.release(record, Duration::ZERO);
+        let answer = backend.release(ReleaseRequest::new(record, Duration::ZERO));
         if let Err(err) = &answer {
             tracing::debug!(record = %record.key, error = %err, "releasing the membership record failed");
         }

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use leader_blocking::LeaderElector;
 use leader_core::{
     AcquireOutcome, AcquireRequest, Backend, BackendError, BackendErrorKind, Error, ExtendOutcome,
-    ForceReleaseOutcome, InMemoryBackend, LeaderElectionOptions, LeaderState, Lease, LeaseContext,
+    ForceReleaseOutcome, InMemoryBackend, LeaderElectionOptions, LeaderState, LeaseContext,
     LeaseMode, ListPage, ListRequest, LockBackend, LockName, RecordWrite, RecordWriteOutcome,
-    ReleaseOutcome, Renewal, StoredRecord, TenantId,
+    ReleaseOutcome, ReleaseRequest, Renewal, StoredRecord, TenantId,
 };
 use leader_testkit::{
     Call, CountingBackend, DeadlineWitness, Fault, FaultyBackend, Op, wait_until, within,
@@ -273,16 +273,12 @@ impl LockBackend for BusyInBatch {
     fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
         self.inner.try_acquire(request)
     }
-    fn extend(
-        &self,
-        lease: &Lease,
-        lease_time: Duration,
-        use_db_time: bool,
-    ) -> Result<ExtendOutcome, Error> {
+    fn extend(&self, renewal: Renewal<'_>) -> Result<ExtendOutcome, Error> {
+        let lease = renewal.lease;
         if lease.key == self.busy {
             self.singles.fetch_add(1, Ordering::SeqCst);
         }
-        self.inner.extend(lease, lease_time, use_db_time)
+        self.inner.extend(renewal)
     }
     fn extend_batch(&self, renewals: &[Renewal<'_>]) -> Vec<Result<ExtendOutcome, Error>> {
         renewals
@@ -297,15 +293,16 @@ impl LockBackend for BusyInBatch {
                     );
                     return Err(busy.into());
                 }
-                self.inner.extend(renewal.lease, renewal.lease_time, false)
+                self.inner
+                    .extend(Renewal::new(renewal.lease, renewal.lease_time))
             })
             .collect()
     }
     fn extend_batch_is_native(&self) -> bool {
         true
     }
-    fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {
-        self.inner.release(lease, min_lease_time)
+    fn release(&self, release: ReleaseRequest<'_>) -> Result<ReleaseOutcome, Error> {
+        self.inner.release(release)
     }
     fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
         self.inner.state(key)

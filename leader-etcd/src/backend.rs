@@ -45,7 +45,7 @@ const REFUSED_PAUSE: std::time::Duration = std::time::Duration::from_millis(5);
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use leader_core::{AcquireOutcome, AcquireRequest, LockBackend, LockName, OwnerToken};
+/// use leader_core::{AcquireOutcome, AcquireRequest, LockBackend, LockName, OwnerToken, ReleaseRequest};
 /// use leader_etcd::EtcdBackend;
 ///
 /// let backend = EtcdBackend::connect("etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379")?;
@@ -53,7 +53,7 @@ const REFUSED_PAUSE: std::time::Duration = std::time::Duration::from_millis(5);
 /// let request = AcquireRequest::new(&key, OwnerToken::random(), "node-a", Duration::from_secs(30));
 /// if let AcquireOutcome::Acquired(lease) = backend.try_acquire(request)? {
 ///     // ... the work only one node may do, passing lease.fencing_token along ...
-///     backend.release(&lease, Duration::ZERO)?;
+///     backend.release(ReleaseRequest::new(&lease, Duration::ZERO))?;
 /// }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

@@ -1,12 +1,10 @@
 //! The blocking SPI: each call is driven on the calling thread, its I/O on the backend's
 //! runtime.
 
-use std::time::Duration;
-
 use leader_core::{
-    AcquireOutcome, AcquireRequest, Error, ExtendOutcome, ForceReleaseOutcome, LeaderState, Lease,
+    AcquireOutcome, AcquireRequest, Error, ExtendOutcome, ForceReleaseOutcome, LeaderState,
     ListPage, ListRequest, LockBackend, LockName, RecordWrite, RecordWriteOutcome, ReleaseOutcome,
-    ReleaseRequest, SlotOutcome, SlotRequest, StoredRecord,
+    ReleaseRequest, Renewal, SlotOutcome, SlotRequest, StoredRecord,
 };
 
 use crate::backend::EtcdBackend;
@@ -53,19 +51,16 @@ impl LockBackend for EtcdBackend {
         walk.finish()
     }
 
-    fn extend(
-        &self,
-        lease: &Lease,
-        lease_time: Duration,
-        _use_db_time: bool,
-    ) -> Result<ExtendOutcome, Error> {
+    fn extend(&self, renewal: Renewal<'_>) -> Result<ExtendOutcome, Error> {
+        let (lease, lease_time) = (renewal.lease, renewal.lease_time);
         self.block_on(Extend {
             lease: lease.clone(),
             lease_time,
         })
     }
 
-    fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {
+    fn release(&self, release: ReleaseRequest<'_>) -> Result<ReleaseOutcome, Error> {
+        let (lease, min_lease_time) = (release.lease, release.min_lease_time);
         let released = self.block_on(Release {
             lease: lease.clone(),
             min_lease_time,

@@ -1,12 +1,10 @@
 //! The async SPI: each call runs as a task on the backend's runtime, awaited from any
 //! executor.
 
-use std::time::Duration;
-
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, ForceReleaseOutcome,
-    LeaderState, Lease, ListPage, ListRequest, LockName, RecordWrite, RecordWriteOutcome,
-    ReleaseOutcome, ReleaseRequest, SlotOutcome, SlotRequest, StoredRecord,
+    LeaderState, ListPage, ListRequest, LockName, RecordWrite, RecordWriteOutcome, ReleaseOutcome,
+    ReleaseRequest, Renewal, SlotOutcome, SlotRequest, StoredRecord,
 };
 
 use crate::backend::EtcdBackend;
@@ -56,12 +54,8 @@ impl AsyncLockBackend for EtcdBackend {
         walk.finish()
     }
 
-    async fn extend(
-        &self,
-        lease: &Lease,
-        lease_time: Duration,
-        _use_db_time: bool,
-    ) -> Result<ExtendOutcome, Error> {
+    async fn extend(&self, renewal: Renewal<'_>) -> Result<ExtendOutcome, Error> {
+        let (lease, lease_time) = (renewal.lease, renewal.lease_time);
         self.run(Extend {
             lease: lease.clone(),
             lease_time,
@@ -69,11 +63,8 @@ impl AsyncLockBackend for EtcdBackend {
         .await
     }
 
-    async fn release(
-        &self,
-        lease: &Lease,
-        min_lease_time: Duration,
-    ) -> Result<ReleaseOutcome, Error> {
+    async fn release(&self, release: ReleaseRequest<'_>) -> Result<ReleaseOutcome, Error> {
+        let (lease, min_lease_time) = (release.lease, release.min_lease_time);
         let released = self
             .run(Release {
                 lease: lease.clone(),

@@ -19,7 +19,7 @@ use common::{config, shared_cluster};
 use leader_blocking::LeaderElector;
 use leader_core::{
     AcquireOutcome, AcquireRequest, ChangeKind, ExtendOutcome, ForceReleaseOutcome, LeaderChange,
-    LeaderElectionOptions, ListRequest, LockBackend, LockName, OwnerToken,
+    LeaderElectionOptions, ListRequest, LockBackend, LockName, OwnerToken, ReleaseRequest, Renewal,
 };
 use leader_etcd::EtcdBackend;
 use leader_testkit::{fixtures, fresh_name};
@@ -78,7 +78,7 @@ fn skewed_holder(url: &str, name: &str) {
     });
     loop {
         match stdin_closed.recv_timeout(RENEW_EVERY) {
-            Err(RecvTimeoutError::Timeout) => match backend.extend(&lease, LEASE, false) {
+            Err(RecvTimeoutError::Timeout) => match backend.extend(Renewal::new(&lease, LEASE)) {
                 Ok(ExtendOutcome::Extended { expires_at }) => {
                     lease.expires_at = expires_at;
                     println!("extended");
@@ -102,7 +102,9 @@ fn skewed_releaser(url: &str, name: &str) {
     let backend = EtcdBackend::connect_with(url, config(PREFIX)).unwrap();
     let key = LockName::new(name).unwrap();
     let lease = common::must_acquire(&backend, &key, "skewed", LEASE);
-    backend.release(&lease, MIN_LEASE).unwrap();
+    backend
+        .release(ReleaseRequest::new(&lease, MIN_LEASE))
+        .unwrap();
     let left = (lease.acquired_at + MIN_LEASE)
         .duration_since(SystemTime::now())
         .unwrap_or_default();
@@ -383,6 +385,8 @@ fn a_lock_released_by_a_node_30_s_behind_stays_taken_for_its_minimum_lease() {
         "freed {kept:?} after the release, before its minimum lease ({left_ms} ms left) ended"
     );
     assert!(freed.fencing_token > token);
-    backend.release(&freed, Duration::ZERO).unwrap();
+    backend
+        .release(ReleaseRequest::new(&freed, Duration::ZERO))
+        .unwrap();
     releaser.stop();
 }

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use common::{Raw, bound, fails_fast, fast, must_acquire, private_cluster, recovers, stored_fence};
 use leader_core::{
     AcquireOutcome, AcquireRequest, Error, ExtendOutcome, LeaderElectionOptions, LockBackend,
-    LockName, OwnerToken, ReleaseOutcome,
+    LockName, OwnerToken, ReleaseOutcome, ReleaseRequest, Renewal,
 };
 use leader_etcd::EtcdBackend;
 use leader_testkit::contenders::{Action, Contender, Contenders, micros_now};
@@ -81,7 +81,7 @@ fn killing_the_raft_leader_under_a_held_lock_never_makes_two_holders() {
             "the holder neither renewed nor learned it lost the lock"
         );
         let sent = Instant::now();
-        match ok_or_transient(holder.extend(&lease, lease_time, false)) {
+        match ok_or_transient(holder.extend(Renewal::new(&lease, lease_time))) {
             Some(ExtendOutcome::Extended { .. }) => {
                 assert!(sent < valid_until, "renewed a lease already over");
                 valid_until = sent + lease_time;
@@ -119,7 +119,8 @@ fn killing_the_raft_leader_under_a_held_lock_never_makes_two_holders() {
 
     // After the failover, the next holder's token is above the one before it.
     assert_eq!(
-        recovers(RECOVERY, || holder.release(&lease, Duration::ZERO)),
+        recovers(RECOVERY, || holder
+            .release(ReleaseRequest::new(&lease, Duration::ZERO))),
         ReleaseOutcome::Released
     );
     let next = must_acquire(&other, &key, "other", lease_time);
@@ -231,7 +232,9 @@ fn a_paused_member_never_gives_a_wrong_answer() {
             Some(outcome) => panic!("a wrong answer to another owner: {outcome:?}"),
             None => {}
         }
-        match counting_waits(&mut waited_holder, || holder.extend(&lease, LEASE, false)) {
+        match counting_waits(&mut waited_holder, || {
+            holder.extend(Renewal::new(&lease, LEASE))
+        }) {
             Some(ExtendOutcome::Extended { .. }) => renewals += 1,
             Some(outcome) => panic!("the holder lost a 30 s lease: {outcome:?}"),
             None => {}
@@ -249,7 +252,8 @@ fn a_paused_member_never_gives_a_wrong_answer() {
     cluster.members()[paused].resume();
     cluster.wait_until_healthy().unwrap();
     assert_eq!(
-        recovers(RECOVERY, || holder.release(&lease, Duration::ZERO)),
+        recovers(RECOVERY, || holder
+            .release(ReleaseRequest::new(&lease, Duration::ZERO))),
         ReleaseOutcome::Released
     );
 }
@@ -314,7 +318,7 @@ fn a_member_cut_off_from_the_others_fails_closed_and_heals() {
             cut_off.try_acquire(request(&fresh, "cut", LEASE))
         });
         fails_fast("extend", &key, bound, || {
-            cut_off.extend(&lease, LEASE, false)
+            cut_off.extend(Renewal::new(&lease, LEASE))
         });
     }
     // The other side elects a leader and serves: the lock is still the writer's.
@@ -325,7 +329,7 @@ fn a_member_cut_off_from_the_others_fails_closed_and_heals() {
         matches!(&seen, AcquireOutcome::Held(Some(holder)) if holder.fencing_token == lease.fencing_token),
         "{seen:?}"
     );
-    let extended = recovers(RECOVERY, || majority.extend(&lease, LEASE, false));
+    let extended = recovers(RECOVERY, || majority.extend(Renewal::new(&lease, LEASE)));
     assert!(matches!(extended, ExtendOutcome::Extended { .. }));
     assert_ne!(
         cluster.leader().unwrap(),
@@ -364,10 +368,12 @@ fn a_whole_cluster_restart_keeps_the_holder_and_the_counter() {
         state.leader().map(|holder| holder.fencing_token),
         Some(lease.fencing_token)
     );
-    let extended = recovers(RECOVERY, || backend.extend(&lease, LEASE, false));
+    let extended = recovers(RECOVERY, || backend.extend(Renewal::new(&lease, LEASE)));
     assert!(matches!(extended, ExtendOutcome::Extended { .. }));
     assert_eq!(
-        backend.release(&lease, Duration::ZERO).unwrap(),
+        backend
+            .release(ReleaseRequest::new(&lease, Duration::ZERO))
+            .unwrap(),
         ReleaseOutcome::Released
     );
     // A backend that never saw a token before: the stored counter keeps it above.
@@ -398,7 +404,7 @@ fn losing_quorum_fails_every_call_transiently_and_recovers() {
         state.leader().map(|holder| holder.fencing_token),
         Some(lease.fencing_token)
     );
-    let extended = recovers(RECOVERY, || backend.extend(&lease, LEASE, false));
+    let extended = recovers(RECOVERY, || backend.extend(Renewal::new(&lease, LEASE)));
     assert!(matches!(extended, ExtendOutcome::Extended { .. }));
 }
 
@@ -432,7 +438,7 @@ fn with_one_member_down_the_others_serve_every_call() {
             state.leader().map(|holder| holder.fencing_token),
             Some(lease.fencing_token)
         );
-        let extended = backend.extend(&lease, LEASE, false);
+        let extended = backend.extend(Renewal::new(&lease, LEASE));
         let extended = extended.unwrap_or_else(|err| panic!("call {round}: {err}"));
         assert!(matches!(extended, ExtendOutcome::Extended { .. }));
     }

@@ -15,7 +15,7 @@ use common::{
 };
 use leader_core::{
     AcquireRequest, Error, LeaderElectionOptions, Lease, ListRequest, LockBackend, LockName,
-    MAX_RECORD_LEN, OwnerToken, RecordWrite,
+    MAX_RECORD_LEN, OwnerToken, RecordWrite, ReleaseRequest, Renewal,
 };
 use leader_etcd::EtcdBackend;
 use leader_testkit::{fixtures, fresh_name};
@@ -47,10 +47,10 @@ fn an_unreachable_cluster_fails_every_call_transiently_within_the_timeout() {
         backend.try_acquire(request(&key))
     });
     fails_fast("extend", &key, bound, || {
-        backend.extend(&lease, LEASE, false)
+        backend.extend(Renewal::new(&lease, LEASE))
     });
     fails_fast("release", &key, bound, || {
-        backend.release(&lease, Duration::ZERO)
+        backend.release(ReleaseRequest::new(&lease, Duration::ZERO))
     });
     fails_fast("state", &key, bound, || backend.state(&key));
     fails_fast("force_release", &key, bound, || backend.force_release(&key));
@@ -224,7 +224,9 @@ fn a_wrong_password_or_a_user_without_permission_is_permanent_and_never_shown() 
     .unwrap();
     let lease = must_acquire(&denied, &key, "node", LEASE);
     assert!(root.get(&format!("guarded/holder/{key}")).is_some());
-    denied.release(&lease, Duration::ZERO).unwrap();
+    denied
+        .release(ReleaseRequest::new(&lease, Duration::ZERO))
+        .unwrap();
 }
 
 #[test]
@@ -243,7 +245,9 @@ fn a_lease_rounds_up_to_whole_seconds_and_says_so() {
         let length = lease.expires_at.duration_since(lease.acquired_at).unwrap();
         assert_eq!(length, granted, "asked for {asked:?}");
         assert!(length >= asked);
-        backend.release(&lease, Duration::ZERO).unwrap();
+        backend
+            .release(ReleaseRequest::new(&lease, Duration::ZERO))
+            .unwrap();
     }
     let key = fresh_name("too-long");
     let too_long = AcquireRequest::new(&key, OwnerToken::random(), "node", Duration::MAX);

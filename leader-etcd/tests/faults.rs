@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use common::{bound, config, fails_fast, fast, must_acquire, private_server, recovers};
 use leader_core::{
     AcquireOutcome, AcquireRequest, Backend, Error, ExtendOutcome, LeaderElectionOptions,
-    LockBackend, OwnerToken, ReleaseOutcome,
+    LockBackend, OwnerToken, ReleaseOutcome, ReleaseRequest, Renewal,
 };
 use leader_etcd::EtcdBackend;
 use leader_testkit::fixtures::Data;
@@ -66,13 +66,15 @@ fn a_killed_server_fails_closed_and_the_lease_is_still_its_owners_after_the_rest
         backend.try_acquire(request).unwrap(),
         AcquireOutcome::Held(Some(holder)) if holder.fencing_token == lease.fencing_token
     ));
-    let extended = backend.extend(&lease, LEASE, false).unwrap();
+    let extended = backend.extend(Renewal::new(&lease, LEASE)).unwrap();
     assert!(
         matches!(extended, ExtendOutcome::Extended { .. }),
         "{extended:?}"
     );
     assert_eq!(
-        backend.release(&lease, Duration::ZERO).unwrap(),
+        backend
+            .release(ReleaseRequest::new(&lease, Duration::ZERO))
+            .unwrap(),
         ReleaseOutcome::Released
     );
 }
@@ -90,7 +92,7 @@ fn a_paused_server_times_out_within_the_timeout_and_the_backend_recovers() {
 
     server.pause();
     fails_fast("extend", &key, bound, || {
-        backend.extend(&lease, LEASE, false)
+        backend.extend(Renewal::new(&lease, LEASE))
     });
     fails_fast("state", &key, bound, || backend.state(&key));
     fails_fast("try_acquire", &key, bound, || {
@@ -110,7 +112,7 @@ fn a_paused_server_times_out_within_the_timeout_and_the_backend_recovers() {
         state.leader().map(|holder| holder.fencing_token),
         Some(lease.fencing_token)
     );
-    let extended = recovers(RECOVERY, || backend.extend(&lease, LEASE, false));
+    let extended = recovers(RECOVERY, || backend.extend(Renewal::new(&lease, LEASE)));
     assert!(matches!(extended, ExtendOutcome::Extended { .. }));
 }
 
@@ -151,7 +153,9 @@ fn elector_wakes_after_release(holder: &EtcdBackend, waiter: &EtcdBackend) -> Du
     std::thread::sleep(Duration::from_millis(300));
     let released = Instant::now();
     assert_eq!(
-        holder.release(&lease, Duration::ZERO).unwrap(),
+        holder
+            .release(ReleaseRequest::new(&lease, Duration::ZERO))
+            .unwrap(),
         ReleaseOutcome::Released
     );
     let ran_at = waiting.join().unwrap();

@@ -16,6 +16,7 @@ use common::{
 };
 use leader_core::{
     AcquireOutcome, AcquireRequest, ForceReleaseOutcome, LockBackend, LockName, OwnerToken,
+    ReleaseRequest,
 };
 use leader_etcd::EtcdBackend;
 use leader_testkit::{fixtures, fresh_name};
@@ -33,7 +34,9 @@ fn above_all(token: u64, seen: &mut Vec<u64>) {
 /// Acquires and releases `key` once; the token of that acquisition.
 fn cycle(backend: &EtcdBackend, key: &LockName) -> u64 {
     let lease = must_acquire(backend, key, "node", LEASE);
-    backend.release(&lease, Duration::ZERO).unwrap();
+    backend
+        .release(ReleaseRequest::new(&lease, Duration::ZERO))
+        .unwrap();
     lease.fencing_token
 }
 

@@ -15,7 +15,8 @@ use std::time::{Duration, SystemTime};
 
 use common::{Raw, config, must_acquire, private_server};
 use leader_core::{
-    AcquireRequest, GroupSlots, Lease, LockBackend, LockName, OwnerToken, SlotRequest,
+    AcquireRequest, GroupSlots, Lease, LockBackend, LockName, OwnerToken, ReleaseRequest, Renewal,
+    SlotRequest,
 };
 use leader_etcd::{EtcdBackend, EtcdConfig};
 use leader_testkit::{FaultProxy, fresh_name, wait_until};
@@ -186,7 +187,7 @@ fn calls_cut_between_their_grant_and_their_transaction_leave_no_lease() {
         held.acquired_at,
         held.expires_at,
     );
-    cut("an extend", || slow.extend(&not_mine, HOUR, false));
+    cut("an extend", || slow.extend(Renewal::new(&not_mine, HOUR)));
     let now = SystemTime::now();
     let kept = Lease::new(
         lock.clone(),
@@ -197,7 +198,7 @@ fn calls_cut_between_their_grant_and_their_transaction_leave_no_lease() {
         now + HOUR,
     );
     cut("a release that keeps the lock", || {
-        slow.release(&kept, HOUR)
+        slow.release(ReleaseRequest::new(&kept, HOUR))
     });
     let grants = granted_total(server.addr()) - granted;
     assert!(
@@ -270,7 +271,7 @@ fn a_cut_extend_whose_transaction_landed_keeps_the_lock() {
     proxy.set_latency(Duration::from_millis(300));
     let extend = {
         let (slow, lease) = (slow.clone(), lease.clone());
-        std::thread::spawn(move || slow.extend(&lease, HOUR, false))
+        std::thread::spawn(move || slow.extend(Renewal::new(&lease, HOUR)))
     };
     wait_until("the extend to move the lock", GONE_WITHIN, || {
         lease_of(&raw, &format!("cut-extend/lock/{lock}")) != Some(first)
@@ -294,7 +295,8 @@ fn a_cut_extend_whose_transaction_landed_keeps_the_lock() {
     let on = leases(&raw);
     assert_eq!(on.len(), 1, "{on:?}");
     assert_eq!(keys_on(&raw, on[0]).map(|keys| keys.len()), Some(2));
-    slow.release(&lease, Duration::ZERO).unwrap();
+    slow.release(ReleaseRequest::new(&lease, Duration::ZERO))
+        .unwrap();
 }
 
 /// The etcd lease the key `key` hangs on, if it exists.
@@ -326,7 +328,7 @@ fn an_extend_whose_answer_was_lost_keeps_the_lock_it_moved() {
     proxy.set_latency(Duration::from_millis(300));
     let extend = {
         let (slow, lease) = (slow.clone(), lease.clone());
-        std::thread::spawn(move || slow.extend(&lease, HOUR, false))
+        std::thread::spawn(move || slow.extend(Renewal::new(&lease, HOUR)))
     };
     wait_until("the extend to move the lock", GONE_WITHIN, || {
         lease_of(&raw, &lock_key) != Some(first)
@@ -345,5 +347,6 @@ fn an_extend_whose_answer_was_lost_keeps_the_lock_it_moved() {
         Some(lease.fencing_token),
         "the lease the extend moved the lock onto was revoked: {state:?}"
     );
-    slow.release(&lease, Duration::ZERO).unwrap();
+    slow.release(ReleaseRequest::new(&lease, Duration::ZERO))
+        .unwrap();
 }

@@ -7,7 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{assert_backend_error, config, must_acquire};
-use leader_core::{LockBackend, ReleaseOutcome};
+use leader_core::{LockBackend, ReleaseOutcome, ReleaseRequest};
 use leader_etcd::EtcdBackend;
 use leader_testkit::fixtures::{self, EtcdServer};
 use leader_testkit::fresh_name;
@@ -40,7 +40,7 @@ fn a_backend_that_trusts_the_ca_takes_and_releases_locks_over_tls() {
     };
     assert!(lease.fencing_token > 0);
     assert_eq!(
-        LockBackend::release(&backend, &lease, Duration::ZERO).unwrap(),
+        LockBackend::release(&backend, ReleaseRequest::new(&lease, Duration::ZERO)).unwrap(),
         ReleaseOutcome::Released
     );
 }

@@ -28,7 +28,7 @@ use crate::ops::Store;
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use leader_core::{AcquireOutcome, AcquireRequest, LockBackend, LockName, OwnerToken};
+/// use leader_core::{AcquireOutcome, AcquireRequest, LockBackend, LockName, OwnerToken, ReleaseRequest};
 /// use leader_mongodb::{MongoBackend, MongoConfig};
 ///
 /// let config = MongoConfig::new().with_database("ops");
@@ -38,7 +38,7 @@ use crate::ops::Store;
 ///     .with_db_time(true);
 /// if let AcquireOutcome::Acquired(lease) = backend.try_acquire(request)? {
 ///     // ... the work only one node may do ...
-///     backend.release(&lease, Duration::ZERO)?;
+///     backend.release(ReleaseRequest::new(&lease, Duration::ZERO))?;
 /// }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

@@ -1,11 +1,9 @@
 //! The blocking SPI: each call drives the shared async operation on the background runtime.
 
-use std::time::Duration;
-
 use leader_core::{
-    AcquireOutcome, AcquireRequest, Error, ExtendOutcome, ForceReleaseOutcome, LeaderState, Lease,
+    AcquireOutcome, AcquireRequest, Error, ExtendOutcome, ForceReleaseOutcome, LeaderState,
     ListPage, ListRequest, LockBackend, LockName, RecordWrite, RecordWriteOutcome, ReleaseOutcome,
-    StoredRecord,
+    ReleaseRequest, Renewal, StoredRecord,
 };
 
 use crate::backend::MongoBackend;
@@ -22,19 +20,16 @@ impl LockBackend for MongoBackend {
         self.block_on(key.as_str(), self.store().acquire(request))
     }
 
-    fn extend(
-        &self,
-        lease: &Lease,
-        lease_time: Duration,
-        _use_db_time: bool,
-    ) -> Result<ExtendOutcome, Error> {
+    fn extend(&self, renewal: Renewal<'_>) -> Result<ExtendOutcome, Error> {
+        let (lease, lease_time) = (renewal.lease, renewal.lease_time);
         let op = self
             .store()
             .extend(lease.key.clone(), lease.owner, lease_time);
         self.block_on(lease.key.as_str(), op)
     }
 
-    fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {
+    fn release(&self, release: ReleaseRequest<'_>) -> Result<ReleaseOutcome, Error> {
+        let (lease, min_lease_time) = (release.lease, release.min_lease_time);
         let op = self
             .store()
             .release(lease.key.clone(), lease.owner, min_lease_time);

@@ -1,12 +1,11 @@
 //! The async SPI: each call spawns the shared async operation and awaits its join handle.
 
 use std::future::Future;
-use std::time::Duration;
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, ForceReleaseOutcome,
-    LeaderState, Lease, ListPage, ListRequest, LockName, RecordWrite, RecordWriteOutcome,
-    ReleaseOutcome, StoredRecord,
+    LeaderState, ListPage, ListRequest, LockName, RecordWrite, RecordWriteOutcome, ReleaseOutcome,
+    ReleaseRequest, Renewal, StoredRecord,
 };
 
 use crate::backend::MongoBackend;
@@ -30,10 +29,9 @@ impl AsyncLockBackend for MongoBackend {
 
     fn extend(
         &self,
-        lease: &Lease,
-        lease_time: Duration,
-        _use_db_time: bool,
+        renewal: Renewal<'_>,
     ) -> impl Future<Output = Result<ExtendOutcome, Error>> + Send {
+        let (lease, lease_time) = (renewal.lease, renewal.lease_time);
         let op = self
             .store()
             .extend(lease.key.clone(), lease.owner, lease_time);
@@ -42,9 +40,9 @@ impl AsyncLockBackend for MongoBackend {
 
     fn release(
         &self,
-        lease: &Lease,
-        min_lease_time: Duration,
+        release: ReleaseRequest<'_>,
     ) -> impl Future<Output = Result<ReleaseOutcome, Error>> + Send {
+        let (lease, min_lease_time) = (release.lease, release.min_lease_time);
         let op = self
             .store()
             .release(lease.key.clone(), lease.owner, min_lease_time);

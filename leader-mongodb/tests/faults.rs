@@ -12,7 +12,7 @@ use common::{Raw, config, private_server, uri, uri_of};
 use leader_blocking::LeaderElector;
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, LeaderElectionOptions, Lease,
-    LockBackend, LockName, OwnerToken, RecordWrite,
+    LockBackend, LockName, OwnerToken, RecordWrite, ReleaseRequest, Renewal,
 };
 use leader_mongodb::{MongoBackend, MongoConfig};
 use leader_testkit::fixtures::Data;
@@ -105,7 +105,7 @@ fn restarted_server_is_used_again_by_the_same_backend() {
         }
     }
     let lease = must_acquire(&backend, &key);
-    assert!(LockBackend::release(&backend, &lease, Duration::ZERO).is_ok());
+    assert!(LockBackend::release(&backend, ReleaseRequest::new(&lease, Duration::ZERO)).is_ok());
     let async_lease = smol::block_on(AsyncLockBackend::try_acquire(
         &backend,
         request(&key, OwnerToken::random(), "node-b"),
@@ -144,7 +144,7 @@ fn acknowledged_acquires_and_extends_survive_a_kill_9() {
     let extended_to: Vec<SystemTime> = leases
         .iter()
         .map(
-            |lease| match LockBackend::extend(&backend, lease, 2 * LEASE, false) {
+            |lease| match LockBackend::extend(&backend, Renewal::new(lease, 2 * LEASE)) {
                 Ok(leader_core::ExtendOutcome::Extended { expires_at }) => expires_at,
                 other => panic!("expected to extend {}: {other:?}", lease.key),
             },

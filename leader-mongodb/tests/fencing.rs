@@ -7,7 +7,9 @@ mod common;
 use std::time::Duration;
 
 use common::{Raw, config, uri};
-use leader_core::{AcquireOutcome, AcquireRequest, LockBackend, LockName, OwnerToken};
+use leader_core::{
+    AcquireOutcome, AcquireRequest, LockBackend, LockName, OwnerToken, ReleaseRequest,
+};
 use leader_mongodb::MongoBackend;
 use leader_testkit::fresh_name;
 use mongodb::bson::{Bson, doc};
@@ -21,7 +23,7 @@ fn cycle(backend: &MongoBackend, key: &LockName, seen: &mut Vec<u64>) {
         AcquireOutcome::Acquired(lease) => lease,
         other => panic!("expected to acquire {key}, got {other:?}"),
     };
-    LockBackend::release(backend, &lease, Duration::ZERO).unwrap();
+    LockBackend::release(backend, ReleaseRequest::new(&lease, Duration::ZERO)).unwrap();
     let highest = seen.iter().copied().max().unwrap_or(0);
     assert!(
         lease.fencing_token > highest,

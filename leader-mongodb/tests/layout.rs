@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::{DATABASE, Raw, config, uri};
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, LockBackend, LockName, LockStatus,
-    OwnerToken, ReleaseOutcome,
+    OwnerToken, ReleaseOutcome, ReleaseRequest,
 };
 use leader_mongodb::MongoBackend;
 use leader_testkit::fresh_name;
@@ -61,7 +61,7 @@ fn one_document_per_lock_kept_across_release_with_the_node_id_verbatim() {
     assert!(doc.get_datetime("expires_at").is_ok());
 
     assert_eq!(
-        LockBackend::release(&backend, &lease, Duration::ZERO).unwrap(),
+        LockBackend::release(&backend, ReleaseRequest::new(&lease, Duration::ZERO)).unwrap(),
         ReleaseOutcome::Released
     );
     let released = raw.find(COLLECTION, key.as_str()).unwrap();
@@ -108,7 +108,11 @@ fn a_backend_on_the_callers_client_works_from_tokio_and_from_plain_threads() {
         Some(lease.fencing_token)
     );
     assert_eq!(
-        smol::block_on(AsyncLockBackend::release(&backend, &lease, Duration::ZERO)).unwrap(),
+        smol::block_on(AsyncLockBackend::release(
+            &backend,
+            ReleaseRequest::new(&lease, Duration::ZERO)
+        ))
+        .unwrap(),
         ReleaseOutcome::Released
     );
     drop(backend);

@@ -64,7 +64,11 @@ fn a_release_kept_for_its_minimum_lease_wakes_nobody() {
     };
     let woken = waiter.release_events().unwrap().listen(key.as_str());
     // Still held until its minimum lease ends: nobody can take it, so nobody is woken.
-    LockBackend::release(&holder, &lease, Duration::from_secs(20)).unwrap();
+    LockBackend::release(
+        &holder,
+        ReleaseRequest::new(&lease, Duration::from_secs(20)),
+    )
+    .unwrap();
     assert!(!woken.wait_timeout(Duration::from_millis(500)));
 }
 
@@ -106,7 +110,8 @@ fn a_release_after_its_minimum_lease_has_passed_frees_the_lock_and_wakes_the_wai
     until_the_minimum_lease_has_passed(&raw, &lease, min_lease_time);
 
     let woken = waiter.release_events().unwrap().listen(key.as_str());
-    let released = LockBackend::release(&holder, &lease, min_lease_time).unwrap();
+    let released =
+        LockBackend::release(&holder, ReleaseRequest::new(&lease, min_lease_time)).unwrap();
     assert_eq!(released, ReleaseOutcome::Released);
     let doc = raw.find(COLLECTION, key.as_str()).unwrap();
     assert_eq!(doc.get("owner"), Some(&Bson::Null), "freed: {doc:?}");
@@ -156,7 +161,11 @@ fn a_force_release_of_a_lock_kept_for_its_minimum_lease_wakes_the_waiters() {
     listening(&waiter);
     let key = fresh_name("forced-kept");
     let lease = hold(&holder, &key);
-    LockBackend::release(&holder, &lease, Duration::from_secs(20)).unwrap();
+    LockBackend::release(
+        &holder,
+        ReleaseRequest::new(&lease, Duration::from_secs(20)),
+    )
+    .unwrap();
     let woken = waiter.release_events().unwrap().listen(key.as_str());
     LockBackend::force_release(&holder, &key).unwrap();
     let notice = woken
@@ -210,7 +219,7 @@ fn the_stream_comes_back_after_a_restart_and_wakes_every_waiter() {
         panic!("a fresh lock is free");
     };
     let woken = backend.release_events().unwrap().listen(key.as_str());
-    LockBackend::release(&other, &lease, Duration::ZERO).unwrap();
+    LockBackend::release(&other, ReleaseRequest::new(&lease, Duration::ZERO)).unwrap();
     let notice = woken
         .wait_notice_timeout(Duration::from_secs(5))
         .expect("woken after the restart");

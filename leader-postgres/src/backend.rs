@@ -33,7 +33,7 @@ use crate::table::Table;
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use leader_core::{AcquireOutcome, AcquireRequest, LockBackend, LockName, OwnerToken};
+/// use leader_core::{AcquireOutcome, AcquireRequest, LockBackend, LockName, OwnerToken, ReleaseRequest};
 /// use leader_postgres::PostgresBackend;
 ///
 /// let backend = PostgresBackend::connect("postgres://app@127.0.0.1/app")?;
@@ -41,7 +41,7 @@ use crate::table::Table;
 /// let request = AcquireRequest::new(&key, OwnerToken::random(), "node-a", Duration::from_secs(30));
 /// if let AcquireOutcome::Acquired(lease) = backend.try_acquire(request)? {
 ///     // ... the work only one node may do, passing lease.fencing_token along ...
-///     backend.release(&lease, Duration::ZERO)?;
+///     backend.release(ReleaseRequest::new(&lease, Duration::ZERO))?;
 /// }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

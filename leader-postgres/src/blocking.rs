@@ -1,10 +1,8 @@
 //! The blocking SPI: each call is driven on the calling thread, its I/O on the backend's
 //! runtime.
 
-use std::time::Duration;
-
 use leader_core::{
-    AcquireOutcome, AcquireRequest, Error, ExtendOutcome, ForceReleaseOutcome, LeaderState, Lease,
+    AcquireOutcome, AcquireRequest, Error, ExtendOutcome, ForceReleaseOutcome, LeaderState,
     ListPage, ListRequest, LockBackend, LockName, RecordWrite, RecordWriteOutcome, ReleaseOutcome,
     ReleaseRequest, Renewal, StoredRecord,
 };
@@ -42,12 +40,8 @@ impl LockBackend for PostgresBackend {
         per_lock(keys.iter(), self.block_on_raw(op))
     }
 
-    fn extend(
-        &self,
-        lease: &Lease,
-        lease_time: Duration,
-        _use_db_time: bool,
-    ) -> Result<ExtendOutcome, Error> {
+    fn extend(&self, renewal: Renewal<'_>) -> Result<ExtendOutcome, Error> {
+        let (lease, lease_time) = (renewal.lease, renewal.lease_time);
         self.block_on(Extend {
             key: lease.key.clone(),
             owner: lease.owner,
@@ -62,12 +56,7 @@ impl LockBackend for PostgresBackend {
         let Some(Planned { op, keys }) = batches::plan_extend(renewals) else {
             let mut answers = Vec::with_capacity(renewals.len());
             for r in renewals {
-                answers.push(LockBackend::extend(
-                    self,
-                    r.lease,
-                    r.lease_time,
-                    r.use_db_time,
-                ));
+                answers.push(LockBackend::extend(self, *r));
             }
             return answers;
         };
@@ -80,7 +69,8 @@ impl LockBackend for PostgresBackend {
         true
     }
 
-    fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {
+    fn release(&self, release: ReleaseRequest<'_>) -> Result<ReleaseOutcome, Error> {
+        let (lease, min_lease_time) = (release.lease, release.min_lease_time);
         let released = self.block_on(Release {
             key: lease.key.clone(),
             owner: lease.owner,
@@ -98,7 +88,7 @@ impl LockBackend for PostgresBackend {
         else {
             let mut answers = Vec::with_capacity(releases.len());
             for r in releases {
-                answers.push(LockBackend::release(self, r.lease, r.min_lease_time));
+                answers.push(LockBackend::release(self, *r));
             }
             return answers;
         };

@@ -1,12 +1,10 @@
 //! The async SPI: each call runs as a task on the backend's runtime, awaited from any
 //! executor.
 
-use std::time::Duration;
-
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, ForceReleaseOutcome,
-    LeaderState, Lease, ListPage, ListRequest, LockName, RecordWrite, RecordWriteOutcome,
-    ReleaseOutcome, ReleaseRequest, Renewal, StoredRecord,
+    LeaderState, ListPage, ListRequest, LockName, RecordWrite, RecordWriteOutcome, ReleaseOutcome,
+    ReleaseRequest, Renewal, StoredRecord,
 };
 
 use crate::backend::PostgresBackend;
@@ -44,12 +42,8 @@ impl AsyncLockBackend for PostgresBackend {
         per_lock(keys.iter(), self.run_raw(op).await)
     }
 
-    async fn extend(
-        &self,
-        lease: &Lease,
-        lease_time: Duration,
-        _use_db_time: bool,
-    ) -> Result<ExtendOutcome, Error> {
+    async fn extend(&self, renewal: Renewal<'_>) -> Result<ExtendOutcome, Error> {
+        let (lease, lease_time) = (renewal.lease, renewal.lease_time);
         self.run(Extend {
             key: lease.key.clone(),
             owner: lease.owner,
@@ -65,9 +59,7 @@ impl AsyncLockBackend for PostgresBackend {
         let Some(Planned { op, keys }) = batches::plan_extend(renewals) else {
             let mut answers = Vec::with_capacity(renewals.len());
             for r in renewals {
-                answers.push(
-                    AsyncLockBackend::extend(self, r.lease, r.lease_time, r.use_db_time).await,
-                );
+                answers.push(AsyncLockBackend::extend(self, *r).await);
             }
             return answers;
         };
@@ -80,11 +72,8 @@ impl AsyncLockBackend for PostgresBackend {
         true
     }
 
-    async fn release(
-        &self,
-        lease: &Lease,
-        min_lease_time: Duration,
-    ) -> Result<ReleaseOutcome, Error> {
+    async fn release(&self, release: ReleaseRequest<'_>) -> Result<ReleaseOutcome, Error> {
+        let (lease, min_lease_time) = (release.lease, release.min_lease_time);
         let released = self
             .run(Release {
                 key: lease.key.clone(),
@@ -107,7 +96,7 @@ impl AsyncLockBackend for PostgresBackend {
         else {
             let mut answers = Vec::with_capacity(releases.len());
             for r in releases {
-                answers.push(AsyncLockBackend::release(self, r.lease, r.min_lease_time).await);
+                answers.push(AsyncLockBackend::release(self, *r).await);
             }
             return answers;
         };

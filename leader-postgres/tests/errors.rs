@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use common::{Raw, assert_backend_error, config, must_acquire, url};
-use leader_core::{AcquireRequest, LockBackend, LockName, OwnerToken};
+use leader_core::{AcquireRequest, LockBackend, LockName, OwnerToken, ReleaseRequest, Renewal};
 use leader_postgres::{ConnectError, PostgresBackend, PostgresConfig};
 use leader_testkit::fixtures;
 use leader_testkit::fresh_name;
@@ -116,9 +116,13 @@ fn a_role_that_may_only_read_gets_permanent_errors_and_changes_nothing() {
     // Writing is refused, permanently, naming the lock.
     let other = fresh_name("read-only-other");
     assert_backend_error(reader.try_acquire(request(&other)), &other, false);
-    assert_backend_error(reader.release(&lease, Duration::ZERO), &key, false);
+    assert_backend_error(
+        reader.release(ReleaseRequest::new(&lease, Duration::ZERO)),
+        &key,
+        false,
+    );
     let err = reader
-        .extend(&lease, Duration::from_secs(60), true)
+        .extend(Renewal::new(&lease, Duration::from_secs(60)).with_db_time(true))
         .unwrap_err();
     assert!(err.to_string().contains("42501"), "{err}");
 

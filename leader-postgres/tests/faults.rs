@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use common::{config, must_acquire, private_server};
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, LeaderElectionOptions,
-    LockBackend, LockName, OwnerToken,
+    LockBackend, LockName, OwnerToken, ReleaseRequest, Renewal,
 };
 use leader_postgres::{PostgresBackend, PostgresConfig};
 use leader_testkit::fixtures::Data;
@@ -80,14 +80,14 @@ fn a_killed_server_fails_closed_within_the_timeout_and_the_action_does_not_run()
     // The same backend recovers once the server is back, with the lease it held.
     server.restart(Data::Keep).unwrap();
     let extended = recovers(Duration::from_secs(15), || {
-        LockBackend::extend(&backend, &lease, LEASE, true)
+        LockBackend::extend(&backend, Renewal::new(&lease, LEASE).with_db_time(true))
     });
     assert!(
         matches!(extended, ExtendOutcome::Extended { .. }),
         "{extended:?}"
     );
     assert_eq!(
-        LockBackend::release(&backend, &lease, Duration::ZERO).unwrap(),
+        LockBackend::release(&backend, ReleaseRequest::new(&lease, Duration::ZERO)).unwrap(),
         leader_core::ReleaseOutcome::Released
     );
 }
@@ -105,7 +105,7 @@ fn a_paused_server_gives_an_error_within_the_timeout_and_the_backend_recovers() 
 
     server.pause();
     fails_fast("extend", &key, bound, || {
-        LockBackend::extend(&backend, &lease, LEASE, true)
+        LockBackend::extend(&backend, Renewal::new(&lease, LEASE).with_db_time(true))
     });
     let async_key = key.clone();
     let runtime = tokio::runtime::Builder::new_current_thread()

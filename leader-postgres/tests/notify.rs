@@ -9,7 +9,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{config, must_acquire, private_server, url};
-use leader_core::{Backend, LockBackend};
+use leader_core::{Backend, LockBackend, ReleaseRequest};
 use leader_postgres::PostgresBackend;
 use leader_testkit::fixtures::Data;
 use leader_testkit::fresh_name;
@@ -75,6 +75,6 @@ fn listen_comes_back_after_a_restart_and_wakes_every_waiter() {
     let key = fresh_name("after-restart");
     let lease = must_acquire(&other, &key, "holder", Duration::from_secs(30));
     let woken = backend.release_events().unwrap().listen(key.as_str());
-    LockBackend::release(&other, &lease, Duration::ZERO).unwrap();
+    LockBackend::release(&other, ReleaseRequest::new(&lease, Duration::ZERO)).unwrap();
     assert!(woken.wait_timeout(Duration::from_secs(2)));
 }

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use common::config;
 use leader_core::{
     AcquireOutcome, AcquireRequest, Backend, Error, ExtendOutcome, Lease, LockBackend, LockName,
-    OwnerToken, ReleaseOutcome,
+    OwnerToken, ReleaseOutcome, ReleaseRequest, Renewal,
 };
 use leader_postgres::{PostgresBackend, PostgresConfig};
 use leader_testkit::fixtures::{self, PostgresStandbyPair, Replication};
@@ -327,14 +327,18 @@ fn synchronous_replication_loses_no_acknowledged_acquire_renewal_or_release() {
 
     let held = fresh_name("sync-held");
     let lease = must_acquire(&backend, &held, "node-a", Duration::from_secs(60));
-    let renewed = LockBackend::extend(&backend, &lease, Duration::from_secs(60), true).unwrap();
+    let renewed = LockBackend::extend(
+        &backend,
+        Renewal::new(&lease, Duration::from_secs(60)).with_db_time(true),
+    )
+    .unwrap();
     let ExtendOutcome::Extended { expires_at } = renewed else {
         panic!("{renewed:?}")
     };
     let freed = fresh_name("sync-freed");
     let once = must_acquire(&backend, &freed, "node-a", Duration::from_secs(60));
     assert_eq!(
-        LockBackend::release(&backend, &once, Duration::ZERO).unwrap(),
+        LockBackend::release(&backend, ReleaseRequest::new(&once, Duration::ZERO)).unwrap(),
         ReleaseOutcome::Released
     );
 
@@ -362,7 +366,11 @@ fn synchronous_replication_loses_no_acknowledged_acquire_renewal_or_release() {
             .is_none(),
         "the release was lost"
     );
-    let again = LockBackend::extend(&backend, &lease, Duration::from_secs(60), true).unwrap();
+    let again = LockBackend::extend(
+        &backend,
+        Renewal::new(&lease, Duration::from_secs(60)).with_db_time(true),
+    )
+    .unwrap();
     assert!(matches!(again, ExtendOutcome::Extended { .. }), "{again:?}");
 
     // The waiter's LISTEN session moved to the new primary: a release there wakes it.
@@ -373,7 +381,7 @@ fn synchronous_replication_loses_no_acknowledged_acquire_renewal_or_release() {
     );
     let woken = events.listen(held.as_str());
     assert_eq!(
-        LockBackend::release(&backend, &lease, Duration::ZERO).unwrap(),
+        LockBackend::release(&backend, ReleaseRequest::new(&lease, Duration::ZERO)).unwrap(),
         ReleaseOutcome::Released
     );
     assert!(
@@ -446,7 +454,7 @@ fn asynchronous_replication_never_repeats_a_token_and_the_fence_rejects_the_old_
 
     // Acknowledged by the primary only: node-a's release and node-b's acquire.
     assert_eq!(
-        LockBackend::release(&backend, &a, Duration::ZERO).unwrap(),
+        LockBackend::release(&backend, ReleaseRequest::new(&a, Duration::ZERO)).unwrap(),
         ReleaseOutcome::Released
     );
     let b = must_acquire(&backend, &key, "node-b", Duration::from_secs(30));
@@ -460,7 +468,11 @@ fn asynchronous_replication_never_repeats_a_token_and_the_fence_rejects_the_old_
 
     // Both writes are lost: the promoted standby has node-a's lease (running out), not
     // node-b's. node-b, still inside its lease by its own reckoning, learns it lost it.
-    let extended = LockBackend::extend(&backend, &b, Duration::from_secs(30), true).unwrap();
+    let extended = LockBackend::extend(
+        &backend,
+        Renewal::new(&b, Duration::from_secs(30)).with_db_time(true),
+    )
+    .unwrap();
     assert_eq!(
         extended,
         ExtendOutcome::NotHeld,

@@ -8,7 +8,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{Raw, assert_backend_error, config, must_acquire, url};
-use leader_core::{LockBackend, LockName};
+use leader_core::{LockBackend, LockName, Renewal};
 use leader_postgres::PostgresBackend;
 use leader_testkit::{fresh_name, wait_until};
 
@@ -43,7 +43,10 @@ fn a_statement_stuck_behind_a_row_lock_ends_on_the_server_at_the_operation_timeo
     ));
 
     let started = Instant::now();
-    let extended = LockBackend::extend(&backend, &lease, Duration::from_secs(30), true);
+    let extended = LockBackend::extend(
+        &backend,
+        Renewal::new(&lease, Duration::from_secs(30)).with_db_time(true),
+    );
     assert!(started.elapsed() < timeout + Duration::from_secs(2));
     assert_backend_error(extended, &key, true);
 
@@ -57,7 +60,11 @@ fn a_statement_stuck_behind_a_row_lock_ends_on_the_server_at_the_operation_timeo
 
     psql.execute("ROLLBACK");
     // The session that was stuck (or a new one) serves the next call.
-    let again = LockBackend::extend(&backend, &lease, Duration::from_secs(30), true).unwrap();
+    let again = LockBackend::extend(
+        &backend,
+        Renewal::new(&lease, Duration::from_secs(30)).with_db_time(true),
+    )
+    .unwrap();
     assert!(
         matches!(again, leader_core::ExtendOutcome::Extended { .. }),
         "{again:?}"

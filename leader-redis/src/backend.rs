@@ -60,7 +60,7 @@ const SUBSCRIPTION_RETRY: Duration = Duration::from_secs(1);
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use leader_core::{AcquireOutcome, AcquireRequest, LockBackend, LockName, OwnerToken};
+/// use leader_core::{AcquireOutcome, AcquireRequest, LockBackend, LockName, OwnerToken, ReleaseRequest};
 /// use leader_redis::RedisBackend;
 ///
 /// let backend = RedisBackend::connect("redis://127.0.0.1/")?;
@@ -68,7 +68,7 @@ const SUBSCRIPTION_RETRY: Duration = Duration::from_secs(1);
 /// let request = AcquireRequest::new(&key, OwnerToken::random(), "node-a", Duration::from_secs(30));
 /// if let AcquireOutcome::Acquired(lease) = backend.try_acquire(request)? {
 ///     // ... the critical section, passing lease.fencing_token along with every write ...
-///     backend.release(&lease, Duration::ZERO)?;
+///     backend.release(ReleaseRequest::new(&lease, Duration::ZERO))?;
 /// }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

@@ -1,9 +1,9 @@
 //! [`LockBackend`] for [`RedisBackend`]: each call runs one script on a pooled connection.
 
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use leader_core::{
-    AcquireOutcome, AcquireRequest, Error, ExtendOutcome, ForceReleaseOutcome, LeaderState, Lease,
+    AcquireOutcome, AcquireRequest, Error, ExtendOutcome, ForceReleaseOutcome, LeaderState,
     ListPage, ListRequest, LockBackend, LockName, RecordWrite, RecordWriteOutcome, ReleaseOutcome,
     ReleaseRequest, Renewal, SlotOutcome, SlotRequest, StoredRecord,
 };
@@ -55,14 +55,10 @@ impl LockBackend for RedisBackend {
             .collect()
     }
 
-    fn extend(
-        &self,
-        lease: &Lease,
-        lease_time: Duration,
-        use_db_time: bool,
-    ) -> Result<ExtendOutcome, Error> {
+    fn extend(&self, renewal: Renewal<'_>) -> Result<ExtendOutcome, Error> {
+        let (lease, lease_time) = (renewal.lease, renewal.lease_time);
         self.check_lease(&lease.key, lease_time)?;
-        let renewal = [Renewal::new(lease, lease_time).with_db_time(use_db_time)];
+        let renewal = [renewal];
         let op = Extend::new(&renewal, self.key_prefix(), SystemTime::now());
         self.run_blocking_one(&lease.key, op)
     }
@@ -81,8 +77,9 @@ impl LockBackend for RedisBackend {
         checked.answers(answers)
     }
 
-    fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {
-        let release = [ReleaseRequest::new(lease, min_lease_time)];
+    fn release(&self, release: ReleaseRequest<'_>) -> Result<ReleaseOutcome, Error> {
+        let lease = release.lease;
+        let release = [release];
         let op = Release::new(&release, self.key_prefix());
         self.run_blocking_one(&lease.key, op)
             .map(ReleaseOutcome::from)

@@ -1,12 +1,12 @@
 //! [`AsyncLockBackend`] for [`RedisBackend`] (features `tokio`, `smol`, `async-std`).
 
 use std::future::Future;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, ForceReleaseOutcome,
-    LeaderState, Lease, ListPage, ListRequest, LockName, RecordWrite, RecordWriteOutcome,
-    ReleaseOutcome, ReleaseRequest, Renewal, SlotOutcome, SlotRequest, StoredRecord,
+    LeaderState, ListPage, ListRequest, LockName, RecordWrite, RecordWriteOutcome, ReleaseOutcome,
+    ReleaseRequest, Renewal, SlotOutcome, SlotRequest, StoredRecord,
 };
 
 use crate::backend::RedisBackend;
@@ -60,14 +60,10 @@ impl AsyncLockBackend for RedisBackend {
             .collect()
     }
 
-    async fn extend(
-        &self,
-        lease: &Lease,
-        lease_time: Duration,
-        use_db_time: bool,
-    ) -> Result<ExtendOutcome, Error> {
+    async fn extend(&self, renewal: Renewal<'_>) -> Result<ExtendOutcome, Error> {
+        let (lease, lease_time) = (renewal.lease, renewal.lease_time);
         self.check_lease(&lease.key, lease_time)?;
-        let renewal = [Renewal::new(lease, lease_time).with_db_time(use_db_time)];
+        let renewal = [renewal];
         let op = Extend::new(&renewal, self.key_prefix(), SystemTime::now());
         self.run_async_one(&lease.key, op).await
     }
@@ -86,12 +82,9 @@ impl AsyncLockBackend for RedisBackend {
         checked.answers(answers)
     }
 
-    async fn release(
-        &self,
-        lease: &Lease,
-        min_lease_time: Duration,
-    ) -> Result<ReleaseOutcome, Error> {
-        let release = [ReleaseRequest::new(lease, min_lease_time)];
+    async fn release(&self, release: ReleaseRequest<'_>) -> Result<ReleaseOutcome, Error> {
+        let lease = release.lease;
+        let release = [release];
         let op = Release::new(&release, self.key_prefix());
         self.run_async_one(&lease.key, op)
             .await

@@ -148,7 +148,7 @@ fn a_release_batch_is_one_script_per_hundred_leases_and_one_bad_key_fails_only_i
     if let Ok(AcquireOutcome::Acquired(lease)) =
         LockBackend::try_acquire(&backend, warm.with_key(&warm_key))
     {
-        LockBackend::release(&backend, &lease, Duration::ZERO).unwrap();
+        LockBackend::release(&backend, ReleaseRequest::new(&lease, Duration::ZERO)).unwrap();
     }
     let before = common::scripts_run(&mut conn);
     let answers = LockBackend::release_batch(&backend, &releases);

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, BackendErrorKind, Error, ExtendOutcome,
-    LeaderLease, Lease, LockBackend, LockName, OwnerToken, ReleaseOutcome,
+    LeaderLease, Lease, LockBackend, LockName, OwnerToken, ReleaseOutcome, ReleaseRequest, Renewal,
 };
 use leader_redis::fence::{Fence, FenceOutcome};
 use leader_redis::{RedisBackend, RedisConfig};
@@ -203,7 +203,7 @@ fn kill_9_of_the_master_keeps_an_acknowledged_lock_and_the_backends_follow() {
     assert_ne!(new, old);
     // The holder's backend renews on the new master, without a restart.
     let renewed = loop {
-        match LockBackend::extend(&holder, &lease, LEASE, true) {
+        match LockBackend::extend(&holder, Renewal::new(&lease, LEASE).with_db_time(true)) {
             Ok(outcome) => break outcome,
             failed => {
                 transient(&failed);
@@ -217,7 +217,7 @@ fn kill_9_of_the_master_keeps_an_acknowledged_lock_and_the_backends_follow() {
         "{renewed:?}"
     );
     assert_eq!(
-        LockBackend::release(&holder, &lease, Duration::ZERO).unwrap(),
+        LockBackend::release(&holder, ReleaseRequest::new(&lease, Duration::ZERO)).unwrap(),
         ReleaseOutcome::Released
     );
     let next = acquired(LockBackend::try_acquire(
@@ -256,7 +256,9 @@ fn a_graceful_cluster_failover_keeps_the_lock_and_the_async_side_follows() {
     held_by(&outcome, &lease);
     let renewed = runtime.block_on(async {
         loop {
-            match AsyncLockBackend::extend(&holder, &lease, LEASE, true).await {
+            match AsyncLockBackend::extend(&holder, Renewal::new(&lease, LEASE).with_db_time(true))
+                .await
+            {
                 Ok(outcome) => break outcome,
                 failed => {
                     transient(&failed);
@@ -271,7 +273,10 @@ fn a_graceful_cluster_failover_keeps_the_lock_and_the_async_side_follows() {
         "{renewed:?}"
     );
     let released = runtime
-        .block_on(AsyncLockBackend::release(&holder, &lease, Duration::ZERO))
+        .block_on(AsyncLockBackend::release(
+            &holder,
+            ReleaseRequest::new(&lease, Duration::ZERO),
+        ))
         .unwrap();
     assert_eq!(released, ReleaseOutcome::Released);
 }
@@ -360,7 +365,7 @@ fn kill_9_of_the_master_while_an_async_waiter_waits_wakes_it_on_the_new_master()
     let first_attempt = Instant::now();
     let released = loop {
         let attempt = Instant::now();
-        match LockBackend::release(&holder, &lease, Duration::ZERO) {
+        match LockBackend::release(&holder, ReleaseRequest::new(&lease, Duration::ZERO)) {
             Ok(outcome) => {
                 assert_eq!(
                     outcome,
@@ -442,7 +447,7 @@ fn a_lagging_replica_promoted_without_the_grant_explains_one_overlap_and_the_fen
     let warm = LockName::new(format!("{key}#warm")).unwrap();
     for backend in [&backend_a, &backend_b] {
         let lease = acquired(LockBackend::try_acquire(backend, request(&warm, "warm")));
-        LockBackend::release(backend, &lease, Duration::ZERO).unwrap();
+        LockBackend::release(backend, ReleaseRequest::new(&lease, Duration::ZERO)).unwrap();
     }
     lag(&cluster, old, replica);
     let a = acquired(LockBackend::try_acquire(
@@ -496,7 +501,8 @@ fn a_lagging_replica_promoted_without_the_grant_explains_one_overlap_and_the_fen
         }
     );
     // A learns it lost the lease at its next renewal, well before its deadline.
-    let renewed = LockBackend::extend(&backend_a, &a, LEASE, true).unwrap();
+    let renewed =
+        LockBackend::extend(&backend_a, Renewal::new(&a, LEASE).with_db_time(true)).unwrap();
     assert_eq!(renewed, ExtendOutcome::NotHeld);
     assert!(a.expires_at > std::time::SystemTime::now());
 }
@@ -544,11 +550,11 @@ fn with_replica_acks_a_grant_the_lagging_replica_misses_is_refused_and_no_grante
     );
     // Renewed without acknowledgement: the promoted replica has no replica of its own.
     assert!(matches!(
-        LockBackend::extend(&other, &kept, LEASE, true),
+        LockBackend::extend(&other, Renewal::new(&kept, LEASE).with_db_time(true)),
         Ok(ExtendOutcome::Extended { .. })
     ));
     // With it, a renewal on the shard is refused until it has a replica again.
-    let refused = LockBackend::extend(&acked, &kept, LEASE, true);
+    let refused = LockBackend::extend(&acked, Renewal::new(&kept, LEASE).with_db_time(true));
     transient(&refused);
 }
 

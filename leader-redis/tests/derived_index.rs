@@ -12,7 +12,7 @@ use std::time::Duration;
 use common::RedisHarness;
 use leader_core::{
     AcquireOutcome, AcquireRequest, BackendErrorKind, Error, ForceReleaseOutcome, ListRequest,
-    LockBackend, LockName, OwnerToken,
+    LockBackend, LockName, OwnerToken, ReleaseRequest,
 };
 use leader_redis::RedisBackend;
 use leader_testkit::{fresh_name, wait_until};
@@ -78,7 +78,9 @@ fn gone_records_are_not_candidates(harness: &RedisHarness) {
     let AcquireOutcome::Acquired(lease) = lease else {
         panic!("{lease:?}")
     };
-    backend.release(&lease, Duration::ZERO).unwrap();
+    backend
+        .release(ReleaseRequest::new(&lease, Duration::ZERO))
+        .unwrap();
     assert!(matches!(
         backend.force_release(&forced).unwrap(),
         ForceReleaseOutcome::Released(_)

@@ -11,7 +11,7 @@ use common::RedisHarness;
 use leader_core::{
     AcquireOutcome, AcquireRequest, BackendErrorKind, Error, ForceReleaseOutcome,
     LeaderElectionOptions, Lease, ListRequest, LockBackend, LockName, LockStatus, OwnerToken,
-    RecordWrite, ReleaseOutcome,
+    RecordWrite, ReleaseOutcome, ReleaseRequest, Renewal,
 };
 use leader_redis::{ConnectError, RedisBackend, RedisConfig};
 use leader_testkit::fixtures::Data;
@@ -69,11 +69,11 @@ fn a_dead_server_fails_closed_in_time_and_the_same_backend_recovers() {
 
     server.kill();
     let started = Instant::now();
-    let extended = LockBackend::extend(&backend, &lease, Duration::from_secs(30), false);
+    let extended = LockBackend::extend(&backend, Renewal::new(&lease, Duration::from_secs(30)));
     assert_backend_error(extended, &backend, &key, BackendErrorKind::Transient);
     let acquired = LockBackend::try_acquire(&backend, request(&key, OwnerToken::random()));
     assert_backend_error(acquired, &backend, &key, BackendErrorKind::Transient);
-    let released = LockBackend::release(&backend, &lease, Duration::ZERO);
+    let released = LockBackend::release(&backend, ReleaseRequest::new(&lease, Duration::ZERO));
     assert_backend_error(released, &backend, &key, BackendErrorKind::Transient);
     let state = LockBackend::state(&backend, &key);
     assert_backend_error(state, &backend, &key, BackendErrorKind::Transient);
@@ -103,7 +103,7 @@ fn a_dead_server_fails_closed_in_time_and_the_same_backend_recovers() {
         lease.fencing_token
     );
     assert_eq!(
-        LockBackend::release(&backend, &again, Duration::ZERO).unwrap(),
+        LockBackend::release(&backend, ReleaseRequest::new(&again, Duration::ZERO)).unwrap(),
         ReleaseOutcome::Released
     );
 }
@@ -136,7 +136,8 @@ fn a_dead_server_fails_closed_on_the_async_side_and_it_recovers() {
         let started = Instant::now();
         for _ in 0..3 {
             let extended =
-                AsyncLockBackend::extend(&backend, &lease, Duration::from_secs(30), false).await;
+                AsyncLockBackend::extend(&backend, Renewal::new(&lease, Duration::from_secs(30)))
+                    .await;
             assert_backend_error(extended, &backend, &key, BackendErrorKind::Transient);
         }
         let state = AsyncLockBackend::state(&backend, &key).await;
@@ -174,7 +175,7 @@ fn a_frozen_server_times_out_instead_of_hanging() {
 
     server.pause();
     let started = Instant::now();
-    let extended = LockBackend::extend(&backend, &lease, Duration::from_secs(30), false);
+    let extended = LockBackend::extend(&backend, Renewal::new(&lease, Duration::from_secs(30)));
     let took = started.elapsed();
     server.resume();
     assert_backend_error(extended, &backend, &key, BackendErrorKind::Transient);
@@ -184,7 +185,7 @@ fn a_frozen_server_times_out_instead_of_hanging() {
     );
     // The timed-out connection was dropped; a fresh one works.
     assert!(matches!(
-        LockBackend::extend(&backend, &lease, Duration::from_secs(30), false).unwrap(),
+        LockBackend::extend(&backend, Renewal::new(&lease, Duration::from_secs(30))).unwrap(),
         leader_core::ExtendOutcome::Extended { .. }
     ));
 
@@ -569,11 +570,11 @@ fn backends_with_different_prefixes_do_not_see_each_other() {
         Some(lease.fencing_token)
     );
     assert_eq!(
-        LockBackend::release(&second, &lease, Duration::ZERO).unwrap(),
+        LockBackend::release(&second, ReleaseRequest::new(&lease, Duration::ZERO)).unwrap(),
         ReleaseOutcome::NotHeld
     );
-    LockBackend::release(&first, &lease, Duration::ZERO).unwrap();
-    LockBackend::release(&second, &theirs, Duration::ZERO).unwrap();
+    LockBackend::release(&first, ReleaseRequest::new(&lease, Duration::ZERO)).unwrap();
+    LockBackend::release(&second, ReleaseRequest::new(&theirs, Duration::ZERO)).unwrap();
     assert_eq!(second.lock_key(&key), format!("other-app:{{{key}}}"));
 }
 

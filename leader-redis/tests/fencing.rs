@@ -7,7 +7,9 @@ mod common;
 use std::time::Duration;
 
 use common::RedisHarness;
-use leader_core::{AcquireOutcome, AcquireRequest, Lease, LockBackend, LockName, OwnerToken};
+use leader_core::{
+    AcquireOutcome, AcquireRequest, Lease, LockBackend, LockName, OwnerToken, ReleaseRequest,
+};
 use leader_redis::RedisBackend;
 use leader_testkit::fixtures::Data;
 use leader_testkit::fresh_name;
@@ -19,7 +21,7 @@ fn cycle(backend: &RedisBackend, key: &LockName) -> u64 {
         AcquireOutcome::Acquired(lease) => lease,
         other => panic!("expected to acquire {key}, got {other:?}"),
     };
-    LockBackend::release(backend, &lease, Duration::ZERO).unwrap();
+    LockBackend::release(backend, ReleaseRequest::new(&lease, Duration::ZERO)).unwrap();
     lease.fencing_token
 }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use leader_core::AsyncLockBackend;
 use leader_core::{
     AcquireOutcome, AcquireRequest, Backend, LockBackend, LockName, LockStatus, OwnerToken,
-    ReleaseOutcome,
+    ReleaseOutcome, ReleaseRequest,
 };
 use leader_redis::redis::{self, cluster::ClusterClient};
 use leader_redis::{ConnectError, RedisBackend, RedisConfig};
@@ -41,7 +41,7 @@ fn takes_and_releases(backend: &RedisBackend) {
     let state = LockBackend::state(backend, &key).unwrap();
     assert_eq!(state.status(), LockStatus::Occupied);
     assert_eq!(
-        LockBackend::release(backend, &lease, Duration::ZERO).unwrap(),
+        LockBackend::release(backend, ReleaseRequest::new(&lease, Duration::ZERO)).unwrap(),
         ReleaseOutcome::Released
     );
     #[cfg(feature = "tokio")]
@@ -62,7 +62,7 @@ fn takes_and_releases_async(backend: &RedisBackend, key: &LockName) {
             panic!("the released lock was not acquired on the async side");
         };
         assert_eq!(
-            AsyncLockBackend::release(backend, &lease, Duration::ZERO)
+            AsyncLockBackend::release(backend, ReleaseRequest::new(&lease, Duration::ZERO))
                 .await
                 .unwrap(),
             ReleaseOutcome::Released

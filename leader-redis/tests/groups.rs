@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::RedisHarness;
 use leader_core::{
     AcquireRequest, Error, GroupKeys, GroupSlots, ListRequest, LockBackend, LockName, OwnerToken,
-    SlotOutcome, SlotRequest,
+    ReleaseRequest, SlotOutcome, SlotRequest,
 };
 use leader_testkit::fresh_name;
 
@@ -176,7 +176,9 @@ fn a_slot_whose_record_is_not_a_lock_is_skipped_for_a_usable_one() {
         let SlotOutcome::Acquired { slot: 1, lease } = outcome else {
             panic!("slot 1 is usable (from {first}): {outcome:?}");
         };
-        backend.release(&lease, Duration::ZERO).unwrap();
+        backend
+            .release(ReleaseRequest::new(&lease, Duration::ZERO))
+            .unwrap();
     }
 
     // A group campaign leads in the usable slot, and holds that one only.

@@ -9,7 +9,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::RedisHarness;
-use leader_core::Backend;
+use leader_core::{Backend, ReleaseRequest};
 use leader_redis::{RedisBackend, RedisConfig};
 use leader_testkit::fixtures::Data;
 
@@ -127,7 +127,7 @@ fn only_a_release_someone_waits_for_is_published() {
 
     // Nobody waits: released without a message.
     let lease = take(&unwatched);
-    LockBackend::release(&holder, &lease, Duration::ZERO).unwrap();
+    LockBackend::release(&holder, ReleaseRequest::new(&lease, Duration::ZERO)).unwrap();
 
     // A waiter listens, tries and finds it held: its release is announced.
     let lease = take(&tried);
@@ -137,7 +137,7 @@ fn only_a_release_someone_waits_for_is_published() {
         LockBackend::try_acquire(&waiter, attempt).unwrap(),
         AcquireOutcome::Held(_)
     ));
-    LockBackend::release(&holder, &lease, Duration::ZERO).unwrap();
+    LockBackend::release(&holder, ReleaseRequest::new(&lease, Duration::ZERO)).unwrap();
     // The first message of ours names `tried`: the unwatched release before it sent none.
     assert_eq!(
         next_of(&mut subscriber, &keys),
@@ -154,7 +154,7 @@ fn only_a_release_someone_waits_for_is_published() {
             .leader()
             .is_some()
     );
-    LockBackend::release(&holder, &lease, Duration::ZERO).unwrap();
+    LockBackend::release(&holder, ReleaseRequest::new(&lease, Duration::ZERO)).unwrap();
     assert_eq!(
         next_of(&mut subscriber, &keys),
         (observed.to_string(), lease.fencing_token)

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, BackendErrorKind, Error, ExtendOutcome,
     Lease, LockBackend, LockName, LockStatus, OwnerToken, RecordWrite, RecordWriteOutcome,
-    ReleaseOutcome,
+    ReleaseOutcome, ReleaseRequest, Renewal,
 };
 use leader_redis::{ConnectError, RedisBackend, RedisConfig};
 use leader_testkit::fixtures::{RedisReplica, RedisServer, require};
@@ -167,11 +167,14 @@ fn an_acknowledged_grant_is_on_the_replica_when_the_caller_gets_it() {
         Some(lease.fencing_token)
     );
     assert!(matches!(
-        LockBackend::extend(&backend, &lease, Duration::from_secs(30), true),
+        LockBackend::extend(
+            &backend,
+            Renewal::new(&lease, Duration::from_secs(30)).with_db_time(true)
+        ),
         Ok(ExtendOutcome::Extended { .. })
     ));
     assert_eq!(
-        LockBackend::release(&backend, &lease, Duration::ZERO).unwrap(),
+        LockBackend::release(&backend, ReleaseRequest::new(&lease, Duration::ZERO)).unwrap(),
         ReleaseOutcome::Released
     );
 }
@@ -205,7 +208,7 @@ fn a_grant_the_stopped_replica_does_not_acknowledge_is_refused_and_released() {
     replica.server().resume();
     replica.wait_until_synced(&master).unwrap();
     // The replica back, the next acknowledged grant goes through and keeps fencing order.
-    LockBackend::release(&plain, &other, Duration::ZERO).unwrap();
+    LockBackend::release(&plain, ReleaseRequest::new(&other, Duration::ZERO)).unwrap();
     let next = acquired(LockBackend::try_acquire(&backend, request(&key)));
     assert!(next.fencing_token > other.fencing_token);
 }
@@ -220,7 +223,10 @@ fn a_renewal_the_stopped_replica_does_not_acknowledge_is_a_transient_error() {
     let lease = acquired(LockBackend::try_acquire(&backend, request(&key)));
     replica.server().pause();
     unacknowledged(
-        LockBackend::extend(&backend, &lease, Duration::from_secs(30), true),
+        LockBackend::extend(
+            &backend,
+            Renewal::new(&lease, Duration::from_secs(30)).with_db_time(true),
+        ),
         &backend,
         &key,
         "the extend reached 0 of 1 replicas",
@@ -234,7 +240,10 @@ fn a_renewal_the_stopped_replica_does_not_acknowledge_is_a_transient_error() {
     replica.server().resume();
     replica.wait_until_synced(&master).unwrap();
     assert!(matches!(
-        LockBackend::extend(&backend, &lease, Duration::from_secs(30), true),
+        LockBackend::extend(
+            &backend,
+            Renewal::new(&lease, Duration::from_secs(30)).with_db_time(true)
+        ),
         Ok(ExtendOutcome::Extended { .. })
     ));
 }
@@ -281,7 +290,7 @@ async fn the_async_side_waits_for_the_replica_too() {
         replica_fence(&replica, &backend, &key),
         Some(lease.fencing_token)
     );
-    AsyncLockBackend::release(&backend, &lease, Duration::ZERO)
+    AsyncLockBackend::release(&backend, ReleaseRequest::new(&lease, Duration::ZERO))
         .await
         .unwrap();
     replica.server().pause();
@@ -309,7 +318,7 @@ fn the_url_sets_it_and_more_replicas_than_there_are_refuse_every_grant() {
         replica_fence(&replica, &from_url, &key),
         Some(lease.fencing_token)
     );
-    LockBackend::release(&from_url, &lease, Duration::ZERO).unwrap();
+    LockBackend::release(&from_url, ReleaseRequest::new(&lease, Duration::ZERO)).unwrap();
 
     // Two replicas asked, one there: never granted.
     let two = RedisBackend::connect(
@@ -326,7 +335,7 @@ fn the_url_sets_it_and_more_replicas_than_there_are_refuse_every_grant() {
     replica.server().pause();
     let off = RedisBackend::connect(&format!("{}?replica_acks=0", master.url())).unwrap();
     let lease = acquired(LockBackend::try_acquire(&off, request(&key)));
-    LockBackend::release(&off, &lease, Duration::ZERO).unwrap();
+    LockBackend::release(&off, ReleaseRequest::new(&lease, Duration::ZERO)).unwrap();
     replica.server().resume();
 
     for bad in [

@@ -12,7 +12,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::RedisHarness;
-use leader_core::{AcquireOutcome, AcquireRequest, Lease, LockBackend, LockName, OwnerToken};
+use leader_core::{
+    AcquireOutcome, AcquireRequest, Lease, LockBackend, LockName, OwnerToken, ReleaseRequest,
+};
 use leader_redis::RedisBackend;
 use leader_redis::fence::{Fence, FenceError, FenceOutcome};
 use leader_testkit::fresh_name;
@@ -42,7 +44,7 @@ fn two_terms(backend: &RedisBackend, key: &LockName) -> (u64, u64) {
         a.fencing_token,
         b.fencing_token
     );
-    LockBackend::release(backend, &b, Duration::ZERO).unwrap();
+    LockBackend::release(backend, ReleaseRequest::new(&b, Duration::ZERO)).unwrap();
     (a.fencing_token, b.fencing_token)
 }
 

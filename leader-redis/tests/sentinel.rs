@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, Error, ExtendOutcome, LeaderElectionOptions, Lease,
-    LockBackend, LockName, OwnerToken, ReleaseOutcome,
+    LockBackend, LockName, OwnerToken, ReleaseOutcome, ReleaseRequest, Renewal,
 };
 use leader_redis::fence::{Fence, FenceOutcome};
 use leader_redis::{RedisBackend, RedisConfig};
@@ -183,7 +183,7 @@ fn a_held_lock_survives_a_failover(config: RedisConfig) {
 
     // The holder renews on the new master (no restart of its backend).
     let renewed = wait_until("the holder to renew", RECOVERY, || {
-        match ok_or_transient(holder.extend(&lease, lease_time, false)) {
+        match ok_or_transient(holder.extend(Renewal::new(&lease, lease_time))) {
             Some(ExtendOutcome::Extended { .. }) => true,
             Some(other) => panic!("the replicated lock was lost in the failover: {other:?}"),
             None => false,
@@ -191,7 +191,9 @@ fn a_held_lock_survives_a_failover(config: RedisConfig) {
     });
     assert!(renewed < RECOVERY);
     assert_eq!(
-        holder.release(&lease, Duration::ZERO).unwrap(),
+        holder
+            .release(ReleaseRequest::new(&lease, Duration::ZERO))
+            .unwrap(),
         ReleaseOutcome::Released
     );
     let next = must_acquire(&other, &key, "other", lease_time);
@@ -260,7 +262,9 @@ fn an_async_waiter_is_woken_on_the_new_master(config: RedisConfig) {
     });
 
     let released = loop {
-        if let Some(outcome) = ok_or_transient(holder.release(&lease, Duration::ZERO)) {
+        if let Some(outcome) =
+            ok_or_transient(holder.release(ReleaseRequest::new(&lease, Duration::ZERO)))
+        {
             assert_eq!(
                 outcome,
                 ReleaseOutcome::Released,
@@ -490,7 +494,9 @@ fn with_replica_acks_a_lagging_replica_cannot_lose_a_granted_lock() {
     // The refused grant was released on the master: another owner takes it at once.
     let taken = must_acquire(&plain, &refused_key, "other", lease_time);
     assert_eq!(
-        plain.release(&taken, Duration::ZERO).unwrap(),
+        plain
+            .release(ReleaseRequest::new(&taken, Duration::ZERO))
+            .unwrap(),
         ReleaseOutcome::Released
     );
 
@@ -534,7 +540,7 @@ fn with_replica_acks_a_lagging_replica_cannot_lose_a_granted_lock() {
     report("replica acks, old master back as replica", killed.elapsed());
     // The holder renews its lock, acknowledged, on the new master.
     wait_until("the holder to renew", RECOVERY, || {
-        match ok_or_transient(acked.extend(&granted, lease_time, false)) {
+        match ok_or_transient(acked.extend(Renewal::new(&granted, lease_time))) {
             Some(ExtendOutcome::Extended { .. }) => true,
             Some(other) => panic!(
                 "the acknowledged lock was lost: {other:?} (promoted {promoted}, master now {:?})",
@@ -544,7 +550,9 @@ fn with_replica_acks_a_lagging_replica_cannot_lose_a_granted_lock() {
         }
     });
     assert_eq!(
-        acked.release(&granted, Duration::ZERO).unwrap(),
+        acked
+            .release(ReleaseRequest::new(&granted, Duration::ZERO))
+            .unwrap(),
         ReleaseOutcome::Released
     );
 }

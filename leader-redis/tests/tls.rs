@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, Backend, LockBackend, LockStatus, OwnerToken, ReleaseOutcome,
+    ReleaseRequest,
 };
 use leader_redis::{RedisBackend, RedisConfig};
 use leader_testkit::{fixtures, fresh_name};
@@ -55,7 +56,7 @@ fn locks_work_over_tls() {
         AcquireOutcome::Held(_)
     ));
     assert_eq!(
-        LockBackend::release(&backend, &lease, Duration::ZERO).unwrap(),
+        LockBackend::release(&backend, ReleaseRequest::new(&lease, Duration::ZERO)).unwrap(),
         ReleaseOutcome::Released
     );
     assert!(listener.wait_timeout(Duration::from_secs(2)));
@@ -73,7 +74,7 @@ async fn async_cycle(backend: RedisBackend) {
         panic!("acquire over TLS")
     };
     assert_eq!(
-        AsyncLockBackend::release(&backend, &lease, Duration::ZERO)
+        AsyncLockBackend::release(&backend, ReleaseRequest::new(&lease, Duration::ZERO))
             .await
             .unwrap(),
         ReleaseOutcome::Released

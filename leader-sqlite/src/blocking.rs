@@ -1,9 +1,7 @@
 //! The blocking SPI: each call runs on the calling thread.
 
-use std::time::Duration;
-
 use leader_core::{
-    AcquireOutcome, AcquireRequest, Error, ExtendOutcome, ForceReleaseOutcome, LeaderState, Lease,
+    AcquireOutcome, AcquireRequest, Error, ExtendOutcome, ForceReleaseOutcome, LeaderState,
     ListPage, ListRequest, LockBackend, LockName, RecordWrite, RecordWriteOutcome, ReleaseOutcome,
     ReleaseRequest, Renewal, StoredRecord,
 };
@@ -32,12 +30,8 @@ impl LockBackend for SqliteBackend {
     }
 
     /// `use_db_time` changes nothing: every time comes from the host's clocks.
-    fn extend(
-        &self,
-        lease: &Lease,
-        lease_time: Duration,
-        _use_db_time: bool,
-    ) -> Result<ExtendOutcome, Error> {
+    fn extend(&self, renewal: Renewal<'_>) -> Result<ExtendOutcome, Error> {
+        let (lease, lease_time) = (renewal.lease, renewal.lease_time);
         self.run(lease.key.as_str(), |conn, clock| {
             ops::extend(conn, clock, &lease.key, lease.owner, lease_time)
         })
@@ -56,7 +50,8 @@ impl LockBackend for SqliteBackend {
         true
     }
 
-    fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {
+    fn release(&self, release: ReleaseRequest<'_>) -> Result<ReleaseOutcome, Error> {
+        let (lease, min_lease_time) = (release.lease, release.min_lease_time);
         let released = self.run(lease.key.as_str(), |conn, clock| {
             ops::release(conn, clock, &lease.key, lease.owner, min_lease_time)
         })?;
@@ -117,8 +112,9 @@ impl LockBackend for SqliteBackend {
 mod tests {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
 
-    use leader_core::{OwnerToken, Renewal};
+    use leader_core::{Lease, OwnerToken, Renewal};
     use rusqlite::params;
 
     use super::*;

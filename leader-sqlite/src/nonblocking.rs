@@ -4,12 +4,10 @@
 //! A dropped future does not stop its call: the transaction still commits or rolls back
 //! whole on its thread, and the electors release an acquisition they gave up on.
 
-use std::time::Duration;
-
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ExtendOutcome, ForceReleaseOutcome,
-    LeaderState, Lease, ListPage, ListRequest, LockName, RecordWrite, RecordWriteOutcome,
-    ReleaseOutcome, ReleaseRequest, Renewal, StoredRecord,
+    LeaderState, ListPage, ListRequest, LockName, RecordWrite, RecordWriteOutcome, ReleaseOutcome,
+    ReleaseRequest, Renewal, StoredRecord,
 };
 
 use crate::backend::SqliteBackend;
@@ -56,12 +54,8 @@ impl AsyncLockBackend for SqliteBackend {
         true
     }
 
-    async fn extend(
-        &self,
-        lease: &Lease,
-        lease_time: Duration,
-        _use_db_time: bool,
-    ) -> Result<ExtendOutcome, Error> {
+    async fn extend(&self, renewal: Renewal<'_>) -> Result<ExtendOutcome, Error> {
+        let (lease, lease_time) = (renewal.lease, renewal.lease_time);
         let (key, owner) = (lease.key.clone(), lease.owner);
         self.run_async(lease.key.as_str(), move |conn, clock| {
             ops::extend(conn, clock, &key, owner, lease_time)
@@ -69,11 +63,8 @@ impl AsyncLockBackend for SqliteBackend {
         .await
     }
 
-    async fn release(
-        &self,
-        lease: &Lease,
-        min_lease_time: Duration,
-    ) -> Result<ReleaseOutcome, Error> {
+    async fn release(&self, release: ReleaseRequest<'_>) -> Result<ReleaseOutcome, Error> {
+        let (lease, min_lease_time) = (release.lease, release.min_lease_time);
         let (key, owner) = (lease.key.clone(), lease.owner);
         let released = self
             .run_async(lease.key.as_str(), move |conn, clock| {

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use common::TempDir;
 use leader_core::{
     AcquireOutcome, AcquireRequest, LockBackend, LockName, LockStatus, OwnerToken, ReleaseOutcome,
+    ReleaseRequest, Renewal,
 };
 use leader_sqlite::SqliteBackend;
 use leader_testkit::fixtures;
@@ -134,7 +135,9 @@ fn a_process_whose_wall_clock_jumped_ahead_takes_no_held_lock() {
         "the holder is unchanged"
     );
     assert_eq!(
-        backend.release(&held, Duration::ZERO).unwrap(),
+        backend
+            .release(ReleaseRequest::new(&held, Duration::ZERO))
+            .unwrap(),
         ReleaseOutcome::Released
     );
 
@@ -192,7 +195,7 @@ fn a_lease_written_under_another_boot_has_expired() {
     assert_eq!(backend.state(&key).unwrap().status(), LockStatus::Empty);
     assert!(matches!(
         backend
-            .extend(&before, Duration::from_secs(60), false)
+            .extend(Renewal::new(&before, Duration::from_secs(60)))
             .unwrap(),
         leader_core::ExtendOutcome::NotHeld
     ));

@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use common::TempDir;
 use leader_core::{
     AcquireOutcome, AcquireRequest, ExtendOutcome, Lease, LockBackend, LockName, LockStatus,
-    OwnerToken,
+    OwnerToken, Renewal,
 };
 use leader_sqlite::SqliteBackend;
 use rusqlite::{Connection, params};
@@ -138,7 +138,7 @@ fn a_version_1_file_is_migrated_with_every_lease_as_it_was() {
     );
     assert!(matches!(
         backend
-            .extend(&lease, Duration::from_secs(30), false)
+            .extend(Renewal::new(&lease, Duration::from_secs(30)))
             .unwrap(),
         ExtendOutcome::Extended { .. }
     ));

@@ -12,7 +12,8 @@ use std::time::{Duration, SystemTime};
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, Error, ExtendOutcome,
     ForceReleaseOutcome, InMemoryBackend, LeaderState, Lease, ListPage, ListRequest, LockBackend,
-    LockName, NameError, OwnerToken, RecordWrite, RecordWriteOutcome, ReleaseOutcome, StoredRecord,
+    LockName, NameError, OwnerToken, RecordWrite, RecordWriteOutcome, ReleaseOutcome,
+    ReleaseRequest, Renewal, StoredRecord,
 };
 use leader_tenant::TenantId;
 use leader_testkit::{Harness, MemoryHarness};
@@ -94,18 +95,17 @@ impl<B: LockBackend> LockBackend for Scoped<B> {
         Ok(self.outward(outcome, request.key))
     }
 
-    fn extend(
-        &self,
-        lease: &Lease,
-        lease_time: Duration,
-        use_db_time: bool,
-    ) -> Result<ExtendOutcome, Error> {
+    fn extend(&self, renewal: Renewal<'_>) -> Result<ExtendOutcome, Error> {
+        let (lease, lease_time, use_db_time) =
+            (renewal.lease, renewal.lease_time, renewal.use_db_time);
         self.inner
-            .extend(&self.inward(lease)?, lease_time, use_db_time)
+            .extend(Renewal::new(&self.inward(lease)?, lease_time).with_db_time(use_db_time))
     }
 
-    fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {
-        self.inner.release(&self.inward(lease)?, min_lease_time)
+    fn release(&self, release: ReleaseRequest<'_>) -> Result<ReleaseOutcome, Error> {
+        let (lease, min_lease_time) = (release.lease, release.min_lease_time);
+        self.inner
+            .release(ReleaseRequest::new(&self.inward(lease)?, min_lease_time))
     }
 
     fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
@@ -149,23 +149,21 @@ impl<B: AsyncLockBackend> AsyncLockBackend for Scoped<B> {
         Ok(self.outward(outcome, request.key))
     }
 
-    async fn extend(
-        &self,
-        lease: &Lease,
-        lease_time: Duration,
-        use_db_time: bool,
-    ) -> Result<ExtendOutcome, Error> {
+    async fn extend(&self, renewal: Renewal<'_>) -> Result<ExtendOutcome, Error> {
+        let (lease, lease_time, use_db_time) =
+            (renewal.lease, renewal.lease_time, renewal.use_db_time);
         let lease = self.inward(lease)?;
-        AsyncLockBackend::extend(&self.inner, &lease, lease_time, use_db_time).await
+        AsyncLockBackend::extend(
+            &self.inner,
+            Renewal::new(&lease, lease_time).with_db_time(use_db_time),
+        )
+        .await
     }
 
-    async fn release(
-        &self,
-        lease: &Lease,
-        min_lease_time: Duration,
-    ) -> Result<ReleaseOutcome, Error> {
+    async fn release(&self, release: ReleaseRequest<'_>) -> Result<ReleaseOutcome, Error> {
+        let (lease, min_lease_time) = (release.lease, release.min_lease_time);
         let lease = self.inward(lease)?;
-        AsyncLockBackend::release(&self.inner, &lease, min_lease_time).await
+        AsyncLockBackend::release(&self.inner, ReleaseRequest::new(&lease, min_lease_time)).await
     }
 
     async fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
@@ -265,7 +263,7 @@ fn long_scoped_names_work_up_to_the_limit() {
     let physical = LockBackend::state(&backend.inner, &backend.key(&fits).unwrap()).unwrap();
     assert_eq!(physical.lock_name().len(), LockName::MAX_LEN);
     assert_eq!(
-        LockBackend::release(&backend, &lease, Duration::ZERO).unwrap(),
+        LockBackend::release(&backend, ReleaseRequest::new(&lease, Duration::ZERO)).unwrap(),
         ReleaseOutcome::Released
     );
 

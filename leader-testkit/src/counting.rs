@@ -3,13 +3,11 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, Backend, Error, ExtendOutcome, ForceReleaseOutcome,
-    LeaderState, Lease, ListPage, ListRequest, LockBackend, LockName, RecordWrite,
-    RecordWriteOutcome, ReleaseEvents, ReleaseOutcome, ReleaseRequest, Renewal, SlotOutcome,
-    SlotRequest, StoredRecord,
+    LeaderState, ListPage, ListRequest, LockBackend, LockName, RecordWrite, RecordWriteOutcome,
+    ReleaseEvents, ReleaseOutcome, ReleaseRequest, Renewal, SlotOutcome, SlotRequest, StoredRecord,
 };
 
 /// One method of [`LockBackend`], as [`CallCounter`] counts it.
@@ -160,14 +158,11 @@ impl<B: LockBackend> LockBackend for CountingBackend<B> {
         self.inner.try_acquire_batch(requests)
     }
 
-    fn extend(
-        &self,
-        lease: &Lease,
-        lease_time: Duration,
-        db: bool,
-    ) -> Result<ExtendOutcome, Error> {
+    fn extend(&self, renewal: Renewal<'_>) -> Result<ExtendOutcome, Error> {
+        let (lease, lease_time, db) = (renewal.lease, renewal.lease_time, renewal.use_db_time);
         self.counter.count(Call::Extend, 1);
-        self.inner.extend(lease, lease_time, db)
+        self.inner
+            .extend(Renewal::new(lease, lease_time).with_db_time(db))
     }
 
     fn extend_batch(&self, renewals: &[Renewal<'_>]) -> Vec<Result<ExtendOutcome, Error>> {
@@ -175,9 +170,9 @@ impl<B: LockBackend> LockBackend for CountingBackend<B> {
         self.inner.extend_batch(renewals)
     }
 
-    fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {
+    fn release(&self, release: ReleaseRequest<'_>) -> Result<ReleaseOutcome, Error> {
         self.counter.count(Call::Release, 1);
-        self.inner.release(lease, min_lease_time)
+        self.inner.release(release)
     }
 
     fn release_batch(&self, releases: &[ReleaseRequest<'_>]) -> Vec<Result<ReleaseOutcome, Error>> {

@@ -13,9 +13,9 @@ use std::time::Duration;
 use event_listener::{Event, Listener};
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, BackendError, BackendErrorKind,
-    Error, ExtendOutcome, ForceReleaseOutcome, LeaderState, Lease, ListPage, ListRequest,
-    LockBackend, LockName, RecordWrite, RecordWriteOutcome, ReleaseEvents, ReleaseOutcome,
-    StoredRecord,
+    Error, ExtendOutcome, ForceReleaseOutcome, LeaderState, ListPage, ListRequest, LockBackend,
+    LockName, RecordWrite, RecordWriteOutcome, ReleaseEvents, ReleaseOutcome, ReleaseRequest,
+    Renewal, StoredRecord,
 };
 use parking_lot::Mutex;
 
@@ -376,20 +376,17 @@ impl<B: LockBackend> LockBackend for FaultyBackend<B> {
         })
     }
 
-    fn extend(
-        &self,
-        lease: &Lease,
-        lease_time: Duration,
-        use_db_time: bool,
-    ) -> Result<ExtendOutcome, Error> {
+    fn extend(&self, renewal: Renewal<'_>) -> Result<ExtendOutcome, Error> {
+        let lease = renewal.lease;
         self.blocking(Op::Extend, lease.key.as_str(), || {
-            self.inner.extend(lease, lease_time, use_db_time)
+            self.inner.extend(renewal)
         })
     }
 
-    fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {
+    fn release(&self, release: ReleaseRequest<'_>) -> Result<ReleaseOutcome, Error> {
+        let lease = release.lease;
         self.blocking(Op::Release, lease.key.as_str(), || {
-            self.inner.release(lease, min_lease_time)
+            self.inner.release(release)
         })
     }
 
@@ -438,22 +435,21 @@ impl<B: AsyncLockBackend> AsyncLockBackend for FaultyBackend<B> {
 
     fn extend(
         &self,
-        lease: &Lease,
-        lease_time: Duration,
-        use_db_time: bool,
+        renewal: Renewal<'_>,
     ) -> impl Future<Output = Result<ExtendOutcome, Error>> + Send {
+        let lease = renewal.lease;
         self.nonblocking(Op::Extend, lease.key.as_str(), move || {
-            self.inner.extend(lease, lease_time, use_db_time)
+            self.inner.extend(renewal)
         })
     }
 
     fn release(
         &self,
-        lease: &Lease,
-        min_lease_time: Duration,
+        release: ReleaseRequest<'_>,
     ) -> impl Future<Output = Result<ReleaseOutcome, Error>> + Send {
+        let lease = release.lease;
         self.nonblocking(Op::Release, lease.key.as_str(), move || {
-            self.inner.release(lease, min_lease_time)
+            self.inner.release(release)
         })
     }
 

@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime};
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, Error, ExtendOutcome,
-    ForceReleaseOutcome, InMemoryBackend, LeaderState, Lease, ListPage, ListRequest, LockBackend,
+    ForceReleaseOutcome, InMemoryBackend, LeaderState, ListPage, ListRequest, LockBackend,
     LockName, ManualClock, RecordWrite, RecordWriteOutcome, ReleaseEvents, ReleaseOutcome,
     ReleaseRequest, Renewal, SlotOutcome, SlotRequest, StoredRecord,
 };
@@ -178,11 +178,9 @@ impl<B: LockBackend> AsyncLockBackend for BlockingAsAsync<B> {
 
     fn extend(
         &self,
-        lease: &Lease,
-        lease_time: Duration,
-        use_db_time: bool,
+        renewal: Renewal<'_>,
     ) -> impl Future<Output = Result<ExtendOutcome, Error>> + Send {
-        ready(self.0.extend(lease, lease_time, use_db_time))
+        ready(self.0.extend(renewal))
     }
 
     fn extend_batch(
@@ -194,10 +192,9 @@ impl<B: LockBackend> AsyncLockBackend for BlockingAsAsync<B> {
 
     fn release(
         &self,
-        lease: &Lease,
-        min_lease_time: Duration,
+        release: ReleaseRequest<'_>,
     ) -> impl Future<Output = Result<ReleaseOutcome, Error>> + Send {
-        ready(self.0.release(lease, min_lease_time))
+        ready(self.0.release(release))
     }
 
     fn release_batch(

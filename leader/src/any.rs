@@ -1,10 +1,8 @@
 //! [`AnyBackend`]: one backend type for whichever backend a URL chose.
 
-use std::time::Duration;
-
 use leader_core::{
     AcquireOutcome, AcquireRequest, Backend, Error, ExtendOutcome, ForceReleaseOutcome,
-    InMemoryBackend, LeaderState, Lease, ListPage, ListRequest, LockBackend, LockName, RecordWrite,
+    InMemoryBackend, LeaderState, ListPage, ListRequest, LockBackend, LockName, RecordWrite,
     RecordWriteOutcome, ReleaseEvents, ReleaseOutcome, ReleaseRequest, Renewal, SlotOutcome,
     SlotRequest, StoredRecord,
 };
@@ -147,21 +145,16 @@ impl LockBackend for AnyBackend {
         on_backend!(self, backend => LockBackend::try_acquire_batch(backend, requests))
     }
 
-    fn extend(
-        &self,
-        lease: &Lease,
-        lease_time: Duration,
-        use_db_time: bool,
-    ) -> Result<ExtendOutcome, Error> {
-        on_backend!(self, backend => LockBackend::extend(backend, lease, lease_time, use_db_time))
+    fn extend(&self, renewal: Renewal<'_>) -> Result<ExtendOutcome, Error> {
+        on_backend!(self, backend => LockBackend::extend(backend, renewal))
     }
 
     fn extend_batch(&self, renewals: &[Renewal<'_>]) -> Vec<Result<ExtendOutcome, Error>> {
         on_backend!(self, backend => LockBackend::extend_batch(backend, renewals))
     }
 
-    fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {
-        on_backend!(self, backend => LockBackend::release(backend, lease, min_lease_time))
+    fn release(&self, release: ReleaseRequest<'_>) -> Result<ReleaseOutcome, Error> {
+        on_backend!(self, backend => LockBackend::release(backend, release))
     }
 
     fn release_batch(&self, releases: &[ReleaseRequest<'_>]) -> Vec<Result<ReleaseOutcome, Error>> {
@@ -221,14 +214,9 @@ impl leader_core::AsyncLockBackend for AnyBackend {
         on_backend!(self, backend => Async::try_acquire_batch(backend, requests).await)
     }
 
-    async fn extend(
-        &self,
-        lease: &Lease,
-        lease_time: Duration,
-        use_db_time: bool,
-    ) -> Result<ExtendOutcome, Error> {
+    async fn extend(&self, renewal: Renewal<'_>) -> Result<ExtendOutcome, Error> {
         use leader_core::AsyncLockBackend as Async;
-        on_backend!(self, backend => Async::extend(backend, lease, lease_time, use_db_time).await)
+        on_backend!(self, backend => Async::extend(backend, renewal).await)
     }
 
     async fn extend_batch(&self, renewals: &[Renewal<'_>]) -> Vec<Result<ExtendOutcome, Error>> {
@@ -236,13 +224,9 @@ impl leader_core::AsyncLockBackend for AnyBackend {
         on_backend!(self, backend => Async::extend_batch(backend, renewals).await)
     }
 
-    async fn release(
-        &self,
-        lease: &Lease,
-        min_lease_time: Duration,
-    ) -> Result<ReleaseOutcome, Error> {
+    async fn release(&self, release: ReleaseRequest<'_>) -> Result<ReleaseOutcome, Error> {
         use leader_core::AsyncLockBackend as Async;
-        on_backend!(self, backend => Async::release(backend, lease, min_lease_time).await)
+        on_backend!(self, backend => Async::release(backend, release).await)
     }
 
     async fn release_batch(

@@ -11,7 +11,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use leader::backend::{AcquireOutcome, AcquireRequest, LockBackend, OwnerToken};
+use leader::backend::{AcquireOutcome, AcquireRequest, LockBackend, OwnerToken, ReleaseRequest};
 use leader::{
     AnyBackend, AsyncLeaderElector, CampaignConfig, LeaderElectionOptions, LeaderElector,
     LeaderRunResult, LockName,
@@ -182,7 +182,7 @@ fn slots_expire_and_their_tokens_never_go_back(backend: AnyBackend) {
     assert_eq!(outcome.slot(), Some(1), "{outcome:?}");
     assert_eq!(outcome.value(), Some(&1));
     assert!(outcome.fencing_token().unwrap() > lost.fencing_token);
-    LockBackend::release(&backend, &steady, Duration::ZERO).unwrap();
+    LockBackend::release(&backend, ReleaseRequest::new(&steady, Duration::ZERO)).unwrap();
 }
 
 fn a_group_campaign_fails_over_slot_by_slot(backend: AnyBackend) {

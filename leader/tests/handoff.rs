@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use common::notified::{Notified, median, must_acquire};
 use leader::{LeaderElectionOptions, LeaderElector};
-use leader_core::LockBackend;
+use leader_core::{LockBackend, ReleaseRequest};
 use leader_testkit::fresh_name;
 
 /// The time from A's release to B's action; B's backend has notifications on or off.
@@ -29,7 +29,7 @@ fn one_handoff(servers: &Notified, notifications: bool) -> Duration {
         // Long enough for the waiter's backoff to reach delays of 64 ms and more.
         std::thread::sleep(Duration::from_millis(400));
         let released_at = Instant::now();
-        LockBackend::release(&holder, &lease, Duration::ZERO).unwrap();
+        LockBackend::release(&holder, ReleaseRequest::new(&lease, Duration::ZERO)).unwrap();
         released_at
     });
     let ran_at = elector

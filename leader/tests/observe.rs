@@ -16,7 +16,7 @@ use leader::{
     AnyBackend, AsyncLeaderElector, AsyncObserver, ChangeKind, LeaderChange, LeaderElectionOptions,
     LeaderElector, LeaseMode, Shutdown,
 };
-use leader_core::{AsyncLockBackend, Backend, InMemoryBackend, LockBackend};
+use leader_core::{AsyncLockBackend, Backend, InMemoryBackend, LockBackend, ReleaseRequest};
 use leader_testkit::{Call, CountingBackend, Fault, FaultyBackend, Op, fresh_name};
 
 const POLL: Duration = Duration::from_millis(200);
@@ -238,7 +238,7 @@ fn a_release_is_pushed_to_observers(kind: &str) {
     });
     std::thread::sleep(Duration::from_millis(100));
     let released_at = Instant::now();
-    LockBackend::release(&holder, &lease, Duration::ZERO).unwrap();
+    LockBackend::release(&holder, ReleaseRequest::new(&lease, Duration::ZERO)).unwrap();
     let (change, at, read) = seen
         .recv_timeout(Duration::from_secs(5))
         .unwrap_or_else(|_| panic!("the release was not pushed to the observer within 5 s"));

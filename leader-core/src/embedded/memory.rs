@@ -17,7 +17,7 @@ use crate::spi::listing::{ForceReleaseOutcome, ListCursor, ListPage, ListRequest
 use crate::spi::outcome::{AcquireOutcome, ExtendOutcome, ReleaseOutcome};
 use crate::spi::record::{RecordWrite, RecordWriteOutcome, StoredRecord};
 use crate::spi::release_events::ReleaseEvents;
-use crate::spi::request::AcquireRequest;
+use crate::spi::request::{AcquireRequest, ReleaseRequest, Renewal};
 use crate::spi::state::{LeaderLease, LeaderState};
 
 /// Locks held in this process's memory, behind one `parking_lot` mutex.
@@ -37,14 +37,14 @@ use crate::spi::state::{LeaderLease, LeaderState};
 ///
 /// ```
 /// use std::time::Duration;
-/// use leader_core::{AcquireOutcome, AcquireRequest, InMemoryBackend, LockBackend, LockName, OwnerToken};
+/// use leader_core::{AcquireOutcome, AcquireRequest, InMemoryBackend, LockBackend, LockName, OwnerToken, ReleaseRequest};
 ///
 /// let backend = InMemoryBackend::new();
 /// let key = LockName::new("nightly")?;
 /// let request = AcquireRequest::new(&key, OwnerToken::random(), "node-a", Duration::from_secs(30));
 /// let AcquireOutcome::Acquired(lease) = backend.try_acquire(request)? else { unreachable!() };
 /// assert_eq!(lease.fencing_token, 1);
-/// backend.release(&lease, Duration::ZERO)?;
+/// backend.release(ReleaseRequest::new(&lease, Duration::ZERO))?;
 /// # Ok::<(), leader_core::Error>(())
 /// ```
 #[derive(Debug, Clone)]
@@ -418,16 +418,14 @@ impl LockBackend for InMemoryBackend {
         self.acquire(request)
     }
 
-    fn extend(
-        &self,
-        lease: &Lease,
-        lease_time: Duration,
-        use_db_time: bool,
-    ) -> Result<ExtendOutcome, Error> {
+    fn extend(&self, renewal: Renewal<'_>) -> Result<ExtendOutcome, Error> {
+        let (lease, lease_time, use_db_time) =
+            (renewal.lease, renewal.lease_time, renewal.use_db_time);
         self.extend_lease(lease, lease_time, use_db_time)
     }
 
-    fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error> {
+    fn release(&self, release: ReleaseRequest<'_>) -> Result<ReleaseOutcome, Error> {
+        let (lease, min_lease_time) = (release.lease, release.min_lease_time);
         Ok(self.release_lease(lease, min_lease_time))
     }
 
@@ -477,18 +475,18 @@ impl AsyncLockBackend for InMemoryBackend {
 
     fn extend(
         &self,
-        lease: &Lease,
-        lease_time: Duration,
-        use_db_time: bool,
+        renewal: Renewal<'_>,
     ) -> impl Future<Output = Result<ExtendOutcome, Error>> + Send {
+        let (lease, lease_time, use_db_time) =
+            (renewal.lease, renewal.lease_time, renewal.use_db_time);
         ready(self.extend_lease(lease, lease_time, use_db_time))
     }
 
     fn release(
         &self,
-        lease: &Lease,
-        min_lease_time: Duration,
+        release: ReleaseRequest<'_>,
     ) -> impl Future<Output = Result<ReleaseOutcome, Error>> + Send {
+        let (lease, min_lease_time) = (release.lease, release.min_lease_time);
         ready(Ok(self.release_lease(lease, min_lease_time)))
     }
 

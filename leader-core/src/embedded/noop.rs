@@ -3,7 +3,7 @@
 use std::future::{Future, ready};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use crate::error::Error;
 use crate::name::LockName;
@@ -12,7 +12,7 @@ use crate::spi::lease::Lease;
 use crate::spi::listing::{ForceReleaseOutcome, ListPage, ListRequest};
 use crate::spi::outcome::{AcquireOutcome, ExtendOutcome, ReleaseOutcome};
 use crate::spi::record::{RecordWrite, RecordWriteOutcome, StoredRecord};
-use crate::spi::request::AcquireRequest;
+use crate::spi::request::{AcquireRequest, ReleaseRequest, Renewal};
 use crate::spi::state::LeaderState;
 
 /// A backend that always grants the lock and reports no leader.
@@ -69,13 +69,14 @@ impl LockBackend for NoopBackend {
         Ok(self.grant(request))
     }
 
-    fn extend(&self, _: &Lease, lease_time: Duration, _: bool) -> Result<ExtendOutcome, Error> {
+    fn extend(&self, renewal: Renewal<'_>) -> Result<ExtendOutcome, Error> {
+        let lease_time = renewal.lease_time;
         Ok(ExtendOutcome::Extended {
             expires_at: SystemTime::now() + lease_time,
         })
     }
 
-    fn release(&self, _: &Lease, _: Duration) -> Result<ReleaseOutcome, Error> {
+    fn release(&self, _: ReleaseRequest<'_>) -> Result<ReleaseOutcome, Error> {
         Ok(ReleaseOutcome::Released)
     }
 
@@ -117,19 +118,16 @@ impl AsyncLockBackend for NoopBackend {
 
     fn extend(
         &self,
-        lease: &Lease,
-        lease_time: Duration,
-        use_db_time: bool,
+        renewal: Renewal<'_>,
     ) -> impl Future<Output = Result<ExtendOutcome, Error>> + Send {
-        ready(LockBackend::extend(self, lease, lease_time, use_db_time))
+        ready(LockBackend::extend(self, renewal))
     }
 
     fn release(
         &self,
-        lease: &Lease,
-        min: Duration,
+        release: ReleaseRequest<'_>,
     ) -> impl Future<Output = Result<ReleaseOutcome, Error>> + Send {
-        ready(LockBackend::release(self, lease, min))
+        ready(LockBackend::release(self, release))
     }
 
     fn state(&self, key: &LockName) -> impl Future<Output = Result<LeaderState, Error>> + Send {

@@ -311,7 +311,10 @@ mod tests {
                 "the release of the late lease cannot free a later attempt's"
             );
             backend
-                .release(&orphan.leases()[0], Duration::ZERO)
+                .release(crate::spi::request::ReleaseRequest::new(
+                    &orphan.leases()[0],
+                    Duration::ZERO,
+                ))
                 .unwrap();
         }
     }

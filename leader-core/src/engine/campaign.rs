@@ -7,6 +7,7 @@ use parking_lot::Mutex;
 
 use crate::config::campaign::CampaignConfig;
 use crate::engine::candidacy::Candidacy;
+use crate::engine::keepalive::Keepalive;
 use crate::engine::late::{answered_late, is_late};
 use crate::engine::leadership_state::LeadershipState;
 use crate::engine::lease_tracker::LeaseTracker;
@@ -225,8 +226,8 @@ impl CampaignRun {
         let old = std::mem::replace(&mut *attempts, StandbyAttempts::fresh(self.keys.len()));
         let (slot, since) = old.late?;
         let key = self.keys.slot(usize::try_from(slot).unwrap_or(0)).clone();
-        Some(Orphan::of_keys(
-            [key],
+        Some(Orphan::after_term(
+            key,
             old.owner,
             since,
             self.config.lease_time,
@@ -263,6 +264,17 @@ impl CampaignRun {
     /// Whether renewals take the backend's clock.
     pub fn use_db_time(&self) -> bool {
         self.use_db_time
+    }
+
+    /// How a term is kept: renewed for the campaign's lease every heartbeat, on the clock
+    /// the options ask for, released without a minimum lease.
+    pub fn keepalive(&self) -> Keepalive {
+        Keepalive {
+            lease_time: self.config.lease_time,
+            renew_every: Some(self.config.heartbeat),
+            use_db_time: self.use_db_time,
+            min_lease_time: Duration::ZERO,
+        }
     }
 
     /// A ranked campaign's membership (see [`CampaignConfig::with_rank`]).

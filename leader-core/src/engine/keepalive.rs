@@ -6,6 +6,8 @@ use crate::config::lease_mode::LeaseMode;
 use crate::config::options::LeaderElectionOptions;
 use crate::engine::renewal_schedule::RenewalSchedule;
 use crate::error::OptionsError;
+use crate::spi::lease::Lease;
+use crate::spi::request::Renewal;
 
 /// How an elector keeps a held lease alive and releases it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +31,12 @@ impl Keepalive {
             use_db_time: options.use_db_time(),
             min_lease_time: options.min_lease_time(),
         }
+    }
+
+    /// The renewal of `lease` these settings ask for: the lease time and clock go from the
+    /// options to the store as this one value.
+    pub fn renewal<'a>(&self, lease: &'a Lease) -> Renewal<'a> {
+        Renewal::new(lease, self.lease_time).with_db_time(self.use_db_time)
     }
 
     /// The renewals of a lease whose acquire request was sent at `sent_at`: `None` when it

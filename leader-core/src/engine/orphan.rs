@@ -63,6 +63,9 @@ pub struct Orphan {
     /// The minimum lease each release keeps: zero for an acquisition whose action never
     /// ran, the options' for a lease whose own release failed after its action.
     min_lease_time: Duration,
+    /// A release that freed a key settles it. Not so for a late attempt of a term's own
+    /// token ([`after_term`](Self::after_term)): what it freed may have been the term.
+    freed_settles: bool,
 }
 
 impl Orphan {
@@ -123,7 +126,25 @@ impl Orphan {
             lease_time,
             until: None,
             min_lease_time: Duration::ZERO,
+            freed_settles: true,
         }
+    }
+
+    /// What a late attempt of a term's own owner token, sent at `sent_at`, may still take
+    /// of `key` (its slot) once the term ended: released as [`of_keys`](Self::of_keys)
+    /// releases, except that a release that frees the key does not end it. The term's own
+    /// lease has the same token, so such a release may have freed the term rather than the
+    /// attempt, which can land after it; the releases go on until one lease after the store
+    /// first answered. The next term takes a new token, so nothing else is ever freed.
+    pub fn after_term(
+        key: LockName,
+        owner: OwnerToken,
+        sent_at: Instant,
+        lease_time: Duration,
+    ) -> Self {
+        let mut orphan = Orphan::new(key, owner, sent_at, lease_time);
+        orphan.freed_settles = false;
+        orphan
     }
 
     /// What follows the release of a held `lease` (asked for `lease_time`, released with
@@ -220,7 +241,7 @@ impl Orphan {
             match answers.next() {
                 Some(Ok(ReleaseOutcome::Released)) => {
                     tracing::info!(lock = %key, "released a possibly orphaned lease in the background");
-                    false
+                    !self.freed_settles
                 }
                 Some(Ok(ReleaseOutcome::NotHeld)) | None => true,
                 Some(Err(err)) if err.is_transient() => {
@@ -357,6 +378,23 @@ mod tests {
         ];
         assert_eq!(o.after_releases(&settled), None);
         assert!(o.leases().is_empty());
+    }
+
+    #[test]
+    fn a_late_attempt_of_a_terms_token_is_released_for_a_lease_even_after_a_release_freed_it() {
+        let key = LockName::new("k").unwrap();
+        let lease = Duration::from_millis(40);
+        let mut o = Orphan::after_term(key, OwnerToken::random(), Instant::now(), lease);
+        // The first release freed the term's own lease: the attempt may still land.
+        assert!(o.after_releases(&[Ok(ReleaseOutcome::Released)]).is_some());
+        assert_eq!(
+            o.leases().len(),
+            1,
+            "not settled by a release that freed it"
+        );
+        assert!(o.after_releases(&[Ok(ReleaseOutcome::Released)]).is_some());
+        std::thread::sleep(lease + Duration::from_millis(10));
+        assert_eq!(o.after_releases(&[Ok(ReleaseOutcome::NotHeld)]), None);
     }
 
     #[test]

@@ -4,11 +4,10 @@
 //! Everything else (waiting, renewal, results, tenants) lives in the electors, once.
 
 use std::future::Future;
-use std::time::Duration;
 
 use crate::error::Error;
 use crate::name::LockName;
-use crate::spi::lease::Lease;
+
 use crate::spi::listing::{ForceReleaseOutcome, ListPage, ListRequest};
 use crate::spi::outcome::{AcquireOutcome, ExtendOutcome, ReleaseOutcome, SlotOutcome};
 use crate::spi::record::{RecordWrite, RecordWriteOutcome, StoredRecord};
@@ -158,17 +157,13 @@ pub trait LockBackend: Backend {
         walk.finish()
     }
 
-    /// Renews `lease` for `lease_time` from now, if it is still held by its owner.
+    /// Renews `renewal.lease` for `renewal.lease_time` from now, if it is still held by its
+    /// owner.
     ///
     /// # Errors
     ///
     /// [`Error::Backend`] on any failure of the store.
-    fn extend(
-        &self,
-        lease: &Lease,
-        lease_time: Duration,
-        use_db_time: bool,
-    ) -> Result<ExtendOutcome, Error>;
+    fn extend(&self, renewal: Renewal<'_>) -> Result<ExtendOutcome, Error>;
 
     /// Renews many leases: one answer per renewal, in their order, each what
     /// [`extend`](Self::extend) would answer for it. For a renewal driver that renews
@@ -178,14 +173,11 @@ pub trait LockBackend: Backend {
     /// one round trip overrides it (Redis: one script for hundreds of leases), so a node
     /// holding thousands of leases renews them in a few round trips.
     fn extend_batch(&self, renewals: &[Renewal<'_>]) -> Vec<Result<ExtendOutcome, Error>> {
-        renewals
-            .iter()
-            .map(|r| self.extend(r.lease, r.lease_time, r.use_db_time))
-            .collect()
+        renewals.iter().map(|r| self.extend(*r)).collect()
     }
 
-    /// Frees the lock if `lease` still holds it, or shortens it to end at
-    /// `acquired_at + min_lease_time` when that is still ahead.
+    /// Frees the lock if `release.lease` still holds it, or shortens it to end at
+    /// `acquired_at + release.min_lease_time` when that is still ahead.
     ///
     /// Releasing one's own lease after it expired (and nobody took the lock) may report
     /// either outcome; it never touches another owner's lock.
@@ -193,7 +185,7 @@ pub trait LockBackend: Backend {
     /// # Errors
     ///
     /// [`Error::Backend`] on any failure of the store.
-    fn release(&self, lease: &Lease, min_lease_time: Duration) -> Result<ReleaseOutcome, Error>;
+    fn release(&self, release: ReleaseRequest<'_>) -> Result<ReleaseOutcome, Error>;
 
     /// Releases many leases: one answer per release, in their order, each what
     /// [`release`](Self::release) would answer for it. For a tenant poller that releases
@@ -201,10 +193,7 @@ pub trait LockBackend: Backend {
     ///
     /// The default calls `release` once per lease; Redis releases up to 100 per script.
     fn release_batch(&self, releases: &[ReleaseRequest<'_>]) -> Vec<Result<ReleaseOutcome, Error>> {
-        releases
-            .iter()
-            .map(|r| self.release(r.lease, r.min_lease_time))
-            .collect()
+        releases.iter().map(|r| self.release(*r)).collect()
     }
 
     /// A best-effort snapshot of the lock; never an expired holder.
@@ -350,9 +339,7 @@ pub trait AsyncLockBackend: Backend {
     /// See [`LockBackend::extend`].
     fn extend(
         &self,
-        lease: &Lease,
-        lease_time: Duration,
-        use_db_time: bool,
+        renewal: Renewal<'_>,
     ) -> impl Future<Output = Result<ExtendOutcome, Error>> + Send;
 
     /// See [`LockBackend::extend_batch`]; the default renews one lease after the other.
@@ -363,7 +350,7 @@ pub trait AsyncLockBackend: Backend {
         async move {
             let mut answers = Vec::with_capacity(renewals.len());
             for r in renewals {
-                answers.push(self.extend(r.lease, r.lease_time, r.use_db_time).await);
+                answers.push(self.extend(*r).await);
             }
             answers
         }
@@ -372,8 +359,7 @@ pub trait AsyncLockBackend: Backend {
     /// See [`LockBackend::release`].
     fn release(
         &self,
-        lease: &Lease,
-        min_lease_time: Duration,
+        release: ReleaseRequest<'_>,
     ) -> impl Future<Output = Result<ReleaseOutcome, Error>> + Send;
 
     /// See [`LockBackend::release_batch`]; the default releases one lease after the other.
@@ -384,7 +370,7 @@ pub trait AsyncLockBackend: Backend {
         async move {
             let mut answers = Vec::with_capacity(releases.len());
             for r in releases {
-                answers.push(self.release(r.lease, r.min_lease_time).await);
+                answers.push(self.release(*r).await);
             }
             answers
         }

@@ -4,7 +4,9 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use leader_core::{AsyncLockBackend, ListRequest, LockName, OwnerToken, ReleaseOutcome};
+use leader_core::{
+    AsyncLockBackend, ListRequest, LockName, OwnerToken, ReleaseOutcome, ReleaseRequest,
+};
 
 use super::{LONG_LEASE, must_acquire, request};
 use crate::harness::{Harness, fresh_name};
@@ -65,7 +67,10 @@ pub fn list_of_a_names_derived_locks_holds_only_the_live_ones<H: Harness, R: Run
         )
         .await;
         assert_eq!(
-            backend.release(&lease, Duration::ZERO).await.unwrap(),
+            backend
+                .release(ReleaseRequest::new(&lease, Duration::ZERO))
+                .await
+                .unwrap(),
             ReleaseOutcome::Released
         );
         let forced = record(5);

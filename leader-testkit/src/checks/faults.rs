@@ -6,7 +6,10 @@
 
 use std::time::{Duration, Instant};
 
-use leader_core::{AcquireRequest, AsyncLockBackend, Error, Lease, LockBackend, OwnerToken};
+use leader_core::{
+    AcquireRequest, AsyncLockBackend, Error, Lease, LockBackend, OwnerToken, ReleaseRequest,
+    Renewal,
+};
 
 use crate::harness::fresh_name;
 use crate::runner::{Runner, ThreadRunner};
@@ -85,11 +88,15 @@ pub fn a_stopped_server_fails_closed_within_the_timeout<B>(
         LockBackend::try_acquire(backend, request).map(|outcome| format!("{outcome:?}"))
     });
     fails("blocking extend", held, &|| {
-        LockBackend::extend(backend, lease, LEASE, use_db_time)
-            .map(|outcome| format!("{outcome:?}"))
+        LockBackend::extend(
+            backend,
+            Renewal::new(lease, LEASE).with_db_time(use_db_time),
+        )
+        .map(|outcome| format!("{outcome:?}"))
     });
     fails("blocking release", held, &|| {
-        LockBackend::release(backend, lease, Duration::ZERO).map(|outcome| format!("{outcome:?}"))
+        LockBackend::release(backend, ReleaseRequest::new(lease, Duration::ZERO))
+            .map(|outcome| format!("{outcome:?}"))
     });
     fails("blocking state", held, &|| {
         LockBackend::state(backend, key).map(|state| format!("{state:?}"))
@@ -147,7 +154,10 @@ impl<B: AsyncLockBackend> AsyncCalls<'_, B> {
         });
         fails(&format!("async extend on {on}"), key.as_str(), &|| {
             runner
-                .block_on(AsyncLockBackend::extend(backend, lease, LEASE, use_db_time))
+                .block_on(AsyncLockBackend::extend(
+                    backend,
+                    Renewal::new(lease, LEASE).with_db_time(use_db_time),
+                ))
                 .map(|outcome| format!("{outcome:?}"))
         });
         fails(&format!("async state on {on}"), key.as_str(), &|| {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use leader_core::{
     AcquireRequest, AsyncLockBackend, GroupKeys, GroupSlots, LeaderState, Lease, OwnerToken,
-    ReleaseOutcome, SlotOutcome, SlotRequest,
+    ReleaseOutcome, ReleaseRequest, SlotOutcome, SlotRequest,
 };
 
 use super::{LONG_LEASE, request};
@@ -142,14 +142,18 @@ where
 
         let mut stranger = lease.clone();
         stranger.owner = OwnerToken::random();
-        let released = backend.release(&stranger, std::time::Duration::ZERO).await;
+        let released = backend
+            .release(ReleaseRequest::new(&stranger, std::time::Duration::ZERO))
+            .await;
         assert_eq!(
             released.ok(),
             Some(ReleaseOutcome::NotHeld),
             "another owner's token"
         );
 
-        let released = backend.release(&lease, std::time::Duration::ZERO).await;
+        let released = backend
+            .release(ReleaseRequest::new(&lease, std::time::Duration::ZERO))
+            .await;
         assert_eq!(released.ok(), Some(ReleaseOutcome::Released));
         let after = states(&backend, &keys).await;
         let free: Vec<usize> = (0..after.len())

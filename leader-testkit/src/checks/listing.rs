@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Lease, ListPage, ListRequest, LockBackend,
-    LockName, LockStatus, OwnerToken, ReleaseOutcome,
+    LockName, LockStatus, OwnerToken, ReleaseOutcome, ReleaseRequest,
 };
 
 use crate::harness::fresh_name;
@@ -102,7 +102,8 @@ where
     }
     let released = acquire(backend, &name(format!("{prefix}released")));
     assert_eq!(
-        LockBackend::release(backend, &released, Duration::ZERO).expect("release"),
+        LockBackend::release(backend, ReleaseRequest::new(&released, Duration::ZERO))
+            .expect("release"),
         ReleaseOutcome::Released
     );
 

@@ -4,7 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use leader_core::{AcquireOutcome, AcquireRequest, ForceReleaseOutcome, LockBackend, OwnerToken};
+use leader_core::{
+    AcquireOutcome, AcquireRequest, ForceReleaseOutcome, LockBackend, OwnerToken, ReleaseRequest,
+};
 
 use crate::harness::fresh_name;
 
@@ -57,7 +59,7 @@ pub fn a_release_by_another_node_wakes_only_that_locks_waiters<B: LockBackend>(
         other => panic!("expected {key} held by the holder: {other:?}"),
     }
     let released_at = Instant::now();
-    LockBackend::release(holder, &lease, Duration::ZERO).expect("release");
+    LockBackend::release(holder, ReleaseRequest::new(&lease, Duration::ZERO)).expect("release");
     let notice = listener
         .wait_notice_timeout(Duration::from_secs(2))
         .expect("the waiter was not woken");

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use leader_core::{
     AsyncLockBackend, Backend, ExtendOutcome, ForceReleaseOutcome, ListRequest, LockName,
-    LockStatus, OwnerToken, ReleaseOutcome,
+    LockStatus, OwnerToken, ReleaseOutcome, ReleaseRequest, Renewal,
 };
 
 use super::{LONG_LEASE, must_acquire, request};
@@ -48,7 +48,10 @@ where
         )
         .await;
         assert_eq!(
-            backend.release(&lease, Duration::ZERO).await.unwrap(),
+            backend
+                .release(ReleaseRequest::new(&lease, Duration::ZERO))
+                .await
+                .unwrap(),
             ReleaseOutcome::Released
         );
         let short = harness.short_lease();
@@ -153,12 +156,18 @@ where
             LockStatus::Empty
         );
         assert_eq!(
-            backend.extend(&first, LONG_LEASE, false).await.unwrap(),
+            backend
+                .extend(Renewal::new(&first, LONG_LEASE))
+                .await
+                .unwrap(),
             ExtendOutcome::NotHeld,
             "the old holder finds its lease gone at its next renewal"
         );
         assert_eq!(
-            backend.release(&first, Duration::ZERO).await.unwrap(),
+            backend
+                .release(ReleaseRequest::new(&first, Duration::ZERO))
+                .await
+                .unwrap(),
             ReleaseOutcome::NotHeld
         );
         assert_eq!(
@@ -178,7 +187,10 @@ where
         );
         // Released by its owner but kept for its minimum lease: still a holder to free.
         assert_eq!(
-            backend.release(&second, LONG_LEASE).await.unwrap(),
+            backend
+                .release(ReleaseRequest::new(&second, LONG_LEASE))
+                .await
+                .unwrap(),
             ReleaseOutcome::Released
         );
         assert!(matches!(
@@ -231,7 +243,10 @@ where
         }
         assert!(
             matches!(
-                backend.extend(&first, LONG_LEASE, false).await.unwrap(),
+                backend
+                    .extend(Renewal::new(&first, LONG_LEASE))
+                    .await
+                    .unwrap(),
                 ExtendOutcome::Extended { .. }
             ),
             "a refused conditional force release must leave the holder's lease alone"
@@ -259,7 +274,10 @@ where
             );
         }
         assert_eq!(
-            backend.extend(&first, LONG_LEASE, false).await.unwrap(),
+            backend
+                .extend(Renewal::new(&first, LONG_LEASE))
+                .await
+                .unwrap(),
             ExtendOutcome::NotHeld,
             "the freed holder finds its lease gone at its next renewal"
         );
@@ -293,7 +311,10 @@ where
         }
         assert!(
             matches!(
-                backend.extend(&second, LONG_LEASE, false).await.unwrap(),
+                backend
+                    .extend(Renewal::new(&second, LONG_LEASE))
+                    .await
+                    .unwrap(),
                 ExtendOutcome::Extended { .. }
             ),
             "the new holder keeps its lease"
@@ -307,7 +328,10 @@ where
 
         // Released by its owner but kept for its minimum lease: freed by its token.
         assert_eq!(
-            backend.release(&second, LONG_LEASE).await.unwrap(),
+            backend
+                .release(ReleaseRequest::new(&second, LONG_LEASE))
+                .await
+                .unwrap(),
             ReleaseOutcome::Released
         );
         assert!(matches!(

@@ -134,7 +134,10 @@ where
         )
         .await;
         harness.advance(lease_time / 2);
-        let outcome = backend.extend(&lease, lease_time * 4, false).await.unwrap();
+        let outcome = backend
+            .extend(Renewal::new(&lease, lease_time * 4))
+            .await
+            .unwrap();
         let ExtendOutcome::Extended { expires_at } = outcome else {
             panic!("the owner's extend must succeed, got {outcome:?}");
         };
@@ -182,12 +185,18 @@ pub fn extend_by_non_owner_or_after_expiry_is_not_held<H: Harness, R: Runner>(
         let mut stranger = lease.clone();
         stranger.owner = OwnerToken::random();
         assert_eq!(
-            backend.extend(&stranger, LONG_LEASE, false).await.unwrap(),
+            backend
+                .extend(Renewal::new(&stranger, LONG_LEASE))
+                .await
+                .unwrap(),
             ExtendOutcome::NotHeld
         );
         harness.expire(lease_time);
         assert_eq!(
-            backend.extend(&lease, LONG_LEASE, false).await.unwrap(),
+            backend
+                .extend(Renewal::new(&lease, LONG_LEASE))
+                .await
+                .unwrap(),
             ExtendOutcome::NotHeld
         );
         assert_eq!(
@@ -212,7 +221,10 @@ where
         )
         .await;
         assert_eq!(
-            backend.release(&lease, Duration::ZERO).await.unwrap(),
+            backend
+                .release(ReleaseRequest::new(&lease, Duration::ZERO))
+                .await
+                .unwrap(),
             ReleaseOutcome::Released
         );
         assert_eq!(
@@ -226,7 +238,10 @@ where
         .await;
         assert!(next.fencing_token > lease.fencing_token);
         assert_eq!(
-            backend.release(&lease, Duration::ZERO).await.unwrap(),
+            backend
+                .release(ReleaseRequest::new(&lease, Duration::ZERO))
+                .await
+                .unwrap(),
             ReleaseOutcome::NotHeld,
             "a stale release must not free the new holder's lock"
         );
@@ -249,7 +264,10 @@ where
         let mut stranger = lease.clone();
         stranger.owner = OwnerToken::random();
         assert_eq!(
-            backend.release(&stranger, Duration::ZERO).await.unwrap(),
+            backend
+                .release(ReleaseRequest::new(&stranger, Duration::ZERO))
+                .await
+                .unwrap(),
             ReleaseOutcome::NotHeld
         );
         let state = backend.state(&key).await.unwrap();
@@ -279,7 +297,7 @@ pub fn extend_batch_renews_each_lease_as_extend_would<H: Harness, R: Runner>(
             let key = fresh_name(&format!("extend-batch-{n}"));
             leases.push(must_acquire(&backend, request(&key, OwnerToken::random(), "node-a", lease_time)).await);
         }
-        let released = backend.release(&leases[1], Duration::ZERO).await.unwrap();
+        let released = backend.release(ReleaseRequest::new(&leases[1], Duration::ZERO)).await.unwrap();
         assert_eq!(released, ReleaseOutcome::Released);
         let mut stranger = leases[2].clone();
         stranger.owner = OwnerToken::random();
@@ -324,7 +342,10 @@ pub fn try_acquire_batch_answers_each_request_as_try_acquire_would<H: Harness, R
             request(&keys[0], OwnerToken::random(), "node-a", LONG_LEASE),
         )
         .await;
-        backend.release(&earlier, Duration::ZERO).await.unwrap();
+        backend
+            .release(ReleaseRequest::new(&earlier, Duration::ZERO))
+            .await
+            .unwrap();
         let other = must_acquire(
             &backend,
             request(&keys[1], OwnerToken::random(), "node-b", LONG_LEASE),

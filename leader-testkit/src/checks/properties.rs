@@ -6,7 +6,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use leader_core::{
     AcquireOutcome, AsyncLockBackend, ExtendOutcome, LockName, LockStatus, OwnerToken,
-    ReleaseOutcome,
+    ReleaseOutcome, ReleaseRequest, Renewal,
 };
 
 use super::{LONG_LEASE, acquire, between, must_acquire, request, within};
@@ -30,7 +30,10 @@ where
         .await;
         let started = Instant::now();
         assert_eq!(
-            backend.release(&lease, min_lease).await.unwrap(),
+            backend
+                .release(ReleaseRequest::new(&lease, min_lease))
+                .await
+                .unwrap(),
             ReleaseOutcome::Released
         );
         assert!(
@@ -82,10 +85,16 @@ where
         let owner = OwnerToken::random();
         let lease = must_acquire(&backend, request(&key, owner, "node-a", LONG_LEASE)).await;
         assert_eq!(
-            backend.release(&lease, min_lease).await.unwrap(),
+            backend
+                .release(ReleaseRequest::new(&lease, min_lease))
+                .await
+                .unwrap(),
             ReleaseOutcome::Released
         );
-        let late = backend.extend(&lease, LONG_LEASE, false).await.unwrap();
+        let late = backend
+            .extend(Renewal::new(&lease, LONG_LEASE))
+            .await
+            .unwrap();
         assert_eq!(
             late,
             ExtendOutcome::NotHeld,
@@ -131,7 +140,10 @@ where
         .await;
         harness.expire(min_lease);
         assert_eq!(
-            backend.release(&lease, min_lease).await.unwrap(),
+            backend
+                .release(ReleaseRequest::new(&lease, min_lease))
+                .await
+                .unwrap(),
             ReleaseOutcome::Released
         );
         assert_eq!(
@@ -164,7 +176,10 @@ where
             );
             last = lease.fencing_token;
             assert_eq!(
-                backend.release(&lease, Duration::ZERO).await.unwrap(),
+                backend
+                    .release(ReleaseRequest::new(&lease, Duration::ZERO))
+                    .await
+                    .unwrap(),
                 ReleaseOutcome::Released
             );
         }
@@ -291,7 +306,10 @@ where
                 AcquireOutcome::Held(_)
             ));
             assert_eq!(
-                backend.release(&lease, Duration::ZERO).await.unwrap(),
+                backend
+                    .release(ReleaseRequest::new(&lease, Duration::ZERO))
+                    .await
+                    .unwrap(),
                 ReleaseOutcome::Released
             );
         }
@@ -322,7 +340,10 @@ where
             lease.acquired_at,
         );
         let before = harness.backend_now();
-        let extended = backend.extend(&lease, LONG_LEASE, true).await.unwrap();
+        let extended = backend
+            .extend(Renewal::new(&lease, LONG_LEASE).with_db_time(true))
+            .await
+            .unwrap();
         let after = harness.backend_now();
         let ExtendOutcome::Extended { expires_at } = extended else {
             panic!("extend failed: {extended:?}")

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use leader_core::{
     AsyncLockBackend, ForceReleaseOutcome, LockName, MAX_RECORD_LEN, OwnerToken, RecordWrite,
-    RecordWriteOutcome, ReleaseOutcome, StoredRecord,
+    RecordWriteOutcome, ReleaseOutcome, ReleaseRequest, StoredRecord,
 };
 
 use super::{LONG_LEASE, must_acquire, request};
@@ -179,7 +179,10 @@ where
         let holder = holder.leader().expect("the record write left the holder");
         assert_eq!(holder.fencing_token, lease.fencing_token);
         assert_eq!(
-            backend.release(&lease, Duration::ZERO).await.unwrap(),
+            backend
+                .release(ReleaseRequest::new(&lease, Duration::ZERO))
+                .await
+                .unwrap(),
             ReleaseOutcome::Released
         );
         let kept = Some(StoredRecord::new(2, "written while held"));

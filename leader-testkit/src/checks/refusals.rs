@@ -12,8 +12,8 @@ use std::time::{Duration, SystemTime};
 
 use leader_core::{
     AcquireOutcome, AsyncLockBackend, Backend, Error, GroupSlots, InMemoryBackend, LeaderState,
-    Lease, ListCursor, ListRequest, LockBackend, LockName, OwnerToken, ReleaseOutcome, Renewal,
-    SlotRequest,
+    Lease, ListCursor, ListRequest, LockBackend, LockName, OwnerToken, ReleaseOutcome,
+    ReleaseRequest, Renewal, SlotRequest,
 };
 
 use super::{LONG_LEASE, must_acquire, request};
@@ -161,7 +161,10 @@ where
                     let expires_at = expires_at.expect("the granted lease is held");
                     honoured(harness, "state", lease, expires_at, before);
                     assert_eq!(
-                        backend.release(&granted, Duration::ZERO).await.ok(),
+                        backend
+                            .release(ReleaseRequest::new(&granted, Duration::ZERO))
+                            .await
+                            .ok(),
                         Some(ReleaseOutcome::Released)
                     );
                 }
@@ -192,7 +195,10 @@ where
         )
         .await;
         for lease_time in UNREPRESENTABLE {
-            match backend.extend(&lease, lease_time, true).await {
+            match backend
+                .extend(Renewal::new(&lease, lease_time).with_db_time(true))
+                .await
+            {
                 Err(err) => refused("extend", lease_time, &err),
                 Ok(outcome) => panic!("extend with a lease of {lease_time:?}: {outcome:?}"),
             }
@@ -207,7 +213,10 @@ where
             unchanged(harness, &backend, &lease, "extend_batch").await;
         }
 
-        match backend.release(&lease, Duration::MAX).await {
+        match backend
+            .release(ReleaseRequest::new(&lease, Duration::MAX))
+            .await
+        {
             Ok(ReleaseOutcome::Released) => {
                 let state = state(&backend, &key).await;
                 if let Some(holder) = state.leader() {
@@ -231,7 +240,10 @@ where
         )
         .await;
         let before = harness.backend_now();
-        match backend.extend(&lease, HUGE, true).await {
+        match backend
+            .extend(Renewal::new(&lease, HUGE).with_db_time(true))
+            .await
+        {
             Ok(leader_core::ExtendOutcome::Extended { expires_at }) => {
                 honoured(harness, "extend", HUGE, expires_at, before);
             }
@@ -241,7 +253,9 @@ where
             }
             Ok(other) => panic!("extend with a lease of {HUGE:?}: {other:?}"),
         }
-        let _ = backend.release(&lease, Duration::ZERO).await;
+        let _ = backend
+            .release(ReleaseRequest::new(&lease, Duration::ZERO))
+            .await;
     });
 }
 
