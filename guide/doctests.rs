@@ -17,3 +17,7 @@ macro_rules! chapter {
 }
 
 chapter!(Introduction, "introduction.md");
+chapter!(Concepts, "concepts.md");
+chapter!(ChoosingAPrimitive, "choosing-a-primitive.md");
+chapter!(Backends, "backends.md");
+chapter!(CronJobs, "recipes/cron-jobs.md");
