@@ -27,3 +27,8 @@ chapter!(StreamConsumer, "recipes/stream-consumer.md");
 chapter!(Kubernetes, "recipes/kubernetes.md");
 chapter!(Shutdown, "recipes/shutdown.md");
 chapter!(Fencing, "recipes/fencing.md");
+chapter!(Operating, "operating.md");
+chapter!(Migrating, "migrating.md");
+chapter!(Faq, "faq.md");
+chapter!(Performance, "performance.md");
+chapter!(RecipesIndex, "recipes/index.md");
