@@ -11,7 +11,10 @@
 # Then it runs, in order:
 #   1. cargo fmt --all -- --check
 #   2. cargo clippy --workspace --all-targets --all-features -- -D warnings
-#   3. cargo doc --workspace --no-deps --all-features with RUSTDOCFLAGS=-D warnings
+#   3. cargo doc --workspace --no-deps --all-features with RUSTDOCFLAGS=-D warnings,
+#      the user guide built with mdBook (a warning fails it; its samples run in step 6,
+#      as the doctests of leader-guide), and the internal links of the guide and the
+#      READMEs checked (scripts/check-links.py)
 #   4. cargo check --lib of each publishable crate with its default features, with each
 #      runtime feature alone, and with none where that is meant to build
 #   5. cargo package of every publishable crate (each package built on its own), after a
@@ -79,6 +82,16 @@ print_timings() {
 run_step cargo fmt --all -- --check
 run_step cargo clippy --workspace --all-targets --all-features -- -D warnings
 run_step env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features
+# The user guide: mdBook prints a warning (a missing include, a bad link it can see) and
+# still succeeds, so any WARN or ERROR line fails the step.
+build_guide() {
+    local output
+    output=$(mdbook build guide 2>&1) || { printf '%s\n' "$output"; return 1; }
+    printf '%s\n' "$output"
+    ! grep -qE '(WARN|ERROR)' <<<"$output"
+}
+run_step build_guide
+run_step python3 scripts/check-links.py
 # The feature matrix. The steps above build the workspace with every feature of every
 # crate on at once; here each crate builds alone, so a feature it needs but does not turn
 # on (its own or a dependency's) fails. Libraries only, to stay quick; the target dir is

@@ -1,5 +1,30 @@
-#![doc = include_str!("../README.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
+// The crate's front page is the repository's README (leader/README.md links to it), so one
+// page is the front door on GitHub, crates.io and docs.rs. Its links name files of the
+// repository by relative paths, which docs.rs would resolve against itself: these
+// definitions come first, so they win over the README's own (CommonMark uses a label's
+// first definition), and point the links at the repository named in Cargo.toml.
+#![doc = concat!("[guide]: ", env!("CARGO_PKG_REPOSITORY"), "/blob/main/guide/src/introduction.md")]
+#![doc = concat!("[backends-guide]: ", env!("CARGO_PKG_REPOSITORY"), "/blob/main/guide/src/backends.md")]
+#![doc = concat!("[primitives-guide]: ", env!("CARGO_PKG_REPOSITORY"), "/blob/main/guide/src/choosing-a-primitive.md")]
+#![doc = concat!("[cron]: ", env!("CARGO_PKG_REPOSITORY"), "/blob/main/guide/src/recipes/cron-jobs.md")]
+#![doc = concat!("[consumer]: ", env!("CARGO_PKG_REPOSITORY"), "/blob/main/guide/src/recipes/stream-consumer.md")]
+#![doc = concat!("[k8s]: ", env!("CARGO_PKG_REPOSITORY"), "/blob/main/guide/src/recipes/kubernetes.md")]
+#![doc = concat!("[fencing]: ", env!("CARGO_PKG_REPOSITORY"), "/blob/main/guide/src/recipes/fencing.md")]
+#![doc = concat!("[examples]: ", env!("CARGO_PKG_REPOSITORY"), "/blob/main/examples/Cargo.toml")]
+#![doc = "[cli]: https://docs.rs/leader-cli"]
+#![doc = concat!("[architecture]: ", env!("CARGO_PKG_REPOSITORY"), "/blob/main/ARCHITECTURE.md")]
+#![doc = concat!("[benches]: ", env!("CARGO_PKG_REPOSITORY"), "/blob/main/benches/README.md")]
+#![doc = concat!("[changelog]: ", env!("CARGO_PKG_REPOSITORY"), "/blob/main/CHANGELOG.md")]
+#![doc = ""]
+// The README's samples need the `schedule` and `tokio` features (docs.rs builds with every
+// feature); a build without them shows a one-line front page, so that `cargo test -p
+// leader` with fewer features compiles no sample it cannot build.
+#![cfg_attr(all(feature = "schedule", feature = "tokio"), doc = include_str!("../README.md"))]
+#![cfg_attr(
+    not(all(feature = "schedule", feature = "tokio")),
+    doc = "Leader election and distributed locks. (The full front page, the repository's README, is built with the `schedule` and `tokio` features, as on docs.rs.)"
+)]
 
 mod any;
 mod connect;
