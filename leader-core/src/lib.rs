@@ -69,6 +69,7 @@ mod config;
 mod embedded;
 mod engine;
 mod error;
+pub mod kit;
 mod leadership;
 mod name;
 mod redact;

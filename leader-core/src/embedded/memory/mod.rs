@@ -1,23 +1,25 @@
-//! [`InMemoryBackend`]: locks in this process's memory, the embedded default.
+//! [`InMemoryBackend`]: locks in this process's memory, the embedded default. Its store
+//! calls, for the backend kit, are `calls.rs`.
+
+mod calls;
 
 use std::collections::HashMap;
-use std::future::{Future, ready};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use parking_lot::Mutex;
 
 use crate::embedded::clock::{Clock, SystemClock};
-use crate::error::{BackendError, BackendErrorKind, Error};
+use crate::kit::{Failure, Released};
 use crate::name::LockName;
-use crate::spi::backend::{AsyncLockBackend, Backend, LockBackend};
+use crate::spi::backend::Backend;
 use crate::spi::lease::{Lease, OwnerToken};
 use crate::spi::lease_limit::LeaseTooLong;
 use crate::spi::listing::{ForceReleaseOutcome, ListCursor, ListPage, ListRequest};
-use crate::spi::outcome::{AcquireOutcome, ExtendOutcome, ReleaseOutcome};
+use crate::spi::outcome::{AcquireOutcome, ExtendOutcome};
 use crate::spi::record::{RecordWrite, RecordWriteOutcome, StoredRecord};
 use crate::spi::release_events::ReleaseEvents;
-use crate::spi::request::{AcquireRequest, ReleaseRequest, Renewal};
+use crate::spi::request::AcquireRequest;
 use crate::spi::state::{LeaderLease, LeaderState};
 
 /// Locks held in this process's memory, behind one `parking_lot` mutex.
@@ -64,16 +66,10 @@ struct Inner {
 /// The backend's name, in errors and list cursors.
 const NAME: &str = "memory";
 
-/// The permanent error of a lease that reaches beyond what the clocks hold (`now + lease`
-/// is no `Instant` or no `SystemTime`), naming `key`.
-fn too_long(key: &LockName, lease: Duration) -> Error {
-    let kind = BackendErrorKind::Permanent;
-    Error::Backend(BackendError::new(
-        NAME,
-        key.as_str(),
-        kind,
-        LeaseTooLong::new(lease),
-    ))
+/// The permanent failure of a lease that reaches beyond what the clocks hold (`now +
+/// lease` is no `Instant` or no `SystemTime`).
+fn too_long(lease: Duration) -> Failure {
+    Failure::permanent(LeaseTooLong::new(lease))
 }
 
 /// One lock's record: the last fencing token handed out and the current holder.
@@ -160,9 +156,9 @@ impl InMemoryBackend {
     }
 
     /// Takes the lock. A lease the clocks cannot hold is refused before anything changes.
-    fn acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
+    fn acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Failure> {
         let clock_now = self.monotonic();
-        let too_long = || too_long(request.key, request.lease_time);
+        let too_long = || too_long(request.lease_time);
         let deadline = clock_now
             .checked_add(request.lease_time)
             .ok_or_else(too_long)?;
@@ -251,13 +247,13 @@ impl InMemoryBackend {
         lease: &Lease,
         lease_time: Duration,
         use_db_time: bool,
-    ) -> Result<ExtendOutcome, Error> {
+    ) -> Result<ExtendOutcome, Failure> {
         let renewed = self.with_own_holder(lease, |slot, clock_now| {
             let holder = slot.holder.as_mut()?;
             let deadline = clock_now.checked_add(lease_time);
             let expires_at = self.reported_now(use_db_time).checked_add(lease_time);
             let (Some(deadline), Some(expires_at)) = (deadline, expires_at) else {
-                return Some(Err(too_long(&lease.key, lease_time)));
+                return Some(Err(too_long(lease_time)));
             };
             holder.deadline = deadline;
             holder.expires_at = expires_at;
@@ -270,20 +266,21 @@ impl InMemoryBackend {
         }
     }
 
-    fn release_lease(&self, lease: &Lease, min_lease_time: Duration) -> ReleaseOutcome {
+    /// Releases the lease; a lock it frees is announced by the kit (`local_waiters`).
+    fn release_lease(&self, lease: &Lease, min_lease_time: Duration) -> Released {
         // Only the minimum lease needs the time. An owner's own expired record can be
         // dropped without reading the clock: nobody else held the lock in the meantime.
         let clock_now = (!min_lease_time.is_zero()).then(|| self.monotonic());
         let mut slots = self.inner.slots.lock();
         let Some(slot) = slots.get_mut(lease.key.as_str()) else {
-            return ReleaseOutcome::NotHeld;
+            return Released::NotHeld;
         };
         let Some(holder) = slot
             .holder
             .as_mut()
             .filter(|h| h.owner == lease.owner && !h.released)
         else {
-            return ReleaseOutcome::NotHeld;
+            return Released::NotHeld;
         };
         if let Some(now) = clock_now {
             // A minimum lease beyond what the clock holds keeps the lock until its expiry.
@@ -296,17 +293,13 @@ impl InMemoryBackend {
                     holder.expires_at = holder.expires_at.min(keep);
                 }
                 holder.released = true;
-                return ReleaseOutcome::Released;
+                return Released::Kept;
             }
         }
         if let Some(old) = slot.holder.take() {
             slot.spare_leader_id = old.leader_id;
         }
-        drop(slots);
-        self.inner
-            .events
-            .notify_token(lease.key.as_str(), lease.fencing_token);
-        ReleaseOutcome::Released
+        Released::Freed
     }
 
     fn snapshot(&self, key: &LockName) -> LeaderState {
@@ -325,11 +318,8 @@ impl InMemoryBackend {
 
     /// The held locks under the prefix, in key order, resuming after the cursor's key (a
     /// cursor of another backend or prefix is refused).
-    fn list_page(&self, request: &ListRequest) -> Result<ListPage, Error> {
-        let after = ListCursor::resume(NAME, request).map_err(|err| {
-            let kind = BackendErrorKind::Permanent;
-            Error::Backend(BackendError::new(NAME, request.prefix.as_str(), kind, err))
-        })?;
+    fn list_page(&self, request: &ListRequest) -> Result<ListPage, Failure> {
+        let after = ListCursor::resume(NAME, request).map_err(Failure::permanent)?;
         let clock_now = self.monotonic();
         let slots = self.inner.slots.lock();
         let mut held: Vec<(&String, &Holder)> = slots
@@ -353,7 +343,7 @@ impl InMemoryBackend {
     }
 
     /// Frees `key` if it is held, and by the acquisition with `only_token` when given; one
-    /// critical section decides and frees.
+    /// critical section decides and frees (the kit announces it: `local_waiters`).
     fn force_free(&self, key: &LockName, only_token: Option<u64>) -> ForceReleaseOutcome {
         let clock_now = self.monotonic();
         let mut slots = self.inner.slots.lock();
@@ -372,10 +362,6 @@ impl InMemoryBackend {
         };
         let snapshot = holder.snapshot();
         slot.spare_leader_id = holder.leader_id;
-        drop(slots);
-        self.inner
-            .events
-            .notify_token(key.as_str(), snapshot.fencing_token);
         ForceReleaseOutcome::Released(snapshot)
     }
 }
@@ -410,125 +396,6 @@ impl InMemoryBackend {
             StoredRecord::new(version, write.value()),
         );
         RecordWriteOutcome::Written { version }
-    }
-}
-
-impl LockBackend for InMemoryBackend {
-    fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
-        self.acquire(request)
-    }
-
-    fn extend(&self, renewal: Renewal<'_>) -> Result<ExtendOutcome, Error> {
-        let (lease, lease_time, use_db_time) =
-            (renewal.lease, renewal.lease_time, renewal.use_db_time);
-        self.extend_lease(lease, lease_time, use_db_time)
-    }
-
-    fn release(&self, release: ReleaseRequest<'_>) -> Result<ReleaseOutcome, Error> {
-        let (lease, min_lease_time) = (release.lease, release.min_lease_time);
-        Ok(self.release_lease(lease, min_lease_time))
-    }
-
-    fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
-        Ok(self.snapshot(key))
-    }
-
-    fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
-        self.list_page(request)
-    }
-
-    fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
-        Ok(self.force_free(key, None))
-    }
-
-    fn force_release_if(
-        &self,
-        key: &LockName,
-        fencing_token: u64,
-    ) -> Result<ForceReleaseOutcome, Error> {
-        Ok(self.force_free(key, Some(fencing_token)))
-    }
-
-    fn read_record(&self, key: &LockName) -> Result<Option<StoredRecord>, Error> {
-        Ok(self.record(key))
-    }
-
-    fn write_record(&self, write: RecordWrite<'_>) -> Result<RecordWriteOutcome, Error> {
-        Ok(self.put_record(write))
-    }
-
-    /// Each renewal is a short critical section on a mutex, so no lease's renewal can hold
-    /// up another's: a batch is sent whole.
-    fn extend_batch_is_native(&self) -> bool {
-        true
-    }
-}
-
-/// The async side answers at once: the work is a short critical section on a mutex.
-impl AsyncLockBackend for InMemoryBackend {
-    fn try_acquire(
-        &self,
-        request: AcquireRequest<'_>,
-    ) -> impl Future<Output = Result<AcquireOutcome, Error>> + Send {
-        ready(self.acquire(request))
-    }
-
-    fn extend(
-        &self,
-        renewal: Renewal<'_>,
-    ) -> impl Future<Output = Result<ExtendOutcome, Error>> + Send {
-        let (lease, lease_time, use_db_time) =
-            (renewal.lease, renewal.lease_time, renewal.use_db_time);
-        ready(self.extend_lease(lease, lease_time, use_db_time))
-    }
-
-    fn release(
-        &self,
-        release: ReleaseRequest<'_>,
-    ) -> impl Future<Output = Result<ReleaseOutcome, Error>> + Send {
-        let (lease, min_lease_time) = (release.lease, release.min_lease_time);
-        ready(Ok(self.release_lease(lease, min_lease_time)))
-    }
-
-    fn state(&self, key: &LockName) -> impl Future<Output = Result<LeaderState, Error>> + Send {
-        ready(Ok(self.snapshot(key)))
-    }
-
-    fn list(&self, request: &ListRequest) -> impl Future<Output = Result<ListPage, Error>> + Send {
-        ready(self.list_page(request))
-    }
-
-    fn force_release(
-        &self,
-        key: &LockName,
-    ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
-        ready(Ok(self.force_free(key, None)))
-    }
-
-    fn force_release_if(
-        &self,
-        key: &LockName,
-        fencing_token: u64,
-    ) -> impl Future<Output = Result<ForceReleaseOutcome, Error>> + Send {
-        ready(Ok(self.force_free(key, Some(fencing_token))))
-    }
-
-    fn read_record(
-        &self,
-        key: &LockName,
-    ) -> impl Future<Output = Result<Option<StoredRecord>, Error>> + Send {
-        ready(Ok(self.record(key)))
-    }
-
-    fn write_record(
-        &self,
-        write: RecordWrite<'_>,
-    ) -> impl Future<Output = Result<RecordWriteOutcome, Error>> + Send {
-        ready(Ok(self.put_record(write)))
-    }
-
-    fn extend_batch_is_native(&self) -> bool {
-        true
     }
 }
 

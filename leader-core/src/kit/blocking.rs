@@ -1,0 +1,157 @@
+//! [`LockBackend`] for every [`Store`] whose runner runs its calls: each call planned, sent
+//! on the calling thread, traced, and its answer made the SPI's.
+
+use std::time::Instant;
+
+use crate::error::Error;
+use crate::kit::answers::{force_released, named, per_lock, released, traced};
+use crate::kit::call::Call;
+use crate::kit::runs::Runs;
+use crate::kit::store::Store;
+use crate::name::LockName;
+use crate::spi::backend::LockBackend;
+use crate::spi::listing::{ForceReleaseOutcome, ListPage, ListRequest};
+use crate::spi::outcome::{AcquireOutcome, ExtendOutcome, ReleaseOutcome, SlotOutcome};
+use crate::spi::record::{RecordWrite, RecordWriteOutcome, StoredRecord};
+use crate::spi::request::{AcquireRequest, ReleaseRequest, Renewal, SlotRequest};
+use crate::spi::state::LeaderState;
+
+/// Plans nothing, sends `call` and traces it: its answer, the failure not yet named.
+fn run<S: Runs<C>, C: Call>(
+    store: &S,
+    call: C,
+) -> (String, Result<C::Output, crate::kit::Failure>) {
+    let key = call.key().to_owned();
+    let started = Instant::now();
+    let answer = store.run_blocking(call);
+    traced::<C>(store.name(), &key, started, &answer);
+    (key, answer)
+}
+
+/// Sends a single call: its answer, the failure named by its lock.
+fn single<S: Runs<C>, C: Call>(store: &S, call: C) -> Result<C::Output, Error> {
+    let (key, answer) = run(store, call);
+    named(store.name(), &key, answer)
+}
+
+impl<S> LockBackend for S
+where
+    S: Store,
+    for<'a> S: Runs<S::Acquire<'a>>
+        + Runs<S::AcquireBatch<'a>>
+        + Runs<S::Slot<'a>>
+        + Runs<S::Extend<'a>>
+        + Runs<S::ExtendBatch<'a>>
+        + Runs<S::Release<'a>>
+        + Runs<S::ReleaseBatch<'a>>
+        + Runs<S::State<'a>>
+        + Runs<S::List<'a>>
+        + Runs<S::ForceRelease<'a>>
+        + Runs<S::ReadRecord<'a>>
+        + Runs<S::WriteRecord<'a>>,
+{
+    fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
+        single(self, self.plan_acquire(request))
+    }
+
+    fn try_acquire_batch(
+        &self,
+        requests: &[AcquireRequest<'_>],
+    ) -> Vec<Result<AcquireOutcome, Error>> {
+        match self.plan_acquire_batch(requests) {
+            Some(call) => {
+                let (_, answers) = run(self, call);
+                per_lock(self.name(), requests.iter().map(|r| r.key), answers)
+            }
+            None => requests.iter().map(|r| self.try_acquire(*r)).collect(),
+        }
+    }
+
+    fn try_acquire_slot(&self, request: SlotRequest<'_>) -> Result<SlotOutcome, Error> {
+        if let Some(call) = self.plan_slot(request) {
+            return single(self, call);
+        }
+        let mut walk = request.walk();
+        while let Some(request) = walk.next_request() {
+            match self.try_acquire(request) {
+                Ok(answer) => {
+                    if let Some(done) = walk.answer(answer) {
+                        return Ok(done);
+                    }
+                }
+                Err(err) => walk.failed(err)?,
+            }
+        }
+        walk.finish()
+    }
+
+    fn extend(&self, renewal: Renewal<'_>) -> Result<ExtendOutcome, Error> {
+        single(self, self.plan_extend(renewal))
+    }
+
+    fn extend_batch(&self, renewals: &[Renewal<'_>]) -> Vec<Result<ExtendOutcome, Error>> {
+        match self.plan_extend_batch(renewals) {
+            Some(call) => {
+                let (_, answers) = run(self, call);
+                per_lock(self.name(), renewals.iter().map(|r| &r.lease.key), answers)
+            }
+            None => renewals.iter().map(|r| self.extend(*r)).collect(),
+        }
+    }
+
+    fn extend_batch_is_native(&self) -> bool {
+        Store::extend_batch_is_native(self)
+    }
+
+    fn release(&self, release: ReleaseRequest<'_>) -> Result<ReleaseOutcome, Error> {
+        let answer = single(self, self.plan_release(release))?;
+        Ok(released(self, &release, answer))
+    }
+
+    fn release_batch(&self, releases: &[ReleaseRequest<'_>]) -> Vec<Result<ReleaseOutcome, Error>> {
+        match self.plan_release_batch(releases) {
+            Some(call) => {
+                let (_, answers) = run(self, call);
+                let answers = per_lock(self.name(), releases.iter().map(|r| &r.lease.key), answers);
+                releases
+                    .iter()
+                    .zip(answers)
+                    .map(|(release, answer)| Ok(released(self, release, answer?)))
+                    .collect()
+            }
+            None => releases.iter().map(|r| self.release(*r)).collect(),
+        }
+    }
+
+    fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
+        single(self, self.plan_state(key))
+    }
+
+    fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
+        single(self, self.plan_list(request))
+    }
+
+    fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
+        let outcome = single(self, self.plan_force_release(key, None))?;
+        force_released(self, key, &outcome);
+        Ok(outcome)
+    }
+
+    fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> Result<ForceReleaseOutcome, Error> {
+        let outcome = single(self, self.plan_force_release(key, Some(fencing_token)))?;
+        force_released(self, key, &outcome);
+        Ok(outcome)
+    }
+
+    fn read_record(&self, key: &LockName) -> Result<Option<StoredRecord>, Error> {
+        single(self, self.plan_read_record(key))
+    }
+
+    fn write_record(&self, write: RecordWrite<'_>) -> Result<RecordWriteOutcome, Error> {
+        single(self, self.plan_write_record(write))
+    }
+}

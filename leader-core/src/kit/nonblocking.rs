@@ -1,0 +1,177 @@
+//! [`AsyncLockBackend`] for every [`Store`] whose runner runs its calls: as the blocking
+//! side (`kit/blocking.rs`), each call sent by the runner's async side and awaited.
+
+use std::time::Instant;
+
+use crate::error::Error;
+use crate::kit::answers::{force_released, named, per_lock, released, traced};
+use crate::kit::call::{Call, Failure};
+use crate::kit::runs::Runs;
+use crate::kit::store::Store;
+use crate::name::LockName;
+use crate::spi::backend::AsyncLockBackend;
+use crate::spi::listing::{ForceReleaseOutcome, ListPage, ListRequest};
+use crate::spi::outcome::{AcquireOutcome, ExtendOutcome, ReleaseOutcome, SlotOutcome};
+use crate::spi::record::{RecordWrite, RecordWriteOutcome, StoredRecord};
+use crate::spi::request::{AcquireRequest, ReleaseRequest, Renewal, SlotRequest};
+use crate::spi::state::LeaderState;
+
+/// Sends `call` and traces it: its key and answer, the failure not yet named.
+async fn run<S: Runs<C>, C: Call>(store: &S, call: C) -> (String, Result<C::Output, Failure>) {
+    let key = call.key().to_owned();
+    let started = Instant::now();
+    let answer = store.run_async(call).await;
+    traced::<C>(store.name(), &key, started, &answer);
+    (key, answer)
+}
+
+/// Sends a single call: its answer, the failure named by its lock.
+async fn single<S: Runs<C>, C: Call>(store: &S, call: C) -> Result<C::Output, Error> {
+    let (key, answer) = run(store, call).await;
+    named(store.name(), &key, answer)
+}
+
+impl<S> AsyncLockBackend for S
+where
+    S: Store,
+    for<'a> S: Runs<S::Acquire<'a>>
+        + Runs<S::AcquireBatch<'a>>
+        + Runs<S::Slot<'a>>
+        + Runs<S::Extend<'a>>
+        + Runs<S::ExtendBatch<'a>>
+        + Runs<S::Release<'a>>
+        + Runs<S::ReleaseBatch<'a>>
+        + Runs<S::State<'a>>
+        + Runs<S::List<'a>>
+        + Runs<S::ForceRelease<'a>>
+        + Runs<S::ReadRecord<'a>>
+        + Runs<S::WriteRecord<'a>>,
+{
+    async fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
+        single(self, self.plan_acquire(request)).await
+    }
+
+    async fn try_acquire_batch(
+        &self,
+        requests: &[AcquireRequest<'_>],
+    ) -> Vec<Result<AcquireOutcome, Error>> {
+        match self.plan_acquire_batch(requests) {
+            Some(call) => {
+                let (_, answers) = run(self, call).await;
+                per_lock(self.name(), requests.iter().map(|r| r.key), answers)
+            }
+            None => {
+                let mut answers = Vec::with_capacity(requests.len());
+                for request in requests {
+                    answers.push(AsyncLockBackend::try_acquire(self, *request).await);
+                }
+                answers
+            }
+        }
+    }
+
+    async fn try_acquire_slot(&self, request: SlotRequest<'_>) -> Result<SlotOutcome, Error> {
+        if let Some(call) = self.plan_slot(request) {
+            return single(self, call).await;
+        }
+        let mut walk = request.walk();
+        while let Some(request) = walk.next_request() {
+            match AsyncLockBackend::try_acquire(self, request).await {
+                Ok(answer) => {
+                    if let Some(done) = walk.answer(answer) {
+                        return Ok(done);
+                    }
+                }
+                Err(err) => walk.failed(err)?,
+            }
+        }
+        walk.finish()
+    }
+
+    async fn extend(&self, renewal: Renewal<'_>) -> Result<ExtendOutcome, Error> {
+        single(self, self.plan_extend(renewal)).await
+    }
+
+    async fn extend_batch(&self, renewals: &[Renewal<'_>]) -> Vec<Result<ExtendOutcome, Error>> {
+        match self.plan_extend_batch(renewals) {
+            Some(call) => {
+                let (_, answers) = run(self, call).await;
+                per_lock(self.name(), renewals.iter().map(|r| &r.lease.key), answers)
+            }
+            None => {
+                let mut answers = Vec::with_capacity(renewals.len());
+                for renewal in renewals {
+                    answers.push(AsyncLockBackend::extend(self, *renewal).await);
+                }
+                answers
+            }
+        }
+    }
+
+    fn extend_batch_is_native(&self) -> bool {
+        Store::extend_batch_is_native(self)
+    }
+
+    async fn release(&self, release: ReleaseRequest<'_>) -> Result<ReleaseOutcome, Error> {
+        let answer = single(self, self.plan_release(release)).await?;
+        Ok(released(self, &release, answer))
+    }
+
+    async fn release_batch(
+        &self,
+        releases: &[ReleaseRequest<'_>],
+    ) -> Vec<Result<ReleaseOutcome, Error>> {
+        match self.plan_release_batch(releases) {
+            Some(call) => {
+                let (_, answers) = run(self, call).await;
+                let keys = releases.iter().map(|r| &r.lease.key);
+                let answers = per_lock(self.name(), keys, answers);
+                releases
+                    .iter()
+                    .zip(answers)
+                    .map(|(release, answer)| Ok(released(self, release, answer?)))
+                    .collect()
+            }
+            None => {
+                let mut answers = Vec::with_capacity(releases.len());
+                for release in releases {
+                    answers.push(AsyncLockBackend::release(self, *release).await);
+                }
+                answers
+            }
+        }
+    }
+
+    async fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
+        single(self, self.plan_state(key)).await
+    }
+
+    async fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
+        single(self, self.plan_list(request)).await
+    }
+
+    async fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
+        let outcome = single(self, self.plan_force_release(key, None)).await?;
+        force_released(self, key, &outcome);
+        Ok(outcome)
+    }
+
+    async fn force_release_if(
+        &self,
+        key: &LockName,
+        fencing_token: u64,
+    ) -> Result<ForceReleaseOutcome, Error> {
+        let call = self.plan_force_release(key, Some(fencing_token));
+        let outcome = single(self, call).await?;
+        force_released(self, key, &outcome);
+        Ok(outcome)
+    }
+
+    async fn read_record(&self, key: &LockName) -> Result<Option<StoredRecord>, Error> {
+        single(self, self.plan_read_record(key)).await
+    }
+
+    async fn write_record(&self, write: RecordWrite<'_>) -> Result<RecordWriteOutcome, Error> {
+        single(self, self.plan_write_record(write)).await
+    }
+}
