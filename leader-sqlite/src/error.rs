@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use leader_core::{BackendError, BackendErrorKind, CursorError, Error};
+use leader_core::kit::Failure;
+use leader_core::{BackendErrorKind, CursorError, Error};
 use rusqlite::ErrorCode;
 
 /// The backend name in errors and traces.
@@ -152,14 +153,6 @@ pub(crate) enum OpError {
     /// ([`leader_core::corrupt_record`]).
     #[error(transparent)]
     Record(Error),
-    /// The transaction of a batch failed as a whole (each of its requests gets this).
-    #[error("the batch's transaction failed: {message}")]
-    Batch {
-        /// The failure's kind.
-        kind: BackendErrorKind,
-        /// What it said.
-        message: String,
-    },
 }
 
 impl OpError {
@@ -167,7 +160,6 @@ impl OpError {
     /// disk or memory ran short; `Permanent` for what needs someone to intervene.
     pub(crate) fn kind(&self) -> BackendErrorKind {
         match self {
-            OpError::Batch { kind, .. } => *kind,
             OpError::Sqlite(err) => match err.sqlite_error_code() {
                 Some(
                     ErrorCode::DatabaseBusy
@@ -187,12 +179,11 @@ impl OpError {
         }
     }
 
-    /// The core error, naming the lock `key`.
-    pub(crate) fn into_core(self, key: &str) -> Error {
+    /// The kit's failure (a corrupted record's error, named by the record, as it is).
+    pub(crate) fn into_failure(self) -> Failure {
         if let OpError::Record(err) = self {
-            return err;
+            return Failure::from_error(err);
         }
-        let kind = self.kind();
-        Error::Backend(BackendError::new(BACKEND, key, kind, self))
+        Failure::new(self.kind(), self)
     }
 }

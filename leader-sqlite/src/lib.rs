@@ -2,13 +2,12 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod backend;
-mod blocking;
+mod calls;
 mod config;
 #[cfg(feature = "serde")]
 mod config_serde;
 mod durability;
 mod error;
-mod nonblocking;
 mod operator;
 mod ops;
 mod path;

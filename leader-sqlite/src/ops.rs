@@ -6,13 +6,13 @@
 
 use std::time::Duration;
 
+use leader_core::kit::Released;
 use leader_core::{
     AcquireOutcome, ExtendOutcome, LeaderLease, LeaderState, Lease, LockName, OwnerToken,
-    ReleaseOutcome, ReleaseRequest, Renewal,
+    ReleaseRequest, Renewal,
 };
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use crate::backend::Keyed;
 use crate::error::OpError;
 use crate::time::{HostClock, Now, micros};
 
@@ -221,25 +221,6 @@ fn extend_in(
     })
 }
 
-/// What a release did, for the backend to notify waiters when the lock became free.
-pub(crate) enum Released {
-    /// The lock is free now.
-    Freed,
-    /// The lock stays taken until the end of its minimum lease.
-    Kept,
-    /// The caller did not hold it.
-    NotHeld,
-}
-
-impl Released {
-    pub(crate) fn outcome(&self) -> ReleaseOutcome {
-        match self {
-            Released::Freed | Released::Kept => ReleaseOutcome::Released,
-            Released::NotHeld => ReleaseOutcome::NotHeld,
-        }
-    }
-}
-
 /// Frees the lock if `owner` holds it, or keeps it, held by nobody, until
 /// `acquired_at + min_lease_time` when that is still ahead (a minimum lease beyond what
 /// the tables hold keeps it until its expiry).
@@ -351,29 +332,23 @@ pub(crate) fn acquire_chunk(
     chunk_in_transaction(conn, requests, |tx, request| acquire_in(tx, clock, request))
 }
 
-impl Keyed for Acquire {
-    fn key(&self) -> &LockName {
-        &self.key
-    }
-}
-
 /// A renewal of a batch: the lease's lock, its owner and the new lease time.
+#[derive(Debug)]
 pub(crate) struct Renewing {
     pub(crate) key: LockName,
     pub(crate) owner: OwnerToken,
     pub(crate) lease_time: Duration,
 }
 
-/// The renewals of a batch, owned (to move to a pool thread).
-pub(crate) fn renewing(renewals: &[Renewal<'_>]) -> Vec<Renewing> {
-    renewals
-        .iter()
-        .map(|r| Renewing {
+impl From<Renewal<'_>> for Renewing {
+    /// The renewal, owned (to move to a pool thread).
+    fn from(r: Renewal<'_>) -> Self {
+        Renewing {
             key: r.lease.key.clone(),
             owner: r.lease.owner,
             lease_time: r.lease_time,
-        })
-        .collect()
+        }
+    }
 }
 
 /// [`extend`] for each of `renewals`, in one transaction (see [`chunk_in_transaction`]).
@@ -387,35 +362,23 @@ pub(crate) fn extend_chunk(
     })
 }
 
-impl Keyed for Renewing {
-    fn key(&self) -> &LockName {
-        &self.key
-    }
-}
-
 /// A release of a batch: the lease's lock, its owner and the minimum lease to keep.
+#[derive(Debug)]
 pub(crate) struct Releasing {
     pub(crate) key: LockName,
     pub(crate) owner: OwnerToken,
     pub(crate) min_lease_time: Duration,
 }
 
-impl Keyed for Releasing {
-    fn key(&self) -> &LockName {
-        &self.key
-    }
-}
-
-/// The releases of a batch, owned (to move to a pool thread).
-pub(crate) fn releasing(releases: &[ReleaseRequest<'_>]) -> Vec<Releasing> {
-    releases
-        .iter()
-        .map(|r| Releasing {
+impl From<ReleaseRequest<'_>> for Releasing {
+    /// The release, owned (to move to a pool thread).
+    fn from(r: ReleaseRequest<'_>) -> Self {
+        Releasing {
             key: r.lease.key.clone(),
             owner: r.lease.owner,
             min_lease_time: r.min_lease_time,
-        })
-        .collect()
+        }
+    }
 }
 
 /// [`release`] for each of `releases`, in one transaction (see [`chunk_in_transaction`]).

@@ -44,6 +44,9 @@ pub trait Call: Send {
 pub struct Failure {
     kind: BackendErrorKind,
     source: BoxError,
+    /// An error the backend named already (a corrupted record names the record's key, in
+    /// the form every backend gives it): [`named`](Self::named) returns it as it is.
+    named: Option<Error>,
 }
 
 impl Failure {
@@ -52,6 +55,22 @@ impl Failure {
         Failure {
             kind,
             source: source.into(),
+            named: None,
+        }
+    }
+
+    /// A failure the backend made into an [`Error`] itself (a corrupted record, see
+    /// [`corrupt_record`](crate::corrupt_record)): the kit gives it back unchanged.
+    pub fn from_error(error: Error) -> Self {
+        let kind = if error.is_transient() {
+            BackendErrorKind::Transient
+        } else {
+            BackendErrorKind::Permanent
+        };
+        Failure {
+            kind,
+            source: error.to_string().into(),
+            named: Some(error),
         }
     }
 
@@ -76,9 +95,12 @@ impl Failure {
         Failure::new(self.kind, format!("the batch call failed: {}", self.source))
     }
 
-    /// The error of `backend`'s call on `key`.
+    /// The error of `backend`'s call on `key` (or the error the backend named itself).
     pub fn named(self, backend: &'static str, key: &str) -> Error {
-        BackendError::new(backend, key, self.kind, self.source).into()
+        match self.named {
+            Some(error) => error,
+            None => BackendError::new(backend, key, self.kind, self.source).into(),
+        }
     }
 }
 

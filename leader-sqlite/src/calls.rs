@@ -1,47 +1,337 @@
-//! The blocking SPI: each call runs on the calling thread.
+//! The store calls, for the backend kit (`leader_core::kit`): each is one short
+//! `BEGIN IMMEDIATE` transaction on the file (a batch, one per chunk of [`CHUNK`]
+//! requests, the connection given up between chunks), run on the calling thread when
+//! blocking, or on a thread of the `blocking` crate's pool when async, so that it works
+//! on every runtime without depending on one. A dropped async call does not stop its
+//! transaction: it still commits or rolls back whole on its thread, and the electors
+//! release an acquisition they gave up on.
+//!
+//! The call types are `pub` because they are the associated types of a public trait
+//! impl (`Store for SqliteBackend`), and unnameable outside this crate.
+#![allow(unreachable_pub)]
 
+use std::future::Future;
+use std::time::Instant;
+
+use leader_core::kit::{Call, Failure, Released, Runs, Store, Unsupported};
 use leader_core::{
-    AcquireOutcome, AcquireRequest, Error, ExtendOutcome, ForceReleaseOutcome, LeaderState,
-    ListPage, ListRequest, LockBackend, LockName, RecordWrite, RecordWriteOutcome, ReleaseOutcome,
-    ReleaseRequest, Renewal, StoredRecord,
+    AcquireOutcome, AcquireRequest, ExtendOutcome, ForceReleaseOutcome, LeaderState, ListPage,
+    ListRequest, LockName, RecordWrite, RecordWriteOutcome, ReleaseEvents, ReleaseRequest, Renewal,
+    SlotOutcome, StoredRecord,
 };
+use rusqlite::Connection;
 
 use crate::backend::SqliteBackend;
+use crate::error::OpError;
 use crate::operator;
-use crate::ops::{self, Acquire};
+use crate::ops::{self, CHUNK, Releasing, Renewing};
 use crate::records::{self, Write};
+use crate::time::HostClock;
 
-impl LockBackend for SqliteBackend {
-    fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
-        let request = Acquire::from(request);
-        self.run(request.key.as_str(), |conn, clock| {
-            ops::acquire(conn, clock, &request)
+/// A call made of transactions on the file.
+pub trait Transactions: Call + 'static {
+    /// Runs the call on `db`; `started` is when the caller made it (the busy timeout counts
+    /// from then).
+    fn run(self, db: &SqliteBackend, started: Instant) -> Result<Self::Output, Failure>;
+}
+
+impl<C> Runs<C> for SqliteBackend
+where
+    C: Transactions,
+    C::Output: 'static,
+{
+    fn run_blocking(&self, call: C) -> Result<C::Output, Failure> {
+        call.run(self, Instant::now())
+    }
+
+    fn run_async(&self, call: C) -> impl Future<Output = Result<C::Output, Failure>> + Send {
+        let (db, started) = (self.clone(), Instant::now());
+        ::blocking::unblock(move || call.run(&db, started))
+    }
+}
+
+/// One transaction: `op` on the connection, its failure the kit's.
+fn one<T>(
+    db: &SqliteBackend,
+    started: Instant,
+    op: impl FnOnce(&mut Connection, &HostClock) -> Result<T, OpError>,
+) -> Result<T, Failure> {
+    db.transaction(started, op).map_err(OpError::into_failure)
+}
+
+/// One transaction per chunk of `items`, each request answered on its own; a chunk's
+/// transaction that failed as a whole is each of its requests' failure.
+fn chunked<I, T>(
+    db: &SqliteBackend,
+    items: &[I],
+    op: impl Fn(&mut Connection, &HostClock, &[I]) -> Result<Vec<Result<T, OpError>>, OpError>,
+) -> Vec<Result<T, Failure>> {
+    let mut answers = Vec::with_capacity(items.len());
+    for chunk in items.chunks(CHUNK) {
+        match db.transaction(Instant::now(), |conn, clock| op(conn, clock, chunk)) {
+            Ok(chunk_answers) => answers.extend(
+                chunk_answers
+                    .into_iter()
+                    .map(|answer| answer.map_err(OpError::into_failure)),
+            ),
+            Err(err) => {
+                let whole = err.into_failure();
+                answers.extend(chunk.iter().map(|_| Err(whole.of_batch())));
+            }
+        }
+    }
+    answers
+}
+
+/// `try_acquire`.
+#[derive(Debug)]
+pub struct Acquire(ops::Acquire);
+
+impl Call for Acquire {
+    type Output = AcquireOutcome;
+    const NAME: &'static str = "acquire";
+    fn key(&self) -> &str {
+        self.0.key.as_str()
+    }
+    fn outcome(output: &AcquireOutcome) -> &'static str {
+        output.as_str()
+    }
+}
+
+impl Transactions for Acquire {
+    fn run(self, db: &SqliteBackend, started: Instant) -> Result<AcquireOutcome, Failure> {
+        one(db, started, |conn, clock| {
+            ops::acquire(conn, clock, &self.0)
         })
     }
+}
 
-    /// One transaction per 500 requests (see the crate docs, Batches), each request answered
-    /// as `try_acquire` would answer it.
-    fn try_acquire_batch(
-        &self,
-        requests: &[AcquireRequest<'_>],
-    ) -> Vec<Result<AcquireOutcome, Error>> {
-        let requests: Vec<Acquire> = requests.iter().map(|r| Acquire::from(*r)).collect();
-        self.run_batch(&requests, ops::acquire_chunk)
+/// `try_acquire_batch`: one transaction per 500 requests.
+#[derive(Debug)]
+pub struct AcquireBatch(Vec<ops::Acquire>);
+
+impl Call for AcquireBatch {
+    type Output = Vec<Result<AcquireOutcome, Failure>>;
+    const NAME: &'static str = "acquire_batch";
+    fn key(&self) -> &str {
+        self.0.first().map_or("", |r| r.key.as_str())
+    }
+}
+
+impl Transactions for AcquireBatch {
+    fn run(self, db: &SqliteBackend, _: Instant) -> Result<Self::Output, Failure> {
+        Ok(chunked(db, &self.0, ops::acquire_chunk))
+    }
+}
+
+/// `extend`.
+#[derive(Debug)]
+pub struct Extend(Renewing);
+
+impl Call for Extend {
+    type Output = ExtendOutcome;
+    const NAME: &'static str = "extend";
+    fn key(&self) -> &str {
+        self.0.key.as_str()
+    }
+}
+
+impl Transactions for Extend {
+    fn run(self, db: &SqliteBackend, started: Instant) -> Result<ExtendOutcome, Failure> {
+        let r = self.0;
+        one(db, started, |conn, clock| {
+            ops::extend(conn, clock, &r.key, r.owner, r.lease_time)
+        })
+    }
+}
+
+/// `extend_batch`: one transaction per 500 renewals.
+#[derive(Debug)]
+pub struct ExtendBatch(Vec<Renewing>);
+
+impl Call for ExtendBatch {
+    type Output = Vec<Result<ExtendOutcome, Failure>>;
+    const NAME: &'static str = "extend_batch";
+    fn key(&self) -> &str {
+        self.0.first().map_or("", |r| r.key.as_str())
+    }
+}
+
+impl Transactions for ExtendBatch {
+    fn run(self, db: &SqliteBackend, _: Instant) -> Result<Self::Output, Failure> {
+        Ok(chunked(db, &self.0, ops::extend_chunk))
+    }
+}
+
+/// `release`.
+#[derive(Debug)]
+pub struct Release(Releasing);
+
+impl Call for Release {
+    type Output = Released;
+    const NAME: &'static str = "release";
+    fn key(&self) -> &str {
+        self.0.key.as_str()
+    }
+}
+
+impl Transactions for Release {
+    fn run(self, db: &SqliteBackend, started: Instant) -> Result<Released, Failure> {
+        let r = self.0;
+        one(db, started, |conn, clock| {
+            ops::release(conn, clock, &r.key, r.owner, r.min_lease_time)
+        })
+    }
+}
+
+/// `release_batch`: one transaction per 500 releases.
+#[derive(Debug)]
+pub struct ReleaseBatch(Vec<Releasing>);
+
+impl Call for ReleaseBatch {
+    type Output = Vec<Result<Released, Failure>>;
+    const NAME: &'static str = "release_batch";
+    fn key(&self) -> &str {
+        self.0.first().map_or("", |r| r.key.as_str())
+    }
+}
+
+impl Transactions for ReleaseBatch {
+    fn run(self, db: &SqliteBackend, _: Instant) -> Result<Self::Output, Failure> {
+        Ok(chunked(db, &self.0, ops::release_chunk))
+    }
+}
+
+/// `state`.
+#[derive(Debug)]
+pub struct State(LockName);
+
+impl Call for State {
+    type Output = LeaderState;
+    const NAME: &'static str = "state";
+    fn key(&self) -> &str {
+        self.0.as_str()
+    }
+}
+
+impl Transactions for State {
+    fn run(self, db: &SqliteBackend, started: Instant) -> Result<LeaderState, Failure> {
+        one(db, started, |conn, clock| ops::state(conn, clock, &self.0))
+    }
+}
+
+/// `list`.
+#[derive(Debug)]
+pub struct List(ListRequest);
+
+impl Call for List {
+    type Output = ListPage;
+    const NAME: &'static str = "list";
+    fn key(&self) -> &str {
+        &self.0.prefix
+    }
+}
+
+impl Transactions for List {
+    fn run(self, db: &SqliteBackend, started: Instant) -> Result<ListPage, Failure> {
+        one(db, started, |conn, clock| {
+            operator::list(conn, clock, &self.0)
+        })
+    }
+}
+
+/// `force_release` and `force_release_if`.
+#[derive(Debug)]
+pub struct ForceRelease {
+    key: LockName,
+    only: Option<u64>,
+}
+
+impl Call for ForceRelease {
+    type Output = ForceReleaseOutcome;
+    const NAME: &'static str = "force_release";
+    fn key(&self) -> &str {
+        self.key.as_str()
+    }
+}
+
+impl Transactions for ForceRelease {
+    fn run(self, db: &SqliteBackend, started: Instant) -> Result<ForceReleaseOutcome, Failure> {
+        one(db, started, |conn, clock| {
+            operator::force_release(conn, clock, &self.key, self.only)
+        })
+    }
+}
+
+/// `read_record`.
+#[derive(Debug)]
+pub struct ReadRecord(LockName);
+
+impl Call for ReadRecord {
+    type Output = Option<StoredRecord>;
+    const NAME: &'static str = "read_record";
+    fn key(&self) -> &str {
+        self.0.as_str()
+    }
+}
+
+impl Transactions for ReadRecord {
+    fn run(self, db: &SqliteBackend, started: Instant) -> Result<Option<StoredRecord>, Failure> {
+        one(db, started, |conn, _| records::read(conn, &self.0))
+    }
+}
+
+/// `write_record`.
+#[derive(Debug)]
+pub struct WriteRecord(Write);
+
+impl Call for WriteRecord {
+    type Output = RecordWriteOutcome;
+    const NAME: &'static str = "write_record";
+    fn key(&self) -> &str {
+        self.0.key.as_str()
+    }
+}
+
+impl Transactions for WriteRecord {
+    fn run(self, db: &SqliteBackend, started: Instant) -> Result<RecordWriteOutcome, Failure> {
+        one(db, started, |conn, _| records::write(conn, &self.0))
+    }
+}
+
+/// The calls own what they send (an async call moves to a pool thread).
+impl Store for SqliteBackend {
+    type Acquire<'a> = Acquire;
+    fn plan_acquire<'a>(&'a self, request: AcquireRequest<'a>) -> Acquire {
+        Acquire(ops::Acquire::from(request))
     }
 
+    type AcquireBatch<'a> = AcquireBatch;
+    /// One transaction per 500 requests (see the crate docs, Batches), each request
+    /// answered as `try_acquire` would answer it.
+    fn plan_acquire_batch<'a>(
+        &'a self,
+        requests: &'a [AcquireRequest<'a>],
+    ) -> Option<AcquireBatch> {
+        Some(AcquireBatch(
+            requests.iter().map(|r| ops::Acquire::from(*r)).collect(),
+        ))
+    }
+
+    type Slot<'a> = Unsupported<SlotOutcome>;
+
+    type Extend<'a> = Extend;
     /// `use_db_time` changes nothing: every time comes from the host's clocks.
-    fn extend(&self, renewal: Renewal<'_>) -> Result<ExtendOutcome, Error> {
-        let (lease, lease_time) = (renewal.lease, renewal.lease_time);
-        self.run(lease.key.as_str(), |conn, clock| {
-            ops::extend(conn, clock, &lease.key, lease.owner, lease_time)
-        })
+    fn plan_extend<'a>(&'a self, renewal: Renewal<'a>) -> Extend {
+        Extend(Renewing::from(renewal))
     }
 
-    /// One transaction per 500 renewals (see the crate docs, Batches), each answered as
-    /// `extend` would answer it.
-    fn extend_batch(&self, renewals: &[Renewal<'_>]) -> Vec<Result<ExtendOutcome, Error>> {
-        let renewals = ops::renewing(renewals);
-        self.run_batch(&renewals, ops::extend_chunk)
+    type ExtendBatch<'a> = ExtendBatch;
+    /// One transaction per 500 renewals, each answered as `extend` would answer it.
+    fn plan_extend_batch<'a>(&'a self, renewals: &'a [Renewal<'a>]) -> Option<ExtendBatch> {
+        Some(ExtendBatch(
+            renewals.iter().map(|r| Renewing::from(*r)).collect(),
+        ))
     }
 
     /// A batch renews its leases in one transaction (per chunk), so that one lease's
@@ -50,60 +340,52 @@ impl LockBackend for SqliteBackend {
         true
     }
 
-    fn release(&self, release: ReleaseRequest<'_>) -> Result<ReleaseOutcome, Error> {
-        let (lease, min_lease_time) = (release.lease, release.min_lease_time);
-        let released = self.run(lease.key.as_str(), |conn, clock| {
-            ops::release(conn, clock, &lease.key, lease.owner, min_lease_time)
-        })?;
-        self.released(lease, &released);
-        Ok(released.outcome())
+    type Release<'a> = Release;
+    fn plan_release<'a>(&'a self, release: ReleaseRequest<'a>) -> Release {
+        Release(Releasing::from(release))
     }
 
-    /// One transaction per 500 releases (see the crate docs, Batches), each answered as
-    /// `release` would answer it.
-    fn release_batch(&self, releases: &[ReleaseRequest<'_>]) -> Vec<Result<ReleaseOutcome, Error>> {
-        let releasing = ops::releasing(releases);
-        let answers = self.run_batch(&releasing, ops::release_chunk);
-        self.released_all(releases, answers)
+    type ReleaseBatch<'a> = ReleaseBatch;
+    /// One transaction per 500 releases, each answered as `release` would answer it.
+    fn plan_release_batch<'a>(
+        &'a self,
+        releases: &'a [ReleaseRequest<'a>],
+    ) -> Option<ReleaseBatch> {
+        Some(ReleaseBatch(
+            releases.iter().map(|r| Releasing::from(*r)).collect(),
+        ))
     }
 
-    fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
-        self.run(key.as_str(), |conn, clock| ops::state(conn, clock, key))
+    type State<'a> = State;
+    fn plan_state<'a>(&'a self, key: &'a LockName) -> State {
+        State(key.clone())
     }
 
-    fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
-        self.run(&request.prefix, |conn, clock| {
-            operator::list(conn, clock, request)
-        })
+    type List<'a> = List;
+    fn plan_list<'a>(&'a self, request: &'a ListRequest) -> List {
+        List(request.clone())
     }
 
-    fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
-        let outcome = self.run(key.as_str(), |conn, clock| {
-            operator::force_release(conn, clock, key, None)
-        })?;
-        self.force_released(key, &outcome);
-        Ok(outcome)
+    type ForceRelease<'a> = ForceRelease;
+    fn plan_force_release<'a>(&'a self, key: &'a LockName, only: Option<u64>) -> ForceRelease {
+        ForceRelease {
+            key: key.clone(),
+            only,
+        }
     }
 
-    fn force_release_if(
-        &self,
-        key: &LockName,
-        fencing_token: u64,
-    ) -> Result<ForceReleaseOutcome, Error> {
-        let outcome = self.run(key.as_str(), |conn, clock| {
-            operator::force_release(conn, clock, key, Some(fencing_token))
-        })?;
-        self.force_released(key, &outcome);
-        Ok(outcome)
+    type ReadRecord<'a> = ReadRecord;
+    fn plan_read_record<'a>(&'a self, key: &'a LockName) -> ReadRecord {
+        ReadRecord(key.clone())
     }
 
-    fn read_record(&self, key: &LockName) -> Result<Option<StoredRecord>, Error> {
-        self.run(key.as_str(), |conn, _| records::read(conn, key))
+    type WriteRecord<'a> = WriteRecord;
+    fn plan_write_record<'a>(&'a self, write: RecordWrite<'a>) -> WriteRecord {
+        WriteRecord(Write::from(write))
     }
 
-    fn write_record(&self, write: RecordWrite<'_>) -> Result<RecordWriteOutcome, Error> {
-        let write = Write::from(write);
-        self.run(write.key.as_str(), |conn, _| records::write(conn, &write))
+    fn local_waiters(&self) -> Option<&ReleaseEvents> {
+        Some(self.events())
     }
 }
 
@@ -114,11 +396,10 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
-    use leader_core::{Lease, OwnerToken, Renewal};
+    use leader_core::{Error, Lease, LockBackend, OwnerToken, ReleaseOutcome};
     use rusqlite::params;
 
     use super::*;
-    use crate::ops::CHUNK;
 
     /// A backend on a file of its own; dropped with the directory.
     struct Fixture {
