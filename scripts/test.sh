@@ -174,7 +174,7 @@ package_contents() {
         while IFS= read -r match; do
             source=${match%%:*}
             file=$(sed -E 's/.*include_str!\("([^"]+)"\).*/\1/' <<<"${match#*:}")
-            needed+=("$(realpath -m --relative-to="$dir" "$(dirname "$source")/$file")")
+            needed+=("$(realpath -m -s --relative-to="$dir" "$(dirname "$source")/$file")")
         done < <(grep -roE 'include_str!\("[^"]+"\)' --include='*.rs' "$dir/src" || true)
         mapfile -t needed < <(printf '%s\n' "${needed[@]}" | sort -u)
         for file in "${needed[@]}"; do

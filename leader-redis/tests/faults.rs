@@ -342,7 +342,8 @@ fn write_without_expiry(raw: &mut redis::Connection, lock_key: &str, fence: u64,
     assert_eq!(ttl, -1, "no key expiry");
 }
 
-/// The names of every lock `list` shows under `prefix` (all pages).
+/// The names of every lock `list` shows under `prefix` (all pages), sorted: a scan's
+/// order is the server's hash table's, not the names'.
 fn listed(backend: &RedisBackend, prefix: &str) -> Result<Vec<String>, Error> {
     let mut names = Vec::new();
     let mut request = ListRequest::new(prefix);
@@ -351,7 +352,10 @@ fn listed(backend: &RedisBackend, prefix: &str) -> Result<Vec<String>, Error> {
         names.extend(page.locks.iter().map(|state| state.lock_name().to_owned()));
         match page.next {
             Some(cursor) => request = ListRequest::new(prefix).after(cursor),
-            None => return Ok(names),
+            None => {
+                names.sort();
+                return Ok(names);
+            }
         }
     }
 }
