@@ -1,21 +1,17 @@
-//! [`PostgresBackend`]: construction, and the plumbing both SPI implementations share.
+//! [`PostgresBackend`]: construction, and how a call reaches a session (the runner of
+//! `calls` sends it so).
 
+use leader_core::{Backend, ReleaseEvents};
+use leader_runtime::Background;
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
-
-use leader_core::{
-    Backend, Error, ForceReleaseOutcome, Lease, LockName, ReleaseEvents, ReleaseOutcome,
-    ReleaseRequest,
-};
-use leader_runtime::Background;
 
 use crate::config::PostgresConfig;
 use crate::connector::Connector;
 use crate::error::{BACKEND, ConnectError, OpError};
 use crate::listener::Listener;
-use crate::ops::{Op, Released};
+use crate::ops::Op;
 use crate::pool::Pool;
 use crate::table::Table;
 
@@ -25,7 +21,8 @@ use crate::table::Table;
 /// [`AsyncLockBackend`](leader_core::AsyncLockBackend). Build it once and share it:
 /// cloning is cheap, and clones share the connection pool, the `LISTEN` session and the
 /// background runtime. Connections open on first use, so the server may start later than
-/// the application; until then every call is a transient [`Error::Backend`].
+/// the application; until then every call is a transient
+/// [`Error::Backend`](leader_core::Error::Backend).
 ///
 /// See the [crate docs](crate) for the table, the clock and the runtimes.
 ///
@@ -178,40 +175,24 @@ impl PostgresBackend {
             .is_some_and(Listener::is_listening)
     }
 
-    /// Runs `op` on a pooled session within the operation timeout, on the calling thread.
-    pub(crate) fn block_on<O: Op>(&self, op: O) -> Result<O::Output, Error> {
-        let key = op.key().to_owned();
-        self.block_on_raw(op).map_err(|err| err.into_core(&key))
-    }
-
-    /// [`block_on`](Self::block_on), the failure not yet named by a key.
-    pub(crate) fn block_on_raw<O: Op>(&self, op: O) -> Result<O::Output, OpError> {
-        let key = op.key().to_owned();
-        let started = Instant::now();
+    /// Runs `op` on a pooled session within the operation timeout, driven on the calling
+    /// thread, which keeps the deadline and drops the call at it.
+    pub(crate) fn block_on<O: Op>(&self, op: O) -> Result<O::Output, OpError> {
         let deadline = self.inner.config.operation_timeout();
-        // The calling thread keeps the deadline, dropping the call at it.
-        let result = self
-            .inner
+        self.inner
             .background
-            .block_on(Some(deadline), self.call(op));
-        let result = result.unwrap_or_else(|stopped| Err(OpError::from(stopped)));
-        traced::<O>(&key, result, started)
+            .block_on(Some(deadline), self.call(op))
+            .unwrap_or_else(|stopped| Err(OpError::from(stopped)))
     }
 
-    /// Runs `op` on a pooled session within the operation timeout, on the background
-    /// runtime, awaited from any executor.
-    pub(crate) async fn run<O: Op>(&self, op: O) -> Result<O::Output, Error> {
-        let key = op.key().to_owned();
-        self.run_raw(op).await.map_err(|err| err.into_core(&key))
-    }
-
-    /// [`run`](Self::run), the failure not yet named by a key.
-    pub(crate) async fn run_raw<O: Op>(&self, op: O) -> Result<O::Output, OpError> {
-        let key = op.key().to_owned();
-        let started = Instant::now();
-        let result = self.inner.background.run(None, self.timed_call(op)).await;
-        let result = result.unwrap_or_else(|stopped| Err(OpError::from(stopped)));
-        traced::<O>(&key, result, started)
+    /// Runs `op` on a pooled session within the operation timeout, as a task of the
+    /// background runtime, awaited from any executor.
+    pub(crate) async fn run<O: Op>(&self, op: O) -> Result<O::Output, OpError> {
+        self.inner
+            .background
+            .run(None, self.timed_call(op))
+            .await
+            .unwrap_or_else(|stopped| Err(OpError::from(stopped)))
     }
 
     /// The call as a future owning what it needs, without a deadline. Dropped unfinished,
@@ -247,41 +228,9 @@ impl PostgresBackend {
         }
     }
 
-    /// After a release: waiters in this process wake at once, without waiting for the
-    /// server's notification to come back.
-    pub(crate) fn released(&self, lease: &Lease, released: Released) {
-        if released == Released::Freed {
-            self.inner
-                .events
-                .notify_token(lease.key.as_str(), lease.fencing_token);
-        }
-    }
-
-    /// A batch release's answers, once its waiters in this process are woken as after a
-    /// release.
-    pub(crate) fn released_all(
-        &self,
-        releases: &[ReleaseRequest<'_>],
-        answers: Vec<Result<Released, Error>>,
-    ) -> Vec<Result<ReleaseOutcome, Error>> {
-        releases
-            .iter()
-            .zip(answers)
-            .map(|(r, answer)| {
-                let released = answer?;
-                self.released(r.lease, released);
-                Ok(released.outcome())
-            })
-            .collect()
-    }
-
-    /// After a force release: waiters in this process wake as after a release.
-    pub(crate) fn force_released(&self, key: &LockName, outcome: &ForceReleaseOutcome) {
-        if let ForceReleaseOutcome::Released(holder) = outcome {
-            self.inner
-                .events
-                .notify_token(key.as_str(), holder.fencing_token);
-        }
+    /// The release notifications of waiters in this process.
+    pub(crate) fn events(&self) -> &ReleaseEvents {
+        &self.inner.events
     }
 
     /// The channel a release notifies.
@@ -299,56 +248,6 @@ impl PostgresBackend {
             inner.config.operation_timeout(),
         )
     }
-}
-
-/// A batch's answers, each failure named by its own lock; a failure of the whole call is
-/// every lease's, named by each.
-pub(crate) fn per_lock<'k, T>(
-    keys: impl Iterator<Item = &'k LockName>,
-    answer: Result<Vec<Result<T, OpError>>, OpError>,
-) -> Vec<Result<T, Error>> {
-    match answer {
-        Ok(items) => keys
-            .zip(items)
-            .map(|(key, item)| item.map_err(|err| err.into_core(key.as_str())))
-            .collect(),
-        Err(err) => {
-            let (kind, message) = (err.kind(), err.to_string());
-            keys.map(|key| {
-                let message = message.clone();
-                Err(OpError::Batch { kind, message }.into_core(key.as_str()))
-            })
-            .collect()
-        }
-    }
-}
-
-/// Traces the outcome.
-fn traced<O: Op>(
-    key: &str,
-    result: Result<O::Output, OpError>,
-    started: Instant,
-) -> Result<O::Output, OpError> {
-    let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-    match &result {
-        Ok(output) => tracing::debug!(
-            lock = %key,
-            op = O::NAME,
-            outcome = O::outcome(output),
-            micros,
-            "postgres lock call"
-        ),
-        Err(err) => tracing::debug!(
-            lock = %key,
-            op = O::NAME,
-            outcome = "error",
-            transient = matches!(err.kind(), leader_core::BackendErrorKind::Transient),
-            error = %err,
-            micros,
-            "postgres lock call failed"
-        ),
-    }
-    result
 }
 
 impl Backend for PostgresBackend {
@@ -385,7 +284,7 @@ mod tests {
     use leader_core::{AcquireRequest, LockName, OwnerToken};
 
     use super::PostgresBackend;
-    use crate::ops::Acquire;
+    use crate::ops::{Acquire, OwnedAcquire};
 
     /// A call's future is moved whole on its way to and through its task, so its size is
     /// paid in copies on every call: it once carried the opening of a session inline
@@ -397,7 +296,7 @@ mod tests {
         let name = LockName::new("size").unwrap();
         let request =
             AcquireRequest::new(&name, OwnerToken::random(), "node", Duration::from_secs(1));
-        let call = backend.timed_call(Acquire::from(request));
+        let call = backend.timed_call(Acquire(OwnedAcquire::from(request)));
         let size = std::mem::size_of_val(&call);
         assert!(size <= 4096, "a call's future is {size} bytes");
     }

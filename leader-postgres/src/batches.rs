@@ -7,13 +7,14 @@
 //! rows in that order first), so batches of several nodes over the same locks wait for
 //! each other briefly but never deadlock. Extend skips a locked row instead (see
 //! `Sql::extend_batch`). A batch naming a lock twice is never planned (one statement
-//! cannot update a row twice): the shells make the single calls then. Everything but the
-//! sending is here, so the blocking and the async shells differ only in how they wait.
+//! cannot update a row twice): the kit makes the single calls then.
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::time::{Duration, SystemTime};
 
+use leader_core::__private::OwnedAcquire;
+use leader_core::kit::{Call, Failure, Released};
 use leader_core::{
     AcquireOutcome, AcquireRequest, ExtendOutcome, LockName, OwnerToken, ReleaseRequest, Renewal,
 };
@@ -21,7 +22,7 @@ use tokio_postgres::types::{ToSql, Type};
 
 use crate::conn::Conn;
 use crate::error::OpError;
-use crate::ops::{Acquire, Extend, LeaseRow, Op, Released};
+use crate::ops::{Extend, LeaseRow, Op};
 use crate::time::{lease_micros, min_lease_micros};
 
 /// The most requests one statement carries: a few milliseconds of the server's time.
@@ -33,44 +34,24 @@ fn repeats<'a>(names: impl Iterator<Item = &'a LockName>) -> bool {
     names.into_iter().any(|name| !seen.insert(name.as_str()))
 }
 
-/// A batch as a shell sends it: the operation and the locks its answers are about, in
-/// order (the shell names each answer's error by its lock, see `backend::per_lock`).
-pub(crate) struct Planned<O> {
-    pub(crate) op: O,
-    pub(crate) keys: Vec<LockName>,
-}
-
 /// The plan of a `try_acquire_batch`; `None` when it is empty or names a lock twice (the
-/// shell then makes the single calls).
-pub(crate) fn plan_acquire(requests: &[AcquireRequest<'_>]) -> Option<Planned<AcquireBatch>> {
+/// kit then makes the single calls).
+pub(crate) fn plan_acquire(requests: &[AcquireRequest<'_>]) -> Option<AcquireBatch> {
     if requests.is_empty() || repeats(requests.iter().map(|r| r.key)) {
         return None;
     }
-    let requests: Vec<Acquire> = requests.iter().map(|r| Acquire::from(*r)).collect();
-    let keys = requests.iter().map(|r| r.key.clone()).collect();
-    Some(Planned {
-        op: AcquireBatch { requests },
-        keys,
+    Some(AcquireBatch {
+        requests: requests.iter().map(|r| OwnedAcquire::from(*r)).collect(),
     })
 }
 
 /// The plan of an `extend_batch`, as [`plan_acquire`].
-pub(crate) fn plan_extend(renewals: &[Renewal<'_>]) -> Option<Planned<ExtendBatch>> {
+pub(crate) fn plan_extend(renewals: &[Renewal<'_>]) -> Option<ExtendBatch> {
     if renewals.is_empty() || repeats(renewals.iter().map(|r| &r.lease.key)) {
         return None;
     }
-    let renewals: Vec<Extend> = renewals
-        .iter()
-        .map(|r| Extend {
-            key: r.lease.key.clone(),
-            owner: r.lease.owner,
-            lease_time: r.lease_time,
-        })
-        .collect();
-    let keys = renewals.iter().map(|r| r.key.clone()).collect();
-    Some(Planned {
-        op: ExtendBatch { renewals },
-        keys,
+    Some(ExtendBatch {
+        renewals: renewals.iter().map(|r| Extend::from(*r)).collect(),
     })
 }
 
@@ -78,11 +59,10 @@ pub(crate) fn plan_extend(renewals: &[Renewal<'_>]) -> Option<Planned<ExtendBatc
 pub(crate) fn plan_release(
     releases: &[ReleaseRequest<'_>],
     channel: String,
-) -> Option<Planned<ReleaseBatch>> {
+) -> Option<ReleaseBatch> {
     if releases.is_empty() || repeats(releases.iter().map(|r| &r.lease.key)) {
         return None;
     }
-    let keys = releases.iter().map(|r| r.lease.key.clone()).collect();
     let releases = releases
         .iter()
         .map(|r| Releasing {
@@ -91,10 +71,7 @@ pub(crate) fn plan_release(
             min_lease_time: r.min_lease_time,
         })
         .collect();
-    Some(Planned {
-        op: ReleaseBatch { releases, channel },
-        keys,
-    })
+    Some(ReleaseBatch { releases, channel })
 }
 
 /// The answers of a chunk: a request refused before sending (`Some` error) is answered by
@@ -115,32 +92,36 @@ fn merge<T>(
 }
 
 /// Runs `chunk_op` over the chunks of `items` on one session, pipelined; the answers in
-/// order.
-async fn chunked<'c, I, T, F, Fut>(items: &'c [I], chunk_op: F) -> Result<Vec<T>, OpError>
+/// order, each failure the kit's.
+async fn chunked<'c, I, T, F, Fut>(
+    items: &'c [I],
+    chunk_op: F,
+) -> Result<Vec<Result<T, Failure>>, OpError>
 where
     F: Fn(&'c [I]) -> Fut,
-    Fut: Future<Output = Result<Vec<T>, OpError>>,
+    Fut: Future<Output = Result<Vec<Result<T, OpError>>, OpError>>,
 {
     let answers = futures_util::future::try_join_all(items.chunks(CHUNK).map(chunk_op)).await?;
-    Ok(answers.into_iter().flatten().collect())
+    Ok(answers
+        .into_iter()
+        .flatten()
+        .map(|answer| answer.map_err(OpError::into_failure))
+        .collect())
 }
 
 /// `try_acquire_batch`'s requests.
 #[derive(Debug, Clone)]
-pub(crate) struct AcquireBatch {
-    pub(crate) requests: Vec<Acquire>,
+pub struct AcquireBatch {
+    requests: Vec<OwnedAcquire>,
 }
 
-impl Op for AcquireBatch {
-    type Output = Vec<Result<AcquireOutcome, OpError>>;
+impl Call for AcquireBatch {
+    type Output = Vec<Result<AcquireOutcome, Failure>>;
+
     const NAME: &'static str = "acquire_batch";
 
     fn key(&self) -> &str {
         self.requests.first().map_or("", |r| r.key.as_str())
-    }
-
-    async fn run(self, conn: &Conn) -> Result<Self::Output, OpError> {
-        chunked(&self.requests, |chunk| acquire_chunk(conn, chunk)).await
     }
 
     fn outcome(_: &Self::Output) -> &'static str {
@@ -148,11 +129,17 @@ impl Op for AcquireBatch {
     }
 }
 
+impl Op for AcquireBatch {
+    async fn run(self, conn: &Conn) -> Result<Self::Output, OpError> {
+        chunked(&self.requests, |chunk| acquire_chunk(conn, chunk)).await
+    }
+}
+
 /// One statement over `chunk`; then, for the locks it did not take, one read of their
 /// holders (in a snapshot taken after it, as a single acquire reads).
 async fn acquire_chunk(
     conn: &Conn,
-    chunk: &[Acquire],
+    chunk: &[OwnedAcquire],
 ) -> Result<Vec<Result<AcquireOutcome, OpError>>, OpError> {
     let mut refused = Vec::with_capacity(chunk.len());
     let (mut names, mut owners, mut leaders, mut micros) = (vec![], vec![], vec![], vec![]);
@@ -224,14 +211,15 @@ async fn acquire_chunk(
 
 /// `extend_batch`'s renewals.
 #[derive(Debug, Clone)]
-pub(crate) struct ExtendBatch {
-    pub(crate) renewals: Vec<Extend>,
+pub struct ExtendBatch {
+    renewals: Vec<Extend>,
 }
 
-impl Op for ExtendBatch {
+impl Call for ExtendBatch {
     /// One answer per renewal, in order; a lease's own failure (its row locked by another
     /// session, a lease too long) is its own.
-    type Output = Vec<Result<ExtendOutcome, OpError>>;
+    type Output = Vec<Result<ExtendOutcome, Failure>>;
+
     const NAME: &'static str = "extend_batch";
 
     fn key(&self) -> &str {
@@ -240,12 +228,14 @@ impl Op for ExtendBatch {
             .map_or("", |renewal| renewal.key.as_str())
     }
 
-    async fn run(self, conn: &Conn) -> Result<Self::Output, OpError> {
-        chunked(&self.renewals, |chunk| extend_chunk(conn, chunk)).await
-    }
-
     fn outcome(_: &Self::Output) -> &'static str {
         "batch"
+    }
+}
+
+impl Op for ExtendBatch {
+    async fn run(self, conn: &Conn) -> Result<Self::Output, OpError> {
+        chunked(&self.renewals, |chunk| extend_chunk(conn, chunk)).await
     }
 }
 
@@ -300,33 +290,36 @@ async fn extend_chunk(
 /// One lease of a `release_batch`.
 #[derive(Debug, Clone)]
 pub(crate) struct Releasing {
-    pub(crate) key: LockName,
-    pub(crate) owner: OwnerToken,
-    pub(crate) min_lease_time: Duration,
+    key: LockName,
+    owner: OwnerToken,
+    min_lease_time: Duration,
 }
 
 /// `release_batch`'s leases, and the channel the `NOTIFY`s go to.
 #[derive(Debug, Clone)]
-pub(crate) struct ReleaseBatch {
-    pub(crate) releases: Vec<Releasing>,
-    pub(crate) channel: String,
+pub struct ReleaseBatch {
+    releases: Vec<Releasing>,
+    channel: String,
 }
 
-impl Op for ReleaseBatch {
-    type Output = Vec<Result<Released, OpError>>;
+impl Call for ReleaseBatch {
+    type Output = Vec<Result<Released, Failure>>;
+
     const NAME: &'static str = "release_batch";
 
     fn key(&self) -> &str {
         self.releases.first().map_or("", |r| r.key.as_str())
     }
 
+    fn outcome(_: &Self::Output) -> &'static str {
+        "batch"
+    }
+}
+
+impl Op for ReleaseBatch {
     async fn run(self, conn: &Conn) -> Result<Self::Output, OpError> {
         let channel = self.channel.as_str();
         chunked(&self.releases, |chunk| release_chunk(conn, chunk, channel)).await
-    }
-
-    fn outcome(_: &Self::Output) -> &'static str {
-        "batch"
     }
 }
 

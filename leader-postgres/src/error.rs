@@ -5,7 +5,8 @@
 use std::io;
 use std::time::Duration;
 
-use leader_core::{BackendError, BackendErrorKind, BoxError};
+use leader_core::kit::Failure;
+use leader_core::{BackendErrorKind, BoxError};
 use leader_runtime::Stopped;
 use tokio_postgres::error::SqlState;
 
@@ -50,7 +51,7 @@ pub enum ConnectError {
     Runtime(#[source] io::Error),
 }
 
-/// What went wrong in one call, in detail; converted by [`OpError::into_core`].
+/// What went wrong in one call, in detail; converted by [`OpError::into_failure`].
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum OpError {
     /// The driver failed: the network, the server, or an SQL error.
@@ -96,14 +97,6 @@ pub(crate) enum OpError {
     /// transaction, say) and went on without it rather than wait.
     #[error("the lock row is locked by another session; not renewed this time")]
     RowLocked,
-    /// The call that carried a whole batch failed; this is its error, for one lease of it.
-    #[error("{message}")]
-    Batch {
-        /// The call's error kind.
-        kind: BackendErrorKind,
-        /// The call's error, as text.
-        message: String,
-    },
 }
 
 impl From<Stopped> for OpError {
@@ -127,7 +120,6 @@ impl OpError {
             | OpError::ConnectTimedOut(_)
             | OpError::ShutDown
             | OpError::RowLocked => BackendErrorKind::Transient,
-            OpError::Batch { kind, .. } => *kind,
             OpError::Decode(_) | OpError::Shape { .. } | OpError::Corrupt(_) => {
                 BackendErrorKind::Permanent
             }
@@ -176,14 +168,13 @@ impl OpError {
         ))
     }
 
-    /// The toolkit's error, naming the backend and `key`: the lock, or for a listing the
-    /// prefix.
-    pub(crate) fn into_core(self, key: &str) -> leader_core::Error {
+    /// The backend kit's failure, which names the backend and the lock (or, for a
+    /// listing, the prefix); a record's error is named already.
+    pub(crate) fn into_failure(self) -> Failure {
         if let OpError::Record(err) = self {
-            return err;
+            return Failure::from_error(err);
         }
-        let kind = self.kind();
-        BackendError::new(BACKEND, key, kind, self).into()
+        Failure::new(self.kind(), self)
     }
 }
 
@@ -268,11 +259,15 @@ mod tests {
     #[test]
     fn converts_to_a_backend_error_naming_the_lock() {
         let key = "nightly";
-        let err = OpError::TimedOut(Duration::from_secs(1)).into_core(key);
+        let err = OpError::TimedOut(Duration::from_secs(1))
+            .into_failure()
+            .named(BACKEND, key);
         assert_eq!(err.lock_key(), Some("nightly"));
         assert!(err.is_transient());
         assert!(err.to_string().contains("postgres"), "{err}");
-        let err = OpError::Corrupt("a negative fencing token").into_core(key);
+        let err = OpError::Corrupt("a negative fencing token")
+            .into_failure()
+            .named(BACKEND, key);
         assert!(!err.is_transient());
     }
 }

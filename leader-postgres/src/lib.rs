@@ -3,7 +3,7 @@
 
 mod backend;
 mod batches;
-mod blocking;
+mod calls;
 mod config;
 #[cfg(feature = "serde")]
 mod config_serde;
@@ -12,7 +12,6 @@ mod connector;
 mod error;
 mod hosts;
 mod listener;
-mod nonblocking;
 mod operator;
 mod ops;
 mod pool;

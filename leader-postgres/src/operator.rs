@@ -1,6 +1,7 @@
 //! The operator's calls as [`Op`]s: listing the held locks under a prefix, and freeing a
 //! lock whoever holds it (or only while its holder has a given fencing token). Like `ops`, nothing here knows about threads or runtimes.
 
+use leader_core::kit::Call;
 use leader_core::{ForceReleaseOutcome, LeaderState, ListCursor, ListPage, ListRequest, LockName};
 use tokio_postgres::Row;
 
@@ -10,18 +11,28 @@ use crate::ops::{LeaseRow, Op};
 
 /// `list`'s request.
 #[derive(Debug, Clone)]
-pub(crate) struct List {
+pub struct List {
     pub(crate) request: ListRequest,
 }
 
-impl Op for List {
+impl Call for List {
     type Output = ListPage;
+
     const NAME: &'static str = "list";
 
     fn key(&self) -> &str {
         &self.request.prefix
     }
 
+    fn outcome(output: &ListPage) -> &'static str {
+        match output.next {
+            Some(_) => "page",
+            None => "last_page",
+        }
+    }
+}
+
+impl Op for List {
     /// One page of the live rows under the prefix, in byte-wise name order, after the
     /// cursor's name: one statement reading one range of the primary key, one row more
     /// than the page holds to tell whether another page follows. The cursor is the last
@@ -47,13 +58,6 @@ impl Op for List {
             }
         };
         page(&rows, &self.request)
-    }
-
-    fn outcome(output: &ListPage) -> &'static str {
-        match output.next {
-            Some(_) => "page",
-            None => "last_page",
-        }
     }
 }
 
@@ -81,21 +85,28 @@ fn page(rows: &[Row], request: &ListRequest) -> Result<ListPage, OpError> {
 /// `force_release`'s arguments (`only: None`), or `force_release_if`'s (`only: Some(token)`),
 /// and the channel its `NOTIFY` goes to.
 #[derive(Debug, Clone)]
-pub(crate) struct ForceRelease {
+pub struct ForceRelease {
     pub(crate) key: LockName,
     pub(crate) channel: String,
     /// The fencing token the holder must have to be freed.
     pub(crate) only: Option<u64>,
 }
 
-impl Op for ForceRelease {
+impl Call for ForceRelease {
     type Output = ForceReleaseOutcome;
+
     const NAME: &'static str = "force_release";
 
     fn key(&self) -> &str {
         self.key.as_str()
     }
 
+    fn outcome(output: &ForceReleaseOutcome) -> &'static str {
+        output.as_str()
+    }
+}
+
+impl Op for ForceRelease {
     /// One statement: frees the row if anyone holds it (with `only`, if the holder has
     /// that token), returns that holder and whether it was freed, and notifies the
     /// channel as a release does when it freed it.
@@ -117,9 +128,5 @@ impl Op for ForceRelease {
             }
             None => ForceReleaseOutcome::NotHeld,
         })
-    }
-
-    fn outcome(output: &ForceReleaseOutcome) -> &'static str {
-        output.as_str()
     }
 }

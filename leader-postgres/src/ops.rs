@@ -1,13 +1,14 @@
 //! The four primitives as [`Op`]s: the arguments they own, the statement each runs on a
 //! session, and the decoding of its rows. Nothing here knows about threads or runtimes:
-//! the blocking and the async paths both run these.
+//! the runner (`calls`) sends these, blocking or async.
 
 use std::future::Future;
 use std::time::{Duration, SystemTime};
 
+use leader_core::kit::{Call, Released};
 use leader_core::{
     AcquireOutcome, ExtendOutcome, LeaderLease, LeaderState, Lease, LockName, OwnerToken,
-    ReleaseOutcome,
+    ReleaseRequest, Renewal,
 };
 use tokio_postgres::Row;
 
@@ -15,18 +16,11 @@ use crate::conn::Conn;
 use crate::error::OpError;
 use crate::time::{lease_micros, min_lease_micros};
 
-/// One call: what it needs, owned (it runs on the backend's runtime), and how it runs.
-pub(crate) trait Op: Send + 'static {
-    /// What the call gives.
-    type Output: Send + 'static;
-    /// Its name in traces.
-    const NAME: &'static str;
-    /// The lock it is about (for a listing, the prefix): named in traces and errors.
-    fn key(&self) -> &str;
+/// One call of the backend kit ([`Call`]: its answer, name and lock), owned (it runs on
+/// the backend's runtime), and how it runs on a session.
+pub(crate) trait Op: Call + 'static {
     /// Runs it on `conn`.
     fn run(self, conn: &Conn) -> impl Future<Output = Result<Self::Output, OpError>> + Send;
-    /// A short label of `output` for traces.
-    fn outcome(output: &Self::Output) -> &'static str;
 }
 
 /// How many times an acquire that lost to a holder who left before we could read them
@@ -34,7 +28,11 @@ pub(crate) trait Op: Send + 'static {
 const ACQUIRE_ATTEMPTS: usize = 2;
 
 /// `try_acquire`'s arguments, owned: the one type every backend moves to its worker.
-pub(crate) use leader_core::__private::OwnedAcquire as Acquire;
+pub(crate) use leader_core::__private::OwnedAcquire;
+
+/// `try_acquire`.
+#[derive(Debug, Clone)]
+pub struct Acquire(pub(crate) OwnedAcquire);
 
 /// A lease as the statements return it: leader id, token, acquired, expires.
 pub(crate) struct LeaseRow {
@@ -58,7 +56,7 @@ impl LeaseRow {
     }
 
     /// The lease `request` was granted, as this row describes it.
-    pub(crate) fn into_lease(self, request: &Acquire) -> Lease {
+    pub(crate) fn into_lease(self, request: &OwnedAcquire) -> Lease {
         Lease::new(
             request.key.clone(),
             request.owner,
@@ -80,23 +78,35 @@ impl LeaseRow {
     }
 }
 
-impl Op for Acquire {
+impl Call for Acquire {
     type Output = AcquireOutcome;
+
     const NAME: &'static str = "acquire";
 
     fn key(&self) -> &str {
-        self.key.as_str()
+        self.0.key.as_str()
     }
 
+    fn outcome(output: &AcquireOutcome) -> &'static str {
+        output.as_str()
+    }
+}
+
+impl Op for Acquire {
     /// The upsert; when it takes nothing (the conflict update's WHERE was false, so
     /// RETURNING gave no row), a second statement reads the holder, in a snapshot taken
     /// after the upsert. If the holder is gone by then, the upsert is tried again.
     async fn run(self, conn: &Conn) -> Result<AcquireOutcome, OpError> {
-        let owner = self.owner.to_string();
-        let lease_micros = lease_micros(self.lease_time)?;
+        let request = self.0;
+        let owner = request.owner.to_string();
+        let lease_micros = lease_micros(request.lease_time)?;
         for _ in 0..ACQUIRE_ATTEMPTS {
-            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
-                [&self.key.as_str(), &owner, &self.leader_id, &lease_micros];
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] = [
+                &request.key.as_str(),
+                &owner,
+                &request.leader_id,
+                &lease_micros,
+            ];
             if let Some(row) = conn
                 .client
                 .query_opt(&conn.statements.acquire, &params)
@@ -104,23 +114,19 @@ impl Op for Acquire {
             {
                 let taken = LeaseRow::read(&row)?;
                 return Ok(AcquireOutcome::Acquired(Lease::new(
-                    self.key,
-                    self.owner,
+                    request.key,
+                    request.owner,
                     taken.leader_id,
                     taken.fencing_token,
                     taken.acquired_at,
                     taken.expires_at,
                 )));
             }
-            if let Some(holder) = holder(conn, &self.key).await? {
+            if let Some(holder) = holder(conn, &request.key).await? {
                 return Ok(AcquireOutcome::Held(Some(holder)));
             }
         }
         Ok(AcquireOutcome::Held(None))
-    }
-
-    fn outcome(output: &AcquireOutcome) -> &'static str {
-        output.as_str()
     }
 }
 
@@ -136,20 +142,37 @@ async fn holder(conn: &Conn, key: &LockName) -> Result<Option<LeaderLease>, OpEr
 
 /// `extend`'s arguments.
 #[derive(Debug, Clone)]
-pub(crate) struct Extend {
+pub struct Extend {
     pub(crate) key: LockName,
     pub(crate) owner: OwnerToken,
     pub(crate) lease_time: Duration,
 }
 
-impl Op for Extend {
+impl From<Renewal<'_>> for Extend {
+    fn from(renewal: Renewal<'_>) -> Self {
+        Extend {
+            key: renewal.lease.key.clone(),
+            owner: renewal.lease.owner,
+            lease_time: renewal.lease_time,
+        }
+    }
+}
+
+impl Call for Extend {
     type Output = ExtendOutcome;
+
     const NAME: &'static str = "extend";
 
     fn key(&self) -> &str {
         self.key.as_str()
     }
 
+    fn outcome(output: &ExtendOutcome) -> &'static str {
+        output.as_str()
+    }
+}
+
+impl Op for Extend {
     async fn run(self, conn: &Conn) -> Result<ExtendOutcome, OpError> {
         let lease_micros = lease_micros(self.lease_time)?;
         let row = conn
@@ -166,49 +189,44 @@ impl Op for Extend {
             None => ExtendOutcome::NotHeld,
         })
     }
-
-    fn outcome(output: &ExtendOutcome) -> &'static str {
-        output.as_str()
-    }
 }
 
 /// `release`'s arguments, and the channel its `NOTIFY` goes to.
 #[derive(Debug, Clone)]
-pub(crate) struct Release {
-    pub(crate) key: LockName,
-    pub(crate) owner: OwnerToken,
-    pub(crate) min_lease_time: Duration,
-    pub(crate) channel: String,
+pub struct Release {
+    key: LockName,
+    owner: OwnerToken,
+    min_lease_time: Duration,
+    channel: String,
 }
 
-/// What a release did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Released {
-    /// The lock is free now (and waiters were notified).
-    Freed,
-    /// The lock stays taken, by nobody, until the end of its minimum lease.
-    Kept,
-    /// The caller did not hold it.
-    NotHeld,
-}
-
-impl Released {
-    pub(crate) fn outcome(self) -> ReleaseOutcome {
-        match self {
-            Released::Freed | Released::Kept => ReleaseOutcome::Released,
-            Released::NotHeld => ReleaseOutcome::NotHeld,
+impl Release {
+    /// `release` sent with a `NOTIFY` to `channel`.
+    pub(crate) fn new(release: ReleaseRequest<'_>, channel: String) -> Self {
+        Release {
+            key: release.lease.key.clone(),
+            owner: release.lease.owner,
+            min_lease_time: release.min_lease_time,
+            channel,
         }
     }
 }
 
-impl Op for Release {
+impl Call for Release {
     type Output = Released;
+
     const NAME: &'static str = "release";
 
     fn key(&self) -> &str {
         self.key.as_str()
     }
 
+    fn outcome(output: &Released) -> &'static str {
+        output.as_str()
+    }
+}
+
+impl Op for Release {
     async fn run(self, conn: &Conn) -> Result<Released, OpError> {
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] = [
             &self.key.as_str(),
@@ -228,35 +246,21 @@ impl Op for Release {
             },
         })
     }
-
-    fn outcome(output: &Released) -> &'static str {
-        match output {
-            Released::Freed => "freed",
-            Released::Kept => "kept_for_min_lease",
-            Released::NotHeld => "not_held",
-        }
-    }
 }
 
 /// `state`'s argument.
 #[derive(Debug, Clone)]
-pub(crate) struct State {
+pub struct State {
     pub(crate) key: LockName,
 }
 
-impl Op for State {
+impl Call for State {
     type Output = LeaderState;
+
     const NAME: &'static str = "state";
 
     fn key(&self) -> &str {
         self.key.as_str()
-    }
-
-    async fn run(self, conn: &Conn) -> Result<LeaderState, OpError> {
-        Ok(match holder(conn, &self.key).await? {
-            Some(holder) => LeaderState::occupied(self.key.as_str(), holder),
-            None => LeaderState::empty(self.key.as_str()),
-        })
     }
 
     fn outcome(output: &LeaderState) -> &'static str {
@@ -264,5 +268,14 @@ impl Op for State {
             Some(_) => "occupied",
             None => "empty",
         }
+    }
+}
+
+impl Op for State {
+    async fn run(self, conn: &Conn) -> Result<LeaderState, OpError> {
+        Ok(match holder(conn, &self.key).await? {
+            Some(holder) => LeaderState::occupied(self.key.as_str(), holder),
+            None => LeaderState::empty(self.key.as_str()),
+        })
     }
 }

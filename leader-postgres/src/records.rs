@@ -2,6 +2,8 @@
 //! the records' table (`<table>_records`), which no lock statement names. Like `ops`,
 //! nothing here knows about threads or runtimes.
 
+use leader_core::__private::OwnedRecordWrite;
+use leader_core::kit::Call;
 use leader_core::{LockName, RecordWriteOutcome, StoredRecord, corrupt_record};
 use tokio_postgres::Row;
 
@@ -11,12 +13,13 @@ use crate::ops::Op;
 
 /// `read_record`'s argument.
 #[derive(Debug, Clone)]
-pub(crate) struct ReadRecord {
+pub struct ReadRecord {
     pub(crate) key: LockName,
 }
 
 /// `write_record`'s arguments, owned.
-pub(crate) use leader_core::__private::OwnedRecordWrite as WriteRecord;
+#[derive(Debug, Clone)]
+pub struct WriteRecord(pub(crate) OwnedRecordWrite);
 
 /// The record in columns `at` (version) and `at + 1` (value) of `row`, checked; `None`
 /// when both are NULL (no record). A version below 1 is a corrupted record.
@@ -39,23 +42,13 @@ fn record(key: &LockName, row: &Row, at: usize) -> Result<Option<StoredRecord>, 
     Ok(Some(StoredRecord::new(version, value)))
 }
 
-impl Op for ReadRecord {
+impl Call for ReadRecord {
     type Output = Option<StoredRecord>;
+
     const NAME: &'static str = "read_record";
 
     fn key(&self) -> &str {
         self.key.as_str()
-    }
-
-    async fn run(self, conn: &Conn) -> Result<Option<StoredRecord>, OpError> {
-        let row = conn
-            .client
-            .query_opt(&conn.statements.read_record, &[&self.key.as_str()])
-            .await?;
-        match row {
-            Some(row) => record(&self.key, &row, 0),
-            None => Ok(None),
-        }
     }
 
     fn outcome(output: &Option<StoredRecord>) -> &'static str {
@@ -66,38 +59,55 @@ impl Op for ReadRecord {
     }
 }
 
-impl Op for WriteRecord {
+impl Op for ReadRecord {
+    async fn run(self, conn: &Conn) -> Result<Option<StoredRecord>, OpError> {
+        let row = conn
+            .client
+            .query_opt(&conn.statements.read_record, &[&self.key.as_str()])
+            .await?;
+        match row {
+            Some(row) => record(&self.key, &row, 0),
+            None => Ok(None),
+        }
+    }
+}
+
+impl Call for WriteRecord {
     type Output = RecordWriteOutcome;
+
     const NAME: &'static str = "write_record";
 
     fn key(&self) -> &str {
-        self.key.as_str()
+        self.0.key.as_str()
     }
 
+    fn outcome(output: &RecordWriteOutcome) -> &'static str {
+        output.as_str()
+    }
+}
+
+impl Op for WriteRecord {
     /// The one statement; when it wrote nothing, the record it found is the conflict's
     /// (or, stored in a shape this backend never writes, the error).
     async fn run(self, conn: &Conn) -> Result<RecordWriteOutcome, OpError> {
+        let write = self.0;
         // A version above i64::MAX is none this backend stores: it matches no row, and
         // the write is a conflict (-1 is never stored either, and is not NULL).
-        let expected = self
+        let expected = write
             .expected
             .map(|version| i64::try_from(version).unwrap_or(-1));
         let row = conn
             .client
             .query_one(
                 &conn.statements.write_record,
-                &[&self.key.as_str(), &expected, &self.value],
+                &[&write.key.as_str(), &expected, &write.value],
             )
             .await?;
         let written: Option<i64> = row.try_get(0).map_err(OpError::Decode)?;
-        let current = record(&self.key, &row, 1)?;
+        let current = record(&write.key, &row, 1)?;
         match written.and_then(|version| u64::try_from(version).ok()) {
             Some(version) => Ok(RecordWriteOutcome::Written { version }),
             None => Ok(RecordWriteOutcome::Conflict { current }),
         }
-    }
-
-    fn outcome(output: &RecordWriteOutcome) -> &'static str {
-        output.as_str()
     }
 }

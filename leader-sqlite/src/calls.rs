@@ -173,6 +173,9 @@ impl Call for Release {
     fn key(&self) -> &str {
         self.0.key.as_str()
     }
+    fn outcome(output: &Released) -> &'static str {
+        output.as_str()
+    }
 }
 
 impl Transactions for Release {

@@ -31,6 +31,15 @@ pub enum Released {
 }
 
 impl Released {
+    /// A short label, for traces: `"freed"`, `"kept_for_min_lease"` or `"not_held"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Released::Freed => "freed",
+            Released::Kept => "kept_for_min_lease",
+            Released::NotHeld => "not_held",
+        }
+    }
+
     /// The release's answer as the SPI gives it.
     pub fn outcome(self) -> ReleaseOutcome {
         match self {
