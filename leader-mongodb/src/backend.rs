@@ -1,9 +1,11 @@
-//! [`MongoBackend`]: construction, and the plumbing both SPI implementations share.
+//! [`MongoBackend`]: construction, and how a call reaches the driver (the runner of
+//! `calls` sends it so).
 
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
 
+use leader_core::kit::Failure;
 use leader_core::{Backend, RedactedError, ReleaseEvents, UrlSecrets};
 use leader_runtime::{Background, Stopped};
 use mongodb::Client;
@@ -189,39 +191,40 @@ impl MongoBackend {
         self.inner.clients.store()
     }
 
-    fn failed(&self, stopped: Stopped, key: &str) -> leader_core::Error {
+    /// The failure of a call the runtime gave no answer for; a call left unanswered at
+    /// the operation timeout makes the next call build a fresh client (see [`Clients`]).
+    fn failed(&self, stopped: Stopped) -> Failure {
         if matches!(stopped, Stopped::TimedOut(_)) {
             self.inner.clients.no_answer();
         }
-        OpError::from(stopped).into_core(key)
+        OpError::from(stopped).into_failure()
     }
 
     /// Runs `op` on the calling thread (within the background runtime's context), blocking
     /// it; unfinished at the operation timeout, `op` goes on on the background runtime.
-    /// `key` names the lock (or, for a listing, the prefix) in an error.
-    pub(crate) fn block_on<T, F>(&self, key: &str, op: F) -> Result<T, leader_core::Error>
+    pub(crate) fn block_on<T, F>(&self, op: F) -> Result<T, Failure>
     where
         F: Future<Output = Result<T, OpError>> + Send + 'static,
         T: Send + 'static,
     {
         let deadline = self.inner.config.operation_timeout();
         match self.inner.background.block_on(Some(deadline), op) {
-            Ok(result) => result.map_err(|err| err.into_core(key)),
-            Err(stopped) => Err(self.failed(stopped, key)),
+            Ok(result) => result.map_err(OpError::into_failure),
+            Err(stopped) => Err(self.failed(stopped)),
         }
     }
 
     /// Runs `op` as a task (on the caller's tokio runtime, else the background one) and
-    /// awaits it. `key` names the lock (or, for a listing, the prefix) in an error.
-    pub(crate) async fn run<T, F>(&self, key: String, op: F) -> Result<T, leader_core::Error>
+    /// awaits it.
+    pub(crate) async fn run<T, F>(&self, op: F) -> Result<T, Failure>
     where
         F: Future<Output = Result<T, OpError>> + Send + 'static,
         T: Send + 'static,
     {
         let deadline = self.inner.config.operation_timeout();
         match self.inner.background.run(Some(deadline), op).await {
-            Ok(result) => result.map_err(|err| err.into_core(&key)),
-            Err(stopped) => Err(self.failed(stopped, &key)),
+            Ok(result) => result.map_err(OpError::into_failure),
+            Err(stopped) => Err(self.failed(stopped)),
         }
     }
 }

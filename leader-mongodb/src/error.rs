@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use leader_core::{BackendError, BackendErrorKind, BoxError};
+use leader_core::kit::Failure;
+use leader_core::{BackendErrorKind, BoxError};
 use mongodb::error::{Error as DriverError, ErrorKind, WriteFailure};
 
 use crate::document::ShapeError;
@@ -48,7 +49,7 @@ impl From<Stopped> for ConnectError {
     }
 }
 
-/// What went wrong in one operation, in detail; converted by [`OpError::into_core`].
+/// What went wrong in one operation, in detail; converted by [`OpError::into_failure`].
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum OpError {
     /// The driver failed (network, server selection, server error, ...).
@@ -107,14 +108,13 @@ impl OpError {
         }
     }
 
-    /// The toolkit's error, naming the backend and `key`: the lock, or for a listing the
-    /// prefix.
-    pub(crate) fn into_core(self, key: &str) -> leader_core::Error {
+    /// The backend kit's failure, which names the backend and the lock (or, for a
+    /// listing, the prefix); a record's error is named already.
+    pub(crate) fn into_failure(self) -> Failure {
         if let OpError::Record(err) = self {
-            return err;
+            return Failure::from_error(err);
         }
-        let kind = self.kind();
-        BackendError::new(BACKEND, key, kind, self).into()
+        Failure::new(self.kind(), self)
     }
 }
 
@@ -274,7 +274,9 @@ mod tests {
     #[test]
     fn converts_to_a_backend_error_naming_the_lock() {
         let key = "nightly";
-        let err = OpError::Shape(ShapeError::Missing("owner")).into_core(key);
+        let err = OpError::Shape(ShapeError::Missing("owner"))
+            .into_failure()
+            .named(BACKEND, key);
         assert_eq!(err.lock_key(), Some("nightly"));
         assert!(!err.is_transient());
         let leader_core::Error::Backend(backend) = &err else {
@@ -283,9 +285,13 @@ mod tests {
         assert_eq!(backend.backend(), "mongodb");
         assert!(err.to_string().contains("owner"), "{err}");
 
-        let err = OpError::TimedOut(Duration::from_secs(1)).into_core(key);
+        let err = OpError::TimedOut(Duration::from_secs(1))
+            .into_failure()
+            .named(BACKEND, key);
         assert!(err.is_transient());
-        let err = OpError::Driver(io_error()).into_core(key);
+        let err = OpError::Driver(io_error())
+            .into_failure()
+            .named(BACKEND, key);
         assert!(err.is_transient());
     }
 }

@@ -2,7 +2,7 @@
 #![doc = include_str!("../README.md")]
 
 mod backend;
-mod blocking;
+mod calls;
 mod clients;
 mod config;
 #[cfg(feature = "serde")]
@@ -11,7 +11,6 @@ mod document;
 mod error;
 pub mod fence;
 mod listener;
-mod nonblocking;
 mod operator;
 mod ops;
 mod pipeline;

@@ -1,14 +1,13 @@
 //! The four operations against the collection, written once as async code.
 //!
-//! Both the blocking and the async trait implementations run these futures (through
+//! The runner of the backend kit (`calls`) runs these futures, blocking or async (through
 //! [`Background`](leader_runtime::Background)); they own everything they touch, so they can
 //! be spawned and outlive the caller.
 
 use std::time::{Duration, SystemTime};
 
-use leader_core::{
-    AcquireOutcome, ExtendOutcome, LeaderState, LockName, OwnerToken, ReleaseOutcome,
-};
+use leader_core::kit::Released;
+use leader_core::{AcquireOutcome, ExtendOutcome, LeaderState, LockName, OwnerToken};
 use mongodb::bson::Document;
 use mongodb::options::{
     AggregateOptions, ReadConcern, ReadPreference, ReturnDocument, SelectionCriteria, WriteConcern,
@@ -87,22 +86,7 @@ impl Store {
 
     /// One `findOneAndUpdate` per attempt; see [`pipeline::acquire`].
     pub(crate) async fn acquire(self, request: Acquire) -> Result<AcquireOutcome, OpError> {
-        let result = self.try_acquire(&request).await;
-        match &result {
-            Ok(AcquireOutcome::Acquired(lease)) => tracing::debug!(
-                lock = %request.key,
-                outcome = "acquired",
-                fencing_token = lease.fencing_token,
-                "mongodb acquire"
-            ),
-            Ok(other) => {
-                tracing::debug!(lock = %request.key, outcome = other.as_str(), "mongodb acquire")
-            }
-            Err(err) => {
-                tracing::debug!(lock = %request.key, outcome = "error", error = %err, "mongodb acquire")
-            }
-        }
-        result
+        self.try_acquire(&request).await
     }
 
     async fn try_acquire(&self, request: &Acquire) -> Result<AcquireOutcome, OpError> {
@@ -191,49 +175,40 @@ impl Store {
         owner: OwnerToken,
         lease_time: Duration,
     ) -> Result<ExtendOutcome, OpError> {
-        let result = async {
-            let plan = pipeline::extend(&key, owner, check_lease(lease_time)?);
-            let renewed = self
-                .collection
-                .find_one_and_update(plan.filter, plan.update)
-                .return_document(ReturnDocument::After)
-                .max_time(self.max_time)
-                .write_concern(self.write_concern.clone())
-                .await?;
-            Ok(match renewed {
-                Some(doc) => ExtendOutcome::Extended {
-                    expires_at: decode(&doc)?.expires_at,
-                },
-                None => ExtendOutcome::NotHeld,
-            })
-        }
-        .await;
-        let outcome = result.as_ref().map_or("error", ExtendOutcome::as_str);
-        tracing::debug!(lock = %key, outcome, "mongodb extend");
-        result
+        let plan = pipeline::extend(&key, owner, check_lease(lease_time)?);
+        let renewed = self
+            .collection
+            .find_one_and_update(plan.filter, plan.update)
+            .return_document(ReturnDocument::After)
+            .max_time(self.max_time)
+            .write_concern(self.write_concern.clone())
+            .await?;
+        Ok(match renewed {
+            Some(doc) => ExtendOutcome::Extended {
+                expires_at: decode(&doc)?.expires_at,
+            },
+            None => ExtendOutcome::NotHeld,
+        })
     }
 
-    /// One `updateOne`; see [`pipeline::release`].
+    /// One `updateOne`; see [`pipeline::release`]. Its answer counts the document it
+    /// matched, not whether it freed the lock or kept it for its minimum lease: `Ended`.
     pub(crate) async fn release(
         self,
         key: LockName,
         owner: OwnerToken,
         min_lease_time: Duration,
-    ) -> Result<ReleaseOutcome, OpError> {
+    ) -> Result<Released, OpError> {
         let plan = pipeline::release(&key, owner, min_lease_time);
-        let result = self
+        let update = self
             .collection
             .update_one(plan.filter, plan.update)
             .write_concern(self.write_concern.clone())
-            .await
-            .map_err(OpError::from)
-            .map(|update| match update.matched_count {
-                0 => ReleaseOutcome::NotHeld,
-                _ => ReleaseOutcome::Released,
-            });
-        let outcome = result.as_ref().map_or("error", ReleaseOutcome::as_str);
-        tracing::debug!(lock = %key, outcome, "mongodb release");
-        result
+            .await?;
+        Ok(match update.matched_count {
+            0 => Released::NotHeld,
+            _ => Released::Ended,
+        })
     }
 
     /// One aggregation; see [`pipeline::state`]. A holder counts as gone once its lease

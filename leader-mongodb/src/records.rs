@@ -1,6 +1,6 @@
 //! Records against the records' collection (`<collection>_records`, which no lock
 //! operation reads): `{_id: <name>, version: <Int64 ≥ 1>, value: <string>}`. Async code,
-//! run by both SPI implementations like `ops`.
+//! run by the kit's runner like `ops`.
 //!
 //! A new record is an insert (a duplicate key, 11000, is the conflict of a racing
 //! creator); a later write an `updateOne` filtered on `{_id, version}` (and the fields'
@@ -69,10 +69,7 @@ impl Store {
         self,
         write: WriteRecord,
     ) -> Result<RecordWriteOutcome, OpError> {
-        let result = self.try_write_record(&write).await;
-        let outcome = result.as_ref().map_or("error", RecordWriteOutcome::as_str);
-        tracing::debug!(record = %write.key, outcome, "mongodb write_record");
-        result
+        self.try_write_record(&write).await
     }
 
     async fn try_write_record(&self, write: &WriteRecord) -> Result<RecordWriteOutcome, OpError> {

@@ -17,8 +17,8 @@ use crate::spi::request::{AcquireRequest, ReleaseRequest, Renewal, SlotRequest};
 use crate::spi::state::LeaderState;
 
 /// What a release did to the lock: freed it, kept it for its minimum lease (held, by
-/// nobody), or found it not held by the lease. Waiters in this process are woken when it
-/// was freed.
+/// nobody), ended the lease without saying which of the two, or found it not held by the
+/// lease. Waiters in this process are woken when it was freed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Released {
@@ -28,6 +28,11 @@ pub enum Released {
     Kept,
     /// The lease did not hold the lock (any more).
     NotHeld,
+    /// The lease ended, and the lock is free or kept for its minimum lease: the store's
+    /// answer does not say which (MongoDB's update counts the document it matched, not
+    /// what it wrote). Waiters in this process are not woken here; the store's release
+    /// notification wakes them.
+    Ended,
 }
 
 impl Released {
@@ -37,13 +42,14 @@ impl Released {
             Released::Freed => "freed",
             Released::Kept => "kept_for_min_lease",
             Released::NotHeld => "not_held",
+            Released::Ended => "released",
         }
     }
 
     /// The release's answer as the SPI gives it.
     pub fn outcome(self) -> ReleaseOutcome {
         match self {
-            Released::Freed | Released::Kept => ReleaseOutcome::Released,
+            Released::Freed | Released::Kept | Released::Ended => ReleaseOutcome::Released,
             Released::NotHeld => ReleaseOutcome::NotHeld,
         }
     }
