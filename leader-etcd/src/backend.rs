@@ -1,11 +1,13 @@
-//! [`EtcdBackend`]: construction, and the plumbing both SPI implementations share.
+//! [`EtcdBackend`]: construction, and how a call reaches the cluster (the runner of
+//! `calls` sends it so).
 
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use leader_core::{Backend, Error, ForceReleaseOutcome, Lease, LockName, ReleaseEvents};
+use leader_core::kit::Failure;
+use leader_core::{Backend, LockName, ReleaseEvents};
 use leader_runtime::Background;
 
 use crate::config::EtcdConfig;
@@ -13,7 +15,7 @@ use crate::conn::Connection;
 use crate::error::{BACKEND, ConnectError, OpError};
 use crate::keys::Keys;
 use crate::listener::Listener;
-use crate::ops::{Op, Released};
+use crate::ops::Op;
 use crate::url::Target;
 
 /// How long a call is tried again after a member refused its connection (nothing was
@@ -36,7 +38,7 @@ const REFUSED_PAUSE: std::time::Duration = std::time::Duration::from_millis(5);
 /// cloning is cheap, and clones share the client (its connections to the members), the
 /// release watch and the background runtime. The client connects on first use, so the
 /// cluster may start later than the application; until then every call is a transient
-/// [`Error::Backend`].
+/// [`Error::Backend`](leader_core::Error::Backend).
 ///
 /// See the [crate docs](crate) for the keys, the leases, the fencing tokens and the
 /// runtimes.
@@ -184,37 +186,37 @@ impl EtcdBackend {
     }
 
     /// Runs `op` within the operation timeout, on the calling thread.
-    pub(crate) fn block_on<O: Op>(&self, op: O) -> Result<O::Output, Error> {
-        let key = op.key().to_owned();
-        let started = Instant::now();
-        let result = self.inner.background.block_on(None, self.call(op));
-        let result = result.unwrap_or_else(|stopped| Err(OpError::from(stopped)));
-        finish::<O>(&key, result, started)
+    pub(crate) fn block_on<O: Op>(&self, op: O) -> Result<O::Output, Failure> {
+        match self.inner.background.block_on(None, self.call(op)) {
+            Ok(result) => result.map_err(OpError::into_failure),
+            Err(stopped) => Err(OpError::from(stopped).into_failure()),
+        }
     }
 
     /// Runs `op` within the operation timeout, on the background runtime, awaited from
     /// any executor.
-    pub(crate) async fn run<O: Op>(&self, op: O) -> Result<O::Output, Error> {
-        let key = op.key().to_owned();
-        let started = Instant::now();
-        let result = self.inner.background.run(None, self.call(op)).await;
-        let result = result.unwrap_or_else(|stopped| Err(OpError::from(stopped)));
-        finish::<O>(&key, result, started)
+    pub(crate) async fn run<O: Op>(&self, op: O) -> Result<O::Output, Failure> {
+        match self.inner.background.run(None, self.call(op)).await {
+            Ok(result) => result.map_err(OpError::into_failure),
+            Err(stopped) => Err(OpError::from(stopped).into_failure()),
+        }
     }
 
     /// Runs `ops` at once (at most [`IN_FLIGHT`] in flight), each within the operation
     /// timeout, on the calling thread: one answer per op, in their order.
-    pub(crate) fn block_on_each<O: Op>(&self, ops: Vec<O>) -> Vec<Result<O::Output, Error>> {
-        let count = ops.len();
-        let answers = self.inner.background.block_on(None, self.call_each(ops));
-        finish_each::<O>(answers, count)
+    pub(crate) fn block_on_each<O: Op>(&self, ops: Vec<O>) -> Answers<O::Output> {
+        match self.inner.background.block_on(None, self.call_each(ops)) {
+            Ok(answers) => Ok(answers),
+            Err(stopped) => Err(OpError::from(stopped).into_failure()),
+        }
     }
 
     /// [`block_on_each`](Self::block_on_each), awaited from any executor.
-    pub(crate) async fn run_each<O: Op>(&self, ops: Vec<O>) -> Vec<Result<O::Output, Error>> {
-        let count = ops.len();
-        let answers = self.inner.background.run(None, self.call_each(ops)).await;
-        finish_each::<O>(answers, count)
+    pub(crate) async fn run_each<O: Op>(&self, ops: Vec<O>) -> Answers<O::Output> {
+        match self.inner.background.run(None, self.call_each(ops)).await {
+            Ok(answers) => Ok(answers),
+            Err(stopped) => Err(OpError::from(stopped).into_failure()),
+        }
     }
 
     /// The ops as one future: the ops of different keys at once, so that one slow or
@@ -224,7 +226,7 @@ impl EtcdBackend {
     fn call_each<O: Op>(
         &self,
         ops: Vec<O>,
-    ) -> impl Future<Output = Vec<Answered<O::Output>>> + Send + 'static {
+    ) -> impl Future<Output = Vec<Result<O::Output, Failure>>> + Send + 'static {
         use futures_util::StreamExt;
         let count = ops.len();
         let mut chains: Vec<Vec<(usize, O)>> = Vec::new();
@@ -242,28 +244,20 @@ impl EtcdBackend {
             .map(|chain| {
                 let chain: Vec<_> = chain
                     .into_iter()
-                    .map(|(index, op)| (index, op.key().to_owned(), self.call(op)))
+                    .map(|(index, op)| (index, self.call(op)))
                     .collect();
                 async move {
                     let mut answered = Vec::with_capacity(chain.len());
-                    for (index, key, call) in chain {
-                        let started = Instant::now();
-                        let result = call.await;
-                        answered.push((
-                            index,
-                            Answered {
-                                key,
-                                result,
-                                started,
-                            },
-                        ));
+                    for (index, call) in chain {
+                        answered.push((index, call.await.map_err(OpError::into_failure)));
                     }
                     answered
                 }
             })
             .collect();
         async move {
-            let mut slots: Vec<Option<Answered<O::Output>>> = (0..count).map(|_| None).collect();
+            let mut slots: Vec<Option<Result<O::Output, Failure>>> =
+                (0..count).map(|_| None).collect();
             let mut chains = futures_util::stream::iter(calls).buffer_unordered(IN_FLIGHT);
             while let Some(answered) = chains.next().await {
                 for (index, answer) in answered {
@@ -308,41 +302,9 @@ impl EtcdBackend {
         }
     }
 
-    /// After a release: waiters in this process wake at once, without waiting for the
-    /// watch to report it.
-    pub(crate) fn released(&self, lease: &Lease, released: Released) {
-        if released == Released::Freed {
-            self.inner
-                .events
-                .notify_token(lease.key.as_str(), lease.fencing_token);
-        }
-    }
-
-    /// After a batch of releases: as [`released`](Self::released) for each that freed its
-    /// lock; the SPI's answers.
-    pub(crate) fn released_each(
-        &self,
-        releases: &[leader_core::ReleaseRequest<'_>],
-        answers: Vec<Result<Released, Error>>,
-    ) -> Vec<Result<leader_core::ReleaseOutcome, Error>> {
-        releases
-            .iter()
-            .zip(answers)
-            .map(|(request, answer)| {
-                let released = answer?;
-                self.released(request.lease, released);
-                Ok(released.outcome())
-            })
-            .collect()
-    }
-
-    /// After a force release: waiters in this process wake as after a release.
-    pub(crate) fn force_released(&self, key: &LockName, outcome: &ForceReleaseOutcome) {
-        if let ForceReleaseOutcome::Released(holder) = outcome {
-            self.inner
-                .events
-                .notify_token(key.as_str(), holder.fencing_token);
-        }
+    /// The release notifications of waiters in this process.
+    pub(crate) fn events(&self) -> &ReleaseEvents {
+        &self.inner.events
     }
 
     fn start_listener(&self) -> Listener {
@@ -359,56 +321,9 @@ impl EtcdBackend {
 /// How many calls of one batch are in flight at once.
 const IN_FLIGHT: usize = 64;
 
-/// One call of a batch, answered.
-struct Answered<T> {
-    key: String,
-    result: Result<T, OpError>,
-    started: Instant,
-}
-
-/// Each answer of a batch traced and converted; every op's error when the batch did not run.
-fn finish_each<O: Op>(
-    answers: Result<Vec<Answered<O::Output>>, leader_runtime::Stopped>,
-    count: usize,
-) -> Vec<Result<O::Output, Error>> {
-    match answers {
-        Ok(answers) => answers
-            .into_iter()
-            .map(|answered| finish::<O>(&answered.key, answered.result, answered.started))
-            .collect(),
-        Err(stopped) => (0..count)
-            .map(|_| Err(OpError::from(stopped).into_core(BACKEND)))
-            .collect(),
-    }
-}
-
-/// Traces the outcome and names the lock in any error.
-fn finish<O: Op>(
-    key: &str,
-    result: Result<O::Output, OpError>,
-    started: Instant,
-) -> Result<O::Output, Error> {
-    let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-    match &result {
-        Ok(output) => tracing::debug!(
-            lock = %key,
-            op = O::NAME,
-            outcome = O::outcome(output),
-            micros,
-            "etcd lock call"
-        ),
-        Err(err) => tracing::debug!(
-            lock = %key,
-            op = O::NAME,
-            outcome = "error",
-            transient = matches!(err.kind(), leader_core::BackendErrorKind::Transient),
-            error = %err,
-            micros,
-            "etcd lock call failed"
-        ),
-    }
-    result.map_err(|err| err.into_core(key))
-}
+/// A batch's answers, one per call in order, or the failure of the whole batch (it did
+/// not run).
+pub(crate) type Answers<T> = Result<Vec<Result<T, Failure>>, Failure>;
 
 impl Backend for EtcdBackend {
     fn name(&self) -> &'static str {
@@ -455,6 +370,7 @@ mod tests {
 
     use super::EtcdBackend;
     use crate::ops::Acquire;
+    use leader_core::__private::OwnedAcquire;
 
     /// A call's future is moved whole on its way through a task or a `block_on`, so its
     /// size is paid in copies on every call: it once carried the client's connect and its
@@ -465,7 +381,7 @@ mod tests {
         let name = LockName::new("size").unwrap();
         let request =
             AcquireRequest::new(&name, OwnerToken::random(), "node", Duration::from_secs(1));
-        let call = backend.call(Acquire::from(request));
+        let call = backend.call(Acquire(OwnedAcquire::from(request)));
         let size = std::mem::size_of_val(&call);
         assert!(size <= 2048, "a call's future is {size} bytes");
     }

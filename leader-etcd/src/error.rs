@@ -5,7 +5,8 @@
 use std::io;
 use std::time::Duration;
 
-use leader_core::{BackendError, BackendErrorKind};
+use leader_core::BackendErrorKind;
+use leader_core::kit::Failure;
 use leader_runtime::Stopped;
 
 /// The backend name in errors and traces.
@@ -34,7 +35,7 @@ pub enum ConnectError {
     Runtime(#[source] io::Error),
 }
 
-/// What went wrong in one call, in detail; converted by [`OpError::into_core`].
+/// What went wrong in one call, in detail; converted by [`OpError::into_failure`].
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum OpError {
     /// The client failed: the network, a member, the cluster (no leader, no quorum), or a
@@ -51,8 +52,13 @@ pub(crate) enum OpError {
     },
     /// A record (not a lock) in a shape no backend writes: the error of
     /// [`leader_core::corrupt_record`], and the record is never overwritten.
-    #[error("corrupted record: {0}")]
-    CorruptRecord(&'static str),
+    #[error("corrupted record: {what}")]
+    CorruptRecord {
+        /// The record's name.
+        name: leader_core::LockName,
+        /// What is wrong with it.
+        what: &'static str,
+    },
     /// The cluster answered with something this backend cannot read (a missing answer to a
     /// transaction's operation).
     #[error("unexpected answer from etcd: {0}")]
@@ -168,7 +174,7 @@ impl OpError {
                 BackendErrorKind::Transient
             }
             OpError::Corrupt { .. }
-            | OpError::CorruptRecord(_)
+            | OpError::CorruptRecord { .. }
             | OpError::Protocol(_)
             | OpError::Panicked
             | OpError::LeaseTooLong(_)
@@ -176,16 +182,14 @@ impl OpError {
         }
     }
 
-    /// The toolkit's error, naming the backend and `key`: the lock, or for a listing the
-    /// prefix.
-    pub(crate) fn into_core(self, key: &str) -> leader_core::Error {
-        if let OpError::CorruptRecord(what) = &self
-            && let Ok(name) = leader_core::LockName::new(key)
-        {
-            return leader_core::corrupt_record(BACKEND, &name, *what);
+    /// The backend kit's failure, which names the backend and the lock (or, for a
+    /// listing, the prefix); a corrupted record's error is the one every backend gives
+    /// ([`leader_core::corrupt_record`]).
+    pub(crate) fn into_failure(self) -> Failure {
+        if let OpError::CorruptRecord { name, what } = &self {
+            return Failure::from_error(leader_core::corrupt_record(BACKEND, name, *what));
         }
-        let kind = self.kind();
-        BackendError::new(BACKEND, key, kind, self).into()
+        Failure::new(self.kind(), self)
     }
 }
 
@@ -346,11 +350,15 @@ mod tests {
 
     #[test]
     fn converts_to_a_backend_error_naming_the_lock() {
-        let err = OpError::TimedOut(Duration::from_secs(1)).into_core("nightly");
+        let err = OpError::TimedOut(Duration::from_secs(1))
+            .into_failure()
+            .named(BACKEND, "nightly");
         assert_eq!(err.lock_key(), Some("nightly"));
         assert!(err.is_transient());
         assert!(err.to_string().contains("etcd"), "{err}");
-        let err = OpError::corrupt(b"leader/lock/x", "not an owner token").into_core("x");
+        let err = OpError::corrupt(b"leader/lock/x", "not an owner token")
+            .into_failure()
+            .named(BACKEND, "x");
         assert!(!err.is_transient());
     }
 }

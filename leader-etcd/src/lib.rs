@@ -3,7 +3,7 @@
 
 mod backend;
 mod balance;
-mod blocking;
+mod calls;
 mod config;
 #[cfg(feature = "serde")]
 mod config_serde;
@@ -12,7 +12,6 @@ mod error;
 mod keys;
 mod lease;
 mod listener;
-mod nonblocking;
 mod operator;
 mod ops;
 mod record;

@@ -16,7 +16,6 @@
 //!
 //! The call types are `pub` because they are the associated types of a public trait impl
 //! (`Store for MongoBackend`), and unnameable outside this crate.
-#![allow(unreachable_pub)]
 
 use std::future::Future;
 use std::time::Duration;

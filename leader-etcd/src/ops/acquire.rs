@@ -4,6 +4,8 @@
 use std::time::SystemTime;
 
 use etcd_client::Txn;
+use leader_core::__private::OwnedAcquire;
+use leader_core::kit::Call;
 use leader_core::{AcquireOutcome, LeaderLease, OwnerToken};
 
 use crate::conn::Conn;
@@ -15,34 +17,39 @@ use crate::ops::txn::LockKeys;
 use crate::record::{Record, decode_fence, is_lock_value};
 use crate::time::{later, micros, ttl_secs};
 
-/// `try_acquire`'s arguments, owned: the one type every backend moves to its worker.
-pub(crate) use leader_core::__private::OwnedAcquire as Acquire;
+/// `try_acquire`.
+#[derive(Debug, Clone)]
+pub struct Acquire(pub(crate) OwnedAcquire);
 
 /// How many times a take is tried again with a token above a counter that was ahead of
 /// this client's clock, before the call fails (transient).
 const FENCE_ATTEMPTS: usize = 4;
 
-impl Op for Acquire {
+impl Call for Acquire {
     type Output = AcquireOutcome;
+
     const NAME: &'static str = "acquire";
 
     fn key(&self) -> &str {
-        self.key.as_str()
-    }
-
-    /// The lease granted is revoked in the background unless the lock is taken on it,
-    /// also when the call is cut (see [`Grant`]).
-    async fn run(self, conn: Conn) -> Result<AcquireOutcome, OpError> {
-        let ttl = ttl_secs(self.lease_time)?;
-        let keys = LockKeys::of(&conn.keys, self.key.as_str());
-        let sent = SystemTime::now();
-        let (mut grant, granted) = conn.grant(ttl, vec![keys.lock.clone()]).await?;
-        let expires_at = later(sent, granted);
-        attempt(&conn, &self, &keys, &mut grant, sent, expires_at).await
+        self.0.key.as_str()
     }
 
     fn outcome(output: &AcquireOutcome) -> &'static str {
         output.as_str()
+    }
+}
+
+impl Op for Acquire {
+    /// The lease granted is revoked in the background unless the lock is taken on it,
+    /// also when the call is cut (see [`Grant`]).
+    async fn run(self, conn: Conn) -> Result<AcquireOutcome, OpError> {
+        let request = self.0;
+        let ttl = ttl_secs(request.lease_time)?;
+        let keys = LockKeys::of(&conn.keys, request.key.as_str());
+        let sent = SystemTime::now();
+        let (mut grant, granted) = conn.grant(ttl, vec![keys.lock.clone()]).await?;
+        let expires_at = later(sent, granted);
+        attempt(&conn, &request, &keys, &mut grant, sent, expires_at).await
     }
 }
 
@@ -60,7 +67,7 @@ pub(crate) enum Took {
 
 async fn attempt(
     conn: &Conn,
-    request: &Acquire,
+    request: &OwnedAcquire,
     keys: &LockKeys,
     grant: &mut Grant,
     sent: SystemTime,

@@ -7,6 +7,7 @@
 //! lock did not move onto it, also when the call is cut before the transaction answered
 //! (voided first: the lock may have moved onto it, see [`Grant`](crate::lease::Grant)).
 
+use leader_core::kit::Call;
 use std::time::{Duration, SystemTime};
 
 use etcd_client::Txn;
@@ -21,19 +22,26 @@ use crate::time::{later, ttl_secs};
 
 /// `extend`'s arguments.
 #[derive(Debug, Clone)]
-pub(crate) struct Extend {
+pub struct Extend {
     pub(crate) lease: Lease,
     pub(crate) lease_time: Duration,
 }
 
-impl Op for Extend {
+impl Call for Extend {
     type Output = ExtendOutcome;
+
     const NAME: &'static str = "extend";
 
     fn key(&self) -> &str {
         self.lease.key.as_str()
     }
 
+    fn outcome(output: &ExtendOutcome) -> &'static str {
+        output.as_str()
+    }
+}
+
+impl Op for Extend {
     async fn run(self, conn: Conn) -> Result<ExtendOutcome, OpError> {
         let ttl = ttl_secs(self.lease_time)?;
         let keys = LockKeys::of(&conn.keys, self.lease.key.as_str());
@@ -61,9 +69,5 @@ impl Op for Extend {
             conn.revoke_later(old.lease);
         }
         Ok(ExtendOutcome::Extended { expires_at })
-    }
-
-    fn outcome(output: &ExtendOutcome) -> &'static str {
-        output.as_str()
     }
 }

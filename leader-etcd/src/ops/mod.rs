@@ -1,6 +1,6 @@
 //! The calls as [`Op`]s: the arguments they own, the etcd requests each sends, and the
-//! reading of the answers. Nothing here knows about threads or runtimes: the blocking and
-//! the async paths both run these on the backend's runtime.
+//! reading of the answers. Nothing here knows about threads or runtimes: the kit's runner
+//! (`calls`) sends these on the backend's runtime, blocking or async.
 //!
 //! Every call that changes a lock is one etcd transaction (after a lease grant where a
 //! new expiry is needed), built in [`txn`] and read back through [`answer`]. The records
@@ -17,28 +17,22 @@ pub(crate) mod txn;
 
 use std::future::Future;
 
+use leader_core::kit::Call;
+
 pub(crate) use acquire::Acquire;
 pub(crate) use answer::Answer;
 pub(crate) use extend::Extend;
 pub(crate) use records::{ReadRecord, WriteRecord};
-pub(crate) use release::{Release, Released};
+pub(crate) use release::Release;
 pub(crate) use slot::{AcquireSlot, slot_fits_one_txn};
 pub(crate) use state::{State, lapsed};
 
 use crate::conn::Conn;
 use crate::error::OpError;
 
-/// One call: what it needs, owned (it runs on the backend's runtime; cloned when it is
-/// sent again), and how it runs.
-pub(crate) trait Op: Clone + Send + 'static {
-    /// What the call gives.
-    type Output: Send + 'static;
-    /// Its name in traces.
-    const NAME: &'static str;
-    /// The lock it is about (for a listing, the prefix): named in traces and errors.
-    fn key(&self) -> &str;
+/// One call of the backend kit ([`Call`]: its answer, name and lock), owned (it runs on
+/// the backend's runtime; cloned when it is sent again), and how it runs.
+pub(crate) trait Op: Call + Clone + 'static {
     /// Runs it with `conn`.
     fn run(self, conn: Conn) -> impl Future<Output = Result<Self::Output, OpError>> + Send;
-    /// A short label of `output` for traces.
-    fn outcome(output: &Self::Output) -> &'static str;
 }

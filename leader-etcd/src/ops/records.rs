@@ -6,6 +6,8 @@
 //! limit) is a corrupted record: reported, never overwritten.
 
 use etcd_client::{Compare, CompareOp, Txn, TxnOp};
+use leader_core::__private::OwnedRecordWrite;
+use leader_core::kit::Call;
 use leader_core::{LockName, MAX_RECORD_LEN, RecordWriteOutcome, StoredRecord};
 
 use crate::conn::Conn;
@@ -15,27 +17,17 @@ use crate::ops::answer::Answer;
 
 /// `read_record`'s arguments.
 #[derive(Debug, Clone)]
-pub(crate) struct ReadRecord {
+pub struct ReadRecord {
     pub(crate) key: LockName,
 }
 
-impl Op for ReadRecord {
+impl Call for ReadRecord {
     type Output = Option<StoredRecord>;
+
     const NAME: &'static str = "read_record";
 
     fn key(&self) -> &str {
         self.key.as_str()
-    }
-
-    /// One linearizable read of the record's key.
-    async fn run(self, conn: Conn) -> Result<Option<StoredRecord>, OpError> {
-        let key = conn.keys.record(self.key.as_str());
-        let mut answer = conn.client.kv_client().get(key, None).await?;
-        answer
-            .take_kvs()
-            .pop()
-            .map(|kv| stored(kv.version(), kv.value()))
-            .transpose()
     }
 
     fn outcome(output: &Option<StoredRecord>) -> &'static str {
@@ -43,32 +35,53 @@ impl Op for ReadRecord {
     }
 }
 
-/// `write_record`'s arguments, owned.
-pub(crate) use leader_core::__private::OwnedRecordWrite as WriteRecord;
+impl Op for ReadRecord {
+    /// One linearizable read of the record's key.
+    async fn run(self, conn: Conn) -> Result<Option<StoredRecord>, OpError> {
+        let key = conn.keys.record(self.key.as_str());
+        let mut answer = conn.client.kv_client().get(key, None).await?;
+        answer
+            .take_kvs()
+            .pop()
+            .map(|kv| stored(&self.key, kv.version(), kv.value()))
+            .transpose()
+    }
+}
 
-impl Op for WriteRecord {
+/// `write_record`'s arguments, owned.
+#[derive(Debug, Clone)]
+pub struct WriteRecord(pub(crate) OwnedRecordWrite);
+
+impl Call for WriteRecord {
     type Output = RecordWriteOutcome;
+
     const NAME: &'static str = "write_record";
 
     fn key(&self) -> &str {
-        self.key.as_str()
+        self.0.key.as_str()
     }
 
+    fn outcome(output: &RecordWriteOutcome) -> &'static str {
+        output.as_str()
+    }
+}
+
+impl Op for WriteRecord {
     /// A new record: one transaction that puts the key only while it does not exist, and
     /// reads it otherwise. Over a version: the record read first (a corrupted one is
     /// refused there, so a write never replaces it, whatever its etcd version), then put
     /// by a transaction that holds only while the key is unchanged since that read (its
     /// `mod_revision`), and reads it otherwise.
     async fn run(self, conn: Conn) -> Result<RecordWriteOutcome, OpError> {
-        let key = conn.keys.record(self.key.as_str());
+        let key = conn.keys.record(self.0.key.as_str());
         let mut kv = conn.client.kv_client();
-        let unchanged = match self.expected {
+        let unchanged = match self.0.expected {
             None => Compare::create_revision(key.clone(), CompareOp::Equal, 0),
             Some(expected) => {
                 let Some(found) = kv.get(key.clone(), None).await?.take_kvs().pop() else {
                     return Ok(RecordWriteOutcome::Conflict { current: None });
                 };
-                let current = stored(found.version(), found.value())?;
+                let current = stored(&self.0.key, found.version(), found.value())?;
                 if current.version != expected {
                     return Ok(RecordWriteOutcome::Conflict {
                         current: Some(current),
@@ -79,39 +92,36 @@ impl Op for WriteRecord {
         };
         let txn = Txn::new()
             .when([unchanged])
-            .and_then([TxnOp::put(key.clone(), self.value.into_bytes(), None)])
+            .and_then([TxnOp::put(key.clone(), self.0.value.into_bytes(), None)])
             .or_else([TxnOp::get(key, None)]);
         let mut answer = Answer::read(kv.txn(txn).await?);
         if answer.succeeded {
             return Ok(RecordWriteOutcome::Written {
-                version: self.expected.map_or(1, |v| v.saturating_add(1)),
+                version: self.0.expected.map_or(1, |v| v.saturating_add(1)),
             });
         }
         let current = answer
             .got(0)?
-            .map(|kv| stored(kv.version, &kv.value))
+            .map(|kv| stored(&self.0.key, kv.version, &kv.value))
             .transpose()?;
         Ok(RecordWriteOutcome::Conflict { current })
     }
-
-    fn outcome(output: &RecordWriteOutcome) -> &'static str {
-        output.as_str()
-    }
 }
 
-/// The record of a key of etcd `version` holding `value`.
-fn stored(version: i64, value: &[u8]) -> Result<StoredRecord, OpError> {
+/// The record `name`, of a key of etcd `version` holding `value`.
+fn stored(name: &LockName, version: i64, value: &[u8]) -> Result<StoredRecord, OpError> {
+    let corrupt = |what| OpError::CorruptRecord {
+        name: name.clone(),
+        what,
+    };
     let version = u64::try_from(version)
         .ok()
         .filter(|v| *v > 0)
-        .ok_or(OpError::CorruptRecord(
-            "the version is not a positive integer",
-        ))?;
+        .ok_or_else(|| corrupt("the version is not a positive integer"))?;
     if value.len() > MAX_RECORD_LEN {
-        return Err(OpError::CorruptRecord("the value is longer than the limit"));
+        return Err(corrupt("the value is longer than the limit"));
     }
-    let value =
-        std::str::from_utf8(value).map_err(|_| OpError::CorruptRecord("the value is not UTF-8"))?;
+    let value = std::str::from_utf8(value).map_err(|_| corrupt("the value is not UTF-8"))?;
     Ok(StoredRecord::new(version, value))
 }
 
@@ -121,14 +131,18 @@ mod tests {
 
     #[test]
     fn a_record_is_its_keys_version_and_utf8_value() {
-        assert_eq!(stored(3, b"{}").unwrap(), StoredRecord::new(3, "{}"));
+        let name = LockName::new("r").unwrap();
+        assert_eq!(stored(&name, 3, b"{}").unwrap(), StoredRecord::new(3, "{}"));
         for (version, value) in [(0, &b"{}"[..]), (-1, b"{}"), (1, b"\xff\xfe")] {
             assert!(matches!(
-                stored(version, value),
-                Err(OpError::CorruptRecord(_))
+                stored(&name, version, value),
+                Err(OpError::CorruptRecord { .. })
             ));
         }
         let long = vec![b'x'; MAX_RECORD_LEN + 1];
-        assert!(matches!(stored(1, &long), Err(OpError::CorruptRecord(_))));
+        assert!(matches!(
+            stored(&name, 1, &long),
+            Err(OpError::CorruptRecord { .. })
+        ));
     }
 }

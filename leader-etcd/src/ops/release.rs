@@ -7,10 +7,12 @@
 //! lease ends, by a timer on its own clock (the clock that measured the lease), in the
 //! background. The lease's own end is the backstop when the releaser is gone by then.
 
+use leader_core::kit::Call;
 use std::time::{Duration, Instant, SystemTime};
 
 use etcd_client::Txn;
-use leader_core::{Lease, ReleaseOutcome};
+use leader_core::Lease;
+use leader_core::kit::Released;
 
 use crate::conn::Conn;
 use crate::error::OpError;
@@ -22,20 +24,9 @@ use crate::time::ttl_secs;
 
 /// `release`'s arguments.
 #[derive(Debug, Clone)]
-pub(crate) struct Release {
+pub struct Release {
     pub(crate) lease: Lease,
     pub(crate) min_lease_time: Duration,
-}
-
-/// What a release did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Released {
-    /// The lock is free: waiters may take it now.
-    Freed,
-    /// The lock stays until the minimum lease ends, then frees itself.
-    Kept,
-    /// The caller did not hold it.
-    NotHeld,
 }
 
 impl From<&leader_core::ReleaseRequest<'_>> for Release {
@@ -47,24 +38,21 @@ impl From<&leader_core::ReleaseRequest<'_>> for Release {
     }
 }
 
-impl Released {
-    /// The SPI's outcome.
-    pub(crate) fn outcome(self) -> ReleaseOutcome {
-        match self {
-            Released::Freed | Released::Kept => ReleaseOutcome::Released,
-            Released::NotHeld => ReleaseOutcome::NotHeld,
-        }
-    }
-}
-
-impl Op for Release {
+impl Call for Release {
     type Output = Released;
+
     const NAME: &'static str = "release";
 
     fn key(&self) -> &str {
         self.lease.key.as_str()
     }
 
+    fn outcome(output: &Released) -> &'static str {
+        output.as_str()
+    }
+}
+
+impl Op for Release {
     async fn run(self, conn: Conn) -> Result<Released, OpError> {
         let keys = LockKeys::of(&conn.keys, self.lease.key.as_str());
         let keep_until = self.lease.acquired_at.checked_add(self.min_lease_time);
@@ -77,14 +65,6 @@ impl Op for Release {
         match keep_until.duration_since(now) {
             Ok(left) if !left.is_zero() => keep(&conn, &keys, &self.lease, keep_until, left).await,
             _ => free(&conn, &keys, &self.lease).await,
-        }
-    }
-
-    fn outcome(output: &Released) -> &'static str {
-        match output {
-            Released::Freed => "freed",
-            Released::Kept => "kept",
-            Released::NotHeld => "not_held",
         }
     }
 }

@@ -5,6 +5,7 @@
 //! [`MAX_SLOTS_IN_ONE_TXN`] slots is walked one slot's transaction at a time instead
 //! (etcd bounds the operations of a transaction and its answer's nesting).
 
+use leader_core::kit::Call;
 use std::time::SystemTime;
 
 use etcd_client::{Txn, TxnOp};
@@ -34,7 +35,7 @@ const FENCE_ATTEMPTS: usize = 4;
 
 /// `try_acquire_slot`'s arguments, owned.
 #[derive(Debug, Clone)]
-pub(crate) struct AcquireSlot {
+pub struct AcquireSlot {
     /// The group's name (for traces and errors).
     pub(crate) group: LockName,
     /// The slots, in the order to try them: slot number and key.
@@ -59,14 +60,21 @@ impl From<leader_core::SlotRequest<'_>> for AcquireSlot {
     }
 }
 
-impl Op for AcquireSlot {
+impl Call for AcquireSlot {
     type Output = SlotOutcome;
+
     const NAME: &'static str = "acquire_slot";
 
     fn key(&self) -> &str {
         self.group.as_str()
     }
 
+    fn outcome(output: &SlotOutcome) -> &'static str {
+        output.as_str()
+    }
+}
+
+impl Op for AcquireSlot {
     /// The lease granted is revoked in the background unless a slot is taken on it, also
     /// when the call is cut (see [`Grant`]).
     async fn run(self, conn: Conn) -> Result<SlotOutcome, OpError> {
@@ -85,10 +93,6 @@ impl Op for AcquireSlot {
         let expires_at = later(sent, granted);
         self.attempt(&conn, &keys, &mut grant, sent, expires_at)
             .await
-    }
-
-    fn outcome(output: &SlotOutcome) -> &'static str {
-        output.as_str()
     }
 }
 
