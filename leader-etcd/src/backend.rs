@@ -369,8 +369,7 @@ mod tests {
     use leader_core::{AcquireRequest, LockName, OwnerToken};
 
     use super::EtcdBackend;
-    use crate::ops::Acquire;
-    use leader_core::__private::OwnedAcquire;
+    use leader_core::kit::calls;
 
     /// A call's future is moved whole on its way through a task or a `block_on`, so its
     /// size is paid in copies on every call: it once carried the client's connect and its
@@ -381,7 +380,7 @@ mod tests {
         let name = LockName::new("size").unwrap();
         let request =
             AcquireRequest::new(&name, OwnerToken::random(), "node", Duration::from_secs(1));
-        let call = backend.call(Acquire(OwnedAcquire::from(request)));
+        let call = backend.call(calls::Acquire::from(request));
         let size = std::mem::size_of_val(&call);
         assert!(size <= 2048, "a call's future is {size} bytes");
     }

@@ -1,4 +1,5 @@
-//! The store calls, for the backend kit (`leader_core::kit`): each is an [`Op`], one etcd
+//! The store calls, for the backend kit (`leader_core::kit`): the kit's owned calls
+//! ([`calls`]) and a group's slots in one transaction, each an [`Op`], one etcd
 //! transaction (after a lease grant where a new expiry is needed), sent by the runner
 //! below on the backend's runtime.
 //!
@@ -19,18 +20,14 @@
 
 use std::future::Future;
 
-use leader_core::__private::{OwnedAcquire, OwnedRecordWrite};
-use leader_core::kit::{Call, Failure, Released, Runs, Store};
+use leader_core::kit::{Call, Failure, Released, Runs, Store, calls};
 use leader_core::{
     AcquireOutcome, AcquireRequest, ListRequest, LockName, RecordWrite, ReleaseEvents,
     ReleaseRequest, Renewal, SlotRequest,
 };
 
 use crate::backend::{Answers, EtcdBackend};
-use crate::operator::{ForceRelease, List};
-use crate::ops::{
-    Acquire, AcquireSlot, Extend, Op, ReadRecord, Release, State, WriteRecord, slot_fits_one_txn,
-};
+use crate::ops::{AcquireSlot, Op, slot_fits_one_txn};
 
 impl<O> Runs<O> for EtcdBackend
 where
@@ -47,7 +44,7 @@ where
 
 /// `try_acquire_batch`: every acquire at once.
 #[derive(Debug)]
-pub struct AcquireBatch(Vec<Acquire>);
+pub struct AcquireBatch(Vec<calls::Acquire>);
 
 impl Call for AcquireBatch {
     type Output = Vec<Result<AcquireOutcome, Failure>>;
@@ -75,7 +72,7 @@ impl Runs<AcquireBatch> for EtcdBackend {
 
 /// `release_batch`: every release at once.
 #[derive(Debug)]
-pub struct ReleaseBatch(Vec<Release>);
+pub struct ReleaseBatch(Vec<calls::Release>);
 
 impl Call for ReleaseBatch {
     type Output = Vec<Result<Released, Failure>>;
@@ -101,9 +98,9 @@ impl Runs<ReleaseBatch> for EtcdBackend {
 /// The calls own what they send: they run on the backend's runtime, and are sent again
 /// after a member refused them.
 impl Store for EtcdBackend {
-    type Acquire<'a> = Acquire;
-    fn plan_acquire<'a>(&'a self, request: AcquireRequest<'a>) -> Acquire {
-        Acquire(OwnedAcquire::from(request))
+    type Acquire<'a> = calls::Acquire;
+    fn plan_acquire<'a>(&'a self, request: AcquireRequest<'a>) -> calls::Acquire {
+        request.into()
     }
 
     type AcquireBatch<'a> = AcquireBatch;
@@ -111,12 +108,7 @@ impl Store for EtcdBackend {
         &'a self,
         requests: &'a [AcquireRequest<'a>],
     ) -> Option<AcquireBatch> {
-        Some(AcquireBatch(
-            requests
-                .iter()
-                .map(|r| Acquire(OwnedAcquire::from(*r)))
-                .collect(),
-        ))
+        Some(AcquireBatch(requests.iter().map(|r| (*r).into()).collect()))
     }
 
     type Slot<'a> = AcquireSlot;
@@ -126,20 +118,17 @@ impl Store for EtcdBackend {
         slot_fits_one_txn(&request).then(|| AcquireSlot::from(request))
     }
 
-    type Extend<'a> = Extend;
-    fn plan_extend<'a>(&'a self, renewal: Renewal<'a>) -> Extend {
-        Extend {
-            lease: renewal.lease.clone(),
-            lease_time: renewal.lease_time,
-        }
+    type Extend<'a> = calls::Extend;
+    fn plan_extend<'a>(&'a self, renewal: Renewal<'a>) -> calls::Extend {
+        renewal.into()
     }
 
     type ExtendBatch<'a> =
         leader_core::kit::Unsupported<Vec<Result<leader_core::ExtendOutcome, Failure>>>;
 
-    type Release<'a> = Release;
-    fn plan_release<'a>(&'a self, release: ReleaseRequest<'a>) -> Release {
-        Release::from(&release)
+    type Release<'a> = calls::Release;
+    fn plan_release<'a>(&'a self, release: ReleaseRequest<'a>) -> calls::Release {
+        release.into()
     }
 
     type ReleaseBatch<'a> = ReleaseBatch;
@@ -147,40 +136,42 @@ impl Store for EtcdBackend {
         &'a self,
         releases: &'a [ReleaseRequest<'a>],
     ) -> Option<ReleaseBatch> {
-        Some(ReleaseBatch(releases.iter().map(Release::from).collect()))
+        Some(ReleaseBatch(releases.iter().map(|r| (*r).into()).collect()))
     }
 
-    type State<'a> = State;
-    fn plan_state<'a>(&'a self, key: &'a LockName) -> State {
-        State { key: key.clone() }
+    type State<'a> = calls::State;
+    fn plan_state<'a>(&'a self, key: &'a LockName) -> calls::State {
+        key.into()
     }
 
-    type List<'a> = List;
-    fn plan_list<'a>(&'a self, request: &'a ListRequest) -> List {
-        List {
-            request: request.clone(),
-        }
+    type List<'a> = calls::List;
+    fn plan_list<'a>(&'a self, request: &'a ListRequest) -> calls::List {
+        request.into()
     }
 
-    type ForceRelease<'a> = ForceRelease;
-    fn plan_force_release<'a>(&'a self, key: &'a LockName, only: Option<u64>) -> ForceRelease {
-        ForceRelease {
+    type ForceRelease<'a> = calls::ForceRelease;
+    fn plan_force_release<'a>(
+        &'a self,
+        key: &'a LockName,
+        only: Option<u64>,
+    ) -> calls::ForceRelease {
+        calls::ForceRelease {
             key: key.clone(),
             only,
         }
     }
 
-    type ReadRecord<'a> = ReadRecord;
+    type ReadRecord<'a> = calls::ReadRecord;
     /// One linearizable read of the record's key, `{prefix}/record/{name}`.
-    fn plan_read_record<'a>(&'a self, key: &'a LockName) -> ReadRecord {
-        ReadRecord { key: key.clone() }
+    fn plan_read_record<'a>(&'a self, key: &'a LockName) -> calls::ReadRecord {
+        key.into()
     }
 
-    type WriteRecord<'a> = WriteRecord;
+    type WriteRecord<'a> = calls::WriteRecord;
     /// A transaction that puts the record's key only while it is as expected: absent, or
     /// unchanged since a read found it at the version expected.
-    fn plan_write_record<'a>(&'a self, write: RecordWrite<'a>) -> WriteRecord {
-        WriteRecord(OwnedRecordWrite::from(write))
+    fn plan_write_record<'a>(&'a self, write: RecordWrite<'a>) -> calls::WriteRecord {
+        write.into()
     }
 
     /// Waiters in this process wake at once after a release of this process, without

@@ -3,8 +3,8 @@
 //! nothing here knows about threads or runtimes.
 
 use etcd_client::{Compare, CompareOp, GetOptions, Txn};
-use leader_core::kit::Call;
-use leader_core::{ForceReleaseOutcome, LeaderState, ListCursor, ListPage, ListRequest, LockName};
+use leader_core::kit::calls;
+use leader_core::{ForceReleaseOutcome, LeaderState, ListCursor, ListPage};
 
 use crate::conn::Conn;
 use crate::error::{BACKEND, OpError};
@@ -17,30 +17,7 @@ use crate::record::Record;
 /// between the read and the delete.
 const FORCE_ATTEMPTS: usize = 3;
 
-/// `list`'s request.
-#[derive(Debug, Clone)]
-pub struct List {
-    pub(crate) request: ListRequest,
-}
-
-impl Call for List {
-    type Output = ListPage;
-
-    const NAME: &'static str = "list";
-
-    fn key(&self) -> &str {
-        &self.request.prefix
-    }
-
-    fn outcome(output: &ListPage) -> &'static str {
-        match output.next {
-            Some(_) => "page",
-            None => "last_page",
-        }
-    }
-}
-
-impl Op for List {
+impl Op for calls::List {
     /// One page of the holder keys under the prefix, in byte-wise name order, after the
     /// cursor's name: one linearizable range read, one key more than the page holds to
     /// tell whether another page follows. The cursor is the last name read, tagged with
@@ -91,29 +68,7 @@ impl Op for List {
     }
 }
 
-/// `force_release`'s arguments (`only: None`), or `force_release_if`'s (`only: Some(token)`).
-#[derive(Debug, Clone)]
-pub struct ForceRelease {
-    pub(crate) key: LockName,
-    /// The fencing token the holder must have to be freed.
-    pub(crate) only: Option<u64>,
-}
-
-impl Call for ForceRelease {
-    type Output = ForceReleaseOutcome;
-
-    const NAME: &'static str = "force_release";
-
-    fn key(&self) -> &str {
-        self.key.as_str()
-    }
-
-    fn outcome(output: &ForceReleaseOutcome) -> &'static str {
-        output.as_str()
-    }
-}
-
-impl Op for ForceRelease {
+impl Op for calls::ForceRelease {
     /// Without a token: one transaction deleting both keys, the holder read from what it
     /// deleted. With one: the holder read, then deleted by a transaction that holds only
     /// while the holder key is the one read (its `mod_revision`), so a holder that took

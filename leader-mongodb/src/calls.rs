@@ -1,6 +1,6 @@
-//! The store calls, for the backend kit (`leader_core::kit`): each call holds what it
-//! sends and runs as one of the collection's operations (`ops`, `operator`, `records`),
-//! which own everything they touch.
+//! The store calls, for the backend kit (`leader_core::kit`): the kit's owned calls
+//! ([`calls`]), each run as one of the collection's operations (`ops`, `operator`,
+//! `records`), which own everything they touch.
 //!
 //! - **Blocking**: the call is driven on the calling thread for at most the configured
 //!   `operation_timeout`; unfinished then, it goes on on the background runtime (a driver
@@ -13,19 +13,14 @@
 //!
 //! Each call takes the store's handle when it is sent: a fresh client after the last one
 //! stopped answering.
-//!
-//! The call types are `pub` because they are the associated types of a public trait impl
-//! (`Store for MongoBackend`), and unnameable outside this crate.
 
 use std::future::Future;
-use std::time::Duration;
 
-use leader_core::__private::{OwnedAcquire, OwnedRecordWrite};
-use leader_core::kit::{self, Call, Failure, Released, Runs, Unsupported};
+use leader_core::kit::{self, Call, Failure, Released, Runs, Unsupported, calls};
 use leader_core::{
     AcquireOutcome, AcquireRequest, ExtendOutcome, ForceReleaseOutcome, LeaderState, ListPage,
-    ListRequest, LockName, OwnerToken, RecordWrite, RecordWriteOutcome, ReleaseRequest, Renewal,
-    SlotOutcome, StoredRecord,
+    ListRequest, LockName, RecordWrite, RecordWriteOutcome, ReleaseRequest, Renewal, SlotOutcome,
+    StoredRecord,
 };
 
 use crate::backend::MongoBackend;
@@ -55,138 +50,37 @@ where
     }
 }
 
-/// `try_acquire`.
-#[derive(Debug)]
-pub struct Acquire(OwnedAcquire);
-
-impl Call for Acquire {
-    type Output = AcquireOutcome;
-    const NAME: &'static str = "acquire";
-    fn key(&self) -> &str {
-        self.0.key.as_str()
-    }
-    fn outcome(output: &AcquireOutcome) -> &'static str {
-        output.as_str()
-    }
-}
-
-impl Op for Acquire {
+impl Op for calls::Acquire {
     fn run(self, store: Store) -> impl Future<Output = Result<AcquireOutcome, OpError>> + Send {
-        store.acquire(self.0)
+        store.acquire(self)
     }
 }
 
-/// `extend`.
-#[derive(Debug)]
-pub struct Extend {
-    key: LockName,
-    owner: OwnerToken,
-    lease_time: Duration,
-}
-
-impl Call for Extend {
-    type Output = ExtendOutcome;
-    const NAME: &'static str = "extend";
-    fn key(&self) -> &str {
-        self.key.as_str()
-    }
-    fn outcome(output: &ExtendOutcome) -> &'static str {
-        output.as_str()
-    }
-}
-
-impl Op for Extend {
+impl Op for calls::Extend {
     fn run(self, store: Store) -> impl Future<Output = Result<ExtendOutcome, OpError>> + Send {
-        store.extend(self.key, self.owner, self.lease_time)
+        store.extend(self.lease.key, self.lease.owner, self.lease_time)
     }
 }
 
-/// `release`.
-#[derive(Debug)]
-pub struct Release {
-    key: LockName,
-    owner: OwnerToken,
-    min_lease_time: Duration,
-}
-
-impl Call for Release {
-    type Output = Released;
-    const NAME: &'static str = "release";
-    fn key(&self) -> &str {
-        self.key.as_str()
-    }
-    fn outcome(output: &Released) -> &'static str {
-        output.as_str()
-    }
-}
-
-impl Op for Release {
+impl Op for calls::Release {
     fn run(self, store: Store) -> impl Future<Output = Result<Released, OpError>> + Send {
-        store.release(self.key, self.owner, self.min_lease_time)
+        store.release(self.lease.key, self.lease.owner, self.min_lease_time)
     }
 }
 
-/// `state`.
-#[derive(Debug)]
-pub struct State(LockName);
-
-impl Call for State {
-    type Output = LeaderState;
-    const NAME: &'static str = "state";
-    fn key(&self) -> &str {
-        self.0.as_str()
-    }
-}
-
-impl Op for State {
+impl Op for calls::State {
     fn run(self, store: Store) -> impl Future<Output = Result<LeaderState, OpError>> + Send {
-        store.state(self.0)
+        store.state(self.key)
     }
 }
 
-/// `list`.
-#[derive(Debug)]
-pub struct List(ListRequest);
-
-impl Call for List {
-    type Output = ListPage;
-    const NAME: &'static str = "list";
-    fn key(&self) -> &str {
-        &self.0.prefix
-    }
-    fn outcome(output: &ListPage) -> &'static str {
-        match output.next {
-            Some(_) => "page",
-            None => "last_page",
-        }
-    }
-}
-
-impl Op for List {
+impl Op for calls::List {
     fn run(self, store: Store) -> impl Future<Output = Result<ListPage, OpError>> + Send {
-        store.list(self.0)
+        store.list(self.request)
     }
 }
 
-/// `force_release` and `force_release_if`.
-#[derive(Debug)]
-pub struct ForceRelease {
-    key: LockName,
-    only: Option<u64>,
-}
-
-impl Call for ForceRelease {
-    type Output = ForceReleaseOutcome;
-    const NAME: &'static str = "force_release";
-    fn key(&self) -> &str {
-        self.key.as_str()
-    }
-    fn outcome(output: &ForceReleaseOutcome) -> &'static str {
-        output.as_str()
-    }
-}
-
-impl Op for ForceRelease {
+impl Op for calls::ForceRelease {
     fn run(
         self,
         store: Store,
@@ -195,51 +89,18 @@ impl Op for ForceRelease {
     }
 }
 
-/// `read_record`.
-#[derive(Debug)]
-pub struct ReadRecord(LockName);
-
-impl Call for ReadRecord {
-    type Output = Option<StoredRecord>;
-    const NAME: &'static str = "read_record";
-    fn key(&self) -> &str {
-        self.0.as_str()
-    }
-    fn outcome(output: &Option<StoredRecord>) -> &'static str {
-        match output {
-            Some(_) => "found",
-            None => "none",
-        }
-    }
-}
-
-impl Op for ReadRecord {
+impl Op for calls::ReadRecord {
     fn run(
         self,
         store: Store,
     ) -> impl Future<Output = Result<Option<StoredRecord>, OpError>> + Send {
-        store.read_record(self.0)
+        store.read_record(self.key)
     }
 }
 
-/// `write_record`.
-#[derive(Debug)]
-pub struct WriteRecord(OwnedRecordWrite);
-
-impl Call for WriteRecord {
-    type Output = RecordWriteOutcome;
-    const NAME: &'static str = "write_record";
-    fn key(&self) -> &str {
-        self.0.key.as_str()
-    }
-    fn outcome(output: &RecordWriteOutcome) -> &'static str {
-        output.as_str()
-    }
-}
-
-impl Op for WriteRecord {
+impl Op for calls::WriteRecord {
     fn run(self, store: Store) -> impl Future<Output = Result<RecordWriteOutcome, OpError>> + Send {
-        store.write_record(self.0)
+        store.write_record(self)
     }
 }
 
@@ -247,61 +108,57 @@ impl Op for WriteRecord {
 /// of a batch goes on its own, as do a group's slots. No local wake-ups: a release's
 /// answer does not say whether it freed the lock; the change stream wakes waiters.
 impl kit::Store for MongoBackend {
-    type Acquire<'a> = Acquire;
-    fn plan_acquire<'a>(&'a self, request: AcquireRequest<'a>) -> Acquire {
-        Acquire(OwnedAcquire::from(request))
+    type Acquire<'a> = calls::Acquire;
+    fn plan_acquire<'a>(&'a self, request: AcquireRequest<'a>) -> calls::Acquire {
+        request.into()
     }
 
     type AcquireBatch<'a> = Unsupported<Vec<Result<AcquireOutcome, Failure>>>;
     type Slot<'a> = Unsupported<SlotOutcome>;
 
-    type Extend<'a> = Extend;
-    fn plan_extend<'a>(&'a self, renewal: Renewal<'a>) -> Extend {
-        Extend {
-            key: renewal.lease.key.clone(),
-            owner: renewal.lease.owner,
-            lease_time: renewal.lease_time,
-        }
+    type Extend<'a> = calls::Extend;
+    fn plan_extend<'a>(&'a self, renewal: Renewal<'a>) -> calls::Extend {
+        renewal.into()
     }
 
     type ExtendBatch<'a> = Unsupported<Vec<Result<ExtendOutcome, Failure>>>;
 
-    type Release<'a> = Release;
-    fn plan_release<'a>(&'a self, release: ReleaseRequest<'a>) -> Release {
-        Release {
-            key: release.lease.key.clone(),
-            owner: release.lease.owner,
-            min_lease_time: release.min_lease_time,
-        }
+    type Release<'a> = calls::Release;
+    fn plan_release<'a>(&'a self, release: ReleaseRequest<'a>) -> calls::Release {
+        release.into()
     }
 
     type ReleaseBatch<'a> = Unsupported<Vec<Result<Released, Failure>>>;
 
-    type State<'a> = State;
-    fn plan_state<'a>(&'a self, key: &'a LockName) -> State {
-        State(key.clone())
+    type State<'a> = calls::State;
+    fn plan_state<'a>(&'a self, key: &'a LockName) -> calls::State {
+        key.into()
     }
 
-    type List<'a> = List;
-    fn plan_list<'a>(&'a self, request: &'a ListRequest) -> List {
-        List(request.clone())
+    type List<'a> = calls::List;
+    fn plan_list<'a>(&'a self, request: &'a ListRequest) -> calls::List {
+        request.into()
     }
 
-    type ForceRelease<'a> = ForceRelease;
-    fn plan_force_release<'a>(&'a self, key: &'a LockName, only: Option<u64>) -> ForceRelease {
-        ForceRelease {
+    type ForceRelease<'a> = calls::ForceRelease;
+    fn plan_force_release<'a>(
+        &'a self,
+        key: &'a LockName,
+        only: Option<u64>,
+    ) -> calls::ForceRelease {
+        calls::ForceRelease {
             key: key.clone(),
             only,
         }
     }
 
-    type ReadRecord<'a> = ReadRecord;
-    fn plan_read_record<'a>(&'a self, key: &'a LockName) -> ReadRecord {
-        ReadRecord(key.clone())
+    type ReadRecord<'a> = calls::ReadRecord;
+    fn plan_read_record<'a>(&'a self, key: &'a LockName) -> calls::ReadRecord {
+        key.into()
     }
 
-    type WriteRecord<'a> = WriteRecord;
-    fn plan_write_record<'a>(&'a self, write: RecordWrite<'a>) -> WriteRecord {
-        WriteRecord(OwnedRecordWrite::from(write))
+    type WriteRecord<'a> = calls::WriteRecord;
+    fn plan_write_record<'a>(&'a self, write: RecordWrite<'a>) -> calls::WriteRecord {
+        write.into()
     }
 }

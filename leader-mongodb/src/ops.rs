@@ -7,6 +7,7 @@
 use std::time::{Duration, SystemTime};
 
 use leader_core::kit::Released;
+use leader_core::kit::calls::Acquire;
 use leader_core::{AcquireOutcome, ExtendOutcome, LeaderState, LockName, OwnerToken};
 use mongodb::bson::Document;
 use mongodb::options::{
@@ -33,9 +34,6 @@ pub(crate) struct Store {
     pub(crate) write_concern: WriteConcern,
     pub(crate) max_time: Duration,
 }
-
-/// `try_acquire`'s arguments, owned: the one type every backend moves to its worker.
-pub(crate) use leader_core::__private::OwnedAcquire as Acquire;
 
 /// How a lock document is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,6 +6,7 @@
 //! creator); a later write an `updateOne` filtered on `{_id, version}` (and the fields'
 //! types), so the compare and the set are one step on the server. Both with the lock writes' write concern.
 
+use leader_core::kit::calls::WriteRecord;
 use leader_core::{LockName, RecordWriteOutcome, StoredRecord, corrupt_record};
 use mongodb::bson::{Bson, Document, doc};
 
@@ -17,9 +18,6 @@ use crate::ops::Store;
 const VERSION: &str = "version";
 /// The record's value field.
 const VALUE: &str = "value";
-
-/// `write_record`'s arguments, owned, so that the operation can be spawned.
-pub(crate) use leader_core::__private::OwnedRecordWrite as WriteRecord;
 
 /// The record in `doc`, checked: a version that is not a positive 64-bit integer (an
 /// `Int64`, the type this backend writes) or a value that is not a string is a corrupted

@@ -284,7 +284,7 @@ mod tests {
     use leader_core::{AcquireRequest, LockName, OwnerToken};
 
     use super::PostgresBackend;
-    use crate::ops::{Acquire, OwnedAcquire};
+    use leader_core::kit::calls;
 
     /// A call's future is moved whole on its way to and through its task, so its size is
     /// paid in copies on every call: it once carried the opening of a session inline
@@ -296,7 +296,7 @@ mod tests {
         let name = LockName::new("size").unwrap();
         let request =
             AcquireRequest::new(&name, OwnerToken::random(), "node", Duration::from_secs(1));
-        let call = backend.timed_call(Acquire(OwnedAcquire::from(request)));
+        let call = backend.timed_call(calls::Acquire::from(request));
         let size = std::mem::size_of_val(&call);
         assert!(size <= 4096, "a call's future is {size} bytes");
     }

@@ -13,8 +13,7 @@ use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::time::{Duration, SystemTime};
 
-use leader_core::__private::OwnedAcquire;
-use leader_core::kit::{Call, Failure, Released};
+use leader_core::kit::{Call, Failure, Released, calls};
 use leader_core::{
     AcquireOutcome, AcquireRequest, ExtendOutcome, LockName, OwnerToken, ReleaseRequest, Renewal,
 };
@@ -22,7 +21,7 @@ use tokio_postgres::types::{ToSql, Type};
 
 use crate::conn::Conn;
 use crate::error::OpError;
-use crate::ops::{Extend, LeaseRow, Op};
+use crate::ops::{LeaseRow, Op};
 use crate::time::{lease_micros, min_lease_micros};
 
 /// The most requests one statement carries: a few milliseconds of the server's time.
@@ -41,7 +40,7 @@ pub(crate) fn plan_acquire(requests: &[AcquireRequest<'_>]) -> Option<AcquireBat
         return None;
     }
     Some(AcquireBatch {
-        requests: requests.iter().map(|r| OwnedAcquire::from(*r)).collect(),
+        requests: requests.iter().map(|r| calls::Acquire::from(*r)).collect(),
     })
 }
 
@@ -51,7 +50,7 @@ pub(crate) fn plan_extend(renewals: &[Renewal<'_>]) -> Option<ExtendBatch> {
         return None;
     }
     Some(ExtendBatch {
-        renewals: renewals.iter().map(|r| Extend::from(*r)).collect(),
+        renewals: renewals.iter().map(|r| calls::Extend::from(*r)).collect(),
     })
 }
 
@@ -112,7 +111,7 @@ where
 /// `try_acquire_batch`'s requests.
 #[derive(Debug, Clone)]
 pub struct AcquireBatch {
-    requests: Vec<OwnedAcquire>,
+    requests: Vec<calls::Acquire>,
 }
 
 impl Call for AcquireBatch {
@@ -139,7 +138,7 @@ impl Op for AcquireBatch {
 /// holders (in a snapshot taken after it, as a single acquire reads).
 async fn acquire_chunk(
     conn: &Conn,
-    chunk: &[OwnedAcquire],
+    chunk: &[calls::Acquire],
 ) -> Result<Vec<Result<AcquireOutcome, OpError>>, OpError> {
     let mut refused = Vec::with_capacity(chunk.len());
     let (mut names, mut owners, mut leaders, mut micros) = (vec![], vec![], vec![], vec![]);
@@ -212,7 +211,7 @@ async fn acquire_chunk(
 /// `extend_batch`'s renewals.
 #[derive(Debug, Clone)]
 pub struct ExtendBatch {
-    renewals: Vec<Extend>,
+    renewals: Vec<calls::Extend>,
 }
 
 impl Call for ExtendBatch {
@@ -225,7 +224,7 @@ impl Call for ExtendBatch {
     fn key(&self) -> &str {
         self.renewals
             .first()
-            .map_or("", |renewal| renewal.key.as_str())
+            .map_or("", |renewal| renewal.lease.key.as_str())
     }
 
     fn outcome(_: &Self::Output) -> &'static str {
@@ -242,15 +241,15 @@ impl Op for ExtendBatch {
 /// One statement renewing `chunk`.
 async fn extend_chunk(
     conn: &Conn,
-    chunk: &[Extend],
+    chunk: &[calls::Extend],
 ) -> Result<Vec<Result<ExtendOutcome, OpError>>, OpError> {
     let mut refused = Vec::with_capacity(chunk.len());
     let (mut names, mut owners, mut micros) = (vec![], vec![], vec![]);
     for renewal in chunk {
         match lease_micros(renewal.lease_time) {
             Ok(lease) => {
-                names.push(renewal.key.as_str());
-                owners.push(renewal.owner.to_string());
+                names.push(renewal.lease.key.as_str());
+                owners.push(renewal.lease.owner.to_string());
                 micros.push(lease);
                 refused.push(None);
             }

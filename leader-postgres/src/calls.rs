@@ -1,5 +1,7 @@
 //! The store calls, for the backend kit (`leader_core::kit`): each is an [`Op`], one
-//! statement (or a few) on a pooled session, sent by the runner below.
+//! statement (or a few) on a pooled session, sent by the runner below. They are the kit's
+//! owned calls ([`calls`]), but for a release and a force release, which carry the
+//! channel their `NOTIFY` goes to.
 //!
 //! - **Blocking**: the call is driven on the calling thread, its I/O on the backend's
 //!   runtime, for at most the configured `operation_timeout`. Callable from any thread,
@@ -12,13 +14,10 @@
 //!   releases.
 //!
 //! `use_db_time` changes nothing: every time is the server's clock, always.
-//!
-//! The call types are `pub` because they are the associated types of a public trait impl
-//! (`Store for PostgresBackend`), and unnameable outside this crate.
 
 use std::future::Future;
 
-use leader_core::kit::{Failure, Runs, Store, Unsupported};
+use leader_core::kit::{Failure, Runs, Store, Unsupported, calls};
 use leader_core::{
     AcquireRequest, ListRequest, LockName, RecordWrite, ReleaseEvents, ReleaseRequest, Renewal,
     SlotOutcome,
@@ -27,9 +26,8 @@ use leader_core::{
 use crate::backend::PostgresBackend;
 use crate::batches::{self, AcquireBatch, ExtendBatch, ReleaseBatch};
 use crate::error::OpError;
-use crate::operator::{ForceRelease, List};
-use crate::ops::{Acquire, Extend, Op, OwnedAcquire, Release, State};
-use crate::records::{ReadRecord, WriteRecord};
+use crate::operator::ForceRelease;
+use crate::ops::{Op, Release};
 
 impl<O> Runs<O> for PostgresBackend
 where
@@ -48,9 +46,9 @@ where
 
 /// The calls own what they send: they run on the backend's runtime.
 impl Store for PostgresBackend {
-    type Acquire<'a> = Acquire;
-    fn plan_acquire<'a>(&'a self, request: AcquireRequest<'a>) -> Acquire {
-        Acquire(OwnedAcquire::from(request))
+    type Acquire<'a> = calls::Acquire;
+    fn plan_acquire<'a>(&'a self, request: AcquireRequest<'a>) -> calls::Acquire {
+        request.into()
     }
 
     type AcquireBatch<'a> = AcquireBatch;
@@ -65,9 +63,9 @@ impl Store for PostgresBackend {
 
     type Slot<'a> = Unsupported<SlotOutcome>;
 
-    type Extend<'a> = Extend;
-    fn plan_extend<'a>(&'a self, renewal: Renewal<'a>) -> Extend {
-        Extend::from(renewal)
+    type Extend<'a> = calls::Extend;
+    fn plan_extend<'a>(&'a self, renewal: Renewal<'a>) -> calls::Extend {
+        renewal.into()
     }
 
     type ExtendBatch<'a> = ExtendBatch;
@@ -99,16 +97,14 @@ impl Store for PostgresBackend {
         batches::plan_release(releases, self.release_channel())
     }
 
-    type State<'a> = State;
-    fn plan_state<'a>(&'a self, key: &'a LockName) -> State {
-        State { key: key.clone() }
+    type State<'a> = calls::State;
+    fn plan_state<'a>(&'a self, key: &'a LockName) -> calls::State {
+        key.into()
     }
 
-    type List<'a> = List;
-    fn plan_list<'a>(&'a self, request: &'a ListRequest) -> List {
-        List {
-            request: request.clone(),
-        }
+    type List<'a> = calls::List;
+    fn plan_list<'a>(&'a self, request: &'a ListRequest) -> calls::List {
+        request.into()
     }
 
     type ForceRelease<'a> = ForceRelease;
@@ -120,14 +116,14 @@ impl Store for PostgresBackend {
         }
     }
 
-    type ReadRecord<'a> = ReadRecord;
-    fn plan_read_record<'a>(&'a self, key: &'a LockName) -> ReadRecord {
-        ReadRecord { key: key.clone() }
+    type ReadRecord<'a> = calls::ReadRecord;
+    fn plan_read_record<'a>(&'a self, key: &'a LockName) -> calls::ReadRecord {
+        key.into()
     }
 
-    type WriteRecord<'a> = WriteRecord;
-    fn plan_write_record<'a>(&'a self, write: RecordWrite<'a>) -> WriteRecord {
-        WriteRecord(write.into())
+    type WriteRecord<'a> = calls::WriteRecord;
+    fn plan_write_record<'a>(&'a self, write: RecordWrite<'a>) -> calls::WriteRecord {
+        write.into()
     }
 
     /// Waiters in this process wake at once after a release of this process, without

@@ -1,7 +1,7 @@
 //! The operator's calls as [`Op`]s: listing the held locks under a prefix, and freeing a
 //! lock whoever holds it (or only while its holder has a given fencing token). Like `ops`, nothing here knows about threads or runtimes.
 
-use leader_core::kit::Call;
+use leader_core::kit::{Call, calls};
 use leader_core::{ForceReleaseOutcome, LeaderState, ListCursor, ListPage, ListRequest, LockName};
 use tokio_postgres::Row;
 
@@ -9,30 +9,7 @@ use crate::conn::Conn;
 use crate::error::{BACKEND, OpError};
 use crate::ops::{LeaseRow, Op};
 
-/// `list`'s request.
-#[derive(Debug, Clone)]
-pub struct List {
-    pub(crate) request: ListRequest,
-}
-
-impl Call for List {
-    type Output = ListPage;
-
-    const NAME: &'static str = "list";
-
-    fn key(&self) -> &str {
-        &self.request.prefix
-    }
-
-    fn outcome(output: &ListPage) -> &'static str {
-        match output.next {
-            Some(_) => "page",
-            None => "last_page",
-        }
-    }
-}
-
-impl Op for List {
+impl Op for calls::List {
     /// One page of the live rows under the prefix, in byte-wise name order, after the
     /// cursor's name: one statement reading one range of the primary key, one row more
     /// than the page holds to tell whether another page follows. The cursor is the last

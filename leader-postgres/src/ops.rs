@@ -5,10 +5,10 @@
 use std::future::Future;
 use std::time::{Duration, SystemTime};
 
-use leader_core::kit::{Call, Released};
+use leader_core::kit::{Call, Released, calls};
 use leader_core::{
     AcquireOutcome, ExtendOutcome, LeaderLease, LeaderState, Lease, LockName, OwnerToken,
-    ReleaseRequest, Renewal,
+    ReleaseRequest,
 };
 use tokio_postgres::Row;
 
@@ -26,13 +26,6 @@ pub(crate) trait Op: Call + 'static {
 /// How many times an acquire that lost to a holder who left before we could read them
 /// is tried again before it reports the lock held by someone unknown.
 const ACQUIRE_ATTEMPTS: usize = 2;
-
-/// `try_acquire`'s arguments, owned: the one type every backend moves to its worker.
-pub(crate) use leader_core::__private::OwnedAcquire;
-
-/// `try_acquire`.
-#[derive(Debug, Clone)]
-pub struct Acquire(pub(crate) OwnedAcquire);
 
 /// A lease as the statements return it: leader id, token, acquired, expires.
 pub(crate) struct LeaseRow {
@@ -56,7 +49,7 @@ impl LeaseRow {
     }
 
     /// The lease `request` was granted, as this row describes it.
-    pub(crate) fn into_lease(self, request: &OwnedAcquire) -> Lease {
+    pub(crate) fn into_lease(self, request: &calls::Acquire) -> Lease {
         Lease::new(
             request.key.clone(),
             request.owner,
@@ -78,26 +71,12 @@ impl LeaseRow {
     }
 }
 
-impl Call for Acquire {
-    type Output = AcquireOutcome;
-
-    const NAME: &'static str = "acquire";
-
-    fn key(&self) -> &str {
-        self.0.key.as_str()
-    }
-
-    fn outcome(output: &AcquireOutcome) -> &'static str {
-        output.as_str()
-    }
-}
-
-impl Op for Acquire {
+impl Op for calls::Acquire {
     /// The upsert; when it takes nothing (the conflict update's WHERE was false, so
     /// RETURNING gave no row), a second statement reads the holder, in a snapshot taken
     /// after the upsert. If the holder is gone by then, the upsert is tried again.
     async fn run(self, conn: &Conn) -> Result<AcquireOutcome, OpError> {
-        let request = self.0;
+        let request = self;
         let owner = request.owner.to_string();
         let lease_micros = lease_micros(request.lease_time)?;
         for _ in 0..ACQUIRE_ATTEMPTS {
@@ -140,46 +119,18 @@ async fn holder(conn: &Conn, key: &LockName) -> Result<Option<LeaderLease>, OpEr
         .transpose()
 }
 
-/// `extend`'s arguments.
-#[derive(Debug, Clone)]
-pub struct Extend {
-    pub(crate) key: LockName,
-    pub(crate) owner: OwnerToken,
-    pub(crate) lease_time: Duration,
-}
-
-impl From<Renewal<'_>> for Extend {
-    fn from(renewal: Renewal<'_>) -> Self {
-        Extend {
-            key: renewal.lease.key.clone(),
-            owner: renewal.lease.owner,
-            lease_time: renewal.lease_time,
-        }
-    }
-}
-
-impl Call for Extend {
-    type Output = ExtendOutcome;
-
-    const NAME: &'static str = "extend";
-
-    fn key(&self) -> &str {
-        self.key.as_str()
-    }
-
-    fn outcome(output: &ExtendOutcome) -> &'static str {
-        output.as_str()
-    }
-}
-
-impl Op for Extend {
+impl Op for calls::Extend {
     async fn run(self, conn: &Conn) -> Result<ExtendOutcome, OpError> {
         let lease_micros = lease_micros(self.lease_time)?;
         let row = conn
             .client
             .query_opt(
                 &conn.statements.extend,
-                &[&self.key.as_str(), &self.owner.to_string(), &lease_micros],
+                &[
+                    &self.lease.key.as_str(),
+                    &self.lease.owner.to_string(),
+                    &lease_micros,
+                ],
             )
             .await?;
         Ok(match row {
@@ -248,30 +199,7 @@ impl Op for Release {
     }
 }
 
-/// `state`'s argument.
-#[derive(Debug, Clone)]
-pub struct State {
-    pub(crate) key: LockName,
-}
-
-impl Call for State {
-    type Output = LeaderState;
-
-    const NAME: &'static str = "state";
-
-    fn key(&self) -> &str {
-        self.key.as_str()
-    }
-
-    fn outcome(output: &LeaderState) -> &'static str {
-        match output.leader() {
-            Some(_) => "occupied",
-            None => "empty",
-        }
-    }
-}
-
-impl Op for State {
+impl Op for calls::State {
     async fn run(self, conn: &Conn) -> Result<LeaderState, OpError> {
         Ok(match holder(conn, &self.key).await? {
             Some(holder) => LeaderState::occupied(self.key.as_str(), holder),

@@ -2,24 +2,13 @@
 //! the records' table (`<table>_records`), which no lock statement names. Like `ops`,
 //! nothing here knows about threads or runtimes.
 
-use leader_core::__private::OwnedRecordWrite;
-use leader_core::kit::Call;
+use leader_core::kit::calls;
 use leader_core::{LockName, RecordWriteOutcome, StoredRecord, corrupt_record};
 use tokio_postgres::Row;
 
 use crate::conn::Conn;
 use crate::error::{BACKEND, OpError};
 use crate::ops::Op;
-
-/// `read_record`'s argument.
-#[derive(Debug, Clone)]
-pub struct ReadRecord {
-    pub(crate) key: LockName,
-}
-
-/// `write_record`'s arguments, owned.
-#[derive(Debug, Clone)]
-pub struct WriteRecord(pub(crate) OwnedRecordWrite);
 
 /// The record in columns `at` (version) and `at + 1` (value) of `row`, checked; `None`
 /// when both are NULL (no record). A version below 1 is a corrupted record.
@@ -42,24 +31,7 @@ fn record(key: &LockName, row: &Row, at: usize) -> Result<Option<StoredRecord>, 
     Ok(Some(StoredRecord::new(version, value)))
 }
 
-impl Call for ReadRecord {
-    type Output = Option<StoredRecord>;
-
-    const NAME: &'static str = "read_record";
-
-    fn key(&self) -> &str {
-        self.key.as_str()
-    }
-
-    fn outcome(output: &Option<StoredRecord>) -> &'static str {
-        match output {
-            Some(_) => "found",
-            None => "none",
-        }
-    }
-}
-
-impl Op for ReadRecord {
+impl Op for calls::ReadRecord {
     async fn run(self, conn: &Conn) -> Result<Option<StoredRecord>, OpError> {
         let row = conn
             .client
@@ -72,25 +44,11 @@ impl Op for ReadRecord {
     }
 }
 
-impl Call for WriteRecord {
-    type Output = RecordWriteOutcome;
-
-    const NAME: &'static str = "write_record";
-
-    fn key(&self) -> &str {
-        self.0.key.as_str()
-    }
-
-    fn outcome(output: &RecordWriteOutcome) -> &'static str {
-        output.as_str()
-    }
-}
-
-impl Op for WriteRecord {
+impl Op for calls::WriteRecord {
     /// The one statement; when it wrote nothing, the record it found is the conflict's
     /// (or, stored in a shape this backend never writes, the error).
     async fn run(self, conn: &Conn) -> Result<RecordWriteOutcome, OpError> {
-        let write = self.0;
+        let write = self;
         // A version above i64::MAX is none this backend stores: it matches no row, and
         // the write is a conflict (-1 is never stored either, and is not NULL).
         let expected = write

@@ -5,15 +5,11 @@
 //! on every runtime without depending on one. A dropped async call does not stop its
 //! transaction: it still commits or rolls back whole on its thread, and the electors
 //! release an acquisition they gave up on.
-//!
-//! The call types are `pub` because they are the associated types of a public trait
-//! impl (`Store for SqliteBackend`), and unnameable outside this crate.
-#![allow(unreachable_pub)]
 
 use std::future::Future;
 use std::time::Instant;
 
-use leader_core::kit::{Call, Failure, Released, Runs, Store, Unsupported};
+use leader_core::kit::{Call, Failure, Released, Runs, Store, Unsupported, calls};
 use leader_core::{
     AcquireOutcome, AcquireRequest, ExtendOutcome, ForceReleaseOutcome, LeaderState, ListPage,
     ListRequest, LockName, RecordWrite, RecordWriteOutcome, ReleaseEvents, ReleaseRequest, Renewal,
@@ -24,8 +20,8 @@ use rusqlite::Connection;
 use crate::backend::SqliteBackend;
 use crate::error::OpError;
 use crate::operator;
-use crate::ops::{self, CHUNK, Releasing, Renewing};
-use crate::records::{self, Write};
+use crate::ops::{self, CHUNK};
+use crate::records;
 use crate::time::HostClock;
 
 /// A call made of transactions on the file.
@@ -83,38 +79,21 @@ fn chunked<I, T>(
     answers
 }
 
-/// `try_acquire`.
-#[derive(Debug)]
-pub struct Acquire(ops::Acquire);
-
-impl Call for Acquire {
-    type Output = AcquireOutcome;
-    const NAME: &'static str = "acquire";
-    fn key(&self) -> &str {
-        self.0.key.as_str()
-    }
-    fn outcome(output: &AcquireOutcome) -> &'static str {
-        output.as_str()
-    }
-}
-
-impl Transactions for Acquire {
+impl Transactions for calls::Acquire {
     fn run(self, db: &SqliteBackend, started: Instant) -> Result<AcquireOutcome, Failure> {
-        one(db, started, |conn, clock| {
-            ops::acquire(conn, clock, &self.0)
-        })
+        one(db, started, |conn, clock| ops::acquire(conn, clock, &self))
     }
 }
 
 /// `try_acquire_batch`: one transaction per 500 requests.
 #[derive(Debug)]
-pub struct AcquireBatch(Vec<ops::Acquire>);
+pub struct AcquireBatch(Vec<calls::Acquire>);
 
 impl Call for AcquireBatch {
     type Output = Vec<Result<AcquireOutcome, Failure>>;
     const NAME: &'static str = "acquire_batch";
     fn key(&self) -> &str {
-        self.0.first().map_or("", |r| r.key.as_str())
+        self.0.first().map_or("", Call::key)
     }
 }
 
@@ -124,36 +103,24 @@ impl Transactions for AcquireBatch {
     }
 }
 
-/// `extend`.
-#[derive(Debug)]
-pub struct Extend(Renewing);
-
-impl Call for Extend {
-    type Output = ExtendOutcome;
-    const NAME: &'static str = "extend";
-    fn key(&self) -> &str {
-        self.0.key.as_str()
-    }
-}
-
-impl Transactions for Extend {
+impl Transactions for calls::Extend {
     fn run(self, db: &SqliteBackend, started: Instant) -> Result<ExtendOutcome, Failure> {
-        let r = self.0;
+        let lease = &self.lease;
         one(db, started, |conn, clock| {
-            ops::extend(conn, clock, &r.key, r.owner, r.lease_time)
+            ops::extend(conn, clock, &lease.key, lease.owner, self.lease_time)
         })
     }
 }
 
 /// `extend_batch`: one transaction per 500 renewals.
 #[derive(Debug)]
-pub struct ExtendBatch(Vec<Renewing>);
+pub struct ExtendBatch(Vec<calls::Extend>);
 
 impl Call for ExtendBatch {
     type Output = Vec<Result<ExtendOutcome, Failure>>;
     const NAME: &'static str = "extend_batch";
     fn key(&self) -> &str {
-        self.0.first().map_or("", |r| r.key.as_str())
+        self.0.first().map_or("", Call::key)
     }
 }
 
@@ -163,39 +130,24 @@ impl Transactions for ExtendBatch {
     }
 }
 
-/// `release`.
-#[derive(Debug)]
-pub struct Release(Releasing);
-
-impl Call for Release {
-    type Output = Released;
-    const NAME: &'static str = "release";
-    fn key(&self) -> &str {
-        self.0.key.as_str()
-    }
-    fn outcome(output: &Released) -> &'static str {
-        output.as_str()
-    }
-}
-
-impl Transactions for Release {
+impl Transactions for calls::Release {
     fn run(self, db: &SqliteBackend, started: Instant) -> Result<Released, Failure> {
-        let r = self.0;
+        let lease = &self.lease;
         one(db, started, |conn, clock| {
-            ops::release(conn, clock, &r.key, r.owner, r.min_lease_time)
+            ops::release(conn, clock, &lease.key, lease.owner, self.min_lease_time)
         })
     }
 }
 
 /// `release_batch`: one transaction per 500 releases.
 #[derive(Debug)]
-pub struct ReleaseBatch(Vec<Releasing>);
+pub struct ReleaseBatch(Vec<calls::Release>);
 
 impl Call for ReleaseBatch {
     type Output = Vec<Result<Released, Failure>>;
     const NAME: &'static str = "release_batch";
     fn key(&self) -> &str {
-        self.0.first().map_or("", |r| r.key.as_str())
+        self.0.first().map_or("", Call::key)
     }
 }
 
@@ -205,60 +157,23 @@ impl Transactions for ReleaseBatch {
     }
 }
 
-/// `state`.
-#[derive(Debug)]
-pub struct State(LockName);
-
-impl Call for State {
-    type Output = LeaderState;
-    const NAME: &'static str = "state";
-    fn key(&self) -> &str {
-        self.0.as_str()
-    }
-}
-
-impl Transactions for State {
+impl Transactions for calls::State {
     fn run(self, db: &SqliteBackend, started: Instant) -> Result<LeaderState, Failure> {
-        one(db, started, |conn, clock| ops::state(conn, clock, &self.0))
-    }
-}
-
-/// `list`.
-#[derive(Debug)]
-pub struct List(ListRequest);
-
-impl Call for List {
-    type Output = ListPage;
-    const NAME: &'static str = "list";
-    fn key(&self) -> &str {
-        &self.0.prefix
-    }
-}
-
-impl Transactions for List {
-    fn run(self, db: &SqliteBackend, started: Instant) -> Result<ListPage, Failure> {
         one(db, started, |conn, clock| {
-            operator::list(conn, clock, &self.0)
+            ops::state(conn, clock, &self.key)
         })
     }
 }
 
-/// `force_release` and `force_release_if`.
-#[derive(Debug)]
-pub struct ForceRelease {
-    key: LockName,
-    only: Option<u64>,
-}
-
-impl Call for ForceRelease {
-    type Output = ForceReleaseOutcome;
-    const NAME: &'static str = "force_release";
-    fn key(&self) -> &str {
-        self.key.as_str()
+impl Transactions for calls::List {
+    fn run(self, db: &SqliteBackend, started: Instant) -> Result<ListPage, Failure> {
+        one(db, started, |conn, clock| {
+            operator::list(conn, clock, &self.request)
+        })
     }
 }
 
-impl Transactions for ForceRelease {
+impl Transactions for calls::ForceRelease {
     fn run(self, db: &SqliteBackend, started: Instant) -> Result<ForceReleaseOutcome, Failure> {
         one(db, started, |conn, clock| {
             operator::force_release(conn, clock, &self.key, self.only)
@@ -266,47 +181,23 @@ impl Transactions for ForceRelease {
     }
 }
 
-/// `read_record`.
-#[derive(Debug)]
-pub struct ReadRecord(LockName);
-
-impl Call for ReadRecord {
-    type Output = Option<StoredRecord>;
-    const NAME: &'static str = "read_record";
-    fn key(&self) -> &str {
-        self.0.as_str()
-    }
-}
-
-impl Transactions for ReadRecord {
+impl Transactions for calls::ReadRecord {
     fn run(self, db: &SqliteBackend, started: Instant) -> Result<Option<StoredRecord>, Failure> {
-        one(db, started, |conn, _| records::read(conn, &self.0))
+        one(db, started, |conn, _| records::read(conn, &self.key))
     }
 }
 
-/// `write_record`.
-#[derive(Debug)]
-pub struct WriteRecord(Write);
-
-impl Call for WriteRecord {
-    type Output = RecordWriteOutcome;
-    const NAME: &'static str = "write_record";
-    fn key(&self) -> &str {
-        self.0.key.as_str()
-    }
-}
-
-impl Transactions for WriteRecord {
+impl Transactions for calls::WriteRecord {
     fn run(self, db: &SqliteBackend, started: Instant) -> Result<RecordWriteOutcome, Failure> {
-        one(db, started, |conn, _| records::write(conn, &self.0))
+        one(db, started, |conn, _| records::write(conn, &self))
     }
 }
 
 /// The calls own what they send (an async call moves to a pool thread).
 impl Store for SqliteBackend {
-    type Acquire<'a> = Acquire;
-    fn plan_acquire<'a>(&'a self, request: AcquireRequest<'a>) -> Acquire {
-        Acquire(ops::Acquire::from(request))
+    type Acquire<'a> = calls::Acquire;
+    fn plan_acquire<'a>(&'a self, request: AcquireRequest<'a>) -> calls::Acquire {
+        request.into()
     }
 
     type AcquireBatch<'a> = AcquireBatch;
@@ -316,25 +207,21 @@ impl Store for SqliteBackend {
         &'a self,
         requests: &'a [AcquireRequest<'a>],
     ) -> Option<AcquireBatch> {
-        Some(AcquireBatch(
-            requests.iter().map(|r| ops::Acquire::from(*r)).collect(),
-        ))
+        Some(AcquireBatch(requests.iter().map(|r| (*r).into()).collect()))
     }
 
     type Slot<'a> = Unsupported<SlotOutcome>;
 
-    type Extend<'a> = Extend;
+    type Extend<'a> = calls::Extend;
     /// `use_db_time` changes nothing: every time comes from the host's clocks.
-    fn plan_extend<'a>(&'a self, renewal: Renewal<'a>) -> Extend {
-        Extend(Renewing::from(renewal))
+    fn plan_extend<'a>(&'a self, renewal: Renewal<'a>) -> calls::Extend {
+        renewal.into()
     }
 
     type ExtendBatch<'a> = ExtendBatch;
     /// One transaction per 500 renewals, each answered as `extend` would answer it.
     fn plan_extend_batch<'a>(&'a self, renewals: &'a [Renewal<'a>]) -> Option<ExtendBatch> {
-        Some(ExtendBatch(
-            renewals.iter().map(|r| Renewing::from(*r)).collect(),
-        ))
+        Some(ExtendBatch(renewals.iter().map(|r| (*r).into()).collect()))
     }
 
     /// A batch renews its leases in one transaction (per chunk), so that one lease's
@@ -343,9 +230,9 @@ impl Store for SqliteBackend {
         true
     }
 
-    type Release<'a> = Release;
-    fn plan_release<'a>(&'a self, release: ReleaseRequest<'a>) -> Release {
-        Release(Releasing::from(release))
+    type Release<'a> = calls::Release;
+    fn plan_release<'a>(&'a self, release: ReleaseRequest<'a>) -> calls::Release {
+        release.into()
     }
 
     type ReleaseBatch<'a> = ReleaseBatch;
@@ -354,37 +241,39 @@ impl Store for SqliteBackend {
         &'a self,
         releases: &'a [ReleaseRequest<'a>],
     ) -> Option<ReleaseBatch> {
-        Some(ReleaseBatch(
-            releases.iter().map(|r| Releasing::from(*r)).collect(),
-        ))
+        Some(ReleaseBatch(releases.iter().map(|r| (*r).into()).collect()))
     }
 
-    type State<'a> = State;
-    fn plan_state<'a>(&'a self, key: &'a LockName) -> State {
-        State(key.clone())
+    type State<'a> = calls::State;
+    fn plan_state<'a>(&'a self, key: &'a LockName) -> calls::State {
+        key.into()
     }
 
-    type List<'a> = List;
-    fn plan_list<'a>(&'a self, request: &'a ListRequest) -> List {
-        List(request.clone())
+    type List<'a> = calls::List;
+    fn plan_list<'a>(&'a self, request: &'a ListRequest) -> calls::List {
+        request.into()
     }
 
-    type ForceRelease<'a> = ForceRelease;
-    fn plan_force_release<'a>(&'a self, key: &'a LockName, only: Option<u64>) -> ForceRelease {
-        ForceRelease {
+    type ForceRelease<'a> = calls::ForceRelease;
+    fn plan_force_release<'a>(
+        &'a self,
+        key: &'a LockName,
+        only: Option<u64>,
+    ) -> calls::ForceRelease {
+        calls::ForceRelease {
             key: key.clone(),
             only,
         }
     }
 
-    type ReadRecord<'a> = ReadRecord;
-    fn plan_read_record<'a>(&'a self, key: &'a LockName) -> ReadRecord {
-        ReadRecord(key.clone())
+    type ReadRecord<'a> = calls::ReadRecord;
+    fn plan_read_record<'a>(&'a self, key: &'a LockName) -> calls::ReadRecord {
+        key.into()
     }
 
-    type WriteRecord<'a> = WriteRecord;
-    fn plan_write_record<'a>(&'a self, write: RecordWrite<'a>) -> WriteRecord {
-        WriteRecord(Write::from(write))
+    type WriteRecord<'a> = calls::WriteRecord;
+    fn plan_write_record<'a>(&'a self, write: RecordWrite<'a>) -> calls::WriteRecord {
+        write.into()
     }
 
     fn local_waiters(&self) -> Option<&ReleaseEvents> {

@@ -9,7 +9,6 @@ use std::time::Duration;
 use leader_core::kit::Released;
 use leader_core::{
     AcquireOutcome, ExtendOutcome, LeaderLease, LeaderState, Lease, LockName, OwnerToken,
-    ReleaseRequest, Renewal,
 };
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
@@ -19,8 +18,8 @@ use crate::time::{HostClock, Now, micros};
 /// The `owner` of a lock released before its minimum lease ran out: held, by nobody.
 const RELEASED: &str = "released";
 
-/// `try_acquire`'s arguments, owned: the one type every backend moves to its worker.
-pub(crate) use leader_core::__private::OwnedAcquire as Acquire;
+/// `try_acquire`'s arguments, owned (a call may move to a pool thread).
+pub(crate) use leader_core::kit::calls::{self, Acquire};
 
 /// The condition of a live row: held (a released-but-minimum-lease row included), written
 /// in this boot, and not expired on this boot's monotonic clock. `?2` is the boot id,
@@ -332,63 +331,25 @@ pub(crate) fn acquire_chunk(
     chunk_in_transaction(conn, requests, |tx, request| acquire_in(tx, clock, request))
 }
 
-/// A renewal of a batch: the lease's lock, its owner and the new lease time.
-#[derive(Debug)]
-pub(crate) struct Renewing {
-    pub(crate) key: LockName,
-    pub(crate) owner: OwnerToken,
-    pub(crate) lease_time: Duration,
-}
-
-impl From<Renewal<'_>> for Renewing {
-    /// The renewal, owned (to move to a pool thread).
-    fn from(r: Renewal<'_>) -> Self {
-        Renewing {
-            key: r.lease.key.clone(),
-            owner: r.lease.owner,
-            lease_time: r.lease_time,
-        }
-    }
-}
-
 /// [`extend`] for each of `renewals`, in one transaction (see [`chunk_in_transaction`]).
 pub(crate) fn extend_chunk(
     conn: &mut Connection,
     clock: &HostClock,
-    renewals: &[Renewing],
+    renewals: &[calls::Extend],
 ) -> Result<Vec<Result<ExtendOutcome, OpError>>, OpError> {
     chunk_in_transaction(conn, renewals, |tx, r| {
-        extend_in(tx, clock, &r.key, r.owner, r.lease_time)
+        extend_in(tx, clock, &r.lease.key, r.lease.owner, r.lease_time)
     })
-}
-
-/// A release of a batch: the lease's lock, its owner and the minimum lease to keep.
-#[derive(Debug)]
-pub(crate) struct Releasing {
-    pub(crate) key: LockName,
-    pub(crate) owner: OwnerToken,
-    pub(crate) min_lease_time: Duration,
-}
-
-impl From<ReleaseRequest<'_>> for Releasing {
-    /// The release, owned (to move to a pool thread).
-    fn from(r: ReleaseRequest<'_>) -> Self {
-        Releasing {
-            key: r.lease.key.clone(),
-            owner: r.lease.owner,
-            min_lease_time: r.min_lease_time,
-        }
-    }
 }
 
 /// [`release`] for each of `releases`, in one transaction (see [`chunk_in_transaction`]).
 pub(crate) fn release_chunk(
     conn: &mut Connection,
     clock: &HostClock,
-    releases: &[Releasing],
+    releases: &[calls::Release],
 ) -> Result<Vec<Result<Released, OpError>>, OpError> {
     chunk_in_transaction(conn, releases, |tx, r| {
-        release_in(tx, clock, &r.key, r.owner, r.min_lease_time)
+        release_in(tx, clock, &r.lease.key, r.lease.owner, r.min_lease_time)
     })
 }
 

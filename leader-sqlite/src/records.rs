@@ -10,7 +10,7 @@ use crate::durability::durably;
 use crate::error::{BACKEND, OpError};
 
 /// `write_record`'s arguments, owned, so that the async path can move them to its thread.
-pub(crate) use leader_core::__private::OwnedRecordWrite as Write;
+pub(crate) use leader_core::kit::calls::WriteRecord as Write;
 
 /// The record `key`, or `None`, checked: a version that is not a positive integer or a value that is
 /// not UTF-8 text is a corrupted record.

@@ -6,9 +6,9 @@
 //! the answers back, and differ only in how they wait.
 //!
 //! **Not public API**: the crate re-exports the `pub use` list below as the hidden,
-//! semver-exempt `__private` module. The list also carries four helpers that live beside
-//! the public types they serve (`OwnedAcquire` and `OwnedRecordWrite` in `spi`, `random_slot` in `spi::group`,
-//! the URL helpers of `redact`, `AcquireProbe` in `telemetry`). One public type lives
+//! semver-exempt `__private` module. The list also carries helpers that live beside the
+//! public types they serve (`random_slot` in `spi::group`, the URL helpers of `redact`,
+//! `AcquireProbe` in `telemetry`). One public type lives
 //! here too: [`LeadershipWatcher`](crate::LeadershipWatcher), the read-only view of a
 //! campaign's `LeadershipState`, re-exported at the crate root.
 //!
@@ -55,6 +55,4 @@ pub use tenant_batch::{TenantBatch, Won};
 
 pub use crate::redact::{unparsed_url, url_scheme};
 pub use crate::spi::group::random_slot;
-pub use crate::spi::record::OwnedRecordWrite;
-pub use crate::spi::request::OwnedAcquire;
 pub use crate::telemetry::AcquireProbe;

@@ -83,6 +83,7 @@
 mod answers;
 mod blocking;
 mod call;
+pub mod calls;
 mod nonblocking;
 mod runs;
 mod store;

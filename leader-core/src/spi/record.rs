@@ -108,35 +108,6 @@ impl<'a> RecordWrite<'a> {
     }
 }
 
-/// A [`RecordWrite`] that owns its data, for a backend that moves the write to another
-/// thread or task (a blocking pool, a background runtime).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OwnedRecordWrite {
-    /// The record's name.
-    pub key: LockName,
-    /// The version the write expects to find (`None`: no record).
-    pub expected: Option<u64>,
-    /// The new value.
-    pub value: String,
-}
-
-impl OwnedRecordWrite {
-    /// The version the record has once this write lands.
-    pub fn next_version(&self) -> u64 {
-        self.expected.map_or(1, |v| v.saturating_add(1))
-    }
-}
-
-impl From<RecordWrite<'_>> for OwnedRecordWrite {
-    fn from(write: RecordWrite<'_>) -> Self {
-        OwnedRecordWrite {
-            key: write.key.clone(),
-            expected: write.expected,
-            value: write.value.to_owned(),
-        }
-    }
-}
-
 /// The answer to `write_record`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

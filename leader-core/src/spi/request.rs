@@ -1,5 +1,5 @@
 //! The requests a backend receives: [`AcquireRequest`], [`SlotRequest`] and its
-//! [`SlotWalk`], [`Renewal`], [`ReleaseRequest`], and the owned [`OwnedAcquire`].
+//! [`SlotWalk`], [`Renewal`], [`ReleaseRequest`].
 
 use std::time::Duration;
 
@@ -260,31 +260,6 @@ impl<'a> SlotWalk<'a> {
         match self.skipped {
             Some(error) => Err(error),
             None => Ok(SlotOutcome::Held(self.holder)),
-        }
-    }
-}
-
-/// An [`AcquireRequest`] that owns its data, for a backend that moves the request to
-/// another thread or task (a blocking pool, a background runtime).
-#[derive(Debug, Clone)]
-pub struct OwnedAcquire {
-    /// The full lock key.
-    pub key: LockName,
-    /// The acquisition's owner token.
-    pub owner: OwnerToken,
-    /// The node id recorded as leader.
-    pub leader_id: String,
-    /// How long the lease lasts.
-    pub lease_time: Duration,
-}
-
-impl From<AcquireRequest<'_>> for OwnedAcquire {
-    fn from(request: AcquireRequest<'_>) -> Self {
-        OwnedAcquire {
-            key: request.key.clone(),
-            owner: request.owner,
-            leader_id: request.leader_id.to_owned(),
-            lease_time: request.lease_time,
         }
     }
 }

@@ -4,8 +4,7 @@
 use std::time::SystemTime;
 
 use etcd_client::Txn;
-use leader_core::__private::OwnedAcquire;
-use leader_core::kit::Call;
+use leader_core::kit::calls;
 use leader_core::{AcquireOutcome, LeaderLease, OwnerToken};
 
 use crate::conn::Conn;
@@ -17,33 +16,15 @@ use crate::ops::txn::LockKeys;
 use crate::record::{Record, decode_fence, is_lock_value};
 use crate::time::{later, micros, ttl_secs};
 
-/// `try_acquire`.
-#[derive(Debug, Clone)]
-pub struct Acquire(pub(crate) OwnedAcquire);
-
 /// How many times a take is tried again with a token above a counter that was ahead of
 /// this client's clock, before the call fails (transient).
 const FENCE_ATTEMPTS: usize = 4;
 
-impl Call for Acquire {
-    type Output = AcquireOutcome;
-
-    const NAME: &'static str = "acquire";
-
-    fn key(&self) -> &str {
-        self.0.key.as_str()
-    }
-
-    fn outcome(output: &AcquireOutcome) -> &'static str {
-        output.as_str()
-    }
-}
-
-impl Op for Acquire {
+impl Op for calls::Acquire {
     /// The lease granted is revoked in the background unless the lock is taken on it,
     /// also when the call is cut (see [`Grant`]).
     async fn run(self, conn: Conn) -> Result<AcquireOutcome, OpError> {
-        let request = self.0;
+        let request = self;
         let ttl = ttl_secs(request.lease_time)?;
         let keys = LockKeys::of(&conn.keys, request.key.as_str());
         let sent = SystemTime::now();
@@ -67,7 +48,7 @@ pub(crate) enum Took {
 
 async fn attempt(
     conn: &Conn,
-    request: &OwnedAcquire,
+    request: &calls::Acquire,
     keys: &LockKeys,
     grant: &mut Grant,
     sent: SystemTime,

@@ -7,11 +7,11 @@
 //! lock did not move onto it, also when the call is cut before the transaction answered
 //! (voided first: the lock may have moved onto it, see [`Grant`](crate::lease::Grant)).
 
-use leader_core::kit::Call;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use etcd_client::Txn;
-use leader_core::{ExtendOutcome, Lease};
+use leader_core::ExtendOutcome;
+use leader_core::kit::calls;
 
 use crate::conn::Conn;
 use crate::error::OpError;
@@ -20,28 +20,7 @@ use crate::ops::txn::LockKeys;
 use crate::record::Record;
 use crate::time::{later, ttl_secs};
 
-/// `extend`'s arguments.
-#[derive(Debug, Clone)]
-pub struct Extend {
-    pub(crate) lease: Lease,
-    pub(crate) lease_time: Duration,
-}
-
-impl Call for Extend {
-    type Output = ExtendOutcome;
-
-    const NAME: &'static str = "extend";
-
-    fn key(&self) -> &str {
-        self.lease.key.as_str()
-    }
-
-    fn outcome(output: &ExtendOutcome) -> &'static str {
-        output.as_str()
-    }
-}
-
-impl Op for Extend {
+impl Op for calls::Extend {
     async fn run(self, conn: Conn) -> Result<ExtendOutcome, OpError> {
         let ttl = ttl_secs(self.lease_time)?;
         let keys = LockKeys::of(&conn.keys, self.lease.key.as_str());

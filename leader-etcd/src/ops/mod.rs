@@ -19,13 +19,9 @@ use std::future::Future;
 
 use leader_core::kit::Call;
 
-pub(crate) use acquire::Acquire;
 pub(crate) use answer::Answer;
-pub(crate) use extend::Extend;
-pub(crate) use records::{ReadRecord, WriteRecord};
-pub(crate) use release::Release;
 pub(crate) use slot::{AcquireSlot, slot_fits_one_txn};
-pub(crate) use state::{State, lapsed};
+pub(crate) use state::lapsed;
 
 use crate::conn::Conn;
 use crate::error::OpError;

@@ -6,8 +6,7 @@
 //! limit) is a corrupted record: reported, never overwritten.
 
 use etcd_client::{Compare, CompareOp, Txn, TxnOp};
-use leader_core::__private::OwnedRecordWrite;
-use leader_core::kit::Call;
+use leader_core::kit::calls;
 use leader_core::{LockName, MAX_RECORD_LEN, RecordWriteOutcome, StoredRecord};
 
 use crate::conn::Conn;
@@ -15,27 +14,7 @@ use crate::error::OpError;
 use crate::ops::Op;
 use crate::ops::answer::Answer;
 
-/// `read_record`'s arguments.
-#[derive(Debug, Clone)]
-pub struct ReadRecord {
-    pub(crate) key: LockName,
-}
-
-impl Call for ReadRecord {
-    type Output = Option<StoredRecord>;
-
-    const NAME: &'static str = "read_record";
-
-    fn key(&self) -> &str {
-        self.key.as_str()
-    }
-
-    fn outcome(output: &Option<StoredRecord>) -> &'static str {
-        if output.is_some() { "found" } else { "none" }
-    }
-}
-
-impl Op for ReadRecord {
+impl Op for calls::ReadRecord {
     /// One linearizable read of the record's key.
     async fn run(self, conn: Conn) -> Result<Option<StoredRecord>, OpError> {
         let key = conn.keys.record(self.key.as_str());
@@ -48,40 +27,22 @@ impl Op for ReadRecord {
     }
 }
 
-/// `write_record`'s arguments, owned.
-#[derive(Debug, Clone)]
-pub struct WriteRecord(pub(crate) OwnedRecordWrite);
-
-impl Call for WriteRecord {
-    type Output = RecordWriteOutcome;
-
-    const NAME: &'static str = "write_record";
-
-    fn key(&self) -> &str {
-        self.0.key.as_str()
-    }
-
-    fn outcome(output: &RecordWriteOutcome) -> &'static str {
-        output.as_str()
-    }
-}
-
-impl Op for WriteRecord {
+impl Op for calls::WriteRecord {
     /// A new record: one transaction that puts the key only while it does not exist, and
     /// reads it otherwise. Over a version: the record read first (a corrupted one is
     /// refused there, so a write never replaces it, whatever its etcd version), then put
     /// by a transaction that holds only while the key is unchanged since that read (its
     /// `mod_revision`), and reads it otherwise.
     async fn run(self, conn: Conn) -> Result<RecordWriteOutcome, OpError> {
-        let key = conn.keys.record(self.0.key.as_str());
+        let key = conn.keys.record(self.key.as_str());
         let mut kv = conn.client.kv_client();
-        let unchanged = match self.0.expected {
+        let unchanged = match self.expected {
             None => Compare::create_revision(key.clone(), CompareOp::Equal, 0),
             Some(expected) => {
                 let Some(found) = kv.get(key.clone(), None).await?.take_kvs().pop() else {
                     return Ok(RecordWriteOutcome::Conflict { current: None });
                 };
-                let current = stored(&self.0.key, found.version(), found.value())?;
+                let current = stored(&self.key, found.version(), found.value())?;
                 if current.version != expected {
                     return Ok(RecordWriteOutcome::Conflict {
                         current: Some(current),
@@ -92,17 +53,17 @@ impl Op for WriteRecord {
         };
         let txn = Txn::new()
             .when([unchanged])
-            .and_then([TxnOp::put(key.clone(), self.0.value.into_bytes(), None)])
+            .and_then([TxnOp::put(key.clone(), self.value.into_bytes(), None)])
             .or_else([TxnOp::get(key, None)]);
         let mut answer = Answer::read(kv.txn(txn).await?);
         if answer.succeeded {
             return Ok(RecordWriteOutcome::Written {
-                version: self.0.expected.map_or(1, |v| v.saturating_add(1)),
+                version: self.expected.map_or(1, |v| v.saturating_add(1)),
             });
         }
         let current = answer
             .got(0)?
-            .map(|kv| stored(&self.0.key, kv.version, &kv.value))
+            .map(|kv| stored(&self.key, kv.version, &kv.value))
             .transpose()?;
         Ok(RecordWriteOutcome::Conflict { current })
     }

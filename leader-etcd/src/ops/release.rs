@@ -7,12 +7,12 @@
 //! lease ends, by a timer on its own clock (the clock that measured the lease), in the
 //! background. The lease's own end is the backstop when the releaser is gone by then.
 
-use leader_core::kit::Call;
 use std::time::{Duration, Instant, SystemTime};
 
 use etcd_client::Txn;
 use leader_core::Lease;
 use leader_core::kit::Released;
+use leader_core::kit::calls;
 
 use crate::conn::Conn;
 use crate::error::OpError;
@@ -22,37 +22,7 @@ use crate::ops::txn::LockKeys;
 use crate::record::Record;
 use crate::time::ttl_secs;
 
-/// `release`'s arguments.
-#[derive(Debug, Clone)]
-pub struct Release {
-    pub(crate) lease: Lease,
-    pub(crate) min_lease_time: Duration,
-}
-
-impl From<&leader_core::ReleaseRequest<'_>> for Release {
-    fn from(request: &leader_core::ReleaseRequest<'_>) -> Self {
-        Release {
-            lease: request.lease.clone(),
-            min_lease_time: request.min_lease_time,
-        }
-    }
-}
-
-impl Call for Release {
-    type Output = Released;
-
-    const NAME: &'static str = "release";
-
-    fn key(&self) -> &str {
-        self.lease.key.as_str()
-    }
-
-    fn outcome(output: &Released) -> &'static str {
-        output.as_str()
-    }
-}
-
-impl Op for Release {
+impl Op for calls::Release {
     async fn run(self, conn: Conn) -> Result<Released, OpError> {
         let keys = LockKeys::of(&conn.keys, self.lease.key.as_str());
         let keep_until = self.lease.acquired_at.checked_add(self.min_lease_time);

@@ -1,11 +1,11 @@
 //! `state`: one linearizable read of the lock's three keys, in one transaction; and
 //! [`lapsed`], what `state` and `list` ask of a holder whose recorded expiry has passed.
 
-use leader_core::kit::Call;
 use std::time::SystemTime;
 
 use etcd_client::{Txn, TxnOp};
-use leader_core::{LeaderState, LockName};
+use leader_core::LeaderState;
+use leader_core::kit::calls;
 
 use crate::conn::Conn;
 use crate::error::OpError;
@@ -15,30 +15,7 @@ use crate::ops::answer::Answer;
 use crate::ops::txn::LockKeys;
 use crate::record::decode_fence;
 
-/// `state`'s arguments.
-#[derive(Debug, Clone)]
-pub struct State {
-    pub(crate) key: LockName,
-}
-
-impl Call for State {
-    type Output = LeaderState;
-
-    const NAME: &'static str = "state";
-
-    fn key(&self) -> &str {
-        self.key.as_str()
-    }
-
-    fn outcome(output: &LeaderState) -> &'static str {
-        match output.leader() {
-            Some(_) => "held",
-            None => "free",
-        }
-    }
-}
-
-impl Op for State {
+impl Op for calls::State {
     /// The holder record, while its keys exist and its lease is not [`lapsed`]. The lock
     /// key and the fencing counter are read with it: a value of another shape at any of
     /// the three is an error, never a "free" lock that nobody could take.
