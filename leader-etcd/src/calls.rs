@@ -22,8 +22,7 @@ use std::future::Future;
 
 use leader_core::kit::{Call, Failure, Released, Runs, Store, calls};
 use leader_core::{
-    AcquireOutcome, AcquireRequest, ListRequest, LockName, RecordWrite, ReleaseEvents,
-    ReleaseRequest, Renewal, SlotRequest,
+    AcquireOutcome, AcquireRequest, ReleaseEvents, ReleaseRequest, Renewal, SlotRequest,
 };
 
 use crate::backend::{Answers, EtcdBackend};
@@ -137,41 +136,6 @@ impl Store for EtcdBackend {
         releases: &'a [ReleaseRequest<'a>],
     ) -> Option<ReleaseBatch> {
         Some(ReleaseBatch(releases.iter().map(|r| (*r).into()).collect()))
-    }
-
-    type State<'a> = calls::State;
-    fn plan_state<'a>(&'a self, key: &'a LockName) -> calls::State {
-        key.into()
-    }
-
-    type List<'a> = calls::List;
-    fn plan_list<'a>(&'a self, request: &'a ListRequest) -> calls::List {
-        request.into()
-    }
-
-    type ForceRelease<'a> = calls::ForceRelease;
-    fn plan_force_release<'a>(
-        &'a self,
-        key: &'a LockName,
-        only: Option<u64>,
-    ) -> calls::ForceRelease {
-        calls::ForceRelease {
-            key: key.clone(),
-            only,
-        }
-    }
-
-    type ReadRecord<'a> = calls::ReadRecord;
-    /// One linearizable read of the record's key, `{prefix}/record/{name}`.
-    fn plan_read_record<'a>(&'a self, key: &'a LockName) -> calls::ReadRecord {
-        key.into()
-    }
-
-    type WriteRecord<'a> = calls::WriteRecord;
-    /// A transaction that puts the record's key only while it is as expected: absent, or
-    /// unchanged since a read found it at the version expected.
-    fn plan_write_record<'a>(&'a self, write: RecordWrite<'a>) -> calls::WriteRecord {
-        write.into()
     }
 
     /// Waiters in this process wake at once after a release of this process, without

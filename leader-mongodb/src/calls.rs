@@ -19,8 +19,7 @@ use std::future::Future;
 use leader_core::kit::{self, Call, Failure, Released, Runs, Unsupported, calls};
 use leader_core::{
     AcquireOutcome, AcquireRequest, ExtendOutcome, ForceReleaseOutcome, LeaderState, ListPage,
-    ListRequest, LockName, RecordWrite, RecordWriteOutcome, ReleaseRequest, Renewal, SlotOutcome,
-    StoredRecord,
+    RecordWriteOutcome, ReleaseRequest, Renewal, SlotOutcome, StoredRecord,
 };
 
 use crate::backend::MongoBackend;
@@ -129,36 +128,4 @@ impl kit::Store for MongoBackend {
     }
 
     type ReleaseBatch<'a> = Unsupported<Vec<Result<Released, Failure>>>;
-
-    type State<'a> = calls::State;
-    fn plan_state<'a>(&'a self, key: &'a LockName) -> calls::State {
-        key.into()
-    }
-
-    type List<'a> = calls::List;
-    fn plan_list<'a>(&'a self, request: &'a ListRequest) -> calls::List {
-        request.into()
-    }
-
-    type ForceRelease<'a> = calls::ForceRelease;
-    fn plan_force_release<'a>(
-        &'a self,
-        key: &'a LockName,
-        only: Option<u64>,
-    ) -> calls::ForceRelease {
-        calls::ForceRelease {
-            key: key.clone(),
-            only,
-        }
-    }
-
-    type ReadRecord<'a> = calls::ReadRecord;
-    fn plan_read_record<'a>(&'a self, key: &'a LockName) -> calls::ReadRecord {
-        key.into()
-    }
-
-    type WriteRecord<'a> = calls::WriteRecord;
-    fn plan_write_record<'a>(&'a self, write: RecordWrite<'a>) -> calls::WriteRecord {
-        write.into()
-    }
 }

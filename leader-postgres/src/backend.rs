@@ -233,11 +233,6 @@ impl PostgresBackend {
         &self.inner.events
     }
 
-    /// The channel a release notifies.
-    pub(crate) fn release_channel(&self) -> String {
-        self.inner.table.channel()
-    }
-
     fn start_listener(&self) -> Listener {
         let inner = &self.inner;
         Listener::start(

@@ -11,11 +11,11 @@
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use leader_core::kit::{Call, Failure, Released, calls};
 use leader_core::{
-    AcquireOutcome, AcquireRequest, ExtendOutcome, LockName, OwnerToken, ReleaseRequest, Renewal,
+    AcquireOutcome, AcquireRequest, ExtendOutcome, LockName, ReleaseRequest, Renewal,
 };
 use tokio_postgres::types::{ToSql, Type};
 
@@ -54,23 +54,14 @@ pub(crate) fn plan_extend(renewals: &[Renewal<'_>]) -> Option<ExtendBatch> {
     })
 }
 
-/// The plan of a `release_batch` notifying `channel`, as [`plan_acquire`].
-pub(crate) fn plan_release(
-    releases: &[ReleaseRequest<'_>],
-    channel: String,
-) -> Option<ReleaseBatch> {
+/// The plan of a `release_batch`, as [`plan_acquire`].
+pub(crate) fn plan_release(releases: &[ReleaseRequest<'_>]) -> Option<ReleaseBatch> {
     if releases.is_empty() || repeats(releases.iter().map(|r| &r.lease.key)) {
         return None;
     }
-    let releases = releases
-        .iter()
-        .map(|r| Releasing {
-            key: r.lease.key.clone(),
-            owner: r.lease.owner,
-            min_lease_time: r.min_lease_time,
-        })
-        .collect();
-    Some(ReleaseBatch { releases, channel })
+    Some(ReleaseBatch {
+        releases: releases.iter().map(|r| calls::Release::from(*r)).collect(),
+    })
 }
 
 /// The answers of a chunk: a request refused before sending (`Some` error) is answered by
@@ -286,19 +277,10 @@ async fn extend_chunk(
     Ok(merge(refused, answers.into_iter()))
 }
 
-/// One lease of a `release_batch`.
-#[derive(Debug, Clone)]
-pub(crate) struct Releasing {
-    key: LockName,
-    owner: OwnerToken,
-    min_lease_time: Duration,
-}
-
-/// `release_batch`'s leases, and the channel the `NOTIFY`s go to.
+/// `release_batch`'s leases.
 #[derive(Debug, Clone)]
 pub struct ReleaseBatch {
-    releases: Vec<Releasing>,
-    channel: String,
+    releases: Vec<calls::Release>,
 }
 
 impl Call for ReleaseBatch {
@@ -307,7 +289,7 @@ impl Call for ReleaseBatch {
     const NAME: &'static str = "release_batch";
 
     fn key(&self) -> &str {
-        self.releases.first().map_or("", |r| r.key.as_str())
+        self.releases.first().map_or("", Call::key)
     }
 
     fn outcome(_: &Self::Output) -> &'static str {
@@ -317,19 +299,18 @@ impl Call for ReleaseBatch {
 
 impl Op for ReleaseBatch {
     async fn run(self, conn: &Conn) -> Result<Self::Output, OpError> {
-        let channel = self.channel.as_str();
-        chunked(&self.releases, |chunk| release_chunk(conn, chunk, channel)).await
+        chunked(&self.releases, |chunk| release_chunk(conn, chunk)).await
     }
 }
 
 /// One statement releasing `chunk`.
 async fn release_chunk(
     conn: &Conn,
-    chunk: &[Releasing],
-    channel: &str,
+    chunk: &[calls::Release],
 ) -> Result<Vec<Result<Released, OpError>>, OpError> {
-    let names: Vec<&str> = chunk.iter().map(|r| r.key.as_str()).collect();
-    let owners: Vec<String> = chunk.iter().map(|r| r.owner.to_string()).collect();
+    let channel: &str = &conn.statements.channel;
+    let names: Vec<&str> = chunk.iter().map(|r| r.lease.key.as_str()).collect();
+    let owners: Vec<String> = chunk.iter().map(|r| r.lease.owner.to_string()).collect();
     let min: Vec<i64> = chunk
         .iter()
         .map(|r| min_lease_micros(r.min_lease_time))

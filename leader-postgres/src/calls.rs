@@ -1,7 +1,6 @@
 //! The store calls, for the backend kit (`leader_core::kit`): each is an [`Op`], one
-//! statement (or a few) on a pooled session, sent by the runner below. They are the kit's
-//! owned calls ([`calls`]), but for a release and a force release, which carry the
-//! channel their `NOTIFY` goes to.
+//! statement (or a few) on a pooled session, sent by the runner below: the kit's owned
+//! calls ([`calls`]), and the batches.
 //!
 //! - **Blocking**: the call is driven on the calling thread, its I/O on the backend's
 //!   runtime, for at most the configured `operation_timeout`. Callable from any thread,
@@ -18,16 +17,12 @@
 use std::future::Future;
 
 use leader_core::kit::{Failure, Runs, Store, Unsupported, calls};
-use leader_core::{
-    AcquireRequest, ListRequest, LockName, RecordWrite, ReleaseEvents, ReleaseRequest, Renewal,
-    SlotOutcome,
-};
+use leader_core::{AcquireRequest, ReleaseEvents, ReleaseRequest, Renewal, SlotOutcome};
 
 use crate::backend::PostgresBackend;
 use crate::batches::{self, AcquireBatch, ExtendBatch, ReleaseBatch};
 use crate::error::OpError;
-use crate::operator::ForceRelease;
-use crate::ops::{Op, Release};
+use crate::ops::Op;
 
 impl<O> Runs<O> for PostgresBackend
 where
@@ -81,10 +76,9 @@ impl Store for PostgresBackend {
         true
     }
 
-    type Release<'a> = Release;
-    /// The release notifies the table's channel when it frees the lock.
-    fn plan_release<'a>(&'a self, release: ReleaseRequest<'a>) -> Release {
-        Release::new(release, self.release_channel())
+    type Release<'a> = calls::Release;
+    fn plan_release<'a>(&'a self, release: ReleaseRequest<'a>) -> calls::Release {
+        release.into()
     }
 
     type ReleaseBatch<'a> = ReleaseBatch;
@@ -94,36 +88,7 @@ impl Store for PostgresBackend {
         &'a self,
         releases: &'a [ReleaseRequest<'a>],
     ) -> Option<ReleaseBatch> {
-        batches::plan_release(releases, self.release_channel())
-    }
-
-    type State<'a> = calls::State;
-    fn plan_state<'a>(&'a self, key: &'a LockName) -> calls::State {
-        key.into()
-    }
-
-    type List<'a> = calls::List;
-    fn plan_list<'a>(&'a self, request: &'a ListRequest) -> calls::List {
-        request.into()
-    }
-
-    type ForceRelease<'a> = ForceRelease;
-    fn plan_force_release<'a>(&'a self, key: &'a LockName, only: Option<u64>) -> ForceRelease {
-        ForceRelease {
-            key: key.clone(),
-            channel: self.release_channel(),
-            only,
-        }
-    }
-
-    type ReadRecord<'a> = calls::ReadRecord;
-    fn plan_read_record<'a>(&'a self, key: &'a LockName) -> calls::ReadRecord {
-        key.into()
-    }
-
-    type WriteRecord<'a> = calls::WriteRecord;
-    fn plan_write_record<'a>(&'a self, write: RecordWrite<'a>) -> calls::WriteRecord {
-        write.into()
+        batches::plan_release(releases)
     }
 
     /// Waiters in this process wake at once after a release of this process, without

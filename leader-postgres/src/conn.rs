@@ -25,6 +25,8 @@ pub(crate) struct Conn {
 /// grown. Planning costs a fraction of a millisecond, next to up to 1,000 rows.
 #[derive(Debug)]
 pub(crate) struct Statements {
+    /// The channel releases notify.
+    pub(crate) channel: Arc<str>,
     pub(crate) acquire: Statement,
     pub(crate) acquire_batch: Arc<str>,
     pub(crate) holder: Statement,
@@ -82,6 +84,7 @@ impl Statements {
             sql.release_batch.as_str().into(),
         );
         Ok(Statements {
+            channel: sql.channel.as_str().into(),
             acquire,
             acquire_batch,
             holder,

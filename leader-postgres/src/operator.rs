@@ -1,8 +1,8 @@
 //! The operator's calls as [`Op`]s: listing the held locks under a prefix, and freeing a
 //! lock whoever holds it (or only while its holder has a given fencing token). Like `ops`, nothing here knows about threads or runtimes.
 
-use leader_core::kit::{Call, calls};
-use leader_core::{ForceReleaseOutcome, LeaderState, ListCursor, ListPage, ListRequest, LockName};
+use leader_core::kit::calls;
+use leader_core::{ForceReleaseOutcome, LeaderState, ListCursor, ListPage, ListRequest};
 use tokio_postgres::Row;
 
 use crate::conn::Conn;
@@ -59,35 +59,12 @@ fn page(rows: &[Row], request: &ListRequest) -> Result<ListPage, OpError> {
     Ok(ListPage::new(locks, next))
 }
 
-/// `force_release`'s arguments (`only: None`), or `force_release_if`'s (`only: Some(token)`),
-/// and the channel its `NOTIFY` goes to.
-#[derive(Debug, Clone)]
-pub struct ForceRelease {
-    pub(crate) key: LockName,
-    pub(crate) channel: String,
-    /// The fencing token the holder must have to be freed.
-    pub(crate) only: Option<u64>,
-}
-
-impl Call for ForceRelease {
-    type Output = ForceReleaseOutcome;
-
-    const NAME: &'static str = "force_release";
-
-    fn key(&self) -> &str {
-        self.key.as_str()
-    }
-
-    fn outcome(output: &ForceReleaseOutcome) -> &'static str {
-        output.as_str()
-    }
-}
-
-impl Op for ForceRelease {
+impl Op for calls::ForceRelease {
     /// One statement: frees the row if anyone holds it (with `only`, if the holder has
     /// that token), returns that holder and whether it was freed, and notifies the
     /// channel as a release does when it freed it.
     async fn run(self, conn: &Conn) -> Result<ForceReleaseOutcome, OpError> {
+        let channel: &str = &conn.statements.channel;
         let any = self.only.is_none();
         // A token above i64::MAX is none this backend stores: NULL matches no row.
         let token = self.only.and_then(|token| i64::try_from(token).ok());
@@ -95,7 +72,7 @@ impl Op for ForceRelease {
             .client
             .query_opt(
                 &conn.statements.force_release,
-                &[&self.key.as_str(), &self.channel, &any, &token],
+                &[&self.key.as_str(), &channel, &any, &token],
             )
             .await?;
         Ok(match row {

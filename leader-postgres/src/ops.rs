@@ -3,13 +3,10 @@
 //! the runner (`calls`) sends these, blocking or async.
 
 use std::future::Future;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use leader_core::kit::{Call, Released, calls};
-use leader_core::{
-    AcquireOutcome, ExtendOutcome, LeaderLease, LeaderState, Lease, LockName, OwnerToken,
-    ReleaseRequest,
-};
+use leader_core::{AcquireOutcome, ExtendOutcome, LeaderLease, LeaderState, Lease, LockName};
 use tokio_postgres::Row;
 
 use crate::conn::Conn;
@@ -142,48 +139,15 @@ impl Op for calls::Extend {
     }
 }
 
-/// `release`'s arguments, and the channel its `NOTIFY` goes to.
-#[derive(Debug, Clone)]
-pub struct Release {
-    key: LockName,
-    owner: OwnerToken,
-    min_lease_time: Duration,
-    channel: String,
-}
-
-impl Release {
-    /// `release` sent with a `NOTIFY` to `channel`.
-    pub(crate) fn new(release: ReleaseRequest<'_>, channel: String) -> Self {
-        Release {
-            key: release.lease.key.clone(),
-            owner: release.lease.owner,
-            min_lease_time: release.min_lease_time,
-            channel,
-        }
-    }
-}
-
-impl Call for Release {
-    type Output = Released;
-
-    const NAME: &'static str = "release";
-
-    fn key(&self) -> &str {
-        self.key.as_str()
-    }
-
-    fn outcome(output: &Released) -> &'static str {
-        output.as_str()
-    }
-}
-
-impl Op for Release {
+impl Op for calls::Release {
+    /// Notifies the table's channel when it frees the lock.
     async fn run(self, conn: &Conn) -> Result<Released, OpError> {
+        let channel: &str = &conn.statements.channel;
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] = [
-            &self.key.as_str(),
-            &self.owner.to_string(),
+            &self.lease.key.as_str(),
+            &self.lease.owner.to_string(),
             &min_lease_micros(self.min_lease_time),
-            &self.channel,
+            &channel,
         ];
         let row = conn
             .client

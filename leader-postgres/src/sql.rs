@@ -13,6 +13,9 @@ pub(crate) const RELEASED: &str = "released";
 /// The statements of one table.
 #[derive(Debug, Clone)]
 pub(crate) struct Sql {
+    /// The channel a release's `NOTIFY` goes to (`<table>_released`): the `$4` of
+    /// `release` and `release_batch`, the `$2` of `force_release`.
+    pub(crate) channel: String,
     /// Creates the table when it is missing.
     pub(crate) create: String,
     /// `$1` name, `$2` owner, `$3` leader id, `$4` lease µs → the new lease, or no row
@@ -346,6 +349,7 @@ impl Sql {
                 (SELECT value FROM prior) AS value"
         );
         Sql {
+            channel: table.channel(),
             create,
             create_records,
             read_record,

@@ -12,8 +12,7 @@ use std::time::Instant;
 use leader_core::kit::{Call, Failure, Released, Runs, Store, Unsupported, calls};
 use leader_core::{
     AcquireOutcome, AcquireRequest, ExtendOutcome, ForceReleaseOutcome, LeaderState, ListPage,
-    ListRequest, LockName, RecordWrite, RecordWriteOutcome, ReleaseEvents, ReleaseRequest, Renewal,
-    SlotOutcome, StoredRecord,
+    RecordWriteOutcome, ReleaseEvents, ReleaseRequest, Renewal, SlotOutcome, StoredRecord,
 };
 use rusqlite::Connection;
 
@@ -244,38 +243,6 @@ impl Store for SqliteBackend {
         Some(ReleaseBatch(releases.iter().map(|r| (*r).into()).collect()))
     }
 
-    type State<'a> = calls::State;
-    fn plan_state<'a>(&'a self, key: &'a LockName) -> calls::State {
-        key.into()
-    }
-
-    type List<'a> = calls::List;
-    fn plan_list<'a>(&'a self, request: &'a ListRequest) -> calls::List {
-        request.into()
-    }
-
-    type ForceRelease<'a> = calls::ForceRelease;
-    fn plan_force_release<'a>(
-        &'a self,
-        key: &'a LockName,
-        only: Option<u64>,
-    ) -> calls::ForceRelease {
-        calls::ForceRelease {
-            key: key.clone(),
-            only,
-        }
-    }
-
-    type ReadRecord<'a> = calls::ReadRecord;
-    fn plan_read_record<'a>(&'a self, key: &'a LockName) -> calls::ReadRecord {
-        key.into()
-    }
-
-    type WriteRecord<'a> = calls::WriteRecord;
-    fn plan_write_record<'a>(&'a self, write: RecordWrite<'a>) -> calls::WriteRecord {
-        write.into()
-    }
-
     fn local_waiters(&self) -> Option<&ReleaseEvents> {
         Some(self.events())
     }
@@ -288,7 +255,9 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
-    use leader_core::{Error, Lease, LockBackend, OwnerToken, ReleaseOutcome};
+    use leader_core::{
+        Error, Lease, LockBackend, LockName, OwnerToken, RecordWrite, ReleaseOutcome,
+    };
     use rusqlite::params;
 
     use super::*;

@@ -6,6 +6,7 @@ use std::time::Instant;
 use crate::error::Error;
 use crate::kit::answers::{force_released, named, per_lock, released, traced};
 use crate::kit::call::Call;
+use crate::kit::calls;
 use crate::kit::runs::Runs;
 use crate::kit::store::Store;
 use crate::name::LockName;
@@ -44,11 +45,11 @@ where
         + Runs<S::ExtendBatch<'a>>
         + Runs<S::Release<'a>>
         + Runs<S::ReleaseBatch<'a>>
-        + Runs<S::State<'a>>
-        + Runs<S::List<'a>>
-        + Runs<S::ForceRelease<'a>>
-        + Runs<S::ReadRecord<'a>>
-        + Runs<S::WriteRecord<'a>>,
+        + Runs<calls::State>
+        + Runs<calls::List>
+        + Runs<calls::ForceRelease>
+        + Runs<calls::ReadRecord>
+        + Runs<calls::WriteRecord>,
 {
     fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
         single(self, self.plan_acquire(request))
@@ -124,15 +125,15 @@ where
     }
 
     fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
-        single(self, self.plan_state(key))
+        single(self, calls::State::from(key))
     }
 
     fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
-        single(self, self.plan_list(request))
+        single(self, calls::List::from(request))
     }
 
     fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
-        let outcome = single(self, self.plan_force_release(key, None))?;
+        let outcome = single(self, calls::ForceRelease::new(key, None))?;
         force_released(self, key, &outcome);
         Ok(outcome)
     }
@@ -142,16 +143,16 @@ where
         key: &LockName,
         fencing_token: u64,
     ) -> Result<ForceReleaseOutcome, Error> {
-        let outcome = single(self, self.plan_force_release(key, Some(fencing_token)))?;
+        let outcome = single(self, calls::ForceRelease::new(key, Some(fencing_token)))?;
         force_released(self, key, &outcome);
         Ok(outcome)
     }
 
     fn read_record(&self, key: &LockName) -> Result<Option<StoredRecord>, Error> {
-        single(self, self.plan_read_record(key))
+        single(self, calls::ReadRecord::from(key))
     }
 
     fn write_record(&self, write: RecordWrite<'_>) -> Result<RecordWriteOutcome, Error> {
-        single(self, self.plan_write_record(write))
+        single(self, calls::WriteRecord::from(write))
     }
 }

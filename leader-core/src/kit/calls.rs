@@ -1,11 +1,12 @@
-//! The calls every store makes, each owning what it sends: for a backend whose runner
-//! moves a call to another thread or runtime (a pool thread, a background runtime). Their
-//! names, locks and trace labels are written here once; a backend writes only how each
-//! runs ([`Runs`](crate::kit::Runs)), and plans them with `From` (see
-//! [`Store`](crate::kit::Store)).
+//! The calls every store makes, each owning what it sends, with their names, locks and
+//! trace labels written here once; a backend writes only how each runs
+//! ([`Runs`](crate::kit::Runs)).
 //!
-//! A backend that sends in place may plan calls that borrow instead, and one whose call
-//! needs more (a channel to notify, say) plans its own type.
+//! The operator's calls and the records' ([`State`], [`List`], [`ForceRelease`],
+//! [`ReadRecord`], [`WriteRecord`]) are always these. The three of the lease's hot path
+//! ([`Acquire`], [`Extend`], [`Release`]) are what a backend whose runner moves a call to
+//! another thread or runtime plans (with `From`, see [`Store`](crate::kit::Store)); one
+//! that sends in place may plan calls that borrow instead.
 
 use std::time::Duration;
 
@@ -191,6 +192,17 @@ pub struct ForceRelease {
     pub key: LockName,
     /// Free it only while its holder is the acquisition with this fencing token.
     pub only: Option<u64>,
+}
+
+impl ForceRelease {
+    /// Frees `key` whoever holds it (`only` `None`), or only while its holder is the
+    /// acquisition with that fencing token.
+    pub fn new(key: &LockName, only: Option<u64>) -> Self {
+        ForceRelease {
+            key: key.clone(),
+            only,
+        }
+    }
 }
 
 impl Call for ForceRelease {

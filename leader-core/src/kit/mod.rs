@@ -23,9 +23,11 @@
 //!
 //! # Writing a backend
 //!
-//! 1. One type per store call, holding what the call sends, implementing [`Call`] (its
-//!    answer type, its name, the lock it is about). Build it in the [`Store`] method that
-//!    plans it, from the request; nothing is sent there.
+//! 1. The calls: the kit's owned ones ([`calls`]: acquire, extend, release, and always
+//!    the operator's and the records'), or a type of your own for a call that needs more,
+//!    holding what it sends and implementing [`Call`] (its answer type, its name, the
+//!    lock it is about). [`Store`] plans the lease's calls and the batches from their
+//!    requests; nothing is sent there.
 //! 2. A runner: `impl Runs<C> for YourBackend` for each call type (or once, generically,
 //!    over a trait your call types share) with the blocking and the async way of sending
 //!    it. A backend whose driver needs tokio runs its calls on a `leader-runtime`

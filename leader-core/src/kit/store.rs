@@ -7,14 +7,10 @@ use std::marker::PhantomData;
 
 use crate::kit::call::{Call, Failure};
 use crate::kit::runs::Runs;
-use crate::name::LockName;
 use crate::spi::backend::Backend;
-use crate::spi::listing::{ForceReleaseOutcome, ListPage, ListRequest};
 use crate::spi::outcome::{AcquireOutcome, ExtendOutcome, ReleaseOutcome, SlotOutcome};
-use crate::spi::record::{RecordWrite, RecordWriteOutcome, StoredRecord};
 use crate::spi::release_events::ReleaseEvents;
 use crate::spi::request::{AcquireRequest, ReleaseRequest, Renewal, SlotRequest};
-use crate::spi::state::LeaderState;
 
 /// What a release did to the lock: freed it, kept it for its minimum lease (held, by
 /// nobody), ended the lease without saying which of the two, or found it not held by the
@@ -55,8 +51,10 @@ impl Released {
     }
 }
 
-/// The calls of a backend, each planned as a value of the backend's own type (no I/O
-/// here), and sent by the backend's runner ([`Runs`]). Every [`Store`] whose runner runs
+/// The calls of a backend, each planned as a value (no I/O here) and sent by the
+/// backend's runner ([`Runs`]): the lease's calls and the batches as the backend's own
+/// types, planned here; the operator's and the records' as the kit's
+/// ([`calls`](crate::kit::calls)), which the runner must run too. Every [`Store`] whose runner runs
 /// each of its calls is a [`LockBackend`](crate::LockBackend) and an
 /// [`AsyncLockBackend`](crate::AsyncLockBackend) (see the [module docs](crate::kit)), and
 /// keeps the contract listed on [`LockBackend`](crate::LockBackend): the kit adds no
@@ -145,46 +143,6 @@ pub trait Store: Backend + Sized {
         let _ = releases;
         None
     }
-
-    /// `state`.
-    type State<'a>: Call<Output = LeaderState>
-    where
-        Self: 'a;
-    /// Plans a read of the lock `key`.
-    fn plan_state<'a>(&'a self, key: &'a LockName) -> Self::State<'a>;
-
-    /// `list`.
-    type List<'a>: Call<Output = ListPage>
-    where
-        Self: 'a;
-    /// Plans one page of `request`.
-    fn plan_list<'a>(&'a self, request: &'a ListRequest) -> Self::List<'a>;
-
-    /// `force_release` and `force_release_if`.
-    type ForceRelease<'a>: Call<Output = ForceReleaseOutcome>
-    where
-        Self: 'a;
-    /// Plans freeing `key` whoever holds it (`only` `None`), or only while its holder is
-    /// the acquisition with that fencing token.
-    fn plan_force_release<'a>(
-        &'a self,
-        key: &'a LockName,
-        only: Option<u64>,
-    ) -> Self::ForceRelease<'a>;
-
-    /// `read_record`.
-    type ReadRecord<'a>: Call<Output = Option<StoredRecord>>
-    where
-        Self: 'a;
-    /// Plans a read of the record `key`.
-    fn plan_read_record<'a>(&'a self, key: &'a LockName) -> Self::ReadRecord<'a>;
-
-    /// `write_record`.
-    type WriteRecord<'a>: Call<Output = RecordWriteOutcome>
-    where
-        Self: 'a;
-    /// Plans the compare-and-set `write`.
-    fn plan_write_record<'a>(&'a self, write: RecordWrite<'a>) -> Self::WriteRecord<'a>;
 
     /// The release notifications of waiters in this process, to wake them when a call of
     /// this process freed a lock: without starting anything (unlike

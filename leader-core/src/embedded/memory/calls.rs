@@ -10,11 +10,10 @@
 use std::future::{Future, ready};
 
 use crate::embedded::memory::InMemoryBackend;
-use crate::kit::{Call, Failure, Released, Runs, Store, Unsupported};
-use crate::name::LockName;
-use crate::spi::listing::{ForceReleaseOutcome, ListPage, ListRequest};
+use crate::kit::{Call, Failure, Released, Runs, Store, Unsupported, calls};
+use crate::spi::listing::{ForceReleaseOutcome, ListPage};
 use crate::spi::outcome::{AcquireOutcome, ExtendOutcome, SlotOutcome};
-use crate::spi::record::{RecordWrite, RecordWriteOutcome, StoredRecord};
+use crate::spi::record::{RecordWriteOutcome, StoredRecord};
 use crate::spi::release_events::ReleaseEvents;
 use crate::spi::request::{AcquireRequest, ReleaseRequest, Renewal};
 use crate::spi::state::LeaderState;
@@ -97,101 +96,33 @@ impl Apply for Release<'_> {
     }
 }
 
-/// `state`.
-#[derive(Debug)]
-pub struct State<'a>(&'a LockName);
-
-impl Call for State<'_> {
-    type Output = LeaderState;
-    const NAME: &'static str = "state";
-
-    fn key(&self) -> &str {
-        self.0.as_str()
-    }
-}
-
-impl Apply for State<'_> {
+impl Apply for calls::State {
     fn apply(self, store: &InMemoryBackend) -> Result<LeaderState, Failure> {
-        Ok(store.snapshot(self.0))
+        Ok(store.snapshot(&self.key))
     }
 }
 
-/// `list`.
-#[derive(Debug)]
-pub struct List<'a>(&'a ListRequest);
-
-impl Call for List<'_> {
-    type Output = ListPage;
-    const NAME: &'static str = "list";
-
-    fn key(&self) -> &str {
-        &self.0.prefix
-    }
-}
-
-impl Apply for List<'_> {
+impl Apply for calls::List {
     fn apply(self, store: &InMemoryBackend) -> Result<ListPage, Failure> {
-        store.list_page(self.0)
+        store.list_page(&self.request)
     }
 }
 
-/// `force_release` and `force_release_if`.
-#[derive(Debug)]
-pub struct ForceRelease<'a> {
-    key: &'a LockName,
-    only: Option<u64>,
-}
-
-impl Call for ForceRelease<'_> {
-    type Output = ForceReleaseOutcome;
-    const NAME: &'static str = "force_release";
-
-    fn key(&self) -> &str {
-        self.key.as_str()
-    }
-}
-
-impl Apply for ForceRelease<'_> {
+impl Apply for calls::ForceRelease {
     fn apply(self, store: &InMemoryBackend) -> Result<ForceReleaseOutcome, Failure> {
-        Ok(store.force_free(self.key, self.only))
+        Ok(store.force_free(&self.key, self.only))
     }
 }
 
-/// `read_record`.
-#[derive(Debug)]
-pub struct ReadRecord<'a>(&'a LockName);
-
-impl Call for ReadRecord<'_> {
-    type Output = Option<StoredRecord>;
-    const NAME: &'static str = "read_record";
-
-    fn key(&self) -> &str {
-        self.0.as_str()
-    }
-}
-
-impl Apply for ReadRecord<'_> {
+impl Apply for calls::ReadRecord {
     fn apply(self, store: &InMemoryBackend) -> Result<Option<StoredRecord>, Failure> {
-        Ok(store.record(self.0))
+        Ok(store.record(&self.key))
     }
 }
 
-/// `write_record`.
-#[derive(Debug)]
-pub struct WriteRecord<'a>(RecordWrite<'a>);
-
-impl Call for WriteRecord<'_> {
-    type Output = RecordWriteOutcome;
-    const NAME: &'static str = "write_record";
-
-    fn key(&self) -> &str {
-        self.0.key().as_str()
-    }
-}
-
-impl Apply for WriteRecord<'_> {
+impl Apply for calls::WriteRecord {
     fn apply(self, store: &InMemoryBackend) -> Result<RecordWriteOutcome, Failure> {
-        Ok(store.put_record(self.0))
+        Ok(store.put_record(&self))
     }
 }
 
@@ -223,31 +154,6 @@ impl Store for InMemoryBackend {
     }
 
     type ReleaseBatch<'a> = Unsupported<Vec<Result<Released, Failure>>>;
-
-    type State<'a> = State<'a>;
-    fn plan_state<'a>(&'a self, key: &'a LockName) -> State<'a> {
-        State(key)
-    }
-
-    type List<'a> = List<'a>;
-    fn plan_list<'a>(&'a self, request: &'a ListRequest) -> List<'a> {
-        List(request)
-    }
-
-    type ForceRelease<'a> = ForceRelease<'a>;
-    fn plan_force_release<'a>(&'a self, key: &'a LockName, only: Option<u64>) -> ForceRelease<'a> {
-        ForceRelease { key, only }
-    }
-
-    type ReadRecord<'a> = ReadRecord<'a>;
-    fn plan_read_record<'a>(&'a self, key: &'a LockName) -> ReadRecord<'a> {
-        ReadRecord(key)
-    }
-
-    type WriteRecord<'a> = WriteRecord<'a>;
-    fn plan_write_record<'a>(&'a self, write: RecordWrite<'a>) -> WriteRecord<'a> {
-        WriteRecord(write)
-    }
 
     /// The backend's own notifications: a release or force release that freed a lock
     /// wakes this process's waiters, which are all of them.

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 use parking_lot::Mutex;
 
 use crate::embedded::clock::{Clock, SystemClock};
+use crate::kit::calls::WriteRecord;
 use crate::kit::{Failure, Released};
 use crate::name::LockName;
 use crate::spi::backend::Backend;
@@ -17,7 +18,7 @@ use crate::spi::lease::{Lease, OwnerToken};
 use crate::spi::lease_limit::LeaseTooLong;
 use crate::spi::listing::{ForceReleaseOutcome, ListCursor, ListPage, ListRequest};
 use crate::spi::outcome::{AcquireOutcome, ExtendOutcome};
-use crate::spi::record::{RecordWrite, RecordWriteOutcome, StoredRecord};
+use crate::spi::record::{RecordWriteOutcome, StoredRecord};
 use crate::spi::release_events::ReleaseEvents;
 use crate::spi::request::AcquireRequest;
 use crate::spi::state::{LeaderLease, LeaderState};
@@ -382,18 +383,18 @@ impl InMemoryBackend {
     }
 
     /// The compare-and-set, one critical section.
-    fn put_record(&self, write: RecordWrite<'_>) -> RecordWriteOutcome {
+    fn put_record(&self, write: &WriteRecord) -> RecordWriteOutcome {
         let mut records = self.inner.records.lock();
-        let current = records.get(write.key().as_str());
-        if current.map(|r| r.version) != write.expected() {
+        let current = records.get(write.key.as_str());
+        if current.map(|r| r.version) != write.expected {
             return RecordWriteOutcome::Conflict {
                 current: current.cloned(),
             };
         }
         let version = write.next_version();
         records.insert(
-            write.key().as_str().to_owned(),
-            StoredRecord::new(version, write.value()),
+            write.key.as_str().to_owned(),
+            StoredRecord::new(version, write.value.as_str()),
         );
         RecordWriteOutcome::Written { version }
     }
