@@ -1,12 +1,11 @@
 //! Fencing tokens never go back, even when Redis loses data — a counter set
 //! back or deleted, and a real restart on an older snapshot.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
-use common::RedisHarness;
+use crate::common::RedisHarness;
 use leader_core::{
     AcquireOutcome, AcquireRequest, Lease, LockBackend, LockName, OwnerToken, ReleaseRequest,
 };

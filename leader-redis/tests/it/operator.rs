@@ -3,14 +3,11 @@
 //! cursor is a typed error; a corrupted record is reported, not deleted. That a force release
 //! wakes a waiting elector at once and the old holder learns of it at its next renewal is
 //! checked on every backend by the facade's `leader/tests/operator.rs`.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use common::RedisHarness;
+use crate::common::RedisHarness;
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, ListCursor, ListPage, ListRequest,
     LockBackend, LockName, OwnerToken,

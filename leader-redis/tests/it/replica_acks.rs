@@ -5,7 +5,6 @@
 //! of a tick) waits for the replica the same way: acknowledged, it is on the replica;
 //! not, it is a transient error naming the record, and the next write over the version
 //! the caller knows finds out whether the first one landed.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::{Duration, Instant};
 

@@ -1,12 +1,11 @@
 //! Many renewals at once on Redis: a script per chunk of 1,000 leases, each lease answered
 //! on its own (foreign data at one key fails that lease only), blocking and async.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
-use common::{RedisHarness, Servers};
+use crate::common::{RedisHarness, Servers};
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, ExtendOutcome, Lease, LockBackend,
     OwnerToken, Renewal,

@@ -5,13 +5,10 @@
 //! whose lease ran out cannot overwrite what the next holder wrote on a single server is
 //! tested with real electors, beside MongoDB's fence, by the facade's
 //! `leader/tests/resource_fence.rs`.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
 
 use std::time::{Duration, Instant};
 
-use common::RedisHarness;
+use crate::common::RedisHarness;
 use leader_core::{
     AcquireOutcome, AcquireRequest, Lease, LockBackend, LockName, OwnerToken, ReleaseRequest,
 };

@@ -1,13 +1,12 @@
 //! Leader groups on Redis: one script a attempt whatever the group's size, the caller's
 //! own slot renewed before a free one is taken, a corrupted slot reported by its key, and slot keys
 //! listed under their group.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
-use common::RedisHarness;
+use crate::common::RedisHarness;
 use leader_core::{
     AcquireRequest, Error, GroupKeys, GroupSlots, ListRequest, LockBackend, LockName, OwnerToken,
     ReleaseRequest, SlotOutcome, SlotRequest,

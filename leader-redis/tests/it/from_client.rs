@@ -1,8 +1,7 @@
 //! Backends built on the caller's driver clients (`from_client`, `from_cluster_client`)
 //! take, hold and release locks, and run the release subscription, like URL-built ones.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

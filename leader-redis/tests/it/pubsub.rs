@@ -2,13 +2,12 @@
 //! on a single server and on a cluster, and wakes everyone after a reconnect. How soon a
 //! waiting elector takes over after a release is timed, beside PostgreSQL's, by the
 //! facade's `leader/tests/handoff.rs`.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
-use common::RedisHarness;
+use crate::common::RedisHarness;
 use leader_core::{Backend, ReleaseRequest};
 use leader_redis::{RedisBackend, RedisConfig};
 use leader_testkit::fixtures::Data;

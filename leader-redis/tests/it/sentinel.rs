@@ -8,9 +8,6 @@
 //! Every scenario is a function taking the `RedisConfig` the backends are built with, so
 //! the same scenarios can run again with other settings (replica acknowledgement, say):
 //! a new variant is one more `#[test]` calling the scenario with its config.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -631,7 +628,7 @@ fn processes_contending_through_a_failover_stay_ordered() {
     };
     processes_contending_through_a_failover(
         &mut set,
-        "processes_contending_through_a_failover_stay_ordered",
+        "sentinel::processes_contending_through_a_failover_stay_ordered",
     );
 }
 
@@ -647,7 +644,8 @@ const REFUSALS: usize = 5;
 /// service resumes. Prints the time from the kill to the first acknowledged acquire.
 #[test]
 fn processes_contending_through_a_failover_with_replica_acks_never_overlap() {
-    const TEST: &str = "processes_contending_through_a_failover_with_replica_acks_never_overlap";
+    const TEST: &str =
+        "sentinel::processes_contending_through_a_failover_with_replica_acks_never_overlap";
     if run_as_child() {
         return;
     }

@@ -5,7 +5,6 @@
 //! without the write) with and without replica acknowledgement. The same backends follow
 //! each failover without a restart. Each test prints the time from the fault to the next
 //! answer for the lock, and the p50 and max over the failovers so far.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -598,7 +597,7 @@ fn three_processes_contending_through_a_kill_9_of_the_master_never_overlap() {
     let job = LockName::new(JOB).unwrap();
     let slot = cluster.slot_of(&probe.lock_key(&job)).unwrap();
     let contenders = Contenders::spawn(
-        "three_processes_contending_through_a_kill_9_of_the_master_never_overlap",
+        "cluster_failover::three_processes_contending_through_a_kill_9_of_the_master_never_overlap",
         CONTENDERS,
         &urls.join(","),
     );

@@ -1,14 +1,13 @@
 //! Continuous leadership and the must-run guard over Redis: failover after a resignation
 //! and after a crash, never two leaders, a leader that steps down when Redis goes away,
 //! and a guard that fails closed.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::RedisHarness;
+use crate::common::RedisHarness;
 use leader_blocking::{LeaderElector, LeadershipHandle};
 use leader_core::{
     CampaignConfig, Error, EventCallback, LeaderElectionOptions, LeadershipEvent, LeaseMode,

@@ -1,7 +1,5 @@
 //! `rediss://` against a TLS-only redis-server with a CA of its own (the test process's
 //! shared `leader_testkit::fixtures::shared_redis_tls`), blocking and async.
-#![cfg(feature = "tls")]
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::{Duration, Instant};
 

@@ -1,12 +1,8 @@
 //! The backend contract suite through Redis Sentinel (the test process's shared master,
-//! replica and three sentinels, never failed over here: `tests/sentinel.rs` fails them
-//! over), on the blocking API and on the async API (tokio and smol).
+//! replica and three sentinels, never failed over here: `tests/it/sentinel.rs` fails
+//! them over), on the blocking API and on the async API (tokio and smol).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
-
-use common::RedisHarness;
+use crate::common::RedisHarness;
 
 leader_testkit::contract_tests!(
     blocking_threads,

@@ -1,13 +1,12 @@
 //! Many locks tried or released at once on Redis: a batch runs one script per 100 requests, answers each
 //! request on its own (foreign data at one key fails only that request), and behaves as
 //! the same requests one by one would, on the async side too.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
-use common::RedisHarness;
+use crate::common::RedisHarness;
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, LockBackend, LockName, OwnerToken,
     ReleaseOutcome, ReleaseRequest,

@@ -3,11 +3,10 @@
 //! keyspace is, and a term costs the server no `SCAN`: the candidates of a name are read
 //! from that name's own index.
 //!
-//! The server is private to this test binary (filling it takes seconds and about 500 MB)
-//! and the tests take it one at a time, so each counts only its own commands.
-//! `cargo test -p leader-redis --all-features --test ranked_busy -- --nocapture` prints the
-//! figures.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! The server is private to this module (filling it takes seconds and about 500 MB) and
+//! its tests take it one at a time, so each counts only its own commands.
+//! `cargo test -p leader-redis --all-features --test it -- ranked_busy:: --nocapture`
+//! prints the figures.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};

@@ -2,11 +2,7 @@
 //! shared `leader_testkit::fixtures::shared_redis_cluster`),
 //! on the blocking API and on the async API under every runtime.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
-
-use common::RedisHarness;
+use crate::common::RedisHarness;
 
 // The async API is behind the crate's runtime features.
 leader_testkit::contract_tests!(every_runtime, RedisHarness::cluster(), behind_features);

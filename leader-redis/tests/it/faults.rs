@@ -1,13 +1,12 @@
 //! Faults: a server that dies while a lease is held (and comes back), foreign data at a
 //! lock key, corrupted records (of locks, and of the records beside them), key prefixes,
 //! and bad URLs.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant, SystemTime};
 
-use common::RedisHarness;
+use crate::common::RedisHarness;
 use leader_core::{
     AcquireOutcome, AcquireRequest, BackendErrorKind, Error, ForceReleaseOutcome,
     LeaderElectionOptions, Lease, ListRequest, LockBackend, LockName, LockStatus, OwnerToken,

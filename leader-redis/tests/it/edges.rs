@@ -2,9 +2,8 @@
 //! redis-server paused with SIGSTOP: an acquire that
 //! timed out leaves no orphaned lock behind, and a lease whose renewal hangs is lost at
 //! its deadline, not after the response timeout.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

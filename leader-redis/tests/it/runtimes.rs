@@ -1,12 +1,9 @@
 //! One backend shared by several runtimes: each runtime gets its own async connection, so
 //! no call waits on a runtime that is not running.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
 
 use std::time::{Duration, Instant};
 
-use common::RedisHarness;
+use crate::common::RedisHarness;
 use leader_core::{AsyncLockBackend, LockName, LockStatus};
 use leader_redis::RedisConfig;
 

@@ -3,13 +3,10 @@
 //! record is gone however it went (expired, released, force-released, deleted by hand) and
 //! drops such members; a lost index is rebuilt by the next acquire (a candidate's next
 //! heartbeat); a corrupted index is a typed error, never a panic.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
 
 use std::time::Duration;
 
-use common::RedisHarness;
+use crate::common::RedisHarness;
 use leader_core::{
     AcquireOutcome, AcquireRequest, BackendErrorKind, Error, ForceReleaseOutcome, ListRequest,
     LockBackend, LockName, OwnerToken, ReleaseRequest,
