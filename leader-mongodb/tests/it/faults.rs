@@ -1,14 +1,11 @@
 //! Faults: a server that stops while a lease is held, a server that comes back, lock
 //! and record documents of the wrong shape, and sixteen threads racing on a key with no document.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant, SystemTime};
 
-use common::{Raw, config, private_server, uri, uri_of};
+use crate::common::{Raw, config, private_server, uri, uri_of};
 use leader_blocking::LeaderElector;
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, Error, LeaderElectionOptions, Lease,

@@ -1,12 +1,9 @@
 //! Fencing tokens never go back, even when the lock document is lost — deleted
 //! by an operator's cleanup or a TTL index, or replaced by an older copy from a backup.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
 
 use std::time::Duration;
 
-use common::{Raw, config, uri};
+use crate::common::{Raw, config, uri};
 use leader_core::{
     AcquireOutcome, AcquireRequest, LockBackend, LockName, OwnerToken, ReleaseRequest,
 };

@@ -1,13 +1,10 @@
 //! Failing closed, then recovering, after a network partition heals: the backend works again within two seconds
 //! of the network coming back, through a proxy that drops every byte while partitioned.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use common::{config, uri};
+use crate::common::{config, uri};
 use leader_core::{AcquireOutcome, AcquireRequest, LockBackend, LockName, OwnerToken};
 use leader_mongodb::MongoBackend;
 use leader_testkit::{FaultProxy, fresh_name};

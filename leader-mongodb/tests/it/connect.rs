@@ -1,6 +1,5 @@
 //! Construction and failure without a server: invalid connection strings, an unreachable
 //! server on every runtime, credentials kept out of `Debug`, dropping inside a runtime.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::net::TcpListener;
 use std::time::{Duration, Instant};

@@ -1,13 +1,10 @@
 //! Release notifications: a change stream on the lock collection wakes the waiters of
 //! other backends (other nodes) at once when a lock is released or force-released, with
 //! the ended lease's fencing token, and comes back after a server restart.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Raw, config, private_server, uri, uri_of};
+use crate::common::{Raw, config, private_server, uri, uri_of};
 use leader_core::{
     AcquireOutcome, AcquireRequest, Backend, Lease, LockBackend, OwnerToken, ReleaseOutcome,
     ReleaseRequest,

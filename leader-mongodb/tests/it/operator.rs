@@ -2,13 +2,12 @@
 //! prefix (blocking and async, one range of the `_id` index, metacharacters literal). How a
 //! force release reaches the holder's elector is checked on every backend by the facade's
 //! `leader/tests/operator.rs`.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
-use common::{config, private_server, uri, uri_of};
+use crate::common::{config, private_server, uri, uri_of};
 use leader_core::{
     AcquireOutcome, AcquireRequest, ForceReleaseOutcome, ListRequest, LockBackend, LockName,
     OwnerToken,

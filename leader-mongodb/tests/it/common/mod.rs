@@ -2,7 +2,6 @@
 //! documents, and the servers (the process's shared one, private ones that the fault
 //! tests may stop).
 #![allow(dead_code, unreachable_pub)]
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::future::{Future, ready};
 use std::sync::mpsc;

@@ -3,11 +3,8 @@
 //! named fence field. The fenced updates go to a plain collection through the driver. That
 //! a holder whose lease ran out cannot overwrite what the next holder wrote is tested with
 //! real electors, beside Redis's fence, by the facade's `leader/tests/resource_fence.rs`.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
-use common::{Raw, uri};
+use crate::common::{Raw, uri};
 use leader_mongodb::fence::{Fence, FenceError, FenceOutcome};
 use leader_testkit::fresh_name;
 use mongodb::bson::{Bson, Document, doc};

@@ -2,15 +2,12 @@
 //! at once, with the default options. Each skewed node is a child process of this test
 //! binary whose clock libfaketime (`leader_testkit::fixtures::faketime_library`) sets off,
 //! talking to the parent's server.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
 
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use common::{config, uri};
+use crate::common::{config, uri};
 use leader_core::{AcquireOutcome, AcquireRequest, LeaderElectionOptions, LockBackend, OwnerToken};
 use leader_mongodb::MongoBackend;
 use leader_testkit::{fixtures, fresh_name};
@@ -60,7 +57,7 @@ fn skewed_node_takes(faketime: &Path, uri: &str, offset_secs: i64, name: &str) -
     let output = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "nodes_with_clocks_30_s_apart_never_share_a_lock",
+            "clock_skew::nodes_with_clocks_30_s_apart_never_share_a_lock",
             "--nocapture",
         ])
         .env("LD_PRELOAD", faketime)

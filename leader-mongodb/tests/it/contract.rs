@@ -3,8 +3,6 @@
 //! blocking API on plain threads, the async API on tokio (current-thread and multi-thread),
 //! async-std and smol.
 
-mod common;
-
-use common::MongoHarness;
+use crate::common::MongoHarness;
 
 leader_testkit::contract_tests!(every_runtime, MongoHarness::from_env());

@@ -1,12 +1,9 @@
 //! The stored document: its fields and types, what release leaves behind, node ids that
 //! look like field paths, and a backend built on a caller's client.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
 
 use std::time::Duration;
 
-use common::{DATABASE, Raw, config, uri};
+use crate::common::{DATABASE, Raw, config, uri};
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, LockBackend, LockName, LockStatus,
     OwnerToken, ReleaseOutcome, ReleaseRequest,
