@@ -1,0 +1,8 @@
+//! The backend contract suite against a standalone Redis (the test process's shared
+//! `leader_testkit::fixtures::shared_redis`),
+//! on the blocking API and on the async API under every runtime.
+
+use crate::common::RedisHarness;
+
+// The async API is behind the crate's runtime features.
+leader_testkit::contract_tests!(every_runtime, RedisHarness::standalone(), behind_features);
