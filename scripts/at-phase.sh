@@ -18,13 +18,13 @@
 # times do not. Run a test binary, not `cargo test` (cargo and rustc would run on the
 # moved clock too, and see every file as modified):
 #
-#   cargo test -p leader-tenant --test poller_async --no-run   # prints the binary's path
-#   scripts/at-phase.sh 60 59.3 -- target/debug/deps/poller_async-<hash> --exact <test name>
+#   cargo test -p leader-tenant --all-features --test it --no-run   # prints the binary's path
+#   scripts/at-phase.sh 60 59.3 -- target/debug/deps/it-<hash> --exact poller_async::<test name>
 #
 # Child processes inherit the moved clock, except the servers of `leader_testkit::fixtures`,
 # which run on the host's (a store's clock is not the node's, and Redis' binaries hang under
 # libfaketime). A child that sets its own `FAKETIME` offset counts it from the host's clock,
-# not from the moved one: run such a test (leader-schedule's processes.rs) with --wait.
+# not from the moved one: run such a test (leader-schedule's processes module) with --wait.
 set -euo pipefail
 
 usage() {

@@ -26,7 +26,7 @@
 /// server, which is `None` only when servers are not required, so CI never skips).
 ///
 /// ```
-/// // tests/contract.rs of a backend crate, with its own harness in place of this one
+/// // tests/it/contract.rs of a backend crate, with its own harness in place of this one
 /// use leader_testkit::MemoryHarness;
 ///
 /// # #[cfg(all(feature = "tokio", feature = "async-std", feature = "smol"))]

@@ -1,6 +1,0 @@
-//! The contract suite on `InMemoryBackend` through the async trait, under every runtime.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-use leader_testkit::MemoryHarness;
-
-leader_testkit::contract_tests!(every_async_runtime, Some(MemoryHarness::new()));

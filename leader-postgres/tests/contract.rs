@@ -1,9 +1,0 @@
-//! The backend contract suite on the shared server: the blocking API on plain threads,
-//! the async API on tokio (current-thread and multi-thread), async-std and smol.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
-
-use common::PostgresHarness;
-
-leader_testkit::contract_tests!(every_runtime, PostgresHarness::new());
