@@ -17,8 +17,9 @@
 #      READMEs checked (scripts/check-links.py)
 #   4. cargo check --lib of each publishable crate with its default features, with each
 #      runtime feature alone, and with none where that is meant to build
-#   5. cargo package of every publishable crate (each package built on its own), after a
-#      check that each package holds its README, its licence files and its Lua scripts
+#   5. cargo package of every publishable crate (each package built on its own, beside
+#      step 6), after a check that each package holds its README, its licence files and
+#      its Lua scripts
 #   6. cargo test --workspace --all-features --no-fail-fast [EXTRA ARGS]   (doctests
 #      included; every test binary runs even after one fails)
 #   7. a 45-second chaos run per backend (leader-chaos: redis, mongodb, etcd, sqlite,
@@ -191,23 +192,46 @@ run_step package_contents
 # The overlay is a local registry, and cargo trusts a registry package of a given version
 # never to change: it unpacks it once under $CARGO_HOME/registry/src/-<hash>/ (the `-`
 # directories are such overlays, never crates.io) and never rebuilds what it compiled from
-# it into target/debug (the verification builds share it). With every version at 0.1.0, a
+# it into the verification builds' target dir. With every version at 0.1.0, a
 # later run would verify its dependents against an earlier run's leader-core. Forget both
 # (a fresh CI machine has neither): the unpacked sources, and the fingerprints of every
 # build whose sources came from an overlay, so cargo compiles those again.
 forget_overlay_builds() {
     local dep stem
-    rm -rf target/package "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*
-    for dep in target/debug/deps/leader*.d; do
+    rm -rf "$verify_dir/package" "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*
+    for dep in "$verify_dir"/debug/deps/leader*.d; do
         [[ -e "$dep" ]] && grep -q '/registry/src/-' "$dep" || continue
         stem=$(basename "$dep" .d)
-        rm -rf target/debug/.fingerprint/*-"${stem##*-}"
+        rm -rf "$verify_dir"/debug/.fingerprint/*-"${stem##*-}"
     done
 }
-forget_overlay_builds
-run_step cargo package --workspace "${unpublished[@]}" --allow-dirty
+# The verification builds run beside the tests, not before them: the tests mostly wait
+# (for leases to run out, servers to fail over), and the builds were a tenth of a cold
+# run. They use one core at the lowest priority, which loads the tests less than the
+# CPU burner on one core the suite is proven under, and a target dir of their own, as two
+# cargo processes on one target dir wait for each other's lock.
+verify_dir=target/verify
+package_log=$(mktemp)
+package_command=(cargo package --workspace "${unpublished[@]}" --allow-dirty -j 1)
+package_started=$SECONDS
+(
+    forget_overlay_builds
+    CARGO_TARGET_DIR=$verify_dir exec nice -n 19 "${package_command[@]}"
+) >"$package_log" 2>&1 &
+package_pid=$!
 
 run_step cargo test --workspace --all-features --no-fail-fast "$@"
+
+# The verification builds started before the tests: their output, result and wall time.
+package_verified() {
+    local status=0
+    wait "$package_pid" || status=$?
+    cat "$package_log"
+    rm -f "$package_log"
+    printf '(started %ss ago, beside the tests)\n' "$((SECONDS - package_started))"
+    return "$status"
+}
+run_step package_verified
 
 # The chaos runs: K worker processes contend for a few locks on each backend, three of
 # them also holding two locks for several renewals at a time (blocking and async
