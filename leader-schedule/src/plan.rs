@@ -6,6 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::config::{Delivery, JobConfig, MissedTicks};
 use crate::record::{RunRecord, RunState, to_millis};
+use crate::schedule::Schedule;
 
 /// The most missed ticks a firing counts on a cron schedule (counted by walking its
 /// ticks; a fixed rate's are counted exactly): a per-second pattern down for a week has
@@ -166,42 +167,75 @@ pub(crate) fn plan(
         .checked_sub(config.clock_skew())
         .unwrap_or(last);
     let busy_until = ran_until.max(last);
-    match config.missed_ticks() {
-        MissedTicks::Skip => {
-            plan.missed = between + u64::from(!on_time);
-            if on_time {
-                plan.runs.push(PlannedRun { tick: fired, kind });
-            }
-        }
-        MissedTicks::RunOnce => {
-            plan.missed = between;
-            plan.runs.push(PlannedRun { tick: fired, kind });
-        }
-        MissedTicks::CatchUp { max } => {
-            // The latest `max` missed ticks run, oldest first, and `fired` itself; the
-            // older ones stay missed. Found backwards from `fired`: a walk of `max` steps,
-            // however long ago the record's run was.
-            let mut caught_up = Vec::new();
-            let mut cursor = fired;
-            while caught_up.len() < max as usize {
-                match schedule.last_before(cursor) {
-                    Some(tick) if tick > busy_until => {
-                        caught_up.push(tick);
-                        cursor = tick;
-                    }
-                    _ => break,
+    plan.apply_missed_ticks(
+        config,
+        between,
+        busy_until,
+        PlannedRun { tick: fired, kind },
+    );
+    plan
+}
+
+impl Plan {
+    /// The missed-tick policy, given the `between` ticks that ran nowhere before `fired`
+    /// (the tick this firing is for, missed itself when it is not on time) and the end of
+    /// the record's run (`busy_until`: ticks before it came while it ran).
+    fn apply_missed_ticks(
+        &mut self,
+        config: &JobConfig,
+        between: u64,
+        busy_until: SystemTime,
+        fired: PlannedRun,
+    ) {
+        let on_time = fired.kind == RunKind::OnTime;
+        match config.missed_ticks() {
+            MissedTicks::Skip => {
+                self.missed = between + u64::from(!on_time);
+                if on_time {
+                    self.runs.push(fired);
                 }
             }
-            plan.missed = between.saturating_sub(caught_up.len() as u64);
-            plan.runs
-                .extend(caught_up.into_iter().rev().map(|tick| PlannedRun {
-                    tick,
-                    kind: RunKind::Missed,
-                }));
-            plan.runs.push(PlannedRun { tick: fired, kind });
+            MissedTicks::RunOnce => {
+                self.missed = between;
+                self.runs.push(fired);
+            }
+            MissedTicks::CatchUp { max } => {
+                // The latest `max` missed ticks run, oldest first, and `fired` itself; the
+                // older ones stay missed.
+                let caught_up = latest_ticks(config.schedule(), fired.tick, busy_until, max);
+                self.missed = between.saturating_sub(caught_up.len() as u64);
+                self.runs
+                    .extend(caught_up.into_iter().rev().map(|tick| PlannedRun {
+                        tick,
+                        kind: RunKind::Missed,
+                    }));
+                self.runs.push(fired);
+            }
         }
     }
-    plan
+}
+
+/// The latest `max` ticks of `schedule` before `fired` and after `busy_until`, newest
+/// first. Found backwards from `fired`: a walk of at most `max` steps, however long ago
+/// `busy_until` was.
+fn latest_ticks(
+    schedule: &Schedule,
+    fired: SystemTime,
+    busy_until: SystemTime,
+    max: u32,
+) -> Vec<SystemTime> {
+    let mut ticks = Vec::new();
+    let mut cursor = fired;
+    while ticks.len() < max as usize {
+        match schedule.last_before(cursor) {
+            Some(tick) if tick > busy_until => {
+                ticks.push(tick);
+                cursor = tick;
+            }
+            _ => break,
+        }
+    }
+    ticks
 }
 
 /// The record of a claim of `run` by `node` under the lock with `fencing_token`, written
