@@ -9,7 +9,7 @@ use leader_core::__private::{Orphan, TenantBatch, Won};
 use leader_core::{AsyncLockBackend, Error, LeaderRunResult, LeaseContext, SlotRequest, TenantId};
 
 use crate::elector::AsyncLeaderElector;
-use crate::held::AsyncHeld;
+use crate::held::AsyncHeldLease;
 use crate::on_drop::OnDrop;
 use crate::orphan::release_orphan;
 
@@ -32,7 +32,7 @@ use crate::orphan::release_orphan;
 #[derive(Debug)]
 #[must_use = "the lock is released when dropped, without running anything"]
 pub struct AsyncAcquired<B: AsyncLockBackend + 'static> {
-    held: AsyncHeld<B>,
+    held: AsyncHeldLease<B>,
     tenant: TenantId,
     min_lease_time: Duration,
 }
@@ -119,7 +119,7 @@ impl<B: AsyncLockBackend + 'static> AsyncAcquired<B> {
 #[derive(Debug)]
 #[must_use = "the lock is released when dropped"]
 pub struct AsyncFinished<B: AsyncLockBackend + 'static> {
-    held: AsyncHeld<B>,
+    held: AsyncHeldLease<B>,
 }
 
 impl<B: AsyncLockBackend + 'static> AsyncFinished<B> {
@@ -134,7 +134,7 @@ impl<B: AsyncLockBackend + 'static> AsyncFinished<B> {
     /// itself. Dropped before it is done, the locks not yet released are released in the
     /// background.
     pub async fn release_all(finished: Vec<AsyncFinished<B>>) {
-        AsyncHeld::release_all(finished.into_iter().map(|f| f.held).collect()).await;
+        AsyncHeldLease::release_all(finished.into_iter().map(|f| f.held).collect()).await;
     }
 }
 
@@ -208,7 +208,7 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
             release_orphan(Arc::clone(backend), orphan);
         }
         let acquired = |won: Won<'_>| AsyncAcquired {
-            held: AsyncHeld::new(
+            held: AsyncHeldLease::new(
                 Arc::clone(backend),
                 won.lease,
                 won.sent_at,

@@ -13,7 +13,7 @@ use leader_core::{
 };
 
 use crate::acquire::{acquire, acquire_slot};
-use crate::held::AsyncHeld;
+use crate::held::AsyncHeldLease;
 use crate::observe::AsyncObserver;
 
 /// Runs async actions only on the node that wins the lock; the others skip.
@@ -378,7 +378,7 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
         F: FnOnce(LeaseContext) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        AsyncHeld::new(
+        AsyncHeldLease::new(
             Arc::clone(self.backend()),
             lease,
             sent_at,

@@ -6,7 +6,7 @@ use leader_core::{AsyncLockBackend, Error, LeaseContext, LeaseMode};
 
 use crate::acquire::acquire;
 use crate::elector::AsyncLeaderElector;
-use crate::held::AsyncHeld;
+use crate::held::AsyncHeldLease;
 use crate::stop::StopSignal;
 
 /// A held lock for a critical section that must run or fail loudly. Released when
@@ -18,7 +18,7 @@ use crate::stop::StopSignal;
 #[derive(Debug)]
 #[must_use = "the lock is released when the guard is dropped"]
 pub struct AsyncLockGuard<B: AsyncLockBackend + 'static> {
-    held: Option<AsyncHeld<B>>,
+    held: Option<AsyncHeldLease<B>>,
     context: LeaseContext,
     watchdog: StopSignal,
 }
@@ -90,7 +90,7 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
         let (options, keepalive) = mode.apply(self.options())?;
         let step = acquire(self.backend(), &options, &key).await?;
         let (lease, sent_at) = step.acquired_or_not(&key)?;
-        let held = AsyncHeld::new(
+        let held = AsyncHeldLease::new(
             Arc::clone(self.backend()),
             lease,
             sent_at,

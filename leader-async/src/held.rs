@@ -25,7 +25,7 @@ use crate::stop::StopSignal;
 /// was cancelled), a release is spawned on the runtime, and finished on a thread of its
 /// own should the runtime shut down first.
 #[derive(Debug)]
-pub(crate) struct AsyncHeld<B: AsyncLockBackend + 'static> {
+pub(crate) struct AsyncHeldLease<B: AsyncLockBackend + 'static> {
     backend: Arc<B>,
     tracker: Arc<LeaseTracker>,
     keepalive: Keepalive,
@@ -38,7 +38,7 @@ pub(crate) struct AsyncHeld<B: AsyncLockBackend + 'static> {
     released: bool,
 }
 
-impl<B: AsyncLockBackend + 'static> AsyncHeld<B> {
+impl<B: AsyncLockBackend + 'static> AsyncHeldLease<B> {
     pub(crate) fn new(
         backend: Arc<B>,
         lease: Lease,
@@ -55,7 +55,7 @@ impl<B: AsyncLockBackend + 'static> AsyncHeld<B> {
             keepalive.lease_time,
             backend.name(),
         );
-        AsyncHeld {
+        AsyncHeldLease {
             backend,
             tracker: Arc::new(tracker),
             keepalive,
@@ -273,7 +273,7 @@ impl<B: AsyncLockBackend + 'static> AsyncHeld<B> {
     }
 }
 
-impl<B: AsyncLockBackend + 'static> Drop for AsyncHeld<B> {
+impl<B: AsyncLockBackend + 'static> Drop for AsyncHeldLease<B> {
     fn drop(&mut self) {
         self.stop_renewing();
         if self.released {

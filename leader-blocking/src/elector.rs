@@ -356,13 +356,13 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
             None => (acquire(self.backend(), self.options(), &key)?, 0),
             Some(slots) => acquire_slot(self.backend(), self.options(), &slots.keys(&key)?)?,
         };
-        let Step::Acquired(lease, requested_at) = step else {
+        let Step::Acquired(lease, sent_at) = step else {
             return Ok(LeaderRunResult::Skipped);
         };
         HeldLease::new(
             Arc::clone(self.backend()),
             lease,
-            requested_at,
+            sent_at,
             name,
             slot,
             Keepalive::from_options(self.options()),

@@ -27,7 +27,7 @@ impl<B: LockBackend + 'static> HeldLease<B> {
     pub(crate) fn new(
         backend: Arc<B>,
         lease: Lease,
-        requested_at: Instant,
+        sent_at: Instant,
         lock_name: &str,
         slot: u32,
         keepalive: Keepalive,
@@ -36,11 +36,11 @@ impl<B: LockBackend + 'static> HeldLease<B> {
             lease,
             lock_name,
             slot,
-            requested_at,
+            sent_at,
             keepalive.lease_time,
             backend.name(),
         ));
-        let renewals = keepalive.schedule(requested_at).map(|schedule| {
+        let renewals = keepalive.schedule(sent_at).map(|schedule| {
             Renewals::of(&backend).register(Arc::clone(&tracker), schedule, keepalive)
         });
         HeldLease {

@@ -167,14 +167,14 @@ enum Unrouted {
 #[derive(Clone)]
 struct Member {
     channel: MemberChannel,
-    record: Arc<Record>,
+    record: Arc<HolderRecord>,
 }
 
 impl Member {
     fn new(channel: MemberChannel) -> Self {
         Member {
             channel,
-            record: Arc::new(Record::default()),
+            record: Arc::new(HolderRecord::default()),
         }
     }
 }
@@ -213,12 +213,12 @@ struct Standing {
 
 /// A member's record: its calls in flight, and why and until when it is passed over.
 #[derive(Debug, Default)]
-struct Record {
+struct HolderRecord {
     in_flight: AtomicUsize,
     passed_over: Mutex<Option<(Lapse, Instant)>>,
 }
 
-impl Record {
+impl HolderRecord {
     fn standing(&self, now: Instant) -> Standing {
         let passed_over = *lock(&self.passed_over);
         Standing {
@@ -236,12 +236,12 @@ impl Record {
 /// One call in flight on a member: counted while it lasts; dropped without
 /// [`end`](Call::end), it counts as [`Lapse::NoAnswer`].
 struct Call {
-    record: Arc<Record>,
+    record: Arc<HolderRecord>,
     ended: bool,
 }
 
 impl Call {
-    fn start(record: Arc<Record>) -> Self {
+    fn start(record: Arc<HolderRecord>) -> Self {
         record.in_flight.fetch_add(1, Ordering::Relaxed);
         Call {
             record,
@@ -279,7 +279,10 @@ mod tests {
 
     #[test]
     fn a_call_dropped_unanswered_passes_its_member_over_until_it_answers() {
-        let (good, dropped) = (Arc::new(Record::default()), Arc::new(Record::default()));
+        let (good, dropped) = (
+            Arc::new(HolderRecord::default()),
+            Arc::new(HolderRecord::default()),
+        );
         Call::start(Arc::clone(&good)).end(None);
         drop(Call::start(Arc::clone(&dropped)));
         let now = Instant::now();
@@ -296,7 +299,7 @@ mod tests {
 
     #[test]
     fn a_lapse_passes_over_until_its_time_runs_out() {
-        let record = Record::default();
+        let record = HolderRecord::default();
         let at = Instant::now();
         record.ended(Some(Lapse::Unavailable), at);
         assert_eq!(
@@ -353,7 +356,7 @@ mod tests {
     }
 
     /// The record of the member at `uri`.
-    fn record(shared: &Shared, uri: &Uri) -> Arc<Record> {
+    fn record(shared: &Shared, uri: &Uri) -> Arc<HolderRecord> {
         let members = lock(&shared.members);
         let (_, member) = members.iter().find(|(named, _)| named == uri).unwrap();
         Arc::clone(&member.record)

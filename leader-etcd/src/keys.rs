@@ -4,7 +4,7 @@
 //! | key | value | etcd lease |
 //! |---|---|---|
 //! | `{prefix}/lock/{name}` | the owner token (32 hex digits), compared by every ownership check | the holder's |
-//! | `{prefix}/holder/{name}` | the [`Record`](crate::record::Record): fencing token, times, node id | the holder's |
+//! | `{prefix}/holder/{name}` | the [`HolderRecord`](crate::record::HolderRecord): fencing token, times, node id | the holder's |
 //! | `{prefix}/fence/{name}` | the last fencing token handed out, 20 zero-padded digits | none: it never expires |
 //! | `{prefix}/record/{name}` | the record of that name (no lock's): its value; its version is the key's etcd `version` | none: it never expires |
 //! | `{prefix}/void/{lease}` | empty: the etcd lease `lease` (16 hex digits) is void, no transaction may put a lock on it any more | that lease |

@@ -23,7 +23,7 @@ use tokio::time::timeout;
 
 use crate::conn::Connection;
 use crate::error::OpError;
-use crate::record::Record;
+use crate::record::HolderRecord;
 
 /// The watching task; dropping this stops it.
 #[derive(Debug)]
@@ -103,7 +103,7 @@ impl Watch {
                 // (or none sent) still wakes the waiters.
                 let token = event
                     .prev_kv()
-                    .and_then(|prev| Record::decode(prev.key(), prev.value()).ok())
+                    .and_then(|prev| HolderRecord::decode(prev.key(), prev.value()).ok())
                     .map(|record| record.fencing_token);
                 self.events.notify_with(name.as_str(), token);
             }

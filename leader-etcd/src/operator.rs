@@ -11,7 +11,7 @@ use crate::error::{BACKEND, OpError};
 use crate::keys::prefix_end;
 use crate::ops::txn::LockKeys;
 use crate::ops::{Answer, Op, lapsed};
-use crate::record::Record;
+use crate::record::HolderRecord;
 
 /// How many times a conditional force release reads the holder again after it changed
 /// between the read and the delete.
@@ -55,7 +55,7 @@ impl Op for calls::List {
                 .keys
                 .name_of_holder(kv.key())
                 .ok_or_else(|| OpError::corrupt(kv.key(), "not a lock name"))?;
-            let holder = Record::decode(kv.key(), kv.value())?.holder();
+            let holder = HolderRecord::decode(kv.key(), kv.value())?.holder();
             if !lapsed(&conn, &holder, kv.lease()).await? {
                 locks.push(LeaderState::occupied(name.as_str(), holder));
             }
@@ -85,9 +85,9 @@ impl Op for calls::ForceRelease {
                 conn.revoke_later(lock.lease);
             }
             return Ok(match holder {
-                Some(kv) => {
-                    ForceReleaseOutcome::Released(Record::decode(&kv.key, &kv.value)?.holder())
-                }
+                Some(kv) => ForceReleaseOutcome::Released(
+                    HolderRecord::decode(&kv.key, &kv.value)?.holder(),
+                ),
                 None => ForceReleaseOutcome::NotHeld,
             });
         };
@@ -100,7 +100,7 @@ impl Op for calls::ForceRelease {
             let Some(kv) = read.take_kvs().pop() else {
                 return Ok(ForceReleaseOutcome::NotHeld);
             };
-            let record = Record::decode(kv.key(), kv.value())?;
+            let record = HolderRecord::decode(kv.key(), kv.value())?;
             if record.fencing_token != token {
                 return Ok(ForceReleaseOutcome::HolderChanged(record.holder()));
             }

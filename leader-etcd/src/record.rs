@@ -1,5 +1,5 @@
 //! The values this backend stores: the owner token of a lock key, the holder
-//! [`Record`], and the fencing counter; each written and read here only.
+//! [`HolderRecord`], and the fencing counter; each written and read here only.
 
 use std::time::SystemTime;
 
@@ -15,7 +15,7 @@ const VERSION: &str = "v1";
 /// `v1 <fencing token> <acquired µs> <expires µs> <owner> <node id>`, times on the
 /// acquiring client's clock (etcd has none to read), the node id last so it may hold spaces.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Record {
+pub(crate) struct HolderRecord {
     pub(crate) fencing_token: u64,
     pub(crate) acquired_at: SystemTime,
     pub(crate) expires_at: SystemTime,
@@ -23,7 +23,7 @@ pub(crate) struct Record {
     pub(crate) leader_id: String,
 }
 
-impl Record {
+impl HolderRecord {
     /// The stored form.
     pub(crate) fn encode(&self) -> Vec<u8> {
         format!(
@@ -65,7 +65,7 @@ impl Record {
             .and_then(|word| word.parse::<OwnerToken>().ok())
             .ok_or_else(|| corrupt("no owner token"))?;
         let leader_id = words.next().unwrap_or_default().to_owned();
-        Ok(Record {
+        Ok(HolderRecord {
             fencing_token,
             acquired_at,
             expires_at,
@@ -138,8 +138,8 @@ mod tests {
 
     use super::*;
 
-    fn record() -> Record {
-        Record {
+    fn record() -> HolderRecord {
+        HolderRecord {
             fencing_token: 1_764_000_000_000_001,
             acquired_at: UNIX_EPOCH + Duration::from_micros(1_764_000_000_000_000),
             expires_at: UNIX_EPOCH + Duration::from_micros(1_764_000_030_000_000),
@@ -152,15 +152,15 @@ mod tests {
     fn a_record_round_trips_node_ids_with_spaces_included() {
         let record = record();
         assert_eq!(
-            Record::decode(b"k", &record.encode()).ok(),
+            HolderRecord::decode(b"k", &record.encode()).ok(),
             Some(record.clone())
         );
-        let empty_id = Record {
+        let empty_id = HolderRecord {
             leader_id: String::new(),
             ..record
         };
         assert_eq!(
-            Record::decode(b"k", &empty_id.encode()).ok(),
+            HolderRecord::decode(b"k", &empty_id.encode()).ok(),
             Some(empty_id)
         );
     }
@@ -177,7 +177,10 @@ mod tests {
             b"\xff\xfe",
         ] {
             assert!(
-                matches!(Record::decode(b"k", value), Err(OpError::Corrupt { .. })),
+                matches!(
+                    HolderRecord::decode(b"k", value),
+                    Err(OpError::Corrupt { .. })
+                ),
                 "{value:?}"
             );
         }

@@ -11,9 +11,9 @@ pub use error::TenantError;
 pub use job::{AsyncTenantJob, TenantJob};
 pub use leader_core::Shutdown;
 pub use leader_core::{IntoTenantId, TENANT_PREFIX, TenantId, TenantIdError};
-#[cfg(any(feature = "tokio", feature = "smol", feature = "async-std"))]
-pub use poller::r#async::AsyncTenantPoller;
 pub use poller::blocking::BlockingTenantPoller;
 pub use poller::config::{PollerConfig, ShutdownMode};
+#[cfg(any(feature = "tokio", feature = "smol", feature = "async-std"))]
+pub use poller::nonblocking::AsyncTenantPoller;
 pub use report::{CycleReport, JobFailure, OutcomeKind, TenantOutcome, TenantReport};
 pub use source::{FallibleSource, TenantSource};

@@ -25,17 +25,17 @@ pub struct LeaseTracker {
 }
 
 impl LeaseTracker {
-    /// Tracks `lease`, acquired by a request sent at `requested_at` for `lease_time`.
+    /// Tracks `lease`, acquired by a request sent at `sent_at` for `lease_time`.
     /// `lock_name` is the name the caller used (the key without its tenant prefix);
     /// `backend` the backend's name, for spans and metrics.
     pub fn new(
         lease: Lease,
         lock_name: &str,
-        requested_at: Instant,
+        sent_at: Instant,
         lease_time: Duration,
         backend: &'static str,
     ) -> Self {
-        LeaseTracker::new_in_slot(lease, lock_name, 0, requested_at, lease_time, backend)
+        LeaseTracker::new_in_slot(lease, lock_name, 0, sent_at, lease_time, backend)
     }
 
     /// Like [`new`](Self::new), for `slot` of the leader group `lock_name`.
@@ -43,7 +43,7 @@ impl LeaseTracker {
         lease: Lease,
         lock_name: &str,
         slot: u32,
-        requested_at: Instant,
+        sent_at: Instant,
         lease_time: Duration,
         backend: &'static str,
     ) -> Self {
@@ -56,7 +56,7 @@ impl LeaseTracker {
                     lease,
                     display_name,
                     slot,
-                    deadline: Mutex::new(requested_at + lease_time),
+                    deadline: Mutex::new(sent_at + lease_time),
                     lost: AtomicBool::new(false),
                     lost_event: Event::new(),
                 }),
@@ -178,18 +178,18 @@ impl LeaseTracker {
         self.mark_lost();
     }
 
-    /// A renewal sent at `requested_at` succeeded: the lease lasts `lease_time` from then.
+    /// A renewal sent at `sent_at` succeeded: the lease lasts `lease_time` from then.
     ///
     /// Returns `false`, and marks the lease lost, when the answer came too late: the lease
     /// was already lost, or its deadline passed while the renewal was on its way. A lease
     /// that ended stays ended: the action (or the campaign's term) was told, and another
     /// node may have taken the lock meanwhile, so a late "renewed" never brings it back.
-    pub fn renewed(&self, requested_at: Instant, lease_time: Duration) -> bool {
+    pub fn renewed(&self, sent_at: Instant, lease_time: Duration) -> bool {
         {
             let mut deadline = self.context.shared.deadline.lock();
             let lost = self.context.shared.lost.load(Ordering::Acquire);
             if !lost && Instant::now() < *deadline {
-                *deadline = (*deadline).max(requested_at + lease_time);
+                *deadline = (*deadline).max(sent_at + lease_time);
                 return true;
             }
         }
@@ -197,7 +197,7 @@ impl LeaseTracker {
         false
     }
 
-    /// Records the answer to a renewal sent at `requested_at`; `false` when the lease is
+    /// Records the answer to a renewal sent at `sent_at`; `false` when the lease is
     /// now lost and renewing should stop.
     ///
     /// The first failed or refused renewal marks the lease lost: the action is told at once
@@ -208,13 +208,13 @@ impl LeaseTracker {
     pub fn record_renewal(
         &self,
         answer: Result<ExtendOutcome, Error>,
-        requested_at: Instant,
+        sent_at: Instant,
         lease_time: Duration,
     ) -> bool {
         let key = &self.lease().key;
         match answer {
             Ok(ExtendOutcome::Extended { .. }) => {
-                let in_time = self.renewed(requested_at, lease_time);
+                let in_time = self.renewed(sent_at, lease_time);
                 if !in_time {
                     self.count_lost();
                     tracing::warn!(lock = %key, "lease lost: the renewal was answered after the deadline");

@@ -13,7 +13,7 @@ use crate::lease::Grant;
 use crate::ops::Op;
 use crate::ops::answer::Answer;
 use crate::ops::txn::LockKeys;
-use crate::record::{Record, decode_fence, is_lock_value};
+use crate::record::{HolderRecord, decode_fence, is_lock_value};
 use crate::time::{later, micros, ttl_secs};
 
 /// How many times a take is tried again with a token above a counter that was ahead of
@@ -37,9 +37,12 @@ impl Op for calls::Acquire {
 /// What the one lock's transaction came to.
 pub(crate) enum Took {
     /// Taken, a new acquisition with this record.
-    Taken(Record),
+    Taken(HolderRecord),
     /// Already the caller's: moved to the new lease; the old lease and the stored record.
-    Mine { old_lease: i64, record: Record },
+    Mine {
+        old_lease: i64,
+        record: HolderRecord,
+    },
     /// Held by someone else (or released and kept for its minimum lease).
     Held(Option<LeaderLease>),
     /// Free, but the fencing counter is at or above the token tried.
@@ -56,7 +59,7 @@ async fn attempt(
 ) -> Result<AcquireOutcome, OpError> {
     let mut token = conn.next_token(micros(sent));
     for _ in 0..FENCE_ATTEMPTS {
-        let record = Record {
+        let record = HolderRecord {
             fencing_token: token,
             acquired_at: sent,
             expires_at,
@@ -97,7 +100,7 @@ async fn attempt(
 
 /// Reads the answer of the transaction [`attempt`] sends, for the lock `keys` and the
 /// record it tried to take it with.
-pub(crate) fn read(answer: Answer, keys: &LockKeys, record: Record) -> Result<Took, OpError> {
+pub(crate) fn read(answer: Answer, keys: &LockKeys, record: HolderRecord) -> Result<Took, OpError> {
     if answer.succeeded {
         return read_take(answer.txn(0)?, keys, record);
     }
@@ -107,7 +110,7 @@ pub(crate) fn read(answer: Answer, keys: &LockKeys, record: Record) -> Result<To
         let stored = mine.got(2)?.ok_or_else(|| {
             OpError::corrupt(&keys.holder, "a held lock without its holder record")
         })?;
-        let stored = Record::decode(&stored.key, &stored.value)?;
+        let stored = HolderRecord::decode(&stored.key, &stored.value)?;
         return Ok(Took::Mine {
             old_lease,
             record: stored,
@@ -117,7 +120,11 @@ pub(crate) fn read(answer: Answer, keys: &LockKeys, record: Record) -> Result<To
 }
 
 /// Reads the answer of [`LockKeys::take`].
-pub(crate) fn read_take(answer: Answer, keys: &LockKeys, record: Record) -> Result<Took, OpError> {
+pub(crate) fn read_take(
+    answer: Answer,
+    keys: &LockKeys,
+    record: HolderRecord,
+) -> Result<Took, OpError> {
     if answer.succeeded {
         return Ok(Took::Taken(record));
     }
@@ -151,7 +158,7 @@ pub(crate) fn held_on(
     }
     match answer.got(0)? {
         Some(holder) => {
-            let record = Record::decode(&holder.key, &holder.value)?;
+            let record = HolderRecord::decode(&holder.key, &holder.value)?;
             Ok(Some((record.holder(), holder.lease)))
         }
         // The lock expired between the compare and the reads: impossible inside one
@@ -171,10 +178,10 @@ pub(crate) async fn renewed(
     conn: &Conn,
     keys: &LockKeys,
     owner: OwnerToken,
-    stored: Record,
+    stored: HolderRecord,
     expires_at: SystemTime,
-) -> Result<Option<Record>, OpError> {
-    let record = Record {
+) -> Result<Option<HolderRecord>, OpError> {
+    let record = HolderRecord {
         expires_at,
         ..stored
     };

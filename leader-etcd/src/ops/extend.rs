@@ -17,7 +17,7 @@ use crate::conn::Conn;
 use crate::error::OpError;
 use crate::ops::Op;
 use crate::ops::txn::LockKeys;
-use crate::record::Record;
+use crate::record::HolderRecord;
 use crate::time::{later, ttl_secs};
 
 impl Op for calls::Extend {
@@ -27,7 +27,7 @@ impl Op for calls::Extend {
         let sent = SystemTime::now();
         let (mut grant, granted) = conn.grant(ttl, vec![keys.lock.clone()]).await?;
         let expires_at = later(sent, granted);
-        let record = Record {
+        let record = HolderRecord {
             fencing_token: self.lease.fencing_token,
             acquired_at: self.lease.acquired_at,
             expires_at,

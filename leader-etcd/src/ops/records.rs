@@ -1,6 +1,6 @@
 //! `read_record` and `write_record`: the scheduler's compare-and-set register, one key per
 //! record under the prefix (see [`Keys::record`](crate::keys::Keys::record); not the
-//! holder [`Record`](crate::record::Record) of a lock). The stored value is the record's
+//! holder [`HolderRecord`](crate::record::HolderRecord) of a lock). The stored value is the record's
 //! value as is; its version is the key's etcd `version` (1 when created, one more for each
 //! put), so etcd itself counts the writes. A value that is not UTF-8 (or longer than the
 //! limit) is a corrupted record: reported, never overwritten.

@@ -19,7 +19,7 @@ use crate::error::OpError;
 use crate::ops::Op;
 use crate::ops::answer::Answer;
 use crate::ops::txn::LockKeys;
-use crate::record::Record;
+use crate::record::HolderRecord;
 use crate::time::ttl_secs;
 
 impl Op for calls::Release {
@@ -69,7 +69,7 @@ async fn keep(
     if let Some(at) = free_at {
         grant.free_at(at);
     }
-    let record = Record {
+    let record = HolderRecord {
         fencing_token: lease.fencing_token,
         acquired_at: lease.acquired_at,
         expires_at: until,

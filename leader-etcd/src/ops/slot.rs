@@ -18,7 +18,7 @@ use crate::ops::Op;
 use crate::ops::acquire::{Took, held, read_take, renewed};
 use crate::ops::answer::Answer;
 use crate::ops::txn::LockKeys;
-use crate::record::Record;
+use crate::record::HolderRecord;
 use crate::time::{later, micros, ttl_secs};
 
 /// The largest group tried in one transaction.
@@ -107,7 +107,7 @@ impl AcquireSlot {
     ) -> Result<SlotOutcome, OpError> {
         let mut token = conn.next_token(micros(sent));
         for _ in 0..FENCE_ATTEMPTS {
-            let record = Record {
+            let record = HolderRecord {
                 fencing_token: token,
                 acquired_at: sent,
                 expires_at,
@@ -164,7 +164,7 @@ fn mine_first(
     keys: &[LockKeys],
     i: usize,
     owner: OwnerToken,
-    record: &Record,
+    record: &HolderRecord,
     lease: &OnLease,
 ) -> Txn {
     let next = match i + 1 < keys.len() {
@@ -179,7 +179,7 @@ fn mine_first(
 
 /// The second pass: slot `i` if it is free, else the next; after the last, the first
 /// slot's holder is read.
-fn free_first(keys: &[LockKeys], i: usize, record: &Record, lease: &OnLease) -> Txn {
+fn free_first(keys: &[LockKeys], i: usize, record: &HolderRecord, lease: &OnLease) -> Txn {
     let otherwise = match i + 1 < keys.len() {
         true => vec![TxnOp::txn(free_first(keys, i + 1, record, lease))],
         false => keys[0].read_holder(),
@@ -192,14 +192,18 @@ fn free_first(keys: &[LockKeys], i: usize, record: &Record, lease: &OnLease) -> 
 }
 
 /// Follows the answer down the two passes to the slot that was taken (or the holder read).
-fn read(mut answer: Answer, keys: &[LockKeys], record: &Record) -> Result<(usize, Took), OpError> {
+fn read(
+    mut answer: Answer,
+    keys: &[LockKeys],
+    record: &HolderRecord,
+) -> Result<(usize, Took), OpError> {
     for (i, slot) in keys.iter().enumerate() {
         if answer.succeeded {
             let old_lease = answer.put_before(0)?.map(|kv| kv.lease).unwrap_or(0);
             let stored = answer.got(2)?.ok_or_else(|| {
                 OpError::corrupt(&slot.holder, "a held lock without its holder record")
             })?;
-            let stored = Record::decode(&stored.key, &stored.value)?;
+            let stored = HolderRecord::decode(&stored.key, &stored.value)?;
             return Ok((
                 i,
                 Took::Mine {

@@ -21,7 +21,7 @@ use leader_core::OwnerToken;
 
 use crate::keys::Keys;
 use crate::lease::OnLease;
-use crate::record::{RELEASED, Record, fence_value, owner_value};
+use crate::record::{HolderRecord, RELEASED, fence_value, owner_value};
 
 /// Below every counter this backend writes (20 digits sort above 19 zeros byte-wise), and
 /// above every value that starts with a byte below `0` or is empty: a value of another
@@ -71,7 +71,7 @@ impl LockKeys {
     /// or a nested transaction (op 0) that `succeeded` (first token), or whose op 0 read
     /// the counter. The caller's transaction compares [`is_free`](Self::is_free) and
     /// `lease`'s [`not_void`](OnLease::not_void).
-    pub(crate) fn take(&self, record: &Record, lease: i64) -> Txn {
+    pub(crate) fn take(&self, record: &HolderRecord, lease: i64) -> Txn {
         let token = fence_value(record.fencing_token);
         Txn::new()
             .when([
@@ -95,7 +95,7 @@ impl LockKeys {
     /// the caller's own (a retried acquire, `record.owner`'s); or
     /// [`read_holder`](Self::read_holder). Op 0 of the answer is the nested transaction of
     /// the branch that ran. Nothing is put on a void `lease`: the holder is read.
-    pub(crate) fn acquire(&self, record: &Record, lease: &OnLease) -> Txn {
+    pub(crate) fn acquire(&self, record: &HolderRecord, lease: &OnLease) -> Txn {
         let [lock_free, holder_free] = self.is_free();
         Txn::new()
             .when([lock_free, holder_free, lease.not_void()])
@@ -116,7 +116,7 @@ impl LockKeys {
             .and_then(self.free())
     }
 
-    fn take_ops(&self, record: &Record, lease: i64) -> Vec<TxnOp> {
+    fn take_ops(&self, record: &HolderRecord, lease: i64) -> Vec<TxnOp> {
         let on_lease = Some(PutOptions::new().with_lease(lease));
         vec![
             TxnOp::put(
@@ -157,7 +157,7 @@ impl LockKeys {
 
     /// Both keys onto `lease` with the record rewritten: an extend, or a release that
     /// keeps the lock for its minimum lease. The old lease is in op 0's previous value.
-    pub(crate) fn rewrite(&self, record: &Record, lease: i64) -> Vec<TxnOp> {
+    pub(crate) fn rewrite(&self, record: &HolderRecord, lease: i64) -> Vec<TxnOp> {
         vec![
             TxnOp::put(
                 self.lock.clone(),
@@ -175,7 +175,7 @@ impl LockKeys {
     /// A released lock kept for its minimum lease: both keys onto `lease`, the lock key's
     /// value [`RELEASED`] (no owner's any more), the record rewritten. The old lease is in
     /// op 0's previous value.
-    pub(crate) fn keep(&self, record: &Record, lease: i64) -> Vec<TxnOp> {
+    pub(crate) fn keep(&self, record: &HolderRecord, lease: i64) -> Vec<TxnOp> {
         vec![
             TxnOp::put(
                 self.lock.clone(),
@@ -191,7 +191,7 @@ impl LockKeys {
     }
 
     /// The record rewritten on the lease it is on: after a re-acquire moved the keys.
-    pub(crate) fn rewrite_record(&self, record: &Record) -> Vec<TxnOp> {
+    pub(crate) fn rewrite_record(&self, record: &HolderRecord) -> Vec<TxnOp> {
         vec![TxnOp::put(
             self.holder.clone(),
             record.encode(),

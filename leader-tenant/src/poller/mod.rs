@@ -2,7 +2,7 @@
 //!
 //! The plain parts are shared: [`config`] (settings and derived elector options),
 //! [`schedule`] (when cycles start) and [`cycle`] (one cycle: bounded concurrency,
-//! isolation, the report). [`blocking`] and [`r#async`] only say how one tenant is run
+//! isolation, the report). [`blocking`] and [`nonblocking`] only say how one tenant is run
 //! and how to wait.
 
 pub(crate) mod blocking;
@@ -15,7 +15,7 @@ pub(crate) mod releases;
 pub(crate) mod schedule;
 
 #[cfg(any(feature = "tokio", feature = "smol", feature = "async-std"))]
-pub(crate) mod r#async;
+pub(crate) mod nonblocking;
 
 use std::fmt;
 use std::sync::Arc;
