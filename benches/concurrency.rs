@@ -32,7 +32,7 @@ use leader_benches::{
     LEASE, goal_at_least_with_limit, process_cpu_time, redis_cpu_time, try_once_options,
 };
 use leader_redis::RedisBackend;
-use leader_testkit::fixtures::{self, RedisServer};
+use leader_rig::fixtures::{self, RedisServer};
 
 const TASKS: usize = 64;
 const ROUND: Duration = Duration::from_secs(3);

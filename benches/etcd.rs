@@ -1,5 +1,5 @@
 //! The etcd backend against a one-member etcd of the bench's own
-//! (`leader_testkit::fixtures::EtcdServer`), one uncontended acquire + release cycle per
+//! (`leader_rig::fixtures::EtcdServer`), one uncontended acquire + release cycle per
 //! iteration:
 //!
 //! - `etcd/blocking`: the floor (the calls the backend makes, sent raw on one
@@ -66,7 +66,7 @@ use leader_benches::{
 use leader_blocking::LeaderElector;
 use leader_core::{Backend, CampaignConfig, LeaderElectionOptions, LockName, OwnerToken};
 use leader_etcd::EtcdBackend;
-use leader_testkit::fixtures::{self, EtcdServer};
+use leader_rig::fixtures::{self, EtcdServer};
 use rand::Rng;
 use tokio::runtime::Runtime;
 
@@ -109,7 +109,7 @@ impl Raw {
         let mut client = self.client.clone();
         let owner = OwnerToken::random();
         let lease = client.lease_grant(TTL, None).await.unwrap().id();
-        let txn = leader_etcd::__private::acquire_txn(
+        let txn = leader_etcd::raw::acquire_txn(
             PREFIX,
             name,
             owner,
@@ -119,7 +119,7 @@ impl Raw {
             LEASE,
         );
         black_box(client.txn(txn).await.unwrap());
-        let txn = leader_etcd::__private::release_txn(PREFIX, name, owner);
+        let txn = leader_etcd::raw::release_txn(PREFIX, name, owner);
         let freed = client.txn(txn).await.unwrap();
         assert!(freed.succeeded(), "the floor's acquire took the lock");
         let mut revoker = self.client.clone();
@@ -184,7 +184,7 @@ impl BlockingRaw {
         let mut client = self.raw.client.clone();
         let owner = OwnerToken::random();
         let lease = rt.block_on(client.lease_grant(TTL, None)).unwrap().id();
-        let txn = leader_etcd::__private::acquire_txn(
+        let txn = leader_etcd::raw::acquire_txn(
             PREFIX,
             "bench-floor",
             owner,
@@ -194,7 +194,7 @@ impl BlockingRaw {
             LEASE,
         );
         black_box(rt.block_on(client.txn(txn)).unwrap());
-        let txn = leader_etcd::__private::release_txn(PREFIX, "bench-floor", owner);
+        let txn = leader_etcd::raw::release_txn(PREFIX, "bench-floor", owner);
         let freed = rt.block_on(client.txn(txn)).unwrap();
         assert!(freed.succeeded(), "the floor's acquire took the lock");
         let mut revoker = client;
@@ -443,7 +443,7 @@ fn raw_handoff(s: &Setup, endpoint: &str, hop: bool, rounds: usize) -> Vec<Durat
         let name = format!("bench-raw-handoff-{hop}-{round}");
         let owner = OwnerToken::random();
         let lease = rt.block_on(client.lease_grant(TTL, None)).unwrap().id();
-        let txn = leader_etcd::__private::acquire_txn(
+        let txn = leader_etcd::raw::acquire_txn(
             PREFIX,
             &name,
             owner,
@@ -457,7 +457,7 @@ fn raw_handoff(s: &Setup, endpoint: &str, hop: bool, rounds: usize) -> Vec<Durat
         ready_rx.recv().unwrap();
         let hold = rand::rng().random_range(20..120);
         std::thread::sleep(Duration::from_millis(hold));
-        let txn = leader_etcd::__private::release_txn(PREFIX, &name, owner);
+        let txn = leader_etcd::raw::release_txn(PREFIX, &name, owner);
         assert!(rt.block_on(client.txn(txn)).unwrap().succeeded());
         // The backend's release revokes the freed lease in the background: a write the
         // waiter's acquire meets at the server, so the baseline sends it too.
@@ -490,7 +490,7 @@ async fn watch_releases(client: &mut Client) -> etcd_client::WatchStream {
 async fn waiter_acquire(client: &mut Client, name: &str) {
     let owner = OwnerToken::random();
     let lease = client.lease_grant(TTL, None).await.unwrap().id();
-    let txn = leader_etcd::__private::acquire_txn(
+    let txn = leader_etcd::raw::acquire_txn(
         PREFIX,
         name,
         owner,

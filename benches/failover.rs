@@ -1,7 +1,7 @@
 //! Continuous-leadership takeover times: after a graceful resignation (the standby is
 //! notified) and after a crash (the lease must run out), on the in-memory backend and, when
 //! `redis-server` is installed, on Redis (a server of the bench's own, from
-//! `leader_testkit::fixtures`).
+//! `leader_rig::fixtures`).
 //!
 //! ```text
 //! cargo bench -p leader-benches --bench failover
@@ -17,7 +17,7 @@ use criterion::{Criterion, SamplingMode, criterion_group, criterion_main};
 use leader_blocking::{LeaderElector, LeadershipHandle};
 use leader_core::{CampaignConfig, InMemoryBackend, LeaderElectionOptions, LockBackend};
 use leader_redis::RedisBackend;
-use leader_testkit::fixtures::{self, RedisServer};
+use leader_rig::fixtures::{self, RedisServer};
 
 fn config() -> CampaignConfig {
     CampaignConfig::default()

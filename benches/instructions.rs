@@ -3,7 +3,7 @@
 //! client's path shows here even when a timed bench cannot see it.
 //!
 //! Redis: four cases, each one acquire + release on a lock of its own against a
-//! redis-server of the bench's own (`leader_testkit::fixtures`):
+//! redis-server of the bench's own (`leader_rig::fixtures`):
 //!
 //! - async raw: the backend's two scripts, built once and sent with EVALSHA on one
 //!   multiplexed connection (a tokio current-thread runtime), the floor of the async
@@ -45,7 +45,7 @@ use leader_benches::try_once_options;
 use leader_blocking::LeaderElector;
 use leader_postgres::{PostgresBackend, PostgresConfig};
 use leader_redis::RedisBackend;
-use leader_testkit::fixtures::{self, PostgresServer, RedisServer};
+use leader_rig::fixtures::{self, PostgresServer, RedisServer};
 
 /// The environment a child reads: which case, how many cycles, which server.
 const CASE: &str = "LEADER_BENCH_INSTRUCTIONS_CASE";

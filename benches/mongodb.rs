@@ -1,4 +1,4 @@
-//! The MongoDB backend against a test server of the bench's own (`leader_testkit::fixtures`), one
+//! The MongoDB backend against a test server of the bench's own (`leader_rig::fixtures`), one
 //! uncontended acquire + release cycle per iteration, everything on one driver client:
 //!
 //! - `mongodb/blocking` (the client on a one-worker multi-thread runtime): the floor (one
@@ -39,7 +39,7 @@ use leader_benches::{
 use leader_blocking::LeaderElector;
 use leader_core::{LockName, OwnerToken};
 use leader_mongodb::{MongoBackend, MongoConfig};
-use leader_testkit::fixtures::{self, MongoServer};
+use leader_rig::fixtures::{self, MongoServer};
 use mongodb::bson::{DateTime, Document, doc};
 use mongodb::options::{ReturnDocument, UpdateModifications, WriteConcern};
 use mongodb::{Client, Collection};
@@ -89,10 +89,9 @@ async fn raw_cycle_with(collection: &Collection<Document>, id: &str, write_conce
 /// its write concern; what is left between this and the backend is the client's work.
 async fn raw_backend_commands(collection: &Collection<Document>, key: &LockName) {
     let owner = OwnerToken::random();
-    let (filter, update) =
-        leader_mongodb::__private::acquire_command(key, owner, "bench-node", LEASE);
+    let (filter, update) = leader_mongodb::raw::acquire_command(key, owner, "bench-node", LEASE);
     let acquire = (filter, update.into());
-    let (filter, update) = leader_mongodb::__private::release_command(key, owner, Duration::ZERO);
+    let (filter, update) = leader_mongodb::raw::release_command(key, owner, Duration::ZERO);
     let release = (filter, update.into());
     send_cycle(
         collection,

@@ -33,7 +33,7 @@ use leader_core::{
     OwnerToken, ReleaseEvents, ReleaseNotice, ReleaseRequest,
 };
 use leader_redis::{RedisBackend, RedisConfig};
-use leader_testkit::fixtures::{self, RedisServer};
+use leader_rig::fixtures::{self, RedisServer};
 
 const ROUNDS: usize = 200;
 const PREFIX: &str = "leader-bench-observe";

@@ -30,7 +30,7 @@
 //!   I/O that worker does); the goal line: ours ÷ the hop-free one ≤ 1.1x, with the
 //!   hops' own ratio as its limit.
 //!
-//! The server is one of the bench's own (`leader_testkit::fixtures`: `initdb` into a
+//! The server is one of the bench's own (`leader_rig::fixtures`: `initdb` into a
 //! temporary directory). It inherits the bench's CPU affinity, so `taskset` pins both:
 //!
 //! ```text
@@ -58,7 +58,7 @@ use leader_benches::{
 use leader_blocking::LeaderElector;
 use leader_core::{Backend, LockName, OwnerToken};
 use leader_postgres::{PostgresBackend, PostgresConfig};
-use leader_testkit::fixtures::{self, PostgresServer};
+use leader_rig::fixtures::{self, PostgresServer};
 use rand::Rng;
 use tokio::runtime::Runtime;
 use tokio_postgres::types::Type;
@@ -307,7 +307,7 @@ fn hop_free_waiter(url: &str, ends: WaiterEnds) {
     runtime.block_on(async move {
         let (acquirer, connection) = tokio_postgres::connect(url, NoTls).await.unwrap();
         tokio::spawn(connection);
-        let (acquire_sql, _) = leader_postgres::__private::statements(TABLE).unwrap();
+        let (acquire_sql, _) = leader_postgres::raw::statements(TABLE).unwrap();
         let acquire = acquirer
             .prepare_typed(
                 &acquire_sql,

@@ -1,4 +1,4 @@
-//! The Redis backend against a redis-server of the bench's own (`leader_testkit::fixtures`):
+//! The Redis backend against a redis-server of the bench's own (`leader_rig::fixtures`):
 //!
 //! - `redis/blocking`: one uncontended acquire + release cycle — the floor (two raw
 //!   EVALSHA round trips of the same scripts on one connection), the backend's
@@ -61,7 +61,7 @@ use leader_core::{
     AcquireOutcome, AsyncLockBackend, Backend, LockBackend, LockName, ReleaseRequest,
 };
 use leader_redis::{RedisBackend, RedisConfig};
-use leader_testkit::fixtures::{self, RedisReplica, RedisServer};
+use leader_rig::fixtures::{self, RedisReplica, RedisServer};
 use rand::Rng;
 
 fn blocking(c: &mut Criterion, url: &str) {

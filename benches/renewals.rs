@@ -36,9 +36,9 @@ use leader_core::{
 };
 use leader_postgres::{PostgresBackend, PostgresConfig};
 use leader_redis::RedisBackend;
+use leader_rig::fixtures::{self, PostgresServer, RedisServer};
+use leader_rig::{Call, CountingBackend};
 use leader_sqlite::SqliteBackend;
-use leader_testkit::fixtures::{self, PostgresServer, RedisServer};
-use leader_testkit::{Call, CountingBackend};
 
 const LEASES: usize = 100_000;
 const LEASE: Duration = Duration::from_secs(30);

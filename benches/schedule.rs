@@ -24,8 +24,8 @@ use leader_async::AsyncLeaderElector;
 use leader_benches::{percentile, ratio};
 use leader_core::{LeaderElectionOptions, Shutdown};
 use leader_redis::{RedisBackend, RedisConfig};
+use leader_rig::fixtures::{self, RedisServer};
 use leader_schedule::{AsyncScheduler, JobConfig, Schedule};
-use leader_testkit::fixtures::{self, RedisServer};
 use parking_lot::Mutex;
 
 const JOBS: usize = 1000;

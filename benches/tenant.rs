@@ -40,9 +40,9 @@ use leader_core::{
 };
 use leader_postgres::{PostgresBackend, PostgresConfig};
 use leader_redis::{RedisBackend, RedisConfig};
+use leader_rig::fixtures::{self, PostgresServer, RedisServer};
+use leader_rig::{Call, CallCounter, CountingBackend};
 use leader_tenant::{BlockingTenantPoller, CycleReport, OutcomeKind, PollerConfig, TenantId};
-use leader_testkit::fixtures::{self, PostgresServer, RedisServer};
-use leader_testkit::{Call, CallCounter, CountingBackend};
 
 const INSTANCES: usize = 3;
 const WORKERS: usize = 4;

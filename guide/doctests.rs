@@ -4,7 +4,7 @@
 //! item that exists only when rustdoc collects doctests, so `cargo test -p leader-guide`
 //! (and the workspace's `cargo test`) compiles and runs every ```` ```rust ```` block of
 //! every chapter against the real crates. Blocks that need a server the reader runs are
-//! `no_run` (compiled only) or start one of `leader_testkit::fixtures` in hidden lines.
+//! `no_run` (compiled only) or start one of `leader_rig::fixtures` in hidden lines.
 //! A new chapter is one line here and one in `src/SUMMARY.md`.
 
 /// Runs the samples of one chapter (its path under `src/`).

@@ -21,7 +21,7 @@
 #   cargo test -p leader-tenant --all-features --test it --no-run   # prints the binary's path
 #   scripts/at-phase.sh 60 59.3 -- target/debug/deps/it-<hash> --exact poller_async::<test name>
 #
-# Child processes inherit the moved clock, except the servers of `leader_testkit::fixtures`,
+# Child processes inherit the moved clock, except the servers of `leader_rig::fixtures`,
 # which run on the host's (a store's clock is not the node's, and Redis' binaries hang under
 # libfaketime). A child that sets its own `FAKETIME` offset counts it from the host's clock,
 # not from the moved one: run such a test (leader-schedule's processes module) with --wait.

@@ -5,7 +5,7 @@
 #   scripts/services.sh install     install whatever is missing (idempotent)
 #
 # The tests and benches start their servers themselves, through the fixtures
-# of leader-testkit (leader_testkit::fixtures): each on a free port of
+# of leader-rig (leader_rig::fixtures): each on a free port of
 # 127.0.0.1 in a temporary directory of its own, stopped when the test process
 # ends. They find the programs below on PATH (and ~/.cargo/bin):
 #   * redis-server (standalone, TLS-only and cluster nodes) and redis-cli,

@@ -6,7 +6,7 @@
 # It installs what the tests need (scripts/services.sh install) and exports
 # LEADER_TEST_REQUIRE_SERVERS=1, so a test whose server cannot start fails
 # instead of skipping. The tests start their Redis, Redis Cluster, TLS Redis,
-# MongoDB-compatible and PostgreSQL servers themselves (leader_testkit::fixtures), on free
+# MongoDB-compatible and PostgreSQL servers themselves (leader_rig::fixtures), on free
 # ports of 127.0.0.1, and no server outlives the test process that started it.
 # Then it runs, in order:
 #   1. cargo fmt --all -- --check

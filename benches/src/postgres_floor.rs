@@ -85,7 +85,7 @@ impl Floor {
         if let Some(options) = options {
             config.options(options);
         }
-        let (acquire, release) = leader_postgres::__private::statements(table).unwrap();
+        let (acquire, release) = leader_postgres::raw::statements(table).unwrap();
         let (client, statements) = runtime.block_on(async move {
             let (client, connection) = config.connect(NoTls).await.unwrap();
             tokio::spawn(connection);

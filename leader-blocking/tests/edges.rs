@@ -11,7 +11,8 @@ use leader_core::{
     CampaignConfig, InMemoryBackend, LeaderElectionOptions, LeadershipEvent, LeaseContext,
     LeaseMode, LockBackend, LockStatus, RevokeReason,
 };
-use leader_testkit::{DeadlineWitness, Fault, FaultyBackend, Op, wait_until, within};
+use leader_rig::{DeadlineWitness, Fault, FaultyBackend, Op};
+use leader_testkit::{wait_until, within};
 
 /// How late after the deadline the loss may be signalled, beyond how late a plain thread
 /// parked until the same deadline woke (the host's own delay, on a loaded machine).

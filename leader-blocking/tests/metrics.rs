@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use leader_blocking::LeaderElector;
 use leader_core::{CampaignConfig, InMemoryBackend, LeaderElectionOptions, LeaseMode};
-use leader_testkit::{Fault, FaultyBackend, Op, fresh_name, wait_until};
+use leader_rig::{Fault, FaultyBackend, Op};
+use leader_testkit::{fresh_name, wait_until};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 
 /// What one metric series ended at: a counter's count, a gauge's value, a histogram's

@@ -14,9 +14,8 @@ use leader_core::{
     LeaseMode, ListPage, ListRequest, LockBackend, LockName, RecordWrite, RecordWriteOutcome,
     ReleaseOutcome, ReleaseRequest, Renewal, StoredRecord, TenantId,
 };
-use leader_testkit::{
-    Call, CountingBackend, DeadlineWitness, Fault, FaultyBackend, Op, wait_until, within,
-};
+use leader_rig::{Call, CountingBackend, DeadlineWitness, Fault, FaultyBackend, Op};
+use leader_testkit::{wait_until, within};
 
 /// The threads of this process whose name starts with `prefix`.
 fn threads_named(prefix: &str) -> usize {

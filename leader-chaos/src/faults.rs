@@ -10,7 +10,7 @@ use std::io;
 use std::thread;
 use std::time::Duration;
 
-use leader_testkit::fixtures::{EtcdCluster, EtcdMember};
+use leader_rig::fixtures::{EtcdCluster, EtcdMember};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 

@@ -7,8 +7,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use leader::{AnyBackend, LeaderElectionOptions, LeaderElector};
-use leader_testkit::FaultProxy;
-use leader_testkit::fixtures::RedisServer;
+use leader_rig::FaultProxy;
+use leader_rig::fixtures::RedisServer;
 
 use crate::checker::{Incarnation, Report, RunRecord, check};
 use crate::cli::{Broken, RunArgs, WorkerArgs, broken_name};

@@ -15,7 +15,7 @@ use std::thread;
 use std::time::Duration;
 
 use leader::{AnyBackend, EtcdBackend, EtcdConfig, SqliteBackend, SqliteConfig};
-use leader_testkit::fixtures::{
+use leader_rig::fixtures::{
     Data, EtcdCluster, MongoServer, PostgresServer, PostgresStandbyPair, RedisSentinel,
     RedisServer, Replication,
 };

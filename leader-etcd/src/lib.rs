@@ -28,10 +28,11 @@ pub use url::redacted_url;
 /// same cluster directly.
 pub use etcd_client;
 
-/// Not public API: for the benches, which measure the backend against its own
-/// transactions sent raw. Exempt from semver.
-#[doc(hidden)]
-pub mod __private {
+/// Unstable, behind the `unstable-raw` feature: the transactions the backend sends, built by
+/// its own builders, for the benchmarks that measure it against them sent raw. Not for
+/// applications, and exempt from semver: any release, a patch included, may change it.
+#[cfg(feature = "unstable-raw")]
+pub mod raw {
     use std::time::{Duration, SystemTime};
 
     use etcd_client::Txn;
@@ -40,7 +41,7 @@ pub mod __private {
     use crate::keys::Keys;
     use crate::lease::OnLease;
     use crate::ops::txn::LockKeys;
-    use crate::record::Record;
+    use crate::record::HolderRecord;
     use crate::time::later;
 
     /// The transaction an uncontended `try_acquire` sends after its lease grant: lock
@@ -61,7 +62,7 @@ pub mod __private {
         let layout = Keys::new(prefix);
         let keys = LockKeys::of(&layout, name);
         let acquired_at = SystemTime::now();
-        let record = Record {
+        let record = HolderRecord {
             fencing_token,
             acquired_at,
             expires_at: later(acquired_at, lease_time),

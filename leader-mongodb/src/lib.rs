@@ -38,10 +38,12 @@ pub use url::redacted_url;
 /// ```
 pub use mongodb;
 
-/// Not public API: the commands the backend sends, for the benches' raw floor (the
-/// backend's own commands without the backend). May change in any release.
-#[doc(hidden)]
-pub mod __private {
+/// Unstable, behind the `unstable-raw` feature: the commands the backend sends, built by its
+/// own builders, for the benchmarks' raw floor (the backend's own commands without the
+/// backend). Not for applications, and exempt from semver: any release, a patch
+/// included, may change it.
+#[cfg(feature = "unstable-raw")]
+pub mod raw {
     use std::time::Duration;
 
     use leader_core::{LockName, OwnerToken};

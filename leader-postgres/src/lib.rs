@@ -29,10 +29,12 @@ pub use config::PostgresConfig;
 pub use error::ConnectError;
 pub use url::redacted_url;
 
-/// Not public API: for the benches, which measure the backend against its own statements
-/// run raw, and the tests that read a statement's plan. Exempt from semver.
-#[doc(hidden)]
-pub mod __private {
+/// Unstable, behind the `unstable-raw` feature: the statements the backend runs, built by its
+/// own builder, for the benchmarks that measure it against them run raw and the tests that
+/// read a statement's plan. Not for applications, and exempt from semver: any release, a
+/// patch included, may change it.
+#[cfg(feature = "unstable-raw")]
+pub mod raw {
     use crate::sql::Sql;
     use crate::table::Table;
 

@@ -22,27 +22,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod checks;
-pub mod contenders;
-mod counting;
-mod faulty;
-pub mod fixtures;
 mod harness;
-mod lateness;
 mod macros;
-#[cfg(feature = "tokio")]
-mod proxy;
 mod runner;
-mod sampler;
-pub mod secret_urls;
-pub mod spans;
 mod wait;
 
-pub use counting::{Call, CallCounter, CountingBackend};
-pub use faulty::{Fault, FaultyBackend, Op};
 pub use harness::{Blocking, BlockingAsAsync, Harness, MemoryHarness, fresh_name};
-pub use lateness::{DeadlineWitness, Lateness};
-#[cfg(feature = "tokio")]
-pub use proxy::FaultProxy;
 #[cfg(feature = "async-std")]
 pub use runner::AsyncStdRunner;
 #[cfg(feature = "smol")]
@@ -50,5 +35,4 @@ pub use runner::SmolRunner;
 #[cfg(feature = "tokio")]
 pub use runner::TokioRunner;
 pub use runner::{Runner, ThreadRunner};
-pub use sampler::LeaderSampler;
 pub use wait::{eventually, sleep, until_next_boundary, wait_until, within};

@@ -22,8 +22,8 @@
 /// - `runner` is an expression giving a [`Runner`](crate::Runner).
 ///
 /// In every form, `harness_option` is an expression giving `Option<impl Harness>`,
-/// evaluated once per test; `None` skips (build it on a [`fixtures`](crate::fixtures)
-/// server, which is `None` only when servers are not required, so CI never skips).
+/// evaluated once per test; `None` skips (give `None` only when the server is missing and
+/// servers are not required, so that CI never skips).
 ///
 /// ```
 /// // tests/it/contract.rs of a backend crate, with its own harness in place of this one

@@ -10,9 +10,8 @@ use leader_core::{
     AsyncLockBackend, CampaignConfig, InMemoryBackend, LeaderElectionOptions, LeadershipEvent,
     LeaseContext, LeaseMode, LockBackend, LockStatus, RevokeReason,
 };
-use leader_testkit::{
-    DeadlineWitness, Fault, FaultyBackend, Op, Runner, eventually, sleep, within,
-};
+use leader_rig::{DeadlineWitness, Fault, FaultyBackend, Op};
+use leader_testkit::{Runner, eventually, sleep, within};
 
 leader_testkit::on_every_runtime!(
     a_future_dropped_mid_acquire_leaves_no_orphan,

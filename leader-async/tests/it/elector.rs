@@ -12,7 +12,8 @@ use leader_core::{
     AsyncLockBackend, Error, InMemoryBackend, LeaderElectionOptions, LeaderRunResult, LockStatus,
     NameError,
 };
-use leader_testkit::{Fault, FaultyBackend, Op, Runner, sleep, within};
+use leader_rig::{Fault, FaultyBackend, Op};
+use leader_testkit::{Runner, sleep, within};
 
 leader_testkit::on_every_runtime!(
     the_winner_runs_and_a_contender_skips,

@@ -7,7 +7,8 @@ use leader_async::AsyncLeaderElector;
 use leader_core::{
     CampaignConfig, InMemoryBackend, LeaderElectionOptions, LeadershipEvent, RevokeReason,
 };
-use leader_testkit::{LeaderSampler, Runner, eventually, within};
+use leader_rig::LeaderSampler;
+use leader_testkit::{Runner, eventually, within};
 
 leader_testkit::on_every_runtime!(
     group_runs_take_distinct_slots_and_a_full_group_skips,

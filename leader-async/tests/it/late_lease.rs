@@ -12,7 +12,8 @@ use leader_core::{
     CampaignConfig, Error, InMemoryBackend, LeaderElectionOptions, LeadershipEvent, LeaseMode,
     LockBackend, LockName, TenantId,
 };
-use leader_testkit::{Fault, FaultyBackend, Op, Runner, eventually, within};
+use leader_rig::{Fault, FaultyBackend, Op};
+use leader_testkit::{Runner, eventually, within};
 
 leader_testkit::on_every_runtime!(
     no_elector_runs_an_action_on_an_acquire_answered_after_the_lease,

@@ -9,7 +9,8 @@ use leader_core::{
     AsyncLockBackend, CampaignConfig, InMemoryBackend, LeaderElectionOptions, LeadershipEvent,
     ListRequest, RevokeReason,
 };
-use leader_testkit::{Fault, FaultyBackend, Op, Runner, eventually, sleep, within};
+use leader_rig::{Fault, FaultyBackend, Op};
+use leader_testkit::{Runner, eventually, sleep, within};
 
 leader_testkit::on_every_runtime!(
     a_hanging_listing_does_not_end_a_healthy_term,

@@ -13,7 +13,8 @@ use leader_core::{
     LockStatus, RecordWrite, RecordWriteOutcome, ReleaseOutcome, ReleaseRequest, Renewal,
     StoredRecord,
 };
-use leader_testkit::{Fault, FaultyBackend, Op, eventually, wait_until};
+use leader_rig::{Fault, FaultyBackend, Op};
+use leader_testkit::{eventually, wait_until};
 use tokio::runtime::{Builder, Runtime};
 use tokio::sync::oneshot;
 

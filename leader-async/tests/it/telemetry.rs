@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use leader_async::AsyncLeaderElector;
 use leader_core::{InMemoryBackend, LeaderElectionOptions};
-use leader_testkit::spans::SpanLog;
+use leader_rig::spans::SpanLog;
 use leader_testkit::{Runner, fresh_name, sleep};
 
 leader_testkit::on_every_runtime!(the_action_runs_inside_its_span_across_awaits);

@@ -8,8 +8,9 @@ use leader_core::{
     CampaignConfig, DeploymentMode, Error, EventCallback, InMemoryBackend, LeaderElectionOptions,
     LeadershipEvent, OptionsError, RevokeReason,
 };
-use leader_testkit::{Fault, FaultyBackend};
-use leader_testkit::{LeaderSampler, wait_until};
+use leader_rig::LeaderSampler;
+use leader_rig::{Fault, FaultyBackend};
+use leader_testkit::wait_until;
 
 fn config() -> CampaignConfig {
     CampaignConfig::default()

@@ -8,8 +8,8 @@ use leader_core::{
     AcquireRequest, CampaignConfig, Error, InMemoryBackend, LeaderElectionOptions, LeaderRunResult,
     LockBackend, LockName, OwnerToken,
 };
-use leader_testkit::FaultyBackend;
-use leader_testkit::spans::SpanLog;
+use leader_rig::FaultyBackend;
+use leader_rig::spans::SpanLog;
 
 const SKIPPED: &str = "skipping a slot of the group that cannot be acquired (its record may be corrupted); trying the others";
 

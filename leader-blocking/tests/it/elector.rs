@@ -9,7 +9,7 @@ use leader_core::{
     Error, InMemoryBackend, LeaderElectionOptions, LeaderRunResult, LockStatus, NameError,
     OptionsError,
 };
-use leader_testkit::{Fault, FaultyBackend, Op};
+use leader_rig::{Fault, FaultyBackend, Op};
 
 fn options(node: &str) -> LeaderElectionOptions {
     LeaderElectionOptions::default()

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use leader_blocking::LeaderElector;
 use leader_core::{Error, InMemoryBackend, LeaderElectionOptions, LeaseMode, LockStatus};
-use leader_testkit::{Fault, FaultyBackend};
+use leader_rig::{Fault, FaultyBackend};
 
 fn options(node: &str) -> LeaderElectionOptions {
     LeaderElectionOptions::default()

@@ -13,7 +13,8 @@ use leader_core::{
     CampaignConfig, Error, InMemoryBackend, LeaderElectionOptions, LeadershipEvent, LeaseMode,
     LockBackend, LockName, TenantId,
 };
-use leader_testkit::{Fault, FaultyBackend, Op, wait_until};
+use leader_rig::{Fault, FaultyBackend, Op};
+use leader_testkit::wait_until;
 
 type Backend = FaultyBackend<InMemoryBackend>;
 

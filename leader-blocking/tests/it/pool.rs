@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use leader_blocking::{LeaderElector, ThreadPoolLeaderElector};
 use leader_core::{Error, InMemoryBackend, LeaderElectionOptions, LeaderRunResult, LockStatus};
-use leader_testkit::{Fault, FaultyBackend};
+use leader_rig::{Fault, FaultyBackend};
 
 fn pool(backend: &InMemoryBackend, workers: usize) -> ThreadPoolLeaderElector<InMemoryBackend> {
     let options = LeaderElectionOptions::default().with_wait_time(Duration::ZERO);

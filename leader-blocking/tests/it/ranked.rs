@@ -9,7 +9,7 @@ use leader_core::{
     CampaignConfig, InMemoryBackend, LeaderElectionOptions, LeadershipEvent, ListRequest,
     LockBackend, RevokeReason,
 };
-use leader_testkit::{Fault, FaultyBackend, Op};
+use leader_rig::{Fault, FaultyBackend, Op};
 
 fn ranked(rank: u32) -> CampaignConfig {
     CampaignConfig::default()

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use leader_blocking::LeaderElector;
 use leader_core::{CampaignConfig, InMemoryBackend, LeaderElectionOptions};
-use leader_testkit::spans::{CapturedSpan, SpanLog};
-use leader_testkit::{Fault, FaultyBackend, Op, fresh_name, wait_until};
+use leader_rig::spans::{CapturedSpan, SpanLog};
+use leader_rig::{Fault, FaultyBackend, Op};
+use leader_testkit::{fresh_name, wait_until};
 
 const FIELDS: [&str; 5] = ["backend", "fencing_token", "lock", "node_id", "outcome"];
 

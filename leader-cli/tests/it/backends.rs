@@ -1,5 +1,5 @@
 //! The `leader` binary end to end against every backend: SQLite (a temp file), Redis,
-//! Redis Cluster, MongoDB and PostgreSQL, the servers started by `leader_testkit::fixtures`.
+//! Redis Cluster, MongoDB and PostgreSQL, the servers started by `leader_rig::fixtures`.
 //!
 //! Two scenarios per backend:
 //! - `holds_and_watches`: `acquire --hold` in a child, `state` (table and JSON), a `watch`
@@ -11,7 +11,7 @@
 use crate::common;
 
 use crate::common::{Running, fresh, leader, run};
-use leader_testkit::fixtures;
+use leader_rig::fixtures;
 use serde_json::Value;
 
 /// A holder: `acquire NAME --hold 60s` as `node`, its `acquired` line read.

@@ -1,5 +1,5 @@
 //! The `leader` binary against etcd with the lock held by a `leader acquire --hold` whose
-//! wall clock is 30 s behind this one (libfaketime, `leader_testkit::fixtures::
+//! wall clock is 30 s behind this one (libfaketime, `leader_rig::fixtures::
 //! faketime_library`): its holder record's times are on its clock, so by this one its
 //! lease looks 20 s over; `state`, `list` and `release --force` see it held all the same
 //! (etcd keeps its keys while its lease lives), and the release frees it.
@@ -7,7 +7,7 @@
 use crate::common;
 
 use crate::common::{Running, fresh, leader, run};
-use leader_testkit::fixtures;
+use leader_rig::fixtures;
 
 #[test]
 fn etcd_a_holder_30_s_behind_is_held_to_state_list_and_release() {

@@ -1,10 +1,10 @@
 //! The `leader` binary prints no password, however the URL writes it: arbitrary printable
-//! passwords in every URL form of every backend (`leader_testkit::secret_urls`), against servers that do not listen (port 1
+//! passwords in every URL form of every backend (`leader_rig::secret_urls`), against servers that do not listen (port 1
 //! on 127.0.0.1) or URLs that do not parse; neither stdout nor stderr may hold the
 //! password or its percent-encoded form.
 
 use crate::common::{leader, run};
-use leader_testkit::secret_urls::{encode, urls};
+use leader_rig::secret_urls::{encode, urls};
 use proptest::prelude::*;
 
 fn assert_hidden(url: &str, password: &str) {

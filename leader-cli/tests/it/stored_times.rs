@@ -7,7 +7,7 @@ use crate::common;
 
 use crate::common::{Running, fresh, leader, run};
 use leader::redis::redis;
-use leader_testkit::fixtures;
+use leader_rig::fixtures;
 
 /// `i64::MAX` microseconds after the epoch: the latest time a record may hold.
 const FAR_FUTURE_US: &str = "9223372036854775807";

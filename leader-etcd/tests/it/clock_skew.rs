@@ -1,6 +1,6 @@
 //! A holder whose wall clock is behind the reader's is seen holding, by the store's word
 //! alone: the holder is a child process of this test binary whose clock libfaketime
-//! (`leader_testkit::fixtures::faketime_library`) sets 30 s or 7 s back, renewing a 10 s
+//! (`leader_rig::fixtures::faketime_library`) sets 30 s or 7 s back, renewing a 10 s
 //! lease every 4 s. Its holder record's times are on its clock, so on this one its lease
 //! looks over (30 s back) or over for the last second of every renewal period (7 s back);
 //! yet `state`, `list`, `force_release_if` and an observer see it held until it is
@@ -21,7 +21,8 @@ use leader_core::{
     LeaderElectionOptions, ListRequest, LockBackend, LockName, OwnerToken, ReleaseRequest, Renewal,
 };
 use leader_etcd::EtcdBackend;
-use leader_testkit::{fixtures, fresh_name};
+use leader_rig::fixtures;
+use leader_testkit::fresh_name;
 
 /// The skewed holder's lease, and how often it renews it.
 const LEASE: Duration = Duration::from_secs(10);

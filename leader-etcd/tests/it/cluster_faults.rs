@@ -19,9 +19,10 @@ use leader_core::{
     LockName, OwnerToken, ReleaseOutcome, ReleaseRequest, Renewal,
 };
 use leader_etcd::EtcdBackend;
-use leader_testkit::contenders::{Action, Contender, Contenders, micros_now};
-use leader_testkit::fixtures::EtcdCluster;
-use leader_testkit::{checks, fixtures, fresh_name};
+use leader_rig::contenders::{Action, Contender, Contenders, micros_now};
+use leader_rig::fixtures;
+use leader_rig::fixtures::EtcdCluster;
+use leader_testkit::{checks, fresh_name};
 
 /// Far longer than any fault below lasts.
 const LEASE: Duration = Duration::from_secs(30);

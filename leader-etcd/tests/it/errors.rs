@@ -15,7 +15,8 @@ use leader_core::{
     MAX_RECORD_LEN, OwnerToken, RecordWrite, ReleaseRequest, Renewal,
 };
 use leader_etcd::EtcdBackend;
-use leader_testkit::{fixtures, fresh_name};
+use leader_rig::fixtures;
+use leader_testkit::fresh_name;
 
 const LEASE: Duration = Duration::from_secs(30);
 

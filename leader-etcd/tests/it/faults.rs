@@ -14,7 +14,7 @@ use leader_core::{
     LockBackend, OwnerToken, ReleaseOutcome, ReleaseRequest, Renewal,
 };
 use leader_etcd::EtcdBackend;
-use leader_testkit::fixtures::Data;
+use leader_rig::fixtures::Data;
 use leader_testkit::{checks, fresh_name, wait_until};
 
 /// Far longer than any downtime below: the lease must outlive it.

@@ -16,7 +16,8 @@ use leader_core::{
     ReleaseRequest,
 };
 use leader_etcd::EtcdBackend;
-use leader_testkit::{fixtures, fresh_name};
+use leader_rig::fixtures;
+use leader_testkit::fresh_name;
 
 const LEASE: Duration = Duration::from_secs(30);
 

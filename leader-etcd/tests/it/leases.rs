@@ -16,7 +16,8 @@ use leader_core::{
     SlotRequest,
 };
 use leader_etcd::{EtcdBackend, EtcdConfig};
-use leader_testkit::{FaultProxy, fresh_name, wait_until};
+use leader_rig::FaultProxy;
+use leader_testkit::{fresh_name, wait_until};
 
 /// The lease every cut call asks for: were it left behind, it would stay an hour.
 const HOUR: Duration = Duration::from_secs(3600);

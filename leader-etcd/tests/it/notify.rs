@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use crate::common::{EXPIRY_SLACK, config, must_acquire};
 use leader_core::{Backend, LockBackend};
 use leader_etcd::EtcdBackend;
-use leader_testkit::fixtures;
+use leader_rig::fixtures;
 use leader_testkit::fresh_name;
 
 const PREFIX: &str = "notify";

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use crate::common::{assert_backend_error, config, must_acquire};
 use leader_core::{LockBackend, ReleaseOutcome, ReleaseRequest};
 use leader_etcd::EtcdBackend;
-use leader_testkit::fixtures::{self, EtcdServer};
+use leader_rig::fixtures::{self, EtcdServer};
 use leader_testkit::fresh_name;
 
 fn tls_server() -> Option<EtcdServer> {

@@ -1,6 +1,6 @@
 //! Mutual exclusion under clock skew: nodes whose wall clocks are 30 s apart never hold one lock
 //! at once, with the default options. Each skewed node is a child process of this test
-//! binary whose clock libfaketime (`leader_testkit::fixtures::faketime_library`) sets off,
+//! binary whose clock libfaketime (`leader_rig::fixtures::faketime_library`) sets off,
 //! talking to the parent's server.
 
 use std::path::Path;
@@ -10,7 +10,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::common::{config, uri};
 use leader_core::{AcquireOutcome, AcquireRequest, LeaderElectionOptions, LockBackend, OwnerToken};
 use leader_mongodb::MongoBackend;
-use leader_testkit::{fixtures, fresh_name};
+use leader_rig::fixtures;
+use leader_testkit::fresh_name;
 
 const COLLECTION: &str = "clock_skew";
 /// The lock name a child process competes for.

@@ -1,5 +1,5 @@
 //! The backend contract suite against the test server (the test process's shared
-//! `leader_testkit::fixtures::shared_mongo`): the
+//! `leader_rig::fixtures::shared_mongo`): the
 //! blocking API on plain threads, the async API on tokio (current-thread and multi-thread),
 //! async-std and smol.
 

@@ -12,7 +12,7 @@ use leader_core::{
     LockBackend, LockName, OwnerToken, RecordWrite, ReleaseRequest, Renewal,
 };
 use leader_mongodb::{MongoBackend, MongoConfig};
-use leader_testkit::fixtures::Data;
+use leader_rig::fixtures::Data;
 use leader_testkit::{checks, fresh_name};
 use mongodb::bson::{Bson, DateTime, Document, doc};
 

@@ -1,5 +1,5 @@
 //! The integration tests of `leader-mongodb`, one binary: one module per area. The
-//! server shared through `leader_testkit::fixtures::shared_mongo` starts once for the whole
+//! server shared through `leader_rig::fixtures::shared_mongo` starts once for the whole
 //! binary (each module keeps to collections of its own); a test that stops or restarts a
 //! server starts one of its own. `cargo test -p leader-mongodb --all-features --test it --
 //! <module>::` runs one module.

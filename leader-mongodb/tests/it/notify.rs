@@ -10,7 +10,7 @@ use leader_core::{
     ReleaseRequest,
 };
 use leader_mongodb::MongoBackend;
-use leader_testkit::fixtures::Data;
+use leader_rig::fixtures::Data;
 use leader_testkit::fresh_name;
 use mongodb::bson::Bson;
 

@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 use crate::common::{config, uri};
 use leader_core::{AcquireOutcome, AcquireRequest, LockBackend, LockName, OwnerToken};
 use leader_mongodb::MongoBackend;
-use leader_testkit::{FaultProxy, fresh_name};
+use leader_rig::FaultProxy;
+use leader_testkit::fresh_name;
 
 /// The shared server's address, from its URI (`mongodb://host:port/...`).
 fn server_addr(uri: &str) -> SocketAddr {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::common::{Raw, assert_backend_error, config, must_acquire, url};
 use leader_core::{AcquireRequest, LockBackend, LockName, OwnerToken, ReleaseRequest, Renewal};
 use leader_postgres::{ConnectError, PostgresBackend, PostgresConfig};
-use leader_testkit::fixtures;
+use leader_rig::fixtures;
 use leader_testkit::fresh_name;
 
 fn request(key: &LockName) -> AcquireRequest<'_> {

@@ -11,7 +11,7 @@ use leader_core::{
     LockBackend, LockName, OwnerToken, ReleaseRequest, Renewal,
 };
 use leader_postgres::{PostgresBackend, PostgresConfig};
-use leader_testkit::fixtures::Data;
+use leader_rig::fixtures::Data;
 use leader_testkit::{checks, fresh_name};
 
 const LEASE: Duration = Duration::from_secs(30);

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crate::common::{config, must_acquire, private_server, url};
 use leader_core::{Backend, LockBackend, ReleaseRequest};
 use leader_postgres::PostgresBackend;
-use leader_testkit::fixtures::Data;
+use leader_rig::fixtures::Data;
 use leader_testkit::fresh_name;
 
 const TABLE: &str = "notify_locks";

@@ -19,7 +19,7 @@ use leader_core::{
     OwnerToken, ReleaseOutcome, ReleaseRequest, Renewal,
 };
 use leader_postgres::{PostgresBackend, PostgresConfig};
-use leader_testkit::fixtures::{self, PostgresStandbyPair, Replication};
+use leader_rig::fixtures::{self, PostgresStandbyPair, Replication};
 use leader_testkit::{fresh_name, wait_until};
 
 const CHILD_URL: &str = "LEADER_STANDBY_CHILD_URL";

@@ -15,8 +15,8 @@ use leader_core::{
 };
 use leader_redis::fence::{Fence, FenceOutcome};
 use leader_redis::{RedisBackend, RedisConfig};
-use leader_testkit::contenders::{Action, Contender, Contenders, micros_now};
-use leader_testkit::fixtures::{RedisCluster, require};
+use leader_rig::contenders::{Action, Contender, Contenders, micros_now};
+use leader_rig::fixtures::{RedisCluster, require};
 use leader_testkit::fresh_name;
 
 /// How long the lock stays unanswered at most after a fault: detection (about two node
@@ -609,7 +609,7 @@ fn three_processes_contending_through_a_kill_9_of_the_master_never_overlap() {
     // The new master has no replica: acknowledged grants wait for the old master to come
     // back (empty) as its replica.
     cluster.nodes_mut()[old]
-        .restart(leader_testkit::fixtures::Data::Lose)
+        .restart(leader_rig::fixtures::Data::Lose)
         .unwrap();
     cluster.wait_until_ok().unwrap();
     contenders.progress(1);

@@ -1,5 +1,5 @@
 //! The backend contract suite against a three-master Redis Cluster (the test process's
-//! shared `leader_testkit::fixtures::shared_redis_cluster`),
+//! shared `leader_rig::fixtures::shared_redis_cluster`),
 //! on the blocking API and on the async API under every runtime.
 
 use crate::common::RedisHarness;

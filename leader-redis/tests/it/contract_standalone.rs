@@ -1,5 +1,5 @@
 //! The backend contract suite against a standalone Redis (the test process's shared
-//! `leader_testkit::fixtures::shared_redis`),
+//! `leader_rig::fixtures::shared_redis`),
 //! on the blocking API and on the async API under every runtime.
 
 use crate::common::RedisHarness;

@@ -11,7 +11,7 @@ use leader_async::AsyncLeaderElector;
 use leader_blocking::LeaderElector;
 use leader_core::{Error, LeaderElectionOptions, LeaseContext};
 use leader_redis::{RedisBackend, RedisConfig};
-use leader_testkit::fixtures::RedisServer;
+use leader_rig::fixtures::RedisServer;
 use leader_testkit::within;
 
 /// The lease of the holders these tests pause the server under.

@@ -13,7 +13,7 @@ use leader_core::{
     RecordWrite, ReleaseOutcome, ReleaseRequest, Renewal,
 };
 use leader_redis::{ConnectError, RedisBackend, RedisConfig};
-use leader_testkit::fixtures::Data;
+use leader_rig::fixtures::Data;
 use leader_testkit::fresh_name;
 
 const TIMEOUT: Duration = Duration::from_millis(500);

@@ -10,7 +10,7 @@ use leader_core::{
     AcquireOutcome, AcquireRequest, Lease, LockBackend, LockName, OwnerToken, ReleaseRequest,
 };
 use leader_redis::RedisBackend;
-use leader_testkit::fixtures::Data;
+use leader_rig::fixtures::Data;
 use leader_testkit::fresh_name;
 
 /// Acquires and releases `key` once; the token of that acquisition.

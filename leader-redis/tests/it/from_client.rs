@@ -13,7 +13,7 @@ use leader_core::{
 };
 use leader_redis::redis::{self, cluster::ClusterClient};
 use leader_redis::{ConnectError, RedisBackend, RedisConfig};
-use leader_testkit::fixtures;
+use leader_rig::fixtures;
 use leader_testkit::fresh_name;
 
 fn request(key: &LockName) -> AcquireRequest<'_> {

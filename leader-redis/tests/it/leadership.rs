@@ -14,8 +14,9 @@ use leader_core::{
     RevokeReason,
 };
 use leader_redis::{RedisBackend, RedisConfig};
-use leader_testkit::fixtures::Data;
-use leader_testkit::{LeaderSampler, fresh_name, wait_until};
+use leader_rig::LeaderSampler;
+use leader_rig::fixtures::Data;
+use leader_testkit::{fresh_name, wait_until};
 
 fn config() -> CampaignConfig {
     CampaignConfig::default()

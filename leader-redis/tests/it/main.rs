@@ -1,5 +1,5 @@
 //! The integration tests of `leader-redis`, one binary: one module per area. The servers
-//! shared through `leader_testkit::fixtures::shared_*` (a standalone Redis, a Redis
+//! shared through `leader_rig::fixtures::shared_*` (a standalone Redis, a Redis
 //! Cluster, a TLS server) and `common::RedisHarness::sentinel` start once for the whole
 //! binary; a test that kills, pauses, restarts or counts the commands of a server starts
 //! one of its own. `cargo test -p leader-redis --all-features --test it -- <module>::`

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::common::RedisHarness;
 use leader_core::{Backend, ReleaseRequest};
 use leader_redis::{RedisBackend, RedisConfig};
-use leader_testkit::fixtures::Data;
+use leader_rig::fixtures::Data;
 
 fn a_release_wakes_the_waiter(harness: RedisHarness) {
     let holder = harness.make();

@@ -18,7 +18,7 @@ use leader_core::{
     CampaignConfig, LeaderElectionOptions, LeadershipEvent, LeadershipEvents, LeadershipWatcher,
 };
 use leader_redis::RedisBackend;
-use leader_testkit::fixtures::{self, RedisServer};
+use leader_rig::fixtures::{self, RedisServer};
 use leader_testkit::fresh_name;
 
 /// The other keys on the server.

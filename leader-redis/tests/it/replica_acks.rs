@@ -14,7 +14,7 @@ use leader_core::{
     ReleaseOutcome, ReleaseRequest, Renewal,
 };
 use leader_redis::{ConnectError, RedisBackend, RedisConfig};
-use leader_testkit::fixtures::{RedisReplica, RedisServer, require};
+use leader_rig::fixtures::{RedisReplica, RedisServer, require};
 use leader_testkit::fresh_name;
 
 const ACK_TIMEOUT: Duration = Duration::from_millis(250);

@@ -189,7 +189,7 @@ fn on_a_cluster_the_async_path_rejects_a_stale_holder_too() {
     let Some(harness) = RedisHarness::cluster() else {
         return;
     };
-    let Some(cluster) = leader_testkit::fixtures::shared_redis_cluster() else {
+    let Some(cluster) = leader_rig::fixtures::shared_redis_cluster() else {
         return;
     };
     let urls = cluster.urls();

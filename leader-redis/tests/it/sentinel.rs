@@ -1,5 +1,5 @@
 //! Failovers behind Redis Sentinel, with real processes: a master, its replica and three
-//! sentinels of each test's own (`leader_testkit::fixtures::RedisSentinel`). The master
+//! sentinels of each test's own (`leader_rig::fixtures::RedisSentinel`). The master
 //! is killed with SIGKILL while a lock is held, while a waiter waits, while three
 //! processes contend (with and without replica acknowledgement); a replica made to lag is promoted without the last lock, and a fence
 //! at the resource refuses the stale holder. Each failover prints the time from the kill
@@ -20,8 +20,8 @@ use leader_core::{
 };
 use leader_redis::fence::{Fence, FenceOutcome};
 use leader_redis::{RedisBackend, RedisConfig};
-use leader_testkit::contenders::{Action, Contender, Contenders, micros_now};
-use leader_testkit::fixtures::{self, RedisSentinel};
+use leader_rig::contenders::{Action, Contender, Contenders, micros_now};
+use leader_rig::fixtures::{self, RedisSentinel};
 use leader_testkit::{fresh_name, wait_until};
 
 /// How long the sentinels may take to agree on a new master, and service to resume, on

@@ -1,5 +1,5 @@
 //! `rediss://` against a TLS-only redis-server with a CA of its own (the test process's
-//! shared `leader_testkit::fixtures::shared_redis_tls`), blocking and async.
+//! shared `leader_rig::fixtures::shared_redis_tls`), blocking and async.
 
 use std::time::{Duration, Instant};
 
@@ -8,7 +8,8 @@ use leader_core::{
     ReleaseRequest,
 };
 use leader_redis::{RedisBackend, RedisConfig};
-use leader_testkit::{fixtures, fresh_name};
+use leader_rig::fixtures;
+use leader_testkit::fresh_name;
 
 fn tls_backend() -> Option<RedisBackend> {
     let server = fixtures::shared_redis_tls()?;

@@ -13,11 +13,11 @@ use leader_blocking::LeaderElector;
 use leader_core::{
     Clock, InMemoryBackend, LeaderElectionOptions, LockBackend, LockName, RecordWrite, Shutdown,
 };
+use leader_rig::{Fault, FaultyBackend, Op};
 use leader_schedule::{
     AsyncScheduler, Delivery, JobConfig, JobContext, MissedTicks, RunKind, RunState, Schedule,
     Scheduler, read_run_record,
 };
-use leader_testkit::{Fault, FaultyBackend, Op};
 
 const HOUR: Duration = Duration::from_secs(3600);
 

@@ -10,11 +10,11 @@ use leader_blocking::LeaderElector;
 use leader_core::{
     InMemoryBackend, LeaderElectionOptions, LockBackend, LockName, RecordWrite, StoredRecord,
 };
+use leader_rig::{Fault, FaultyBackend, Op};
 use leader_schedule::{
     Delivery, JobConfig, MissedTicks, RunKind, RunState, Schedule, ScheduleError, Scheduler,
     read_run_record,
 };
-use leader_testkit::{Fault, FaultyBackend, Op};
 
 fn elector<B: LockBackend + 'static>(backend: B, node: &str) -> LeaderElector<B> {
     let options = LeaderElectionOptions::default().with_node_id(node);

@@ -17,8 +17,8 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::common::{assert_each_tick_once, millis, wait_for};
 use leader_blocking::LeaderElector;
 use leader_core::{LeaderElectionOptions, LockBackend, Shutdown};
+use leader_rig::fixtures;
 use leader_schedule::{JobConfig, Schedule, Scheduler};
-use leader_testkit::fixtures;
 
 const CHILD_URL: &str = "LEADER_SCHEDULE_TEST_URL";
 const CHILD_OUT: &str = "LEADER_SCHEDULE_TEST_OUT";

@@ -12,8 +12,8 @@ use leader_core::{
     AcquireOutcome, AcquireRequest, LockBackend, LockName, LockStatus, OwnerToken, ReleaseOutcome,
     ReleaseRequest, Renewal,
 };
+use leader_rig::fixtures;
 use leader_sqlite::SqliteBackend;
-use leader_testkit::fixtures;
 
 const CHILD: &str = "LEADER_SQLITE_STEPPED_CLOCK_DB";
 const STEP: Duration = Duration::from_secs(2 * 3600);

@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 use crate::common::TempDir;
 use leader_blocking::LeaderElector;
 use leader_core::{LeaderElectionOptions, LeaseContext, LeaseMode};
+use leader_rig::DeadlineWitness;
 use leader_sqlite::{SqliteBackend, SqliteConfig};
-use leader_testkit::{DeadlineWitness, Runner, ThreadRunner, within};
+use leader_testkit::{Runner, ThreadRunner, within};
 
 const LEASE: Duration = Duration::from_secs(3);
 /// Far longer than the lease: a renewal waiting for the write lock outlives its lease.
@@ -36,7 +37,7 @@ impl WriteLocker {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn();
-        let mut shell = leader_testkit::fixtures::require("sqlite3", started)?;
+        let mut shell = leader_rig::fixtures::require("sqlite3", started)?;
         let mut input = shell.stdin.take().unwrap();
         input
             .write_all(b"BEGIN IMMEDIATE;\n.print locked\n")

@@ -11,11 +11,12 @@ use leader_blocking::ThreadPoolLeaderElector;
 use leader_core::{
     Error, InMemoryBackend, LeaderElectionOptions, LeaseContext, LockBackend, LockName,
 };
+use leader_rig::{Fault, FaultyBackend, Op};
 use leader_tenant::{
     AsyncTenantPoller, BlockingTenantPoller, CycleReport, OutcomeKind, PollerConfig, TenantError,
     TenantId, TenantOutcome,
 };
-use leader_testkit::{Fault, FaultyBackend, Op, wait_until};
+use leader_testkit::wait_until;
 
 /// The lease the pollers ask for.
 const LEASE: Duration = Duration::from_millis(600);

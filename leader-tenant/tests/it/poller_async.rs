@@ -15,11 +15,11 @@ use crate::common::{
 use leader_async::AsyncLeaderElector;
 use leader_blocking::LeaderElector;
 use leader_core::{InMemoryBackend, LeaseContext, LockStatus};
+use leader_rig::{Fault, FaultyBackend, Op};
 use leader_tenant::{
     AsyncTenantPoller, JobFailure, OutcomeKind, PollerConfig, Shutdown, ShutdownMode, TenantId,
     TenantOutcome,
 };
-use leader_testkit::{Fault, FaultyBackend, Op};
 
 /// Runs the same test body on a tokio multi-thread runtime and on smol.
 fn on_each_runtime<F: Future<Output = ()>>(body: impl Fn() -> F) {

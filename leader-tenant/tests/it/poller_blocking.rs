@@ -13,11 +13,12 @@ use crate::common::{
 };
 use leader_blocking::{LeaderElector, ThreadPoolLeaderElector};
 use leader_core::{Error, InMemoryBackend, LeaseContext, LockBackend, LockStatus, ManualClock};
+use leader_rig::{Fault, FaultyBackend, Op};
 use leader_tenant::{
     BlockingTenantPoller, FallibleSource, JobFailure, OutcomeKind, PollerConfig, Shutdown,
     ShutdownMode, TenantError, TenantId, TenantIdError, TenantOutcome,
 };
-use leader_testkit::{Fault, FaultyBackend, Op, wait_until};
+use leader_testkit::wait_until;
 
 type Job = Box<dyn Fn(TenantId, &LeaseContext) -> Result<u32, String> + Send + Sync>;
 type Source = Box<dyn Fn() -> Vec<String> + Send + Sync>;

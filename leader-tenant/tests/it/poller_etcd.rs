@@ -14,7 +14,7 @@ use std::time::Duration;
 use crate::common::{options, tenants, unique_job};
 use leader_blocking::ThreadPoolLeaderElector;
 use leader_etcd::EtcdBackend;
-use leader_testkit::fixtures;
+use leader_rig::fixtures;
 
 const INTERVAL: Duration = Duration::from_secs(2);
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::common::{options, tenants, unique_job};
 use leader_blocking::ThreadPoolLeaderElector;
 use leader_redis::RedisBackend;
-use leader_testkit::fixtures;
+use leader_rig::fixtures;
 
 fn redis_url() -> Option<String> {
     fixtures::shared_redis().map(|server| server.url())

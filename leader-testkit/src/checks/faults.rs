@@ -1,7 +1,7 @@
 //! A server backend whose server is gone: every call fails closed, with a typed,
 //! transient error naming the lock, within its operation timeout; never a hang.
 //!
-//! The caller hurts the server (a [`fixtures`](crate::fixtures) server it started for the
+//! The caller hurts the server (a server it started for the
 //! test: kill or pause it) and hands over the backend; these functions only call and check.
 
 use std::time::{Duration, Instant};

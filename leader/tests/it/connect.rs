@@ -8,7 +8,8 @@ use leader::backend::LockBackend;
 use leader::{
     AnyBackend, AsyncLeaderElector, LeaderElectionOptions, LeaderElector, LeaseMode, LockStatus,
 };
-use leader_testkit::{fixtures, fresh_name};
+use leader_rig::fixtures;
+use leader_testkit::fresh_name;
 
 fn options(node: &str) -> LeaderElectionOptions {
     LeaderElectionOptions::default()
@@ -232,7 +233,7 @@ fn bad_mongodb_uris_are_typed_errors_without_the_password() {
 
 #[test]
 fn postgres_urls_give_the_postgres_backend_sync_and_async() {
-    let Some(server) = leader_testkit::fixtures::shared_postgres() else {
+    let Some(server) = leader_rig::fixtures::shared_postgres() else {
         return;
     };
     let url = server.url();
@@ -266,7 +267,7 @@ fn bad_postgres_urls_are_typed_errors_without_the_password() {
 
 #[test]
 fn etcd_urls_give_the_etcd_backend_sync_and_async() {
-    let Some(server) = leader_testkit::fixtures::shared_etcd() else {
+    let Some(server) = leader_rig::fixtures::shared_etcd() else {
         return;
     };
     let url = server.url();

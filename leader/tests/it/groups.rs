@@ -14,7 +14,8 @@ use leader::{
     AnyBackend, AsyncLeaderElector, CampaignConfig, LeaderElectionOptions, LeaderElector,
     LeaderRunResult, LockName,
 };
-use leader_testkit::{LeaderSampler, fresh_name, wait_until};
+use leader_rig::LeaderSampler;
+use leader_testkit::{fresh_name, wait_until};
 
 const SLOTS: u32 = 3;
 

@@ -15,7 +15,8 @@ use leader::{
     LeaderElector, LeaseMode, Shutdown,
 };
 use leader_core::{AsyncLockBackend, Backend, InMemoryBackend, LockBackend, ReleaseRequest};
-use leader_testkit::{Call, CountingBackend, Fault, FaultyBackend, Op, fresh_name};
+use leader_rig::{Call, CountingBackend, Fault, FaultyBackend, Op};
+use leader_testkit::fresh_name;
 
 const POLL: Duration = Duration::from_millis(200);
 

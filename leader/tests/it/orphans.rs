@@ -17,8 +17,9 @@ use leader::{
     AnyBackend, AsyncLeaderElector, EtcdBackend, EtcdConfig, LeaderElectionOptions, LeaderElector,
     MongoBackend, MongoConfig, PostgresBackend, PostgresConfig, RedisBackend, RedisConfig,
 };
-use leader_testkit::fixtures::{self, EtcdServer, MongoServer, PostgresServer, RedisServer};
-use leader_testkit::{FaultProxy, wait_until};
+use leader_rig::FaultProxy;
+use leader_rig::fixtures::{self, EtcdServer, MongoServer, PostgresServer, RedisServer};
+use leader_testkit::wait_until;
 
 /// The lease of the trials: an applied orphan would hold the lock this long after the thaw.
 const LEASE: Duration = Duration::from_secs(5);

@@ -11,7 +11,8 @@ use leader::{
     AnyBackend, AsyncLeaderElector, CampaignConfig, LeaderElectionOptions, LeaderElector,
     LeadershipEvent, LeadershipEvents, LeadershipHandle, RevokeReason,
 };
-use leader_testkit::{LeaderSampler, fresh_name, wait_until};
+use leader_rig::LeaderSampler;
+use leader_testkit::{fresh_name, wait_until};
 
 on_every_backend!(
     the_highest_rank_leads_whatever_the_start_order,

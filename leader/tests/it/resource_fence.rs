@@ -95,7 +95,7 @@ mod redis {
     use leader::redis::fence::{Fence, FenceOutcome};
     use leader::redis::redis as client;
     use leader_core::LockName;
-    use leader_testkit::fixtures;
+    use leader_rig::fixtures;
 
     /// A string and its fence key, in one slot through `{name}`.
     struct Report {
@@ -179,7 +179,8 @@ mod mongodb {
     use leader::mongodb::mongodb::bson::{Document, doc};
     use leader::mongodb::mongodb::{Client, Collection};
     use leader_core::LockName;
-    use leader_testkit::{Runner, TokioRunner, fixtures};
+    use leader_rig::fixtures;
+    use leader_testkit::{Runner, TokioRunner};
 
     /// A document in a plain collection, its fence a field of it.
     struct Report {

@@ -12,10 +12,10 @@ use std::fmt::Debug;
 
 use leader::backend::LockBackend;
 use leader::{EtcdBackend, LockName, MongoBackend, PostgresBackend, RedisBackend};
-use leader_testkit::spans::SpanLog;
+use leader_rig::spans::SpanLog;
 use proptest::prelude::*;
 
-use leader_testkit::secret_urls::{encode, urls};
+use leader_rig::secret_urls::{encode, urls};
 
 /// Panics if `text` holds `password` or its encoded form.
 fn assert_hidden(what: &str, text: &str, password: &str) {

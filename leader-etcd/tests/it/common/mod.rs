@@ -8,8 +8,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
 use leader_etcd::{EtcdBackend, EtcdConfig};
+use leader_rig::fixtures::{self, EtcdCluster, EtcdServer};
 use leader_testkit::Harness;
-use leader_testkit::fixtures::{self, EtcdCluster, EtcdServer};
 
 /// How much later than its TTL etcd may remove an expired lease's keys: TTLs are whole
 /// seconds (a lease is rounded up to the next one), and the cluster's leader looks for

@@ -8,8 +8,8 @@ use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
 
 use leader_mongodb::{MongoBackend, MongoConfig};
+use leader_rig::fixtures::{self, MongoServer};
 use leader_testkit::Harness;
-use leader_testkit::fixtures::{self, MongoServer};
 use mongodb::bson::{Document, doc};
 use mongodb::{Client, Collection};
 use tokio::runtime::Runtime;

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use leader_postgres::{PostgresBackend, PostgresConfig};
+use leader_rig::fixtures::{self, PostgresServer};
 use leader_testkit::Harness;
-use leader_testkit::fixtures::{self, PostgresServer};
 use tokio::runtime::Runtime;
 use tokio_postgres::{Client, NoTls, Row};
 

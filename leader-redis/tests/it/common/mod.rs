@@ -6,8 +6,8 @@ use std::future::{Future, ready};
 use std::time::{Duration, SystemTime};
 
 use leader_redis::{RedisBackend, RedisConfig};
+use leader_rig::fixtures::{self, RedisSentinel, RedisServer};
 use leader_testkit::Harness;
-use leader_testkit::fixtures::{self, RedisSentinel, RedisServer};
 
 /// Where the tests' servers are.
 #[derive(Debug, Clone)]

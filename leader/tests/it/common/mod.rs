@@ -6,7 +6,7 @@ pub(crate) mod notified;
 use std::path::{Path, PathBuf};
 
 use leader::AnyBackend;
-use leader_testkit::fixtures;
+use leader_rig::fixtures;
 
 /// A directory of the test's own, removed with everything in it when the guard drops (at
 /// the end of the test, on success or panic).

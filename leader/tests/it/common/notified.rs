@@ -10,7 +10,7 @@ use leader::{
     PostgresConfig, RedisBackend, RedisConfig,
 };
 use leader_core::{AcquireOutcome, AcquireRequest, Lease, LockBackend, LockName, OwnerToken};
-use leader_testkit::fixtures;
+use leader_rig::fixtures;
 
 /// Where the backends of one notifying kind connect.
 enum Servers {

@@ -11,7 +11,7 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use leader_testkit::contenders::{Action, Contender, Contenders};
+//! use leader_rig::contenders::{Action, Contender, Contenders};
 //!
 //! #[test]
 //! fn processes_never_overlap() {
@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::wait_until;
+use leader_testkit::wait_until;
 
 /// The child's settings, in its environment: the store's URL, its output file, and the
 /// file whose existence tells it to stop.

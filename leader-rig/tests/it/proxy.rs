@@ -4,7 +4,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use leader_testkit::FaultProxy;
+use leader_rig::FaultProxy;
 
 /// An echo server on a free port, one thread per connection.
 fn echo_server() -> std::net::SocketAddr {

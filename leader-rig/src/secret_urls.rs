@@ -35,7 +35,7 @@ pub fn escaped(text: &str) -> String {
 /// # Examples
 ///
 /// ```
-/// let urls = leader_testkit::secret_urls::urls("pa/ss");
+/// let urls = leader_rig::secret_urls::urls("pa/ss");
 /// assert!(urls.iter().all(|url| url.contains("pa/ss") || url.contains("pa%2Fss")));
 /// ```
 pub fn urls(password: &str) -> Vec<String> {

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 ///
 /// ```
 /// use std::time::{Duration, Instant};
-/// use leader_testkit::DeadlineWitness;
+/// use leader_rig::DeadlineWitness;
 ///
 /// let deadline = Instant::now() + Duration::from_millis(20);
 /// let witness = DeadlineWitness::start(deadline);

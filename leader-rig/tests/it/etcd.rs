@@ -8,7 +8,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use leader_testkit::fixtures::{self, Data, EtcdCluster, EtcdServer};
+use leader_rig::fixtures::{self, Data, EtcdCluster, EtcdServer};
 
 /// One JSON request to the gateway; the answer's body, or `None` when there is no
 /// `200 OK` answer within `timeout`.

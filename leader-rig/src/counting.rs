@@ -86,7 +86,7 @@ impl CallCounter {
 /// ```
 /// use std::time::Duration;
 /// use leader_core::{AcquireRequest, InMemoryBackend, LockBackend, LockName, OwnerToken};
-/// use leader_testkit::{Call, CountingBackend};
+/// use leader_rig::{Call, CountingBackend};
 ///
 /// let backend = CountingBackend::new(InMemoryBackend::new());
 /// let counter = backend.counter();

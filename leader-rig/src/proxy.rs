@@ -28,7 +28,7 @@ use tokio::sync::Notify;
 /// # Examples
 ///
 /// ```no_run
-/// use leader_testkit::FaultProxy;
+/// use leader_rig::FaultProxy;
 ///
 /// let proxy = FaultProxy::start("127.0.0.1:6379".parse()?)?;
 /// let url = format!("redis://{}/", proxy.addr()); // point the client here

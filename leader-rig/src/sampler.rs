@@ -25,7 +25,7 @@ use leader_core::__private::LeadershipState;
 /// ```
 /// use std::sync::Arc;
 /// use leader_core::__private::LeadershipState;
-/// use leader_testkit::LeaderSampler;
+/// use leader_rig::LeaderSampler;
 ///
 /// let sampler = LeaderSampler::start();
 /// sampler.watch(Arc::new(LeadershipState::new("a", Vec::new())));

@@ -93,7 +93,7 @@ pub enum Fault {
 /// ```
 /// use std::time::Duration;
 /// use leader_core::{AcquireRequest, InMemoryBackend, LockBackend, LockName, OwnerToken};
-/// use leader_testkit::{Fault, FaultyBackend, Op};
+/// use leader_rig::{Fault, FaultyBackend, Op};
 ///
 /// let backend = FaultyBackend::new(InMemoryBackend::new());
 /// backend.set(Op::Acquire, Fault::ApplyThenFail);
@@ -156,7 +156,7 @@ impl<B> FaultyBackend<B> {
     /// ```
     /// use std::time::Duration;
     /// use leader_core::{AcquireRequest, InMemoryBackend, LockBackend, LockName, OwnerToken};
-    /// use leader_testkit::{Fault, FaultyBackend, Op};
+    /// use leader_rig::{Fault, FaultyBackend, Op};
     ///
     /// let backend = FaultyBackend::new(InMemoryBackend::new());
     /// let (stuck, fine) = (LockName::new("stuck")?, LockName::new("fine")?);
@@ -204,7 +204,7 @@ impl<B> FaultyBackend<B> {
     /// ```
     /// use std::time::Duration;
     /// use leader_core::{AcquireRequest, InMemoryBackend, LockBackend, LockName, OwnerToken};
-    /// use leader_testkit::FaultyBackend;
+    /// use leader_rig::FaultyBackend;
     ///
     /// let backend = FaultyBackend::new(InMemoryBackend::new());
     /// let key = LockName::new("job#1")?;

@@ -6,7 +6,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use leader_testkit::fixtures::{self, Data, MongoServer, RedisCluster, RedisServer};
+use leader_rig::fixtures::{self, Data, MongoServer, RedisCluster, RedisServer};
 
 /// One inline command to a server that should answer; `None` when it does not within 10 s.
 /// The bound is generous: a persistent server fsyncs each write before it answers, and a
