@@ -204,52 +204,59 @@ run_step package_contents
 # build whose sources came from an overlay, so cargo compiles those again.
 forget_overlay_builds() {
     local dep stem
-    rm -rf "$verify_dir/package" "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*
-    for dep in "$verify_dir"/debug/deps/leader*.d; do
+    rm -rf "$side_dir/package" "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*
+    for dep in "$side_dir"/debug/deps/leader*.d; do
         [[ -e "$dep" ]] && grep -q '/registry/src/-' "$dep" || continue
         stem=$(basename "$dep" .d)
-        rm -rf "$verify_dir"/debug/.fingerprint/*-"${stem##*-}"
+        rm -rf "$side_dir"/debug/.fingerprint/*-"${stem##*-}"
     done
 }
-# The verification builds run beside the tests, not before them: the tests mostly wait
-# (for leases to run out, servers to fail over), and the builds were a tenth of a cold
-# run. They use one core at the lowest priority, which loads the tests less than the
-# CPU burner on one core the suite is proven under, and a target dir of their own, as two
-# cargo processes on one target dir wait for each other's lock.
-verify_dir=target/verify
-package_log=$(mktemp)
-package_command=(cargo package --workspace "${unpublished[@]}" --allow-dirty -j 1)
-package_started=$SECONDS
+# The verification builds, and the build of the chaos binary (step 7), run beside the
+# tests, not before them: the tests mostly wait (for leases to run out, servers to fail
+# over), and the builds were a sixth of a cold run. They use one core at the lowest
+# priority, which loads the tests less than the CPU burner on one core the suite is
+# proven under, and a target dir of their own (two cargo processes on one target dir
+# wait for each other's lock). Each reports in a step of its own after the tests.
+side_dir=target/side
+side_logs=$(mktemp -d)
+side_started=$SECONDS
 (
     forget_overlay_builds
-    CARGO_TARGET_DIR=$verify_dir exec nice -n 19 "${package_command[@]}"
-) >"$package_log" 2>&1 &
-package_pid=$!
+    status=0
+    CARGO_TARGET_DIR=$side_dir nice -n 19 \
+        cargo package --workspace "${unpublished[@]}" --allow-dirty -j 1 \
+        >"$side_logs/package" 2>&1 || status=$?
+    echo "$status" >"$side_logs/package.status"
+    # A debug build: `--release` only makes runs busier.
+    status=0
+    CARGO_TARGET_DIR=$side_dir nice -n 19 cargo build -q -p leader-chaos -j 1 \
+        >"$side_logs/chaos" 2>&1 || status=$?
+    echo "$status" >"$side_logs/chaos.status"
+) &
+side_pid=$!
 
 run_step cargo test --workspace --all-features --no-fail-fast "$@"
 
-# The verification builds started before the tests: their output, result and wall time.
-package_verified() {
-    local status=0
-    wait "$package_pid" || status=$?
-    cat "$package_log"
-    rm -f "$package_log"
-    printf '(started %ss ago, beside the tests)\n' "$((SECONDS - package_started))"
-    return "$status"
+# What a build beside the tests printed, and its result.
+built_beside() {
+    wait "$side_pid" || true
+    cat "$side_logs/$1"
+    printf '(the builds beside the tests started %ss ago)\n' "$((SECONDS - side_started))"
+    return "$(cat "$side_logs/$1.status" 2>/dev/null || echo 1)"
 }
-run_step package_verified
+run_step built_beside package
 
 # The chaos runs: K worker processes contend for a few locks on each backend, three of
 # them also holding two locks for several renewals at a time (blocking and async
 # electors), while servers crash, pause and lose data (leader-chaos/README.md). The seed
-# comes from the commit, so a failure reproduces with the printed command. The binary is built first, in a step of
-# its own: `cargo test --all-features` built its dependencies with other features, so the
-# first run would otherwise compile them inside its timeout (it did, and timed out).
-# A debug build: `--release` only makes runs busier.
-run_step cargo build -q -p leader-chaos
+# comes from the commit, so a failure reproduces with the printed command. The binary was
+# built beside the tests, in the side target dir the runs use: `cargo test
+# --all-features` builds its dependencies with other features, so a first run would
+# otherwise compile them inside its timeout (it did, and timed out).
+run_step built_beside chaos
 chaos_seed=$(( 16#$(git rev-parse --short=8 HEAD 2>/dev/null || echo 1) ))
 for backend in redis mongodb etcd sqlite postgres redis-sentinel postgres-standby; do
-    run_step timeout 150 cargo run -q -p leader-chaos -- \
+    run_step env CARGO_TARGET_DIR="$side_dir" timeout 150 cargo run -q -p leader-chaos -- \
         --backend "$backend" --seconds 45 --seed "$chaos_seed"
 done
 
