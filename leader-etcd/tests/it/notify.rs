@@ -21,11 +21,9 @@ fn url() -> Option<String> {
 /// Starts the watch and waits until it is up.
 fn listening(backend: &EtcdBackend) {
     assert!(backend.release_events().is_some());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !backend.is_listening() {
-        assert!(Instant::now() < deadline, "the watch did not come up");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    leader_testkit::wait_until("the watch to come up", Duration::from_secs(10), || {
+        backend.is_listening()
+    });
 }
 
 #[test]

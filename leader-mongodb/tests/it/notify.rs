@@ -2,7 +2,7 @@
 //! other backends (other nodes) at once when a lock is released or force-released, with
 //! the ended lease's fencing token, and comes back after a server restart.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::common::{Raw, config, private_server, uri, uri_of};
 use leader_core::{
@@ -19,14 +19,11 @@ const COLLECTION: &str = "notify_locks";
 /// Starts the change stream and waits until it is up.
 fn listening(backend: &MongoBackend) {
     assert!(backend.release_events().is_some());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !backend.is_listening() {
-        assert!(
-            Instant::now() < deadline,
-            "the change stream did not come up"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    leader_testkit::wait_until(
+        "the change stream to come up",
+        Duration::from_secs(10),
+        || backend.is_listening(),
+    );
 }
 
 #[test]
@@ -81,14 +78,11 @@ fn hold(backend: &MongoBackend, key: &leader_core::LockName) -> Lease {
 /// Waits until the server's clock is past `lease`'s acquisition plus `min_lease_time`.
 fn until_the_minimum_lease_has_passed(raw: &Raw, lease: &Lease, min_lease_time: Duration) {
     let end = lease.acquired_at + min_lease_time;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while raw.server_now() <= end {
-        assert!(
-            Instant::now() < deadline,
-            "the server's clock never passed the minimum lease"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    leader_testkit::wait_until(
+        "the server's clock to pass the minimum lease",
+        Duration::from_secs(10),
+        || raw.server_now() > end,
+    );
 }
 
 /// A release whose minimum lease has already passed frees the lock (owner null, as a
@@ -193,11 +187,11 @@ fn the_stream_comes_back_after_a_restart_and_wakes_every_waiter() {
     let listener = backend.release_events().unwrap().listen("anything");
 
     server.kill();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while backend.is_listening() {
-        assert!(Instant::now() < deadline, "the lost stream went unnoticed");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    leader_testkit::wait_until(
+        "the lost stream to be noticed",
+        Duration::from_secs(20),
+        || !backend.is_listening(),
+    );
     server.restart(Data::Keep).unwrap();
     // Releases may have been missed while it was down: waiters are told to retry.
     assert!(listener.wait_timeout(Duration::from_secs(30)));

@@ -3,7 +3,7 @@
 //! waiting elector takes over after a release is timed, beside Redis's, by the facade's
 //! `leader/tests/handoff.rs`.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::common::{config, must_acquire, private_server, url};
 use leader_core::{Backend, LockBackend, ReleaseRequest};
@@ -16,11 +16,9 @@ const TABLE: &str = "notify_locks";
 /// Starts the `LISTEN` session and waits until it is up.
 fn listening(backend: &PostgresBackend) {
     assert!(backend.release_events().is_some());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !backend.is_listening() {
-        assert!(Instant::now() < deadline, "LISTEN did not come up");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    leader_testkit::wait_until("LISTEN to come up", Duration::from_secs(10), || {
+        backend.is_listening()
+    });
 }
 
 #[test]
@@ -57,11 +55,11 @@ fn listen_comes_back_after_a_restart_and_wakes_every_waiter() {
     let listener = backend.release_events().unwrap().listen("anything");
 
     server.kill();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while backend.is_listening() {
-        assert!(Instant::now() < deadline, "the lost session went unnoticed");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    leader_testkit::wait_until(
+        "the lost session to be noticed",
+        Duration::from_secs(10),
+        || !backend.is_listening(),
+    );
     server.restart(Data::Keep).unwrap();
     // Releases may have been missed while it was down: waiters are told to retry.
     assert!(listener.wait_timeout(Duration::from_secs(15)));
