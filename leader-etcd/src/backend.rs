@@ -15,7 +15,7 @@ use crate::conn::Connection;
 use crate::error::{BACKEND, ConnectError, OpError};
 use crate::keys::Keys;
 use crate::listener::Listener;
-use crate::ops::Op;
+use crate::ops::{BatchOp, Op};
 use crate::url::Target;
 
 /// How long a call is tried again after a member refused its connection (nothing was
@@ -204,7 +204,7 @@ impl EtcdBackend {
 
     /// Runs `ops` at once (at most [`IN_FLIGHT`] in flight), each within the operation
     /// timeout, on the calling thread: one answer per op, in their order.
-    pub(crate) fn block_on_each<O: Op>(&self, ops: Vec<O>) -> Answers<O::Output> {
+    pub(crate) fn block_on_each<O: BatchOp>(&self, ops: Vec<O>) -> Answers<O::Output> {
         match self.inner.background.block_on(None, self.call_each(ops)) {
             Ok(answers) => Ok(answers),
             Err(stopped) => Err(OpError::from(stopped).into_failure()),
@@ -212,7 +212,7 @@ impl EtcdBackend {
     }
 
     /// [`block_on_each`](Self::block_on_each), awaited from any executor.
-    pub(crate) async fn run_each<O: Op>(&self, ops: Vec<O>) -> Answers<O::Output> {
+    pub(crate) async fn run_each<O: BatchOp>(&self, ops: Vec<O>) -> Answers<O::Output> {
         match self.inner.background.run(None, self.call_each(ops)).await {
             Ok(answers) => Ok(answers),
             Err(stopped) => Err(OpError::from(stopped).into_failure()),
@@ -223,7 +223,7 @@ impl EtcdBackend {
     /// failing key holds up no other (etcd multiplexes the calls over the client's
     /// connections); those of one key one after the other, in their order, so a batch
     /// that names a key twice answers as the same calls made in turn would.
-    fn call_each<O: Op>(
+    fn call_each<O: BatchOp>(
         &self,
         ops: Vec<O>,
     ) -> impl Future<Output = Vec<Result<O::Output, Failure>>> + Send + 'static {
@@ -233,7 +233,7 @@ impl EtcdBackend {
         let mut chain_of: std::collections::HashMap<String, usize> =
             std::collections::HashMap::new();
         for (index, op) in ops.into_iter().enumerate() {
-            let chain = *chain_of.entry(op.key().to_owned()).or_insert_with(|| {
+            let chain = *chain_of.entry(op.lock().to_owned()).or_insert_with(|| {
                 chains.push(Vec::new());
                 chains.len() - 1
             });

@@ -48,9 +48,6 @@ pub struct AcquireBatch(Vec<calls::Acquire>);
 impl Call for AcquireBatch {
     type Output = Vec<Result<AcquireOutcome, Failure>>;
     const NAME: &'static str = "acquire_batch";
-    fn key(&self) -> &str {
-        self.0.first().map_or("", Call::key)
-    }
     fn outcome(_: &Self::Output) -> &'static str {
         "batch"
     }
@@ -76,9 +73,6 @@ pub struct ReleaseBatch(Vec<calls::Release>);
 impl Call for ReleaseBatch {
     type Output = Vec<Result<Released, Failure>>;
     const NAME: &'static str = "release_batch";
-    fn key(&self) -> &str {
-        self.0.first().map_or("", Call::key)
-    }
     fn outcome(_: &Self::Output) -> &'static str {
         "batch"
     }
@@ -107,7 +101,7 @@ impl Store for EtcdBackend {
         &'a self,
         requests: &'a [AcquireRequest<'a>],
     ) -> Option<AcquireBatch> {
-        Some(AcquireBatch(requests.iter().map(|r| (*r).into()).collect()))
+        Some(AcquireBatch(calls::each(requests)))
     }
 
     type Slot<'a> = AcquireSlot;
@@ -135,7 +129,7 @@ impl Store for EtcdBackend {
         &'a self,
         releases: &'a [ReleaseRequest<'a>],
     ) -> Option<ReleaseBatch> {
-        Some(ReleaseBatch(releases.iter().map(|r| (*r).into()).collect()))
+        Some(ReleaseBatch(calls::each(releases)))
     }
 
     /// Waiters in this process wake at once after a release of this process, without

@@ -110,10 +110,6 @@ impl Call for AcquireBatch {
 
     const NAME: &'static str = "acquire_batch";
 
-    fn key(&self) -> &str {
-        self.requests.first().map_or("", |r| r.key.as_str())
-    }
-
     fn outcome(_: &Self::Output) -> &'static str {
         "batch"
     }
@@ -212,12 +208,6 @@ impl Call for ExtendBatch {
 
     const NAME: &'static str = "extend_batch";
 
-    fn key(&self) -> &str {
-        self.renewals
-            .first()
-            .map_or("", |renewal| renewal.lease.key.as_str())
-    }
-
     fn outcome(_: &Self::Output) -> &'static str {
         "batch"
     }
@@ -287,10 +277,6 @@ impl Call for ReleaseBatch {
     type Output = Vec<Result<Released, Failure>>;
 
     const NAME: &'static str = "release_batch";
-
-    fn key(&self) -> &str {
-        self.releases.first().map_or("", Call::key)
-    }
 
     fn outcome(_: &Self::Output) -> &'static str {
         "batch"

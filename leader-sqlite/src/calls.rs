@@ -91,9 +91,6 @@ pub struct AcquireBatch(Vec<calls::Acquire>);
 impl Call for AcquireBatch {
     type Output = Vec<Result<AcquireOutcome, Failure>>;
     const NAME: &'static str = "acquire_batch";
-    fn key(&self) -> &str {
-        self.0.first().map_or("", Call::key)
-    }
 }
 
 impl Transactions for AcquireBatch {
@@ -118,9 +115,6 @@ pub struct ExtendBatch(Vec<calls::Extend>);
 impl Call for ExtendBatch {
     type Output = Vec<Result<ExtendOutcome, Failure>>;
     const NAME: &'static str = "extend_batch";
-    fn key(&self) -> &str {
-        self.0.first().map_or("", Call::key)
-    }
 }
 
 impl Transactions for ExtendBatch {
@@ -145,9 +139,6 @@ pub struct ReleaseBatch(Vec<calls::Release>);
 impl Call for ReleaseBatch {
     type Output = Vec<Result<Released, Failure>>;
     const NAME: &'static str = "release_batch";
-    fn key(&self) -> &str {
-        self.0.first().map_or("", Call::key)
-    }
 }
 
 impl Transactions for ReleaseBatch {
@@ -206,7 +197,7 @@ impl Store for SqliteBackend {
         &'a self,
         requests: &'a [AcquireRequest<'a>],
     ) -> Option<AcquireBatch> {
-        Some(AcquireBatch(requests.iter().map(|r| (*r).into()).collect()))
+        Some(AcquireBatch(calls::each(requests)))
     }
 
     type Slot<'a> = Unsupported<SlotOutcome>;
@@ -220,7 +211,7 @@ impl Store for SqliteBackend {
     type ExtendBatch<'a> = ExtendBatch;
     /// One transaction per 500 renewals, each answered as `extend` would answer it.
     fn plan_extend_batch<'a>(&'a self, renewals: &'a [Renewal<'a>]) -> Option<ExtendBatch> {
-        Some(ExtendBatch(renewals.iter().map(|r| (*r).into()).collect()))
+        Some(ExtendBatch(calls::each(renewals)))
     }
 
     /// A batch renews its leases in one transaction (per chunk), so that one lease's
@@ -240,7 +231,7 @@ impl Store for SqliteBackend {
         &'a self,
         releases: &'a [ReleaseRequest<'a>],
     ) -> Option<ReleaseBatch> {
-        Some(ReleaseBatch(releases.iter().map(|r| (*r).into()).collect()))
+        Some(ReleaseBatch(calls::each(releases)))
     }
 
     fn local_waiters(&self) -> Option<&ReleaseEvents> {

@@ -11,35 +11,52 @@ use crate::spi::listing::ForceReleaseOutcome;
 use crate::spi::outcome::ReleaseOutcome;
 use crate::spi::request::ReleaseRequest;
 
-/// Traces the answer of a call of `C`'s kind about `key`, sent at `started` on `backend`
-/// (one `debug` event).
-pub(super) fn traced<C: Call>(
-    backend: &'static str,
-    key: &str,
-    started: Instant,
-    answer: &Result<C::Output, Failure>,
-) {
-    let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-    match answer {
-        Ok(output) => tracing::debug!(
-            backend,
-            lock = %key,
-            op = C::NAME,
-            outcome = C::outcome(output),
-            micros,
-            "{backend} lock call"
-        ),
-        Err(failure) => tracing::debug!(
-            backend,
-            lock = %key,
-            op = C::NAME,
-            outcome = "error",
-            transient = matches!(failure.kind(), BackendErrorKind::Transient),
-            error = %failure,
-            micros,
-            "{backend} lock call failed"
-        ),
+/// The trace of one call: when it was sent, taken only when the call's `debug` event will
+/// be recorded (most calls are not traced; they pay for no clock read).
+pub(super) struct Trace(Option<Instant>);
+
+impl Trace {
+    /// A call is about to be sent.
+    pub(super) fn start() -> Trace {
+        Trace(tracing::enabled!(tracing::Level::DEBUG).then(Instant::now))
     }
+
+    /// The call of `C`'s kind about `key`, on `backend`, answered `answer`: one `debug`
+    /// event, when it is recorded.
+    pub(super) fn end<C: Call>(
+        self,
+        backend: &'static str,
+        key: &str,
+        answer: &Result<C::Output, Failure>,
+    ) {
+        let Some(started) = self.0 else { return };
+        let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        match answer {
+            Ok(output) => tracing::debug!(
+                backend,
+                lock = %key,
+                op = C::NAME,
+                outcome = C::outcome(output),
+                micros,
+                "{backend} lock call"
+            ),
+            Err(failure) => tracing::debug!(
+                backend,
+                lock = %key,
+                op = C::NAME,
+                outcome = "error",
+                transient = matches!(failure.kind(), BackendErrorKind::Transient),
+                error = %failure,
+                micros,
+                "{backend} lock call failed"
+            ),
+        }
+    }
+}
+
+/// The lock a batch call's trace names: its first.
+pub(super) fn first_key<'k>(mut keys: impl Iterator<Item = &'k LockName>) -> &'k str {
+    keys.next().map_or("", LockName::as_str)
 }
 
 /// A single call's answer, its failure named by `key`.

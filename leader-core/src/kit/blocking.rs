@@ -1,10 +1,8 @@
 //! [`LockBackend`] for every [`Store`] whose runner runs its calls: each call planned, sent
 //! on the calling thread, traced, and its answer made the SPI's.
 
-use std::time::Instant;
-
 use crate::error::Error;
-use crate::kit::answers::{force_released, named, per_lock, released, traced};
+use crate::kit::answers::{Trace, first_key, force_released, named, per_lock, released};
 use crate::kit::call::Call;
 use crate::kit::calls;
 use crate::kit::runs::Runs;
@@ -17,22 +15,21 @@ use crate::spi::record::{RecordWrite, RecordWriteOutcome, StoredRecord};
 use crate::spi::request::{AcquireRequest, ReleaseRequest, Renewal, SlotRequest};
 use crate::spi::state::LeaderState;
 
-/// Plans nothing, sends `call` and traces it: its answer, the failure not yet named.
+/// Sends `call`, about the lock `key`, and traces it: its answer, the failure not yet named.
 fn run<S: Runs<C>, C: Call>(
     store: &S,
+    key: &str,
     call: C,
-) -> (String, Result<C::Output, crate::kit::Failure>) {
-    let key = call.key().to_owned();
-    let started = Instant::now();
+) -> Result<C::Output, crate::kit::Failure> {
+    let trace = Trace::start();
     let answer = store.run_blocking(call);
-    traced::<C>(store.name(), &key, started, &answer);
-    (key, answer)
+    trace.end::<C>(store.name(), key, &answer);
+    answer
 }
 
-/// Sends a single call: its answer, the failure named by its lock.
-fn single<S: Runs<C>, C: Call>(store: &S, call: C) -> Result<C::Output, Error> {
-    let (key, answer) = run(store, call);
-    named(store.name(), &key, answer)
+/// Sends a single call about the lock `key`: its answer, the failure named by the lock.
+fn single<S: Runs<C>, C: Call>(store: &S, key: &str, call: C) -> Result<C::Output, Error> {
+    named(store.name(), key, run(store, key, call))
 }
 
 impl<S> LockBackend for S
@@ -52,7 +49,7 @@ where
         + Runs<calls::WriteRecord>,
 {
     fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
-        single(self, self.plan_acquire(request))
+        single(self, request.key.as_str(), self.plan_acquire(request))
     }
 
     fn try_acquire_batch(
@@ -61,7 +58,7 @@ where
     ) -> Vec<Result<AcquireOutcome, Error>> {
         match self.plan_acquire_batch(requests) {
             Some(call) => {
-                let (_, answers) = run(self, call);
+                let answers = run(self, first_key(requests.iter().map(|r| r.key)), call);
                 per_lock(self.name(), requests.iter().map(|r| r.key), answers)
             }
             None => requests.iter().map(|r| self.try_acquire(*r)).collect(),
@@ -70,7 +67,7 @@ where
 
     fn try_acquire_slot(&self, request: SlotRequest<'_>) -> Result<SlotOutcome, Error> {
         if let Some(call) = self.plan_slot(request) {
-            return single(self, call);
+            return single(self, request.group_name().as_str(), call);
         }
         let mut walk = request.walk();
         while let Some(request) = walk.next_request() {
@@ -87,14 +84,15 @@ where
     }
 
     fn extend(&self, renewal: Renewal<'_>) -> Result<ExtendOutcome, Error> {
-        single(self, self.plan_extend(renewal))
+        single(self, renewal.lease.key.as_str(), self.plan_extend(renewal))
     }
 
     fn extend_batch(&self, renewals: &[Renewal<'_>]) -> Vec<Result<ExtendOutcome, Error>> {
         match self.plan_extend_batch(renewals) {
             Some(call) => {
-                let (_, answers) = run(self, call);
-                per_lock(self.name(), renewals.iter().map(|r| &r.lease.key), answers)
+                let keys = renewals.iter().map(|r| &r.lease.key);
+                let answers = run(self, first_key(keys.clone()), call);
+                per_lock(self.name(), keys, answers)
             }
             None => renewals.iter().map(|r| self.extend(*r)).collect(),
         }
@@ -105,15 +103,16 @@ where
     }
 
     fn release(&self, release: ReleaseRequest<'_>) -> Result<ReleaseOutcome, Error> {
-        let answer = single(self, self.plan_release(release))?;
+        let answer = single(self, release.lease.key.as_str(), self.plan_release(release))?;
         Ok(released(self, &release, answer))
     }
 
     fn release_batch(&self, releases: &[ReleaseRequest<'_>]) -> Vec<Result<ReleaseOutcome, Error>> {
         match self.plan_release_batch(releases) {
             Some(call) => {
-                let (_, answers) = run(self, call);
-                let answers = per_lock(self.name(), releases.iter().map(|r| &r.lease.key), answers);
+                let keys = releases.iter().map(|r| &r.lease.key);
+                let answers = run(self, first_key(keys.clone()), call);
+                let answers = per_lock(self.name(), keys, answers);
                 releases
                     .iter()
                     .zip(answers)
@@ -125,15 +124,15 @@ where
     }
 
     fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
-        single(self, calls::State::from(key))
+        single(self, key.as_str(), calls::State::from(key))
     }
 
     fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
-        single(self, calls::List::from(request))
+        single(self, &request.prefix, calls::List::from(request))
     }
 
     fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
-        let outcome = single(self, calls::ForceRelease::new(key, None))?;
+        let outcome = single(self, key.as_str(), calls::ForceRelease::new(key, None))?;
         force_released(self, key, &outcome);
         Ok(outcome)
     }
@@ -143,16 +142,20 @@ where
         key: &LockName,
         fencing_token: u64,
     ) -> Result<ForceReleaseOutcome, Error> {
-        let outcome = single(self, calls::ForceRelease::new(key, Some(fencing_token)))?;
+        let outcome = single(
+            self,
+            key.as_str(),
+            calls::ForceRelease::new(key, Some(fencing_token)),
+        )?;
         force_released(self, key, &outcome);
         Ok(outcome)
     }
 
     fn read_record(&self, key: &LockName) -> Result<Option<StoredRecord>, Error> {
-        single(self, calls::ReadRecord::from(key))
+        single(self, key.as_str(), calls::ReadRecord::from(key))
     }
 
     fn write_record(&self, write: RecordWrite<'_>) -> Result<RecordWriteOutcome, Error> {
-        single(self, calls::WriteRecord::from(write))
+        single(self, write.key().as_str(), calls::WriteRecord::from(write))
     }
 }

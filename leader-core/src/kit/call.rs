@@ -6,16 +6,14 @@ use std::fmt;
 use crate::error::{BackendError, BackendErrorKind, BoxError, Error};
 
 /// One call to the store, planned as data: what it sends is in the value; sending it is
-/// the backend's runner's ([`Runs`](crate::kit::Runs)).
+/// the backend's runner's ([`Runs`](crate::kit::Runs)). The kit knows the lock a call is
+/// about from the request it was planned from, and names it in the call's failure.
 pub trait Call: Send {
     /// What the store answers.
     type Output: Send;
 
     /// The call's name in traces (`"acquire"`, `"extend_batch"`, ...).
     const NAME: &'static str;
-
-    /// The lock (or, for a listing, the prefix) the call is about: its failure names it.
-    fn key(&self) -> &str;
 
     /// A short label of `output`, for traces (`"acquired"`, `"held"`, ...).
     fn outcome(output: &Self::Output) -> &'static str {

@@ -1,5 +1,5 @@
-//! The calls every store makes, each owning what it sends, with their names, locks and
-//! trace labels written here once; a backend writes only how each runs
+//! The calls every store makes, each owning what it sends, with their names and trace
+//! labels written here once; a backend writes only how each runs
 //! ([`Runs`](crate::kit::Runs)).
 //!
 //! The operator's calls and the records' ([`State`], [`List`], [`ForceRelease`],
@@ -20,19 +20,43 @@ use crate::spi::record::{RecordWrite, RecordWriteOutcome, StoredRecord};
 use crate::spi::request::{AcquireRequest, ReleaseRequest, Renewal};
 use crate::spi::state::LeaderState;
 
+/// Each of a batch's requests as its owned call, in order: what a store plans a batch from
+/// when it sends the batch's calls together (one transaction, or at once).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use leader_core::kit::calls;
+/// use leader_core::{AcquireRequest, LockName, OwnerToken};
+///
+/// let (a, b) = (LockName::new("a")?, LockName::new("b")?);
+/// let lease = Duration::from_secs(30);
+/// let requests = [
+///     AcquireRequest::new(&a, OwnerToken::random(), "node-a", lease),
+///     AcquireRequest::new(&b, OwnerToken::random(), "node-a", lease),
+/// ];
+/// let batch: Vec<calls::Acquire> = calls::each(&requests);
+/// assert_eq!(batch[1].key.as_str(), "b");
+/// # Ok::<(), leader_core::NameError>(())
+/// ```
+pub fn each<R: Copy + Into<C>, C>(requests: &[R]) -> Vec<C> {
+    requests.iter().map(|request| (*request).into()).collect()
+}
+
 /// `try_acquire`: an [`AcquireRequest`] that owns its data.
 ///
 /// # Examples
 ///
 /// ```
 /// use std::time::Duration;
-/// use leader_core::kit::{Call, calls};
+/// use leader_core::kit::calls;
 /// use leader_core::{AcquireRequest, LockName, OwnerToken};
 ///
 /// let key = LockName::new("nightly")?;
 /// let request = AcquireRequest::new(&key, OwnerToken::random(), "node-a", Duration::from_secs(30));
 /// let call = calls::Acquire::from(request);
-/// assert_eq!(call.key(), "nightly");
+/// assert_eq!(call.key.as_str(), "nightly");
 /// assert_eq!(call.leader_id, "node-a");
 /// # Ok::<(), leader_core::NameError>(())
 /// ```
@@ -62,9 +86,6 @@ impl From<AcquireRequest<'_>> for Acquire {
 impl Call for Acquire {
     type Output = AcquireOutcome;
     const NAME: &'static str = "acquire";
-    fn key(&self) -> &str {
-        self.key.as_str()
-    }
     fn outcome(output: &AcquireOutcome) -> &'static str {
         output.as_str()
     }
@@ -91,9 +112,6 @@ impl From<Renewal<'_>> for Extend {
 impl Call for Extend {
     type Output = ExtendOutcome;
     const NAME: &'static str = "extend";
-    fn key(&self) -> &str {
-        self.lease.key.as_str()
-    }
     fn outcome(output: &ExtendOutcome) -> &'static str {
         output.as_str()
     }
@@ -120,9 +138,6 @@ impl From<ReleaseRequest<'_>> for Release {
 impl Call for Release {
     type Output = Released;
     const NAME: &'static str = "release";
-    fn key(&self) -> &str {
-        self.lease.key.as_str()
-    }
     fn outcome(output: &Released) -> &'static str {
         output.as_str()
     }
@@ -144,9 +159,6 @@ impl From<&LockName> for State {
 impl Call for State {
     type Output = LeaderState;
     const NAME: &'static str = "state";
-    fn key(&self) -> &str {
-        self.key.as_str()
-    }
     fn outcome(output: &LeaderState) -> &'static str {
         match output.leader() {
             Some(_) => "occupied",
@@ -173,9 +185,6 @@ impl From<&ListRequest> for List {
 impl Call for List {
     type Output = ListPage;
     const NAME: &'static str = "list";
-    fn key(&self) -> &str {
-        &self.request.prefix
-    }
     fn outcome(output: &ListPage) -> &'static str {
         match output.next {
             Some(_) => "page",
@@ -208,9 +217,6 @@ impl ForceRelease {
 impl Call for ForceRelease {
     type Output = ForceReleaseOutcome;
     const NAME: &'static str = "force_release";
-    fn key(&self) -> &str {
-        self.key.as_str()
-    }
     fn outcome(output: &ForceReleaseOutcome) -> &'static str {
         output.as_str()
     }
@@ -232,9 +238,6 @@ impl From<&LockName> for ReadRecord {
 impl Call for ReadRecord {
     type Output = Option<StoredRecord>;
     const NAME: &'static str = "read_record";
-    fn key(&self) -> &str {
-        self.key.as_str()
-    }
     fn outcome(output: &Option<StoredRecord>) -> &'static str {
         match output {
             Some(_) => "found",
@@ -274,9 +277,6 @@ impl From<RecordWrite<'_>> for WriteRecord {
 impl Call for WriteRecord {
     type Output = RecordWriteOutcome;
     const NAME: &'static str = "write_record";
-    fn key(&self) -> &str {
-        self.key.as_str()
-    }
     fn outcome(output: &RecordWriteOutcome) -> &'static str {
         output.as_str()
     }

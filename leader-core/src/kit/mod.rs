@@ -8,7 +8,8 @@
 //!
 //! - **error naming**: a call's [`Failure`] becomes an [`Error::Backend`](crate::Error)
 //!   naming the backend and the lock;
-//! - **tracing**: one `debug` event per call (backend, lock, call, outcome, time taken);
+//! - **tracing**: one `debug` event per call (backend, lock, call, outcome, time taken),
+//!   the clock read only when the event is recorded;
 //! - **local wake-ups**: waiters in this process wake as soon as a release or a force
 //!   release freed a lock, without waiting for the store's notification to come back
 //!   ([`Store::local_waiters`]);
@@ -25,9 +26,10 @@
 //!
 //! 1. The calls: the kit's owned ones ([`calls`]: acquire, extend, release, and always
 //!    the operator's and the records'), or a type of your own for a call that needs more,
-//!    holding what it sends and implementing [`Call`] (its answer type, its name, the
-//!    lock it is about). [`Store`] plans the lease's calls and the batches from their
-//!    requests; nothing is sent there.
+//!    holding what it sends and implementing [`Call`] (its answer type and its name; the
+//!    kit knows the lock from the request). [`Store`] plans the lease's calls and the
+//!    batches from their requests ([`calls::each`] for a batch of the kit's calls);
+//!    nothing is sent there.
 //! 2. A runner: `impl Runs<C> for YourBackend` for each call type (or once, generically,
 //!    over a trait your call types share) with the blocking and the async way of sending
 //!    it. A backend whose driver needs tokio runs its calls on a `leader-runtime`
@@ -53,9 +55,6 @@
 //! impl Call for Read {
 //!     type Output = u64;
 //!     const NAME: &'static str = "read";
-//!     fn key(&self) -> &str {
-//!         self.key.as_str()
-//!     }
 //! }
 //!
 //! struct Counters;

@@ -1,10 +1,8 @@
 //! [`AsyncLockBackend`] for every [`Store`] whose runner runs its calls: as the blocking
 //! side (`kit/blocking.rs`), each call sent by the runner's async side and awaited.
 
-use std::time::Instant;
-
 use crate::error::Error;
-use crate::kit::answers::{force_released, named, per_lock, released, traced};
+use crate::kit::answers::{Trace, first_key, force_released, named, per_lock, released};
 use crate::kit::call::{Call, Failure};
 use crate::kit::calls;
 use crate::kit::runs::Runs;
@@ -17,19 +15,17 @@ use crate::spi::record::{RecordWrite, RecordWriteOutcome, StoredRecord};
 use crate::spi::request::{AcquireRequest, ReleaseRequest, Renewal, SlotRequest};
 use crate::spi::state::LeaderState;
 
-/// Sends `call` and traces it: its key and answer, the failure not yet named.
-async fn run<S: Runs<C>, C: Call>(store: &S, call: C) -> (String, Result<C::Output, Failure>) {
-    let key = call.key().to_owned();
-    let started = Instant::now();
+/// Sends `call`, about the lock `key`, and traces it: its answer, the failure not yet named.
+async fn run<S: Runs<C>, C: Call>(store: &S, key: &str, call: C) -> Result<C::Output, Failure> {
+    let trace = Trace::start();
     let answer = store.run_async(call).await;
-    traced::<C>(store.name(), &key, started, &answer);
-    (key, answer)
+    trace.end::<C>(store.name(), key, &answer);
+    answer
 }
 
-/// Sends a single call: its answer, the failure named by its lock.
-async fn single<S: Runs<C>, C: Call>(store: &S, call: C) -> Result<C::Output, Error> {
-    let (key, answer) = run(store, call).await;
-    named(store.name(), &key, answer)
+/// Sends a single call about the lock `key`: its answer, the failure named by the lock.
+async fn single<S: Runs<C>, C: Call>(store: &S, key: &str, call: C) -> Result<C::Output, Error> {
+    named(store.name(), key, run(store, key, call).await)
 }
 
 impl<S> AsyncLockBackend for S
@@ -49,7 +45,7 @@ where
         + Runs<calls::WriteRecord>,
 {
     async fn try_acquire(&self, request: AcquireRequest<'_>) -> Result<AcquireOutcome, Error> {
-        single(self, self.plan_acquire(request)).await
+        single(self, request.key.as_str(), self.plan_acquire(request)).await
     }
 
     async fn try_acquire_batch(
@@ -58,7 +54,7 @@ where
     ) -> Vec<Result<AcquireOutcome, Error>> {
         match self.plan_acquire_batch(requests) {
             Some(call) => {
-                let (_, answers) = run(self, call).await;
+                let answers = run(self, first_key(requests.iter().map(|r| r.key)), call).await;
                 per_lock(self.name(), requests.iter().map(|r| r.key), answers)
             }
             None => {
@@ -73,7 +69,7 @@ where
 
     async fn try_acquire_slot(&self, request: SlotRequest<'_>) -> Result<SlotOutcome, Error> {
         if let Some(call) = self.plan_slot(request) {
-            return single(self, call).await;
+            return single(self, request.group_name().as_str(), call).await;
         }
         let mut walk = request.walk();
         while let Some(request) = walk.next_request() {
@@ -90,14 +86,15 @@ where
     }
 
     async fn extend(&self, renewal: Renewal<'_>) -> Result<ExtendOutcome, Error> {
-        single(self, self.plan_extend(renewal)).await
+        single(self, renewal.lease.key.as_str(), self.plan_extend(renewal)).await
     }
 
     async fn extend_batch(&self, renewals: &[Renewal<'_>]) -> Vec<Result<ExtendOutcome, Error>> {
         match self.plan_extend_batch(renewals) {
             Some(call) => {
-                let (_, answers) = run(self, call).await;
-                per_lock(self.name(), renewals.iter().map(|r| &r.lease.key), answers)
+                let keys = renewals.iter().map(|r| &r.lease.key);
+                let answers = run(self, first_key(keys.clone()), call).await;
+                per_lock(self.name(), keys, answers)
             }
             None => {
                 let mut answers = Vec::with_capacity(renewals.len());
@@ -114,7 +111,7 @@ where
     }
 
     async fn release(&self, release: ReleaseRequest<'_>) -> Result<ReleaseOutcome, Error> {
-        let answer = single(self, self.plan_release(release)).await?;
+        let answer = single(self, release.lease.key.as_str(), self.plan_release(release)).await?;
         Ok(released(self, &release, answer))
     }
 
@@ -124,8 +121,8 @@ where
     ) -> Vec<Result<ReleaseOutcome, Error>> {
         match self.plan_release_batch(releases) {
             Some(call) => {
-                let (_, answers) = run(self, call).await;
                 let keys = releases.iter().map(|r| &r.lease.key);
+                let answers = run(self, first_key(keys.clone()), call).await;
                 let answers = per_lock(self.name(), keys, answers);
                 releases
                     .iter()
@@ -144,15 +141,15 @@ where
     }
 
     async fn state(&self, key: &LockName) -> Result<LeaderState, Error> {
-        single(self, calls::State::from(key)).await
+        single(self, key.as_str(), calls::State::from(key)).await
     }
 
     async fn list(&self, request: &ListRequest) -> Result<ListPage, Error> {
-        single(self, calls::List::from(request)).await
+        single(self, &request.prefix, calls::List::from(request)).await
     }
 
     async fn force_release(&self, key: &LockName) -> Result<ForceReleaseOutcome, Error> {
-        let outcome = single(self, calls::ForceRelease::new(key, None)).await?;
+        let outcome = single(self, key.as_str(), calls::ForceRelease::new(key, None)).await?;
         force_released(self, key, &outcome);
         Ok(outcome)
     }
@@ -163,16 +160,16 @@ where
         fencing_token: u64,
     ) -> Result<ForceReleaseOutcome, Error> {
         let call = calls::ForceRelease::new(key, Some(fencing_token));
-        let outcome = single(self, call).await?;
+        let outcome = single(self, key.as_str(), call).await?;
         force_released(self, key, &outcome);
         Ok(outcome)
     }
 
     async fn read_record(&self, key: &LockName) -> Result<Option<StoredRecord>, Error> {
-        single(self, calls::ReadRecord::from(key)).await
+        single(self, key.as_str(), calls::ReadRecord::from(key)).await
     }
 
     async fn write_record(&self, write: RecordWrite<'_>) -> Result<RecordWriteOutcome, Error> {
-        single(self, calls::WriteRecord::from(write)).await
+        single(self, write.key().as_str(), calls::WriteRecord::from(write)).await
     }
 }

@@ -176,10 +176,6 @@ impl<T> std::fmt::Debug for Unsupported<T> {
 impl<T: Send> Call for Unsupported<T> {
     type Output = T;
     const NAME: &'static str = "unsupported";
-
-    fn key(&self) -> &str {
-        match self.never {}
-    }
 }
 
 impl<S: Backend, T: Send> Runs<Unsupported<T>> for S {

@@ -26,9 +26,27 @@ pub(crate) use state::lapsed;
 use crate::conn::Conn;
 use crate::error::OpError;
 
-/// One call of the backend kit ([`Call`]: its answer, name and lock), owned (it runs on
+/// One call of the backend kit ([`Call`]: its answer and name), owned (it runs on
 /// the backend's runtime; cloned when it is sent again), and how it runs.
 pub(crate) trait Op: Call + Clone + 'static {
     /// Runs it with `conn`.
     fn run(self, conn: Conn) -> impl Future<Output = Result<Self::Output, OpError>> + Send;
+}
+
+/// An op that can be one of a batch: the lock it is about, whose ops run one after another.
+pub(crate) trait BatchOp: Op {
+    /// The lock's key.
+    fn lock(&self) -> &str;
+}
+
+impl BatchOp for leader_core::kit::calls::Acquire {
+    fn lock(&self) -> &str {
+        self.key.as_str()
+    }
+}
+
+impl BatchOp for leader_core::kit::calls::Release {
+    fn lock(&self) -> &str {
+        self.lease.key.as_str()
+    }
 }

@@ -36,8 +36,6 @@ const FENCE_ATTEMPTS: usize = 4;
 /// `try_acquire_slot`'s arguments, owned.
 #[derive(Debug, Clone)]
 pub struct AcquireSlot {
-    /// The group's name (for traces and errors).
-    pub(crate) group: LockName,
     /// The slots, in the order to try them: slot number and key.
     pub(crate) slots: Vec<(u32, LockName)>,
     pub(crate) owner: OwnerToken,
@@ -48,7 +46,6 @@ pub struct AcquireSlot {
 impl From<leader_core::SlotRequest<'_>> for AcquireSlot {
     fn from(request: leader_core::SlotRequest<'_>) -> Self {
         AcquireSlot {
-            group: request.group_name().clone(),
             slots: request
                 .slots()
                 .map(|(slot, key)| (slot, key.clone()))
@@ -64,10 +61,6 @@ impl Call for AcquireSlot {
     type Output = SlotOutcome;
 
     const NAME: &'static str = "acquire_slot";
-
-    fn key(&self) -> &str {
-        self.group.as_str()
-    }
 
     fn outcome(output: &SlotOutcome) -> &'static str {
         output.as_str()

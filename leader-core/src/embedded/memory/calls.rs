@@ -42,10 +42,6 @@ impl Call for Acquire<'_> {
     type Output = AcquireOutcome;
     const NAME: &'static str = "acquire";
 
-    fn key(&self) -> &str {
-        self.0.key.as_str()
-    }
-
     fn outcome(output: &AcquireOutcome) -> &'static str {
         output.as_str()
     }
@@ -64,10 +60,6 @@ pub struct Extend<'a>(Renewal<'a>);
 impl Call for Extend<'_> {
     type Output = ExtendOutcome;
     const NAME: &'static str = "extend";
-
-    fn key(&self) -> &str {
-        self.0.lease.key.as_str()
-    }
 }
 
 impl Apply for Extend<'_> {
@@ -84,10 +76,6 @@ pub struct Release<'a>(ReleaseRequest<'a>);
 impl Call for Release<'_> {
     type Output = Released;
     const NAME: &'static str = "release";
-
-    fn key(&self) -> &str {
-        self.0.lease.key.as_str()
-    }
 }
 
 impl Apply for Release<'_> {
