@@ -31,6 +31,7 @@ pub(crate) mod orphan;
 pub(crate) mod renewal_schedule;
 pub(crate) mod retry;
 pub(crate) mod scope;
+mod scope_methods;
 pub(crate) mod settings;
 pub(crate) mod tenant_batch;
 pub(crate) mod watcher;
