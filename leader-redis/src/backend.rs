@@ -1,4 +1,5 @@
-//! [`RedisBackend`]: construction, the shared plumbing of every call, and the SPI traits.
+//! [`RedisBackend`]: construction, the shared plumbing of every call (run by the kit's
+//! runner, `calls.rs`), and `impl Backend`.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -29,7 +30,8 @@ const SUBSCRIPTION_RETRY: Duration = Duration::from_secs(1);
 ///
 /// Build it once and share it: cloning is cheap and clones share the connections and the
 /// release subscription. Connections open on first use, so the server may start later
-/// than the application; until then every call is a transient [`Error::Backend`](leader_core::Error::Backend).
+/// than the application; until then every call is a transient
+/// [`Error::Backend`](leader_core::Error::Backend).
 ///
 /// See the [crate docs](crate) for the data layout, the clocks and the runtimes.
 ///
@@ -48,8 +50,9 @@ const SUBSCRIPTION_RETRY: Duration = Duration::from_secs(1);
 /// records of each batch are read in one pipelined round trip. On a cluster it scans
 /// every master in turn (ordered by address, from `CLUSTER SLOTS`), and its cursor is
 /// `"<master index>:<scan cursor>"`; on one server it is the `SCAN` cursor. A cursor of
-/// another shape is a permanent [`Error::Backend`](leader_core::Error::Backend). As with any `SCAN`, a lock may be
-/// listed on two pages, and one taken or freed meanwhile may or may not be.
+/// another shape is a permanent [`Error::Backend`](leader_core::Error::Backend). As with
+/// any `SCAN`, a lock may be listed on two pages, and one taken or freed meanwhile may or
+/// may not be.
 ///
 /// # Force release
 ///
@@ -168,10 +171,11 @@ impl RedisBackend {
     /// again whenever a call fails in a way that may mean a failover (a dropped, refused or
     /// timed-out connection, a `READONLY` or `MASTERDOWN` answer). A new connection is
     /// used only once `ROLE` confirms the server is a master, so nothing is ever written to
-    /// a replica: during a failover each call is a transient [`Error::Backend`](leader_core::Error::Backend) or a
-    /// correct answer, and calls, the release subscription and renewals move to the new
-    /// master by themselves. See the crate docs' section on Sentinel for what a failover
-    /// can lose (replication is asynchronous) and what fencing tokens still guarantee.
+    /// a replica: during a failover each call is a transient
+    /// [`Error::Backend`](leader_core::Error::Backend) or a correct answer, and calls, the
+    /// release subscription and renewals move to the new master by themselves. See the
+    /// crate docs' section on Sentinel for what a failover can lose (replication is
+    /// asynchronous) and what fencing tokens still guarantee.
     ///
     /// No connection is opened here.
     ///

@@ -44,3 +44,18 @@ impl<T> Deref for Items<'_, T> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_item_and_a_chunk_read_alike_and_an_empty_chunk_is_none() {
+        let one = Items::One(7u8);
+        assert_eq!((&*one, *one.first()), (&[7u8][..], 7));
+        let all = [1u8, 2, 3];
+        let chunk = Items::chunk(&all).unwrap();
+        assert_eq!((&*chunk, *chunk.first()), (&all[..], 1));
+        assert!(Items::<u8>::chunk(&[]).is_none());
+    }
+}
