@@ -1,10 +1,12 @@
-//! [`RedisBackend`]: construction, the shared plumbing of every call, and the SPI traits.
+//! [`RedisBackend`]: construction, the shared plumbing of every call (run by the kit's
+//! runner, `calls.rs`), and `impl Backend`.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use leader_core::__private::unanswered;
-use leader_core::{Backend, BackendError, Error, LockName, ReleaseEvents};
+use leader_core::kit::Failure;
+use leader_core::{Backend, BackendError, LockName, ReleaseEvents};
 use redis::{RedisResult, Value};
 
 use crate::acks::{ReplicaAcks, UrlAcks, split_url};
@@ -28,7 +30,8 @@ const SUBSCRIPTION_RETRY: Duration = Duration::from_secs(1);
 ///
 /// Build it once and share it: cloning is cheap and clones share the connections and the
 /// release subscription. Connections open on first use, so the server may start later
-/// than the application; until then every call is a transient [`Error::Backend`].
+/// than the application; until then every call is a transient
+/// [`Error::Backend`](leader_core::Error::Backend).
 ///
 /// See the [crate docs](crate) for the data layout, the clocks and the runtimes.
 ///
@@ -47,8 +50,9 @@ const SUBSCRIPTION_RETRY: Duration = Duration::from_secs(1);
 /// records of each batch are read in one pipelined round trip. On a cluster it scans
 /// every master in turn (ordered by address, from `CLUSTER SLOTS`), and its cursor is
 /// `"<master index>:<scan cursor>"`; on one server it is the `SCAN` cursor. A cursor of
-/// another shape is a permanent [`Error::Backend`]. As with any `SCAN`, a lock may be
-/// listed on two pages, and one taken or freed meanwhile may or may not be.
+/// another shape is a permanent [`Error::Backend`](leader_core::Error::Backend). As with
+/// any `SCAN`, a lock may be listed on two pages, and one taken or freed meanwhile may or
+/// may not be.
 ///
 /// # Force release
 ///
@@ -167,10 +171,11 @@ impl RedisBackend {
     /// again whenever a call fails in a way that may mean a failover (a dropped, refused or
     /// timed-out connection, a `READONLY` or `MASTERDOWN` answer). A new connection is
     /// used only once `ROLE` confirms the server is a master, so nothing is ever written to
-    /// a replica: during a failover each call is a transient [`Error::Backend`] or a
-    /// correct answer, and calls, the release subscription and renewals move to the new
-    /// master by themselves. See the crate docs' section on Sentinel for what a failover
-    /// can lose (replication is asynchronous) and what fencing tokens still guarantee.
+    /// a replica: during a failover each call is a transient
+    /// [`Error::Backend`](leader_core::Error::Backend) or a correct answer, and calls, the
+    /// release subscription and renewals move to the new master by themselves. See the
+    /// crate docs' section on Sentinel for what a failover can lose (replication is
+    /// asynchronous) and what fencing tokens still guarantee.
     ///
     /// No connection is opened here.
     ///
@@ -325,29 +330,28 @@ impl RedisBackend {
         matches!(self.inner.target, Target::Cluster { .. })
     }
 
-    /// Runs `op` on the blocking connections.
-    pub(crate) fn run_blocking<O: Op>(&self, op: O) -> Result<O::Output, Error> {
-        // The key is spelled out only for an error: a call that succeeds never builds it.
-        let name = op.name().clone();
-        self.run_blocking_raw(op)
-            .map_err(|failure| failure.into_core(&self.lock_key(&name)))
+    /// The failure of a call about the lock `key`: the error names the lock's Redis key
+    /// (see [`lock_key`](Self::lock_key)), and the kit hands it on as it is.
+    pub(crate) fn failure(&self, key: &LockName, failure: OpError) -> Failure {
+        failure.into_failure(&self.lock_key(key))
     }
 
-    /// [`run_blocking`](Self::run_blocking), the failure not yet named by a key.
-    pub(crate) fn run_blocking_raw<O: Op>(&self, op: O) -> Result<O::Output, OpError> {
+    /// Runs `op` on the blocking connections: its answer, the failure not yet named by a
+    /// key. With replica acknowledgement on, an op that writes a grant waits for the
+    /// replicas (`WAIT`), and the grants they did not acknowledge are released.
+    pub(crate) fn run_op<O: Op>(&self, op: O) -> Result<O::Output, OpError> {
         let invocation = self.invocation(&op);
-        let started = Instant::now();
         let Some(acks) = self.acks::<O>() else {
             let reply = self.inner.sync.run(&invocation);
-            return finish(op, reply, started);
+            return decoded(&op, reply);
         };
         let (reply, ack) = split(self.inner.sync.run_acked(&invocation, &acks.command()));
-        let output = finish(op, reply, started)?;
+        let output = decoded(&op, reply)?;
         let (output, unacked) = acknowledged::<O>(output, ack, acks);
         let requests = unacked.requests();
         if let Some(release) = Release::new(&requests, self.key_prefix()) {
             let reply = self.inner.sync.run(&self.invocation(&release));
-            self.unacknowledged_released(&unacked, release, reply);
+            self.unacknowledged_released(&unacked, &release, reply);
         }
         Ok(output)
     }
@@ -370,26 +374,22 @@ impl RedisBackend {
     fn unacknowledged_released(
         &self,
         unacked: &Unacknowledged,
-        release: Release<'_, '_>,
+        release: &Release<'_, '_>,
         reply: RedisResult<Value>,
     ) {
-        let answer = finish(release, reply, Instant::now());
+        let answer = decoded(release, reply);
         unacked.report(self.per_lock(unacked.keys(), answer));
     }
 
     /// Runs `ops` in one round trip on a standalone server (see
     /// [`SyncPool::run_pipeline`]), each answered on its own.
-    pub(crate) fn run_blocking_pipelined<O: Op>(
-        &self,
-        ops: Vec<O>,
-    ) -> Vec<Result<O::Output, OpError>> {
+    pub(crate) fn run_pipelined<O: Op>(&self, ops: Vec<O>) -> Vec<Result<O::Output, OpError>> {
         let invocations: Vec<_> = ops.iter().map(|op| self.invocation(op)).collect();
-        let started = Instant::now();
         match self.inner.sync.run_pipeline(&invocations) {
             Ok(replies) => ops
-                .into_iter()
+                .iter()
                 .zip(replies)
-                .map(|(op, reply)| finish(op, reply, started))
+                .map(|(op, reply)| decoded(op, reply))
                 .collect(),
             Err(err) => {
                 let failure = OpError::from_redis(O::NAME, err);
@@ -406,23 +406,13 @@ impl RedisBackend {
         }
     }
 
-    /// Runs `op` on the async connection.
+    /// [`run_op`](Self::run_op) on the async connection.
     #[cfg(any(feature = "tokio", feature = "smol"))]
-    pub(crate) async fn run_async<O: Op>(&self, op: O) -> Result<O::Output, Error> {
-        let name = op.name().clone();
-        self.run_async_raw(op)
-            .await
-            .map_err(|failure| failure.into_core(&self.lock_key(&name)))
-    }
-
-    /// [`run_async`](Self::run_async), the failure not yet named by a key.
-    #[cfg(any(feature = "tokio", feature = "smol"))]
-    pub(crate) async fn run_async_raw<O: Op>(&self, op: O) -> Result<O::Output, OpError> {
+    pub(crate) async fn run_op_async<O: Op>(&self, op: O) -> Result<O::Output, OpError> {
         let invocation = self.invocation(&op);
-        let started = Instant::now();
         let Some(acks) = self.acks::<O>() else {
             let reply = self.inner.async_pool.run(&invocation).await;
-            return finish(op, reply, started);
+            return decoded(&op, reply);
         };
         let pair = self
             .inner
@@ -430,12 +420,12 @@ impl RedisBackend {
             .run_acked(&invocation, &acks.command())
             .await;
         let (reply, ack) = split(pair);
-        let output = finish(op, reply, started)?;
+        let output = decoded(&op, reply)?;
         let (output, unacked) = acknowledged::<O>(output, ack, acks);
         let requests = unacked.requests();
         if let Some(release) = Release::new(&requests, self.key_prefix()) {
             let reply = self.inner.async_pool.run(&self.invocation(&release)).await;
-            self.unacknowledged_released(&unacked, release, reply);
+            self.unacknowledged_released(&unacked, &release, reply);
         }
         Ok(output)
     }
@@ -446,11 +436,11 @@ impl RedisBackend {
         &self,
         keys: impl Iterator<Item = &'k LockName>,
         answer: Result<Vec<Result<T, OpError>>, OpError>,
-    ) -> Vec<Result<T, Error>> {
+    ) -> Vec<Result<T, Failure>> {
         match answer {
             Ok(items) => keys
                 .zip(items)
-                .map(|(key, item)| self.lock_answer(key, item))
+                .map(|(key, item)| item.map_err(|failure| self.failure(key, failure)))
                 .collect(),
             Err(failure) => {
                 let (kind, message) = (failure.kind(), failure.to_string());
@@ -460,48 +450,35 @@ impl RedisBackend {
         }
     }
 
-    /// One lock's answer: its own failure names its key.
-    fn lock_answer<T>(&self, key: &LockName, item: Result<T, OpError>) -> Result<T, Error> {
-        item.map_err(|failure| failure.into_core(&self.lock_key(key)))
-    }
-
     /// What a failure of a whole call (`kind`, `message`) is for the lock `key` in it.
     fn whole_call_failure(
         &self,
         key: &LockName,
         kind: leader_core::BackendErrorKind,
         message: String,
-    ) -> Error {
+    ) -> Failure {
         let failure = OpError::Pipeline { kind, message };
-        BackendError::new(BACKEND, self.lock_key(key), kind, failure).into()
+        let error = BackendError::new(BACKEND, self.lock_key(key), kind, failure);
+        Failure::from_error(error.into())
     }
 
-    /// The answer to a single lock's call: `op` over one item, the lock `key` (`None`
-    /// when there was nothing to send). One script, without a batch's chunks and round
-    /// trips: a batch of one costs a handful of allocations more on every call.
-    pub(crate) fn run_blocking_one<T, O>(&self, key: &LockName, op: Option<O>) -> Result<T, Error>
+    /// The answer to a single lock's call: `op` over one item, the lock `key`. One script,
+    /// without a batch's chunks and round trips: a batch of one costs a handful of
+    /// allocations more on every call.
+    pub(crate) fn run_one<T, O>(&self, key: &LockName, op: O) -> Result<T, Failure>
     where
         O: Op<Output = Vec<Result<T, OpError>>>,
     {
-        let answer = op.map_or_else(|| Ok(Vec::new()), |op| self.run_blocking_raw(op));
-        self.only_answer(key, answer)
+        self.only_answer(key, self.run_op(op))
     }
 
-    /// [`run_blocking_one`](Self::run_blocking_one) on the async connection.
+    /// [`run_one`](Self::run_one) on the async connection.
     #[cfg(any(feature = "tokio", feature = "smol"))]
-    pub(crate) async fn run_async_one<T, O>(
-        &self,
-        key: &LockName,
-        op: Option<O>,
-    ) -> Result<T, Error>
+    pub(crate) async fn run_one_async<T, O>(&self, key: &LockName, op: O) -> Result<T, Failure>
     where
         O: Op<Output = Vec<Result<T, OpError>>>,
     {
-        let answer = match op {
-            Some(op) => self.run_async_raw(op).await,
-            None => Ok(Vec::new()),
-        };
-        self.only_answer(key, answer)
+        self.only_answer(key, self.run_op_async(op).await)
     }
 
     /// The one answer of a call about the lock `key`.
@@ -509,12 +486,12 @@ impl RedisBackend {
         &self,
         key: &LockName,
         answer: Result<Vec<Result<T, OpError>>, OpError>,
-    ) -> Result<T, Error> {
+    ) -> Result<T, Failure> {
         // As `per_lock` over the one key, without collecting its one answer.
         match answer {
             Ok(items) => match items.into_iter().next() {
-                Some(item) => self.lock_answer(key, item),
-                None => Err(unanswered(BACKEND, key)),
+                Some(item) => item.map_err(|failure| self.failure(key, failure)),
+                None => Err(Failure::from_error(unanswered(BACKEND, key))),
             },
             Err(failure) => Err(self.whole_call_failure(key, failure.kind(), failure.to_string())),
         }
@@ -544,13 +521,13 @@ impl RedisBackend {
     /// `chunk` items each, `pipelined` ops per round trip on a standalone server, one op
     /// per item on a cluster (see [`round_trips`](Self::round_trips)). `op` builds a
     /// chunk's op, `key` names an item's lock: one answer per item, in order.
-    pub(crate) fn run_blocking_batch<'i, I, T, O>(
+    pub(crate) fn run_batch<'i, I, T, O>(
         &self,
         items: &'i [I],
         sizes: (usize, usize),
         op: impl Fn(&'i [I], SystemTime) -> Option<O>,
         key: impl Fn(&I) -> &LockName,
-    ) -> Vec<Result<T, Error>>
+    ) -> Vec<Result<T, Failure>>
     where
         O: Op<Output = Vec<Result<T, OpError>>>,
     {
@@ -559,11 +536,9 @@ impl RedisBackend {
             // A pipeline only pays for more than one script (and a cluster has none); with
             // replica acknowledgement each script has its own WAIT, in its round trip.
             let replies = if self.is_cluster() || ops.len() == 1 || self.acks::<O>().is_some() {
-                ops.into_iter()
-                    .map(|op| self.run_blocking_raw(op))
-                    .collect()
+                ops.into_iter().map(|op| self.run_op(op)).collect()
             } else {
-                self.run_blocking_pipelined(ops)
+                self.run_pipelined(ops)
             };
             for (chunk, answer) in chunks.iter().zip(replies) {
                 answers.extend(self.per_lock(chunk.iter().map(&key), answer));
@@ -572,28 +547,27 @@ impl RedisBackend {
         answers
     }
 
-    /// [`run_blocking_batch`](Self::run_blocking_batch) on the async connections: the ops
-    /// of a round trip go out at once on the multiplexed connection, which writes them
-    /// together.
+    /// [`run_batch`](Self::run_batch) on the async connections: the ops of a round trip
+    /// go out at once on the multiplexed connection, which writes them together.
     #[cfg(any(feature = "tokio", feature = "smol"))]
-    pub(crate) async fn run_async_batch<'i, I: Sync, T, O>(
+    pub(crate) async fn run_batch_async<'i, I: Sync, T, O>(
         &self,
         items: &'i [I],
         sizes: (usize, usize),
         op: impl Fn(&'i [I], SystemTime) -> Option<O>,
         key: impl Fn(&I) -> &LockName,
-    ) -> Vec<Result<T, Error>>
+    ) -> Vec<Result<T, Failure>>
     where
         O: Op<Output = Vec<Result<T, OpError>>> + Send,
     {
         let mut answers = Vec::with_capacity(items.len());
         for (chunks, mut ops) in self.round_trips(items, sizes, &op) {
             let replies = match (ops.pop(), ops.is_empty()) {
-                // One script (every single-lock call) needs no joining.
-                (Some(only), true) => vec![self.run_async_raw(only).await],
+                // One script needs no joining.
+                (Some(only), true) => vec![self.run_op_async(only).await],
                 (last, _) => {
                     ops.extend(last);
-                    let calls = ops.into_iter().map(|op| self.run_async_raw(op));
+                    let calls = ops.into_iter().map(|op| self.run_op_async(op));
                     futures_util::future::join_all(calls).await
                 }
             };
@@ -650,31 +624,11 @@ fn with_url_acks(
     Ok((stripped, config))
 }
 
-/// Decodes the reply and traces the outcome.
-fn finish<O: Op>(op: O, reply: RedisResult<Value>, started: Instant) -> Result<O::Output, OpError> {
-    let result = reply
+/// Decodes `op`'s reply (the kit traces the call).
+fn decoded<O: Op>(op: &O, reply: RedisResult<Value>) -> Result<O::Output, OpError> {
+    reply
         .map_err(|err| OpError::from_redis(O::NAME, err))
-        .and_then(|value| op.decode(value));
-    let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-    match &result {
-        Ok(output) => tracing::debug!(
-            lock = %op.name(),
-            op = O::NAME,
-            outcome = O::outcome(output),
-            micros,
-            "redis lock call"
-        ),
-        Err(failure) => tracing::debug!(
-            lock = %op.name(),
-            op = O::NAME,
-            outcome = "error",
-            transient = matches!(failure.kind(), leader_core::BackendErrorKind::Transient),
-            error = %failure,
-            micros,
-            "redis lock call failed"
-        ),
-    }
-    result
+        .and_then(|value| op.decode(value))
 }
 
 impl Backend for RedisBackend {

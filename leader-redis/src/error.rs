@@ -1,6 +1,7 @@
 //! Errors: [`ConnectError`] at construction, and the crate's detailed failures, which
 //! become `leader_core::Error::Backend` with the lock key and a classification.
 
+use leader_core::kit::Failure;
 use leader_core::{BackendError, BackendErrorKind, BoxError, Error, RedactedError, UrlSecrets};
 use redis::{ErrorKind, RedisError, ServerErrorKind};
 
@@ -223,6 +224,12 @@ impl OpError {
             OpError::Pipeline { kind, .. } => *kind,
             _ => BackendErrorKind::Permanent,
         }
+    }
+
+    /// The kit's failure, its error naming the lock `key` (a Redis key): the kit hands it
+    /// on as it is.
+    pub(crate) fn into_failure(self, key: &str) -> Failure {
+        Failure::from_error(self.into_core(key))
     }
 
     /// The toolkit's error, naming the lock `key`.

@@ -5,7 +5,7 @@ mod acks;
 #[cfg(any(feature = "tokio", feature = "smol"))]
 mod async_conn;
 mod backend;
-mod blocking;
+mod calls;
 mod clients;
 mod config;
 #[cfg(feature = "serde")]
@@ -16,8 +16,6 @@ pub mod fence;
 mod from_client;
 mod keys;
 mod listener;
-#[cfg(any(feature = "tokio", feature = "smol"))]
-mod nonblocking;
 mod operator;
 mod ops;
 mod scripts;

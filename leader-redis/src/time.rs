@@ -5,9 +5,8 @@
 
 use std::time::Duration;
 
-use leader_core::{
-    BackendError, BackendErrorKind, Error, LeaseTooLong, LockName, MAX_SERVER_LEASE,
-};
+use leader_core::kit::Failure;
+use leader_core::{BackendError, BackendErrorKind, LeaseTooLong, LockName, MAX_SERVER_LEASE};
 
 use crate::backend::RedisBackend;
 use crate::error::BACKEND;
@@ -20,13 +19,13 @@ pub(crate) const MAX_LEASE: Duration = MAX_SERVER_LEASE;
 #[derive(Debug)]
 pub(crate) struct Checked<I> {
     pub(crate) valid: Vec<I>,
-    refused: Vec<(usize, Error)>,
+    refused: Vec<(usize, Failure)>,
 }
 
 impl<I> Checked<I> {
     /// The answers of the whole batch, in its order: `answers` (one per valid item, in
     /// their order) with each refused item's error put back in its place.
-    pub(crate) fn answers<T>(self, answers: Vec<Result<T, Error>>) -> Vec<Result<T, Error>> {
+    pub(crate) fn answers<T>(self, answers: Vec<Result<T, Failure>>) -> Vec<Result<T, Failure>> {
         if self.refused.is_empty() {
             return answers;
         }
@@ -43,13 +42,15 @@ impl<I> Checked<I> {
 }
 
 impl RedisBackend {
-    /// The permanent error of a lease of `lease` on `key`, or `Ok` when it is not too long.
-    pub(crate) fn check_lease(&self, key: &LockName, lease: Duration) -> Result<(), Error> {
+    /// The permanent failure of a lease of `lease` on `key` (its error names the lock's
+    /// Redis key), or `Ok` when it is not too long.
+    pub(crate) fn check_lease(&self, key: &LockName, lease: Duration) -> Result<(), Failure> {
         LeaseTooLong::check(lease, MAX_LEASE)
             .map(drop)
             .map_err(|too_long| {
                 let kind = BackendErrorKind::Permanent;
-                BackendError::new(BACKEND, self.lock_key(key), kind, too_long).into()
+                let error = BackendError::new(BACKEND, self.lock_key(key), kind, too_long);
+                Failure::from_error(error.into())
             })
     }
 
@@ -84,8 +85,9 @@ pub(crate) fn min_lease(min_lease_time: Duration) -> Duration {
 mod tests {
     use super::*;
 
-    fn err(text: &str) -> Error {
-        BackendError::new(BACKEND, text, BackendErrorKind::Permanent, "refused").into()
+    fn err(text: &str) -> Failure {
+        let error = BackendError::new(BACKEND, text, BackendErrorKind::Permanent, "refused");
+        Failure::from_error(error.into())
     }
 
     #[test]
@@ -96,10 +98,13 @@ mod tests {
         };
         let answers = checked.answers(vec![Ok(1), Ok(3)]);
         let shown: Vec<String> = answers
-            .iter()
+            .into_iter()
             .map(|answer| match answer {
                 Ok(n) => n.to_string(),
-                Err(err) => err.lock_key().unwrap_or_default().to_owned(),
+                Err(failure) => {
+                    let err = failure.named(BACKEND, "unused");
+                    err.lock_key().unwrap_or_default().to_owned()
+                }
             })
             .collect();
         assert_eq!(shown, ["a", "1", "c", "3", "e"]);

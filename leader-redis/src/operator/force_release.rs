@@ -71,10 +71,6 @@ impl Op for ForceRelease<'_> {
             _ => Err(bad()),
         }
     }
-
-    fn outcome(output: &ForceReleaseOutcome) -> &'static str {
-        output.as_str()
-    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use std::time::SystemTime;
 use leader_core::{LeaderLease, Lease, LockName, ReleaseEvents, SlotOutcome, SlotRequest};
 use redis::Value;
 
-use super::{Op, ScriptCall, flag, status};
+use super::{Items, Op, ScriptCall, flag, status};
 use crate::decode::{array, int, micros_since_epoch, millis, text_field, time_field, u64_field};
 use crate::error::OpError;
 use crate::keys::{LockKeys, index_of};
@@ -16,9 +16,8 @@ use crate::scripts::ACQUIRE;
 /// `lua/acquire.lua`).
 #[derive(Debug)]
 pub(crate) struct Acquire<'a, 'p> {
-    /// The first request's key: errors of the whole call name it.
-    first: &'a LockName,
-    requests: &'a [SlotRequest<'a>],
+    /// The requests; errors of the whole call name the first one's key.
+    requests: Items<'a, SlotRequest<'a>>,
     /// The backend's key prefix, for the keys after the first.
     key_prefix: &'p str,
     /// This node's waiters: a request whose lock one listens on asks the script to mark
@@ -44,12 +43,26 @@ impl<'a, 'p> Acquire<'a, 'p> {
         now: SystemTime,
     ) -> Option<Self> {
         Some(Acquire {
-            first: requests.first()?.request.key,
-            requests,
+            requests: Items::chunk(requests)?,
             key_prefix,
             events,
             now,
         })
+    }
+
+    /// Tries the one request `request` (every slot of its group).
+    pub(crate) fn one(
+        request: SlotRequest<'a>,
+        key_prefix: &'p str,
+        events: &'p ReleaseEvents,
+        now: SystemTime,
+    ) -> Self {
+        Acquire {
+            requests: Items::One(request),
+            key_prefix,
+            events,
+            now,
+        }
     }
 }
 
@@ -59,7 +72,7 @@ impl Op for Acquire<'_, '_> {
     const NAME: &'static str = "acquire";
 
     fn name(&self) -> &LockName {
-        self.first
+        self.requests.first().request.key
     }
 
     fn invocation(&self, keys: LockKeys<'_>, _channel: &str) -> ScriptCall {
@@ -79,7 +92,7 @@ impl Op for Acquire<'_, '_> {
             invocation.key(index_of(self.key_prefix, slot_request.group_name()));
         }
         invocation.arg(micros_since_epoch(self.now));
-        for slot_request in self.requests {
+        for slot_request in self.requests.iter() {
             let request = &slot_request.request;
             invocation
                 .arg(request.owner.hex().as_slice())
@@ -106,14 +119,6 @@ impl Op for Acquire<'_, '_> {
             .zip(items)
             .map(|(request, item)| slot_answer(request, self.key_prefix, item))
             .collect())
-    }
-
-    fn outcome(output: &Self::Output) -> &'static str {
-        match output.as_slice() {
-            [Ok(one)] => one.as_str(),
-            [Err(_)] => "error",
-            _ => "batch",
-        }
     }
 
     const ACKED: bool = true;

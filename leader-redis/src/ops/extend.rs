@@ -5,7 +5,7 @@ use std::time::SystemTime;
 use leader_core::{ExtendOutcome, LockName, Renewal};
 use redis::Value;
 
-use super::{Op, ScriptCall, flag};
+use super::{Items, Op, ScriptCall, flag};
 use crate::decode::{array, int, micros_since_epoch, millis, text_field, time_field};
 use crate::error::OpError;
 use crate::keys::LockKeys;
@@ -15,9 +15,8 @@ use crate::scripts::EXTEND;
 /// its own (see `lua/extend.lua`).
 #[derive(Debug)]
 pub(crate) struct Extend<'a, 'p> {
-    /// The first lease's key: errors of the whole call name it.
-    first: &'a LockName,
-    renewals: &'a [Renewal<'a>],
+    /// The renewals; errors of the whole call name the first one's key.
+    renewals: Items<'a, Renewal<'a>>,
     /// The backend's key prefix, for the keys of the leases after the first.
     key_prefix: &'p str,
     now: SystemTime,
@@ -38,11 +37,19 @@ impl<'a, 'p> Extend<'a, 'p> {
         now: SystemTime,
     ) -> Option<Self> {
         Some(Extend {
-            first: &renewals.first()?.lease.key,
-            renewals,
+            renewals: Items::chunk(renewals)?,
             key_prefix,
             now,
         })
+    }
+
+    /// Renews the one lease of `renewal`.
+    pub(crate) fn one(renewal: Renewal<'a>, key_prefix: &'p str, now: SystemTime) -> Self {
+        Extend {
+            renewals: Items::One(renewal),
+            key_prefix,
+            now,
+        }
     }
 }
 
@@ -52,7 +59,7 @@ impl Op for Extend<'_, '_> {
     const NAME: &'static str = "extend";
 
     fn name(&self) -> &LockName {
-        self.first
+        &self.renewals.first().lease.key
     }
 
     fn invocation(&self, keys: LockKeys<'_>, _channel: &str) -> ScriptCall {
@@ -62,7 +69,7 @@ impl Op for Extend<'_, '_> {
             invocation.key(LockKeys::new(self.key_prefix, &renewal.lease.key).lock());
         }
         invocation.arg(micros_since_epoch(self.now));
-        for renewal in self.renewals {
+        for renewal in self.renewals.iter() {
             invocation
                 .arg(renewal.lease.owner.hex().as_slice())
                 .arg(millis(renewal.lease_time))
@@ -78,14 +85,6 @@ impl Op for Extend<'_, '_> {
             return Err(bad());
         }
         Ok(items.iter().map(extended).collect())
-    }
-
-    fn outcome(output: &Self::Output) -> &'static str {
-        match output.as_slice() {
-            [Ok(one)] => one.as_str(),
-            [Err(_)] => "error",
-            _ => "batch",
-        }
     }
 
     const ACKED: bool = true;

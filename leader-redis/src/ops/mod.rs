@@ -9,6 +9,7 @@ mod acked;
 mod acquire;
 mod call;
 mod extend;
+mod items;
 mod record;
 mod release;
 mod state;
@@ -19,6 +20,7 @@ pub(crate) use acked::{
 pub(crate) use acquire::Acquire;
 pub(crate) use call::{ScriptCall, write_arg};
 pub(crate) use extend::Extend;
+pub(crate) use items::Items;
 pub(crate) use record::{ReadRecord, WriteRecord, record_error};
 pub(crate) use release::Release;
 pub(crate) use state::{State, holder_state};
@@ -34,7 +36,7 @@ use crate::keys::LockKeys;
 pub(crate) trait Op {
     /// What the caller gets.
     type Output;
-    /// The operation's name, for traces and errors.
+    /// The operation's name, for errors.
     const NAME: &'static str;
     /// The lock it is about.
     fn name(&self) -> &LockName;
@@ -42,8 +44,6 @@ pub(crate) trait Op {
     fn invocation(&self, keys: LockKeys<'_>, channel: &str) -> ScriptCall;
     /// Reads the script's reply.
     fn decode(&self, reply: Value) -> Result<Self::Output, OpError>;
-    /// A short word for traces.
-    fn outcome(output: &Self::Output) -> &'static str;
     /// `true` when the operation writes a grant that replica acknowledgement waits for
     /// (acquire and extend).
     const ACKED: bool = false;

@@ -3,7 +3,8 @@
 //! acknowledged by the replicas like an acquire when that is configured: the scheduler's
 //! tick claims must survive a failover as its locks do.
 
-use leader_core::{Error, LockName, RecordWrite, RecordWriteOutcome, StoredRecord, corrupt_record};
+use leader_core::kit::calls;
+use leader_core::{Error, LockName, RecordWriteOutcome, StoredRecord, corrupt_record};
 use redis::Value;
 
 use super::{Op, ScriptCall, status};
@@ -21,7 +22,7 @@ pub(crate) struct ReadRecord<'a> {
 /// `write_record`: a compare-and-set.
 #[derive(Debug)]
 pub(crate) struct WriteRecord<'a> {
-    pub(crate) write: RecordWrite<'a>,
+    pub(crate) write: &'a calls::WriteRecord,
 }
 
 impl Op for ReadRecord<'_> {
@@ -48,10 +49,6 @@ impl Op for ReadRecord<'_> {
             _ => Err(bad()),
         }
     }
-
-    fn outcome(output: &Self::Output) -> &'static str {
-        if output.is_some() { "found" } else { "none" }
-    }
 }
 
 impl Op for WriteRecord<'_> {
@@ -61,17 +58,17 @@ impl Op for WriteRecord<'_> {
     const ACKED: bool = true;
 
     fn name(&self) -> &LockName {
-        self.write.key()
+        &self.write.key
     }
 
     fn invocation(&self, keys: LockKeys<'_>, _channel: &str) -> ScriptCall {
         let mut invocation = ScriptCall::new(&RECORD, 1);
         invocation.key(keys.record());
-        let expected = self.write.expected().map(|v| v.to_string());
+        let expected = self.write.expected.map(|v| v.to_string());
         invocation
             .arg(expected.unwrap_or_default())
             .arg_fmt(self.write.next_version())
-            .arg(self.write.value());
+            .arg(self.write.value.as_str());
         invocation
     }
 
@@ -90,13 +87,6 @@ impl Op for WriteRecord<'_> {
             _ => return Err(bad()),
         };
         Ok(Ok(outcome))
-    }
-
-    fn outcome(output: &Self::Output) -> &'static str {
-        match output {
-            Ok(outcome) => outcome.as_str(),
-            Err(_) => "error",
-        }
     }
 
     /// A write becomes `failure()`; a conflict wrote nothing and stays.
@@ -174,9 +164,9 @@ mod tests {
             Err(OpError::BadReply { .. })
         ));
 
-        let write = WriteRecord {
-            write: RecordWrite::new(&key, Some(3), "x").unwrap(),
-        };
+        let planned =
+            calls::WriteRecord::from(leader_core::RecordWrite::new(&key, Some(3), "x").unwrap());
+        let write = WriteRecord { write: &planned };
         let written = write.decode(Value::Array(vec![Value::Int(1)])).unwrap();
         assert_eq!(written.unwrap(), RecordWriteOutcome::Written { version: 4 });
         let other = Value::Array(vec![Value::Int(0), bulk("5"), bulk("y")]);

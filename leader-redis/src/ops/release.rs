@@ -1,9 +1,10 @@
 //! `release` and `release_batch` as one script call per chunk.
 
-use leader_core::{LockName, ReleaseNotice, ReleaseOutcome, ReleaseRequest};
+use leader_core::kit::Released;
+use leader_core::{LockName, ReleaseNotice, ReleaseRequest};
 use redis::{RedisWrite, ToRedisArgs, Value};
 
-use super::{Op, ScriptCall, write_arg};
+use super::{Items, Op, ScriptCall, write_arg};
 use crate::decode::{array, int, millis, text_field};
 use crate::error::OpError;
 use crate::keys::LockKeys;
@@ -14,9 +15,8 @@ use crate::time::min_lease;
 /// answered on its own (see `lua/release.lua`).
 #[derive(Debug)]
 pub(crate) struct Release<'a, 'p> {
-    /// The first lease's key: errors of the whole call name it.
-    first: &'a LockName,
-    releases: &'a [ReleaseRequest<'a>],
+    /// The releases; errors of the whole call name the first one's key.
+    releases: Items<'a, ReleaseRequest<'a>>,
     /// The backend's key prefix, for the keys of the leases after the first.
     key_prefix: &'p str,
 }
@@ -31,39 +31,16 @@ impl<'a, 'p> Release<'a, 'p> {
     /// `None` when there are none, since an empty call would name no lock.
     pub(crate) fn new(releases: &'a [ReleaseRequest<'a>], key_prefix: &'p str) -> Option<Self> {
         Some(Release {
-            first: &releases.first()?.lease.key,
-            releases,
+            releases: Items::chunk(releases)?,
             key_prefix,
         })
     }
-}
 
-/// What a release did, in more detail than [`ReleaseOutcome`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Released {
-    /// Freed and announced.
-    Freed,
-    /// Kept until `acquired + min_lease_time`.
-    KeptForMinLease,
-    /// Not ours.
-    NotHeld,
-}
-
-impl From<Released> for ReleaseOutcome {
-    fn from(released: Released) -> Self {
-        match released {
-            Released::Freed | Released::KeptForMinLease => ReleaseOutcome::Released,
-            Released::NotHeld => ReleaseOutcome::NotHeld,
-        }
-    }
-}
-
-impl Released {
-    fn as_str(self) -> &'static str {
-        match self {
-            Released::Freed => "released",
-            Released::KeptForMinLease => "kept_for_min_lease",
-            Released::NotHeld => "not_held",
+    /// Releases the one lease of `release`.
+    pub(crate) fn one(release: ReleaseRequest<'a>, key_prefix: &'p str) -> Self {
+        Release {
+            releases: Items::One(release),
+            key_prefix,
         }
     }
 }
@@ -74,7 +51,7 @@ impl Op for Release<'_, '_> {
     const NAME: &'static str = "release";
 
     fn name(&self) -> &LockName {
-        self.first
+        &self.releases.first().lease.key
     }
 
     fn invocation(&self, keys: LockKeys<'_>, channel: &str) -> ScriptCall {
@@ -84,7 +61,7 @@ impl Op for Release<'_, '_> {
             invocation.key(LockKeys::new(self.key_prefix, &release.lease.key).lock());
         }
         invocation.arg(channel);
-        for release in self.releases {
+        for release in self.releases.iter() {
             let min_ms = if release.min_lease_time.is_zero() {
                 0
             } else {
@@ -105,14 +82,6 @@ impl Op for Release<'_, '_> {
             return Err(bad());
         }
         Ok(items.iter().map(released).collect())
-    }
-
-    fn outcome(output: &Self::Output) -> &'static str {
-        match output.as_slice() {
-            [Ok(one)] => one.as_str(),
-            [Err(_)] => "error",
-            _ => "batch",
-        }
     }
 }
 
@@ -138,7 +107,7 @@ fn released(item: &Value) -> Result<Released, OpError> {
     let bad = || OpError::bad_reply(Release::NAME, item);
     match item {
         Value::Int(1) => Ok(Released::Freed),
-        Value::Int(2) => Ok(Released::KeptForMinLease),
+        Value::Int(2) => Ok(Released::Kept),
         Value::Int(0) => Ok(Released::NotHeld),
         Value::Array(failed) if failed.first().and_then(int) == Some(-1) => {
             match (text_field(failed.get(1), "field")?.as_str(), failed.len()) {

@@ -47,13 +47,6 @@ impl Op for State<'_> {
         let fields = items.get(1..).unwrap_or_default();
         holder_state(self.key.as_str(), pttl, fields, self.now)
     }
-
-    fn outcome(output: &LeaderState) -> &'static str {
-        match output.leader() {
-            Some(_) => "occupied",
-            None => "empty",
-        }
-    }
 }
 
 /// The state of the lock `name` from its key's `pttl` and its hash's `[owner, leader,

@@ -105,6 +105,7 @@ impl Listing {
     }
 
     /// How many round trips the page took so far.
+    #[cfg(test)]
     pub(crate) fn round_trips(&self) -> usize {
         self.round_trips
     }

@@ -1,11 +1,11 @@
 //! `list` on the blocking and async connections: a page read from a name's index is one
 //! script call ([`IndexListing`]); a scanned page sends what [`Listing`] asks, one round
-//! trip at a time, exactly as `Script` has `invoke` and `invoke_async`. The page logic,
-//! decoding and tracing are shared.
+//! trip at a time, exactly as `Script` has `invoke` and `invoke_async`. The page logic
+//! and decoding are shared; the kit traces the call.
 
-use std::time::{Instant, SystemTime};
+use std::time::SystemTime;
 
-use leader_core::{BackendErrorKind, Error, ListPage, ListRequest};
+use leader_core::{Error, ListPage, ListRequest};
 use redis::{RedisResult, Value};
 
 use super::index::IndexListing;
@@ -18,17 +18,15 @@ use crate::error::OpError;
 impl RedisBackend {
     /// One page of `request` on the blocking connections.
     pub(crate) fn list_blocking(&self, request: &ListRequest) -> Result<ListPage, Error> {
-        let started = Instant::now();
         match IndexListing::new(self.key_prefix(), request, SystemTime::now()) {
             Ok(Some(listing)) => {
                 let sent = self.sync_pool().run(&listing.invocation());
                 let result = read_index(&listing, sent);
-                return self.finish_list(request, result, 1, started);
+                return self.finish_list(request, result);
             }
             Ok(None) => {}
-            Err(failure) => return self.finish_list(request, Err(failure.into()), 0, started),
+            Err(failure) => return self.finish_list(request, Err(failure.into())),
         }
-        let mut round_trips = 0;
         let listing = Listing::new(
             self.key_prefix(),
             request,
@@ -36,7 +34,7 @@ impl RedisBackend {
             SystemTime::now(),
         );
         let result = listing.and_then(|mut listing| {
-            let page = loop {
+            loop {
                 match listing.next() {
                     Step::Send(io) => {
                         let sent = self.sync_pool().send(&io);
@@ -46,83 +44,51 @@ impl RedisBackend {
                     }
                     Step::Done(page) => break Ok(page),
                 }
-            };
-            round_trips = listing.round_trips();
-            page
+            }
         });
-        self.finish_list(request, result, round_trips, started)
+        self.finish_list(request, result)
     }
 
     /// One page of `request` on the async connection.
     #[cfg(any(feature = "tokio", feature = "smol"))]
     pub(crate) async fn list_async(&self, request: &ListRequest) -> Result<ListPage, Error> {
-        let started = Instant::now();
         match IndexListing::new(self.key_prefix(), request, SystemTime::now()) {
             Ok(Some(listing)) => {
                 let sent = self.async_pool().run(&listing.invocation()).await;
                 let result = read_index(&listing, sent);
-                return self.finish_list(request, result, 1, started);
+                return self.finish_list(request, result);
             }
             Ok(None) => {}
-            Err(failure) => return self.finish_list(request, Err(failure.into()), 0, started),
+            Err(failure) => return self.finish_list(request, Err(failure.into())),
         }
-        let mut round_trips = 0;
         let result = match Listing::new(
             self.key_prefix(),
             request,
             self.is_cluster(),
             SystemTime::now(),
         ) {
-            Ok(mut listing) => {
-                let page = loop {
-                    match listing.next() {
-                        Step::Send(io) => {
-                            let sent = self.async_pool().send(&io).await;
-                            if let Err(failed) = reply(sent).and_then(|value| listing.feed(value)) {
-                                break Err(failed);
-                            }
+            Ok(mut listing) => loop {
+                match listing.next() {
+                    Step::Send(io) => {
+                        let sent = self.async_pool().send(&io).await;
+                        if let Err(failed) = reply(sent).and_then(|value| listing.feed(value)) {
+                            break Err(failed);
                         }
-                        Step::Done(page) => break Ok(page),
                     }
-                };
-                round_trips = listing.round_trips();
-                page
-            }
+                    Step::Done(page) => break Ok(page),
+                }
+            },
             Err(failed) => Err(failed),
         };
-        self.finish_list(request, result, round_trips, started)
+        self.finish_list(request, result)
     }
 
-    /// Traces the outcome and names the listing (or the record at fault) in any error.
+    /// Names the listing (or the record at fault) in any error.
     fn finish_list(
         &self,
         request: &ListRequest,
         result: Result<ListPage, ListFailure>,
-        round_trips: usize,
-        started: Instant,
     ) -> Result<ListPage, Error> {
-        let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-        match &result {
-            Ok(page) => tracing::debug!(
-                prefix = %request.prefix,
-                op = OP,
-                outcome = if page.next.is_some() { "page" } else { "last_page" },
-                locks = page.locks.len(),
-                round_trips,
-                micros,
-                "redis lock call"
-            ),
-            Err(failed) => tracing::debug!(
-                prefix = %request.prefix,
-                op = OP,
-                outcome = "error",
-                transient = matches!(failed.failure.kind(), BackendErrorKind::Transient),
-                error = %failed.failure,
-                round_trips,
-                micros,
-                "redis lock call failed"
-            ),
-        }
         result.map_err(|failed| {
             let key = failed
                 .key
