@@ -96,9 +96,6 @@ pub struct Slot<'a> {
 impl Call for Slot<'_> {
     type Output = SlotOutcome;
     const NAME: &'static str = "acquire_slot";
-    fn key(&self) -> &str {
-        self.key.as_str()
-    }
     fn outcome(output: &SlotOutcome) -> &'static str {
         output.as_str()
     }
@@ -122,9 +119,6 @@ pub struct Acquire<'a>(Slot<'a>);
 impl Call for Acquire<'_> {
     type Output = AcquireOutcome;
     const NAME: &'static str = "acquire";
-    fn key(&self) -> &str {
-        self.0.key()
-    }
     fn outcome(output: &AcquireOutcome) -> &'static str {
         output.as_str()
     }
@@ -145,16 +139,12 @@ impl RedisCall for Acquire<'_> {
 /// `try_acquire_batch`: the requests whose lease the scripts take, in chunks.
 #[derive(Debug)]
 pub struct AcquireBatch<'a> {
-    first: &'a LockName,
     requests: Checked<SlotRequest<'a>>,
 }
 
 impl Call for AcquireBatch<'_> {
     type Output = Vec<Result<AcquireOutcome, Failure>>;
     const NAME: &'static str = "acquire_batch";
-    fn key(&self) -> &str {
-        self.first.as_str()
-    }
     fn outcome(_: &Self::Output) -> &'static str {
         "batch"
     }
@@ -206,9 +196,6 @@ pub struct Extend<'a> {
 impl Call for Extend<'_> {
     type Output = ExtendOutcome;
     const NAME: &'static str = "extend";
-    fn key(&self) -> &str {
-        self.key.as_str()
-    }
     fn outcome(output: &ExtendOutcome) -> &'static str {
         output.as_str()
     }
@@ -228,16 +215,12 @@ impl RedisCall for Extend<'_> {
 /// `extend_batch`: the renewals whose lease the scripts take, in chunks.
 #[derive(Debug)]
 pub struct ExtendBatch<'a> {
-    first: &'a LockName,
     renewals: Checked<Renewal<'a>>,
 }
 
 impl Call for ExtendBatch<'_> {
     type Output = Vec<Result<ExtendOutcome, Failure>>;
     const NAME: &'static str = "extend_batch";
-    fn key(&self) -> &str {
-        self.first.as_str()
-    }
     fn outcome(_: &Self::Output) -> &'static str {
         "batch"
     }
@@ -281,9 +264,6 @@ pub struct Release<'a> {
 impl Call for Release<'_> {
     type Output = Released;
     const NAME: &'static str = "release";
-    fn key(&self) -> &str {
-        self.key.as_str()
-    }
     fn outcome(output: &Released) -> &'static str {
         output.as_str()
     }
@@ -303,16 +283,12 @@ impl RedisCall for Release<'_> {
 /// `release_batch`, in chunks.
 #[derive(Debug)]
 pub struct ReleaseBatch<'a> {
-    first: &'a LockName,
     releases: &'a [ReleaseRequest<'a>],
 }
 
 impl Call for ReleaseBatch<'_> {
     type Output = Vec<Result<Released, Failure>>;
     const NAME: &'static str = "release_batch";
-    fn key(&self) -> &str {
-        self.first.as_str()
-    }
     fn outcome(_: &Self::Output) -> &'static str {
         "batch"
     }
@@ -474,10 +450,12 @@ impl Store for RedisBackend {
         &'a self,
         requests: &'a [AcquireRequest<'a>],
     ) -> Option<AcquireBatch<'a>> {
-        let first = requests.first()?.key;
+        if requests.is_empty() {
+            return None;
+        }
         let requests: Vec<_> = requests.iter().map(|r| SlotRequest::single(*r)).collect();
         let requests = self.check_leases(&requests, |r| r.request.lease_time, |r| r.request.key);
-        Some(AcquireBatch { first, requests })
+        Some(AcquireBatch { requests })
     }
 
     type Slot<'a> = Slot<'a>;
@@ -497,9 +475,11 @@ impl Store for RedisBackend {
 
     type ExtendBatch<'a> = ExtendBatch<'a>;
     fn plan_extend_batch<'a>(&'a self, renewals: &'a [Renewal<'a>]) -> Option<ExtendBatch<'a>> {
-        let first = &renewals.first()?.lease.key;
+        if renewals.is_empty() {
+            return None;
+        }
         let renewals = self.check_leases(renewals, |r| r.lease_time, |r| &r.lease.key);
-        Some(ExtendBatch { first, renewals })
+        Some(ExtendBatch { renewals })
     }
 
     /// On a standalone server (scripts pipelined in one round trip); not on a cluster,
@@ -521,8 +501,7 @@ impl Store for RedisBackend {
         &'a self,
         releases: &'a [ReleaseRequest<'a>],
     ) -> Option<ReleaseBatch<'a>> {
-        let first = &releases.first()?.lease.key;
-        Some(ReleaseBatch { first, releases })
+        (!releases.is_empty()).then_some(ReleaseBatch { releases })
     }
 }
 
