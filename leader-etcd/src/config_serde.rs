@@ -131,4 +131,30 @@ mod tests {
         let err = read("prefix = \"a/\"").unwrap_err();
         assert!(err.to_string().contains("must not end with"), "{err}");
     }
+
+    /// The exact text written, so the file format (and what it leaves out) cannot drift.
+    #[test]
+    fn writes_the_same_text() {
+        let full = EtcdConfig::new()
+            .with_prefix("ops/locks")
+            .with_connect_timeout(Duration::from_millis(1500))
+            .with_operation_timeout(Duration::from_secs(90))
+            .with_keep_alive(Duration::from_secs(1))
+            .with_release_notifications(false)
+            .with_tls_root_certificate(PEM);
+        assert_eq!(
+            toml::to_string(&full).unwrap(),
+            "prefix = \"ops/locks\"\nconnect_timeout = \"1s 500ms\"\noperation_timeout = \"1m 30s\"\nkeep_alive = \"1s\"\nrelease_notifications = false\ntls_root_certificate = \"\"\"\n-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n\"\"\"\n"
+        );
+        assert_eq!(
+            toml::to_string(&EtcdConfig::default()).unwrap(),
+            "prefix = \"leader\"\nconnect_timeout = \"5s\"\noperation_timeout = \"10s\"\nkeep_alive = \"2s\"\nrelease_notifications = true\n"
+        );
+        let err =
+            toml::to_string(&EtcdConfig::new().with_tls_root_certificate(vec![0xff])).unwrap_err();
+        assert!(
+            err.to_string().contains("not PEM text (not UTF-8)"),
+            "{err}"
+        );
+    }
 }

@@ -315,4 +315,37 @@ mod tests {
         let err = read("write_concern = { w = true }").unwrap_err();
         assert!(err.to_string().contains("a number of nodes"), "{err}");
     }
+
+    /// The exact text written, so the file format (and what it leaves out) cannot drift.
+    #[test]
+    fn writes_the_same_text() {
+        let full = MongoConfig::new()
+            .with_database("ops")
+            .with_collection("locks")
+            .with_write_concern(
+                WriteConcern::builder()
+                    .w(Acknowledgment::Nodes(2))
+                    .journal(false)
+                    .w_timeout(Duration::from_secs(3))
+                    .build(),
+            )
+            .with_max_time(Duration::from_millis(2500))
+            .with_server_selection_timeout(Duration::from_secs(2))
+            .with_connect_timeout(Duration::from_secs(1))
+            .with_operation_timeout(Duration::from_secs(20))
+            .with_release_notifications(false);
+        assert_eq!(
+            toml::to_string(&full).unwrap(),
+            "database = \"ops\"\ncollection = \"locks\"\nmax_time = \"2s 500ms\"\nserver_selection_timeout = \"2s\"\nconnect_timeout = \"1s\"\noperation_timeout = \"20s\"\nrelease_notifications = false\n\n[write_concern]\nw = 2\njournal = false\nw_timeout = \"3s\"\n"
+        );
+        assert_eq!(
+            toml::to_string(&MongoConfig::default()).unwrap(),
+            "collection = \"leader_locks\"\nmax_time = \"5s\"\noperation_timeout = \"15s\"\nrelease_notifications = true\n\n[write_concern]\nw = \"majority\"\njournal = true\n"
+        );
+        let bare = MongoConfig::new().with_write_concern(WriteConcern::custom("two-dcs"));
+        assert_eq!(
+            toml::to_string(&bare).unwrap(),
+            "collection = \"leader_locks\"\nmax_time = \"5s\"\noperation_timeout = \"15s\"\nrelease_notifications = true\n\n[write_concern]\nw = \"two-dcs\"\n"
+        );
+    }
 }

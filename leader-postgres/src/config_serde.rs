@@ -173,4 +173,30 @@ mod tests {
             "{err}"
         );
     }
+
+    /// The exact text written, so the file format (and what it leaves out) cannot drift.
+    #[test]
+    fn writes_the_same_text() {
+        let full = PostgresConfig::new()
+            .with_table("ops.leader_locks")
+            .with_pool_size(2)
+            .with_connect_timeout(Duration::from_millis(1500))
+            .with_operation_timeout(Duration::from_secs(90))
+            .with_release_notifications(false)
+            .with_tls_root_certificate(PEM);
+        assert_eq!(
+            toml::to_string(&full).unwrap(),
+            "table = \"ops.leader_locks\"\npool_size = 2\nconnect_timeout = \"1s 500ms\"\noperation_timeout = \"1m 30s\"\nrelease_notifications = false\ntls_root_certificate = \"\"\"\n-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n\"\"\"\n"
+        );
+        assert_eq!(
+            toml::to_string(&PostgresConfig::default()).unwrap(),
+            "table = \"leader_locks\"\npool_size = 4\nconnect_timeout = \"5s\"\noperation_timeout = \"10s\"\nrelease_notifications = true\n"
+        );
+        let err = toml::to_string(&PostgresConfig::new().with_tls_root_certificate(vec![0xff]))
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("not PEM text (not UTF-8)"),
+            "{err}"
+        );
+    }
 }

@@ -75,4 +75,11 @@ mod tests {
         let err = read("busy_timeout = \"soon\"").unwrap_err();
         assert!(err.to_string().contains("busy_timeout"), "{err}");
     }
+
+    /// The exact text written, so the file format cannot drift.
+    #[test]
+    fn writes_the_same_text() {
+        let text = toml::to_string(&SqliteConfig::default()).unwrap();
+        assert_eq!(text, "busy_timeout = \"5s\"\n");
+    }
 }

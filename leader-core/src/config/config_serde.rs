@@ -265,4 +265,36 @@ mod tests {
         assert!(!toml::to_string(&unranked).unwrap().contains("rank ="));
         assert!(campaign("rank = -1").is_err());
     }
+
+    /// The exact text written, so the file format (and what it leaves out) cannot drift.
+    #[test]
+    fn writes_the_same_text() {
+        let options = LeaderElectionOptions::default()
+            .with_wait_time(Duration::ZERO)
+            .with_lease_time(Duration::from_millis(90_250))
+            .with_node_id("worker-7")
+            .with_min_lease_time(Duration::from_secs(10))
+            .with_auto_extend(true)
+            .with_use_db_time(true);
+        assert_eq!(
+            toml::to_string(&options).unwrap(),
+            "wait_time = \"0s\"\nlease_time = \"1m 30s 250ms\"\nnode_id = \"worker-7\"\nmin_lease_time = \"10s\"\nauto_extend = true\nuse_db_time = true\n"
+        );
+        let full = CampaignConfig::default()
+            .with_lease_time(Duration::from_secs(30))
+            .with_heartbeat(Duration::from_secs(2))
+            .with_renew_deadline(Duration::from_secs(12))
+            .with_poll_interval(Duration::from_millis(250))
+            .with_mode(DeploymentMode::AllInstances)
+            .with_rank(3)
+            .with_preemption(false);
+        assert_eq!(
+            toml::to_string(&full).unwrap(),
+            "lease_time = \"30s\"\nheartbeat = \"2s\"\nrenew_deadline = \"12s\"\npoll_interval = \"250ms\"\nmode = \"all_instances\"\nrank = 3\npreempt = false\n"
+        );
+        assert_eq!(
+            toml::to_string(&CampaignConfig::default()).unwrap(),
+            "lease_time = \"5s\"\nheartbeat = \"1s\"\npoll_interval = \"500ms\"\nmode = \"single_leader\"\npreempt = true\n"
+        );
+    }
 }

@@ -146,4 +146,24 @@ mod tests {
         let err = read("job_name = \"job\"\ninterval = \"1s\"\nconcurrency = 0").unwrap_err();
         assert!(err.to_string().contains("nonzero"), "{err}");
     }
+
+    /// The exact text written, so the file format (and what it leaves out) cannot drift.
+    #[test]
+    fn writes_the_same_text() {
+        let full = PollerConfig::new("sync-invoices", Duration::from_secs(90))
+            .with_concurrency(16)
+            .with_acquire_batch(32)
+            .with_min_lease_time(Duration::from_secs(30))
+            .with_cycle_end_guard(Duration::from_millis(500))
+            .with_shutdown_mode(ShutdownMode::Abandon);
+        assert_eq!(
+            toml::to_string(&full).unwrap(),
+            "job_name = \"sync-invoices\"\ninterval = \"1m 30s\"\nconcurrency = 16\nacquire_batch = 32\nmin_lease_time = \"30s\"\ncycle_end_guard = \"500ms\"\nshutdown_mode = \"abandon\"\n"
+        );
+        let minimal = PollerConfig::new("job", Duration::from_secs(60));
+        assert_eq!(
+            toml::to_string(&minimal).unwrap(),
+            "job_name = \"job\"\ninterval = \"1m\"\nshutdown_mode = \"finish\"\n"
+        );
+    }
 }
