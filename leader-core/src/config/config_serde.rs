@@ -2,10 +2,19 @@
 //! from and written to any serde format, with durations in human form (`"30s"`,
 //! `"1m 30s"`, `"250ms"`, as the `humantime` crate reads and writes them).
 //!
-//! Each type goes through a plain mirror of its settings: a field the file leaves out keeps
-//! its default, an unknown field is an error (a typo must not be silently ignored), and the
-//! result is validated, so a bad value is a deserialize error carrying the
-//! [`OptionsError`](crate::OptionsError) message.
+//! A field the file leaves out keeps its default, an unknown field is an error (a typo must
+//! not be silently ignored), and the result is validated, so a bad value is a deserialize
+//! error carrying the [`OptionsError`](crate::OptionsError) message.
+//!
+//! Why the fields are listed here and not derived on the types themselves: the settings
+//! are checked against each other (`min_lease_time` against `lease_time`, the heartbeat and
+//! the renew deadline against the lease), which needs all of them read, and serde's derive
+//! has no step after the last field. So each type's `Deserialize` is written by hand, and
+//! the field list it reads with is a serde `remote` definition of the type: serde builds
+//! the type itself from it (no conversion code), the type's `Default` fills what the file
+//! leaves out, and a field added to the type but not here does not compile. (Deriving on
+//! the type with `remote = "Self"` would do the same but adds a public inherent
+//! `deserialize` that skips the checks.)
 
 use std::time::Duration;
 
@@ -15,10 +24,14 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::config::campaign::{CampaignConfig, DeploymentMode};
 use crate::config::options::LeaderElectionOptions;
 
-/// The settings of [`LeaderElectionOptions`] as a file holds them.
+/// The fields of [`LeaderElectionOptions`] as a file holds them.
 #[derive(Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct OptionsFile {
+#[serde(
+    remote = "LeaderElectionOptions",
+    default = "LeaderElectionOptions::default",
+    deny_unknown_fields
+)]
+struct OptionsFields {
     #[serde(with = "humantime_serde")]
     wait_time: Duration,
     #[serde(with = "humantime_serde")]
@@ -30,50 +43,28 @@ struct OptionsFile {
     use_db_time: bool,
 }
 
-impl Default for OptionsFile {
-    fn default() -> Self {
-        OptionsFile::from(&LeaderElectionOptions::default())
-    }
-}
-
-impl From<&LeaderElectionOptions> for OptionsFile {
-    fn from(options: &LeaderElectionOptions) -> Self {
-        OptionsFile {
-            wait_time: options.wait_time(),
-            lease_time: options.lease_time(),
-            node_id: options.node_id().to_owned(),
-            min_lease_time: options.min_lease_time(),
-            auto_extend: options.auto_extend(),
-            use_db_time: options.use_db_time(),
-        }
-    }
-}
-
 impl Serialize for LeaderElectionOptions {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        OptionsFile::from(self).serialize(serializer)
+        OptionsFields::serialize(self, serializer)
     }
 }
 
 impl<'de> Deserialize<'de> for LeaderElectionOptions {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let file = OptionsFile::deserialize(deserializer)?;
-        let options = LeaderElectionOptions::new()
-            .with_wait_time(file.wait_time)
-            .with_lease_time(file.lease_time)
-            .with_node_id(file.node_id)
-            .with_min_lease_time(file.min_lease_time)
-            .with_auto_extend(file.auto_extend)
-            .with_use_db_time(file.use_db_time);
+        let options = OptionsFields::deserialize(deserializer)?;
         options.validate().map_err(D::Error::custom)?;
         Ok(options)
     }
 }
 
-/// The settings of [`CampaignConfig`] as a file holds them.
+/// The fields of [`CampaignConfig`] as a file holds them.
 #[derive(Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct CampaignFile {
+#[serde(
+    remote = "CampaignConfig",
+    default = "CampaignConfig::default",
+    deny_unknown_fields
+)]
+struct CampaignFields {
     #[serde(with = "humantime_serde")]
     lease_time: Duration,
     #[serde(with = "humantime_serde")]
@@ -90,47 +81,15 @@ struct CampaignFile {
     preempt: bool,
 }
 
-impl Default for CampaignFile {
-    fn default() -> Self {
-        CampaignFile::from(&CampaignConfig::default())
-    }
-}
-
-impl From<&CampaignConfig> for CampaignFile {
-    fn from(config: &CampaignConfig) -> Self {
-        CampaignFile {
-            lease_time: config.lease_time(),
-            heartbeat: config.heartbeat(),
-            renew_deadline: config.explicit_renew_deadline(),
-            poll_interval: config.poll_interval(),
-            mode: config.mode(),
-            rank: config.rank(),
-            preempt: config.preempts(),
-        }
-    }
-}
-
 impl Serialize for CampaignConfig {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        CampaignFile::from(self).serialize(serializer)
+        CampaignFields::serialize(self, serializer)
     }
 }
 
 impl<'de> Deserialize<'de> for CampaignConfig {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let file = CampaignFile::deserialize(deserializer)?;
-        let mut config = CampaignConfig::default()
-            .with_lease_time(file.lease_time)
-            .with_heartbeat(file.heartbeat)
-            .with_poll_interval(file.poll_interval)
-            .with_mode(file.mode)
-            .with_preemption(file.preempt);
-        if let Some(rank) = file.rank {
-            config = config.with_rank(rank);
-        }
-        if let Some(deadline) = file.renew_deadline {
-            config = config.with_renew_deadline(deadline);
-        }
+        let config = CampaignFields::deserialize(deserializer)?;
         config.validate().map_err(D::Error::custom)?;
         Ok(config)
     }
