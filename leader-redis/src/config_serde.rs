@@ -1,5 +1,12 @@
 //! Config files (feature `serde`): [`RedisConfig`] read from and written to any serde
 //! format, through a plain mirror of its settings (see the type's `# Configuration files`).
+//!
+//! Why a mirror here, where the other backends derive serde on their config type: one
+//! setting of the type is two fields of the file (`replica_acks: Option<ReplicaAcks>` is
+//! `replica_acks` and `replica_ack_timeout`, written even when off), which neither a derive
+//! on the type nor a serde `remote` definition can express (`flatten` does not go with
+//! `deny_unknown_fields`); and the acknowledgement timeout is checked against
+//! `response_timeout`, which needs every field read.
 
 use std::time::Duration;
 
