@@ -169,4 +169,16 @@ mod tests {
             "{err}"
         );
     }
+
+    /// Each value is checked as it is read, so the error points at its line.
+    #[test]
+    fn a_bad_value_is_refused_at_its_line() {
+        let err = read("release_notifications = true\nkeep_alive = \"0s\"").unwrap_err();
+        assert!(err.to_string().contains("line 2"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("keep_alive must be greater than zero"),
+            "{err}"
+        );
+    }
 }

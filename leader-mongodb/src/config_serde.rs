@@ -365,4 +365,13 @@ mod tests {
             "collection = \"leader_locks\"\nmax_time = \"5s\"\noperation_timeout = \"15s\"\nrelease_notifications = true\n\n[write_concern]\nw = \"two-dcs\"\n"
         );
     }
+
+    /// Each value is checked as it is read, so the error points at its line.
+    #[test]
+    fn a_bad_value_is_refused_at_its_line() {
+        let err = read("collection = \"locks\"\nmax_time = \"0s\"").unwrap_err();
+        assert!(err.to_string().contains("line 2"), "{err}");
+        let err = read("max_time = \"1s\"\ncollection = \"\"").unwrap_err();
+        assert!(err.to_string().contains("line 2"), "{err}");
+    }
 }

@@ -206,4 +206,13 @@ mod tests {
             "{err}"
         );
     }
+
+    /// Each value is checked as it is read, so the error points at its line.
+    #[test]
+    fn a_bad_value_is_refused_at_its_line() {
+        let err = read("table = \"ops.locks\"\npool_size = 0").unwrap_err();
+        assert!(err.to_string().contains("line 2"), "{err}");
+        let err = read("pool_size = 2\ntable = \"a-b\"").unwrap_err();
+        assert!(err.to_string().contains("line 2"), "{err}");
+    }
 }
