@@ -31,7 +31,7 @@ use crate::config::options::LeaderElectionOptions;
     default = "LeaderElectionOptions::default",
     deny_unknown_fields
 )]
-struct OptionsFields {
+struct OptionsFile {
     #[serde(with = "humantime_serde")]
     wait_time: Duration,
     #[serde(with = "humantime_serde")]
@@ -45,13 +45,13 @@ struct OptionsFields {
 
 impl Serialize for LeaderElectionOptions {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        OptionsFields::serialize(self, serializer)
+        OptionsFile::serialize(self, serializer)
     }
 }
 
 impl<'de> Deserialize<'de> for LeaderElectionOptions {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let options = OptionsFields::deserialize(deserializer)?;
+        let options = OptionsFile::deserialize(deserializer)?;
         options.validate().map_err(D::Error::custom)?;
         Ok(options)
     }
@@ -64,7 +64,7 @@ impl<'de> Deserialize<'de> for LeaderElectionOptions {
     default = "CampaignConfig::default",
     deny_unknown_fields
 )]
-struct CampaignFields {
+struct CampaignFile {
     #[serde(with = "humantime_serde")]
     lease_time: Duration,
     #[serde(with = "humantime_serde")]
@@ -83,13 +83,13 @@ struct CampaignFields {
 
 impl Serialize for CampaignConfig {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        CampaignFields::serialize(self, serializer)
+        CampaignFile::serialize(self, serializer)
     }
 }
 
 impl<'de> Deserialize<'de> for CampaignConfig {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let config = CampaignFields::deserialize(deserializer)?;
+        let config = CampaignFile::deserialize(deserializer)?;
         config.validate().map_err(D::Error::custom)?;
         Ok(config)
     }

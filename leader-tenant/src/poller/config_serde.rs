@@ -21,7 +21,7 @@ use crate::poller::config::{PollerConfig, ShutdownMode};
 /// required, the rest optional.
 #[derive(Serialize, Deserialize)]
 #[serde(remote = "PollerConfig", deny_unknown_fields)]
-struct PollerFields {
+struct PollerConfigFile {
     job_name: String,
     #[serde(with = "humantime_serde")]
     interval: Duration,
@@ -64,13 +64,13 @@ fn at_least_one<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<usi
 
 impl Serialize for PollerConfig {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        PollerFields::serialize(self, serializer)
+        PollerConfigFile::serialize(self, serializer)
     }
 }
 
 impl<'de> Deserialize<'de> for PollerConfig {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let config = PollerFields::deserialize(deserializer)?;
+        let config = PollerConfigFile::deserialize(deserializer)?;
         config.validate().map_err(de::Error::custom)?;
         Ok(config)
     }
