@@ -58,12 +58,49 @@ use std::time::Duration;
 /// assert_eq!(config.operation_timeout(), Duration::from_secs(3));
 /// ```
 #[derive(Clone, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(default, deny_unknown_fields)
+)]
 pub struct EtcdConfig {
+    #[cfg_attr(
+        feature = "serde",
+        serde(deserialize_with = "crate::config_serde::prefix")
+    )]
     prefix: String,
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            serialize_with = "humantime_serde::serialize",
+            deserialize_with = "crate::config_serde::connect_timeout"
+        )
+    )]
     connect_timeout: Duration,
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            serialize_with = "humantime_serde::serialize",
+            deserialize_with = "crate::config_serde::operation_timeout"
+        )
+    )]
     operation_timeout: Duration,
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            serialize_with = "humantime_serde::serialize",
+            deserialize_with = "crate::config_serde::keep_alive"
+        )
+    )]
     keep_alive: Duration,
     release_notifications: bool,
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            with = "crate::config_serde::pem",
+            skip_serializing_if = "Option::is_none"
+        )
+    )]
     tls_root_certificate: Option<Vec<u8>>,
 }
 
@@ -161,23 +198,37 @@ impl EtcdConfig {
 
     /// The first setting that cannot work, if any.
     pub(crate) fn problem(&self) -> Option<&'static str> {
-        if self.prefix.is_empty() {
-            Some("prefix must not be empty")
-        } else if self.prefix.len() > Self::MAX_PREFIX_LEN {
-            Some("prefix must be at most 128 bytes")
-        } else if self.prefix.ends_with('/') {
-            Some("prefix must not end with `/` (the backend adds its own)")
-        } else if self.connect_timeout.is_zero() {
-            Some("connect_timeout must be greater than zero")
-        } else if self.operation_timeout.is_zero() {
-            Some("operation_timeout must be greater than zero")
-        } else if self.keep_alive.is_zero() {
-            Some("keep_alive must be greater than zero")
-        } else {
-            None
-        }
+        prefix_problem(&self.prefix).or_else(|| {
+            [
+                (self.connect_timeout, ZERO_CONNECT_TIMEOUT),
+                (self.operation_timeout, ZERO_OPERATION_TIMEOUT),
+                (self.keep_alive, ZERO_KEEP_ALIVE),
+            ]
+            .into_iter()
+            .find_map(|(timeout, problem)| timeout.is_zero().then_some(problem))
+        })
     }
 }
+
+/// What is wrong with a key prefix, if anything (config files check it as they read it).
+pub(crate) fn prefix_problem(prefix: &str) -> Option<&'static str> {
+    if prefix.is_empty() {
+        Some("prefix must not be empty")
+    } else if prefix.len() > EtcdConfig::MAX_PREFIX_LEN {
+        Some("prefix must be at most 128 bytes")
+    } else if prefix.ends_with('/') {
+        Some("prefix must not end with `/` (the backend adds its own)")
+    } else {
+        None
+    }
+}
+
+/// The problem of a zero `connect_timeout`.
+pub(crate) const ZERO_CONNECT_TIMEOUT: &str = "connect_timeout must be greater than zero";
+/// The problem of a zero `operation_timeout`.
+pub(crate) const ZERO_OPERATION_TIMEOUT: &str = "operation_timeout must be greater than zero";
+/// The problem of a zero `keep_alive`.
+pub(crate) const ZERO_KEEP_ALIVE: &str = "keep_alive must be greater than zero";
 
 impl Default for EtcdConfig {
     fn default() -> Self {

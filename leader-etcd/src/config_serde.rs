@@ -1,87 +1,98 @@
-//! Config files (feature `serde`): [`EtcdConfig`] read from and written to any serde
-//! format, through a plain mirror of its settings (see the type's `# Configuration files`).
+//! Config files (feature `serde`): the field readers and writers of [`EtcdConfig`]'s
+//! derived serde support (see the type's `# Configuration files`). Each value is checked
+//! as it is read, with the [`ConnectError`] that
+//! [`connect_with`](crate::EtcdBackend::connect_with) would return for it.
 
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer, de, ser};
+use serde::{Deserialize, Deserializer, de};
 
-use crate::config::EtcdConfig;
+use crate::config::{
+    ZERO_CONNECT_TIMEOUT, ZERO_KEEP_ALIVE, ZERO_OPERATION_TIMEOUT, prefix_problem,
+};
 use crate::error::ConnectError;
 
-/// The settings of [`EtcdConfig`] as a file holds them.
-#[derive(Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct EtcdConfigFile {
-    prefix: String,
-    #[serde(with = "humantime_serde")]
-    connect_timeout: Duration,
-    #[serde(with = "humantime_serde")]
-    operation_timeout: Duration,
-    #[serde(with = "humantime_serde")]
-    keep_alive: Duration,
-    release_notifications: bool,
-    /// The PEM text itself (not a path).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tls_root_certificate: Option<String>,
-}
-
-impl Default for EtcdConfigFile {
-    fn default() -> Self {
-        let config = EtcdConfig::default();
-        EtcdConfigFile {
-            prefix: config.prefix().to_owned(),
-            connect_timeout: config.connect_timeout(),
-            operation_timeout: config.operation_timeout(),
-            keep_alive: config.keep_alive(),
-            release_notifications: config.release_notifications(),
-            tls_root_certificate: None,
-        }
+/// `Err` with the [`ConnectError`] of `problem`, if there is one.
+fn refuse<E: de::Error>(problem: Option<&'static str>) -> Result<(), E> {
+    match problem {
+        Some(problem) => Err(E::custom(ConnectError::InvalidConfig(problem))),
+        None => Ok(()),
     }
 }
 
-/// What starts every PEM block; a value without it is most likely a file path.
-const PEM_BEGIN: &str = "-----BEGIN ";
-
-impl Serialize for EtcdConfig {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let pem = self
-            .tls_root_certificate()
-            .map(|pem| String::from_utf8(pem.to_vec()))
-            .transpose()
-            .map_err(|_| ser::Error::custom("tls_root_certificate is not PEM text (not UTF-8)"))?;
-        EtcdConfigFile {
-            prefix: self.prefix().to_owned(),
-            connect_timeout: self.connect_timeout(),
-            operation_timeout: self.operation_timeout(),
-            keep_alive: self.keep_alive(),
-            release_notifications: self.release_notifications(),
-            tls_root_certificate: pem,
-        }
-        .serialize(serializer)
-    }
+/// `prefix`, checked.
+pub(crate) fn prefix<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    let prefix = String::deserialize(deserializer)?;
+    refuse(prefix_problem(&prefix))?;
+    Ok(prefix)
 }
 
-impl<'de> Deserialize<'de> for EtcdConfig {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let file = EtcdConfigFile::deserialize(deserializer)?;
-        let mut config = EtcdConfig::new()
-            .with_prefix(file.prefix)
-            .with_connect_timeout(file.connect_timeout)
-            .with_operation_timeout(file.operation_timeout)
-            .with_keep_alive(file.keep_alive)
-            .with_release_notifications(file.release_notifications);
-        if let Some(pem) = file.tls_root_certificate {
-            if !pem.contains(PEM_BEGIN) {
-                return Err(de::Error::custom(
-                    "tls_root_certificate must hold the PEM text (-----BEGIN CERTIFICATE-----...), not a file path",
-                ));
+/// A timeout in human form, refused with `problem` when zero.
+fn timeout<'de, D: Deserializer<'de>>(
+    deserializer: D,
+    problem: &'static str,
+) -> Result<Duration, D::Error> {
+    let timeout: Duration = humantime_serde::deserialize(deserializer)?;
+    refuse(timeout.is_zero().then_some(problem))?;
+    Ok(timeout)
+}
+
+/// `connect_timeout`, above zero.
+pub(crate) fn connect_timeout<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Duration, D::Error> {
+    timeout(deserializer, ZERO_CONNECT_TIMEOUT)
+}
+
+/// `operation_timeout`, above zero.
+pub(crate) fn operation_timeout<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Duration, D::Error> {
+    timeout(deserializer, ZERO_OPERATION_TIMEOUT)
+}
+
+/// `keep_alive`, above zero.
+pub(crate) fn keep_alive<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
+    timeout(deserializer, ZERO_KEEP_ALIVE)
+}
+
+/// `tls_root_certificate`: bytes in the config, the PEM text itself in a file. A field
+/// that differs from its file form, so it has a reader and a writer of its own.
+pub(crate) mod pem {
+    use serde::{Deserialize, Deserializer, Serializer, de, ser};
+
+    /// What starts every PEM block; a value without it is most likely a file path.
+    const PEM_BEGIN: &str = "-----BEGIN ";
+
+    /// Writes the PEM text (refused if it is not UTF-8, as no text file could hold it).
+    pub(crate) fn serialize<S: Serializer>(
+        pem: &Option<Vec<u8>>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match pem {
+            Some(pem) => {
+                let text = std::str::from_utf8(pem).map_err(|_| {
+                    ser::Error::custom("tls_root_certificate is not PEM text (not UTF-8)")
+                })?;
+                serializer.serialize_some(text)
             }
-            config = config.with_tls_root_certificate(pem);
+            None => serializer.serialize_none(),
         }
-        if let Some(problem) = config.problem() {
-            return Err(de::Error::custom(ConnectError::InvalidConfig(problem)));
+    }
+
+    /// Reads the PEM text, refusing what looks like a file path.
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<Vec<u8>>, D::Error> {
+        let Some(pem) = Option::<String>::deserialize(deserializer)? else {
+            return Ok(None);
+        };
+        if !pem.contains(PEM_BEGIN) {
+            return Err(de::Error::custom(
+                "tls_root_certificate must hold the PEM text (-----BEGIN CERTIFICATE-----...), not a file path",
+            ));
         }
-        Ok(config)
+        Ok(Some(pem.into_bytes()))
     }
 }
 
@@ -89,6 +100,7 @@ impl<'de> Deserialize<'de> for EtcdConfig {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::config::EtcdConfig;
 
     const PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
 
@@ -130,5 +142,43 @@ mod tests {
         );
         let err = read("prefix = \"a/\"").unwrap_err();
         assert!(err.to_string().contains("must not end with"), "{err}");
+    }
+
+    /// The exact text written, so the file format (and what it leaves out) cannot drift.
+    #[test]
+    fn writes_the_same_text() {
+        let full = EtcdConfig::new()
+            .with_prefix("ops/locks")
+            .with_connect_timeout(Duration::from_millis(1500))
+            .with_operation_timeout(Duration::from_secs(90))
+            .with_keep_alive(Duration::from_secs(1))
+            .with_release_notifications(false)
+            .with_tls_root_certificate(PEM);
+        assert_eq!(
+            toml::to_string(&full).unwrap(),
+            "prefix = \"ops/locks\"\nconnect_timeout = \"1s 500ms\"\noperation_timeout = \"1m 30s\"\nkeep_alive = \"1s\"\nrelease_notifications = false\ntls_root_certificate = \"\"\"\n-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n\"\"\"\n"
+        );
+        assert_eq!(
+            toml::to_string(&EtcdConfig::default()).unwrap(),
+            "prefix = \"leader\"\nconnect_timeout = \"5s\"\noperation_timeout = \"10s\"\nkeep_alive = \"2s\"\nrelease_notifications = true\n"
+        );
+        let err =
+            toml::to_string(&EtcdConfig::new().with_tls_root_certificate(vec![0xff])).unwrap_err();
+        assert!(
+            err.to_string().contains("not PEM text (not UTF-8)"),
+            "{err}"
+        );
+    }
+
+    /// Each value is checked as it is read, so the error points at its line.
+    #[test]
+    fn a_bad_value_is_refused_at_its_line() {
+        let err = read("release_notifications = true\nkeep_alive = \"0s\"").unwrap_err();
+        assert!(err.to_string().contains("line 2"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("keep_alive must be greater than zero"),
+            "{err}"
+        );
     }
 }

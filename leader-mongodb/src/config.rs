@@ -85,13 +85,60 @@ use mongodb::options::{Acknowledgment, ClientOptions, WriteConcern};
 /// assert_eq!(config.database(), Some("ops"));
 /// ```
 #[derive(Debug, Clone)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(default, deny_unknown_fields)
+)]
 pub struct MongoConfig {
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            deserialize_with = "crate::config_serde::database",
+            skip_serializing_if = "Option::is_none",
+        )
+    )]
     database: Option<String>,
+    #[cfg_attr(
+        feature = "serde",
+        serde(deserialize_with = "crate::config_serde::collection",)
+    )]
     collection: String,
+    #[cfg_attr(feature = "serde", serde(with = "crate::config_serde::write_concern",))]
     write_concern: WriteConcern,
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            serialize_with = "humantime_serde::serialize",
+            deserialize_with = "crate::config_serde::max_time",
+        )
+    )]
     max_time: Duration,
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            serialize_with = "humantime_serde::serialize",
+            deserialize_with = "crate::config_serde::server_selection_timeout",
+            skip_serializing_if = "Option::is_none",
+        )
+    )]
     server_selection_timeout: Option<Duration>,
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            serialize_with = "humantime_serde::serialize",
+            deserialize_with = "crate::config_serde::connect_timeout",
+            skip_serializing_if = "Option::is_none",
+        )
+    )]
     connect_timeout: Option<Duration>,
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            serialize_with = "humantime_serde::serialize",
+            deserialize_with = "crate::config_serde::operation_timeout",
+        )
+    )]
     operation_timeout: Duration,
     release_notifications: bool,
 }

@@ -1,32 +1,12 @@
-//! Config files (feature `serde`): [`MongoConfig`] read from and written to any serde
-//! format, through a plain mirror of its settings (see the type's `# Configuration files`).
+//! Config files (feature `serde`): the field readers and writers of [`MongoConfig`]'s
+//! derived serde support (see the type's `# Configuration files`). Each value is checked
+//! as it is read; the write concern, a driver type, goes through a table of its own.
 
 use std::fmt;
 use std::time::Duration;
 
 use mongodb::options::{Acknowledgment, WriteConcern};
 use serde::{Deserialize, Deserializer, Serialize, Serializer, de, ser};
-
-use crate::config::MongoConfig;
-
-/// The settings of [`MongoConfig`] as a file holds them.
-#[derive(Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct MongoConfigFile {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    database: Option<String>,
-    collection: String,
-    write_concern: WriteConcernFile,
-    #[serde(with = "humantime_serde")]
-    max_time: Duration,
-    #[serde(with = "humantime_serde", skip_serializing_if = "Option::is_none")]
-    server_selection_timeout: Option<Duration>,
-    #[serde(with = "humantime_serde", skip_serializing_if = "Option::is_none")]
-    connect_timeout: Option<Duration>,
-    #[serde(with = "humantime_serde")]
-    operation_timeout: Duration,
-    release_notifications: bool,
-}
 
 /// A write concern as a file holds it: `w`, `journal`, `w_timeout`. A field left out takes
 /// the library's default (majority, journaled, no timeout), never the server's weaker one.
@@ -139,74 +119,110 @@ impl WriteConcernFile {
     }
 }
 
-impl Default for MongoConfigFile {
-    fn default() -> Self {
-        MongoConfigFile::from(&MongoConfig::default())
+/// `Err` with `invalid` when `bad`.
+fn refuse<E: de::Error>(bad: bool, invalid: Invalid) -> Result<(), E> {
+    if bad {
+        return Err(E::custom(invalid));
     }
+    Ok(())
 }
 
-impl From<&MongoConfig> for MongoConfigFile {
-    fn from(config: &MongoConfig) -> Self {
-        MongoConfigFile {
-            database: config.database().map(str::to_owned),
-            collection: config.collection().to_owned(),
-            write_concern: WriteConcernFile::from_concern(config.write_concern()),
-            max_time: config.max_time(),
-            server_selection_timeout: config.server_selection_timeout(),
-            connect_timeout: config.connect_timeout(),
-            operation_timeout: config.operation_timeout(),
-            release_notifications: config.release_notifications(),
-        }
-    }
+/// A duration in human form, refused when zero.
+fn duration<'de, D: Deserializer<'de>>(
+    deserializer: D,
+    field: &'static str,
+) -> Result<Duration, D::Error> {
+    let value: Duration = humantime_serde::deserialize(deserializer)?;
+    refuse(value.is_zero(), Invalid::ZeroDuration(field))?;
+    Ok(value)
 }
 
-impl MongoConfigFile {
-    fn into_config(self) -> Result<MongoConfig, Invalid> {
-        for (field, value) in [
-            ("max_time", Some(self.max_time)),
-            ("server_selection_timeout", self.server_selection_timeout),
-            ("connect_timeout", self.connect_timeout),
-            ("operation_timeout", Some(self.operation_timeout)),
-        ] {
-            if value.is_some_and(|value| value.is_zero()) {
-                return Err(Invalid::ZeroDuration(field));
-            }
-        }
-        if self.collection.is_empty() {
-            return Err(Invalid::EmptyName("collection"));
-        }
-        let mut config = MongoConfig::new()
-            .with_collection(self.collection)
-            .with_write_concern(self.write_concern.into_concern()?)
-            .with_max_time(self.max_time)
-            .with_operation_timeout(self.operation_timeout)
-            .with_release_notifications(self.release_notifications);
-        if let Some(database) = self.database {
-            if database.is_empty() {
-                return Err(Invalid::EmptyName("database"));
-            }
-            config = config.with_database(database);
-        }
-        if let Some(timeout) = self.server_selection_timeout {
-            config = config.with_server_selection_timeout(timeout);
-        }
-        if let Some(timeout) = self.connect_timeout {
-            config = config.with_connect_timeout(timeout);
-        }
-        Ok(config)
-    }
+/// An optional duration in human form, refused when zero.
+fn optional_duration<'de, D: Deserializer<'de>>(
+    deserializer: D,
+    field: &'static str,
+) -> Result<Option<Duration>, D::Error> {
+    let value: Option<Duration> = humantime_serde::deserialize(deserializer)?;
+    refuse(
+        value.is_some_and(|v| v.is_zero()),
+        Invalid::ZeroDuration(field),
+    )?;
+    Ok(value)
 }
 
-impl Serialize for MongoConfig {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        MongoConfigFile::from(self).serialize(serializer)
-    }
+/// A name, refused when empty.
+fn name<'de, D: Deserializer<'de>>(
+    deserializer: D,
+    field: &'static str,
+) -> Result<String, D::Error> {
+    let name = String::deserialize(deserializer)?;
+    refuse(name.is_empty(), Invalid::EmptyName(field))?;
+    Ok(name)
 }
 
-impl<'de> Deserialize<'de> for MongoConfig {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        MongoConfigFile::deserialize(deserializer)?
-            .into_config()
+/// `database`, not empty (leave it out for the connection string's).
+pub(crate) fn database<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<String>, D::Error> {
+    let name = Option::<String>::deserialize(deserializer)?;
+    refuse(name.as_deref() == Some(""), Invalid::EmptyName("database"))?;
+    Ok(name)
+}
+
+/// `collection`, not empty.
+pub(crate) fn collection<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    name(deserializer, "collection")
+}
+
+/// `max_time`, above zero.
+pub(crate) fn max_time<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
+    duration(deserializer, "max_time")
+}
+
+/// `server_selection_timeout`, above zero (leave it out for the URI's).
+pub(crate) fn server_selection_timeout<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Duration>, D::Error> {
+    optional_duration(deserializer, "server_selection_timeout")
+}
+
+/// `connect_timeout`, above zero (leave it out for the URI's).
+pub(crate) fn connect_timeout<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Duration>, D::Error> {
+    optional_duration(deserializer, "connect_timeout")
+}
+
+/// `operation_timeout`, above zero.
+pub(crate) fn operation_timeout<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Duration, D::Error> {
+    duration(deserializer, "operation_timeout")
+}
+
+/// `write_concern`: the driver's [`WriteConcern`] in the config, a [`WriteConcernFile`]
+/// table in a file (the driver's own serde form has other names and no human durations,
+/// and takes the server's defaults for what it leaves out).
+pub(crate) mod write_concern {
+    use mongodb::options::WriteConcern;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer, de};
+
+    use super::WriteConcernFile;
+
+    /// Writes the set parts of `concern`.
+    pub(crate) fn serialize<S: Serializer>(
+        concern: &WriteConcern,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        WriteConcernFile::from_concern(concern).serialize(serializer)
+    }
+
+    /// Reads a write concern, with this crate's defaults for what the file leaves out.
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<WriteConcern, D::Error> {
+        WriteConcernFile::deserialize(deserializer)?
+            .into_concern()
             .map_err(de::Error::custom)
     }
 }
@@ -215,6 +231,7 @@ impl<'de> Deserialize<'de> for MongoConfig {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::config::MongoConfig;
 
     fn read(text: &str) -> Result<MongoConfig, toml::de::Error> {
         toml::from_str(text)
@@ -314,5 +331,47 @@ mod tests {
         }
         let err = read("write_concern = { w = true }").unwrap_err();
         assert!(err.to_string().contains("a number of nodes"), "{err}");
+    }
+
+    /// The exact text written, so the file format (and what it leaves out) cannot drift.
+    #[test]
+    fn writes_the_same_text() {
+        let full = MongoConfig::new()
+            .with_database("ops")
+            .with_collection("locks")
+            .with_write_concern(
+                WriteConcern::builder()
+                    .w(Acknowledgment::Nodes(2))
+                    .journal(false)
+                    .w_timeout(Duration::from_secs(3))
+                    .build(),
+            )
+            .with_max_time(Duration::from_millis(2500))
+            .with_server_selection_timeout(Duration::from_secs(2))
+            .with_connect_timeout(Duration::from_secs(1))
+            .with_operation_timeout(Duration::from_secs(20))
+            .with_release_notifications(false);
+        assert_eq!(
+            toml::to_string(&full).unwrap(),
+            "database = \"ops\"\ncollection = \"locks\"\nmax_time = \"2s 500ms\"\nserver_selection_timeout = \"2s\"\nconnect_timeout = \"1s\"\noperation_timeout = \"20s\"\nrelease_notifications = false\n\n[write_concern]\nw = 2\njournal = false\nw_timeout = \"3s\"\n"
+        );
+        assert_eq!(
+            toml::to_string(&MongoConfig::default()).unwrap(),
+            "collection = \"leader_locks\"\nmax_time = \"5s\"\noperation_timeout = \"15s\"\nrelease_notifications = true\n\n[write_concern]\nw = \"majority\"\njournal = true\n"
+        );
+        let bare = MongoConfig::new().with_write_concern(WriteConcern::custom("two-dcs"));
+        assert_eq!(
+            toml::to_string(&bare).unwrap(),
+            "collection = \"leader_locks\"\nmax_time = \"5s\"\noperation_timeout = \"15s\"\nrelease_notifications = true\n\n[write_concern]\nw = \"two-dcs\"\n"
+        );
+    }
+
+    /// Each value is checked as it is read, so the error points at its line.
+    #[test]
+    fn a_bad_value_is_refused_at_its_line() {
+        let err = read("collection = \"locks\"\nmax_time = \"0s\"").unwrap_err();
+        assert!(err.to_string().contains("line 2"), "{err}");
+        let err = read("max_time = \"1s\"\ncollection = \"\"").unwrap_err();
+        assert!(err.to_string().contains("line 2"), "{err}");
     }
 }

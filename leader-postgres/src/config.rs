@@ -73,12 +73,46 @@ use std::time::Duration;
 /// assert_eq!(config.pool_size(), 2);
 /// ```
 #[derive(Clone, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(default, deny_unknown_fields)
+)]
 pub struct PostgresConfig {
+    #[cfg_attr(
+        feature = "serde",
+        serde(deserialize_with = "crate::config_serde::table")
+    )]
     table: String,
+    #[cfg_attr(
+        feature = "serde",
+        serde(deserialize_with = "crate::config_serde::pool_size")
+    )]
     pool_size: usize,
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            serialize_with = "humantime_serde::serialize",
+            deserialize_with = "crate::config_serde::connect_timeout"
+        )
+    )]
     connect_timeout: Duration,
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            serialize_with = "humantime_serde::serialize",
+            deserialize_with = "crate::config_serde::operation_timeout"
+        )
+    )]
     operation_timeout: Duration,
     release_notifications: bool,
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            with = "crate::config_serde::pem",
+            skip_serializing_if = "Option::is_none"
+        )
+    )]
     tls_root_certificate: Option<Vec<u8>>,
 }
 
@@ -175,16 +209,23 @@ impl PostgresConfig {
     /// The first setting that cannot work, if any.
     pub(crate) fn problem(&self) -> Option<&'static str> {
         if self.pool_size == 0 {
-            Some("pool_size must be at least 1")
+            Some(ZERO_POOL_SIZE)
         } else if self.connect_timeout.is_zero() {
-            Some("connect_timeout must be greater than zero")
+            Some(ZERO_CONNECT_TIMEOUT)
         } else if self.operation_timeout.is_zero() {
-            Some("operation_timeout must be greater than zero")
+            Some(ZERO_OPERATION_TIMEOUT)
         } else {
             None
         }
     }
 }
+
+/// The problem of a zero `pool_size` (config files check it as they read it).
+pub(crate) const ZERO_POOL_SIZE: &str = "pool_size must be at least 1";
+/// The problem of a zero `connect_timeout`.
+pub(crate) const ZERO_CONNECT_TIMEOUT: &str = "connect_timeout must be greater than zero";
+/// The problem of a zero `operation_timeout`.
+pub(crate) const ZERO_OPERATION_TIMEOUT: &str = "operation_timeout must be greater than zero";
 
 impl Default for PostgresConfig {
     fn default() -> Self {

@@ -1,105 +1,112 @@
-//! Config files (feature `serde`): [`PostgresConfig`] read from and written to any serde
-//! format, through a plain mirror of its settings (see the type's `# Configuration files`).
+//! Config files (feature `serde`): the field readers and writers of [`PostgresConfig`]'s
+//! derived serde support (see the type's `# Configuration files`). Each value is checked
+//! as it is read, with the [`ConnectError`] that
+//! [`connect_with`](crate::PostgresBackend::connect_with) would return for it.
 
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer, de, ser};
+use serde::{Deserialize, Deserializer, de};
 
-use crate::config::PostgresConfig;
+use crate::config::{ZERO_CONNECT_TIMEOUT, ZERO_OPERATION_TIMEOUT, ZERO_POOL_SIZE};
 use crate::error::ConnectError;
 use crate::table::Table;
 
-/// The settings of [`PostgresConfig`] as a file holds them.
-#[derive(Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct PostgresConfigFile {
-    table: String,
-    pool_size: usize,
-    #[serde(with = "humantime_serde")]
-    connect_timeout: Duration,
-    #[serde(with = "humantime_serde")]
-    operation_timeout: Duration,
-    release_notifications: bool,
-    /// The PEM text itself (not a path).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tls_root_certificate: Option<String>,
-}
-
-impl Default for PostgresConfigFile {
-    fn default() -> Self {
-        let config = PostgresConfig::default();
-        PostgresConfigFile {
-            table: config.table().to_owned(),
-            pool_size: config.pool_size(),
-            connect_timeout: config.connect_timeout(),
-            operation_timeout: config.operation_timeout(),
-            release_notifications: config.release_notifications(),
-            tls_root_certificate: None,
-        }
+/// `Err` with the [`ConnectError::InvalidConfig`] of `problem` when `bad`.
+fn refuse<E: de::Error>(bad: bool, problem: &'static str) -> Result<(), E> {
+    if bad {
+        return Err(E::custom(ConnectError::InvalidConfig(problem)));
     }
-}
-
-/// What starts every PEM block; a value without it is most likely a file path.
-const PEM_BEGIN: &str = "-----BEGIN ";
-
-impl Serialize for PostgresConfig {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let pem = self
-            .tls_root_certificate()
-            .map(|pem| String::from_utf8(pem.to_vec()))
-            .transpose()
-            .map_err(|_| ser::Error::custom("tls_root_certificate is not PEM text (not UTF-8)"))?;
-        PostgresConfigFile {
-            table: self.table().to_owned(),
-            pool_size: self.pool_size(),
-            connect_timeout: self.connect_timeout(),
-            operation_timeout: self.operation_timeout(),
-            release_notifications: self.release_notifications(),
-            tls_root_certificate: pem,
-        }
-        .serialize(serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for PostgresConfig {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let file = PostgresConfigFile::deserialize(deserializer)?;
-        let mut config = PostgresConfig::new()
-            .with_table(file.table)
-            .with_pool_size(file.pool_size)
-            .with_connect_timeout(file.connect_timeout)
-            .with_operation_timeout(file.operation_timeout)
-            .with_release_notifications(file.release_notifications);
-        if let Some(pem) = file.tls_root_certificate {
-            if !pem.contains(PEM_BEGIN) {
-                return Err(de::Error::custom(
-                    "tls_root_certificate must hold the PEM text (-----BEGIN CERTIFICATE-----...), not a file path",
-                ));
-            }
-            config = config.with_tls_root_certificate(pem);
-        }
-        check(&config).map_err(de::Error::custom)?;
-        Ok(config)
-    }
-}
-
-/// The checks [`PostgresBackend::connect_with`](crate::PostgresBackend::connect_with)
-/// makes on a config, with its errors, so a file is refused when it is read.
-fn check(config: &PostgresConfig) -> Result<(), ConnectError> {
-    if let Some(problem) = config.problem() {
-        return Err(ConnectError::InvalidConfig(problem));
-    }
-    Table::parse(config.table()).map_err(|reason| ConnectError::InvalidTable {
-        table: config.table().to_owned(),
-        reason,
-    })?;
     Ok(())
+}
+
+/// `table`, a name the backend can use.
+pub(crate) fn table<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    let table = String::deserialize(deserializer)?;
+    match Table::parse(&table) {
+        Ok(_) => Ok(table),
+        Err(reason) => Err(de::Error::custom(ConnectError::InvalidTable {
+            table,
+            reason,
+        })),
+    }
+}
+
+/// `pool_size`, at least 1.
+pub(crate) fn pool_size<'de, D: Deserializer<'de>>(deserializer: D) -> Result<usize, D::Error> {
+    let size = usize::deserialize(deserializer)?;
+    refuse(size == 0, ZERO_POOL_SIZE)?;
+    Ok(size)
+}
+
+/// A timeout in human form, refused with `problem` when zero.
+fn timeout<'de, D: Deserializer<'de>>(
+    deserializer: D,
+    problem: &'static str,
+) -> Result<Duration, D::Error> {
+    let timeout: Duration = humantime_serde::deserialize(deserializer)?;
+    refuse(timeout.is_zero(), problem)?;
+    Ok(timeout)
+}
+
+/// `connect_timeout`, above zero.
+pub(crate) fn connect_timeout<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Duration, D::Error> {
+    timeout(deserializer, ZERO_CONNECT_TIMEOUT)
+}
+
+/// `operation_timeout`, above zero.
+pub(crate) fn operation_timeout<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Duration, D::Error> {
+    timeout(deserializer, ZERO_OPERATION_TIMEOUT)
+}
+
+/// `tls_root_certificate`: bytes in the config, the PEM text itself in a file. A field
+/// that differs from its file form, so it has a reader and a writer of its own.
+pub(crate) mod pem {
+    use serde::{Deserialize, Deserializer, Serializer, de, ser};
+
+    /// What starts every PEM block; a value without it is most likely a file path.
+    const PEM_BEGIN: &str = "-----BEGIN ";
+
+    /// Writes the PEM text (refused if it is not UTF-8, as no text file could hold it).
+    pub(crate) fn serialize<S: Serializer>(
+        pem: &Option<Vec<u8>>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match pem {
+            Some(pem) => {
+                let text = std::str::from_utf8(pem).map_err(|_| {
+                    ser::Error::custom("tls_root_certificate is not PEM text (not UTF-8)")
+                })?;
+                serializer.serialize_some(text)
+            }
+            None => serializer.serialize_none(),
+        }
+    }
+
+    /// Reads the PEM text, refusing what looks like a file path.
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<Vec<u8>>, D::Error> {
+        let Some(pem) = Option::<String>::deserialize(deserializer)? else {
+            return Ok(None);
+        };
+        if !pem.contains(PEM_BEGIN) {
+            return Err(de::Error::custom(
+                "tls_root_certificate must hold the PEM text (-----BEGIN CERTIFICATE-----...), not a file path",
+            ));
+        }
+        Ok(Some(pem.into_bytes()))
+    }
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::config::PostgresConfig;
 
     const PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
 
@@ -172,5 +179,40 @@ mod tests {
                 .contains("invalid lock table name `locks; DROP TABLE users`"),
             "{err}"
         );
+    }
+
+    /// The exact text written, so the file format (and what it leaves out) cannot drift.
+    #[test]
+    fn writes_the_same_text() {
+        let full = PostgresConfig::new()
+            .with_table("ops.leader_locks")
+            .with_pool_size(2)
+            .with_connect_timeout(Duration::from_millis(1500))
+            .with_operation_timeout(Duration::from_secs(90))
+            .with_release_notifications(false)
+            .with_tls_root_certificate(PEM);
+        assert_eq!(
+            toml::to_string(&full).unwrap(),
+            "table = \"ops.leader_locks\"\npool_size = 2\nconnect_timeout = \"1s 500ms\"\noperation_timeout = \"1m 30s\"\nrelease_notifications = false\ntls_root_certificate = \"\"\"\n-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n\"\"\"\n"
+        );
+        assert_eq!(
+            toml::to_string(&PostgresConfig::default()).unwrap(),
+            "table = \"leader_locks\"\npool_size = 4\nconnect_timeout = \"5s\"\noperation_timeout = \"10s\"\nrelease_notifications = true\n"
+        );
+        let err = toml::to_string(&PostgresConfig::new().with_tls_root_certificate(vec![0xff]))
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("not PEM text (not UTF-8)"),
+            "{err}"
+        );
+    }
+
+    /// Each value is checked as it is read, so the error points at its line.
+    #[test]
+    fn a_bad_value_is_refused_at_its_line() {
+        let err = read("table = \"ops.locks\"\npool_size = 0").unwrap_err();
+        assert!(err.to_string().contains("line 2"), "{err}");
+        let err = read("pool_size = 2\ntable = \"a-b\"").unwrap_err();
+        assert!(err.to_string().contains("line 2"), "{err}");
     }
 }

@@ -1,5 +1,12 @@
 //! Config files (feature `serde`): [`RedisConfig`] read from and written to any serde
 //! format, through a plain mirror of its settings (see the type's `# Configuration files`).
+//!
+//! Why a mirror here, where the other backends derive serde on their config type: one
+//! setting of the type is two fields of the file (`replica_acks: Option<ReplicaAcks>` is
+//! `replica_acks` and `replica_ack_timeout`, written even when off), which neither a derive
+//! on the type nor a serde `remote` definition can express (`flatten` does not go with
+//! `deny_unknown_fields`); and the acknowledgement timeout is checked against
+//! `response_timeout`, which needs every field read.
 
 use std::time::Duration;
 
@@ -170,5 +177,26 @@ mod tests {
         );
         let config = read("replica_acks = 1").unwrap();
         assert_eq!(config.replica_acks(), Some((1, DEFAULT_ACK_TIMEOUT)));
+    }
+
+    /// The exact text written, so the file format (and what it leaves out) cannot drift.
+    #[test]
+    fn writes_the_same_text() {
+        let full = RedisConfig::default()
+            .with_connect_timeout(Duration::from_millis(1500))
+            .with_response_timeout(Duration::from_millis(250))
+            .with_key_prefix("billing")
+            .with_release_notifications(false)
+            .with_max_idle_connections(3)
+            .with_tls_root_certificate(PEM)
+            .with_replica_acks(2, Duration::from_millis(40));
+        assert_eq!(
+            toml::to_string(&full).unwrap(),
+            "connect_timeout = \"1s 500ms\"\nresponse_timeout = \"250ms\"\nkey_prefix = \"billing\"\nrelease_notifications = false\nmax_idle_connections = 3\ntls_root_certificate = \"\"\"\n-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n\"\"\"\nreplica_acks = 2\nreplica_ack_timeout = \"40ms\"\n"
+        );
+        assert_eq!(
+            toml::to_string(&RedisConfig::default()).unwrap(),
+            "connect_timeout = \"2s\"\nresponse_timeout = \"2s\"\nkey_prefix = \"leader\"\nrelease_notifications = true\nmax_idle_connections = 8\nreplica_acks = 0\nreplica_ack_timeout = \"100ms\"\n"
+        );
     }
 }

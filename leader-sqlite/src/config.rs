@@ -41,7 +41,19 @@ use std::time::Duration;
 /// assert_eq!(config.busy_timeout(), Duration::from_secs(2));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(default, deny_unknown_fields)
+)]
 pub struct SqliteConfig {
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            serialize_with = "humantime_serde::serialize",
+            deserialize_with = "crate::config_serde::busy_timeout"
+        )
+    )]
     busy_timeout: Duration,
 }
 

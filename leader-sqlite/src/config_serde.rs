@@ -1,42 +1,19 @@
-//! Config files (feature `serde`): [`SqliteConfig`] read from and written to any serde
-//! format, through a plain mirror of its settings (see the type's `# Configuration files`).
+//! Config files (feature `serde`): the field reader of [`SqliteConfig`]'s derived serde
+//! support (see the type's `# Configuration files`).
 
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::Deserializer;
 
 use crate::config::SqliteConfig;
 
-/// The settings of [`SqliteConfig`] as a file holds them.
-#[derive(Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct SqliteConfigFile {
-    #[serde(with = "humantime_serde")]
-    busy_timeout: Duration,
-}
-
-impl Default for SqliteConfigFile {
-    fn default() -> Self {
-        SqliteConfigFile {
-            busy_timeout: SqliteConfig::default().busy_timeout(),
-        }
-    }
-}
-
-impl Serialize for SqliteConfig {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        SqliteConfigFile {
-            busy_timeout: self.busy_timeout(),
-        }
-        .serialize(serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for SqliteConfig {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let file = SqliteConfigFile::deserialize(deserializer)?;
-        Ok(SqliteConfig::new().with_busy_timeout(file.busy_timeout))
-    }
+/// `busy_timeout` in human form, cut to [`SqliteConfig::MAX_BUSY_TIMEOUT`] as
+/// [`SqliteConfig::with_busy_timeout`] cuts it.
+pub(crate) fn busy_timeout<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Duration, D::Error> {
+    let timeout: Duration = humantime_serde::deserialize(deserializer)?;
+    Ok(timeout.min(SqliteConfig::MAX_BUSY_TIMEOUT))
 }
 
 #[cfg(test)]
@@ -74,5 +51,12 @@ mod tests {
         );
         let err = read("busy_timeout = \"soon\"").unwrap_err();
         assert!(err.to_string().contains("busy_timeout"), "{err}");
+    }
+
+    /// The exact text written, so the file format cannot drift.
+    #[test]
+    fn writes_the_same_text() {
+        let text = toml::to_string(&SqliteConfig::default()).unwrap();
+        assert_eq!(text, "busy_timeout = \"5s\"\n");
     }
 }

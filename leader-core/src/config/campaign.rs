@@ -140,13 +140,14 @@ pub enum DeploymentMode {
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CampaignConfig {
+    // `pub(super)` at least: the config file form (`config_serde`) reads and writes them.
     pub(crate) lease_time: Duration,
     pub(crate) heartbeat: Duration,
-    renew_deadline: Option<Duration>,
+    pub(super) renew_deadline: Option<Duration>,
     pub(crate) poll_interval: Duration,
-    mode: DeploymentMode,
+    pub(super) mode: DeploymentMode,
     pub(crate) rank: Option<u32>,
-    preempt: bool,
+    pub(super) preempt: bool,
 }
 
 impl Default for CampaignConfig {
@@ -244,12 +245,6 @@ impl CampaignConfig {
     /// How long the leader may go without a successful renewal (default: 2/3 of the lease).
     pub fn renew_deadline(&self) -> Duration {
         self.renew_deadline.unwrap_or(self.lease_time * 2 / 3)
-    }
-
-    /// The renew deadline if one was set (a config file leaves the default one out).
-    #[cfg(feature = "serde")]
-    pub(crate) fn explicit_renew_deadline(&self) -> Option<Duration> {
-        self.renew_deadline
     }
 
     /// How often standbys retry.

@@ -2,10 +2,19 @@
 //! from and written to any serde format, with durations in human form (`"30s"`,
 //! `"1m 30s"`, `"250ms"`, as the `humantime` crate reads and writes them).
 //!
-//! Each type goes through a plain mirror of its settings: a field the file leaves out keeps
-//! its default, an unknown field is an error (a typo must not be silently ignored), and the
-//! result is validated, so a bad value is a deserialize error carrying the
-//! [`OptionsError`](crate::OptionsError) message.
+//! A field the file leaves out keeps its default, an unknown field is an error (a typo must
+//! not be silently ignored), and the result is validated, so a bad value is a deserialize
+//! error carrying the [`OptionsError`](crate::OptionsError) message.
+//!
+//! Why the fields are listed here and not derived on the types themselves: the settings
+//! are checked against each other (`min_lease_time` against `lease_time`, the heartbeat and
+//! the renew deadline against the lease), which needs all of them read, and serde's derive
+//! has no step after the last field. So each type's `Deserialize` is written by hand, and
+//! the field list it reads with is a serde `remote` definition of the type: serde builds
+//! the type itself from it (no conversion code), the type's `Default` fills what the file
+//! leaves out, and a field added to the type but not here does not compile. (Deriving on
+//! the type with `remote = "Self"` would do the same but adds a public inherent
+//! `deserialize` that skips the checks.)
 
 use std::time::Duration;
 
@@ -15,9 +24,13 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::config::campaign::{CampaignConfig, DeploymentMode};
 use crate::config::options::LeaderElectionOptions;
 
-/// The settings of [`LeaderElectionOptions`] as a file holds them.
+/// The fields of [`LeaderElectionOptions`] as a file holds them.
 #[derive(Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(
+    remote = "LeaderElectionOptions",
+    default = "LeaderElectionOptions::default",
+    deny_unknown_fields
+)]
 struct OptionsFile {
     #[serde(with = "humantime_serde")]
     wait_time: Duration,
@@ -30,49 +43,27 @@ struct OptionsFile {
     use_db_time: bool,
 }
 
-impl Default for OptionsFile {
-    fn default() -> Self {
-        OptionsFile::from(&LeaderElectionOptions::default())
-    }
-}
-
-impl From<&LeaderElectionOptions> for OptionsFile {
-    fn from(options: &LeaderElectionOptions) -> Self {
-        OptionsFile {
-            wait_time: options.wait_time(),
-            lease_time: options.lease_time(),
-            node_id: options.node_id().to_owned(),
-            min_lease_time: options.min_lease_time(),
-            auto_extend: options.auto_extend(),
-            use_db_time: options.use_db_time(),
-        }
-    }
-}
-
 impl Serialize for LeaderElectionOptions {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        OptionsFile::from(self).serialize(serializer)
+        OptionsFile::serialize(self, serializer)
     }
 }
 
 impl<'de> Deserialize<'de> for LeaderElectionOptions {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let file = OptionsFile::deserialize(deserializer)?;
-        let options = LeaderElectionOptions::new()
-            .with_wait_time(file.wait_time)
-            .with_lease_time(file.lease_time)
-            .with_node_id(file.node_id)
-            .with_min_lease_time(file.min_lease_time)
-            .with_auto_extend(file.auto_extend)
-            .with_use_db_time(file.use_db_time);
+        let options = OptionsFile::deserialize(deserializer)?;
         options.validate().map_err(D::Error::custom)?;
         Ok(options)
     }
 }
 
-/// The settings of [`CampaignConfig`] as a file holds them.
+/// The fields of [`CampaignConfig`] as a file holds them.
 #[derive(Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(
+    remote = "CampaignConfig",
+    default = "CampaignConfig::default",
+    deny_unknown_fields
+)]
 struct CampaignFile {
     #[serde(with = "humantime_serde")]
     lease_time: Duration,
@@ -90,47 +81,15 @@ struct CampaignFile {
     preempt: bool,
 }
 
-impl Default for CampaignFile {
-    fn default() -> Self {
-        CampaignFile::from(&CampaignConfig::default())
-    }
-}
-
-impl From<&CampaignConfig> for CampaignFile {
-    fn from(config: &CampaignConfig) -> Self {
-        CampaignFile {
-            lease_time: config.lease_time(),
-            heartbeat: config.heartbeat(),
-            renew_deadline: config.explicit_renew_deadline(),
-            poll_interval: config.poll_interval(),
-            mode: config.mode(),
-            rank: config.rank(),
-            preempt: config.preempts(),
-        }
-    }
-}
-
 impl Serialize for CampaignConfig {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        CampaignFile::from(self).serialize(serializer)
+        CampaignFile::serialize(self, serializer)
     }
 }
 
 impl<'de> Deserialize<'de> for CampaignConfig {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let file = CampaignFile::deserialize(deserializer)?;
-        let mut config = CampaignConfig::default()
-            .with_lease_time(file.lease_time)
-            .with_heartbeat(file.heartbeat)
-            .with_poll_interval(file.poll_interval)
-            .with_mode(file.mode)
-            .with_preemption(file.preempt);
-        if let Some(rank) = file.rank {
-            config = config.with_rank(rank);
-        }
-        if let Some(deadline) = file.renew_deadline {
-            config = config.with_renew_deadline(deadline);
-        }
+        let config = CampaignFile::deserialize(deserializer)?;
         config.validate().map_err(D::Error::custom)?;
         Ok(config)
     }
@@ -264,5 +223,37 @@ mod tests {
         assert_eq!((unranked.rank(), unranked.preempts()), (None, true));
         assert!(!toml::to_string(&unranked).unwrap().contains("rank ="));
         assert!(campaign("rank = -1").is_err());
+    }
+
+    /// The exact text written, so the file format (and what it leaves out) cannot drift.
+    #[test]
+    fn writes_the_same_text() {
+        let options = LeaderElectionOptions::default()
+            .with_wait_time(Duration::ZERO)
+            .with_lease_time(Duration::from_millis(90_250))
+            .with_node_id("worker-7")
+            .with_min_lease_time(Duration::from_secs(10))
+            .with_auto_extend(true)
+            .with_use_db_time(true);
+        assert_eq!(
+            toml::to_string(&options).unwrap(),
+            "wait_time = \"0s\"\nlease_time = \"1m 30s 250ms\"\nnode_id = \"worker-7\"\nmin_lease_time = \"10s\"\nauto_extend = true\nuse_db_time = true\n"
+        );
+        let full = CampaignConfig::default()
+            .with_lease_time(Duration::from_secs(30))
+            .with_heartbeat(Duration::from_secs(2))
+            .with_renew_deadline(Duration::from_secs(12))
+            .with_poll_interval(Duration::from_millis(250))
+            .with_mode(DeploymentMode::AllInstances)
+            .with_rank(3)
+            .with_preemption(false);
+        assert_eq!(
+            toml::to_string(&full).unwrap(),
+            "lease_time = \"30s\"\nheartbeat = \"2s\"\nrenew_deadline = \"12s\"\npoll_interval = \"250ms\"\nmode = \"all_instances\"\nrank = 3\npreempt = false\n"
+        );
+        assert_eq!(
+            toml::to_string(&CampaignConfig::default()).unwrap(),
+            "lease_time = \"5s\"\nheartbeat = \"1s\"\npoll_interval = \"500ms\"\nmode = \"single_leader\"\npreempt = true\n"
+        );
     }
 }

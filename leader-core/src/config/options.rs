@@ -68,12 +68,13 @@ use crate::error::OptionsError;
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeaderElectionOptions {
-    wait_time: Duration,
-    lease_time: Duration,
-    node_id: String,
-    min_lease_time: Duration,
-    auto_extend: bool,
-    use_db_time: bool,
+    // `pub(super)`: the config file form (`config_serde`) reads and writes them.
+    pub(super) wait_time: Duration,
+    pub(super) lease_time: Duration,
+    pub(super) node_id: String,
+    pub(super) min_lease_time: Duration,
+    pub(super) auto_extend: bool,
+    pub(super) use_db_time: bool,
 }
 
 impl LeaderElectionOptions {

@@ -144,13 +144,14 @@ pub enum ShutdownMode {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PollerConfig {
-    job_name: String,
-    interval: Duration,
-    concurrency: Option<usize>,
-    acquire_batch: Option<usize>,
-    fixed_min_lease: Option<Duration>,
-    cycle_end_guard: Option<Duration>,
-    shutdown_mode: ShutdownMode,
+    // `pub(super)`: the config file form (`config_serde`) reads and writes them.
+    pub(super) job_name: String,
+    pub(super) interval: Duration,
+    pub(super) concurrency: Option<usize>,
+    pub(super) acquire_batch: Option<usize>,
+    pub(super) fixed_min_lease: Option<Duration>,
+    pub(super) cycle_end_guard: Option<Duration>,
+    pub(super) shutdown_mode: ShutdownMode,
 }
 
 impl PollerConfig {
@@ -196,12 +197,6 @@ impl PollerConfig {
         self.acquire_batch.unwrap_or(Self::DEFAULT_ACQUIRE_BATCH)
     }
 
-    /// The batch size if one was set (a config file leaves the default out).
-    #[cfg(feature = "serde")]
-    pub(crate) fn explicit_acquire_batch(&self) -> Option<usize> {
-        self.acquire_batch
-    }
-
     /// Uses a fixed minimum lease instead of "until the cycle's end" (zero turns the
     /// guard against a second run in the same cycle off).
     pub fn with_min_lease_time(mut self, min_lease_time: Duration) -> Self {
@@ -241,12 +236,6 @@ impl PollerConfig {
     pub fn cycle_end_guard(&self) -> Duration {
         self.cycle_end_guard
             .unwrap_or_else(|| (self.interval / 10).min(Duration::from_secs(1)))
-    }
-
-    /// The cycle-end guard if one was set (a config file leaves the derived one out).
-    #[cfg(feature = "serde")]
-    pub(crate) fn explicit_cycle_end_guard(&self) -> Option<Duration> {
-        self.cycle_end_guard
     }
 
     /// The fixed minimum lease, if one was set.

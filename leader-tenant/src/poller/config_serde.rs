@@ -1,5 +1,14 @@
 //! Config files (feature `serde`): [`PollerConfig`] read from and written to any serde
-//! format, through a plain mirror of its settings (see the type's `# Configuration files`).
+//! format (see the type's `# Configuration files`).
+//!
+//! Why the fields are listed here and not derived on the type itself: a fixed minimum lease
+//! and the cycle-end guard are checked against the interval, which needs all the fields
+//! read, and serde's derive has no step after the last field. So the type's `Deserialize`
+//! is written by hand, and the field list it reads with is a serde `remote` definition of
+//! the type: serde builds the type itself from it (no conversion code), and a field added
+//! to the type but not here does not compile. (Deriving on the type with
+//! `remote = "Self"` would do the same but adds a public inherent `deserialize` that skips
+//! the checks.)
 
 use std::num::NonZeroUsize;
 use std::time::Duration;
@@ -8,24 +17,35 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer, de};
 
 use crate::poller::config::{PollerConfig, ShutdownMode};
 
-/// The settings of [`PollerConfig`] as a file holds them; `job_name` and `interval` are
+/// The fields of [`PollerConfig`] as a file holds them; `job_name` and `interval` are
 /// required, the rest optional.
 #[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(remote = "PollerConfig", deny_unknown_fields)]
 struct PollerConfigFile {
     job_name: String,
     #[serde(with = "humantime_serde")]
     interval: Duration,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    concurrency: Option<NonZeroUsize>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    acquire_batch: Option<NonZeroUsize>,
     #[serde(
+        default,
+        deserialize_with = "at_least_one",
+        skip_serializing_if = "Option::is_none"
+    )]
+    concurrency: Option<usize>,
+    /// Left out: [`PollerConfig::DEFAULT_ACQUIRE_BATCH`].
+    #[serde(
+        default,
+        deserialize_with = "at_least_one",
+        skip_serializing_if = "Option::is_none"
+    )]
+    acquire_batch: Option<usize>,
+    #[serde(
+        rename = "min_lease_time",
         default,
         with = "humantime_serde",
         skip_serializing_if = "Option::is_none"
     )]
-    min_lease_time: Option<Duration>,
+    fixed_min_lease: Option<Duration>,
+    /// Left out: derived from the interval, whatever the interval is.
     #[serde(
         default,
         with = "humantime_serde",
@@ -36,38 +56,21 @@ struct PollerConfigFile {
     shutdown_mode: ShutdownMode,
 }
 
+/// `concurrency` and `acquire_batch`: a zero in a file is refused, not raised to one as the
+/// setters raise it.
+fn at_least_one<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<usize>, D::Error> {
+    Ok(Option::<NonZeroUsize>::deserialize(deserializer)?.map(NonZeroUsize::get))
+}
+
 impl Serialize for PollerConfig {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        PollerConfigFile {
-            job_name: self.job_name().to_owned(),
-            interval: self.interval(),
-            concurrency: self.concurrency().and_then(NonZeroUsize::new),
-            acquire_batch: self.explicit_acquire_batch().and_then(NonZeroUsize::new),
-            min_lease_time: self.fixed_min_lease_time(),
-            cycle_end_guard: self.explicit_cycle_end_guard(),
-            shutdown_mode: self.shutdown_mode(),
-        }
-        .serialize(serializer)
+        PollerConfigFile::serialize(self, serializer)
     }
 }
 
 impl<'de> Deserialize<'de> for PollerConfig {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let file = PollerConfigFile::deserialize(deserializer)?;
-        let mut config =
-            PollerConfig::new(file.job_name, file.interval).with_shutdown_mode(file.shutdown_mode);
-        if let Some(concurrency) = file.concurrency {
-            config = config.with_concurrency(concurrency.get());
-        }
-        if let Some(batch) = file.acquire_batch {
-            config = config.with_acquire_batch(batch.get());
-        }
-        if let Some(min_lease) = file.min_lease_time {
-            config = config.with_min_lease_time(min_lease);
-        }
-        if let Some(guard) = file.cycle_end_guard {
-            config = config.with_cycle_end_guard(guard);
-        }
+        let config = PollerConfigFile::deserialize(deserializer)?;
         config.validate().map_err(de::Error::custom)?;
         Ok(config)
     }
@@ -145,5 +148,25 @@ mod tests {
         assert!(err.to_string().contains(&expected.to_string()), "{err}");
         let err = read("job_name = \"job\"\ninterval = \"1s\"\nconcurrency = 0").unwrap_err();
         assert!(err.to_string().contains("nonzero"), "{err}");
+    }
+
+    /// The exact text written, so the file format (and what it leaves out) cannot drift.
+    #[test]
+    fn writes_the_same_text() {
+        let full = PollerConfig::new("sync-invoices", Duration::from_secs(90))
+            .with_concurrency(16)
+            .with_acquire_batch(32)
+            .with_min_lease_time(Duration::from_secs(30))
+            .with_cycle_end_guard(Duration::from_millis(500))
+            .with_shutdown_mode(ShutdownMode::Abandon);
+        assert_eq!(
+            toml::to_string(&full).unwrap(),
+            "job_name = \"sync-invoices\"\ninterval = \"1m 30s\"\nconcurrency = 16\nacquire_batch = 32\nmin_lease_time = \"30s\"\ncycle_end_guard = \"500ms\"\nshutdown_mode = \"abandon\"\n"
+        );
+        let minimal = PollerConfig::new("job", Duration::from_secs(60));
+        assert_eq!(
+            toml::to_string(&minimal).unwrap(),
+            "job_name = \"job\"\ninterval = \"1m\"\nshutdown_mode = \"finish\"\n"
+        );
     }
 }
