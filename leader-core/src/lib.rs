@@ -117,5 +117,6 @@ pub use tenant::{IntoTenantId, TENANT_PREFIX, TenantId, TenantIdError};
 /// from the docs and exempt from semver: anything here may change in any release.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::config::root_certificate::RootCertificate;
     pub use crate::engine::*;
 }

@@ -1,7 +1,8 @@
 //! [`EtcdConfig`]: where the locks live under the cluster's keys, the time limits, TLS.
 
-use std::fmt;
 use std::time::Duration;
+
+use leader_core::__private::RootCertificate;
 
 /// Settings of an [`EtcdBackend`](crate::EtcdBackend).
 ///
@@ -57,7 +58,7 @@ use std::time::Duration;
 /// assert_eq!(config.prefix(), "billing");
 /// assert_eq!(config.operation_timeout(), Duration::from_secs(3));
 /// ```
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(
     feature = "serde",
     derive(serde::Serialize, serde::Deserialize),
@@ -94,14 +95,8 @@ pub struct EtcdConfig {
     )]
     keep_alive: Duration,
     release_notifications: bool,
-    #[cfg_attr(
-        feature = "serde",
-        serde(
-            with = "crate::config_serde::pem",
-            skip_serializing_if = "Option::is_none"
-        )
-    )]
-    tls_root_certificate: Option<Vec<u8>>,
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    tls_root_certificate: Option<RootCertificate>,
 }
 
 impl EtcdConfig {
@@ -162,7 +157,7 @@ impl EtcdConfig {
     /// Trusts the CA certificate(s) in `pem` for `etcds://` connections instead of the
     /// platform's roots. Needs the `tls` feature to connect.
     pub fn with_tls_root_certificate(mut self, pem: impl Into<Vec<u8>>) -> Self {
-        self.tls_root_certificate = Some(pem.into());
+        self.tls_root_certificate = Some(RootCertificate::new(pem));
         self
     }
 
@@ -193,7 +188,9 @@ impl EtcdConfig {
 
     /// The PEM CA certificate(s) to trust, if set.
     pub fn tls_root_certificate(&self) -> Option<&[u8]> {
-        self.tls_root_certificate.as_deref()
+        self.tls_root_certificate
+            .as_ref()
+            .map(RootCertificate::as_bytes)
     }
 
     /// The first setting that cannot work, if any.
@@ -233,23 +230,6 @@ pub(crate) const ZERO_KEEP_ALIVE: &str = "keep_alive must be greater than zero";
 impl Default for EtcdConfig {
     fn default() -> Self {
         EtcdConfig::new()
-    }
-}
-
-impl fmt::Debug for EtcdConfig {
-    // The certificate is public, but long: show its size.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EtcdConfig")
-            .field("prefix", &self.prefix)
-            .field("connect_timeout", &self.connect_timeout)
-            .field("operation_timeout", &self.operation_timeout)
-            .field("keep_alive", &self.keep_alive)
-            .field("release_notifications", &self.release_notifications)
-            .field(
-                "tls_root_certificate",
-                &self.tls_root_certificate.as_ref().map(Vec::len),
-            )
-            .finish()
     }
 }
 

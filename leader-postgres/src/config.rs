@@ -1,7 +1,8 @@
 //! [`PostgresConfig`]: where the locks live, the pool, the time limits, TLS.
 
-use std::fmt;
 use std::time::Duration;
+
+use leader_core::__private::RootCertificate;
 
 /// Settings of a [`PostgresBackend`](crate::PostgresBackend).
 ///
@@ -72,7 +73,7 @@ use std::time::Duration;
 /// assert_eq!(config.table(), "ops.leader_locks");
 /// assert_eq!(config.pool_size(), 2);
 /// ```
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(
     feature = "serde",
     derive(serde::Serialize, serde::Deserialize),
@@ -106,14 +107,8 @@ pub struct PostgresConfig {
     )]
     operation_timeout: Duration,
     release_notifications: bool,
-    #[cfg_attr(
-        feature = "serde",
-        serde(
-            with = "crate::config_serde::pem",
-            skip_serializing_if = "Option::is_none"
-        )
-    )]
-    tls_root_certificate: Option<Vec<u8>>,
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    tls_root_certificate: Option<RootCertificate>,
 }
 
 impl PostgresConfig {
@@ -172,7 +167,7 @@ impl PostgresConfig {
     /// Trusts the CA certificate(s) in `pem` for `sslmode=require` connections instead of
     /// the platform's roots. Needs the `tls` feature to connect.
     pub fn with_tls_root_certificate(mut self, pem: impl Into<Vec<u8>>) -> Self {
-        self.tls_root_certificate = Some(pem.into());
+        self.tls_root_certificate = Some(RootCertificate::new(pem));
         self
     }
 
@@ -203,7 +198,9 @@ impl PostgresConfig {
 
     /// The PEM CA certificate(s) to trust, if set.
     pub fn tls_root_certificate(&self) -> Option<&[u8]> {
-        self.tls_root_certificate.as_deref()
+        self.tls_root_certificate
+            .as_ref()
+            .map(RootCertificate::as_bytes)
     }
 
     /// The first setting that cannot work, if any.
@@ -230,23 +227,6 @@ pub(crate) const ZERO_OPERATION_TIMEOUT: &str = "operation_timeout must be great
 impl Default for PostgresConfig {
     fn default() -> Self {
         PostgresConfig::new()
-    }
-}
-
-impl fmt::Debug for PostgresConfig {
-    // The certificate is public, but long: show its size.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PostgresConfig")
-            .field("table", &self.table)
-            .field("pool_size", &self.pool_size)
-            .field("connect_timeout", &self.connect_timeout)
-            .field("operation_timeout", &self.operation_timeout)
-            .field("release_notifications", &self.release_notifications)
-            .field(
-                "tls_root_certificate",
-                &self.tls_root_certificate.as_ref().map(Vec::len),
-            )
-            .finish()
     }
 }
 

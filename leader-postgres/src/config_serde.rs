@@ -62,46 +62,6 @@ pub(crate) fn operation_timeout<'de, D: Deserializer<'de>>(
     timeout(deserializer, ZERO_OPERATION_TIMEOUT)
 }
 
-/// `tls_root_certificate`: bytes in the config, the PEM text itself in a file. A field
-/// that differs from its file form, so it has a reader and a writer of its own.
-pub(crate) mod pem {
-    use serde::{Deserialize, Deserializer, Serializer, de, ser};
-
-    /// What starts every PEM block; a value without it is most likely a file path.
-    const PEM_BEGIN: &str = "-----BEGIN ";
-
-    /// Writes the PEM text (refused if it is not UTF-8, as no text file could hold it).
-    pub(crate) fn serialize<S: Serializer>(
-        pem: &Option<Vec<u8>>,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        match pem {
-            Some(pem) => {
-                let text = std::str::from_utf8(pem).map_err(|_| {
-                    ser::Error::custom("tls_root_certificate is not PEM text (not UTF-8)")
-                })?;
-                serializer.serialize_some(text)
-            }
-            None => serializer.serialize_none(),
-        }
-    }
-
-    /// Reads the PEM text, refusing what looks like a file path.
-    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Option<Vec<u8>>, D::Error> {
-        let Some(pem) = Option::<String>::deserialize(deserializer)? else {
-            return Ok(None);
-        };
-        if !pem.contains(PEM_BEGIN) {
-            return Err(de::Error::custom(
-                "tls_root_certificate must hold the PEM text (-----BEGIN CERTIFICATE-----...), not a file path",
-            ));
-        }
-        Ok(Some(pem.into_bytes()))
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

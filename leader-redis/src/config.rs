@@ -3,6 +3,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use leader_core::__private::RootCertificate;
+
 use crate::acks::ReplicaAcks;
 use crate::error::ConnectError;
 
@@ -77,7 +79,8 @@ pub struct RedisConfig {
     key_prefix: String,
     release_notifications: bool,
     max_idle_connections: usize,
-    tls_root_certificate: Option<Vec<u8>>,
+    /// Written by the config file reader too (`config_serde.rs`).
+    pub(crate) tls_root_certificate: Option<RootCertificate>,
     replica_acks: Option<ReplicaAcks>,
 }
 
@@ -131,7 +134,7 @@ impl RedisConfig {
     /// Trusts this PEM-encoded CA certificate for `rediss://` URLs (instead of the
     /// system's roots). Needs the `tls` feature to connect.
     pub fn with_tls_root_certificate(mut self, pem: impl Into<Vec<u8>>) -> Self {
-        self.tls_root_certificate = Some(pem.into());
+        self.tls_root_certificate = Some(RootCertificate::new(pem));
         self
     }
 
@@ -226,7 +229,9 @@ impl RedisConfig {
 
     /// The CA certificate trusted for `rediss://`, if one was set.
     pub fn tls_root_certificate(&self) -> Option<&[u8]> {
-        self.tls_root_certificate.as_deref()
+        self.tls_root_certificate
+            .as_ref()
+            .map(RootCertificate::as_bytes)
     }
 
     /// Checks every setting.
@@ -286,10 +291,7 @@ impl fmt::Debug for RedisConfig {
             .field("key_prefix", &self.key_prefix)
             .field("release_notifications", &self.release_notifications)
             .field("max_idle_connections", &self.max_idle_connections)
-            .field(
-                "tls_root_certificate",
-                &self.tls_root_certificate.as_ref().map(|pem| pem.len()),
-            )
+            .field("tls_root_certificate", &self.tls_root_certificate)
             .field("replica_acks", &self.replica_acks())
             .finish()
     }

@@ -10,7 +10,9 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer, de, ser};
+use serde::{Deserialize, Deserializer, Serialize, Serializer, de};
+
+use leader_core::__private::RootCertificate;
 
 use crate::config::RedisConfig;
 
@@ -27,7 +29,7 @@ struct RedisConfigFile {
     max_idle_connections: usize,
     /// The PEM text itself (not a path).
     #[serde(skip_serializing_if = "Option::is_none")]
-    tls_root_certificate: Option<String>,
+    tls_root_certificate: Option<RootCertificate>,
     /// Replicas to `WAIT` for after each acquire and renewal (0: off).
     replica_acks: u32,
     #[serde(with = "humantime_serde")]
@@ -53,23 +55,15 @@ impl Default for RedisConfigFile {
     }
 }
 
-/// What starts every PEM block; a value without it is most likely a file path.
-const PEM_BEGIN: &str = "-----BEGIN ";
-
 impl Serialize for RedisConfig {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let pem = self
-            .tls_root_certificate()
-            .map(|pem| String::from_utf8(pem.to_vec()))
-            .transpose()
-            .map_err(|_| ser::Error::custom("tls_root_certificate is not PEM text (not UTF-8)"))?;
         RedisConfigFile {
             connect_timeout: self.connect_timeout(),
             response_timeout: self.response_timeout(),
             key_prefix: self.key_prefix().to_owned(),
             release_notifications: self.release_notifications(),
             max_idle_connections: self.max_idle_connections(),
-            tls_root_certificate: pem,
+            tls_root_certificate: self.tls_root_certificate.clone(),
             replica_acks: self.replica_acks().map_or(0, |(replicas, _)| replicas),
             replica_ack_timeout: self
                 .replica_acks()
@@ -89,14 +83,7 @@ impl<'de> Deserialize<'de> for RedisConfig {
             .with_release_notifications(file.release_notifications)
             .with_max_idle_connections(file.max_idle_connections)
             .with_replica_acks(file.replica_acks, file.replica_ack_timeout);
-        if let Some(pem) = file.tls_root_certificate {
-            if !pem.contains(PEM_BEGIN) {
-                return Err(de::Error::custom(
-                    "tls_root_certificate must hold the PEM text (-----BEGIN CERTIFICATE-----...), not a file path",
-                ));
-            }
-            config = config.with_tls_root_certificate(pem);
-        }
+        config.tls_root_certificate = file.tls_root_certificate;
         config.validate().map_err(de::Error::custom)?;
         Ok(config)
     }

@@ -13,3 +13,4 @@ pub(crate) mod campaign;
 mod config_serde;
 pub(crate) mod lease_mode;
 pub(crate) mod options;
+pub(crate) mod root_certificate;
