@@ -5,7 +5,6 @@
 //! `leader/tests/operator.rs`, on every backend it applies to.
 
 use crate::common::{config, url};
-use leader_core::{ListRequest, LockBackend};
 use leader_postgres::PostgresBackend;
 
 const TABLE: &str = "operator_locks";
@@ -34,6 +33,7 @@ fn a_prefix_with_metacharacters_matches_literally() {
 #[test]
 fn a_listing_reads_one_range_of_the_primary_key() {
     use crate::common::Raw;
+    use leader_core::{ListRequest, LockBackend};
 
     let Some(url) = url() else { return };
     let admin = Raw::connect(&url);
