@@ -1,0 +1,407 @@
+//! The checker: from the nodes' logs, the faults and the resource's accepted writes, the
+//! figures of a history and its violations, each with the events that show it
+//! (definitions in the crate README).
+
+mod losses;
+mod sections;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+
+use crate::event::{Event, FaultKind, What};
+use crate::history::{FaultSpan, History};
+
+pub use losses::{LATE_START, LOSS_AFTERMATH_US, LossRules};
+pub use sections::{Section, Tallies, sections};
+
+/// A leaderless gap that begins or ends within this many leases (plus a second) after a
+/// fault, or during one, is the fault's: a killed or paused holder's lease has to run
+/// out, a restarted server to be reconnected to, before anyone can take the lock.
+pub const GAP_SHADOW_LEASES: u64 = 2;
+
+/// The longest time a lock went without a holder, outside the faults' windows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Gap {
+    /// The lock's index.
+    pub lock: u32,
+    /// When its last holder's section ended (release, loss or death), wall-clock µs.
+    pub from: u64,
+    /// When the next section began.
+    pub to: u64,
+}
+
+impl Gap {
+    /// Its length in µs.
+    pub fn len_us(&self) -> u64 {
+        self.to.saturating_sub(self.from)
+    }
+}
+
+/// The figures of a run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// The backend.
+    pub backend: String,
+    /// `start` lines.
+    pub acquisitions: usize,
+    /// Pairs of sections of different workers that intersect, with no explaining fault.
+    pub unexplained_overlaps: usize,
+    /// Pairs that intersect around a pause of a holder or a data-losing fault.
+    pub explained_overlaps: usize,
+    /// The explained pairs, by the kind of the fault that explains them (a pair two
+    /// faults explain counts under the first).
+    pub explained_by: BTreeMap<&'static str, usize>,
+    /// Sections whose acquire began after another section ended, with a smaller token.
+    pub token_order_violations: usize,
+    /// Acquisitions whose token an earlier acquisition already had.
+    pub duplicate_tokens: usize,
+    /// Resource entries with a token below the highest accepted before them.
+    pub stale_writes_accepted: usize,
+    /// Leases lost (a `lost` line) with no fault that could have ended them.
+    pub unexplained_losses: usize,
+    /// Leases lost around a fault that could have ended them.
+    pub explained_losses: usize,
+    /// The explained losses, by the kind of the fault that explains them (the first
+    /// that fits).
+    pub losses_explained_by: BTreeMap<&'static str, usize>,
+    /// Resource entries without a readable token.
+    pub unreadable_entries: usize,
+    /// Faults injected.
+    pub faults: usize,
+    /// Faults injected, by kind.
+    pub faults_by_kind: BTreeMap<&'static str, usize>,
+    /// The longest leaderless gap outside the faults' windows, if any gap was.
+    pub longest_gap: Option<Gap>,
+    /// Sections cut short by a worker's death or the run's end.
+    pub unfinished: usize,
+    /// Skips, errors, losses, refused and failed writes, torn lines.
+    pub tallies: Tallies,
+    /// A few of the violations, for a human.
+    pub examples: Vec<String>,
+    /// Every violation, with the events that show it.
+    pub violations: Vec<Violation>,
+}
+
+/// What rule a [`Violation`] breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ViolationKind {
+    /// Two nodes acted on one lock at once, and no fault explains it.
+    UnexplainedOverlap,
+    /// An acquire call began after a section had ended, and got a smaller token.
+    TokenOrder,
+    /// A token an earlier acquisition of the lock already had.
+    DuplicateToken,
+    /// The fenced resource accepted a write with a token below one it had accepted.
+    StaleWriteAccepted,
+    /// A lease was lost, and no fault explains it.
+    UnexplainedLoss,
+}
+
+/// One violation and the events that show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// The rule it breaks.
+    pub kind: ViolationKind,
+    /// What happened, for a human.
+    pub detail: String,
+    /// The events that show it, in the order the detail names them: the two sections'
+    /// (`action-started` and its end) for an overlap, a token order violation or a
+    /// duplicate; the two resource writes for a stale write; the section's for a loss.
+    pub events: Vec<Event>,
+}
+
+/// How many violations of each kind [`Report::examples`] keeps.
+const EXAMPLES: usize = 5;
+
+impl Report {
+    /// `true` when the safety figures are all zero: unexplained overlaps; token order
+    /// (violations and duplicates); stale writes accepted (and no unreadable entry); and
+    /// unexplained losses.
+    pub fn passed(&self) -> bool {
+        self.unexplained_overlaps == 0
+            && self.token_order_violations == 0
+            && self.duplicate_tokens == 0
+            && self.stale_writes_accepted == 0
+            && self.unreadable_entries == 0
+            && self.unexplained_losses == 0
+    }
+
+    /// The second line: the figures that are not about safety.
+    pub fn details(&self) -> String {
+        let t = &self.tallies;
+        format!(
+            "details: faults_by_kind={} explained_by={} losses_explained_by={} \
+             unfinished_sections={} skips={} errors={} lost={} writes_rejected={} \
+             writes_failed={} torn_lines={} unreadable_entries={}",
+            counts(&self.faults_by_kind),
+            counts(&self.explained_by),
+            counts(&self.losses_explained_by),
+            self.unfinished,
+            t.skips,
+            t.errors,
+            t.lost,
+            t.writes_rejected,
+            t.writes_failed,
+            t.torn_lines,
+            self.unreadable_entries
+        )
+    }
+}
+
+impl Report {
+    /// The longest leaderless gap outside faults, in whole milliseconds (0 without one).
+    pub fn longest_gap_ms(&self) -> u64 {
+        self.longest_gap.map_or(0, |g| g.len_us() / 1000)
+    }
+}
+
+/// `kill:3,pause:4`, or `none`.
+fn counts(map: &BTreeMap<&'static str, usize>) -> String {
+    if map.is_empty() {
+        return "none".to_owned();
+    }
+    let parts: Vec<String> = map.iter().map(|(k, n)| format!("{k}:{n}")).collect();
+    parts.join(",")
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "chaos: backend={} acquisitions={} unexplained_overlaps={} token_order_violations={} \
+             duplicate_tokens={} stale_writes_accepted={} unexplained_losses={} faults={} \
+             explained_overlaps={} explained_losses={} longest_gap_ms={}",
+            self.backend,
+            self.acquisitions,
+            self.unexplained_overlaps,
+            self.token_order_violations,
+            self.duplicate_tokens,
+            self.stale_writes_accepted,
+            self.unexplained_losses,
+            self.faults,
+            self.explained_overlaps,
+            self.explained_losses,
+            self.longest_gap_ms()
+        )
+    }
+}
+
+/// Computes the figures of a history and its violations.
+pub fn check(run: &History) -> Report {
+    let (mut all, tallies) = sections(&run.logs, run.run_end);
+    all.sort_by_key(|s| (s.lock, s.start, s.worker));
+    let mut faults_by_kind = BTreeMap::new();
+    for fault in &run.faults {
+        *faults_by_kind.entry(fault.kind.name()).or_insert(0) += 1;
+    }
+    let mut report = Report {
+        backend: run.backend.clone(),
+        acquisitions: all.len(),
+        faults: run.faults.len(),
+        faults_by_kind,
+        unfinished: all.iter().filter(|s| s.unfinished).count(),
+        tallies,
+        ..Report::default()
+    };
+    let rules = LossRules {
+        lease_us: run.lease_us,
+        paused_client_blocks_store: run.paused_client_blocks_store,
+    };
+    for lock in per_lock(&all) {
+        overlaps(lock, &run.faults, &mut report);
+        losses::losses(lock, &run.faults, rules, &mut report);
+        token_order(lock, &mut report);
+        duplicates(lock, &mut report);
+        let stop = if run.stopped_at == 0 {
+            run.run_end
+        } else {
+            run.stopped_at
+        };
+        if let Some(gap) = longest_gap(lock, &run.faults, stop, run.lease_us)
+            && report.longest_gap.is_none_or(|g| gap.len_us() > g.len_us())
+        {
+            report.longest_gap = Some(gap);
+        }
+    }
+    stale_writes(&run.resource, &mut report);
+    report.unreadable_entries += run.unreadable_resource_entries;
+    report
+}
+
+/// `all` (sorted by lock) cut into one slice per lock.
+fn per_lock(all: &[Section]) -> impl Iterator<Item = &[Section]> {
+    all.chunk_by(|a, b| a.lock == b.lock)
+}
+
+/// Counts intersecting pairs of sections of different workers (`all`: one lock's,
+/// sorted by start).
+fn overlaps(all: &[Section], faults: &[FaultSpan], report: &mut Report) {
+    for (i, a) in all.iter().enumerate() {
+        for b in all[i + 1..].iter().take_while(|b| b.start < a.end) {
+            if a.worker == b.worker {
+                continue;
+            }
+            if let Some(kind) = explanation(a, b, faults) {
+                report.explained_overlaps += 1;
+                *report.explained_by.entry(kind.name()).or_insert(0) += 1;
+            } else {
+                report.unexplained_overlaps += 1;
+                let detail = format!("unexplained overlap: {a:?} and {b:?}");
+                if report.examples.len() < EXAMPLES {
+                    report.examples.push(detail.clone());
+                }
+                report.violations.push(Violation {
+                    kind: ViolationKind::UnexplainedOverlap,
+                    detail,
+                    events: both(a, b),
+                });
+            }
+        }
+    }
+}
+
+/// The fault that explains the overlap of `a` and `b` (`a` started first), if one does:
+///
+/// - a pause of either holder between the start of its acquire call and the end of the
+///   overlap (a holder stopped past its lease, or between acquiring and logging);
+/// - a data-losing fault ([`FaultKind::loses_data`]: a restart of Redis without
+///   persistence, lock rows deleted by hand) that ended after `a`'s acquire call began
+///   (so that `a`'s lock could be among what was lost) and began before `b`'s section
+///   did (so that `b` acquired after the loss).
+///
+/// Nothing else does: not a partition, a reset, a worker kill, a data-keeping restart
+/// (MongoDB, PostgreSQL, a whole etcd cluster), a kill -9 of PostgreSQL, ended sessions,
+/// a busy SQLite file, nor a fault of one etcd member (killed, paused, cut off): the
+/// product must ride all of those out without two holders.
+fn explanation(a: &Section, b: &Section, faults: &[FaultSpan]) -> Option<FaultKind> {
+    let window_end = a.end.min(b.end);
+    let during = |fault: &FaultSpan, from: u64| fault.start <= window_end && fault.end >= from;
+    faults
+        .iter()
+        .find(|fault| match fault.kind {
+            FaultKind::Pause { worker } => [a, b]
+                .iter()
+                .any(|s| s.worker == worker && during(fault, s.requested)),
+            kind if kind.loses_data() => fault.end >= a.requested && fault.start <= b.start,
+            _ => false,
+        })
+        .map(|fault| fault.kind)
+}
+
+/// The longest time between one section's end and the next section's start on one lock
+/// (`all`: its sections, sorted by start), leaving out gaps that reach past `stop` or
+/// touch a fault's window (from its start to [`GAP_SHADOW_LEASES`] leases and a second
+/// after its end).
+fn longest_gap(all: &[Section], faults: &[FaultSpan], stop: u64, lease_us: u64) -> Option<Gap> {
+    let shadow = GAP_SHADOW_LEASES * lease_us + 1_000_000;
+    let explained = |from: u64, to: u64| {
+        faults
+            .iter()
+            .any(|f| f.start <= to && f.end.saturating_add(shadow) >= from)
+    };
+    let mut sections = all.iter();
+    let first = sections.next()?;
+    let mut covered = first.end;
+    let mut longest: Option<Gap> = None;
+    for next in sections {
+        if next.start > covered && next.start <= stop && !explained(covered, next.start) {
+            let gap = Gap {
+                lock: next.lock,
+                from: covered,
+                to: next.start,
+            };
+            if longest.is_none_or(|g| gap.len_us() > g.len_us()) {
+                longest = Some(gap);
+            }
+        }
+        covered = covered.max(next.end);
+    }
+    longest
+}
+
+/// Counts sections whose acquire call began after another section had ended, with a
+/// smaller token than that section's.
+fn token_order(all: &[Section], report: &mut Report) {
+    let mut by_end: Vec<&Section> = all.iter().collect();
+    by_end.sort_by_key(|s| s.end);
+    let mut by_request: Vec<&Section> = all.iter().collect();
+    by_request.sort_by_key(|s| s.requested);
+    let mut ended = by_end.iter().peekable();
+    let mut highest: Option<&Section> = None;
+    for later in by_request {
+        while let Some(earlier) = ended.next_if(|s| s.end < later.requested) {
+            if highest.is_none_or(|h| earlier.token > h.token) {
+                highest = Some(earlier);
+            }
+        }
+        if let Some(earlier) = highest.filter(|h| later.token < h.token) {
+            report.token_order_violations += 1;
+            let detail = format!("token order: {later:?} began after {earlier:?} ended");
+            if report.examples.len() < 2 * EXAMPLES {
+                report.examples.push(detail.clone());
+            }
+            report.violations.push(Violation {
+                kind: ViolationKind::TokenOrder,
+                detail,
+                events: both(later, earlier),
+            });
+        }
+    }
+}
+
+/// Counts acquisitions whose token an earlier acquisition already had.
+fn duplicates(all: &[Section], report: &mut Report) {
+    let mut seen: HashMap<u64, &Section> = HashMap::new();
+    for section in all {
+        if let Some(first) = seen.insert(section.token, section) {
+            report.duplicate_tokens += 1;
+            let detail = format!("duplicate token: {first:?} and {section:?}");
+            if report.examples.len() < 3 * EXAMPLES {
+                report.examples.push(detail.clone());
+            }
+            report.violations.push(Violation {
+                kind: ViolationKind::DuplicateToken,
+                detail,
+                events: both(first, section),
+            });
+        }
+    }
+}
+
+/// The events of two sections, `a`'s first.
+fn both(a: &Section, b: &Section) -> Vec<Event> {
+    a.events.iter().chain(&b.events).cloned().collect()
+}
+
+/// Counts the resource's accepted writes with a token below the highest of their lock
+/// before them.
+fn stale_writes(resource: &[Event], report: &mut Report) {
+    let mut highest_of: HashMap<u32, (u64, usize)> = HashMap::new();
+    for (index, entry) in resource.iter().enumerate() {
+        let What::WriteAccepted { lock, token, .. } = entry.what else {
+            report.unreadable_entries += 1;
+            continue;
+        };
+        let highest = highest_of.entry(lock).or_insert((0, index));
+        if token < highest.0 {
+            report.stale_writes_accepted += 1;
+            let detail = format!(
+                "stale write accepted: entry {index} {entry:?} after token {}",
+                highest.0
+            );
+            if report.examples.len() < 4 * EXAMPLES {
+                report.examples.push(detail.clone());
+            }
+            report.violations.push(Violation {
+                kind: ViolationKind::StaleWriteAccepted,
+                detail,
+                events: vec![resource[highest.1].clone(), entry.clone()],
+            });
+        }
+        if token > highest.0 {
+            *highest = (token, index);
+        }
+    }
+}

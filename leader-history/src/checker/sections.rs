@@ -1,0 +1,140 @@
+//! Sections (action start to end) and the other counts, from the nodes' logs.
+
+use crate::event::{Answer, Event, What};
+use crate::history::Log;
+
+/// One acquisition and how long its holder acted on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Section {
+    /// The lock's index.
+    pub lock: u32,
+    /// The node.
+    pub worker: u32,
+    /// Its fencing token.
+    pub token: u64,
+    /// When the acquire call began.
+    pub requested: u64,
+    /// When the action began (the `action-started` event).
+    pub start: u64,
+    /// The `lease-lost` or `action-ended` event, whichever came first; else the node's
+    /// death, else the history's end.
+    pub end: u64,
+    /// No `lease-lost` or `action-ended` event: cut short by the node's death or the
+    /// history's end.
+    pub unfinished: bool,
+    /// Ended by a `lease-lost` event: the lease ended before the action did (`end` is
+    /// when).
+    pub lost: bool,
+    /// How much of its lease was left when the action began, µs, if logged.
+    pub left: Option<u64>,
+    /// The events that make it: its `action-started`, and its `lease-lost` or
+    /// `action-ended` (or `node-stopped`) if any.
+    pub events: Vec<Event>,
+}
+
+/// What the logs say besides the sections.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tallies {
+    /// Acquire calls refused (another node held the lock).
+    pub skips: usize,
+    /// Acquire calls whose answer was lost (indeterminate).
+    pub errors: usize,
+    /// `lease-lost` events.
+    pub lost: usize,
+    /// Writes the fence refused.
+    pub writes_rejected: usize,
+    /// Writes whose call failed.
+    pub writes_failed: usize,
+    /// Partial last lines dropped.
+    pub torn_lines: usize,
+}
+
+/// The sections of every log, and the tallies.
+pub fn sections(logs: &[Log], run_end: u64) -> (Vec<Section>, Tallies) {
+    let mut all = Vec::new();
+    let mut tallies = Tallies::default();
+    for life in logs {
+        tallies.torn_lines += life.torn;
+        let mut open: Option<Section> = None;
+        // The last `acquire-requested` of each lock.
+        let mut asked: Vec<(u32, u64)> = Vec::new();
+        for event in &life.events {
+            let at = event.at;
+            match event.what {
+                What::AcquireRequested { lock } => {
+                    asked.retain(|(l, _)| *l != lock);
+                    asked.push((lock, at));
+                }
+                What::ActionStarted {
+                    lock,
+                    token,
+                    requested,
+                    left_us,
+                } => {
+                    // A start inside a section should not happen; the new one ends the old.
+                    all.extend(open.take().map(|s| closed(s, at, None)));
+                    let requested = requested
+                        .or_else(|| asked.iter().find(|(l, _)| *l == lock).map(|(_, r)| *r))
+                        .unwrap_or(at);
+                    open = Some(Section {
+                        lock,
+                        worker: life.node,
+                        token,
+                        requested: requested.min(at),
+                        start: at,
+                        end: at,
+                        unfinished: true,
+                        lost: false,
+                        left: left_us,
+                        events: vec![event.clone()],
+                    });
+                }
+                What::LeaseLost { token } | What::ActionEnded { token } => {
+                    let lost = matches!(event.what, What::LeaseLost { .. });
+                    if lost {
+                        tallies.lost += 1;
+                    }
+                    if let Some(section) = open.take_if(|s| s.token == token) {
+                        all.push(Section {
+                            lost,
+                            ..closed(section, at, Some(event))
+                        });
+                    }
+                }
+                What::AcquireAnswered { ref answer, .. } => match answer {
+                    Answer::Refused => tallies.skips += 1,
+                    Answer::Indeterminate { .. } => tallies.errors += 1,
+                    Answer::Lease { .. } => {}
+                },
+                What::WriteRejected { .. } => tallies.writes_rejected += 1,
+                What::WriteFailed { .. } => tallies.writes_failed += 1,
+                _ => {}
+            }
+        }
+        if let Some(mut section) = open {
+            let end = life.died_at.unwrap_or(run_end);
+            if let Some(stop) = life
+                .events
+                .iter()
+                .rev()
+                .find(|e| matches!(e.what, What::NodeStopped))
+            {
+                section.events.push(stop.clone());
+            }
+            all.push(Section {
+                end: end.max(section.start),
+                ..section
+            });
+        }
+    }
+    (all, tallies)
+}
+
+fn closed(mut section: Section, at: u64, by: Option<&Event>) -> Section {
+    section.events.extend(by.cloned());
+    Section {
+        end: at.max(section.start),
+        unfinished: false,
+        ..section
+    }
+}
