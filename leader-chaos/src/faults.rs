@@ -15,11 +15,11 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::backend::Backend;
-use crate::checker::{FaultSpan, LOSS_AFTERMATH_US};
 use crate::event::{FaultKind, describe, now_us};
 use crate::orchestrator::Lab;
 use crate::worker::{lock_name, worker_of};
 use crate::workers::signal;
+use leader_history::{FaultSpan, LOSS_AFTERMATH_US};
 
 /// How long the `row-lock` fault keeps the rows locked each time, in ms: under a third of
 /// the lease (1 s by default; etcd, 2 s, has no rows), so a renewal that waits for the

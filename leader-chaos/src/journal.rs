@@ -4,9 +4,9 @@
 use std::io;
 use std::path::Path;
 
-use crate::checker::FaultSpan;
 use crate::event::{Event, now_us};
 use crate::logfile::LogFile;
+use leader_history::FaultSpan;
 
 /// The orchestrator's log, and the faults recorded in it.
 #[derive(Debug)]

@@ -1,10 +1,10 @@
 #![doc = include_str!("../README.md")]
 
 pub mod backend;
-pub mod checker;
 pub mod cli;
 pub mod event;
 pub mod faults;
+pub mod history;
 pub mod hold;
 pub mod journal;
 pub mod logfile;

@@ -7,13 +7,14 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use leader::{AnyBackend, LeaderElectionOptions, LeaderElector};
+use leader_history::{History, Log, Report, check};
 use leader_rig::FaultProxy;
 use leader_rig::fixtures::RedisServer;
 
-use crate::checker::{Incarnation, Report, RunRecord, check};
 use crate::cli::{Broken, RunArgs, WorkerArgs, broken_name};
 use crate::event::{now_us, parse_log};
 use crate::faults::Schedule;
+use crate::history::{resource_writes, to_history};
 use crate::hold::Hold;
 use crate::journal::Journal;
 use crate::resource;
@@ -113,11 +114,14 @@ pub fn run(args: &RunArgs) -> Result<Report, Box<dyn Error>> {
     lab.workers.stop_all(grace, &mut lab.journal);
     outcome?;
     let run_end = now_us();
-    let record = RunRecord {
+    let (writes, unreadable_resource_entries) =
+        resource_writes(&resource::entries(&resource.url())?);
+    let record = History {
         backend: args.backend.name().to_owned(),
-        incarnations: read_logs(lab.workers.lives())?,
+        logs: read_logs(lab.workers.lives())?,
         faults: lab.journal.faults().to_vec(),
-        resource: resource::entries(&resource.url())?,
+        resource: writes,
+        unreadable_resource_entries,
         run_end,
         stopped_at,
         lease_us: u64::try_from(args.lease.as_micros()).unwrap_or(u64::MAX),
@@ -163,7 +167,7 @@ fn hold_locks(args: &RunArgs) -> u32 {
 
 /// Reads every worker life's logs (its contending loop's, and its hold loops' where it
 /// ran them); a partial last line is dropped and counted.
-fn read_logs(lives: &[Life]) -> Result<Vec<Incarnation>, Box<dyn Error>> {
+fn read_logs(lives: &[Life]) -> Result<Vec<Log>, Box<dyn Error>> {
     let mut incarnations = Vec::with_capacity(lives.len());
     for life in lives {
         let holds = Hold::ALL.map(|hold| hold.log(&life.log));
@@ -176,9 +180,9 @@ fn read_logs(lives: &[Life]) -> Result<Vec<Incarnation>, Box<dyn Error>> {
             }
             let parsed = parse_log(&String::from_utf8_lossy(&bytes))
                 .map_err(|err| format!("{}: {err}", log.display()))?;
-            incarnations.push(Incarnation {
-                worker: life.worker,
-                events: parsed.events,
+            incarnations.push(Log {
+                node: life.worker,
+                events: to_history(life.worker, &parsed.events),
                 died_at: life.died_at,
                 torn: parsed.torn,
             });
