@@ -44,7 +44,7 @@ impl Gap {
 pub struct Report {
     /// The backend.
     pub backend: String,
-    /// `start` lines.
+    /// Acquisitions: `action-started` events.
     pub acquisitions: usize,
     /// Pairs of sections of different workers that intersect, with no explaining fault.
     pub unexplained_overlaps: usize,
@@ -59,7 +59,7 @@ pub struct Report {
     pub duplicate_tokens: usize,
     /// Resource entries with a token below the highest accepted before them.
     pub stale_writes_accepted: usize,
-    /// Leases lost (a `lost` line) with no fault that could have ended them.
+    /// Leases lost (a `lease-lost` event) with no fault that could have ended them.
     pub unexplained_losses: usize,
     /// Leases lost around a fault that could have ended them.
     pub explained_losses: usize,
@@ -166,6 +166,9 @@ fn counts(map: &BTreeMap<&'static str, usize>) -> String {
     parts.join(",")
 }
 
+/// The one-line verdict, `chaos: backend=… acquisitions=… unexplained_overlaps=… …`: the
+/// final line of a `leader-chaos` run (kept as it was, since CI and the chaos README read
+/// it), with the safety figures first.
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(

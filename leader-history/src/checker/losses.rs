@@ -38,7 +38,7 @@ pub struct LossRules {
     pub paused_client_blocks_store: bool,
 }
 
-/// Counts the sections that a `lost` line ended (`all`: one lock's), each as explained
+/// Counts the sections that a `lease-lost` event ended (`all`: one lock's), each as explained
 /// by a fault or not.
 pub(super) fn losses(all: &[Section], faults: &[FaultSpan], rules: LossRules, report: &mut Report) {
     for section in all.iter().filter(|s| s.lost) {
