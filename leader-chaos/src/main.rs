@@ -34,7 +34,7 @@ fn main() -> ExitCode {
                     println!("{example}");
                 }
                 println!("{}", report.details());
-                println!("{report}");
+                println!("chaos: {report}");
                 if report.passed() {
                     ExitCode::SUCCESS
                 } else {

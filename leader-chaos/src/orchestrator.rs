@@ -129,7 +129,7 @@ pub fn run(args: &RunArgs) -> Result<Report, Box<dyn Error>> {
     };
     let report = check(&record);
     let text = format!(
-        "{}\n{}\n{report}\n",
+        "{}\n{}\nchaos: {report}\n",
         report.examples.join("\n"),
         report.details()
     );

@@ -166,14 +166,13 @@ fn counts(map: &BTreeMap<&'static str, usize>) -> String {
     parts.join(",")
 }
 
-/// The one-line verdict, `chaos: backend=… acquisitions=… unexplained_overlaps=… …`: the
-/// final line of a `leader-chaos` run (kept as it was, since CI and the chaos README read
-/// it), with the safety figures first.
+/// The one-line verdict, `backend=… acquisitions=… unexplained_overlaps=… …`, the safety
+/// figures first (`leader-chaos` ends its runs with it, after `chaos: `).
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "chaos: backend={} acquisitions={} unexplained_overlaps={} token_order_violations={} \
+            "backend={} acquisitions={} unexplained_overlaps={} token_order_violations={} \
              duplicate_tokens={} stale_writes_accepted={} unexplained_losses={} faults={} \
              explained_overlaps={} explained_losses={} longest_gap_ms={}",
             self.backend,

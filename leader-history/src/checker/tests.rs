@@ -173,7 +173,7 @@ fn back_to_back_sections_pass() {
     assert!(report.passed(), "{report:?}");
     assert_eq!(
         report.to_string(),
-        "chaos: backend=test acquisitions=2 unexplained_overlaps=0 token_order_violations=0 \
+        "backend=test acquisitions=2 unexplained_overlaps=0 token_order_violations=0 \
          duplicate_tokens=0 stale_writes_accepted=0 unexplained_losses=0 faults=0 \
          explained_overlaps=0 explained_losses=0 longest_gap_ms=0"
     );
