@@ -24,7 +24,10 @@ pub fn to_history(worker: u32, events: &[Stamped]) -> Vec<HistoryEvent> {
         .iter()
         .filter_map(|Stamped { at, event }| {
             let what = match event {
-                Event::Hello { pid, .. } => What::NodeStarted { pid: Some(*pid) },
+                Event::Hello { pid, .. } => What::NodeStarted {
+                    pid: Some(*pid),
+                    name: None,
+                },
                 Event::Start {
                     lock: started,
                     token,
@@ -37,6 +40,7 @@ pub fn to_history(worker: u32, events: &[Stamped]) -> Vec<HistoryEvent> {
                         token: *token,
                         requested: Some(*requested),
                         left_us: *left,
+                        deadline: None,
                     }
                 }
                 Event::Write {
@@ -56,8 +60,14 @@ pub fn to_history(worker: u32, events: &[Stamped]) -> Vec<HistoryEvent> {
                         WriteOutcome::Failed => What::WriteFailed { lock, token, phase },
                     }
                 }
-                Event::Lost { token } => What::LeaseLost { token: *token },
-                Event::End { token } => What::ActionEnded { token: *token },
+                Event::Lost { token } => What::LeaseLost {
+                    lock,
+                    token: *token,
+                },
+                Event::End { token } => What::ActionEnded {
+                    lock,
+                    token: *token,
+                },
                 Event::Skip { requested } => What::AcquireAnswered {
                     lock: 0,
                     requested: *requested,
@@ -154,7 +164,10 @@ mod tests {
         assert_eq!(
             whats,
             [
-                What::NodeStarted { pid: Some(77) },
+                What::NodeStarted {
+                    pid: Some(77),
+                    name: None
+                },
                 What::AcquireAnswered {
                     lock: 0,
                     requested: 0,
@@ -171,7 +184,8 @@ mod tests {
                     lock: 2,
                     token: 5,
                     requested: Some(3),
-                    left_us: Some(900)
+                    left_us: Some(900),
+                    deadline: None
                 },
                 What::WriteRejected {
                     lock: 2,
@@ -179,8 +193,8 @@ mod tests {
                     phase: Some(leader_history::Phase::Start),
                     highest_seen: Some(9)
                 },
-                What::LeaseLost { token: 5 },
-                What::ActionEnded { token: 5 },
+                What::LeaseLost { lock: 2, token: 5 },
+                What::ActionEnded { lock: 2, token: 5 },
             ]
         );
         assert!(

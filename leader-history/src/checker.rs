@@ -10,8 +10,8 @@ mod tests;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
-use crate::event::{Event, FaultKind, What};
-use crate::history::{FaultSpan, History};
+use crate::event::{Answer, Event, FaultKind, What};
+use crate::history::{FaultSpan, History, Log};
 
 pub use losses::{LATE_START, LOSS_AFTERMATH_US, LossRules};
 pub use sections::{Section, Tallies, sections};
@@ -61,6 +61,14 @@ pub struct Report {
     pub stale_writes_accepted: usize,
     /// Leases lost (a `lease-lost` event) with no fault that could have ended them.
     pub unexplained_losses: usize,
+    /// Actions begun at or after their lease's deadline, with no pause of their node to
+    /// explain it.
+    pub late_actions: usize,
+    /// Renewals a node took as granted though it had sent them at or after its lease's
+    /// deadline.
+    pub late_renewals: usize,
+    /// Sections that went on after their node had released their lease.
+    pub actions_after_release: usize,
     /// Leases lost around a fault that could have ended them.
     pub explained_losses: usize,
     /// The explained losses, by the kind of the fault that explains them (the first
@@ -97,6 +105,14 @@ pub enum ViolationKind {
     StaleWriteAccepted,
     /// A lease was lost, and no fault explains it.
     UnexplainedLoss,
+    /// An action began at or after its lease's deadline, and no pause of its node
+    /// explains it.
+    LateAction,
+    /// A node took a renewal as granted that it had sent at or after its lease's
+    /// deadline: the lease had ended, and another node may have held the lock since.
+    LateRenewal,
+    /// A node went on acting after it had released its lease.
+    ActionAfterRelease,
 }
 
 /// One violation and the events that show it.
@@ -108,7 +124,9 @@ pub struct Violation {
     pub detail: String,
     /// The events that show it, in the order the detail names them: the two sections'
     /// (`action-started` and its end) for an overlap, a token order violation or a
-    /// duplicate; the two resource writes for a stale write; the section's for a loss.
+    /// duplicate; the two resource writes for a stale write; the section's for a loss or
+    /// a late action; the section's start and the late `renewed` for a late renewal; the
+    /// section's and its `released` for an action after its release.
     pub events: Vec<Event>,
 }
 
@@ -116,11 +134,29 @@ pub struct Violation {
 const EXAMPLES: usize = 5;
 
 impl Report {
+    /// Records a violation, and its detail among the examples while its kind has fewer
+    /// than [`EXAMPLES`] there.
+    fn violation(&mut self, kind: ViolationKind, detail: String, events: Vec<Event>) {
+        if self.violations.iter().filter(|v| v.kind == kind).count() < EXAMPLES {
+            self.examples.push(detail.clone());
+        }
+        self.violations.push(Violation {
+            kind,
+            detail,
+            events,
+        });
+    }
+}
+
+impl Report {
     /// `true` when the safety figures are all zero: unexplained overlaps; token order
-    /// (violations and duplicates); stale writes accepted (and no unreadable entry); and
-    /// unexplained losses.
+    /// (violations and duplicates); stale writes accepted (and no unreadable entry);
+    /// unexplained losses; late actions and renewals; and actions after a release.
     pub fn passed(&self) -> bool {
-        self.unexplained_overlaps == 0
+        self.late_actions == 0
+            && self.late_renewals == 0
+            && self.actions_after_release == 0
+            && self.unexplained_overlaps == 0
             && self.token_order_violations == 0
             && self.duplicate_tokens == 0
             && self.stale_writes_accepted == 0
@@ -133,8 +169,9 @@ impl Report {
         let t = &self.tallies;
         format!(
             "details: faults_by_kind={} explained_by={} losses_explained_by={} \
-             unfinished_sections={} skips={} errors={} lost={} writes_rejected={} \
-             writes_failed={} torn_lines={} unreadable_entries={}",
+             unfinished_sections={} skips={} errors={} lost={} renewals={} releases={} \
+             late_starts_in_pauses={} writes_rejected={} writes_failed={} torn_lines={} \
+             unreadable_entries={}",
             counts(&self.faults_by_kind),
             counts(&self.explained_by),
             counts(&self.losses_explained_by),
@@ -142,6 +179,9 @@ impl Report {
             t.skips,
             t.errors,
             t.lost,
+            t.renewals,
+            t.releases,
+            t.late_starts_in_pauses,
             t.writes_rejected,
             t.writes_failed,
             t.torn_lines,
@@ -173,8 +213,9 @@ impl fmt::Display for Report {
         write!(
             f,
             "backend={} acquisitions={} unexplained_overlaps={} token_order_violations={} \
-             duplicate_tokens={} stale_writes_accepted={} unexplained_losses={} faults={} \
-             explained_overlaps={} explained_losses={} longest_gap_ms={}",
+             duplicate_tokens={} stale_writes_accepted={} unexplained_losses={} late_actions={} \
+             late_renewals={} actions_after_release={} faults={} explained_overlaps={} \
+             explained_losses={} longest_gap_ms={}",
             self.backend,
             self.acquisitions,
             self.unexplained_overlaps,
@@ -182,6 +223,9 @@ impl fmt::Display for Report {
             self.duplicate_tokens,
             self.stale_writes_accepted,
             self.unexplained_losses,
+            self.late_actions,
+            self.late_renewals,
+            self.actions_after_release,
             self.faults,
             self.explained_overlaps,
             self.explained_losses,
@@ -216,12 +260,14 @@ pub fn check(run: &History) -> Report {
         losses::losses(lock, &run.faults, rules, &mut report);
         token_order(lock, &mut report);
         duplicates(lock, &mut report);
+        deadlines(lock, &run.faults, &mut report);
         let stop = if run.stopped_at == 0 {
             run.run_end
         } else {
             run.stopped_at
         };
-        if let Some(gap) = longest_gap(lock, &run.faults, stop, run.lease_us)
+        let uncertain = uncertain_holds(&run.logs, lock[0].lock, run.lease_us);
+        if let Some(gap) = longest_gap(lock, &run.faults, &uncertain, stop, run.lease_us)
             && report.longest_gap.is_none_or(|g| gap.len_us() > g.len_us())
         {
             report.longest_gap = Some(gap);
@@ -251,14 +297,7 @@ fn overlaps(all: &[Section], faults: &[FaultSpan], report: &mut Report) {
             } else {
                 report.unexplained_overlaps += 1;
                 let detail = format!("unexplained overlap: {a:?} and {b:?}");
-                if report.examples.len() < EXAMPLES {
-                    report.examples.push(detail.clone());
-                }
-                report.violations.push(Violation {
-                    kind: ViolationKind::UnexplainedOverlap,
-                    detail,
-                    events: both(a, b),
-                });
+                report.violation(ViolationKind::UnexplainedOverlap, detail, both(a, b));
             }
         }
     }
@@ -292,16 +331,41 @@ fn explanation(a: &Section, b: &Section, faults: &[FaultSpan]) -> Option<FaultKi
         .map(|fault| fault.kind)
 }
 
+/// The times the store may have held `lock` for a node that never learnt it: from each
+/// indeterminate acquire call's start (its answer was lost, so it may have taken the
+/// lock) to a lease after it.
+fn uncertain_holds(logs: &[Log], lock: u32, lease_us: u64) -> Vec<(u64, u64)> {
+    logs.iter()
+        .flat_map(|log| &log.events)
+        .filter_map(|event| match event.what {
+            What::AcquireAnswered {
+                lock: l,
+                requested,
+                answer: Answer::Indeterminate { .. },
+            } if l == lock => Some((requested, requested.saturating_add(lease_us))),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The longest time between one section's end and the next section's start on one lock
-/// (`all`: its sections, sorted by start), leaving out gaps that reach past `stop` or
-/// touch a fault's window (from its start to [`GAP_SHADOW_LEASES`] leases and a second
-/// after its end).
-fn longest_gap(all: &[Section], faults: &[FaultSpan], stop: u64, lease_us: u64) -> Option<Gap> {
+/// (`all`: its sections, sorted by start), leaving out gaps that reach past `stop`, touch
+/// a fault's window (from its start to [`GAP_SHADOW_LEASES`] leases and a second after
+/// its end) or an `uncertain` hold (an indeterminate acquire's possible lease: the lock
+/// may have been held, by a node that did not know it).
+fn longest_gap(
+    all: &[Section],
+    faults: &[FaultSpan],
+    uncertain: &[(u64, u64)],
+    stop: u64,
+    lease_us: u64,
+) -> Option<Gap> {
     let shadow = GAP_SHADOW_LEASES * lease_us + 1_000_000;
     let explained = |from: u64, to: u64| {
         faults
             .iter()
             .any(|f| f.start <= to && f.end.saturating_add(shadow) >= from)
+            || uncertain.iter().any(|&(s, e)| s <= to && e >= from)
     };
     let mut sections = all.iter();
     let first = sections.next()?;
@@ -341,14 +405,7 @@ fn token_order(all: &[Section], report: &mut Report) {
         if let Some(earlier) = highest.filter(|h| later.token < h.token) {
             report.token_order_violations += 1;
             let detail = format!("token order: {later:?} began after {earlier:?} ended");
-            if report.examples.len() < 2 * EXAMPLES {
-                report.examples.push(detail.clone());
-            }
-            report.violations.push(Violation {
-                kind: ViolationKind::TokenOrder,
-                detail,
-                events: both(later, earlier),
-            });
+            report.violation(ViolationKind::TokenOrder, detail, both(later, earlier));
         }
     }
 }
@@ -360,14 +417,52 @@ fn duplicates(all: &[Section], report: &mut Report) {
         if let Some(first) = seen.insert(section.token, section) {
             report.duplicate_tokens += 1;
             let detail = format!("duplicate token: {first:?} and {section:?}");
-            if report.examples.len() < 3 * EXAMPLES {
-                report.examples.push(detail.clone());
-            }
-            report.violations.push(Violation {
-                kind: ViolationKind::DuplicateToken,
-                detail,
-                events: both(first, section),
+            report.violation(ViolationKind::DuplicateToken, detail, both(first, section));
+        }
+    }
+}
+
+/// Counts the actions begun at or after their lease's deadline (that no pause of their
+/// node between the acquire call's start and the action's explains), the renewals taken
+/// as granted though sent at or after the deadline, and the sections that went on after
+/// their lease was released (`all`: one lock's sections).
+fn deadlines(all: &[Section], faults: &[FaultSpan], report: &mut Report) {
+    for section in all {
+        let late = section.left == Some(0) || section.deadline.is_some_and(|d| section.start >= d);
+        if late {
+            let paused = faults.iter().any(|f| {
+                matches!(f.kind, FaultKind::Pause { worker } if worker == section.worker)
+                    && f.start <= section.start
+                    && f.end >= section.requested
             });
+            if paused {
+                report.tallies.late_starts_in_pauses += 1;
+            } else {
+                report.late_actions += 1;
+                report.violation(
+                    ViolationKind::LateAction,
+                    format!("late action: {section:?} began at or after its deadline"),
+                    section.events.clone(),
+                );
+            }
+        }
+        for renewal in &section.late_renewals {
+            report.late_renewals += 1;
+            report.violation(
+                ViolationKind::LateRenewal,
+                format!("late renewal: {renewal:?} of {section:?} was sent after its deadline"),
+                vec![section.events[0].clone(), renewal.clone()],
+            );
+        }
+        if let Some(released) = &section.released_while_open {
+            report.actions_after_release += 1;
+            let mut events = section.events.clone();
+            events.push(released.clone());
+            report.violation(
+                ViolationKind::ActionAfterRelease,
+                format!("action after release: {section:?} went on after {released:?}"),
+                events,
+            );
         }
     }
 }
@@ -393,14 +488,11 @@ fn stale_writes(resource: &[Event], report: &mut Report) {
                 "stale write accepted: entry {index} {entry:?} after token {}",
                 highest.0
             );
-            if report.examples.len() < 4 * EXAMPLES {
-                report.examples.push(detail.clone());
-            }
-            report.violations.push(Violation {
-                kind: ViolationKind::StaleWriteAccepted,
+            report.violation(
+                ViolationKind::StaleWriteAccepted,
                 detail,
-                events: vec![resource[highest.1].clone(), entry.clone()],
-            });
+                vec![resource[highest.1].clone(), entry.clone()],
+            );
         }
         if token > highest.0 {
             *highest = (token, index);

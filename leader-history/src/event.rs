@@ -44,6 +44,9 @@ pub enum What {
         /// Its process id, if known.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pid: Option<u32>,
+        /// Its name (a node id), if known: for a reader of the report.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
     },
     /// The node process ended (exited, or was killed): its open sections end here.
     NodeStopped,
@@ -77,24 +80,53 @@ pub enum What {
         /// How much of the lease was left when the action began, µs, if known.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         left_us: Option<u64>,
+        /// The lease's deadline as the node knew it, on the clock of `at`, if known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        deadline: Option<u64>,
     },
     /// The node stopped acting as the holder (its action ended).
     ActionEnded {
+        /// The lock's index (0 when there is one lock).
+        #[serde(default)]
+        lock: u32,
         /// The lease's fencing token.
         token: u64,
     },
-    /// The lease was renewed.
+    /// The node took a renewal of its lease as granted.
     Renewed {
+        /// The lock's index (0 when there is one lock).
+        #[serde(default)]
+        lock: u32,
         /// The lease's fencing token.
         token: u64,
+        /// When the renewal was sent, on the clock of `at`, if known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        requested: Option<u64>,
+        /// The lease's new deadline as the node knows it, on the clock of `at`, if known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        deadline: Option<u64>,
+    },
+    /// A name for a lock's index, for a reader of the report (a trace of named locks
+    /// numbers them in the order it met them).
+    LockNamed {
+        /// The index.
+        lock: u32,
+        /// The lock's name.
+        name: String,
     },
     /// The lease was released.
     Released {
+        /// The lock's index (0 when there is one lock).
+        #[serde(default)]
+        lock: u32,
         /// The lease's fencing token.
         token: u64,
     },
     /// The node learnt its lease was lost: it stopped acting as the holder here.
     LeaseLost {
+        /// The lock's index (0 when there is one lock).
+        #[serde(default)]
+        lock: u32,
         /// The lost lease's fencing token.
         token: u64,
     },

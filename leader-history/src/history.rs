@@ -173,7 +173,10 @@ mod tests {
     #[test]
     fn every_event_reads_back_from_its_json_line() {
         let events = [
-            What::NodeStarted { pid: Some(7) },
+            What::NodeStarted {
+                pid: Some(7),
+                name: Some("web-1".into()),
+            },
             What::NodeStopped,
             What::AcquireRequested { lock: 1 },
             What::AcquireAnswered {
@@ -193,11 +196,21 @@ mod tests {
                 token: 9,
                 requested: Some(5),
                 left_us: Some(900),
+                deadline: Some(1_000),
             },
-            What::Renewed { token: 9 },
-            What::Released { token: 9 },
-            What::LeaseLost { token: 9 },
-            What::ActionEnded { token: 9 },
+            What::Renewed {
+                lock: 1,
+                token: 9,
+                requested: Some(300),
+                deadline: Some(1_300),
+            },
+            What::LockNamed {
+                lock: 1,
+                name: "nightly".into(),
+            },
+            What::Released { lock: 1, token: 9 },
+            What::LeaseLost { lock: 1, token: 9 },
+            What::ActionEnded { lock: 1, token: 9 },
             What::WriteAccepted {
                 lock: 1,
                 token: 9,

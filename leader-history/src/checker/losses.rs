@@ -1,7 +1,7 @@
 //! Leases lost: the faults that explain a loss, and the losses none explains (definitions
 //! in the crate README, "Unexplained loss").
 
-use super::{Report, Section, Violation, ViolationKind};
+use super::{Report, Section, ViolationKind};
 use crate::event::FaultKind;
 use crate::history::FaultSpan;
 
@@ -55,14 +55,11 @@ pub(super) fn losses(all: &[Section], faults: &[FaultSpan], rules: LossRules, re
                 section.end,
                 last_fault_before(section.end, faults)
             );
-            if report.examples.len() < 5 * super::EXAMPLES {
-                report.examples.push(detail.clone());
-            }
-            report.violations.push(Violation {
-                kind: ViolationKind::UnexplainedLoss,
+            report.violation(
+                ViolationKind::UnexplainedLoss,
                 detail,
-                events: section.events.clone(),
-            });
+                section.events.clone(),
+            );
         }
     }
 }

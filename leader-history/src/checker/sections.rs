@@ -27,6 +27,15 @@ pub struct Section {
     pub lost: bool,
     /// How much of its lease was left when the action began, µs, if logged.
     pub left: Option<u64>,
+    /// The lease's deadline when the action began (its `deadline`, else `start + left`),
+    /// if logged.
+    pub deadline: Option<u64>,
+    /// `renewed` events of its lease sent at or after the deadline the lease had until
+    /// then: the node took as renewed a lease that had already ended.
+    pub late_renewals: Vec<Event>,
+    /// The node's `released` event of its lease while the section was still open: the
+    /// node went on acting after it had let the lock go.
+    pub released_while_open: Option<Event>,
     /// The events that make it: its `action-started`, and its `lease-lost` or
     /// `action-ended` (or `node-stopped`) if any.
     pub events: Vec<Event>,
@@ -47,15 +56,27 @@ pub struct Tallies {
     pub writes_failed: usize,
     /// Partial last lines dropped.
     pub torn_lines: usize,
+    /// `renewed` events.
+    pub renewals: usize,
+    /// `released` events.
+    pub releases: usize,
+    /// Actions begun after their lease's deadline while their node was paused (a node
+    /// stopped between its check of the lease and its first step): explained, not
+    /// violations.
+    pub late_starts_in_pauses: usize,
 }
 
 /// The sections of every log, and the tallies.
+///
+/// A log has at most one open section per lock: a new `action-started` of a lock ends the
+/// open section of that lock (it should not happen); `action-ended` and `lease-lost` end
+/// the open section of their lock with their token.
 pub fn sections(logs: &[Log], run_end: u64) -> (Vec<Section>, Tallies) {
     let mut all = Vec::new();
     let mut tallies = Tallies::default();
     for life in logs {
         tallies.torn_lines += life.torn;
-        let mut open: Option<Section> = None;
+        let mut open: Vec<Section> = Vec::new();
         // The last `acquire-requested` of each lock.
         let mut asked: Vec<(u32, u64)> = Vec::new();
         for event in &life.events {
@@ -70,13 +91,15 @@ pub fn sections(logs: &[Log], run_end: u64) -> (Vec<Section>, Tallies) {
                     token,
                     requested,
                     left_us,
+                    deadline,
                 } => {
-                    // A start inside a section should not happen; the new one ends the old.
-                    all.extend(open.take().map(|s| closed(s, at, None)));
+                    if let Some(i) = open.iter().position(|s| s.lock == lock) {
+                        all.push(closed(open.swap_remove(i), at, None));
+                    }
                     let requested = requested
                         .or_else(|| asked.iter().find(|(l, _)| *l == lock).map(|(_, r)| *r))
                         .unwrap_or(at);
-                    open = Some(Section {
+                    open.push(Section {
                         lock,
                         worker: life.node,
                         token,
@@ -86,19 +109,50 @@ pub fn sections(logs: &[Log], run_end: u64) -> (Vec<Section>, Tallies) {
                         unfinished: true,
                         lost: false,
                         left: left_us,
+                        deadline: deadline.or_else(|| left_us.map(|left| at.saturating_add(left))),
+                        late_renewals: Vec::new(),
+                        released_while_open: None,
                         events: vec![event.clone()],
                     });
                 }
-                What::LeaseLost { token } | What::ActionEnded { token } => {
+                What::LeaseLost { lock, token } | What::ActionEnded { lock, token } => {
                     let lost = matches!(event.what, What::LeaseLost { .. });
                     if lost {
                         tallies.lost += 1;
                     }
-                    if let Some(section) = open.take_if(|s| s.token == token) {
+                    if let Some(i) = open.iter().position(|s| (s.lock, s.token) == (lock, token)) {
                         all.push(Section {
                             lost,
-                            ..closed(section, at, Some(event))
+                            ..closed(open.swap_remove(i), at, Some(event))
                         });
+                    }
+                }
+                What::Renewed {
+                    lock,
+                    token,
+                    requested,
+                    deadline,
+                } => {
+                    tallies.renewals += 1;
+                    if let Some(section) =
+                        open.iter_mut().find(|s| (s.lock, s.token) == (lock, token))
+                    {
+                        if let (Some(sent), Some(until)) = (requested, section.deadline)
+                            && sent >= until
+                        {
+                            section.late_renewals.push(event.clone());
+                        }
+                        section.deadline = deadline.or(section.deadline);
+                    }
+                }
+                What::Released { lock, token } => {
+                    tallies.releases += 1;
+                    if let Some(section) =
+                        open.iter_mut().find(|s| (s.lock, s.token) == (lock, token))
+                    {
+                        section
+                            .released_while_open
+                            .get_or_insert_with(|| event.clone());
                     }
                 }
                 What::AcquireAnswered { ref answer, .. } => match answer {
@@ -111,16 +165,14 @@ pub fn sections(logs: &[Log], run_end: u64) -> (Vec<Section>, Tallies) {
                 _ => {}
             }
         }
-        if let Some(mut section) = open {
+        let stop = life
+            .events
+            .iter()
+            .rev()
+            .find(|e| matches!(e.what, What::NodeStopped));
+        for mut section in open {
             let end = life.died_at.unwrap_or(run_end);
-            if let Some(stop) = life
-                .events
-                .iter()
-                .rev()
-                .find(|e| matches!(e.what, What::NodeStopped))
-            {
-                section.events.push(stop.clone());
-            }
+            section.events.extend(stop.cloned());
             all.push(Section {
                 end: end.max(section.start),
                 ..section

@@ -34,12 +34,25 @@ fn parse(worker: u32, text: &str) -> (Vec<Event>, usize) {
                     token: num("token"),
                     requested: Some(num("req")),
                     left_us: get("left").map(|l| l.parse().unwrap()),
+                    deadline: get("dl").map(|d| d.parse().unwrap()),
                 }
             }
+            "renew" => What::Renewed {
+                lock,
+                token: num("token"),
+                requested: get("req").map(|r| r.parse().unwrap()),
+                deadline: get("dl").map(|d| d.parse().unwrap()),
+            },
+            "released" => What::Released {
+                lock,
+                token: num("token"),
+            },
             "end" => What::ActionEnded {
+                lock,
                 token: num("token"),
             },
             "lost" => What::LeaseLost {
+                lock,
                 token: num("token"),
             },
             "skip" => What::AcquireAnswered {
@@ -174,8 +187,9 @@ fn back_to_back_sections_pass() {
     assert_eq!(
         report.to_string(),
         "backend=test acquisitions=2 unexplained_overlaps=0 token_order_violations=0 \
-         duplicate_tokens=0 stale_writes_accepted=0 unexplained_losses=0 faults=0 \
-         explained_overlaps=0 explained_losses=0 longest_gap_ms=0"
+         duplicate_tokens=0 stale_writes_accepted=0 unexplained_losses=0 late_actions=0 \
+         late_renewals=0 actions_after_release=0 faults=0 explained_overlaps=0 \
+         explained_losses=0 longest_gap_ms=0"
     );
     // Worker 1's end at 20, worker 2's start at 21: a gap of 1 µs.
     assert_eq!(report.longest_gap.map(|g| g.len_us()), Some(1));
@@ -717,4 +731,140 @@ fn a_late_start_explains_only_the_loss_of_its_first_renewal() {
         check_with("1000\tstart\ttoken=5\treq=10\tleft=599", 1100).explained_losses,
         1
     );
+}
+
+#[test]
+fn an_action_begun_at_its_deadline_is_late_unless_its_node_was_paused() {
+    let logs = || {
+        vec![
+            life(1, "10\tstart\ttoken=1\treq=0\tdl=100\n20\tend\ttoken=1\n"),
+            life(
+                2,
+                "150\tstart\ttoken=2\treq=30\tdl=130\n160\tend\ttoken=2\n",
+            ),
+            life(
+                3,
+                "200\tstart\ttoken=3\treq=180\tleft=0\n210\tend\ttoken=3\n",
+            ),
+        ]
+    };
+    let report = run(logs(), vec![], &[]);
+    assert_eq!(report.late_actions, 2, "{report}");
+    assert!(!report.passed());
+    let late: Vec<(ViolationKind, u64)> = report
+        .violations
+        .iter()
+        .map(|v| (v.kind, v.events[0].at))
+        .collect();
+    assert_eq!(
+        late,
+        [
+            (ViolationKind::LateAction, 150),
+            (ViolationKind::LateAction, 200)
+        ]
+    );
+
+    // Node 2 stopped between its acquire call and its start: explained.
+    let paused = run(
+        logs(),
+        vec![fault(FaultKind::Pause { worker: 2 }, 60, 140)],
+        &[],
+    );
+    assert_eq!(paused.late_actions, 1, "{paused}");
+    assert_eq!(paused.tallies.late_starts_in_pauses, 1);
+    // A pause of another node explains nothing.
+    let other = run(
+        logs(),
+        vec![fault(FaultKind::Pause { worker: 1 }, 60, 140)],
+        &[],
+    );
+    assert_eq!(other.late_actions, 2, "{other}");
+}
+
+#[test]
+fn a_renewal_sent_after_the_deadline_it_extends_is_late() {
+    // Renewed in time at 60 (deadline 100 -> 160), then one sent at 170, after 160.
+    let log = life(
+        1,
+        "10\tstart\ttoken=1\treq=0\tdl=100\n60\trenew\ttoken=1\treq=60\tdl=160\n\
+         175\trenew\ttoken=1\treq=170\tdl=270\n200\tend\ttoken=1\n",
+    );
+    let report = run(vec![log], vec![], &[]);
+    assert_eq!(report.late_renewals, 1, "{report}");
+    assert_eq!(report.tallies.renewals, 2);
+    let violation = &report.violations[0];
+    assert_eq!(violation.kind, ViolationKind::LateRenewal);
+    assert!(matches!(
+        violation.events[1].what,
+        What::Renewed {
+            requested: Some(170),
+            ..
+        }
+    ));
+    // Without the times it cannot be judged, so it is not.
+    let unknown = life(
+        1,
+        "10\tstart\ttoken=1\treq=0\n175\trenew\ttoken=1\n200\tend\ttoken=1\n",
+    );
+    assert!(run(vec![unknown], vec![], &[]).passed());
+}
+
+#[test]
+fn acting_after_the_release_is_a_violation() {
+    let after = life(
+        1,
+        "10\tstart\ttoken=1\treq=0\n20\treleased\ttoken=1\n30\tend\ttoken=1\n",
+    );
+    let report = run(vec![after], vec![], &[]);
+    assert_eq!(report.actions_after_release, 1, "{report}");
+    assert_eq!(report.violations[0].kind, ViolationKind::ActionAfterRelease);
+    assert_eq!(report.violations[0].events.len(), 3);
+
+    let before = life(
+        1,
+        "10\tstart\ttoken=1\treq=0\n20\tend\ttoken=1\n30\treleased\ttoken=1\n",
+    );
+    let report = run(vec![before], vec![], &[]);
+    assert!(report.passed(), "{report}");
+    assert_eq!(report.tallies.releases, 1);
+}
+
+#[test]
+fn one_log_may_hold_sections_of_several_locks_at_once() {
+    // Node 1 takes lock 0, then lock 1 while it still holds lock 0, then ends lock 1's
+    // section (the compact form's `end` names its last start's lock): lock 0's stays open.
+    let node1 = || {
+        life(
+            1,
+            "10\tstart\tlock=0\ttoken=1\treq=0\n20\tstart\tlock=1\ttoken=1\treq=15\n\
+             30\tend\ttoken=1\n",
+        )
+    };
+    let report = run(vec![node1()], vec![], &[]);
+    assert_eq!((report.acquisitions, report.unfinished), (2, 1), "{report}");
+    // Node 2 takes lock 1 after node 1 ended it: fine.
+    let after = life(2, "40\tstart\tlock=1\ttoken=2\treq=35\n50\tend\ttoken=2\n");
+    let report = run(vec![node1(), after], vec![], &[]);
+    assert!(report.passed(), "{report}");
+    // Node 2 takes lock 0 while node 1 still holds it: an overlap.
+    let during = life(2, "40\tstart\tlock=0\ttoken=2\treq=35\n50\tend\ttoken=2\n");
+    let report = run(vec![node1(), during], vec![], &[]);
+    assert_eq!(report.unexplained_overlaps, 1, "{report}");
+}
+
+#[test]
+fn an_indeterminate_acquire_explains_the_gap_its_lease_could_have_filled() {
+    let logs = |error: &str| {
+        vec![
+            life(1, "10\tstart\ttoken=1\treq=0\n20\tend\ttoken=1\n"),
+            life(2, error),
+            life(3, "400\tstart\ttoken=3\treq=390\n410\tend\ttoken=3\n"),
+        ]
+    };
+    let plain = run(logs(""), vec![], &[]);
+    assert_eq!(plain.longest_gap.map(|g| (g.from, g.to)), Some((20, 400)));
+    // Node 2's call at 25 may have taken the lock until 125 (a lease of 100).
+    let uncertain = run(logs("30\terror\treq=25\n"), vec![], &[]);
+    assert_eq!(uncertain.longest_gap, None, "{uncertain}");
+    assert_eq!(uncertain.tallies.errors, 1);
 }
