@@ -123,6 +123,7 @@ feature_matrix=(
     "leader-blocking default"
     "leader-mongodb default +serde"
     "leader-runtime default"
+    "leader-history default tracing"
     # No default features.
     "leader-testkit default tokio smol async-std"
     # Without a runtime feature leader-async does not compile by design (a compile_error!

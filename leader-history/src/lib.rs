@@ -1,8 +1,11 @@
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc = include_str!("../README.md")]
 
 mod checker;
 mod event;
 mod history;
+#[cfg(feature = "tracing")]
+mod layer;
 
 pub use checker::{
     GAP_SHADOW_LEASES, Gap, LATE_START, LOSS_AFTERMATH_US, LossRules, Report, Section, Tallies,
@@ -10,6 +13,9 @@ pub use checker::{
 };
 pub use event::{Answer, Clock, Event, FaultKind, Phase, What};
 pub use history::{FaultSpan, History, Log, ReadError, Settings, read_history};
+#[cfg(feature = "tracing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
+pub use layer::{TraceHandle, TraceLayer};
 
 /// Reads a JSON-lines trace ([`read_history`]) and checks it ([`check`]).
 ///

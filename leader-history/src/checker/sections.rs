@@ -70,12 +70,15 @@ pub struct Tallies {
 ///
 /// A log has at most one open section per lock: a new `action-started` of a lock ends the
 /// open section of that lock (it should not happen); `action-ended` and `lease-lost` end
-/// the open section of their lock with their token.
+/// the open section of their lock with their token. A `lease-lost` after the section's
+/// `action-ended` marks it lost at its end (the node found the loss when the action
+/// returned).
 pub fn sections(logs: &[Log], run_end: u64) -> (Vec<Section>, Tallies) {
     let mut all = Vec::new();
     let mut tallies = Tallies::default();
     for life in logs {
         tallies.torn_lines += life.torn;
+        let first_of_log = all.len();
         let mut open: Vec<Section> = Vec::new();
         // The last `acquire-requested` of each lock.
         let mut asked: Vec<(u32, u64)> = Vec::new();
@@ -125,6 +128,15 @@ pub fn sections(logs: &[Log], run_end: u64) -> (Vec<Section>, Tallies) {
                             lost,
                             ..closed(open.swap_remove(i), at, Some(event))
                         });
+                    } else if lost
+                        && let Some(ended) = all[first_of_log..]
+                            .iter_mut()
+                            .rev()
+                            .find(|s| (s.lock, s.token) == (lock, token) && !s.lost)
+                    {
+                        // Found lost when its action returned: lost at its end.
+                        ended.lost = true;
+                        ended.events.push(event.clone());
                     }
                 }
                 What::Renewed {

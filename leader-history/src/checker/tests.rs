@@ -868,3 +868,21 @@ fn an_indeterminate_acquire_explains_the_gap_its_lease_could_have_filled() {
     assert_eq!(uncertain.longest_gap, None, "{uncertain}");
     assert_eq!(uncertain.tallies.errors, 1);
 }
+
+#[test]
+fn a_loss_found_when_the_action_returned_marks_its_section_lost() {
+    let log = life(
+        1,
+        "10\tstart\ttoken=1\treq=0\n500\tend\ttoken=1\n501\tlost\ttoken=1\n",
+    );
+    let report = run(vec![log], vec![], &[]);
+    assert_eq!(report.tallies.lost, 1);
+    assert_eq!(report.unexplained_losses, 1, "{report}");
+    assert_eq!(report.violations[0].events.len(), 3);
+    // A loss of a token the log never acted on marks nothing.
+    let stray = life(
+        1,
+        "10\tstart\ttoken=1\treq=0\n500\tend\ttoken=1\n501\tlost\ttoken=2\n",
+    );
+    assert!(run(vec![stray], vec![], &[]).passed());
+}
