@@ -486,3 +486,152 @@ where
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use tracing_subscriber::prelude::*;
+
+    use super::*;
+    use crate::event::What;
+
+    /// The events `body` makes the layer write.
+    fn traced(body: impl FnOnce()) -> Vec<What> {
+        let layer = TraceLayer::new(Vec::new());
+        let handle = layer.handle();
+        tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), body);
+        let lines = handle.take_output().unwrap();
+        lines
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_slice::<Event>(l).unwrap().what)
+            .collect()
+    }
+
+    fn term(node: &str, token: u64) -> tracing::Span {
+        tracing::info_span!(
+            "leader.term",
+            lock = "stream",
+            backend = "memory",
+            node_id = node,
+            fencing_token = token,
+            outcome = tracing::field::Empty,
+        )
+    }
+
+    #[test]
+    fn a_revoked_term_ends_with_its_loss_and_only_its_nodes() {
+        let whats = traced(|| {
+            let a = term("a", 3);
+            let b = term("b", 4);
+            tracing::warn!(node = "a", reason = "lost", "leadership revoked");
+            drop((a, b));
+        });
+        let ends: Vec<&What> = whats
+            .iter()
+            .filter(|w| matches!(w, What::LeaseLost { .. } | What::ActionEnded { .. }))
+            .collect();
+        assert_eq!(
+            ends,
+            [
+                &What::LeaseLost { lock: 0, token: 3 },
+                &What::ActionEnded { lock: 0, token: 4 }
+            ]
+        );
+    }
+
+    #[test]
+    fn acquire_renew_and_release_spans_become_their_events() {
+        let whats = traced(|| {
+            let acquire = tracing::debug_span!(
+                "leader.acquire",
+                lock = "nightly",
+                backend = "memory",
+                node_id = "a",
+                outcome = tracing::field::Empty,
+                fencing_token = tracing::field::Empty,
+            );
+            acquire.record("fencing_token", 9u64);
+            acquire.record("outcome", "acquired");
+            drop(acquire);
+            for (name, outcome) in [
+                ("leader.extend", "extended"),
+                ("leader.release", "released"),
+            ] {
+                let span = match name {
+                    "leader.extend" => tracing::debug_span!(
+                        "leader.extend",
+                        lock = "nightly",
+                        node_id = "a",
+                        fencing_token = 9u64,
+                        outcome = tracing::field::Empty,
+                    ),
+                    _ => tracing::debug_span!(
+                        "leader.release",
+                        lock = "nightly",
+                        node_id = "a",
+                        fencing_token = 9u64,
+                        outcome = tracing::field::Empty,
+                    ),
+                };
+                span.record("outcome", outcome);
+            }
+            // A lease lost before its action started ends nothing.
+            tracing::warn!(
+                lock = "nightly",
+                fencing_token = 9u64,
+                "lease lost before the action started: its deadline passed first; releasing it"
+            );
+        });
+        let kinds: Vec<&str> = whats
+            .iter()
+            .map(|w| match w {
+                What::NodeStarted { .. } => "node-started",
+                What::LockNamed { .. } => "lock-named",
+                What::AcquireRequested { .. } => "acquire-requested",
+                What::AcquireAnswered { .. } => "acquire-answered",
+                What::Renewed { .. } => "renewed",
+                What::Released { .. } => "released",
+                _ => "other",
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "node-started",
+                "lock-named",
+                "acquire-requested",
+                "acquire-answered",
+                "renewed",
+                "released"
+            ]
+        );
+        assert!(matches!(
+            whats[3],
+            What::AcquireAnswered {
+                answer: Answer::Lease { token: 9 },
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn a_failed_writer_stops_the_trace_and_says_so() {
+        struct Broken;
+        impl Write for Broken {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                Err(io::Error::other("disk full"))
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let layer = TraceLayer::new(Broken);
+        let handle = layer.handle();
+        tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+            drop(term("a", 1));
+        });
+        let err = handle.flush().unwrap_err();
+        assert_eq!(err.to_string(), "disk full");
+        assert!(handle.flush().is_ok(), "the error is reported once");
+    }
+}
