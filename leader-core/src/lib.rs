@@ -40,6 +40,12 @@
 //! | `leader.extend` | DEBUG | the same, and `outcome` (`extended` / `not_held` / `error`) |
 //! | `leader.release` | DEBUG | the same, and `outcome` (`released` / `not_held` / `error`) |
 //!
+//! A held lease found lost is logged at `warn` with its `lock`: a message beginning
+//! `lease lost:` (a renewal found it gone, failed, or came too late) or `the action
+//! returned after its lease was lost` (with `fencing_token`); a campaign's lost term, as
+//! `leadership revoked` with its `node`. `leader-history`'s `TraceLayer` reads these spans
+//! and messages to write a trace its checker judges: change them together.
+//!
 //! With the `metrics` feature, the electors also report counters, histograms and a gauge
 //! to the [`metrics`](https://docs.rs/metrics) facade: see the `metrics` module.
 //!
