@@ -235,7 +235,7 @@ async fn attempt<'a, C: AsyncLockBackend + 'static>(
     });
     let answer = backend.try_acquire_slot(request).await;
     in_flight.disarm();
-    campaign.after_standby_attempt(answer, sent_at)
+    campaign.after_standby_attempt(answer, sent_at, Instant::now())
 }
 
 /// Releases `orphan`, if there is one, in the background.

@@ -196,7 +196,7 @@ fn run<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
                 CampaignStep::Attempt => {
                     let sent_at = Instant::now();
                     let answer = backend.try_acquire_slot(campaign.request());
-                    campaign.after_standby_attempt(answer, sent_at)
+                    campaign.after_standby_attempt(answer, sent_at, Instant::now())
                 }
                 CampaignStep::StandBy { orphan, wait } => {
                     release_all(backend, orphan);

@@ -81,14 +81,16 @@ impl CampaignRun {
         self.stand_by(None)
     }
 
-    /// After a standby's attempt sent at `sent_at` (see [`CampaignRun::after_attempt`]):
-    /// lead the term it began, or stand by (releasing what a late answer took).
+    /// After a standby's attempt sent at `sent_at` and answered at `now` (see
+    /// [`CampaignRun::after_attempt`]): lead the term it began, or stand by (releasing
+    /// what a late answer took).
     pub fn after_standby_attempt(
         &self,
         answer: Result<SlotOutcome, Error>,
         sent_at: Instant,
+        now: Instant,
     ) -> CampaignStep<'_> {
-        match self.after_attempt(answer, sent_at) {
+        match self.after_attempt(answer, sent_at, now) {
             AfterAttempt::Elected(term) => CampaignStep::Lead {
                 term,
                 strays: self.stray_attempts(),
@@ -299,7 +301,7 @@ mod tests {
 
     /// Elects `run` and hands back its term.
     fn elect(run: &CampaignRun) -> Arc<LeaseTracker> {
-        match run.after_standby_attempt(acquired(run), Instant::now()) {
+        match run.after_standby_attempt(acquired(run), Instant::now(), Instant::now()) {
             CampaignStep::Lead { term, strays } => {
                 assert!(strays.is_none());
                 term
@@ -321,7 +323,7 @@ mod tests {
     #[test]
     fn a_standby_waits_a_poll_and_a_ranked_one_no_longer_than_a_heartbeat() {
         let plain = campaign(config());
-        let step = plain.after_standby_attempt(held(), Instant::now());
+        let step = plain.after_standby_attempt(held(), Instant::now(), Instant::now());
         assert!(
             matches!(step, CampaignStep::StandBy { orphan: None, wait } if wait == Duration::from_secs(3)),
             "{step:?}"
@@ -351,7 +353,7 @@ mod tests {
         let run = campaign(config());
         let answer = acquired(&run);
         let long_ago = Instant::now().checked_sub(Duration::from_secs(7)).unwrap();
-        let step = run.after_standby_attempt(answer, long_ago);
+        let step = run.after_standby_attempt(answer, long_ago, Instant::now());
         let CampaignStep::StandBy {
             orphan: Some(orphan),
             ..

@@ -107,16 +107,16 @@ pub struct Withdrawal {
 }
 
 impl Withdrawal {
-    /// The release of [`record`](Self::record) answered `answer`: when that was a
-    /// transient error, the record is released again in the background too (in
+    /// The release of [`record`](Self::record) answered `answer` at `now`: when that was
+    /// a transient error, the record is released again in the background too (in
     /// [`late`](Self::late)), so that a resigned candidate does not stay listed for a
     /// lease because of one failed call.
-    pub fn after_record_release(&mut self, answer: &Result<ReleaseOutcome, Error>) {
+    pub fn after_record_release(&mut self, answer: &Result<ReleaseOutcome, Error>, now: Instant) {
         if self.late.is_some() {
             return;
         }
         if let Some(record) = &self.record {
-            self.late = Orphan::after_release(record, self.lease_time, Duration::ZERO, answer);
+            self.late = Orphan::after_release(record, self.lease_time, Duration::ZERO, answer, now);
         }
     }
 }
