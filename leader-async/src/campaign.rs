@@ -280,11 +280,12 @@ async fn lead<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &A
                 let renewal = term.traced_extend_async(
                     backend.extend(campaign.keepalive().renewal(term.lease())),
                 );
-                let renewal = match rt::timeout(term.renewal_budget(), renewal).await {
+                let renewal = match rt::timeout(term.renewal_budget(Instant::now()), renewal).await
+                {
                     Some(answer) => Raced::Answered(answer),
                     None => Raced::DeadlinePassed,
                 };
-                term_loop.after_renewal(&term, renewal, sent_at)
+                term_loop.after_renewal(&term, renewal, sent_at, Instant::now())
             }
             TermStep::End {
                 term,

@@ -264,7 +264,7 @@ fn lead<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
                     term.context().deadline(),
                     || state.stop_requested(),
                 );
-                term_loop.after_renewal(&term, renewal, sent_at)
+                term_loop.after_renewal(&term, renewal, sent_at, Instant::now())
             }
             TermStep::End {
                 term,
