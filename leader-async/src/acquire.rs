@@ -64,7 +64,7 @@ async fn drive<B: AsyncLockBackend + 'static>(
             let outcome = backend.try_acquire_slot(request).await?;
             in_flight.disarm();
             probe.answered(sent_at);
-            let delay = match attempts.on_outcome(outcome, sent_at) {
+            let delay = match attempts.on_outcome(outcome, sent_at, Instant::now()) {
                 Step::RetryAfter(delay) => delay,
                 Step::Late(late) => {
                     let (orphan, next) = late.into_parts();

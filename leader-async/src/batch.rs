@@ -203,7 +203,7 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
         });
         let answers = backend.try_acquire_batch(requests.requests()).await;
         in_flight.disarm();
-        let (answers, orphans) = requests.finish(answers, sent_at);
+        let (answers, orphans) = requests.finish(answers, sent_at, Instant::now());
         for orphan in orphans {
             release_orphan(Arc::clone(backend), orphan);
         }

@@ -235,7 +235,7 @@ async fn attempt<'a, C: AsyncLockBackend + 'static>(
     });
     let answer = backend.try_acquire_slot(request).await;
     in_flight.disarm();
-    campaign.after_standby_attempt(answer, sent_at)
+    campaign.after_standby_attempt(answer, sent_at, Instant::now())
 }
 
 /// Releases `orphan`, if there is one, in the background.
@@ -280,11 +280,12 @@ async fn lead<C: AsyncLockBackend + 'static>(campaign: &CampaignRun, backend: &A
                 let renewal = term.traced_extend_async(
                     backend.extend(campaign.keepalive().renewal(term.lease())),
                 );
-                let renewal = match rt::timeout(term.renewal_budget(), renewal).await {
+                let renewal = match rt::timeout(term.renewal_budget(Instant::now()), renewal).await
+                {
                     Some(answer) => Raced::Answered(answer),
                     None => Raced::DeadlinePassed,
                 };
-                term_loop.after_renewal(&term, renewal, sent_at)
+                term_loop.after_renewal(&term, renewal, sent_at, Instant::now())
             }
             TermStep::End {
                 term,

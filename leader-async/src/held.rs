@@ -97,7 +97,7 @@ impl<B: AsyncLockBackend + 'static> AsyncHeldLease<B> {
     /// Whether the lease was lost before the action returned (see
     /// [`LeaseTracker::lost_before_return`]).
     pub(crate) fn lost_before_return(&self) -> bool {
-        self.tracker.lost_before_return()
+        self.tracker.lost_before_return(Instant::now())
     }
 
     /// Runs `action` to completion while the watchdog keeps the lease (or marks it lost
@@ -143,7 +143,7 @@ impl<B: AsyncLockBackend + 'static> AsyncHeldLease<B> {
     /// [`LeaseTracker::check_start`]) it is released in the background without the
     /// minimum lease (the action never ran) and the error is [`Error::LeaseLost`].
     pub(crate) fn check_start(mut self) -> Result<Self, Error> {
-        if let Err(lost) = self.tracker.check_start() {
+        if let Err(lost) = self.tracker.check_start(Instant::now()) {
             self.keepalive.min_lease_time = Duration::ZERO;
             drop(self);
             return Err(lost);
@@ -304,11 +304,12 @@ async fn watch<B: AsyncLockBackend>(
         let sent_at = Instant::now();
         let renewal =
             tracker.traced_extend_async(backend.extend(keepalive.renewal(tracker.lease())));
-        let Some(answer) = rt::timeout(tracker.renewal_budget(), renewal).await else {
+        let Some(answer) = rt::timeout(tracker.renewal_budget(Instant::now()), renewal).await
+        else {
             tracker.renewal_unanswered();
             return;
         };
-        if !tracker.record_renewal(answer, sent_at, keepalive.lease_time) {
+        if !tracker.record_renewal(answer, sent_at, keepalive.lease_time, Instant::now()) {
             return;
         }
         schedule.renewed(sent_at);

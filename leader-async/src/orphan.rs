@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use leader_core::__private::{LeaseTracker, Orphan};
 use leader_core::{AsyncLockBackend, Error, ReleaseOutcome, ReleaseRequest};
@@ -50,9 +50,13 @@ pub(crate) fn after_release<B: AsyncLockBackend + 'static>(
     answer: Result<ReleaseOutcome, Error>,
 ) -> Result<ReleaseOutcome, Error> {
     let lease_time = tracker.lease_time();
-    if let Some(orphan) =
-        Orphan::after_release(tracker.lease(), lease_time, min_lease_time, &answer)
-    {
+    if let Some(orphan) = Orphan::after_release(
+        tracker.lease(),
+        lease_time,
+        min_lease_time,
+        &answer,
+        Instant::now(),
+    ) {
         release_orphan(Arc::clone(backend), orphan);
     }
     answer
@@ -81,7 +85,7 @@ pub(crate) fn release_orphan<B: AsyncLockBackend + 'static>(backend: Arc<B>, orp
                     break;
                 }
             }
-            match orphan.after_releases(&answers) {
+            match orphan.after_releases(&answers, Instant::now()) {
                 Some(delay) => rt::sleep(delay).await,
                 None => return,
             }

@@ -139,5 +139,5 @@ async fn release_record<C: AsyncLockBackend>(backend: &C, withdrawal: &mut Withd
     if let Err(err) = &answer {
         tracing::debug!(record = %record.key, error = %err, "releasing the membership record failed");
     }
-    withdrawal.after_record_release(&answer);
+    withdrawal.after_record_release(&answer, Instant::now());
 }

@@ -50,7 +50,7 @@ fn drive<B: LockBackend + 'static>(
                 release_orphan(Arc::clone(backend), Orphan::of_request(&request, sent_at));
             })?;
             probe.answered(sent_at);
-            let delay = match attempts.on_outcome(outcome, sent_at) {
+            let delay = match attempts.on_outcome(outcome, sent_at, Instant::now()) {
                 Step::RetryAfter(delay) => delay,
                 Step::Late(late) => {
                     let (orphan, next) = late.into_parts();

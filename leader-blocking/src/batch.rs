@@ -226,7 +226,7 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
         let requests = batch.requests();
         let sent_at = Instant::now();
         let answers = self.backend().try_acquire_batch(requests.requests());
-        let (answers, orphans) = requests.finish(answers, sent_at);
+        let (answers, orphans) = requests.finish(answers, sent_at, Instant::now());
         for orphan in orphans {
             release_orphan(Arc::clone(self.backend()), orphan);
         }

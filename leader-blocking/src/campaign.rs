@@ -196,7 +196,7 @@ fn run<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
                 CampaignStep::Attempt => {
                     let sent_at = Instant::now();
                     let answer = backend.try_acquire_slot(campaign.request());
-                    campaign.after_standby_attempt(answer, sent_at)
+                    campaign.after_standby_attempt(answer, sent_at, Instant::now())
                 }
                 CampaignStep::StandBy { orphan, wait } => {
                     release_all(backend, orphan);
@@ -264,7 +264,7 @@ fn lead<C: LockBackend + 'static>(campaign: &CampaignRun, backend: &Arc<C>) {
                     term.context().deadline(),
                     || state.stop_requested(),
                 );
-                term_loop.after_renewal(&term, renewal, sent_at)
+                term_loop.after_renewal(&term, renewal, sent_at, Instant::now())
             }
             TermStep::End {
                 term,

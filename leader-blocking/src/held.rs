@@ -68,7 +68,7 @@ impl<B: LockBackend + 'static> HeldLease<B> {
     /// Whether the lease was lost before the action returned (see
     /// [`LeaseTracker::lost_before_return`]).
     pub(crate) fn lost_before_return(&self) -> bool {
-        self.tracker.lost_before_return()
+        self.tracker.lost_before_return(Instant::now())
     }
 
     /// The same lease, released with `min_lease_time` instead of the options' minimum lease.
@@ -81,7 +81,7 @@ impl<B: LockBackend + 'static> HeldLease<B> {
     /// [`LeaseTracker::check_start`]) it is released at once without the minimum lease
     /// (the action never ran) and the error is [`Error::LeaseLost`].
     pub(crate) fn check_start(mut self) -> Result<Self, Error> {
-        if let Err(lost) = self.tracker.check_start() {
+        if let Err(lost) = self.tracker.check_start(Instant::now()) {
             self.min_lease_time = Duration::ZERO;
             drop(self);
             return Err(lost);

@@ -46,7 +46,7 @@ pub(crate) fn release_orphan<B: LockBackend + 'static>(backend: Arc<B>, orphan: 
                 break;
             }
         }
-        orphan.after_releases(&answers)
+        orphan.after_releases(&answers, Instant::now())
     });
     let due = Due {
         at: Instant::now(),
@@ -71,9 +71,13 @@ pub(crate) fn after_release<B: LockBackend + 'static>(
     answer: Result<ReleaseOutcome, Error>,
 ) -> Result<ReleaseOutcome, Error> {
     let lease_time = tracker.lease_time();
-    if let Some(orphan) =
-        Orphan::after_release(tracker.lease(), lease_time, min_lease_time, &answer)
-    {
+    if let Some(orphan) = Orphan::after_release(
+        tracker.lease(),
+        lease_time,
+        min_lease_time,
+        &answer,
+        Instant::now(),
+    ) {
         release_orphan(Arc::clone(backend), orphan);
     }
     answer

@@ -407,7 +407,7 @@ fn record<B: LockBackend + 'static>(
         // Past its deadline the lease stays lost: a late "renewed" changes nothing.
         if sent
             .tracker
-            .record_renewal(answer, sent_at, sent.keepalive.lease_time)
+            .record_renewal(answer, sent_at, sent.keepalive.lease_time, Instant::now())
         {
             entry.schedule.renewed(sent_at);
             entry.in_flight = false;

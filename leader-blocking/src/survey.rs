@@ -109,7 +109,7 @@ pub(crate) fn withdraw<C: LockBackend + 'static>(campaign: &CampaignRun, backend
         if let Err(err) = &answer {
             tracing::debug!(record = %record.key, error = %err, "releasing the membership record failed");
         }
-        withdrawal.after_record_release(&answer);
+        withdrawal.after_record_release(&answer, Instant::now());
     }
     if let Some(late) = withdrawal.late {
         release_orphan(Arc::clone(backend), late);

@@ -7,7 +7,7 @@ use std::time::Instant;
 use crate::config::options::LeaderElectionOptions;
 use crate::engine::attempts::request;
 use crate::engine::batch_answers::answers_in_order;
-use crate::engine::late::{answered_late, is_late_at};
+use crate::engine::late::{answered_late, is_late};
 use crate::engine::orphan::Orphan;
 use crate::error::{BackendError, BackendErrorKind, Error};
 use crate::name::LockName;
@@ -34,7 +34,7 @@ use crate::tenant::TenantId;
 /// let batch = AcquireBatch::new(backend.name(), &keys, &options);
 /// let sent_at = Instant::now();
 /// let answers = backend.try_acquire_batch(batch.requests());
-/// let (answers, orphans) = batch.finish(answers, sent_at);
+/// let (answers, orphans) = batch.finish(answers, sent_at, Instant::now());
 /// assert!(answers.iter().all(|a| matches!(a, BatchAnswer::Acquired(..))));
 /// assert!(orphans.is_empty());
 /// # Ok::<(), leader_core::Error>(())
@@ -83,21 +83,22 @@ impl<'a> AcquireBatch<'a> {
         &self.requests
     }
 
-    /// What the requests (sent at `sent_at`) came to, one per request in their order, and
-    /// the possible acquisitions of the failed ones, for the caller to release in the
-    /// background. A backend that answers short fails the unanswered requests. A lock
-    /// acquired but answered at or after its deadline (`sent_at + lease_time`: the batch
-    /// came back too late) fails with [`Error::LeaseLost`], its lease to release with the
-    /// orphans (counted in `leader_lease_lost_total`).
+    /// What the requests (sent at `sent_at`, answered at `answered_at`, both read by the
+    /// caller) came to, one per request in their order, and the possible acquisitions of
+    /// the failed ones, for the caller to release in the background. A backend that
+    /// answers short fails the unanswered requests. A lock acquired but answered at or
+    /// after its deadline (`sent_at + lease_time`: the batch came back too late) fails
+    /// with [`Error::LeaseLost`], its lease to release with the orphans (counted in
+    /// `leader_lease_lost_total`). The batch's answers all came back at once: the one
+    /// instant judges every lease.
     pub fn finish(
         self,
         answers: Vec<Result<AcquireOutcome, Error>>,
         sent_at: Instant,
+        answered_at: Instant,
     ) -> (Vec<BatchAnswer>, Vec<Orphan>) {
         let keys = self.requests.iter().map(|request| request.key);
         let answers = answers_in_order(self.backend, keys, answers);
-        // The batch's answers all came back now: one clock read judges every lease.
-        let answered_at = Instant::now();
         let mut orphans = Vec::new();
         let results = self
             .requests
@@ -107,7 +108,7 @@ impl<'a> AcquireBatch<'a> {
             .map(|((request, probe), answer)| {
                 let result = match answer {
                     Ok(AcquireOutcome::Acquired(lease))
-                        if is_late_at(sent_at, request.lease_time, answered_at) =>
+                        if is_late(sent_at, request.lease_time, answered_at) =>
                     {
                         probe.answered(sent_at);
                         let error = answered_late(self.backend, &lease.key, lease.fencing_token);
@@ -241,7 +242,7 @@ mod tests {
         let sent_at = Instant::now()
             .checked_sub(Duration::from_millis(60))
             .unwrap();
-        let (answers, orphans) = batch.finish(answers, sent_at);
+        let (answers, orphans) = batch.finish(answers, sent_at, Instant::now());
         assert!(
             matches!(&answers[0], BatchAnswer::Failed(Error::LeaseLost { key }) if key == "late"),
             "{answers:?}"
@@ -255,7 +256,8 @@ mod tests {
         let options = LeaderElectionOptions::default();
         let keys = [LockName::new("a").unwrap(), LockName::new("b").unwrap()];
         let batch = AcquireBatch::new("short", &keys, &options);
-        let (answers, orphans) = batch.finish(Vec::new(), Instant::now());
+        let now = Instant::now();
+        let (answers, orphans) = batch.finish(Vec::new(), now, now);
         assert_eq!(orphans.len(), 2, "either may have been taken");
         for (answer, key) in answers.iter().zip(&keys) {
             let BatchAnswer::Failed(err) = answer else {
@@ -263,6 +265,38 @@ mod tests {
             };
             assert_eq!(err.lock_key(), Some(key.as_str()));
             assert!(err.to_string().contains("short backend"), "{err}");
+        }
+    }
+
+    #[test]
+    fn lateness_is_judged_at_the_given_answered_at_not_the_machines_clock() {
+        let lease_time = Duration::from_secs(30);
+        let options = LeaderElectionOptions::default().with_lease_time(lease_time);
+        // Sent an hour from now as the machine's clock goes: the real clock is far from
+        // every deadline here.
+        let sent_at = Instant::now() + Duration::from_secs(3600);
+        let deadline = sent_at + lease_time;
+        for (answered_at, late) in [
+            (deadline + Duration::from_millis(1), true),
+            (deadline - Duration::from_millis(1), false),
+        ] {
+            let backend = InMemoryBackend::new();
+            let keys = [LockName::new("job").unwrap()];
+            let batch = AcquireBatch::new("memory", &keys, &options);
+            let answers = backend.try_acquire_batch(batch.requests());
+            let (answers, orphans) = batch.finish(answers, sent_at, answered_at);
+            match &answers[0] {
+                BatchAnswer::Failed(Error::LeaseLost { .. }) => {
+                    assert!(late, "answered in time at {answered_at:?}");
+                    assert_eq!(orphans.len(), 1, "the late lease is released");
+                }
+                BatchAnswer::Acquired(_, at) => {
+                    assert!(!late, "answered late at {answered_at:?}");
+                    assert_eq!(*at, sent_at);
+                    assert!(orphans.is_empty());
+                }
+                other => panic!("{other:?}"),
+            }
         }
     }
 }

@@ -42,7 +42,8 @@ use crate::telemetry::{AcquireEnd, AcquireProbe};
 /// let step = loop {
 ///     let listener = attempts.listen(&backend);
 ///     let sent = Instant::now();
-///     let delay = match attempts.on_outcome(backend.try_acquire_slot(attempts.request())?, sent) {
+///     let outcome = backend.try_acquire_slot(attempts.request())?;
+///     let delay = match attempts.on_outcome(outcome, sent, Instant::now()) {
 ///         Step::RetryAfter(delay) => delay,
 ///         Step::Late(late) => {
 ///             let (orphan, next) = late.into_parts();
@@ -191,19 +192,21 @@ impl<'a> Attempts<'a> {
             .map(|events| events.listen(self.request.group_name().as_str()))
     }
 
-    /// Decides what follows an attempt sent at `sent_at`, answered now.
+    /// Decides what follows an attempt sent at `sent_at`, answered at `now` (both read by
+    /// the caller).
     ///
     /// An acquisition answered at or after its deadline (`sent_at + lease_time`) is
     /// [`Step::Late`], never [`Step::Acquired`]: it is counted in `leader_lease_lost_total`
-    /// and logged, and the attempts after it use a new owner token.
-    pub fn on_outcome(&mut self, outcome: SlotOutcome, sent_at: Instant) -> Step {
+    /// and logged, and the attempts after it use a new owner token. The wait is over once
+    /// `now` reaches the first attempt's `sent_at` plus `wait_time`.
+    pub fn on_outcome(&mut self, outcome: SlotOutcome, sent_at: Instant, now: Instant) -> Step {
         let key = self.request.group_name();
         let holder = match outcome {
-            SlotOutcome::Acquired { lease, .. } if is_late(sent_at, self.lease_time) => {
+            SlotOutcome::Acquired { lease, .. } if is_late(sent_at, self.lease_time, now) => {
                 let error = answered_late(self.backend, &lease.key, lease.fencing_token);
                 let orphan = Orphan::new(lease.key, lease.owner, sent_at, self.lease_time);
                 self.request.request.owner = OwnerToken::random();
-                let next = self.next_delay(sent_at).ok_or(error);
+                let next = self.next_delay(sent_at, now).ok_or(error);
                 return Step::Late(LateLease { orphan, next });
             }
             SlotOutcome::Acquired { slot, lease } => {
@@ -213,7 +216,7 @@ impl<'a> Attempts<'a> {
             }
             SlotOutcome::Held(holder) => holder,
         };
-        match self.next_delay(sent_at) {
+        match self.next_delay(sent_at, now) {
             Some(delay) => Step::RetryAfter(delay),
             None => {
                 tracing::debug!(lock = %key, holder = ?holder.as_ref().map(|h| &h.leader_id), "held elsewhere");
@@ -222,13 +225,13 @@ impl<'a> Attempts<'a> {
         }
     }
 
-    /// After a failed attempt (the first sent at `sent_at`): how long to wait before the
-    /// next, `None` once the wait is over.
-    fn next_delay(&mut self, sent_at: Instant) -> Option<Duration> {
+    /// After a failed attempt (the first sent at `sent_at`) answered at `now`: how long to
+    /// wait before the next, `None` once the wait is over.
+    fn next_delay(&mut self, sent_at: Instant, now: Instant) -> Option<Duration> {
         let wait_time = self.wait_time;
         self.backoff
             .get_or_insert_with(|| Backoff::starting_at(sent_at, wait_time))
-            .next_delay()
+            .next_delay(now)
     }
 }
 
@@ -267,7 +270,8 @@ mod tests {
 
     fn attempt(backend: &InMemoryBackend, attempts: &mut Attempts<'_>) -> Step {
         let outcome = backend.try_acquire_slot(attempts.request()).unwrap();
-        attempts.on_outcome(outcome, Instant::now())
+        let now = Instant::now();
+        attempts.on_outcome(outcome, now, now)
     }
 
     #[test]
@@ -286,7 +290,7 @@ mod tests {
             let mut attempts = Attempts::new("memory", &key, &options);
             let owner = attempts.request().request.owner;
             let outcome = backend.try_acquire_slot(attempts.request()).unwrap();
-            let step = attempts.on_outcome(outcome, sent_at);
+            let step = attempts.on_outcome(outcome, sent_at, Instant::now());
             let Step::Late(late) = step else {
                 panic!("a late answer must not be acted on: {step:?}");
             };
@@ -341,6 +345,48 @@ mod tests {
         // Now full: the one attempt (no wait) finds every slot held.
         let mut attempts = Attempts::for_group("memory", &keys, 1, &options);
         let step = attempt(&backend, &mut attempts);
+        assert!(matches!(step, Step::GaveUp(Some(_))), "{step:?}");
+    }
+
+    #[test]
+    fn lateness_and_the_end_of_the_wait_follow_the_given_now_not_the_machines_clock() {
+        let key = LockName::new("job").unwrap();
+        let lease_time = Duration::from_secs(30);
+        let wait_time = Duration::from_secs(10);
+        let options = LeaderElectionOptions::default()
+            .with_lease_time(lease_time)
+            .with_wait_time(wait_time);
+        // Sent an hour from now as the machine's clock goes: only the given instants can
+        // make an answer late or end the wait.
+        let sent_at = Instant::now() + Duration::from_secs(3600);
+
+        let backend = InMemoryBackend::new();
+        let mut attempts = Attempts::new("memory", &key, &options);
+        let outcome = backend.try_acquire_slot(attempts.request()).unwrap();
+        let late = attempts.on_outcome(outcome, sent_at, sent_at + lease_time);
+        assert!(matches!(late, Step::Late(_)), "{late:?}");
+
+        let backend = InMemoryBackend::new();
+        let mut attempts = Attempts::new("memory", &key, &options);
+        let outcome = backend.try_acquire_slot(attempts.request()).unwrap();
+        let in_time = lease_time - Duration::from_millis(1);
+        let step = attempts.on_outcome(outcome, sent_at, sent_at + in_time);
+        assert!(
+            matches!(step, Step::Acquired(_, at) if at == sent_at),
+            "{step:?}"
+        );
+
+        // Held by the first: retried within the wait, given up at its end.
+        let mut waiting = Attempts::new("memory", &key, &options);
+        let outcome = backend.try_acquire_slot(waiting.request()).unwrap();
+        let step = waiting.on_outcome(outcome, sent_at, sent_at + Duration::from_secs(1));
+        assert!(matches!(step, Step::RetryAfter(_)), "{step:?}");
+        let outcome = backend.try_acquire_slot(waiting.request()).unwrap();
+        let step = waiting.on_outcome(
+            outcome,
+            sent_at + Duration::from_secs(9),
+            sent_at + wait_time,
+        );
         assert!(matches!(step, Step::GaveUp(Some(_))), "{step:?}");
     }
 }

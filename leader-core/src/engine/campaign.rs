@@ -160,23 +160,26 @@ impl CampaignRun {
         SlotRequest::group(request, &self.keys, attempts.first)
     }
 
-    /// Records a standby's attempt sent at `sent_at` — an error leaves its token possibly
+    /// Records a standby's attempt sent at `sent_at` and answered at `now` (both read by
+    /// the caller) — an error leaves its token possibly
     /// holding any slot (see [`unsettled_attempts`](Self::unsettled_attempts)) — and hands
     /// the answer to [`LeadershipState::after_attempt`]: the term that began, if one did,
     /// or what to do next.
     ///
-    /// A slot taken by an answer that came at or after the term's deadline (`sent_at` plus
-    /// the renew deadline: the term would be over before it began) starts no term:
+    /// A slot taken by an answer that came (at `now`) at or after the term's deadline
+    /// (`sent_at` plus the renew deadline: the term would be over before it began) starts
+    /// no term:
     /// [`AfterAttempt::Late`], counted in `leader_lease_lost_total` and logged.
     pub fn after_attempt(
         &self,
         answer: Result<SlotOutcome, Error>,
         sent_at: Instant,
+        now: Instant,
     ) -> AfterAttempt {
         {
             let mut attempts = self.attempts.lock();
             if let Ok(SlotOutcome::Acquired { lease, .. }) = &answer
-                && is_late(sent_at, self.config.renew_deadline())
+                && is_late(sent_at, self.config.renew_deadline(), now)
             {
                 drop(answered_late(self.backend, &lease.key, lease.fencing_token));
                 let old =
@@ -325,7 +328,7 @@ mod tests {
             run.request().request.key.clone(),
         );
         assert!(run.unsettled_attempts().is_none());
-        let lost = run.after_attempt(Err(Error::ShutDown), Instant::now());
+        let lost = run.after_attempt(Err(Error::ShutDown), Instant::now(), Instant::now());
         assert!(matches!(lost, AfterAttempt::Wait));
         let again = run.request();
         assert_eq!(
@@ -334,7 +337,7 @@ mod tests {
             "the next attempt has the same token and order"
         );
         assert!(matches!(
-            run.after_attempt(held(), Instant::now()),
+            run.after_attempt(held(), Instant::now(), Instant::now()),
             AfterAttempt::Wait
         ));
         let unsettled = run.unsettled_attempts().unwrap();
@@ -348,8 +351,11 @@ mod tests {
             std::time::SystemTime::now(),
             std::time::SystemTime::now(),
         );
-        let elected =
-            run.after_attempt(Ok(SlotOutcome::Acquired { slot: 1, lease }), Instant::now());
+        let elected = run.after_attempt(
+            Ok(SlotOutcome::Acquired { slot: 1, lease }),
+            Instant::now(),
+            Instant::now(),
+        );
         assert!(matches!(elected, AfterAttempt::Elected(_)));
         let strays = run.stray_attempts().unwrap();
         assert_eq!(
@@ -385,7 +391,7 @@ mod tests {
         let run = group_campaign(2, config).unwrap();
         let owner = run.request().request.owner;
         assert!(matches!(
-            run.after_attempt(Err(Error::ShutDown), Instant::now()),
+            run.after_attempt(Err(Error::ShutDown), Instant::now(), Instant::now()),
             AfterAttempt::Wait
         ));
         std::thread::sleep(lease_time + Duration::from_millis(10));
@@ -397,8 +403,11 @@ mod tests {
             std::time::SystemTime::now(),
             std::time::SystemTime::now(),
         );
-        let elected =
-            run.after_attempt(Ok(SlotOutcome::Acquired { slot: 1, lease }), Instant::now());
+        let elected = run.after_attempt(
+            Ok(SlotOutcome::Acquired { slot: 1, lease }),
+            Instant::now(),
+            Instant::now(),
+        );
         assert!(matches!(elected, AfterAttempt::Elected(_)), "{elected:?}");
         let late = run.term_ended().expect(
             "the lost attempt may still land on the term's slot, however long ago it was sent",
@@ -422,7 +431,11 @@ mod tests {
         let sent_at = Instant::now()
             .checked_sub(CampaignConfig::default().lease_time())
             .unwrap();
-        let late = run.after_attempt(Ok(SlotOutcome::Acquired { slot: 1, lease }), sent_at);
+        let late = run.after_attempt(
+            Ok(SlotOutcome::Acquired { slot: 1, lease }),
+            sent_at,
+            Instant::now(),
+        );
         let AfterAttempt::Late(orphan) = late else {
             panic!("a late slot must not start a term: {late:?}");
         };
@@ -446,5 +459,37 @@ mod tests {
             }))
         ));
         assert!(group_campaign(1, ranked).is_ok());
+    }
+
+    #[test]
+    fn a_term_begins_or_not_by_the_given_now_not_the_machines_clock() {
+        let config = CampaignConfig::default();
+        let renew_deadline = config.renew_deadline();
+        // Sent an hour from now as the machine's clock goes: only the given instant can
+        // make the answer late.
+        let sent_at = Instant::now() + Duration::from_secs(3600);
+        for (answered_at, late) in [
+            (sent_at + renew_deadline, true),
+            (sent_at + renew_deadline - Duration::from_millis(1), false),
+        ] {
+            let run = group_campaign(1, config).unwrap();
+            let lease = Lease::new(
+                LockName::new("consumers").unwrap(),
+                run.request().request.owner,
+                "me",
+                7,
+                std::time::SystemTime::now(),
+                std::time::SystemTime::now(),
+            );
+            let answer = Ok(SlotOutcome::Acquired { slot: 0, lease });
+            match run.after_attempt(answer, sent_at, answered_at) {
+                AfterAttempt::Late(_) => assert!(late, "in time at {answered_at:?}"),
+                AfterAttempt::Elected(term) => {
+                    assert!(!late, "late at {answered_at:?}");
+                    assert_eq!(term.context().deadline(), sent_at + renew_deadline);
+                }
+                AfterAttempt::Wait => panic!("the slot was taken"),
+            }
+        }
     }
 }

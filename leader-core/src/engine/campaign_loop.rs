@@ -81,14 +81,16 @@ impl CampaignRun {
         self.stand_by(None)
     }
 
-    /// After a standby's attempt sent at `sent_at` (see [`CampaignRun::after_attempt`]):
-    /// lead the term it began, or stand by (releasing what a late answer took).
+    /// After a standby's attempt sent at `sent_at` and answered at `now` (see
+    /// [`CampaignRun::after_attempt`]): lead the term it began, or stand by (releasing
+    /// what a late answer took).
     pub fn after_standby_attempt(
         &self,
         answer: Result<SlotOutcome, Error>,
         sent_at: Instant,
+        now: Instant,
     ) -> CampaignStep<'_> {
-        match self.after_attempt(answer, sent_at) {
+        match self.after_attempt(answer, sent_at, now) {
             AfterAttempt::Elected(term) => CampaignStep::Lead {
                 term,
                 strays: self.stray_attempts(),
@@ -216,25 +218,26 @@ impl<'a> TermLoop<'a> {
         let Some(term) = state.term_tracker() else {
             return TermStep::Over;
         };
-        if let Some(ended) = state.check_deadline(&term) {
+        if let Some(ended) = state.check_deadline(&term, now) {
             return ended_term(ended);
         }
         self.next_renewal = now + self.campaign.config.heartbeat();
         TermStep::Renew { term, sent_at: now }
     }
 
-    /// After the renewal of `term` sent at `sent_at`.
+    /// After the renewal of `term` sent at `sent_at`, answered (or raced out) at `now`.
     pub fn after_renewal(
         &mut self,
         term: &LeaseTracker,
         renewal: Raced<Result<ExtendOutcome, Error>>,
         sent_at: Instant,
+        now: Instant,
     ) -> TermStep {
         let state = &self.campaign.state;
         let config = &self.campaign.config;
         let ended = match renewal {
             Raced::Answered(answer) => {
-                state.after_renewal(term, answer, sent_at, config.renew_deadline())
+                state.after_renewal(term, answer, sent_at, config.renew_deadline(), now)
             }
             Raced::DeadlinePassed => state.revoke(RevokeReason::RenewDeadlinePassed),
             // Resign at the next look; the renewal's late answer changes nothing.
@@ -299,7 +302,7 @@ mod tests {
 
     /// Elects `run` and hands back its term.
     fn elect(run: &CampaignRun) -> Arc<LeaseTracker> {
-        match run.after_standby_attempt(acquired(run), Instant::now()) {
+        match run.after_standby_attempt(acquired(run), Instant::now(), Instant::now()) {
             CampaignStep::Lead { term, strays } => {
                 assert!(strays.is_none());
                 term
@@ -321,7 +324,7 @@ mod tests {
     #[test]
     fn a_standby_waits_a_poll_and_a_ranked_one_no_longer_than_a_heartbeat() {
         let plain = campaign(config());
-        let step = plain.after_standby_attempt(held(), Instant::now());
+        let step = plain.after_standby_attempt(held(), Instant::now(), Instant::now());
         assert!(
             matches!(step, CampaignStep::StandBy { orphan: None, wait } if wait == Duration::from_secs(3)),
             "{step:?}"
@@ -351,7 +354,7 @@ mod tests {
         let run = campaign(config());
         let answer = acquired(&run);
         let long_ago = Instant::now().checked_sub(Duration::from_secs(7)).unwrap();
-        let step = run.after_standby_attempt(answer, long_ago);
+        let step = run.after_standby_attempt(answer, long_ago, Instant::now());
         let CampaignStep::StandBy {
             orphan: Some(orphan),
             ..
@@ -404,7 +407,12 @@ mod tests {
         let extended = Ok(ExtendOutcome::Extended {
             expires_at: SystemTime::now(),
         });
-        let next = term_loop.after_renewal(&term, Raced::Answered(extended), Instant::now());
+        let next = term_loop.after_renewal(
+            &term,
+            Raced::Answered(extended),
+            Instant::now(),
+            Instant::now(),
+        );
         assert!(
             matches!(next, TermStep::Wait { until, start_survey: true } if until == now + Duration::from_secs(1)),
             "{next:?}"
@@ -428,7 +436,8 @@ mod tests {
         let run = campaign(config());
         let term = elect(&run);
         let (mut term_loop, _) = TermLoop::new(&run, Instant::now());
-        let ended = term_loop.after_renewal(&term, Raced::DeadlinePassed, Instant::now());
+        let ended =
+            term_loop.after_renewal(&term, Raced::DeadlinePassed, Instant::now(), Instant::now());
         assert!(matches!(
             ended,
             TermStep::End {
@@ -458,7 +467,8 @@ mod tests {
         let term = elect(&resigning);
         let (mut term_loop, _) = TermLoop::new(&resigning, Instant::now());
         resigning.state.request_stop();
-        let stopped = term_loop.after_renewal(&term, Raced::Stopped, Instant::now());
+        let stopped =
+            term_loop.after_renewal(&term, Raced::Stopped, Instant::now(), Instant::now());
         assert!(matches!(
             stopped,
             TermStep::Wait {
@@ -478,5 +488,63 @@ mod tests {
             term_loop.after_wait(None, Instant::now()),
             TermStep::Over
         ));
+    }
+
+    #[test]
+    fn a_term_ends_at_its_deadline_by_the_given_now_not_the_machines_clock() {
+        let run = campaign(config());
+        let renew_deadline = config().renew_deadline();
+        // Elected by an attempt sent an hour from now as the machine's clock goes.
+        let sent_at = Instant::now() + Duration::from_secs(3600);
+        let CampaignStep::Lead { term, .. } =
+            run.after_standby_attempt(acquired(&run), sent_at, sent_at)
+        else {
+            panic!("elected");
+        };
+        let deadline = sent_at + renew_deadline;
+        let (mut term_loop, _) = TermLoop::new(&run, sent_at);
+        // Before the deadline, the due renewal is sent.
+        let before = deadline - Duration::from_millis(1);
+        let TermStep::Renew {
+            sent_at: renewal, ..
+        } = term_loop.after_wait(None, before)
+        else {
+            panic!("renewed before its deadline");
+        };
+        // Answered at the deadline: too late, the term ends.
+        let extended = Ok(ExtendOutcome::Extended {
+            expires_at: SystemTime::now(),
+        });
+        let ended = term_loop.after_renewal(&term, Raced::Answered(extended), renewal, deadline);
+        assert!(
+            matches!(
+                ended,
+                TermStep::End {
+                    withdraw: false,
+                    ..
+                }
+            ),
+            "{ended:?}"
+        );
+        assert!(!run.state.is_leader());
+
+        // A loop paused past the deadline ends the term before renewing.
+        let run = campaign(config());
+        let CampaignStep::Lead { .. } = run.after_standby_attempt(acquired(&run), sent_at, sent_at)
+        else {
+            panic!("elected");
+        };
+        let (mut term_loop, _) = TermLoop::new(&run, sent_at);
+        let paused = term_loop.after_wait(None, deadline + Duration::from_millis(1));
+        assert!(
+            matches!(
+                paused,
+                TermStep::End {
+                    withdraw: false,
+                    ..
+                }
+            ),
+            "{paused:?}"
+        );
     }
 }

@@ -107,16 +107,16 @@ pub struct Withdrawal {
 }
 
 impl Withdrawal {
-    /// The release of [`record`](Self::record) answered `answer`: when that was a
-    /// transient error, the record is released again in the background too (in
+    /// The release of [`record`](Self::record) answered `answer` at `now`: when that was
+    /// a transient error, the record is released again in the background too (in
     /// [`late`](Self::late)), so that a resigned candidate does not stay listed for a
     /// lease because of one failed call.
-    pub fn after_record_release(&mut self, answer: &Result<ReleaseOutcome, Error>) {
+    pub fn after_record_release(&mut self, answer: &Result<ReleaseOutcome, Error>, now: Instant) {
         if self.late.is_some() {
             return;
         }
         if let Some(record) = &self.record {
-            self.late = Orphan::after_release(record, self.lease_time, Duration::ZERO, answer);
+            self.late = Orphan::after_release(record, self.lease_time, Duration::ZERO, answer, now);
         }
     }
 }
@@ -458,6 +458,32 @@ mod tests {
             withdrawal.late.is_some(),
             "the stuck heartbeat may still land, however long ago it was sent"
         );
+    }
+
+    #[test]
+    fn a_failed_record_release_is_retried_from_the_given_now_not_the_machines_clock() {
+        use crate::error::{BackendError, BackendErrorKind};
+        let c = candidacy(3, true);
+        // Everything happens an hour from now as the machine's clock goes.
+        let t0 = Instant::now() + Duration::from_secs(3600);
+        assert!(c.begin_heartbeat(t0).is_some());
+        c.after_heartbeat(acquired(&c), t0);
+        let mut withdrawal = c.withdraw();
+        assert!(withdrawal.late.is_none(), "every heartbeat was answered");
+        let failed =
+            Err(BackendError::new("test", "job", BackendErrorKind::Transient, "down").into());
+        let released_at = t0 + Duration::from_secs(1);
+        withdrawal.after_record_release(&failed, released_at);
+        let mut late = withdrawal.late.expect("released again in the background");
+        // The store's outage is counted from the release that failed, at the given instant.
+        let over = released_at + Orphan::OUTAGE.max(c.lease_time);
+        let unreachable =
+            || Err(BackendError::new("test", "job", BackendErrorKind::Transient, "down").into());
+        assert!(
+            late.after_releases(&[unreachable()], over - Duration::from_millis(1))
+                .is_some()
+        );
+        assert_eq!(late.after_releases(&[unreachable()], over), None);
     }
 
     #[test]

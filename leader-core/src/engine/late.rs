@@ -21,8 +21,9 @@ use crate::error::Error;
 use crate::name::LockName;
 use crate::telemetry::record_lease_lost;
 
-/// Whether a lease acquired by a request sent at `sent_at` for `lease_time` is over now:
-/// its deadline (`sent_at + lease_time`, monotonic) has passed, so no action may start on it.
+/// Whether a lease acquired by a request sent at `sent_at` for `lease_time` is over at
+/// `now` (the instant its answer came, read by the caller): its deadline (`sent_at +
+/// lease_time`, monotonic) has passed, so no action may start on it.
 ///
 /// # Examples
 ///
@@ -30,22 +31,16 @@ use crate::telemetry::record_lease_lost;
 /// use std::time::{Duration, Instant};
 /// use leader_core::__private::is_late;
 ///
-/// assert!(!is_late(Instant::now(), Duration::from_secs(30)));
 /// let sent_at = Instant::now();
-/// std::thread::sleep(Duration::from_millis(2));
-/// assert!(is_late(sent_at, Duration::from_millis(1)));
+/// let lease_time = Duration::from_secs(30);
+/// assert!(!is_late(sent_at, lease_time, sent_at + Duration::from_secs(29)));
+/// assert!(is_late(sent_at, lease_time, sent_at + lease_time));
 /// ```
-pub fn is_late(sent_at: Instant, lease_time: Duration) -> bool {
-    is_late_at(sent_at, lease_time, Instant::now())
-}
-
-/// Whether a lease acquired by a request sent at `sent_at` for `lease_time` was over at
-/// `answered_at`: [`is_late`] for the answers of a batch, which all came at one time.
-pub(crate) fn is_late_at(sent_at: Instant, lease_time: Duration, answered_at: Instant) -> bool {
+pub fn is_late(sent_at: Instant, lease_time: Duration, now: Instant) -> bool {
     // A deadline past the clock's range is never reached.
     sent_at
         .checked_add(lease_time)
-        .is_some_and(|deadline| answered_at >= deadline)
+        .is_some_and(|deadline| now >= deadline)
 }
 
 /// A lease on `key` of `backend` ended before its action could start, seen when its
@@ -77,9 +72,38 @@ mod tests {
     #[test]
     fn a_lease_is_late_from_its_deadline_on_and_never_past_the_clocks_range() {
         let sent_at = Instant::now();
-        assert!(!is_late(sent_at, Duration::from_secs(60)));
-        assert!(is_late(sent_at, Duration::ZERO));
-        assert!(!is_late(sent_at, Duration::MAX));
+        assert!(!is_late(sent_at, Duration::from_secs(60), sent_at));
+        assert!(is_late(sent_at, Duration::ZERO, sent_at));
+        assert!(!is_late(sent_at, Duration::MAX, sent_at));
+    }
+
+    #[test]
+    fn lateness_follows_the_given_now_not_the_machines_clock() {
+        // Sent an hour from now as the machine's clock goes: the real clock is nowhere
+        // near the deadline, before or after it.
+        let sent_at = Instant::now() + Duration::from_secs(3600);
+        let lease_time = Duration::from_secs(30);
+        let deadline = sent_at + lease_time;
+        assert!(is_late(
+            sent_at,
+            lease_time,
+            deadline + Duration::from_millis(1)
+        ));
+        assert!(is_late(sent_at, lease_time, deadline));
+        assert!(!is_late(
+            sent_at,
+            lease_time,
+            deadline - Duration::from_millis(1)
+        ));
+        // And long past it as the machine's clock goes: still in time at the given now.
+        let long_ago = Instant::now()
+            .checked_sub(Duration::from_secs(60))
+            .unwrap_or(sent_at);
+        assert!(!is_late(
+            long_ago,
+            lease_time,
+            long_ago + Duration::from_secs(1)
+        ));
     }
 
     #[test]

@@ -62,6 +62,9 @@ impl LeadershipState {
     }
 
     /// `true` while this instance leads: a term is on and its renew deadline has not passed.
+    ///
+    /// For users: it reads this node's clock; the campaign loops decide on the instant
+    /// they read ([`check_deadline`](Self::check_deadline)).
     pub fn is_leader(&self) -> bool {
         self.term
             .lock()
@@ -199,19 +202,21 @@ impl LeadershipState {
         }
     }
 
-    /// Campaign loops: records the leader's renewal sent at `sent_at`. Returns the ended
-    /// term (to release) when the renewal failed, found the lease gone, or came back after
-    /// the renew deadline; `None` while the term goes on.
+    /// Campaign loops: records the leader's renewal sent at `sent_at` and answered at
+    /// `now` (both read by the caller). Returns the ended term (to release) when the
+    /// renewal failed, found the lease gone, or came back after the renew deadline; `None`
+    /// while the term goes on.
     pub fn after_renewal(
         &self,
         term: &LeaseTracker,
         answer: Result<ExtendOutcome, Error>,
         sent_at: Instant,
         renew_deadline: Duration,
+        now: Instant,
     ) -> Option<Arc<LeaseTracker>> {
         let reason = match answer {
             // A renewal answered after the renew deadline does not revive the term.
-            Ok(ExtendOutcome::Extended { .. }) if term.renewed(sent_at, renew_deadline) => {
+            Ok(ExtendOutcome::Extended { .. }) if term.renewed(sent_at, renew_deadline, now) => {
                 return None;
             }
             Ok(ExtendOutcome::Extended { .. }) => RevokeReason::RenewDeadlinePassed,
@@ -230,10 +235,10 @@ impl LeadershipState {
         }
     }
 
-    /// Campaign loops: before renewing, ends the term if its deadline already passed (the
-    /// loop was paused); returns the ended term.
-    pub fn check_deadline(&self, term: &LeaseTracker) -> Option<Arc<LeaseTracker>> {
-        if term.context().is_lost() {
+    /// Campaign loops: before renewing at `now` (read by the caller), ends the term if its
+    /// deadline already passed (the loop was paused); returns the ended term.
+    pub fn check_deadline(&self, term: &LeaseTracker, now: Instant) -> Option<Arc<LeaseTracker>> {
+        if term.context().is_lost_at(now) {
             return self.revoke(RevokeReason::RenewDeadlinePassed);
         }
         None

@@ -178,17 +178,18 @@ impl LeaseTracker {
         self.mark_lost();
     }
 
-    /// A renewal sent at `sent_at` succeeded: the lease lasts `lease_time` from then.
+    /// A renewal sent at `sent_at` succeeded, answered at `now` (both read by the caller):
+    /// the lease lasts `lease_time` from `sent_at`.
     ///
     /// Returns `false`, and marks the lease lost, when the answer came too late: the lease
-    /// was already lost, or its deadline passed while the renewal was on its way. A lease
+    /// was already lost, or its deadline passed (by `now`) while the renewal was on its way. A lease
     /// that ended stays ended: the action (or the campaign's term) was told, and another
     /// node may have taken the lock meanwhile, so a late "renewed" never brings it back.
-    pub fn renewed(&self, sent_at: Instant, lease_time: Duration) -> bool {
+    pub fn renewed(&self, sent_at: Instant, lease_time: Duration, now: Instant) -> bool {
         {
             let mut deadline = self.context.shared.deadline.lock();
             let lost = self.context.shared.lost.load(Ordering::Acquire);
-            if !lost && Instant::now() < *deadline {
+            if !lost && now < *deadline {
                 *deadline = (*deadline).max(sent_at + lease_time);
                 return true;
             }
@@ -197,8 +198,8 @@ impl LeaseTracker {
         false
     }
 
-    /// Records the answer to a renewal sent at `sent_at`; `false` when the lease is
-    /// now lost and renewing should stop.
+    /// Records the answer to a renewal sent at `sent_at`, answered at `now` (both read by
+    /// the caller); `false` when the lease is now lost and renewing should stop.
     ///
     /// The first failed or refused renewal marks the lease lost: the action is told at once
     /// rather than left running on a lease that may be gone. A transient error
@@ -210,11 +211,12 @@ impl LeaseTracker {
         answer: Result<ExtendOutcome, Error>,
         sent_at: Instant,
         lease_time: Duration,
+        now: Instant,
     ) -> bool {
         let key = &self.lease().key;
         match answer {
             Ok(ExtendOutcome::Extended { .. }) => {
-                let in_time = self.renewed(sent_at, lease_time);
+                let in_time = self.renewed(sent_at, lease_time, now);
                 if !in_time {
                     self.count_lost();
                     tracing::warn!(lock = %key, "lease lost: the renewal was answered after the deadline");
@@ -252,14 +254,12 @@ impl LeaseTracker {
         matches!(answer, Err(err) if err.is_transient())
     }
 
-    /// How long a renewal sent now may take: the time left until the deadline. Electors
+    /// How long a renewal sent at `now` may take: the time left until the deadline. Electors
     /// race every renewal against it and call [`renewal_unanswered`](Self::renewal_unanswered)
     /// when it runs out, whatever the driver's own timeout: a renewal answered after the
     /// deadline cannot bring back a lease that another node may already hold.
-    pub fn renewal_budget(&self) -> Duration {
-        self.context
-            .deadline()
-            .saturating_duration_since(Instant::now())
+    pub fn renewal_budget(&self, now: Instant) -> Duration {
+        self.context.deadline().saturating_duration_since(now)
     }
 
     /// The deadline passed while a renewal was unanswered: the lease is lost at this moment,
@@ -278,12 +278,13 @@ impl LeaseTracker {
         }
     }
 
-    /// Called when the action returns: whether the lease was lost before that (marked
-    /// lost or past its deadline), logged at `warn` when it was, since another node may
+    /// Called when the action returns, at `now` (read by the caller): whether the lease
+    /// was lost before that (marked lost or past its deadline), logged at `warn` when it
+    /// was, since another node may
     /// have run the same job meanwhile. Electors report it in
     /// [`LeaderRunResult::Elected::lease_lost`](crate::LeaderRunResult::Elected::lease_lost).
-    pub fn lost_before_return(&self) -> bool {
-        let lost = self.context.is_lost();
+    pub fn lost_before_return(&self, now: Instant) -> bool {
+        let lost = self.context.is_lost_at(now);
         if lost {
             self.count_lost();
             tracing::warn!(
@@ -295,9 +296,9 @@ impl LeaseTracker {
         lost
     }
 
-    /// Right before an action (or a campaign's term) starts on this lease, perhaps long
-    /// after it was acquired: `Ok(())` while it is held. Once it is lost (its deadline
-    /// passed, or it was marked lost), it is marked lost, counted in
+    /// Right before an action (or a campaign's term) starts on this lease, at `now` (read
+    /// by the caller), perhaps long after it was acquired: `Ok(())` while it is held. Once
+    /// it is lost (its deadline passed by `now`, or it was marked lost), it is marked lost, counted in
     /// `leader_lease_lost_total` and logged, and the result is [`Error::LeaseLost`]: the
     /// action must not start, and the caller releases the lease without its minimum lease
     /// (the action never ran).
@@ -305,8 +306,8 @@ impl LeaseTracker {
     /// # Errors
     ///
     /// [`Error::LeaseLost`] naming the lock.
-    pub fn check_start(&self) -> Result<(), Error> {
-        if !self.context.is_lost() {
+    pub fn check_start(&self, now: Instant) -> Result<(), Error> {
+        if !self.context.is_lost_at(now) {
             return Ok(());
         }
         self.count_lost();
@@ -370,7 +371,8 @@ mod tests {
         let renewer = std::thread::spawn(move || {
             for _ in 0..6 {
                 std::thread::sleep(Duration::from_millis(50));
-                assert!(renewing.renewed(Instant::now(), lease));
+                let now = Instant::now();
+                assert!(renewing.renewed(now, lease, now));
             }
         });
         let started = Instant::now();
@@ -392,7 +394,8 @@ mod tests {
     fn a_renewal_in_time_moves_the_deadline() {
         let t = tracker(Duration::from_secs(60));
         let before = t.context().deadline();
-        assert!(t.renewed(Instant::now(), Duration::from_secs(120)));
+        let now = Instant::now();
+        assert!(t.renewed(now, Duration::from_secs(120), now));
         assert!(t.context().deadline() > before);
         assert!(!t.context().is_lost());
         assert!(!t.context().wait_lost_timeout(Duration::from_millis(5)));
@@ -405,13 +408,14 @@ mod tests {
         std::thread::sleep(Duration::from_millis(5));
         assert!(t.context().is_lost());
         assert!(!t.is_marked_lost());
-        assert!(!t.renewed(sent_at, Duration::from_secs(60)));
+        assert!(!t.renewed(sent_at, Duration::from_secs(60), Instant::now()));
         assert!(t.context().is_lost());
         assert!(t.is_marked_lost(), "a late renewal ends the lease for good");
         let answer = Ok(ExtendOutcome::Extended {
             expires_at: std::time::SystemTime::now(),
         });
-        assert!(!t.record_renewal(answer, Instant::now(), Duration::from_secs(60)));
+        let now = Instant::now();
+        assert!(!t.record_renewal(answer, now, Duration::from_secs(60), now));
         assert!(t.context().is_lost());
     }
 
@@ -439,5 +443,81 @@ mod tests {
             expires_at: SystemTime::now(),
         });
         assert!(!LeaseTracker::renew_alone_after(&renewed));
+    }
+
+    /// A tracker of a lease sent for at `sent_at`.
+    fn tracker_at(sent_at: Instant, lease_time: Duration) -> LeaseTracker {
+        let lease = Lease::new(
+            LockName::new("k").unwrap(),
+            OwnerToken::random(),
+            "node",
+            7,
+            SystemTime::now(),
+            SystemTime::now(),
+        );
+        LeaseTracker::new(lease, "k", sent_at, lease_time, "test")
+    }
+
+    #[test]
+    fn the_deadline_is_judged_at_the_given_now_not_the_machines_clock() {
+        let lease_time = Duration::from_secs(30);
+        // Far from the machine's clock both ways: a lease sent an hour ago as the machine's
+        // clock goes is still held at the instants given, one sent an hour ahead is lost
+        // at its deadline.
+        let ahead = Instant::now() + Duration::from_secs(3600);
+        let deadline = ahead + lease_time;
+        let t = tracker_at(ahead, lease_time);
+        assert!(t.check_start(deadline - Duration::from_millis(1)).is_ok());
+        assert_eq!(
+            t.renewal_budget(deadline - Duration::from_secs(10)),
+            Duration::from_secs(10)
+        );
+        assert_eq!(
+            t.renewal_budget(deadline + Duration::from_millis(1)),
+            Duration::ZERO
+        );
+        assert!(!t.lost_before_return(deadline - Duration::from_millis(1)));
+        assert!(t.lost_before_return(deadline + Duration::from_millis(1)));
+        assert!(!t.is_marked_lost(), "reporting does not mark it");
+        assert!(matches!(
+            t.check_start(deadline + Duration::from_millis(1)),
+            Err(Error::LeaseLost { .. })
+        ));
+        assert!(
+            t.is_marked_lost(),
+            "a lease found over at start is over for good"
+        );
+
+        // A renewal answered before the deadline at the given instant moves it; one
+        // answered at it does not, and ends the lease.
+        let t = tracker_at(ahead, lease_time);
+        let sent = ahead + Duration::from_secs(20);
+        let extended = || {
+            Ok(ExtendOutcome::Extended {
+                expires_at: SystemTime::now(),
+            })
+        };
+        assert!(t.record_renewal(
+            extended(),
+            sent,
+            lease_time,
+            deadline - Duration::from_millis(1)
+        ));
+        assert_eq!(t.context().deadline(), sent + lease_time);
+        let next = sent + lease_time;
+        assert!(!t.record_renewal(extended(), next - Duration::from_secs(1), lease_time, next));
+        assert!(t.is_marked_lost());
+
+        let Some(behind) = Instant::now().checked_sub(Duration::from_secs(3600)) else {
+            return;
+        };
+        let t = tracker_at(behind, lease_time);
+        assert!(t.check_start(behind + Duration::from_secs(1)).is_ok());
+        assert!(t.renewed(
+            behind + Duration::from_secs(10),
+            lease_time,
+            behind + Duration::from_secs(11)
+        ));
+        assert!(!t.lost_before_return(behind + Duration::from_secs(12)));
     }
 }

@@ -5,6 +5,22 @@
 //! The state machines here decide what happens next; the electors only do the I/O, feed
 //! the answers back, and differ only in how they wait.
 //!
+//! **No engine decision reads a clock: every machine takes `now` from its caller**
+//! (raft-rs style). Whether an answer came after its lease's deadline, whether a wait or
+//! an orphan's cleanup is over, how long a renewal may take, when a term ends: each is
+//! decided on an instant the shell read and passed in, so a simulator can run these
+//! machines under clocks it controls (issue 52). The shells read `Instant::now()` where
+//! they send or get an answer, and differ only in how they wait. Reads left on purpose,
+//! none of them an engine decision:
+//!
+//! - the user's side of a lease or a campaign: [`LeaseContext::is_lost`](crate::LeaseContext::is_lost)
+//!   (and `check`, `wait_lost_timeout`), and `LeadershipState`'s `is_leader`, `term` and
+//!   `wait_for_term_timeout`: an action or a handle asks about *its* node's clock; the
+//!   engine uses `is_lost_at(now)` and `check_deadline(term, now)` instead;
+//! - telemetry stopwatches (`AcquireProbe`, `HoldProbe`): durations for metrics only;
+//! - randomness is not a clock, but a simulator needs it seeded too: backoff jitter,
+//!   owner tokens and a group's first slot still draw from the thread's generator.
+//!
 //! **Not public API**: the crate re-exports the `pub use` list below as the hidden,
 //! semver-exempt `__private` module. The list also carries helpers that live beside the
 //! public types they serve (`random_slot` in `spi::group`, the URL helpers of `redact`,

@@ -42,11 +42,13 @@ use crate::spi::request::SlotRequest;
 /// use leader_core::{LockName, OwnerToken, ReleaseOutcome};
 ///
 /// let key = LockName::new("nightly")?;
-/// let mut orphan = Orphan::new(key, OwnerToken::random(), Instant::now(), Duration::from_secs(30));
+/// let sent_at = Instant::now();
+/// let mut orphan = Orphan::new(key, OwnerToken::random(), sent_at, Duration::from_secs(30));
 /// // Nothing to release yet: the request may still land, so try again a little later.
-/// assert!(orphan.after_releases(&[Ok(ReleaseOutcome::NotHeld)]).is_some());
+/// let now = sent_at + Duration::from_millis(5);
+/// assert!(orphan.after_releases(&[Ok(ReleaseOutcome::NotHeld)], now).is_some());
 /// // Found and freed: done.
-/// assert_eq!(orphan.after_releases(&[Ok(ReleaseOutcome::Released)]), None);
+/// assert_eq!(orphan.after_releases(&[Ok(ReleaseOutcome::Released)], now), None);
 /// # Ok::<(), leader_core::Error>(())
 /// ```
 #[derive(Debug, Clone)]
@@ -148,8 +150,9 @@ impl Orphan {
     }
 
     /// What follows the release of a held `lease` (asked for `lease_time`, released with
-    /// `min_lease_time`) that answered `answer`: `Some(orphan)`, to release it in the
-    /// background as an orphan is released, when the answer was a transient error.
+    /// `min_lease_time`) that answered `answer` at `now`: `Some(orphan)`, to release it in
+    /// the background as an orphan is released, when the answer was a transient error.
+    /// Its releases count the store's outage (see [`Orphan`]) from `now`.
     ///
     /// The lease was held and its action has run (or its term ended): left alone after a
     /// failed release, its lock would stay taken until the lease runs out — and longer on
@@ -162,16 +165,17 @@ impl Orphan {
     /// # Examples
     ///
     /// ```
-    /// use std::time::{Duration, SystemTime};
+    /// use std::time::{Duration, Instant, SystemTime};
     /// use leader_core::__private::Orphan;
     /// use leader_core::{BackendError, BackendErrorKind, Lease, LockName, OwnerToken, ReleaseOutcome};
     ///
     /// let now = SystemTime::now();
     /// let lease = Lease::new(LockName::new("nightly")?, OwnerToken::random(), "node-a", 7, now, now);
     /// let lost = BackendError::new("redis", "nightly", BackendErrorKind::Transient, "timed out");
-    /// let orphan = Orphan::after_release(&lease, Duration::from_secs(30), Duration::ZERO, &Err(lost.into()));
+    /// let lease_time = Duration::from_secs(30);
+    /// let orphan = Orphan::after_release(&lease, lease_time, Duration::ZERO, &Err(lost.into()), Instant::now());
     /// assert_eq!(orphan.map(|o| o.leases()[0].fencing_token), Some(7));
-    /// let freed = Orphan::after_release(&lease, Duration::from_secs(30), Duration::ZERO, &Ok(ReleaseOutcome::Released));
+    /// let freed = Orphan::after_release(&lease, lease_time, Duration::ZERO, &Ok(ReleaseOutcome::Released), Instant::now());
     /// assert!(freed.is_none());
     /// # Ok::<(), leader_core::Error>(())
     /// ```
@@ -180,12 +184,13 @@ impl Orphan {
         lease_time: Duration,
         min_lease_time: Duration,
         answer: &Result<ReleaseOutcome, Error>,
+        now: Instant,
     ) -> Option<Self> {
         if !matches!(answer, Err(err) if err.is_transient()) {
             return None;
         }
         tracing::info!(lock = %lease.key, "the release failed; releasing it again in the background");
-        let mut orphan = Orphan::new(lease.key.clone(), lease.owner, Instant::now(), lease_time);
+        let mut orphan = Orphan::new(lease.key.clone(), lease.owner, now, lease_time);
         orphan.leases = vec![lease.clone()];
         orphan.min_lease_time = min_lease_time;
         Some(orphan)
@@ -220,7 +225,8 @@ impl Orphan {
     }
 
     /// What follows one release of each of [`leases`](Self::leases), in their order
-    /// (`answers` may stop short: the rest were not tried this round): `Some(delay)` to
+    /// (`answers` may stop short: the rest were not tried this round), answered at `now`
+    /// (read by the caller): `Some(delay)` to
     /// release the unsettled ones again after `delay`, `None` when the cleanup is over. A
     /// key is settled once freed or after a permanent error; the others are released
     /// again until one lease after the store first answered, or until the store has not
@@ -228,8 +234,8 @@ impl Orphan {
     pub fn after_releases(
         &mut self,
         answers: &[Result<ReleaseOutcome, Error>],
+        now: Instant,
     ) -> Option<Duration> {
-        let now = Instant::now();
         if self.until.is_none() && answers.iter().any(Result::is_ok) {
             let until = now.checked_add(self.lease_time).unwrap_or(now);
             self.backoff.extend_until(until);
@@ -257,7 +263,7 @@ impl Orphan {
         if self.leases.is_empty() {
             return None;
         }
-        let delay = self.backoff.next_delay()?;
+        let delay = self.backoff.next_delay(now)?;
         match self.until {
             Some(until) => {
                 let left = until
@@ -275,9 +281,10 @@ mod tests {
     use super::*;
     use crate::error::{BackendError, BackendErrorKind};
 
-    fn orphan(lease_time: Duration) -> Orphan {
+    /// An orphan of a request sent at `sent_at`.
+    fn orphan_at(sent_at: Instant, lease_time: Duration) -> Orphan {
         let key = LockName::new("k").unwrap();
-        Orphan::new(key, OwnerToken::random(), Instant::now(), lease_time)
+        Orphan::new(key, OwnerToken::random(), sent_at, lease_time)
     }
 
     fn backend_error(kind: BackendErrorKind) -> Result<ReleaseOutcome, Error> {
@@ -286,7 +293,8 @@ mod tests {
 
     #[test]
     fn retries_until_freed_with_growing_capped_delays() {
-        let mut o = orphan(Duration::from_secs(60));
+        let t0 = Instant::now();
+        let mut o = orphan_at(t0, Duration::from_secs(60));
         let delays: Vec<Duration> = (0..10)
             .map(|i| {
                 let answer = if i % 2 == 0 {
@@ -294,43 +302,51 @@ mod tests {
                 } else {
                     backend_error(BackendErrorKind::Transient)
                 };
-                o.after_releases(&[answer]).unwrap()
+                o.after_releases(&[answer], t0).unwrap()
             })
             .collect();
         assert!(delays[0] <= Orphan::INITIAL);
         assert!(delays.iter().all(|d| *d <= Orphan::MAX));
         assert!(delays[9] >= Orphan::MAX / 2);
-        assert_eq!(o.after_releases(&[Ok(ReleaseOutcome::Released)]), None);
+        assert_eq!(o.after_releases(&[Ok(ReleaseOutcome::Released)], t0), None);
     }
 
     #[test]
     fn stops_on_a_permanent_error_and_one_lease_after_the_store_answered() {
-        let mut o = orphan(Duration::from_secs(60));
+        let t0 = Instant::now();
+        let mut o = orphan_at(t0, Duration::from_secs(60));
         assert_eq!(
-            o.after_releases(&[backend_error(BackendErrorKind::Permanent)]),
+            o.after_releases(&[backend_error(BackendErrorKind::Permanent)], t0),
             None
         );
         let lease = Duration::from_millis(40);
-        let mut short = orphan(lease);
+        let mut short = orphan_at(t0, lease);
         // Answered: the request may still land within a lease.
-        let first = short.after_releases(&[Ok(ReleaseOutcome::NotHeld)]);
+        let first = short.after_releases(&[Ok(ReleaseOutcome::NotHeld)], t0);
         assert!(first.is_some_and(|delay| delay <= lease));
-        std::thread::sleep(lease + Duration::from_millis(10));
-        assert_eq!(short.after_releases(&[Ok(ReleaseOutcome::NotHeld)]), None);
+        let later = t0 + lease + Duration::from_millis(10);
+        assert_eq!(
+            short.after_releases(&[Ok(ReleaseOutcome::NotHeld)], later),
+            None
+        );
         assert_eq!(short.leases()[0].fencing_token, 0);
     }
 
     #[test]
     fn a_store_that_does_not_answer_is_released_past_the_lease() {
         // A request stuck in a paused server lands when it goes on, whenever that is.
-        let mut o = orphan(Duration::from_millis(1));
-        std::thread::sleep(Duration::from_millis(5));
+        let t0 = Instant::now();
+        let mut o = orphan_at(t0, Duration::from_millis(1));
         let unreachable = backend_error(BackendErrorKind::Transient);
-        assert!(o.after_releases(&[unreachable]).is_some());
+        let t1 = t0 + Duration::from_millis(5);
+        assert!(o.after_releases(&[unreachable], t1).is_some());
         // Answered at last: one lease more, then over.
-        assert!(o.after_releases(&[Ok(ReleaseOutcome::NotHeld)]).is_some());
-        std::thread::sleep(Duration::from_millis(5));
-        assert_eq!(o.after_releases(&[Ok(ReleaseOutcome::NotHeld)]), None);
+        assert!(
+            o.after_releases(&[Ok(ReleaseOutcome::NotHeld)], t1)
+                .is_some()
+        );
+        let t2 = t1 + Duration::from_millis(5);
+        assert_eq!(o.after_releases(&[Ok(ReleaseOutcome::NotHeld)], t2), None);
     }
 
     #[test]
@@ -343,12 +359,63 @@ mod tests {
         // A lease longer than the bound is the bound.
         let mut long =
             Orphan::with_outage([key()], OwnerToken::random(), sent_at, outage * 10, outage);
-        std::thread::sleep(outage + Duration::from_millis(10));
+        let later = sent_at + outage + Duration::from_millis(10);
         let unreachable = || backend_error(BackendErrorKind::Transient);
-        assert_eq!(short.after_releases(&[unreachable()]), None);
-        assert!(long.after_releases(&[unreachable()]).is_some());
+        assert_eq!(short.after_releases(&[unreachable()], later), None);
+        assert!(long.after_releases(&[unreachable()], later).is_some());
         // The bound in use is minutes: longer than pauses, failovers and restarts.
         assert!(Orphan::OUTAGE >= Duration::from_secs(60));
+    }
+
+    #[test]
+    fn the_cleanup_ends_by_the_given_now_not_the_machines_clock() {
+        // Sent an hour from now as the machine's clock goes: only the given instants can
+        // end the releases.
+        let sent_at = Instant::now() + Duration::from_secs(3600);
+        let lease = Duration::from_secs(30);
+        let unreachable = || backend_error(BackendErrorKind::Transient);
+        let mut o = orphan_at(sent_at, lease);
+        let over = sent_at + Orphan::OUTAGE;
+        assert!(
+            o.after_releases(&[unreachable()], over - Duration::from_millis(1))
+                .is_some(),
+            "within the outage bound"
+        );
+        assert_eq!(o.after_releases(&[unreachable()], over), None, "past it");
+
+        let mut answered = orphan_at(sent_at, lease);
+        let at = sent_at + Duration::from_secs(1);
+        let delay = answered.after_releases(&[Ok(ReleaseOutcome::NotHeld)], at);
+        assert!(delay.is_some_and(|d| d <= Orphan::INITIAL));
+        let end = at + lease;
+        let last = answered.after_releases(
+            &[Ok(ReleaseOutcome::NotHeld)],
+            end - Duration::from_millis(1),
+        );
+        assert_eq!(last, Some(Duration::from_millis(1)), "cut to the end");
+        assert_eq!(
+            answered.after_releases(&[Ok(ReleaseOutcome::NotHeld)], end),
+            None,
+            "one lease after the store answered"
+        );
+
+        // A held lease whose release failed counts its outage from the given instant.
+        let held = Lease::new(
+            LockName::new("k").unwrap(),
+            OwnerToken::random(),
+            "node",
+            7,
+            SystemTime::now(),
+            SystemTime::now(),
+        );
+        let mut again =
+            Orphan::after_release(&held, lease, Duration::ZERO, &unreachable(), sent_at).unwrap();
+        assert!(
+            again
+                .after_releases(&[unreachable()], over - Duration::from_millis(1))
+                .is_some()
+        );
+        assert_eq!(again.after_releases(&[unreachable()], over), None);
     }
 
     #[test]
@@ -365,7 +432,7 @@ mod tests {
             Ok(ReleaseOutcome::Released),
             backend_error(BackendErrorKind::Transient),
         ];
-        assert!(o.after_releases(&freed_one).is_some());
+        assert!(o.after_releases(&freed_one, Instant::now()).is_some());
         let left: Vec<&str> = o.leases().iter().map(|l| l.key.as_str()).collect();
         assert_eq!(
             left,
@@ -376,7 +443,7 @@ mod tests {
             backend_error(BackendErrorKind::Permanent),
             Ok(ReleaseOutcome::Released),
         ];
-        assert_eq!(o.after_releases(&settled), None);
+        assert_eq!(o.after_releases(&settled, Instant::now()), None);
         assert!(o.leases().is_empty());
     }
 
@@ -384,17 +451,27 @@ mod tests {
     fn a_late_attempt_of_a_terms_token_is_released_for_a_lease_even_after_a_release_freed_it() {
         let key = LockName::new("k").unwrap();
         let lease = Duration::from_millis(40);
-        let mut o = Orphan::after_term(key, OwnerToken::random(), Instant::now(), lease);
+        let t0 = Instant::now();
+        let mut o = Orphan::after_term(key, OwnerToken::random(), t0, lease);
         // The first release freed the term's own lease: the attempt may still land.
-        assert!(o.after_releases(&[Ok(ReleaseOutcome::Released)]).is_some());
+        assert!(
+            o.after_releases(&[Ok(ReleaseOutcome::Released)], t0)
+                .is_some()
+        );
         assert_eq!(
             o.leases().len(),
             1,
             "not settled by a release that freed it"
         );
-        assert!(o.after_releases(&[Ok(ReleaseOutcome::Released)]).is_some());
-        std::thread::sleep(lease + Duration::from_millis(10));
-        assert_eq!(o.after_releases(&[Ok(ReleaseOutcome::NotHeld)]), None);
+        assert!(
+            o.after_releases(&[Ok(ReleaseOutcome::Released)], t0)
+                .is_some()
+        );
+        let later = t0 + lease + Duration::from_millis(10);
+        assert_eq!(
+            o.after_releases(&[Ok(ReleaseOutcome::NotHeld)], later),
+            None
+        );
     }
 
     #[test]
@@ -409,7 +486,7 @@ mod tests {
         let unreachable = backend_error(BackendErrorKind::Transient);
         assert!(Orphan::ends_round(&unreachable));
         assert!(!Orphan::ends_round(&Ok(ReleaseOutcome::NotHeld)));
-        assert!(o.after_releases(&[unreachable]).is_some());
+        assert!(o.after_releases(&[unreachable], Instant::now()).is_some());
         assert_eq!(o.leases().len(), 3, "none settled");
     }
 }

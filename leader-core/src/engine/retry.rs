@@ -1,4 +1,5 @@
-//! When to try again: exponential backoff with jitter against a monotonic deadline.
+//! When to try again: exponential backoff with jitter against a monotonic deadline, on
+//! the instants its caller gives it.
 
 use std::time::{Duration, Instant};
 
@@ -13,15 +14,18 @@ use rand::Rng;
 /// # Examples
 ///
 /// ```
-/// use std::time::Duration;
+/// use std::time::{Duration, Instant};
 /// use leader_core::__private::Backoff;
 ///
-/// let mut backoff = Backoff::new(Duration::from_millis(50));
-/// let first = backoff.next_delay().expect("time is left");
+/// let start = Instant::now();
+/// let mut backoff = Backoff::starting_at(start, Duration::from_millis(50));
+/// let first = backoff.next_delay(start).expect("time is left");
 /// assert!(first <= Backoff::INITIAL);
+/// // The wait is over at its deadline, whatever the machine's clock says.
+/// assert_eq!(backoff.next_delay(start + Duration::from_millis(50)), None);
 ///
-/// let mut once = Backoff::new(Duration::ZERO);
-/// assert_eq!(once.next_delay(), None); // wait_time zero: try once
+/// let mut once = Backoff::starting_at(start, Duration::ZERO);
+/// assert_eq!(once.next_delay(start), None); // wait_time zero: try once
 /// ```
 #[derive(Debug, Clone)]
 pub struct Backoff {
@@ -35,11 +39,6 @@ impl Backoff {
     pub const INITIAL: Duration = Duration::from_millis(2);
     /// The largest delay between two attempts.
     pub const MAX: Duration = Duration::from_millis(250);
-
-    /// Backoff for a wait of `wait_time` starting now.
-    pub fn new(wait_time: Duration) -> Self {
-        Backoff::starting_at(Instant::now(), wait_time)
-    }
 
     /// Backoff for a wait of `wait_time` that started at `start`.
     pub fn starting_at(start: Instant, wait_time: Duration) -> Self {
@@ -66,9 +65,10 @@ impl Backoff {
         self.deadline = self.deadline.max(deadline);
     }
 
-    /// How long to wait before the next attempt, or `None` when the wait is over.
-    pub fn next_delay(&mut self) -> Option<Duration> {
-        let left = self.deadline.checked_duration_since(Instant::now())?;
+    /// How long to wait, from `now`, before the next attempt, or `None` when the wait is
+    /// over at `now`.
+    pub fn next_delay(&mut self, now: Instant) -> Option<Duration> {
+        let left = self.deadline.checked_duration_since(now)?;
         if left.is_zero() {
             return None;
         }
@@ -85,21 +85,40 @@ mod tests {
 
     #[test]
     fn delays_grow_are_capped_and_stop_at_the_deadline() {
-        let mut b = Backoff::new(Duration::from_secs(60));
-        let delays: Vec<Duration> = (0..12).map(|_| b.next_delay().unwrap()).collect();
+        let start = Instant::now();
+        let mut b = Backoff::starting_at(start, Duration::from_secs(60));
+        let delays: Vec<Duration> = (0..12).map(|_| b.next_delay(start).unwrap()).collect();
         assert!(delays[0] <= Backoff::INITIAL && delays[0] >= Backoff::INITIAL / 2);
         assert!(delays.iter().all(|d| *d <= Backoff::MAX));
         assert!(delays[11] >= Backoff::MAX / 2);
 
-        let mut short = Backoff::new(Duration::from_millis(3));
-        std::thread::sleep(Duration::from_millis(5));
-        assert_eq!(short.next_delay(), None);
-        short.extend_until(Instant::now() + Duration::from_secs(60));
+        let mut short = Backoff::starting_at(start, Duration::from_millis(3));
+        let later = start + Duration::from_millis(5);
+        assert_eq!(short.next_delay(later), None);
+        short.extend_until(later + Duration::from_secs(60));
         assert!(
-            short.next_delay().is_some(),
+            short.next_delay(later).is_some(),
             "the wait goes on to the new end"
         );
-        short.extend_until(Instant::now());
-        assert!(short.next_delay().is_some(), "never shortened");
+        short.extend_until(later);
+        assert!(short.next_delay(later).is_some(), "never shortened");
+    }
+
+    #[test]
+    fn the_wait_ends_at_the_given_now_not_at_the_machines_clock() {
+        // A wait that starts an hour from now (as the machine's clock goes): only the
+        // instants it is given can end it.
+        let start = Instant::now() + Duration::from_secs(3600);
+        let wait = Duration::from_secs(10);
+        let mut b = Backoff::starting_at(start, wait);
+        assert_eq!(b.next_delay(start + wait), None, "over at its deadline");
+        assert_eq!(b.next_delay(start + wait + Duration::from_millis(1)), None);
+        let just_before = start + wait - Duration::from_micros(100);
+        assert_eq!(
+            b.next_delay(just_before),
+            Some(Duration::from_micros(100)),
+            "the last delay is cut to the deadline"
+        );
+        assert!(b.next_delay(start).is_some(), "time is left at the start");
     }
 }

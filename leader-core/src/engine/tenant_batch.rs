@@ -29,7 +29,7 @@ use crate::tenant::TenantId;
 /// let requests = batch.requests();
 /// let sent_at = Instant::now();
 /// let answers = backend.try_acquire_batch(requests.requests());
-/// let (answers, orphans) = requests.finish(answers, sent_at);
+/// let (answers, orphans) = requests.finish(answers, sent_at, Instant::now());
 /// assert!(orphans.is_empty());
 /// let won = batch.answers(answers);
 /// assert!(won.iter().all(|answer| matches!(answer, Ok(Some(_)))));

@@ -68,7 +68,14 @@ impl LeaseContext {
 
     /// `true` once the lease was found gone, a renewal failed, or the deadline passed.
     pub fn is_lost(&self) -> bool {
-        self.shared.lost.load(Ordering::Acquire) || Instant::now() >= self.deadline()
+        // For the action: it reads this node's clock. The engine decides on the instant
+        // its caller read (`is_lost_at`).
+        self.is_lost_at(Instant::now())
+    }
+
+    /// [`is_lost`](Self::is_lost) at `now`, an instant the engine's caller read.
+    pub(crate) fn is_lost_at(&self, now: Instant) -> bool {
+        self.shared.lost.load(Ordering::Acquire) || now >= self.deadline()
     }
 
     /// `Err(Error::LeaseLost)` when [`is_lost`](Self::is_lost); handy with `?` inside an action.
