@@ -17,14 +17,17 @@
 //!   (and `check`, `wait_lost_timeout`), and `LeadershipState`'s `is_leader`, `term` and
 //!   `wait_for_term_timeout`: an action or a handle asks about *its* node's clock; the
 //!   engine uses `is_lost_at(now)` and `check_deadline(term, now)` instead;
-//! - telemetry stopwatches (`AcquireProbe`, `HoldProbe`): durations for metrics only;
-//! - randomness is not a clock, but a simulator needs it seeded too: backoff jitter,
-//!   owner tokens and a group's first slot still draw from the thread's generator.
+//! - telemetry stopwatches (`AcquireProbe`, `HoldProbe`): durations for metrics only.
+//!
+//! Randomness is not a clock, but a simulator needs it seeded too: backoff jitter, owner
+//! tokens and a group's first slot draw from the thread's OS-seeded generators, or, while
+//! a `SeededRandomness` guard lives on the thread (simulators and tests only: it makes
+//! owner tokens predictable), from one generator seeded by the caller.
 //!
 //! **Not public API**: the crate re-exports the `pub use` list below as the hidden,
 //! semver-exempt `__private` module. The list also carries helpers that live beside the
-//! public types they serve (`random_slot` in `spi::group`, the URL helpers of `redact`,
-//! `AcquireProbe` in `telemetry`). One public type lives
+//! public types they serve (`random_slot` in `spi::group`, `SeededRandomness` in
+//! `spi::randomness`, the URL helpers of `redact`, `AcquireProbe` in `telemetry`). One public type lives
 //! here too: [`LeadershipWatcher`](crate::LeadershipWatcher), the read-only view of a
 //! campaign's `LeadershipState`, re-exported at the crate root.
 //!
@@ -72,4 +75,5 @@ pub use tenant_batch::{TenantBatch, Won};
 
 pub use crate::redact::{unparsed_url, url_scheme};
 pub use crate::spi::group::random_slot;
+pub use crate::spi::randomness::SeededRandomness;
 pub use crate::telemetry::AcquireProbe;

@@ -5,11 +5,15 @@ use std::time::{Duration, Instant};
 
 use rand::Rng;
 
+use crate::spi::randomness::seeded;
+
 /// Paces the acquire attempts of a waiting elector.
 ///
 /// Delays start at [`Backoff::INITIAL`] and double up to [`Backoff::MAX`]; each one is
 /// drawn uniformly from its upper half, so waiters on one lock spread out. The last delay
-/// is cut so that the final attempt happens at the deadline.
+/// is cut so that the final attempt happens at the deadline. The jitter comes from the
+/// thread's generator, or from [`SeededRandomness`](crate::__private::SeededRandomness)'s
+/// while one is set.
 ///
 /// # Examples
 ///
@@ -74,7 +78,9 @@ impl Backoff {
         }
         let upper = self.next;
         self.next = (self.next * 2).min(self.max);
-        let jittered = rand::rng().random_range(upper / 2..=upper);
+        let range = upper / 2..=upper;
+        let jittered = seeded(|rng| rng.random_range(range.clone()))
+            .unwrap_or_else(|| rand::rng().random_range(range));
         Some(jittered.min(left))
     }
 }

@@ -12,8 +12,11 @@
 
 use std::fmt;
 
+use rand::Rng;
+
 use crate::error::{Error, OptionsError};
 use crate::name::LockName;
+use crate::spi::randomness::seeded;
 use crate::spi::state::{LeaderLease, LeaderState};
 
 /// The number of slots of a leader group: how many nodes may lead one name at once.
@@ -156,10 +159,11 @@ fn slot_key(key: &LockName, slot: u32) -> Result<LockName, Error> {
 
 /// A random slot of a group of `len` slots (0 for a single lock): where an elector's
 /// attempts start, so that candidates spread over the slots instead of all trying slot 0
-/// first.
+/// first. Drawn from the thread's generator, or from
+/// [`SeededRandomness`](crate::__private::SeededRandomness)'s while one is set.
 pub fn random_slot(len: usize) -> usize {
     if len > 1 {
-        rand::random_range(0..len)
+        seeded(|rng| rng.random_range(0..len)).unwrap_or_else(|| rand::random_range(0..len))
     } else {
         0
     }

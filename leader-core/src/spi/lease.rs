@@ -11,7 +11,9 @@ use crate::name::LockName;
 /// It comes from rand's thread-local generator (ChaCha, seeded from the OS random source),
 /// so it is unpredictable and unique per acquisition — and per process: after a `fork()`
 /// the child's generator is reseeded before its first token, so a pre-fork server never
-/// hands out its parent's tokens. Ownership checks in every backend
+/// hands out its parent's tokens. (A deterministic simulator can seed the thread's tokens
+/// through the hidden `__private` engine; that makes them predictable, so it is for
+/// simulators and tests only.) Ownership checks in every backend
 /// compare this token, never the node id: two electors on one node are different owners.
 ///
 /// `Debug` shows only its first 8 hex digits; `Display` shows all 32 (backends store that).

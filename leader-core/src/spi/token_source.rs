@@ -7,6 +7,9 @@
 //! from a generator reseeded from the OS. The check costs an atomic load, not a system call
 //! (a `getpid` per token would cost more than the in-memory lock itself); where the fork
 //! handler cannot be registered, the process id is compared instead.
+//!
+//! A simulator may seed the thread instead (`spi::randomness`); the fork detector is then
+//! not asked, and a fork it saw meanwhile still reseeds the next unseeded token.
 
 use std::cell::RefCell;
 
@@ -97,8 +100,13 @@ thread_local! {
         RefCell::new(TokenSource::new(rand::rng(), Forks::new()));
 }
 
-/// 128 fresh random bits for an owner token.
+/// 128 fresh random bits for an owner token: from the thread's seeded generator while a
+/// [`SeededRandomness`](crate::__private::SeededRandomness) guard lives (simulators only),
+/// else from the thread's fork-aware source.
 pub(crate) fn next_token() -> u128 {
+    if let Some(token) = crate::spi::randomness::seeded(|rng| rng.random::<u128>()) {
+        return token;
+    }
     SOURCE.with(|source| source.borrow_mut().next_token())
 }
 
