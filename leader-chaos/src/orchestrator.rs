@@ -126,6 +126,7 @@ pub fn run(args: &RunArgs) -> Result<Report, Box<dyn Error>> {
         stopped_at,
         lease_us: u64::try_from(args.lease.as_micros()).unwrap_or(u64::MAX),
         paused_client_blocks_store: args.backend.paused_client_blocks_store(),
+        exact_times: false,
     };
     let report = check(&record);
     let text = format!(

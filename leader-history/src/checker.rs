@@ -260,7 +260,7 @@ pub fn check(run: &History) -> Report {
         losses::losses(lock, &run.faults, rules, &mut report);
         token_order(lock, &mut report);
         duplicates(lock, &mut report);
-        deadlines(lock, &run.faults, &mut report);
+        deadlines(lock, &run.faults, run.exact_times, &mut report);
         let stop = if run.stopped_at == 0 {
             run.run_end
         } else {
@@ -308,9 +308,11 @@ fn overlaps(all: &[Section], faults: &[FaultSpan], report: &mut Report) {
 /// - a pause of either holder between the start of its acquire call and the end of the
 ///   overlap (a holder stopped past its lease, or between acquiring and logging);
 /// - a data-losing fault ([`FaultKind::loses_data`]: a restart of Redis without
-///   persistence, lock rows deleted by hand) that ended after `a`'s acquire call began
-///   (so that `a`'s lock could be among what was lost) and began before `b`'s section
-///   did (so that `b` acquired after the loss).
+///   persistence, lock rows deleted by hand) that ended after one section's acquire call
+///   began (so that its lock could be among what was lost) and began before the other
+///   section did (so that the other acquired after the loss). The one lost may be the
+///   later-starting section: its acquire was answered late, after the loss and the
+///   other's acquisition.
 ///
 /// Nothing else does: not a partition, a reset, a worker kill, a data-keeping restart
 /// (MongoDB, PostgreSQL, a whole etcd cluster), a kill -9 of PostgreSQL, ended sessions,
@@ -325,7 +327,12 @@ fn explanation(a: &Section, b: &Section, faults: &[FaultSpan]) -> Option<FaultKi
             FaultKind::Pause { worker } => [a, b]
                 .iter()
                 .any(|s| s.worker == worker && during(fault, s.requested)),
-            kind if kind.loses_data() => fault.end >= a.requested && fault.start <= b.start,
+            // Either section's lease may be the one lost: the later-starting one too, when
+            // its answer came late.
+            kind if kind.loses_data() => {
+                (fault.end >= a.requested && fault.start <= b.start)
+                    || (fault.end >= b.requested && fault.start <= a.start)
+            }
             _ => false,
         })
         .map(|fault| fault.kind)
@@ -426,15 +433,16 @@ fn duplicates(all: &[Section], report: &mut Report) {
 /// node between the acquire call's start and the action's explains), the renewals taken
 /// as granted though sent at or after the deadline, and the sections that went on after
 /// their lease was released (`all`: one lock's sections).
-fn deadlines(all: &[Section], faults: &[FaultSpan], report: &mut Report) {
+fn deadlines(all: &[Section], faults: &[FaultSpan], exact_times: bool, report: &mut Report) {
     for section in all {
         let late = section.left == Some(0) || section.deadline.is_some_and(|d| section.start >= d);
         if late {
-            let paused = faults.iter().any(|f| {
-                matches!(f.kind, FaultKind::Pause { worker } if worker == section.worker)
-                    && f.start <= section.start
-                    && f.end >= section.requested
-            });
+            let paused = !exact_times
+                && faults.iter().any(|f| {
+                    matches!(f.kind, FaultKind::Pause { worker } if worker == section.worker)
+                        && f.start <= section.start
+                        && f.end >= section.requested
+                });
             if paused {
                 report.tallies.late_starts_in_pauses += 1;
             } else {

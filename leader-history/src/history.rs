@@ -64,6 +64,10 @@ pub struct History {
     /// Whether a paused node can keep every other node from renewing (SQLite, whose
     /// write lock a node stopped mid-transaction keeps).
     pub paused_client_blocks_store: bool,
+    /// Whether every event was written at the very instant of the decision it records (a
+    /// simulator's history): no pause can fall between a node's check of its lease and
+    /// the event, so no pause explains a late action.
+    pub exact_times: bool,
 }
 
 /// What [`read_history`] needs besides the events.
