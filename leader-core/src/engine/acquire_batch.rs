@@ -275,7 +275,7 @@ mod tests {
         // Sent an hour from now as the machine's clock goes: the real clock is far from
         // every deadline here.
         let sent_at = Instant::now() + Duration::from_secs(3600);
-        let deadline = sent_at + lease_time;
+        let deadline = crate::engine::late::lease_deadline(sent_at, lease_time).unwrap();
         for (answered_at, late) in [
             (deadline + Duration::from_millis(1), true),
             (deadline - Duration::from_millis(1), false),

@@ -363,14 +363,14 @@ mod tests {
         let backend = InMemoryBackend::new();
         let mut attempts = Attempts::new("memory", &key, &options);
         let outcome = backend.try_acquire_slot(attempts.request()).unwrap();
-        let late = attempts.on_outcome(outcome, sent_at, sent_at + lease_time);
+        let deadline = crate::engine::late::lease_deadline(sent_at, lease_time).unwrap();
+        let late = attempts.on_outcome(outcome, sent_at, deadline);
         assert!(matches!(late, Step::Late(_)), "{late:?}");
 
         let backend = InMemoryBackend::new();
         let mut attempts = Attempts::new("memory", &key, &options);
         let outcome = backend.try_acquire_slot(attempts.request()).unwrap();
-        let in_time = lease_time - Duration::from_millis(1);
-        let step = attempts.on_outcome(outcome, sent_at, sent_at + in_time);
+        let step = attempts.on_outcome(outcome, sent_at, deadline - Duration::from_millis(1));
         assert!(
             matches!(step, Step::Acquired(_, at) if at == sent_at),
             "{step:?}"

@@ -468,9 +468,10 @@ mod tests {
         // Sent an hour from now as the machine's clock goes: only the given instant can
         // make the answer late.
         let sent_at = Instant::now() + Duration::from_secs(3600);
+        let deadline = crate::engine::late::lease_deadline(sent_at, renew_deadline).unwrap();
         for (answered_at, late) in [
-            (sent_at + renew_deadline, true),
-            (sent_at + renew_deadline - Duration::from_millis(1), false),
+            (deadline, true),
+            (deadline - Duration::from_millis(1), false),
         ] {
             let run = group_campaign(1, config).unwrap();
             let lease = Lease::new(
@@ -486,7 +487,7 @@ mod tests {
                 AfterAttempt::Late(_) => assert!(late, "in time at {answered_at:?}"),
                 AfterAttempt::Elected(term) => {
                     assert!(!late, "late at {answered_at:?}");
-                    assert_eq!(term.context().deadline(), sent_at + renew_deadline);
+                    assert_eq!(term.context().deadline(), deadline);
                 }
                 AfterAttempt::Wait => panic!("the slot was taken"),
             }

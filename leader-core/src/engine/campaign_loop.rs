@@ -501,7 +501,7 @@ mod tests {
         else {
             panic!("elected");
         };
-        let deadline = sent_at + renew_deadline;
+        let deadline = crate::engine::late::lease_deadline(sent_at, renew_deadline).unwrap();
         let (mut term_loop, _) = TermLoop::new(&run, sent_at);
         // Before the deadline, the due renewal is sent.
         let before = deadline - Duration::from_millis(1);

@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 use event_listener::Event;
 use parking_lot::Mutex;
 
+use crate::engine::defects::{Defect, planted};
+use crate::engine::late::lease_deadline;
 use crate::error::Error;
 use crate::leadership::context::{LeaseContext, Shared};
 use crate::spi::lease::Lease;
@@ -56,7 +58,7 @@ impl LeaseTracker {
                     lease,
                     display_name,
                     slot,
-                    deadline: Mutex::new(sent_at + lease_time),
+                    deadline: Mutex::new(deadline_of(sent_at, lease_time)),
                     lost: AtomicBool::new(false),
                     lost_event: Event::new(),
                 }),
@@ -189,8 +191,8 @@ impl LeaseTracker {
         {
             let mut deadline = self.context.shared.deadline.lock();
             let lost = self.context.shared.lost.load(Ordering::Acquire);
-            if !lost && now < *deadline {
-                *deadline = (*deadline).max(sent_at + lease_time);
+            if !lost && (now < *deadline || planted(Defect::RenewAfterDeadline)) {
+                *deadline = (*deadline).max(deadline_of(sent_at, lease_time));
                 return true;
             }
         }
@@ -259,7 +261,16 @@ impl LeaseTracker {
     /// when it runs out, whatever the driver's own timeout: a renewal answered after the
     /// deadline cannot bring back a lease that another node may already hold.
     pub fn renewal_budget(&self, now: Instant) -> Duration {
+        if planted(Defect::RenewAfterDeadline) {
+            return self.lease_time;
+        }
         self.context.deadline().saturating_duration_since(now)
+    }
+
+    /// Whether the lease is lost at `now` (read by the caller): marked lost, or past its
+    /// deadline.
+    pub fn is_lost_at(&self, now: Instant) -> bool {
+        self.context.is_lost_at(now)
     }
 
     /// The deadline passed while a renewal was unanswered: the lease is lost at this moment,
@@ -307,7 +318,12 @@ impl LeaseTracker {
     ///
     /// [`Error::LeaseLost`] naming the lock.
     pub fn check_start(&self, now: Instant) -> Result<(), Error> {
-        if !self.context.is_lost_at(now) {
+        let lost = if planted(Defect::ActionOnLateLease) {
+            self.is_marked_lost()
+        } else {
+            self.context.is_lost_at(now)
+        };
+        if !lost {
             return Ok(());
         }
         self.count_lost();
@@ -323,6 +339,14 @@ impl LeaseTracker {
     pub fn is_marked_lost(&self) -> bool {
         self.context.shared.lost.load(Ordering::Acquire)
     }
+}
+
+/// The deadline of a lease sent for at `sent_at` ([`lease_deadline`]); one past the
+/// clock's range is never reached, so it is as far as the clock goes from `sent_at`.
+fn deadline_of(sent_at: Instant, lease_time: Duration) -> Instant {
+    lease_deadline(sent_at, lease_time)
+        .or_else(|| sent_at.checked_add(Duration::from_secs(u64::from(u32::MAX))))
+        .unwrap_or(sent_at)
 }
 
 impl Drop for LeaseTracker {
@@ -465,7 +489,7 @@ mod tests {
         // clock goes is still held at the instants given, one sent an hour ahead is lost
         // at its deadline.
         let ahead = Instant::now() + Duration::from_secs(3600);
-        let deadline = ahead + lease_time;
+        let deadline = lease_deadline(ahead, lease_time).unwrap();
         let t = tracker_at(ahead, lease_time);
         assert!(t.check_start(deadline - Duration::from_millis(1)).is_ok());
         assert_eq!(
@@ -503,8 +527,8 @@ mod tests {
             lease_time,
             deadline - Duration::from_millis(1)
         ));
-        assert_eq!(t.context().deadline(), sent + lease_time);
-        let next = sent + lease_time;
+        assert_eq!(t.context().deadline(), deadline_of(sent, lease_time));
+        let next = deadline_of(sent, lease_time);
         assert!(!t.record_renewal(extended(), next - Duration::from_secs(1), lease_time, next));
         assert!(t.is_marked_lost());
 
