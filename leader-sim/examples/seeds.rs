@@ -1,0 +1,38 @@
+//! Plays seeds and prints each failing one: `cargo run -p leader-sim --release --example
+//! seeds -- FIRST COUNT [MAX_DRIFT_PPM [LEASE_MS]]`.
+
+use leader_sim::{Plan, run, shrink};
+
+fn main() {
+    let args: Vec<u64> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let first = args.first().copied().unwrap_or(0);
+    let count = args.get(1).copied().unwrap_or(100);
+    let drift = args.get(2).copied().unwrap_or(0);
+    let lease = args.get(3).copied();
+    let started = std::time::Instant::now();
+    let (mut failed, mut acquisitions, mut steps) = (0, 0, 0);
+    for seed in first..first + count {
+        let plan = Plan::random_with_lease(seed, i32::try_from(drift).unwrap_or(0), lease);
+        let outcome = run(&plan);
+        acquisitions += outcome.report.acquisitions;
+        steps += outcome.steps;
+        if !outcome.report.passed() {
+            failed += 1;
+            if failed <= 3 {
+                println!("seed {seed}: {}", outcome.report);
+                for v in outcome.report.violations.iter().take(2) {
+                    println!("  {:?}: {}", v.kind, v.detail);
+                }
+                let small = shrink(&plan);
+                println!("{}", small.as_test(&format!("seed_{seed}")));
+            }
+        }
+    }
+    println!(
+        "{count} seeds from {first}: {failed} failed, {acquisitions} acquisitions, {steps} steps, {:?}",
+        started.elapsed()
+    );
+}

@@ -1,0 +1,688 @@
+//! One simulated node: the elector's I/O glue (what `leader-blocking`'s acquire loop,
+//! renewal driver, action runner and orphan releases do), driving the real engine
+//! machines. Every decision is the engine's: whether an answer came too late, when to
+//! retry, when to renew, whether a renewal counts, whether a lease is lost, how an orphan
+//! is released. The node only sends calls, sets timers and writes down what happened.
+//!
+//! A node runs one job in a loop: acquire the lock (within its wait), act for a while with
+//! the lease auto-extended (a fenced write at the start and at the end), release, rest.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use leader_core::__private::{Attempts, Keepalive, LeaseTracker, Orphan, RenewalSchedule, Step};
+use leader_core::{
+    BackendError, BackendErrorKind, Error, ExtendOutcome, LeaderElectionOptions, LeaderLease,
+    Lease, LockName, ReleaseOutcome, SlotOutcome,
+};
+use leader_history::{Answer as HistoryAnswer, Phase, What};
+
+use crate::clock::SimClock;
+use crate::store::{Answer, Call};
+
+/// The backend name the engine's spans and errors carry.
+pub(crate) const BACKEND: &str = "sim";
+
+/// What a node is set up with, kept outside it so that its machines can borrow it.
+#[derive(Debug)]
+pub(crate) struct Setup {
+    pub(crate) key: LockName,
+    pub(crate) options: LeaderElectionOptions,
+    pub(crate) keepalive: Keepalive,
+}
+
+impl Setup {
+    pub(crate) fn new(node: u32, lease: Duration) -> Setup {
+        let options = LeaderElectionOptions::default()
+            .with_node_id(format!("n{node}"))
+            .with_lease_time(lease)
+            .with_wait_time(lease / 2)
+            .with_auto_extend(true);
+        let keepalive = Keepalive::from_options(&options);
+        Setup {
+            key: LockName::new("job").unwrap_or_else(|_| unreachable_name()),
+            options,
+            keepalive,
+        }
+    }
+}
+
+/// `job` is a valid name; this is never called.
+fn unreachable_name() -> LockName {
+    LockName::new("j").unwrap_or_else(|_| std::process::abort())
+}
+
+/// A timer a node sets, at one of its own instants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Timer {
+    /// Begin the next job.
+    Start,
+    /// Try to acquire again (the engine's backoff).
+    Retry,
+    /// A call's operation timeout.
+    CallTimeout(u64),
+    /// The next renewal is due.
+    RenewDue,
+    /// The time left for the renewal in flight (its id) ran out.
+    RenewalBudget(u64),
+    /// The lease's deadline, as it stood when the timer was set.
+    Deadline,
+    /// The action's work is done.
+    WorkDone,
+    /// An orphan's next release is due.
+    OrphanDue(u64),
+}
+
+/// What a node asks the world to do.
+#[derive(Debug)]
+pub(crate) enum Effect {
+    /// Send `call` (with this node's clock reading) to the store; its answer comes back
+    /// as [`Node::answered`] with `id`, unless it is lost.
+    Send { id: u64, call: Call, client_us: u64 },
+    /// Wake the node with `timer` once its clock reads `at`.
+    Wake { at: Instant, timer: Timer },
+    /// Write down an event of this node's history at the current time.
+    Log(What),
+    /// A fenced write to the resource with `token`.
+    Write { token: u64, phase: Phase },
+}
+
+/// What a call in flight was for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Purpose {
+    Acquire,
+    Renew,
+    Release,
+    Orphan(u64),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct InFlight {
+    id: u64,
+    purpose: Purpose,
+    sent_at: Instant,
+}
+
+/// A lease held while the action works.
+#[derive(Debug)]
+struct Held {
+    tracker: LeaseTracker,
+    schedule: Option<RenewalSchedule>,
+    work_until: Instant,
+    lost: bool,
+}
+
+#[derive(Debug)]
+enum State<'a> {
+    Idle,
+    Acquiring {
+        attempts: Attempts<'a>,
+        /// The first attempt's true time, for the history.
+        requested: u64,
+    },
+    Holding(Held),
+    Releasing(Held),
+}
+
+#[derive(Debug)]
+struct PendingOrphan {
+    id: u64,
+    orphan: Orphan,
+}
+
+/// One node.
+#[derive(Debug)]
+pub(crate) struct Node<'a> {
+    pub(crate) id: u32,
+    setup: &'a Setup,
+    pub(crate) clock: SimClock,
+    state: State<'a>,
+    calls: Vec<InFlight>,
+    orphans: Vec<PendingOrphan>,
+    next_id: u64,
+    /// The simulator's random draws for this node's work and rest.
+    draws: rand::rngs::StdRng,
+}
+
+impl<'a> Node<'a> {
+    pub(crate) fn new(id: u32, setup: &'a Setup, clock: SimClock, seed: u64) -> Self {
+        use rand::SeedableRng;
+        Node {
+            id,
+            setup,
+            clock,
+            state: State::Idle,
+            calls: Vec::new(),
+            orphans: Vec::new(),
+            next_id: 0,
+            draws: rand::rngs::StdRng::seed_from_u64(seed),
+        }
+    }
+
+    /// Killed: every machine and call in flight is gone; the history says so.
+    pub(crate) fn crash(&mut self) {
+        self.state = State::Idle;
+        self.calls.clear();
+        self.orphans.clear();
+    }
+
+    fn lease_time(&self) -> Duration {
+        self.setup.options.lease_time()
+    }
+
+    fn lease_us(&self) -> u64 {
+        u64::try_from(self.lease_time().as_micros()).unwrap_or(u64::MAX)
+    }
+
+    fn send(
+        &mut self,
+        purpose: Purpose,
+        call: Call,
+        now: Instant,
+        t: u64,
+        fx: &mut Vec<Effect>,
+    ) -> u64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.calls.push(InFlight {
+            id,
+            purpose,
+            sent_at: now,
+        });
+        fx.push(Effect::Send {
+            id,
+            call,
+            client_us: self.clock.wall_us(t),
+        });
+        // The driver's operation timeout: a lease (renewals race a shorter budget).
+        fx.push(Effect::Wake {
+            at: now + self.lease_time(),
+            timer: Timer::CallTimeout(id),
+        });
+        id
+    }
+
+    /// Begins: the first job starts after a rest.
+    pub(crate) fn start(&mut self, t: u64, fx: &mut Vec<Effect>) {
+        let rest = self.rest();
+        fx.push(Effect::Wake {
+            at: self.clock.instant(t) + rest,
+            timer: Timer::Start,
+        });
+    }
+
+    fn rest(&mut self) -> Duration {
+        use rand::Rng;
+        let lease = self.lease_us();
+        Duration::from_micros(self.draws.random_range(0..=lease / 2))
+    }
+
+    fn work(&mut self) -> Duration {
+        use rand::Rng;
+        let lease = self.lease_us();
+        let us = if self.draws.random_ratio(1, 5) {
+            self.draws.random_range(lease..=lease * 3)
+        } else {
+            self.draws.random_range(lease / 50..=lease / 2)
+        };
+        Duration::from_micros(us)
+    }
+
+    /// A timer fired at true time `t`.
+    pub(crate) fn woke(&mut self, timer: Timer, t: u64, fx: &mut Vec<Effect>) {
+        let now = self.clock.instant(t);
+        match timer {
+            Timer::Start => {
+                if matches!(self.state, State::Idle) {
+                    let attempts = Attempts::new(BACKEND, &self.setup.key, &self.setup.options);
+                    self.state = State::Acquiring {
+                        attempts,
+                        requested: t,
+                    };
+                    fx.push(Effect::Log(What::AcquireRequested { lock: 0 }));
+                    self.attempt(now, t, fx);
+                }
+            }
+            Timer::Retry => {
+                if matches!(self.state, State::Acquiring { .. }) {
+                    self.attempt(now, t, fx);
+                }
+            }
+            Timer::CallTimeout(id) => {
+                if let Some(call) = self.take_call(id) {
+                    let error = Error::Backend(BackendError::new(
+                        BACKEND,
+                        "job",
+                        BackendErrorKind::Transient,
+                        "no answer within the operation timeout",
+                    ));
+                    self.failed(call, error, now, t, fx);
+                }
+            }
+            Timer::RenewDue => self.renew(now, t, fx),
+            Timer::RenewalBudget(id) => {
+                if self.take_call(id).is_some()
+                    && let State::Holding(held) = &mut self.state
+                {
+                    held.tracker.renewal_unanswered();
+                    self.lose(t, fx);
+                }
+            }
+            Timer::Deadline => {
+                if let State::Holding(held) = &self.state
+                    && !held.lost
+                    && held.tracker.is_lost_at(now)
+                {
+                    held.tracker.lose();
+                    self.lose(t, fx);
+                }
+            }
+            Timer::WorkDone => {
+                if let State::Holding(held) = &self.state
+                    && now >= held.work_until
+                {
+                    self.finish(now, t, fx);
+                }
+            }
+            Timer::OrphanDue(id) => self.release_orphan(id, now, t, fx),
+        }
+    }
+
+    fn take_call(&mut self, id: u64) -> Option<InFlight> {
+        let i = self.calls.iter().position(|c| c.id == id)?;
+        Some(self.calls.swap_remove(i))
+    }
+
+    fn attempt(&mut self, now: Instant, t: u64, fx: &mut Vec<Effect>) {
+        let State::Acquiring { attempts, .. } = &self.state else {
+            return;
+        };
+        let request = attempts.request().request;
+        let call = Call::Acquire {
+            owner: request.owner,
+            node: self.id,
+            lease_us: self.lease_us(),
+        };
+        self.send(Purpose::Acquire, call, now, t, fx);
+    }
+
+    /// The store's answer to call `id` reached the node at true time `t`.
+    pub(crate) fn answered(&mut self, id: u64, answer: Answer, t: u64, fx: &mut Vec<Effect>) {
+        let now = self.clock.instant(t);
+        let Some(call) = self.take_call(id) else {
+            // Timed out already: the driver gave up on it.
+            return;
+        };
+        match call.purpose {
+            Purpose::Acquire => self.acquire_answered(call, answer, now, t, fx),
+            Purpose::Renew => self.renewal_answered(call, answer, now, t, fx),
+            Purpose::Release => self.release_answered(answer, t, fx),
+            Purpose::Orphan(orphan) => {
+                let answer = match answer {
+                    Answer::Released => Ok(ReleaseOutcome::Released),
+                    _ => Ok(ReleaseOutcome::NotHeld),
+                };
+                self.orphan_answered(orphan, answer, now, t, fx);
+            }
+        }
+    }
+
+    fn acquire_answered(
+        &mut self,
+        call: InFlight,
+        answer: Answer,
+        now: Instant,
+        t: u64,
+        fx: &mut Vec<Effect>,
+    ) {
+        let State::Acquiring {
+            attempts,
+            requested,
+        } = &mut self.state
+        else {
+            return;
+        };
+        let requested = *requested;
+        let owner = attempts.request().request.owner;
+        let outcome = match &answer {
+            Answer::Acquired(record) => SlotOutcome::Acquired {
+                slot: 0,
+                lease: Lease::new(
+                    self.setup.key.clone(),
+                    owner,
+                    format!("n{}", record.node),
+                    record.token,
+                    SystemTime::UNIX_EPOCH,
+                    SystemTime::UNIX_EPOCH + Duration::from_micros(record.expires),
+                ),
+            },
+            Answer::Held(record) => SlotOutcome::Held(Some(LeaderLease::new(
+                format!("n{}", record.node),
+                SystemTime::UNIX_EPOCH,
+                SystemTime::UNIX_EPOCH + Duration::from_micros(record.expires),
+                record.token,
+            ))),
+            // Not answers to an acquire.
+            _ => SlotOutcome::Held(None),
+        };
+        let requested_us = self.clock.true_us(call.sent_at);
+        match attempts.on_outcome(outcome, call.sent_at, now) {
+            Step::Acquired(lease, sent_at) => {
+                fx.push(Effect::Log(What::AcquireAnswered {
+                    lock: 0,
+                    requested: requested_us,
+                    answer: HistoryAnswer::Lease {
+                        token: lease.fencing_token,
+                    },
+                }));
+                self.hold(lease, sent_at, requested, now, t, fx);
+            }
+            Step::RetryAfter(delay) => {
+                fx.push(Effect::Wake {
+                    at: now + delay,
+                    timer: Timer::Retry,
+                });
+            }
+            Step::GaveUp(_) => {
+                fx.push(Effect::Log(What::AcquireAnswered {
+                    lock: 0,
+                    requested: requested_us,
+                    answer: HistoryAnswer::Refused,
+                }));
+                self.rest_then_start(now, fx);
+            }
+            Step::Late(late) => {
+                let (orphan, next) = late.into_parts();
+                self.adopt(orphan, now, t, fx);
+                match next {
+                    Ok(delay) => fx.push(Effect::Wake {
+                        at: now + delay,
+                        timer: Timer::Retry,
+                    }),
+                    Err(_) => {
+                        fx.push(Effect::Log(What::AcquireAnswered {
+                            lock: 0,
+                            requested: requested_us,
+                            answer: HistoryAnswer::Refused,
+                        }));
+                        self.rest_then_start(now, fx);
+                    }
+                }
+            }
+        }
+    }
+
+    fn rest_then_start(&mut self, now: Instant, fx: &mut Vec<Effect>) {
+        self.state = State::Idle;
+        let rest = self.rest();
+        fx.push(Effect::Wake {
+            at: now + rest,
+            timer: Timer::Start,
+        });
+    }
+
+    /// A lease won: its action starts unless the lease is already lost.
+    fn hold(
+        &mut self,
+        lease: Lease,
+        sent_at: Instant,
+        requested: u64,
+        now: Instant,
+        t: u64,
+        fx: &mut Vec<Effect>,
+    ) {
+        let lease_time = self.lease_time();
+        let tracker = LeaseTracker::new(lease, "job", sent_at, lease_time, BACKEND);
+        if tracker.check_start(now).is_err() {
+            // Released without the minimum lease: the action never ran.
+            let lease = tracker.lease();
+            let orphan = Orphan::new(lease.key.clone(), lease.owner, sent_at, lease_time);
+            self.adopt(orphan, now, t, fx);
+            self.rest_then_start(now, fx);
+            return;
+        }
+        let token = tracker.lease().fencing_token;
+        let deadline = tracker.context().deadline();
+        let deadline_us = self.clock.true_us(deadline);
+        fx.push(Effect::Log(What::ActionStarted {
+            lock: 0,
+            token,
+            requested: Some(requested),
+            left_us: Some(deadline_us.saturating_sub(t)),
+            deadline: Some(deadline_us),
+        }));
+        fx.push(Effect::Write {
+            token,
+            phase: Phase::Start,
+        });
+        let schedule = self.setup.keepalive.schedule(sent_at);
+        if let Some(schedule) = &schedule {
+            fx.push(Effect::Wake {
+                at: schedule.due(),
+                timer: Timer::RenewDue,
+            });
+        }
+        fx.push(Effect::Wake {
+            at: deadline,
+            timer: Timer::Deadline,
+        });
+        let work_until = now + self.work();
+        fx.push(Effect::Wake {
+            at: work_until,
+            timer: Timer::WorkDone,
+        });
+        self.state = State::Holding(Held {
+            tracker,
+            schedule,
+            work_until,
+            lost: false,
+        });
+    }
+
+    fn renew(&mut self, now: Instant, t: u64, fx: &mut Vec<Effect>) {
+        let State::Holding(held) = &self.state else {
+            return;
+        };
+
+        if held.lost
+            || held.schedule.is_none_or(|schedule| now < schedule.due())
+            || self.calls.iter().any(|c| c.purpose == Purpose::Renew)
+        {
+            return;
+        }
+        let budget = held.tracker.renewal_budget(now);
+        if budget.is_zero() {
+            held.tracker.renewal_unanswered();
+            self.lose(t, fx);
+            return;
+        }
+        let call = Call::Extend {
+            owner: held.tracker.lease().owner,
+            lease_us: self.lease_us(),
+        };
+        let id = self.send(Purpose::Renew, call, now, t, fx);
+        fx.push(Effect::Wake {
+            at: now + budget,
+            timer: Timer::RenewalBudget(id),
+        });
+    }
+
+    fn renewal_answered(
+        &mut self,
+        call: InFlight,
+        answer: Answer,
+        now: Instant,
+        t: u64,
+        fx: &mut Vec<Effect>,
+    ) {
+        let lease_time = self.lease_time();
+        let State::Holding(held) = &mut self.state else {
+            return;
+        };
+        if held.lost {
+            return;
+        }
+        let answer = match answer {
+            Answer::Extended { expires } => Ok(ExtendOutcome::Extended {
+                expires_at: SystemTime::UNIX_EPOCH + Duration::from_micros(expires),
+            }),
+            _ => Ok(ExtendOutcome::NotHeld),
+        };
+        if held
+            .tracker
+            .record_renewal(answer, call.sent_at, lease_time, now)
+        {
+            if let Some(schedule) = &mut held.schedule {
+                schedule.renewed(call.sent_at);
+                fx.push(Effect::Wake {
+                    at: schedule.due(),
+                    timer: Timer::RenewDue,
+                });
+            }
+            let deadline = held.tracker.context().deadline();
+            fx.push(Effect::Log(What::Renewed {
+                lock: 0,
+                token: held.tracker.lease().fencing_token,
+                requested: Some(self.clock.true_us(call.sent_at)),
+                deadline: Some(self.clock.true_us(deadline)),
+            }));
+            fx.push(Effect::Wake {
+                at: deadline,
+                timer: Timer::Deadline,
+            });
+        } else {
+            self.lose(t, fx);
+        }
+    }
+
+    /// The lease is lost (the tracker says so): the action is told and stops at once; it
+    /// ends with its fenced end write and the lease's release.
+    fn lose(&mut self, t: u64, fx: &mut Vec<Effect>) {
+        let State::Holding(held) = &mut self.state else {
+            return;
+        };
+        if held.lost {
+            return;
+        }
+        held.lost = true;
+        let token = held.tracker.lease().fencing_token;
+        fx.push(Effect::Log(What::LeaseLost { lock: 0, token }));
+        let now = self.clock.instant(t);
+        self.finish(now, t, fx);
+    }
+
+    /// The action returns: its end write, then the release.
+    fn finish(&mut self, now: Instant, t: u64, fx: &mut Vec<Effect>) {
+        let State::Holding(held) = std::mem::replace(&mut self.state, State::Idle) else {
+            return;
+        };
+        let token = held.tracker.lease().fencing_token;
+        if !held.lost && held.tracker.lost_before_return(now) {
+            fx.push(Effect::Log(What::LeaseLost { lock: 0, token }));
+        }
+        fx.push(Effect::Write {
+            token,
+            phase: Phase::End,
+        });
+        fx.push(Effect::Log(What::ActionEnded { lock: 0, token }));
+        let call = Call::Release {
+            owner: held.tracker.lease().owner,
+        };
+        self.state = State::Releasing(held);
+        self.send(Purpose::Release, call, now, t, fx);
+    }
+
+    fn release_answered(&mut self, answer: Answer, t: u64, fx: &mut Vec<Effect>) {
+        let State::Releasing(held) = std::mem::replace(&mut self.state, State::Idle) else {
+            return;
+        };
+        if answer == Answer::Released {
+            fx.push(Effect::Log(What::Released {
+                lock: 0,
+                token: held.tracker.lease().fencing_token,
+            }));
+        }
+        let now = self.clock.instant(t);
+        self.rest_then_start(now, fx);
+    }
+
+    fn failed(&mut self, call: InFlight, error: Error, now: Instant, t: u64, fx: &mut Vec<Effect>) {
+        match call.purpose {
+            Purpose::Acquire => {
+                let State::Acquiring { attempts, .. } = &self.state else {
+                    return;
+                };
+                // The request may have been applied: release its owner token.
+                let orphan = Orphan::of_request(&attempts.request(), call.sent_at);
+                fx.push(Effect::Log(What::AcquireAnswered {
+                    lock: 0,
+                    requested: self.clock.true_us(call.sent_at),
+                    answer: HistoryAnswer::Indeterminate {
+                        message: Some(error.to_string()),
+                    },
+                }));
+                self.adopt(orphan, now, t, fx);
+                self.rest_then_start(now, fx);
+            }
+            // Renewals race their budget, which is shorter than the timeout.
+            Purpose::Renew => {}
+            Purpose::Release => {
+                let State::Releasing(held) = std::mem::replace(&mut self.state, State::Idle) else {
+                    return;
+                };
+                let lease_time = self.lease_time();
+                if let Some(orphan) = Orphan::after_release(
+                    held.tracker.lease(),
+                    lease_time,
+                    Duration::ZERO,
+                    &Err(error),
+                    now,
+                ) {
+                    self.adopt(orphan, now, t, fx);
+                }
+                self.rest_then_start(now, fx);
+            }
+            Purpose::Orphan(orphan) => self.orphan_answered(orphan, Err(error), now, t, fx),
+        }
+    }
+
+    /// Takes `orphan` into the background releases: its first release goes out now.
+    fn adopt(&mut self, orphan: Orphan, now: Instant, t: u64, fx: &mut Vec<Effect>) {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.orphans.push(PendingOrphan { id, orphan });
+        self.release_orphan(id, now, t, fx);
+    }
+
+    fn release_orphan(&mut self, id: u64, now: Instant, t: u64, fx: &mut Vec<Effect>) {
+        let Some(pending) = self.orphans.iter().find(|o| o.id == id) else {
+            return;
+        };
+        let Some(lease) = pending.orphan.leases().first() else {
+            return;
+        };
+        let call = Call::Release { owner: lease.owner };
+        self.send(Purpose::Orphan(id), call, now, t, fx);
+    }
+
+    fn orphan_answered(
+        &mut self,
+        id: u64,
+        answer: Result<ReleaseOutcome, Error>,
+        now: Instant,
+        _t: u64,
+        fx: &mut Vec<Effect>,
+    ) {
+        let Some(i) = self.orphans.iter().position(|o| o.id == id) else {
+            return;
+        };
+        match self.orphans[i].orphan.after_releases(&[answer], now) {
+            Some(delay) => fx.push(Effect::Wake {
+                at: now + delay,
+                timer: Timer::OrphanDue(id),
+            }),
+            None => {
+                self.orphans.swap_remove(i);
+            }
+        }
+    }
+}

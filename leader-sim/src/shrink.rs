@@ -1,0 +1,74 @@
+//! Shrinking a failing plan to a short one that still fails the same way.
+
+use leader_history::ViolationKind;
+
+use crate::plan::Plan;
+use crate::world::run;
+
+/// The kinds of violation a plan's run shows, in order of first appearance.
+fn kinds(plan: &Plan) -> Vec<ViolationKind> {
+    let mut kinds = Vec::new();
+    for v in run(plan).report.violations {
+        if !kinds.contains(&v.kind) {
+            kinds.push(v.kind);
+        }
+    }
+    kinds
+}
+
+/// A smaller plan whose run still shows `plan`'s first kind of violation (or `plan`
+/// itself if its run passes): each fault is dropped if the failure survives without it,
+/// then the run is cut short while it survives, then nodes are removed from the end.
+/// Every step replays whole runs, so a plan of a few dozen faults shrinks in a few
+/// hundred runs.
+pub fn shrink(plan: &Plan) -> Plan {
+    let Some(&target) = kinds(plan).first() else {
+        return plan.clone();
+    };
+    let fails = |p: &Plan| kinds(p).contains(&target);
+    let mut best = plan.clone();
+    // Faults, one at a time, last first (later faults matter less often).
+    let mut i = best.faults.len();
+    while i > 0 {
+        i -= 1;
+        let mut candidate = best.clone();
+        candidate.faults.remove(i);
+        if fails(&candidate) {
+            best = candidate;
+        }
+    }
+    // The run's length, by halves then by tenths.
+    for divisor in [2, 10] {
+        loop {
+            let step = best.run_ms / divisor;
+            if step == 0 {
+                break;
+            }
+            let mut candidate = best.clone();
+            candidate.run_ms -= step;
+            candidate.faults.retain(|f| f.at_ms < candidate.run_ms);
+            if fails(&candidate) {
+                best = candidate;
+            } else {
+                break;
+            }
+        }
+    }
+    // Nodes, from the last (faults on a removed node go too).
+    while best.nodes > 2 {
+        let mut candidate = best.clone();
+        candidate.nodes -= 1;
+        candidate.node_drift_ppm.truncate(candidate.nodes as usize);
+        candidate.node_skew_ms.truncate(candidate.nodes as usize);
+        let nodes = candidate.nodes;
+        candidate
+            .faults
+            .retain(|f| f.kind.node().is_none_or(|n| n < nodes));
+        if fails(&candidate) {
+            best = candidate;
+        } else {
+            break;
+        }
+    }
+    best
+}

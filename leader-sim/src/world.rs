@@ -1,0 +1,555 @@
+//! The world of one run: the event queue in true time, the network between the nodes and
+//! the store, the faults of the plan, the fenced resource, and the history the checker
+//! judges.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::{Duration, Instant};
+
+use leader_core::__private::{Defect, SeededRandomness, plant};
+use leader_history::{
+    Clock, Event, FaultKind as HistoryFault, FaultSpan, History, Log, Phase, Report, What, check,
+};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::clock::SimClock;
+use crate::node::{Effect, Node, Setup, Timer};
+use crate::plan::{FaultKind, Plan, Planted, Profile};
+use crate::store::{Answer, Call, ModelStore};
+
+/// What a run gave.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The checker's verdict on the history.
+    pub report: Report,
+    /// The history, in the order it was written (JSON lines of it are a trace
+    /// `leader-history` reads).
+    pub events: Vec<Event>,
+    /// How many events the world processed.
+    pub steps: u64,
+}
+
+#[derive(Debug)]
+enum Ev {
+    Wake {
+        node: u32,
+        life: u32,
+        timer: Timer,
+    },
+    ToStore {
+        node: u32,
+        life: u32,
+        id: u64,
+        call: Call,
+        client_us: u64,
+    },
+    ToNode {
+        node: u32,
+        life: u32,
+        id: u64,
+        answer: Answer,
+    },
+    Fault(usize),
+    PauseOver,
+    Restart {
+        node: u32,
+    },
+    End,
+}
+
+/// A queued event: ordered by time, then by the order it was queued.
+#[derive(Debug)]
+struct Queued {
+    at: u64,
+    seq: u64,
+    ev: Ev,
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+impl Eq for Queued {}
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Queued {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.at, self.seq).cmp(&(other.at, other.seq))
+    }
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct NodeFaults {
+    life: u32,
+    down: bool,
+    paused_until: u64,
+    partitioned_until: u64,
+    slow_until: u64,
+    slow_extra_us: u64,
+}
+
+struct World<'a> {
+    plan: &'a Plan,
+    t: u64,
+    seq: u64,
+    steps: u64,
+    queue: BinaryHeap<Reverse<Queued>>,
+    rng: StdRng,
+    store: ModelStore,
+    store_clock: SimClock,
+    nodes: Vec<Node<'a>>,
+    faults_of: Vec<NodeFaults>,
+    highest_written: u64,
+    events: Vec<Event>,
+    resource: Vec<Event>,
+    spans: Vec<FaultSpan>,
+    effects: Vec<Effect>,
+}
+
+/// Plays `plan` and judges its history.
+pub fn run(plan: &Plan) -> Outcome {
+    let engine: Vec<Defect> = plan
+        .defects
+        .iter()
+        .filter_map(|d| match d {
+            Planted::Engine(defect) => Some(*defect),
+            Planted::TokenFromClientClock => None,
+        })
+        .collect();
+    let _planted = plant(&engine);
+    // Owner tokens, backoff jitter: from the seed, on this thread.
+    let _seeded = SeededRandomness::new(plan.seed);
+    let lease = Duration::from_millis(plan.lease_ms.max(1));
+    let setups: Vec<Setup> = (0..plan.nodes).map(|n| Setup::new(n, lease)).collect();
+    let base = Instant::now();
+    let mut store = ModelStore::new(plan.profile);
+    if plan.defects.contains(&Planted::TokenFromClientClock) {
+        store = store.with_token_from_client_clock();
+    }
+    let mut world = World {
+        plan,
+        t: 0,
+        seq: 0,
+        steps: 0,
+        queue: BinaryHeap::new(),
+        rng: StdRng::seed_from_u64(plan.seed),
+        store,
+        store_clock: SimClock::new(base, plan.store_drift_ppm, 0),
+        nodes: setups
+            .iter()
+            .enumerate()
+            .map(|(i, setup)| {
+                let id = u32::try_from(i).unwrap_or(u32::MAX);
+                let drift = plan.node_drift_ppm.get(i).copied().unwrap_or(0);
+                let skew = plan.node_skew_ms.get(i).copied().unwrap_or(0) * 1_000;
+                let seed = plan.seed.wrapping_mul(31).wrapping_add(u64::from(id));
+                Node::new(id, setup, SimClock::new(base, drift, skew), seed)
+            })
+            .collect(),
+        faults_of: vec![NodeFaults::default(); setups.len()],
+        highest_written: 0,
+        events: Vec::new(),
+        resource: Vec::new(),
+        spans: Vec::new(),
+        effects: Vec::new(),
+    };
+    world.play();
+    world.judge()
+}
+
+impl<'a> World<'a> {
+    fn push(&mut self, at: u64, ev: Ev) {
+        self.seq += 1;
+        self.queue.push(Reverse(Queued {
+            at,
+            seq: self.seq,
+            ev,
+        }));
+    }
+
+    fn play(&mut self) {
+        let end = self.plan.run_ms * 1_000;
+        for (i, fault) in self.plan.faults.iter().enumerate() {
+            if fault.at_ms * 1_000 < end {
+                self.push(fault.at_ms * 1_000, Ev::Fault(i));
+            }
+        }
+        self.push(end, Ev::End);
+        for n in 0..self.nodes.len() {
+            self.log(
+                n,
+                What::NodeStarted {
+                    pid: None,
+                    name: Some(format!("n{n}")),
+                },
+            );
+            let mut fx = std::mem::take(&mut self.effects);
+            self.nodes[n].start(0, &mut fx);
+            self.apply(n, &mut fx);
+            self.effects = fx;
+        }
+        while let Some(Reverse(q)) = self.queue.pop() {
+            self.t = q.at;
+            self.steps += 1;
+            if matches!(q.ev, Ev::End) {
+                break;
+            }
+            self.handle(q.ev);
+        }
+    }
+
+    fn handle(&mut self, ev: Ev) {
+        match ev {
+            Ev::Wake { node, life, timer } => {
+                let n = node as usize;
+                if !self.deliverable(n, life, || Ev::Wake { node, life, timer }) {
+                    return;
+                }
+                let mut fx = std::mem::take(&mut self.effects);
+                self.nodes[n].woke(timer, self.t, &mut fx);
+                self.apply(n, &mut fx);
+                self.effects = fx;
+            }
+            Ev::ToNode {
+                node,
+                life,
+                id,
+                answer,
+            } => {
+                let n = node as usize;
+                let copy = answer.clone();
+                if !self.deliverable(n, life, || Ev::ToNode {
+                    node,
+                    life,
+                    id,
+                    answer: copy,
+                }) {
+                    return;
+                }
+                let mut fx = std::mem::take(&mut self.effects);
+                self.nodes[n].answered(id, answer, self.t, &mut fx);
+                self.apply(n, &mut fx);
+                self.effects = fx;
+            }
+            Ev::ToStore {
+                node,
+                life,
+                id,
+                call,
+                client_us,
+            } => {
+                let now = self.store_clock.local_us(self.t);
+                let answer = self.store.answer(call, now, client_us);
+                self.transmit(
+                    node as usize,
+                    Ev::ToNode {
+                        node,
+                        life,
+                        id,
+                        answer,
+                    },
+                );
+            }
+            Ev::Fault(i) => self.fault(i),
+            Ev::PauseOver => {}
+            Ev::Restart { node } => {
+                let n = node as usize;
+                self.faults_of[n].down = false;
+                self.faults_of[n].life += 1;
+                self.log(
+                    n,
+                    What::NodeStarted {
+                        pid: None,
+                        name: Some(format!("n{n}")),
+                    },
+                );
+                let mut fx = std::mem::take(&mut self.effects);
+                self.nodes[n].start(self.t, &mut fx);
+                self.apply(n, &mut fx);
+                self.effects = fx;
+            }
+            Ev::End => {}
+        }
+    }
+
+    /// Whether an event of node `n`'s life `life` is for it now: not if that life is over
+    /// (or it is down); while it is paused, the event waits until it continues.
+    fn deliverable(&mut self, n: usize, life: u32, again: impl FnOnce() -> Ev) -> bool {
+        let faults = self.faults_of[n];
+        if faults.down || faults.life != life {
+            return false;
+        }
+        if faults.paused_until > self.t {
+            self.push(faults.paused_until, again());
+            return false;
+        }
+        true
+    }
+
+    /// Sends a message between node `n` and the store, through the network and its faults.
+    fn transmit(&mut self, n: usize, ev: Ev) {
+        let net = self.plan.network;
+        let faults = self.faults_of[n];
+        let sent = self.t;
+        if faults.partitioned_until > self.t {
+            return;
+        }
+        if net.lost_one_in > 0 && self.rng.random_ratio(1, net.lost_one_in) {
+            self.spans.push(FaultSpan {
+                kind: HistoryFault::Blackhole,
+                start: sent,
+                end: sent + self.plan.lease_ms * 1_000,
+            });
+            return;
+        }
+        let mut delay = self
+            .rng
+            .random_range(net.min_us..=net.max_us.max(net.min_us));
+        if faults.slow_until > self.t {
+            delay += faults.slow_extra_us;
+        }
+        if net.held_back_one_in > 0 && self.rng.random_ratio(1, net.held_back_one_in) {
+            let held = self.rng.random_range(0..=self.plan.lease_ms * 1_000);
+            delay += held;
+            self.spans.push(FaultSpan {
+                kind: HistoryFault::Blackhole,
+                start: sent,
+                end: sent + delay,
+            });
+        }
+        let duplicate = matches!(ev, Ev::ToStore { .. })
+            && net.duplicated_one_in > 0
+            && self.rng.random_ratio(1, net.duplicated_one_in);
+        if duplicate
+            && let Ev::ToStore {
+                node,
+                life,
+                id,
+                call,
+                client_us,
+            } = &ev
+        {
+            let again = Ev::ToStore {
+                node: *node,
+                life: *life,
+                id: *id,
+                call: *call,
+                client_us: *client_us,
+            };
+            let later = self
+                .rng
+                .random_range(net.min_us..=net.max_us.max(net.min_us) * 4);
+            self.push(sent + delay + later, again);
+        }
+        self.push(sent + delay, ev);
+    }
+
+    fn apply(&mut self, n: usize, fx: &mut Vec<Effect>) {
+        let life = self.faults_of[n].life;
+        let node = self.nodes[n].id;
+        for effect in fx.drain(..) {
+            match effect {
+                Effect::Send {
+                    id,
+                    call,
+                    client_us,
+                } => self.transmit(
+                    n,
+                    Ev::ToStore {
+                        node,
+                        life,
+                        id,
+                        call,
+                        client_us,
+                    },
+                ),
+                Effect::Wake { at, timer } => {
+                    let at = self.nodes[n].clock.true_us(at).max(self.t);
+                    self.push(at, Ev::Wake { node, life, timer });
+                }
+                Effect::Log(what) => self.log(n, what),
+                Effect::Write { token, phase } => self.write(n, token, phase),
+            }
+        }
+    }
+
+    fn log(&mut self, n: usize, what: What) {
+        self.events.push(Event {
+            at: self.t,
+            clock: Clock::Wall,
+            node: Some(u32::try_from(n).unwrap_or(u32::MAX)),
+            what,
+        });
+    }
+
+    /// A fenced write: accepted unless a larger token was accepted before.
+    fn write(&mut self, n: usize, token: u64, phase: Phase) {
+        if token >= self.highest_written {
+            self.highest_written = token;
+            let accepted = What::WriteAccepted {
+                lock: 0,
+                token,
+                phase: Some(phase),
+            };
+            self.resource.push(Event {
+                at: self.t,
+                clock: Clock::Store,
+                node: None,
+                what: accepted.clone(),
+            });
+            self.log(n, accepted);
+        } else {
+            self.log(
+                n,
+                What::WriteRejected {
+                    lock: 0,
+                    token,
+                    phase: Some(phase),
+                    highest_seen: Some(self.highest_written),
+                },
+            );
+        }
+    }
+
+    fn fault(&mut self, i: usize) {
+        let Some(fault) = self.plan.faults.get(i).copied() else {
+            return;
+        };
+        let t = self.t;
+        match fault.kind {
+            FaultKind::Pause { node, ms } => {
+                let n = node as usize % self.nodes.len();
+                let until = t + ms * 1_000;
+                let f = &mut self.faults_of[n];
+                f.paused_until = f.paused_until.max(until);
+                self.spans.push(FaultSpan {
+                    kind: HistoryFault::Pause { worker: n as u32 },
+                    start: t,
+                    end: until,
+                });
+                self.push(until, Ev::PauseOver);
+            }
+            FaultKind::Crash { node, down_ms } => {
+                let n = node as usize % self.nodes.len();
+                if self.faults_of[n].down {
+                    return;
+                }
+                self.faults_of[n].down = true;
+                self.faults_of[n].paused_until = 0;
+                self.nodes[n].crash();
+                self.log(n, What::NodeStopped);
+                let back = t + down_ms * 1_000 + 1;
+                self.spans.push(FaultSpan {
+                    kind: HistoryFault::Kill { worker: n as u32 },
+                    start: t,
+                    end: back,
+                });
+                self.push(back, Ev::Restart { node: n as u32 });
+            }
+            FaultKind::Partition { node, ms } => {
+                let n = node as usize % self.nodes.len();
+                let until = t + ms * 1_000;
+                let f = &mut self.faults_of[n];
+                f.partitioned_until = f.partitioned_until.max(until);
+                self.spans.push(FaultSpan {
+                    kind: HistoryFault::Blackhole,
+                    start: t,
+                    end: until,
+                });
+            }
+            FaultKind::SlowLink { node, ms, extra_ms } => {
+                let n = node as usize % self.nodes.len();
+                let until = t + ms * 1_000;
+                let f = &mut self.faults_of[n];
+                f.slow_until = f.slow_until.max(until);
+                f.slow_extra_us = extra_ms * 1_000;
+                self.spans.push(FaultSpan {
+                    kind: HistoryFault::Blackhole,
+                    start: t,
+                    end: until + extra_ms * 1_000,
+                });
+            }
+            FaultKind::LoseAll => {
+                self.store.lose_all();
+                let kind = match self.plan.profile {
+                    Profile::Redis => HistoryFault::Restart { data_lost: true },
+                    _ => HistoryFault::Wipe { rows: 1 },
+                };
+                self.spans.push(FaultSpan {
+                    kind,
+                    start: t,
+                    end: t,
+                });
+            }
+            FaultKind::RollBack { ms } => {
+                let now = self.store_clock.local_us(t);
+                self.store.roll_back(now.saturating_sub(ms * 1_000));
+                self.spans.push(FaultSpan {
+                    kind: HistoryFault::Failover { data_lost: true },
+                    start: t.saturating_sub(ms * 1_000),
+                    end: t,
+                });
+            }
+        }
+    }
+
+    fn judge(self) -> Outcome {
+        let mut logs: Vec<Log> = Vec::new();
+        for event in &self.events {
+            let Some(node) = event.node else { continue };
+            let starts_life = matches!(event.what, What::NodeStarted { .. });
+            let open = logs
+                .iter()
+                .rposition(|l| l.node == node && l.died_at.is_none());
+            let i = match open {
+                Some(i) if !starts_life || logs[i].events.is_empty() => i,
+                _ => {
+                    logs.push(Log {
+                        node,
+                        ..Log::default()
+                    });
+                    logs.len() - 1
+                }
+            };
+            logs[i].events.push(event.clone());
+            if matches!(event.what, What::NodeStopped) {
+                logs[i].died_at = Some(event.at);
+            }
+        }
+        let mut spans = self.spans;
+        spans.sort_by_key(|s| (s.start, s.end));
+        let history = History {
+            backend: format!("sim-{:?}", self.plan.profile).to_lowercase(),
+            logs,
+            faults: spans,
+            resource: self.resource,
+            unreadable_resource_entries: 0,
+            run_end: self.t,
+            stopped_at: self.t,
+            lease_us: self.plan.lease_ms * 1_000,
+            paused_client_blocks_store: false,
+            exact_times: true,
+        };
+        let mut events = self.events;
+        events.extend(history.faults.iter().map(|f| Event {
+            at: f.end,
+            clock: Clock::Wall,
+            node: None,
+            what: What::Fault {
+                fault: f.kind,
+                start: f.start,
+                end: f.end,
+            },
+        }));
+        Outcome {
+            report: check(&history),
+            events,
+            steps: self.steps,
+        }
+    }
+}

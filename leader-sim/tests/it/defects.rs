@@ -1,0 +1,85 @@
+//! Each planted defect is caught within a bounded number of seeds, and its failing run
+//! shrinks to a short plan that still fails the same way.
+
+use leader_history::ViolationKind;
+use leader_sim::{Defect, Plan, Planted, run, shrink};
+
+/// The first seed (below `within`) whose run with `defect` planted fails, and the kinds
+/// of violation it shows.
+fn caught(defect: Planted, within: u64) -> (Plan, Vec<ViolationKind>) {
+    for seed in 0..within {
+        let mut plan = Plan::random(seed, 0);
+        plan.defects = vec![defect];
+        let report = run(&plan).report;
+        if !report.passed() {
+            let kinds = report.violations.iter().map(|v| v.kind).collect();
+            return (plan, kinds);
+        }
+    }
+    panic!("{} was not caught in {within} seeds", defect.name());
+}
+
+#[test]
+fn renewing_after_the_deadline_lets_a_second_holder_in() {
+    let (_, kinds) = caught(Planted::Engine(Defect::RenewAfterDeadline), 50);
+    assert!(
+        kinds.contains(&ViolationKind::UnexplainedOverlap),
+        "{kinds:?}"
+    );
+}
+
+#[test]
+fn an_action_on_a_late_lease_is_seen_starting_late() {
+    let (_, kinds) = caught(Planted::Engine(Defect::ActionOnLateLease), 400);
+    assert!(kinds.contains(&ViolationKind::LateAction), "{kinds:?}");
+}
+
+#[test]
+fn tokens_from_the_clients_clock_go_back() {
+    let (_, kinds) = caught(Planted::TokenFromClientClock, 50);
+    assert!(kinds.contains(&ViolationKind::TokenOrder), "{kinds:?}");
+}
+
+#[test]
+fn without_the_clock_rate_allowance_slow_clocks_let_a_second_holder_in() {
+    // 30 s leases, clocks up to ±400 ppm off (within the allowance, when it is there).
+    let defect = Planted::Engine(Defect::NoClockRateAllowance);
+    let failing = (0..1_000).find(|&seed| {
+        let mut plan = Plan::random_with_lease(seed, 400, Some(30_000));
+        plan.defects = vec![defect];
+        let report = run(&plan).report;
+        report
+            .violations
+            .iter()
+            .any(|v| v.kind == ViolationKind::UnexplainedOverlap)
+    });
+    assert!(
+        failing.is_some(),
+        "{} was not caught in 1,000 seeds",
+        defect.name()
+    );
+}
+
+#[test]
+fn a_failing_run_shrinks_and_prints_as_a_test() {
+    let (plan, kinds) = caught(Planted::TokenFromClientClock, 50);
+    let small = shrink(&plan);
+    assert!(small.faults.len() <= plan.faults.len());
+    assert!(small.run_ms <= plan.run_ms);
+    let report = run(&small).report;
+    assert!(
+        report.violations.iter().any(|v| v.kind == kinds[0]),
+        "{report}"
+    );
+    let test = small.as_test("found");
+    assert!(test.starts_with("#[test]\nfn found() {"), "{test}");
+    assert!(test.contains("Planted::TokenFromClientClock"), "{test}");
+}
+
+#[test]
+fn without_a_defect_the_same_seeds_pass() {
+    for seed in 0..50 {
+        let plan = Plan::random(seed, 0);
+        assert!(run(&plan).report.passed(), "seed {seed}");
+    }
+}
