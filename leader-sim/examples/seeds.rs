@@ -1,5 +1,6 @@
 //! Plays seeds and prints each failing one: `cargo run -p leader-sim --release --example
-//! seeds -- FIRST COUNT [MAX_DRIFT_PPM [LEASE_MS]]`.
+//! seeds -- [FIRST [COUNT [MAX_DRIFT_PPM [LEASE_MS]]]]`. Without `FIRST`, the first seed is
+//! drawn from the time and printed before anything runs, so a long run can be replayed.
 
 use leader_sim::{Plan, run, shrink};
 
@@ -8,13 +9,21 @@ fn main() {
         .skip(1)
         .filter_map(|a| a.parse().ok())
         .collect();
-    let first = args.first().copied().unwrap_or(0);
+    let first = args.first().copied().unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs().wrapping_mul(1_000_003))
+    });
     let count = args.get(1).copied().unwrap_or(100);
     let drift = args.get(2).copied().unwrap_or(0);
     let lease = args.get(3).copied();
+    println!(
+        "seeds {first}..{}, clocks within ±{drift} ppm",
+        first.wrapping_add(count)
+    );
     let started = std::time::Instant::now();
     let (mut failed, mut acquisitions, mut steps) = (0, 0, 0);
-    for seed in first..first + count {
+    for seed in (0..count).map(|i| first.wrapping_add(i)) {
         let plan = Plan::random_with_lease(seed, i32::try_from(drift).unwrap_or(0), lease);
         let outcome = run(&plan);
         acquisitions += outcome.report.acquisitions;
