@@ -9,39 +9,63 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use leader_core::__private::{Attempts, Keepalive, LeaseTracker, Orphan, RenewalSchedule, Step};
+use leader_core::__private::{
+    Attempts, CampaignRun, ElectorSettings, Keepalive, LeaseTracker, Orphan, RenewalSchedule, Step,
+};
 use leader_core::{
-    BackendError, BackendErrorKind, Error, ExtendOutcome, LeaderElectionOptions, LeaderLease,
-    Lease, LockName, ReleaseOutcome, SlotOutcome,
+    BackendError, BackendErrorKind, CampaignConfig, Error, ExtendOutcome, LeaderElectionOptions,
+    LeaderLease, Lease, LockName, ReleaseOutcome, SlotOutcome,
 };
 use leader_history::{Answer as HistoryAnswer, Phase, What};
 
 use crate::clock::SimClock;
 use crate::store::{Answer, Call};
 
+mod campaign;
+
 /// The backend name the engine's spans and errors carry.
 pub(crate) const BACKEND: &str = "sim";
 
-/// What a node is set up with, kept outside it so that its machines can borrow it.
+/// What a node is set up with, kept outside it so that its machines can borrow it: the
+/// job's lock and options, and for a campaign one `CampaignRun` per life of the node (a
+/// restarted node campaigns afresh).
 #[derive(Debug)]
 pub(crate) struct Setup {
     pub(crate) key: LockName,
     pub(crate) options: LeaderElectionOptions,
     pub(crate) keepalive: Keepalive,
+    pub(crate) campaigns: Vec<CampaignRun>,
 }
 
 impl Setup {
-    pub(crate) fn new(node: u32, lease: Duration) -> Setup {
+    /// A node that runs a job in a loop, or (`lives` > 0) campaigns `lives` times.
+    pub(crate) fn new(node: u32, lease: Duration, lives: usize) -> Setup {
         let options = LeaderElectionOptions::default()
             .with_node_id(format!("n{node}"))
             .with_lease_time(lease)
             .with_wait_time(lease / 2)
             .with_auto_extend(true);
         let keepalive = Keepalive::from_options(&options);
+        let config = CampaignConfig::default()
+            .with_lease_time(lease)
+            .with_heartbeat(lease / 5)
+            .with_renew_deadline(lease * 2 / 3)
+            .with_poll_interval(lease / 4);
+        let campaigns = ElectorSettings::new(options.clone())
+            .ok()
+            .map(|settings| {
+                (0..lives)
+                    .filter_map(|_| {
+                        CampaignRun::new(&settings, "job", config, Vec::new(), BACKEND).ok()
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         Setup {
             key: LockName::new("job").unwrap_or_else(|_| unreachable_name()),
             options,
             keepalive,
+            campaigns,
         }
     }
 }
@@ -70,6 +94,12 @@ pub(crate) enum Timer {
     WorkDone,
     /// An orphan's next release is due.
     OrphanDue(u64),
+    /// A campaign's next round (a standby's attempt).
+    Round,
+    /// A leader's wait is over (its next renewal is due).
+    TermWait,
+    /// The term's deadline passed while its renewal (the id) was on its way.
+    TermBudget(u64),
 }
 
 /// What a node asks the world to do.
@@ -88,23 +118,29 @@ pub(crate) enum Effect {
 
 /// What a call in flight was for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Purpose {
+pub(super) enum Purpose {
     Acquire,
     Renew,
     Release,
     Orphan(u64),
+    /// A standby's attempt.
+    Campaign,
+    /// A leader's renewal of its term.
+    TermRenew,
+    /// The release of an ended term.
+    TermRelease,
 }
 
 #[derive(Debug, Clone, Copy)]
-struct InFlight {
-    id: u64,
-    purpose: Purpose,
-    sent_at: Instant,
+pub(super) struct InFlight {
+    pub(super) id: u64,
+    pub(super) purpose: Purpose,
+    pub(super) sent_at: Instant,
 }
 
 /// A lease held while the action works.
 #[derive(Debug)]
-struct Held {
+pub(super) struct Held {
     tracker: LeaseTracker,
     schedule: Option<RenewalSchedule>,
     work_until: Instant,
@@ -112,8 +148,12 @@ struct Held {
 }
 
 #[derive(Debug)]
-enum State<'a> {
+pub(super) enum State<'a> {
     Idle,
+    /// A campaign's standby, between rounds or with its attempt on its way.
+    Standby,
+    /// A campaign's leader.
+    Leading(campaign::Leading<'a>),
     Acquiring {
         attempts: Attempts<'a>,
         /// The first attempt's true time, for the history.
@@ -134,8 +174,10 @@ struct PendingOrphan {
 pub(crate) struct Node<'a> {
     pub(crate) id: u32,
     setup: &'a Setup,
+    /// The node's life (0 first, one more after each restart): which campaign run it uses.
+    life: usize,
     pub(crate) clock: SimClock,
-    state: State<'a>,
+    pub(super) state: State<'a>,
     calls: Vec<InFlight>,
     orphans: Vec<PendingOrphan>,
     next_id: u64,
@@ -149,6 +191,7 @@ impl<'a> Node<'a> {
         Node {
             id,
             setup,
+            life: 0,
             clock,
             state: State::Idle,
             calls: Vec::new(),
@@ -158,8 +201,10 @@ impl<'a> Node<'a> {
         }
     }
 
-    /// Killed: every machine and call in flight is gone; the history says so.
+    /// Killed: every machine and call in flight is gone; the history says so. It starts
+    /// again as a new life.
     pub(crate) fn crash(&mut self) {
+        self.life += 1;
         self.state = State::Idle;
         self.calls.clear();
         self.orphans.clear();
@@ -169,7 +214,7 @@ impl<'a> Node<'a> {
         self.setup.options.lease_time()
     }
 
-    fn lease_us(&self) -> u64 {
+    pub(super) fn lease_us(&self) -> u64 {
         u64::try_from(self.lease_time().as_micros()).unwrap_or(u64::MAX)
     }
 
@@ -201,16 +246,22 @@ impl<'a> Node<'a> {
         id
     }
 
-    /// Begins: the first job starts after a rest.
+    /// Begins: the first job (or the campaign's first round) starts after a rest.
     pub(crate) fn start(&mut self, t: u64, fx: &mut Vec<Effect>) {
         let rest = self.rest();
+        let timer = if self.setup.campaigns.is_empty() {
+            Timer::Start
+        } else {
+            self.state = State::Standby;
+            Timer::Round
+        };
         fx.push(Effect::Wake {
             at: self.clock.instant(t) + rest,
-            timer: Timer::Start,
+            timer,
         });
     }
 
-    fn rest(&mut self) -> Duration {
+    pub(super) fn rest(&mut self) -> Duration {
         use rand::Rng;
         let lease = self.lease_us();
         Duration::from_micros(self.draws.random_range(0..=lease / 2))
@@ -284,10 +335,17 @@ impl<'a> Node<'a> {
                 }
             }
             Timer::OrphanDue(id) => self.release_orphan(id, now, t, fx),
+            Timer::Round => self.round(now, t, fx),
+            Timer::TermWait => self.term_wait(now, t, fx),
+            Timer::TermBudget(id) => {
+                if let Some(call) = self.take_call(id) {
+                    self.term_renewal_raced(call, None, now, t, fx);
+                }
+            }
         }
     }
 
-    fn take_call(&mut self, id: u64) -> Option<InFlight> {
+    pub(super) fn take_call(&mut self, id: u64) -> Option<InFlight> {
         let i = self.calls.iter().position(|c| c.id == id)?;
         Some(self.calls.swap_remove(i))
     }
@@ -323,6 +381,9 @@ impl<'a> Node<'a> {
                 };
                 self.orphan_answered(orphan, answer, now, t, fx);
             }
+            Purpose::Campaign => self.campaign_answered(call, Ok(answer), now, t, fx),
+            Purpose::TermRenew => self.term_renewal_raced(call, Some(Ok(answer)), now, t, fx),
+            Purpose::TermRelease => self.term_released(answer, t, fx),
         }
     }
 
@@ -334,37 +395,18 @@ impl<'a> Node<'a> {
         t: u64,
         fx: &mut Vec<Effect>,
     ) {
-        let State::Acquiring {
-            attempts,
-            requested,
-        } = &mut self.state
-        else {
+        let (requested, owner) = match &self.state {
+            State::Acquiring {
+                attempts,
+                requested,
+            } => (*requested, attempts.request().request.owner),
+            _ => return,
+        };
+        let outcome = self.slot_outcome(&answer, owner);
+        let requested_us = self.clock.true_us(call.sent_at);
+        let State::Acquiring { attempts, .. } = &mut self.state else {
             return;
         };
-        let requested = *requested;
-        let owner = attempts.request().request.owner;
-        let outcome = match &answer {
-            Answer::Acquired(record) => SlotOutcome::Acquired {
-                slot: 0,
-                lease: Lease::new(
-                    self.setup.key.clone(),
-                    owner,
-                    format!("n{}", record.node),
-                    record.token,
-                    SystemTime::UNIX_EPOCH,
-                    SystemTime::UNIX_EPOCH + Duration::from_micros(record.expires),
-                ),
-            },
-            Answer::Held(record) => SlotOutcome::Held(Some(LeaderLease::new(
-                format!("n{}", record.node),
-                SystemTime::UNIX_EPOCH,
-                SystemTime::UNIX_EPOCH + Duration::from_micros(record.expires),
-                record.token,
-            ))),
-            // Not answers to an acquire.
-            _ => SlotOutcome::Held(None),
-        };
-        let requested_us = self.clock.true_us(call.sent_at);
         match attempts.on_outcome(outcome, call.sent_at, now) {
             Step::Acquired(lease, sent_at) => {
                 fx.push(Effect::Log(What::AcquireAnswered {
@@ -408,6 +450,35 @@ impl<'a> Node<'a> {
                     }
                 }
             }
+        }
+    }
+
+    /// The engine's view of a store's answer to an acquire by `owner`.
+    pub(super) fn slot_outcome(
+        &self,
+        answer: &Answer,
+        owner: leader_core::OwnerToken,
+    ) -> SlotOutcome {
+        match answer {
+            Answer::Acquired(record) => SlotOutcome::Acquired {
+                slot: 0,
+                lease: Lease::new(
+                    self.setup.key.clone(),
+                    owner,
+                    format!("n{}", record.node),
+                    record.token,
+                    SystemTime::UNIX_EPOCH,
+                    SystemTime::UNIX_EPOCH + Duration::from_micros(record.expires),
+                ),
+            },
+            Answer::Held(record) => SlotOutcome::Held(Some(LeaderLease::new(
+                format!("n{}", record.node),
+                SystemTime::UNIX_EPOCH,
+                SystemTime::UNIX_EPOCH + Duration::from_micros(record.expires),
+                record.token,
+            ))),
+            // Not answers to an acquire.
+            _ => SlotOutcome::Held(None),
         }
     }
 
@@ -642,11 +713,15 @@ impl<'a> Node<'a> {
                 self.rest_then_start(now, fx);
             }
             Purpose::Orphan(orphan) => self.orphan_answered(orphan, Err(error), now, t, fx),
+            Purpose::Campaign => self.campaign_answered(call, Err(error), now, t, fx),
+            // Raced against the term's deadline, which is shorter than the timeout.
+            Purpose::TermRenew => self.term_renewal_raced(call, Some(Err(error)), now, t, fx),
+            Purpose::TermRelease => self.term_release_failed(error, now, t, fx),
         }
     }
 
     /// Takes `orphan` into the background releases: its first release goes out now.
-    fn adopt(&mut self, orphan: Orphan, now: Instant, t: u64, fx: &mut Vec<Effect>) {
+    pub(super) fn adopt(&mut self, orphan: Orphan, now: Instant, t: u64, fx: &mut Vec<Effect>) {
         self.next_id += 1;
         let id = self.next_id;
         self.orphans.push(PendingOrphan { id, orphan });

@@ -172,6 +172,9 @@ pub struct Plan {
     pub network: Network,
     /// The faults, by time.
     pub faults: Vec<Fault>,
+    /// Whether the nodes campaign (stand by, lead terms: `CampaignRun` and `TermLoop`)
+    /// rather than run a job in a loop (`Attempts` and the lease tracker).
+    pub campaign: bool,
     /// Defects planted for the run.
     pub defects: Vec<Planted>,
 }
@@ -241,6 +244,7 @@ impl Plan {
             faults.push(Fault { at_ms, kind });
             at_ms += rng.random_range(lease_ms..lease_ms * 4);
         }
+        let campaign = rng.random_bool(0.5);
         Plan {
             seed,
             nodes,
@@ -252,6 +256,7 @@ impl Plan {
             store_drift_ppm,
             network: Network::default(),
             faults,
+            campaign,
             defects: Vec::new(),
         }
     }
@@ -284,6 +289,7 @@ impl Plan {
             );
         }
         let _ = writeln!(text, "        ],");
+        let _ = writeln!(text, "        campaign: {},", self.campaign);
         let defects: Vec<String> = self
             .defects
             .iter()

@@ -125,7 +125,21 @@ pub fn run(plan: &Plan) -> Outcome {
     // Owner tokens, backoff jitter: from the seed, on this thread.
     let _seeded = SeededRandomness::new(plan.seed);
     let lease = Duration::from_millis(plan.lease_ms.max(1));
-    let setups: Vec<Setup> = (0..plan.nodes).map(|n| Setup::new(n, lease)).collect();
+    let setups: Vec<Setup> = (0..plan.nodes)
+        .map(|n| {
+            // A campaign per life: the first, and one after each crash.
+            let lives = if plan.campaign {
+                1 + plan
+                    .faults
+                    .iter()
+                    .filter(|f| matches!(f.kind, FaultKind::Crash { node, .. } if node % plan.nodes.max(1) == n))
+                    .count()
+            } else {
+                0
+            };
+            Setup::new(n, lease, lives)
+        })
+        .collect();
     let base = Instant::now();
     let mut store = ModelStore::new(plan.profile);
     if plan.defects.contains(&Planted::TokenFromClientClock) {

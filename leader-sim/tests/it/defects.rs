@@ -46,6 +46,7 @@ fn without_the_clock_rate_allowance_slow_clocks_let_a_second_holder_in() {
     let defect = Planted::Engine(Defect::NoClockRateAllowance);
     let failing = (0..1_000).find(|&seed| {
         let mut plan = Plan::random_with_lease(seed, 400, Some(30_000));
+        plan.campaign = false;
         plan.defects = vec![defect];
         let report = run(&plan).report;
         report

@@ -38,6 +38,7 @@ fn slow_clock() -> Plan {
                 },
             },
         ],
+        campaign: false,
         defects: vec![],
     }
 }

@@ -1,0 +1,299 @@
+//! A node that campaigns: what `leader-blocking`'s campaign thread does (stand by, attempt,
+//! lead a term, renew it racing its deadline, release it), around the engine's
+//! `CampaignRun` and `TermLoop`. A term is the node's action: it starts when the engine
+//! says the node leads and ends when the engine ends the term.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use leader_core::__private::{
+    CampaignRun, CampaignStep, LeaseTracker, Orphan, Raced, TermLoop, TermStep,
+};
+use leader_core::{Error, ExtendOutcome};
+use leader_history::{Answer as HistoryAnswer, Phase, What};
+
+use super::{Effect, InFlight, Node, Purpose, State, Timer};
+use crate::store::{Answer, Call};
+
+/// A leader's term and its loop.
+#[derive(Debug)]
+pub(crate) struct Leading<'a> {
+    term_loop: TermLoop<'a>,
+    term: Arc<LeaseTracker>,
+    /// The term ended (revoked): its section is over, its release on its way.
+    ended: bool,
+}
+
+impl<'a> Node<'a> {
+    /// This life's campaign.
+    fn campaign(&self) -> Option<&'a CampaignRun> {
+        let setup: &'a super::Setup = self.setup;
+        setup.campaigns.get(self.life)
+    }
+
+    /// A standby's round: its attempt (this simulation runs unranked campaigns: no
+    /// survey, and nothing asks it to stop).
+    pub(super) fn round(&mut self, now: Instant, t: u64, fx: &mut Vec<Effect>) {
+        let Some(run) = self.campaign() else { return };
+        if !matches!(self.state, State::Standby)
+            || self.calls.iter().any(|c| c.purpose == Purpose::Campaign)
+        {
+            return;
+        }
+        match run.next_round() {
+            CampaignStep::Attempt => {
+                let request = run.request().request;
+                let call = Call::Acquire {
+                    owner: request.owner,
+                    node: self.id,
+                    lease_us: self.lease_us(),
+                };
+                fx.push(Effect::Log(What::AcquireRequested { lock: 0 }));
+                self.send(Purpose::Campaign, call, now, t, fx);
+            }
+            // Not reached here: unranked, never stopped.
+            CampaignStep::Survey(_) | CampaignStep::Stop => {}
+            step => self.after_step(step, t, now, t, fx),
+        }
+    }
+
+    /// The answer to a standby's attempt (an error: none within the timeout).
+    pub(super) fn campaign_answered(
+        &mut self,
+        call: InFlight,
+        answer: Result<Answer, Error>,
+        now: Instant,
+        t: u64,
+        fx: &mut Vec<Effect>,
+    ) {
+        let Some(run) = self.campaign() else { return };
+        let owner = run.request().request.owner;
+        let requested = self.clock.true_us(call.sent_at);
+        let outcome = answer.map(|a| self.slot_outcome(&a, owner));
+        let logged = match &outcome {
+            Ok(leader_core::SlotOutcome::Acquired { lease, .. }) => HistoryAnswer::Lease {
+                token: lease.fencing_token,
+            },
+            // `SlotOutcome` is non-exhaustive: anything but a lease is a refusal here.
+            Ok(_) => HistoryAnswer::Refused,
+            Err(err) => HistoryAnswer::Indeterminate {
+                message: Some(err.to_string()),
+            },
+        };
+        fx.push(Effect::Log(What::AcquireAnswered {
+            lock: 0,
+            requested,
+            answer: logged,
+        }));
+        let step = run.after_standby_attempt(outcome, call.sent_at, now);
+        self.after_step(step, requested, now, t, fx);
+    }
+
+    /// Does `step`; `requested` is when the attempt it follows was sent (true time).
+    fn after_step(
+        &mut self,
+        step: CampaignStep<'a>,
+        requested: u64,
+        now: Instant,
+        t: u64,
+        fx: &mut Vec<Effect>,
+    ) {
+        match step {
+            CampaignStep::StandBy { orphan, wait } => {
+                if let Some(orphan) = orphan {
+                    self.adopt(orphan, now, t, fx);
+                }
+                self.state = State::Standby;
+                fx.push(Effect::Wake {
+                    at: now + wait,
+                    timer: Timer::Round,
+                });
+            }
+            CampaignStep::Lead { term, strays } => {
+                if let Some(strays) = strays {
+                    self.adopt(strays, now, t, fx);
+                }
+                self.lead(term, requested, now, t, fx);
+            }
+            CampaignStep::Attempt | CampaignStep::Survey(_) | CampaignStep::Stop => {}
+        }
+    }
+
+    fn lead(
+        &mut self,
+        term: Arc<LeaseTracker>,
+        requested: u64,
+        now: Instant,
+        t: u64,
+        fx: &mut Vec<Effect>,
+    ) {
+        let Some(run) = self.campaign() else { return };
+        let token = term.lease().fencing_token;
+        let deadline = self.clock.true_us(term.context().deadline());
+        fx.push(Effect::Log(What::ActionStarted {
+            lock: 0,
+            token,
+            requested: Some(requested),
+            left_us: Some(deadline.saturating_sub(t)),
+            deadline: Some(deadline),
+        }));
+        fx.push(Effect::Write {
+            token,
+            phase: Phase::Start,
+        });
+        let (term_loop, step) = TermLoop::new(run, now);
+        self.state = State::Leading(Leading {
+            term_loop,
+            term,
+            ended: false,
+        });
+        self.term_step(step, now, t, fx);
+    }
+
+    pub(super) fn term_wait(&mut self, now: Instant, t: u64, fx: &mut Vec<Effect>) {
+        let State::Leading(leading) = &mut self.state else {
+            return;
+        };
+        if leading.ended || self.calls.iter().any(|c| c.purpose == Purpose::TermRenew) {
+            return;
+        }
+        let step = leading.term_loop.after_wait(None, now);
+        self.term_step(step, now, t, fx);
+    }
+
+    fn term_step(&mut self, step: TermStep, now: Instant, t: u64, fx: &mut Vec<Effect>) {
+        match step {
+            TermStep::Wait { until, .. } => fx.push(Effect::Wake {
+                at: until,
+                timer: Timer::TermWait,
+            }),
+            TermStep::Renew { term, sent_at } => {
+                let deadline = term.context().deadline();
+                let call = Call::Extend {
+                    owner: term.lease().owner,
+                    lease_us: self.lease_us(),
+                };
+                let id = self.send(Purpose::TermRenew, call, sent_at, t, fx);
+                // Raced against the term's deadline (`extend_before`).
+                fx.push(Effect::Wake {
+                    at: deadline.max(now),
+                    timer: Timer::TermBudget(id),
+                });
+            }
+            TermStep::End { term, .. } => self.end_term(&term, now, t, fx),
+            TermStep::Over => self.next_round(now, fx),
+        }
+    }
+
+    /// A renewal's answer (`None`: the term's deadline passed first).
+    pub(super) fn term_renewal_raced(
+        &mut self,
+        call: InFlight,
+        answer: Option<Result<Answer, Error>>,
+        now: Instant,
+        t: u64,
+        fx: &mut Vec<Effect>,
+    ) {
+        let State::Leading(leading) = &mut self.state else {
+            return;
+        };
+        if leading.ended {
+            return;
+        }
+        let extended = matches!(answer, Some(Ok(Answer::Extended { .. })));
+        let raced = match answer {
+            None => Raced::DeadlinePassed,
+            Some(Ok(Answer::Extended { expires })) => {
+                Raced::Answered(Ok(ExtendOutcome::Extended {
+                    expires_at: SystemTime::UNIX_EPOCH + Duration::from_micros(expires),
+                }))
+            }
+            Some(Ok(_)) => Raced::Answered(Ok(ExtendOutcome::NotHeld)),
+            Some(Err(err)) => Raced::Answered(Err(err)),
+        };
+        let term = Arc::clone(&leading.term);
+        let step = leading
+            .term_loop
+            .after_renewal(&term, raced, call.sent_at, now);
+        if extended && matches!(step, TermStep::Wait { .. }) {
+            fx.push(Effect::Log(What::Renewed {
+                lock: 0,
+                token: term.lease().fencing_token,
+                requested: Some(self.clock.true_us(call.sent_at)),
+                deadline: Some(self.clock.true_us(term.context().deadline())),
+            }));
+        }
+        self.term_step(step, now, t, fx);
+    }
+
+    /// The term ended (revoked: this simulation never resigns): the section is over,
+    /// with its fenced end write; the term is released.
+    fn end_term(&mut self, term: &LeaseTracker, now: Instant, t: u64, fx: &mut Vec<Effect>) {
+        let State::Leading(leading) = &mut self.state else {
+            return;
+        };
+        leading.ended = true;
+        let token = term.lease().fencing_token;
+        fx.push(Effect::Log(What::LeaseLost { lock: 0, token }));
+        fx.push(Effect::Write {
+            token,
+            phase: Phase::End,
+        });
+        fx.push(Effect::Log(What::ActionEnded { lock: 0, token }));
+        let call = Call::Release {
+            owner: term.lease().owner,
+        };
+        self.send(Purpose::TermRelease, call, now, t, fx);
+    }
+
+    pub(super) fn term_released(&mut self, answer: Answer, t: u64, fx: &mut Vec<Effect>) {
+        let State::Leading(leading) = &self.state else {
+            return;
+        };
+        if answer == Answer::Released {
+            fx.push(Effect::Log(What::Released {
+                lock: 0,
+                token: leading.term.lease().fencing_token,
+            }));
+        }
+        let now = self.clock.instant(t);
+        self.after_term(now, t, fx);
+    }
+
+    pub(super) fn term_release_failed(
+        &mut self,
+        error: Error,
+        now: Instant,
+        t: u64,
+        fx: &mut Vec<Effect>,
+    ) {
+        let State::Leading(leading) = &self.state else {
+            return;
+        };
+        let term = Arc::clone(&leading.term);
+        let lease_time = term.lease_time();
+        if let Some(orphan) =
+            Orphan::after_release(term.lease(), lease_time, Duration::ZERO, &Err(error), now)
+        {
+            self.adopt(orphan, now, t, fx);
+        }
+        self.after_term(now, t, fx);
+    }
+
+    /// After a term: release what a late attempt of its token may hold, and the next
+    /// round at once.
+    fn after_term(&mut self, now: Instant, t: u64, fx: &mut Vec<Effect>) {
+        if let Some(orphan) = self.campaign().and_then(CampaignRun::term_ended) {
+            self.adopt(orphan, now, t, fx);
+        }
+        self.next_round(now, fx);
+    }
+
+    fn next_round(&mut self, now: Instant, fx: &mut Vec<Effect>) {
+        self.state = State::Standby;
+        fx.push(Effect::Wake {
+            at: now,
+            timer: Timer::Round,
+        });
+    }
+}
