@@ -13,11 +13,19 @@ fn main() {
             let mut plan = Plan::random(seed, 0);
             plan.defects = vec![defect];
             let outcome = run(&plan);
-            (!outcome.report.passed()).then_some((seed, outcome.report))
+            (!outcome.passed()).then_some((seed, outcome))
         });
         match found {
-            Some((seed, report)) => {
-                let mut kinds: Vec<_> = report.violations.iter().map(|v| v.kind).collect();
+            Some((seed, outcome)) => {
+                let mut kinds: Vec<String> = outcome
+                    .report
+                    .violations
+                    .iter()
+                    .map(|v| format!("{:?}", v.kind))
+                    .collect();
+                if !outcome.stuck.is_empty() {
+                    kinds.push("Stuck".to_owned());
+                }
                 kinds.dedup();
                 println!("{}: caught at seed {seed}: {kinds:?}", defect.name());
             }

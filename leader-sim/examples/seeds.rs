@@ -28,10 +28,13 @@ fn main() {
         let outcome = run(&plan);
         acquisitions += outcome.report.acquisitions;
         steps += outcome.steps;
-        if !outcome.report.passed() {
+        if !outcome.passed() {
             failed += 1;
             if failed <= 3 {
                 println!("seed {seed}: {}", outcome.report);
+                for stuck in outcome.stuck.iter().take(2) {
+                    println!("  stuck: {stuck}");
+                }
                 for v in outcome.report.violations.iter().take(2) {
                     println!("  {:?}: {}", v.kind, v.detail);
                 }

@@ -16,4 +16,4 @@ mod world;
 pub use leader_core::__private::Defect;
 pub use plan::{Fault, FaultKind, Network, Plan, Planted, Profile};
 pub use shrink::shrink;
-pub use world::{Outcome, run};
+pub use world::{ABANDONED_WITHIN_US, Outcome, run};

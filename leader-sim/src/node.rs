@@ -14,7 +14,7 @@ use leader_core::__private::{
 };
 use leader_core::{
     BackendError, BackendErrorKind, CampaignConfig, Error, ExtendOutcome, LeaderElectionOptions,
-    LeaderLease, Lease, LockName, ReleaseOutcome, SlotOutcome,
+    LeaderLease, Lease, LockName, OwnerToken, ReleaseOutcome, SlotOutcome,
 };
 use leader_history::{Answer as HistoryAnswer, Phase, What};
 
@@ -114,6 +114,8 @@ pub(crate) enum Effect {
     Log(What),
     /// A fenced write to the resource with `token`.
     Write { token: u64, phase: Phase },
+    /// The node gave up `owner` (an orphan): nothing may hold the lock for it for long.
+    Abandoned { owner: OwnerToken },
 }
 
 /// What a call in flight was for.
@@ -434,7 +436,7 @@ impl<'a> Node<'a> {
             }
             Step::Late(late) => {
                 let (orphan, next) = late.into_parts();
-                self.adopt(orphan, now, t, fx);
+                self.adopt(orphan, Some(owner), now, t, fx);
                 match next {
                     Ok(delay) => fx.push(Effect::Wake {
                         at: now + delay,
@@ -454,11 +456,7 @@ impl<'a> Node<'a> {
     }
 
     /// The engine's view of a store's answer to an acquire by `owner`.
-    pub(super) fn slot_outcome(
-        &self,
-        answer: &Answer,
-        owner: leader_core::OwnerToken,
-    ) -> SlotOutcome {
+    pub(super) fn slot_outcome(&self, answer: &Answer, owner: OwnerToken) -> SlotOutcome {
         match answer {
             Answer::Acquired(record) => SlotOutcome::Acquired {
                 slot: 0,
@@ -506,8 +504,9 @@ impl<'a> Node<'a> {
         if tracker.check_start(now).is_err() {
             // Released without the minimum lease: the action never ran.
             let lease = tracker.lease();
-            let orphan = Orphan::new(lease.key.clone(), lease.owner, sent_at, lease_time);
-            self.adopt(orphan, now, t, fx);
+            let owner = lease.owner;
+            let orphan = Orphan::new(lease.key.clone(), owner, sent_at, lease_time);
+            self.adopt(orphan, Some(owner), now, t, fx);
             self.rest_then_start(now, fx);
             return;
         }
@@ -684,6 +683,7 @@ impl<'a> Node<'a> {
                 };
                 // The request may have been applied: release its owner token.
                 let orphan = Orphan::of_request(&attempts.request(), call.sent_at);
+                let owner = attempts.request().request.owner;
                 fx.push(Effect::Log(What::AcquireAnswered {
                     lock: 0,
                     requested: self.clock.true_us(call.sent_at),
@@ -691,7 +691,7 @@ impl<'a> Node<'a> {
                         message: Some(error.to_string()),
                     },
                 }));
-                self.adopt(orphan, now, t, fx);
+                self.adopt(orphan, Some(owner), now, t, fx);
                 self.rest_then_start(now, fx);
             }
             // Renewals race their budget, which is shorter than the timeout.
@@ -708,7 +708,7 @@ impl<'a> Node<'a> {
                     &Err(error),
                     now,
                 ) {
-                    self.adopt(orphan, now, t, fx);
+                    self.adopt(orphan, Some(held.tracker.lease().owner), now, t, fx);
                 }
                 self.rest_then_start(now, fx);
             }
@@ -721,7 +721,19 @@ impl<'a> Node<'a> {
     }
 
     /// Takes `orphan` into the background releases: its first release goes out now.
-    pub(super) fn adopt(&mut self, orphan: Orphan, now: Instant, t: u64, fx: &mut Vec<Effect>) {
+    /// `owner` is what the orphan gives up, if the node holds nothing else with it: the
+    /// store must not keep a lock for it past a few round trips (the world checks).
+    pub(super) fn adopt(
+        &mut self,
+        orphan: Orphan,
+        owner: Option<OwnerToken>,
+        now: Instant,
+        t: u64,
+        fx: &mut Vec<Effect>,
+    ) {
+        if let Some(owner) = owner {
+            fx.push(Effect::Abandoned { owner });
+        }
         self.next_id += 1;
         let id = self.next_id;
         self.orphans.push(PendingOrphan { id, orphan });

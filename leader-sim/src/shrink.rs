@@ -5,19 +5,32 @@ use leader_history::ViolationKind;
 use crate::plan::Plan;
 use crate::world::run;
 
-/// The kinds of violation a plan's run shows, in order of first appearance.
-fn kinds(plan: &Plan) -> Vec<ViolationKind> {
+/// One way a run fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Failure {
+    /// A violation the checker found.
+    Violation(ViolationKind),
+    /// A lock kept for a given-up owner.
+    Stuck,
+}
+
+/// The ways a plan's run fails, in order of first appearance.
+fn kinds(plan: &Plan) -> Vec<Failure> {
+    let outcome = run(plan);
     let mut kinds = Vec::new();
-    for v in run(plan).report.violations {
-        if !kinds.contains(&v.kind) {
-            kinds.push(v.kind);
+    for v in outcome.report.violations {
+        if !kinds.contains(&Failure::Violation(v.kind)) {
+            kinds.push(Failure::Violation(v.kind));
         }
+    }
+    if !outcome.stuck.is_empty() {
+        kinds.push(Failure::Stuck);
     }
     kinds
 }
 
-/// A smaller plan whose run still shows `plan`'s first kind of violation (or `plan`
-/// itself if its run passes): each fault is dropped if the failure survives without it,
+/// A smaller plan whose run still fails the way `plan`'s first fails (or `plan` itself
+/// if its run passes): each fault is dropped if the failure survives without it,
 /// then the run is cut short while it survives, then nodes are removed from the end.
 /// Every step replays whole runs, so a plan of a few dozen faults shrinks in a few
 /// hundred runs.

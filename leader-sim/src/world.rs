@@ -7,6 +7,7 @@ use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};
 
 use leader_core::__private::{Defect, SeededRandomness, plant};
+use leader_core::OwnerToken;
 use leader_history::{
     Clock, Event, FaultKind as HistoryFault, FaultSpan, History, Log, Phase, Report, What, check,
 };
@@ -28,6 +29,20 @@ pub struct Outcome {
     pub events: Vec<Event>,
     /// How many events the world processed.
     pub steps: u64,
+    /// Locks the store kept for an owner its node had given up (an orphan), longer than
+    /// [`ABANDONED_WITHIN_US`] with no fault to explain it: what orphan releases are for.
+    pub stuck: Vec<String>,
+}
+
+/// How soon the store must have let go of an owner its node gave up, when no fault is in
+/// the way: a few round trips and the orphan releases' first backoff.
+pub const ABANDONED_WITHIN_US: u64 = 100_000;
+
+impl Outcome {
+    /// The checker's verdict passed, and no lock was stuck with a given-up owner.
+    pub fn passed(&self) -> bool {
+        self.report.passed() && self.stuck.is_empty()
+    }
 }
 
 #[derive(Debug)]
@@ -54,6 +69,11 @@ enum Ev {
     PauseOver,
     Restart {
         node: u32,
+    },
+    CheckAbandoned {
+        node: u32,
+        owner: OwnerToken,
+        since: u64,
     },
     End,
 }
@@ -109,6 +129,7 @@ struct World<'a> {
     resource: Vec<Event>,
     spans: Vec<FaultSpan>,
     effects: Vec<Effect>,
+    stuck: Vec<String>,
 }
 
 /// Plays `plan` and judges its history.
@@ -171,6 +192,7 @@ pub fn run(plan: &Plan) -> Outcome {
         resource: Vec::new(),
         spans: Vec::new(),
         effects: Vec::new(),
+        stuck: Vec::new(),
     };
     world.play();
     world.judge()
@@ -287,7 +309,35 @@ impl<'a> World<'a> {
                 self.apply(n, &mut fx);
                 self.effects = fx;
             }
+            Ev::CheckAbandoned { node, owner, since } => self.check_abandoned(node, owner, since),
             Ev::End => {}
+        }
+    }
+
+    /// Whether the store still holds the lock for `owner`, which node `node` gave up at
+    /// `since`, with no fault since that could have kept its releases from landing (a
+    /// fault of the node, of the network, or of the store's data).
+    fn check_abandoned(&mut self, node: u32, owner: OwnerToken, since: u64) {
+        let now = self.store_clock.local_us(self.t);
+        if self.store.holder(now).is_none_or(|r| r.owner != owner) {
+            return;
+        }
+        let excused = self.faults_of[node as usize].down
+            || self.spans.iter().any(|f| {
+                f.start <= self.t
+                    && f.end >= since
+                    && match f.kind {
+                        HistoryFault::Pause { worker } | HistoryFault::Kill { worker } => {
+                            worker == node
+                        }
+                        _ => true,
+                    }
+            });
+        if !excused {
+            self.stuck.push(format!(
+                "node {node} gave up owner {owner:?} at {since} µs; the store still held the lock for it at {} µs, with no fault since",
+                self.t
+            ));
         }
     }
 
@@ -388,6 +438,14 @@ impl<'a> World<'a> {
                 }
                 Effect::Log(what) => self.log(n, what),
                 Effect::Write { token, phase } => self.write(n, token, phase),
+                Effect::Abandoned { owner } => self.push(
+                    self.t + ABANDONED_WITHIN_US,
+                    Ev::CheckAbandoned {
+                        node,
+                        owner,
+                        since: self.t,
+                    },
+                ),
             }
         }
     }
@@ -564,6 +622,7 @@ impl<'a> World<'a> {
             report: check(&history),
             events,
             steps: self.steps,
+            stuck: self.stuck,
         }
     }
 }

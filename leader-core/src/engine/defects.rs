@@ -21,14 +21,19 @@ pub enum Defect {
     /// A lease's deadline is its whole lease, with no allowance for clocks running at
     /// different rates (rule broken: a node lets go before the store frees the lock).
     NoClockRateAllowance,
+    /// An orphan (an acquisition answered late or not at all, a release that failed) has
+    /// nothing to release (rule broken: what nobody holds is freed at once, not left to
+    /// run out its lease).
+    DropOrphanRelease,
 }
 
 impl Defect {
     /// Every defect.
-    pub const ALL: [Defect; 3] = [
+    pub const ALL: [Defect; 4] = [
         Defect::RenewAfterDeadline,
         Defect::ActionOnLateLease,
         Defect::NoClockRateAllowance,
+        Defect::DropOrphanRelease,
     ];
 
     /// Its name, as a simulator prints it.
@@ -37,6 +42,7 @@ impl Defect {
             Defect::RenewAfterDeadline => "renew-after-deadline",
             Defect::ActionOnLateLease => "action-on-late-lease",
             Defect::NoClockRateAllowance => "no-clock-rate-allowance",
+            Defect::DropOrphanRelease => "drop-orphan-release",
         }
     }
 
@@ -46,6 +52,7 @@ impl Defect {
             Defect::RenewAfterDeadline => 1,
             Defect::ActionOnLateLease => 2,
             Defect::NoClockRateAllowance => 4,
+            Defect::DropOrphanRelease => 8,
         }
     }
 }

@@ -2,6 +2,7 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::engine::defects::{Defect, planted};
 use crate::engine::retry::Backoff;
 use crate::error::Error;
 use crate::name::LockName;
@@ -108,6 +109,7 @@ impl Orphan {
             // Backends identify a lease by key and owner token alone; the rest is unknown.
             leases: keys
                 .into_iter()
+                .filter(|_| !planted(Defect::DropOrphanRelease))
                 .map(|key| {
                     Lease::new(
                         key,
@@ -191,7 +193,9 @@ impl Orphan {
         }
         tracing::info!(lock = %lease.key, "the release failed; releasing it again in the background");
         let mut orphan = Orphan::new(lease.key.clone(), lease.owner, now, lease_time);
-        orphan.leases = vec![lease.clone()];
+        if !planted(Defect::DropOrphanRelease) {
+            orphan.leases = vec![lease.clone()];
+        }
         orphan.min_lease_time = min_lease_time;
         Some(orphan)
     }

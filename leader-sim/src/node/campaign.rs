@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime};
 use leader_core::__private::{
     CampaignRun, CampaignStep, LeaseTracker, Orphan, Raced, TermLoop, TermStep,
 };
-use leader_core::{Error, ExtendOutcome};
+use leader_core::{Error, ExtendOutcome, OwnerToken};
 use leader_history::{Answer as HistoryAnswer, Phase, What};
 
 use super::{Effect, InFlight, Node, Purpose, State, Timer};
@@ -53,7 +53,10 @@ impl<'a> Node<'a> {
             }
             // Not reached here: unranked, never stopped.
             CampaignStep::Survey(_) | CampaignStep::Stop => {}
-            step => self.after_step(step, t, now, t, fx),
+            step => {
+                let owner = run.request().request.owner;
+                self.after_step(step, t, owner, now, t, fx);
+            }
         }
     }
 
@@ -86,14 +89,16 @@ impl<'a> Node<'a> {
             answer: logged,
         }));
         let step = run.after_standby_attempt(outcome, call.sent_at, now);
-        self.after_step(step, requested, now, t, fx);
+        self.after_step(step, requested, owner, now, t, fx);
     }
 
-    /// Does `step`; `requested` is when the attempt it follows was sent (true time).
+    /// Does `step`; `requested` is when the attempt it follows was sent (true time), with
+    /// `owner`.
     fn after_step(
         &mut self,
         step: CampaignStep<'a>,
         requested: u64,
+        owner: OwnerToken,
         now: Instant,
         t: u64,
         fx: &mut Vec<Effect>,
@@ -101,7 +106,7 @@ impl<'a> Node<'a> {
         match step {
             CampaignStep::StandBy { orphan, wait } => {
                 if let Some(orphan) = orphan {
-                    self.adopt(orphan, now, t, fx);
+                    self.adopt(orphan, Some(owner), now, t, fx);
                 }
                 self.state = State::Standby;
                 fx.push(Effect::Wake {
@@ -111,7 +116,8 @@ impl<'a> Node<'a> {
             }
             CampaignStep::Lead { term, strays } => {
                 if let Some(strays) = strays {
-                    self.adopt(strays, now, t, fx);
+                    // The term's own owner, still held on its slot: not abandoned.
+                    self.adopt(strays, None, now, t, fx);
                 }
                 self.lead(term, requested, now, t, fx);
             }
@@ -257,7 +263,8 @@ impl<'a> Node<'a> {
             }));
         }
         let now = self.clock.instant(t);
-        self.after_term(now, t, fx);
+        let owner = leading.term.lease().owner;
+        self.after_term(owner, now, t, fx);
     }
 
     pub(super) fn term_release_failed(
@@ -275,16 +282,16 @@ impl<'a> Node<'a> {
         if let Some(orphan) =
             Orphan::after_release(term.lease(), lease_time, Duration::ZERO, &Err(error), now)
         {
-            self.adopt(orphan, now, t, fx);
+            self.adopt(orphan, Some(term.lease().owner), now, t, fx);
         }
-        self.after_term(now, t, fx);
+        self.after_term(term.lease().owner, now, t, fx);
     }
 
     /// After a term: release what a late attempt of its token may hold, and the next
     /// round at once.
-    fn after_term(&mut self, now: Instant, t: u64, fx: &mut Vec<Effect>) {
+    fn after_term(&mut self, owner: OwnerToken, now: Instant, t: u64, fx: &mut Vec<Effect>) {
         if let Some(orphan) = self.campaign().and_then(CampaignRun::term_ended) {
-            self.adopt(orphan, now, t, fx);
+            self.adopt(orphan, Some(owner), now, t, fx);
         }
         self.next_round(now, fx);
     }

@@ -46,7 +46,7 @@ fn slow_clock() -> Plan {
 #[test]
 fn a_slow_clock_gives_up_its_lease_before_the_store_frees_it() {
     let outcome = run(&slow_clock());
-    assert!(outcome.report.passed(), "{}", outcome.report);
+    assert!(outcome.passed(), "{}", outcome.report);
 }
 
 #[test]
