@@ -25,6 +25,11 @@ impl SimClock {
         }
     }
 
+    /// Steps its wall clock by `us` (its monotonic readings do not move).
+    pub(crate) fn step_wall(&mut self, us: i64) {
+        self.skew_us = self.skew_us.saturating_add(us);
+    }
+
     /// Its wall clock at true time `t`, µs: what a client would send as its time.
     pub(crate) fn wall_us(&self, t: u64) -> u64 {
         let wall = i128::from(self.local_us(t)) + i128::from(self.skew_us);

@@ -75,6 +75,14 @@ pub enum FaultKind {
         /// How far back.
         ms: u64,
     },
+    /// The node's wall clock is stepped by `ms` (an NTP step, an operator's `date -s`);
+    /// its monotonic clock, the one the engine reads, does not move.
+    ClockStep {
+        /// The node.
+        node: u32,
+        /// The step, forward or back.
+        ms: i64,
+    },
 }
 
 impl FaultKind {
@@ -84,7 +92,8 @@ impl FaultKind {
             FaultKind::Pause { node, .. }
             | FaultKind::Crash { node, .. }
             | FaultKind::Partition { node, .. }
-            | FaultKind::SlowLink { node, .. } => Some(node),
+            | FaultKind::SlowLink { node, .. }
+            | FaultKind::ClockStep { node, .. } => Some(node),
             FaultKind::LoseAll | FaultKind::RollBack { .. } => None,
         }
     }
@@ -245,6 +254,18 @@ impl Plan {
             at_ms += rng.random_range(lease_ms..lease_ms * 4);
         }
         let campaign = rng.random_bool(0.5);
+        // Wall-clock steps, drawn last so that the draws above play as they did.
+        for _ in 0..rng.random_range(0..3) {
+            let lease = i64::try_from(lease_ms).unwrap_or(i64::MAX);
+            faults.push(Fault {
+                at_ms: rng.random_range(0..run_ms),
+                kind: FaultKind::ClockStep {
+                    node: rng.random_range(0..nodes),
+                    ms: rng.random_range(-lease * 5..=lease * 5),
+                },
+            });
+        }
+        faults.sort_by_key(|f| f.at_ms);
         Plan {
             seed,
             nodes,

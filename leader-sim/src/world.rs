@@ -558,6 +558,12 @@ impl<'a> World<'a> {
                     end: t,
                 });
             }
+            FaultKind::ClockStep { node, ms } => {
+                // Only what a client sends with its calls reads the wall clock: the
+                // engine's deadlines are monotonic, which is what this checks.
+                let n = node as usize % self.nodes.len();
+                self.nodes[n].clock.step_wall(ms.saturating_mul(1_000));
+            }
             FaultKind::RollBack { ms } => {
                 let now = self.store_clock.local_us(t);
                 self.store.roll_back(now.saturating_sub(ms * 1_000));
