@@ -510,20 +510,8 @@ impl<'a> Node<'a> {
             self.rest_then_start(now, fx);
             return;
         }
-        let token = tracker.lease().fencing_token;
         let deadline = tracker.context().deadline();
-        let deadline_us = self.clock.true_us(deadline);
-        fx.push(Effect::Log(What::ActionStarted {
-            lock: 0,
-            token,
-            requested: Some(requested),
-            left_us: Some(deadline_us.saturating_sub(t)),
-            deadline: Some(deadline_us),
-        }));
-        fx.push(Effect::Write {
-            token,
-            phase: Phase::Start,
-        });
+        self.begin_action(&tracker, requested, t, fx);
         let schedule = self.setup.keepalive.schedule(sent_at);
         if let Some(schedule) = &schedule {
             fx.push(Effect::Wake {
@@ -645,8 +633,44 @@ impl<'a> Node<'a> {
         let State::Holding(held) = std::mem::replace(&mut self.state, State::Idle) else {
             return;
         };
-        let token = held.tracker.lease().fencing_token;
-        if !held.lost && held.tracker.lost_before_return(now) {
+        let found_lost = !held.lost && held.tracker.lost_before_return(now);
+        Node::end_action(&held.tracker, found_lost, fx);
+        let call = Call::Release {
+            owner: held.tracker.lease().owner,
+        };
+        self.state = State::Releasing(held);
+        self.send(Purpose::Release, call, now, t, fx);
+    }
+
+    /// The history of an action's start on `tracker`'s lease (the acquire call that won
+    /// it began at `requested`, true time), and its fenced start write.
+    pub(super) fn begin_action(
+        &self,
+        tracker: &LeaseTracker,
+        requested: u64,
+        t: u64,
+        fx: &mut Vec<Effect>,
+    ) {
+        let token = tracker.lease().fencing_token;
+        let deadline = self.clock.true_us(tracker.context().deadline());
+        fx.push(Effect::Log(What::ActionStarted {
+            lock: 0,
+            token,
+            requested: Some(requested),
+            left_us: Some(deadline.saturating_sub(t)),
+            deadline: Some(deadline),
+        }));
+        fx.push(Effect::Write {
+            token,
+            phase: Phase::Start,
+        });
+    }
+
+    /// The history of an action's end on `tracker`'s lease (`lost`: the node found the
+    /// lease lost as it ended), after its fenced end write.
+    pub(super) fn end_action(tracker: &LeaseTracker, lost: bool, fx: &mut Vec<Effect>) {
+        let token = tracker.lease().fencing_token;
+        if lost {
             fx.push(Effect::Log(What::LeaseLost { lock: 0, token }));
         }
         fx.push(Effect::Write {
@@ -654,11 +678,6 @@ impl<'a> Node<'a> {
             phase: Phase::End,
         });
         fx.push(Effect::Log(What::ActionEnded { lock: 0, token }));
-        let call = Call::Release {
-            owner: held.tracker.lease().owner,
-        };
-        self.state = State::Releasing(held);
-        self.send(Purpose::Release, call, now, t, fx);
     }
 
     fn release_answered(&mut self, answer: Answer, t: u64, fx: &mut Vec<Effect>) {

@@ -224,10 +224,7 @@ impl<'a> World<'a> {
                     name: Some(format!("n{n}")),
                 },
             );
-            let mut fx = std::mem::take(&mut self.effects);
-            self.nodes[n].start(0, &mut fx);
-            self.apply(n, &mut fx);
-            self.effects = fx;
+            self.drive(n, |node, t, fx| node.start(t, fx));
         }
         while let Some(Reverse(q)) = self.queue.pop() {
             self.t = q.at;
@@ -246,10 +243,7 @@ impl<'a> World<'a> {
                 if !self.deliverable(n, life, || Ev::Wake { node, life, timer }) {
                     return;
                 }
-                let mut fx = std::mem::take(&mut self.effects);
-                self.nodes[n].woke(timer, self.t, &mut fx);
-                self.apply(n, &mut fx);
-                self.effects = fx;
+                self.drive(n, |node, t, fx| node.woke(timer, t, fx));
             }
             Ev::ToNode {
                 node,
@@ -267,10 +261,7 @@ impl<'a> World<'a> {
                 }) {
                     return;
                 }
-                let mut fx = std::mem::take(&mut self.effects);
-                self.nodes[n].answered(id, answer, self.t, &mut fx);
-                self.apply(n, &mut fx);
-                self.effects = fx;
+                self.drive(n, |node, t, fx| node.answered(id, answer, t, fx));
             }
             Ev::ToStore {
                 node,
@@ -304,10 +295,7 @@ impl<'a> World<'a> {
                         name: Some(format!("n{n}")),
                     },
                 );
-                let mut fx = std::mem::take(&mut self.effects);
-                self.nodes[n].start(self.t, &mut fx);
-                self.apply(n, &mut fx);
-                self.effects = fx;
+                self.drive(n, |node, t, fx| node.start(t, fx));
             }
             Ev::CheckAbandoned { node, owner, since } => self.check_abandoned(node, owner, since),
             Ev::End => {}
@@ -339,6 +327,14 @@ impl<'a> World<'a> {
                 self.t
             ));
         }
+    }
+
+    /// Lets node `n` act at the current time, then does what it asked.
+    fn drive(&mut self, n: usize, act: impl FnOnce(&mut Node<'a>, u64, &mut Vec<Effect>)) {
+        let mut fx = std::mem::take(&mut self.effects);
+        act(&mut self.nodes[n], self.t, &mut fx);
+        self.apply(n, &mut fx);
+        self.effects = fx;
     }
 
     /// Whether an event of node `n`'s life `life` is for it now: not if that life is over

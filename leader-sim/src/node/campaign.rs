@@ -10,7 +10,7 @@ use leader_core::__private::{
     CampaignRun, CampaignStep, LeaseTracker, Orphan, Raced, TermLoop, TermStep,
 };
 use leader_core::{Error, ExtendOutcome, OwnerToken};
-use leader_history::{Answer as HistoryAnswer, Phase, What};
+use leader_history::{Answer as HistoryAnswer, What};
 
 use super::{Effect, InFlight, Node, Purpose, State, Timer};
 use crate::store::{Answer, Call};
@@ -134,19 +134,7 @@ impl<'a> Node<'a> {
         fx: &mut Vec<Effect>,
     ) {
         let Some(run) = self.campaign() else { return };
-        let token = term.lease().fencing_token;
-        let deadline = self.clock.true_us(term.context().deadline());
-        fx.push(Effect::Log(What::ActionStarted {
-            lock: 0,
-            token,
-            requested: Some(requested),
-            left_us: Some(deadline.saturating_sub(t)),
-            deadline: Some(deadline),
-        }));
-        fx.push(Effect::Write {
-            token,
-            phase: Phase::Start,
-        });
+        self.begin_action(&term, requested, t, fx);
         let (term_loop, step) = TermLoop::new(run, now);
         self.state = State::Leading(Leading {
             term_loop,
@@ -239,13 +227,7 @@ impl<'a> Node<'a> {
             return;
         };
         leading.ended = true;
-        let token = term.lease().fencing_token;
-        fx.push(Effect::Log(What::LeaseLost { lock: 0, token }));
-        fx.push(Effect::Write {
-            token,
-            phase: Phase::End,
-        });
-        fx.push(Effect::Log(What::ActionEnded { lock: 0, token }));
+        Node::end_action(term, true, fx);
         let call = Call::Release {
             owner: term.lease().owner,
         };
