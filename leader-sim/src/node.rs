@@ -80,8 +80,9 @@ fn unreachable_name() -> LockName {
 pub(crate) enum Timer {
     /// Begin the next job.
     Start,
-    /// Try to acquire again (the engine's backoff).
-    Retry,
+    /// Try to acquire again (the engine's backoff), unless a release notification came
+    /// first (the wait's number: a later wait cancels it).
+    Retry(u64),
     /// A call's operation timeout.
     CallTimeout(u64),
     /// The next renewal is due.
@@ -94,8 +95,9 @@ pub(crate) enum Timer {
     WorkDone,
     /// An orphan's next release is due.
     OrphanDue(u64),
-    /// A campaign's next round (a standby's attempt).
-    Round,
+    /// A campaign's next round (a standby's attempt), unless a release notification came
+    /// first (the wait's number).
+    Round(u64),
     /// A leader's wait is over (its next renewal is due).
     TermWait,
     /// The term's deadline passed while its renewal (the id) was on its way.
@@ -116,6 +118,8 @@ pub(crate) enum Effect {
     Write { token: u64, phase: Phase },
     /// The node gave up `owner` (an orphan): nothing may hold the lock for it for long.
     Abandoned { owner: OwnerToken },
+    /// The node waits for the lock's release: notify it, where the store notifies.
+    Listen,
 }
 
 /// What a call in flight was for.
@@ -183,6 +187,8 @@ pub(crate) struct Node<'a> {
     calls: Vec<InFlight>,
     orphans: Vec<PendingOrphan>,
     next_id: u64,
+    /// The number of the node's current wait (a retry or a standby's round).
+    waiting: u64,
     /// The simulator's random draws for this node's work and rest.
     draws: rand::rngs::StdRng,
 }
@@ -199,6 +205,7 @@ impl<'a> Node<'a> {
             calls: Vec::new(),
             orphans: Vec::new(),
             next_id: 0,
+            waiting: 0,
             draws: rand::rngs::StdRng::seed_from_u64(seed),
         }
     }
@@ -255,7 +262,7 @@ impl<'a> Node<'a> {
             Timer::Start
         } else {
             self.state = State::Standby;
-            Timer::Round
+            Timer::Round(self.waiting)
         };
         fx.push(Effect::Wake {
             at: self.clock.instant(t) + rest,
@@ -295,8 +302,8 @@ impl<'a> Node<'a> {
                     self.attempt(now, t, fx);
                 }
             }
-            Timer::Retry => {
-                if matches!(self.state, State::Acquiring { .. }) {
+            Timer::Retry(wait) => {
+                if wait == self.waiting && self.may_attempt() {
                     self.attempt(now, t, fx);
                 }
             }
@@ -337,13 +344,52 @@ impl<'a> Node<'a> {
                 }
             }
             Timer::OrphanDue(id) => self.release_orphan(id, now, t, fx),
-            Timer::Round => self.round(now, t, fx),
+            Timer::Round(wait) => {
+                if wait == self.waiting {
+                    self.round(now, t, fx);
+                }
+            }
             Timer::TermWait => self.term_wait(now, t, fx),
             Timer::TermBudget(id) => {
                 if let Some(call) = self.take_call(id) {
                     self.term_renewal_raced(call, None, now, t, fx);
                 }
             }
+        }
+    }
+
+    /// Waits until `at` (its own clock) for a retry, or a standby's next round
+    /// (`round`), or until the store notifies a release of the lock, whichever comes
+    /// first: the shells' `wait_timeout` on a release listener.
+    pub(super) fn wait(&mut self, at: Instant, round: bool, fx: &mut Vec<Effect>) {
+        self.waiting += 1;
+        let timer = if round {
+            Timer::Round(self.waiting)
+        } else {
+            Timer::Retry(self.waiting)
+        };
+        fx.push(Effect::Wake { at, timer });
+        fx.push(Effect::Listen);
+    }
+
+    /// Whether a waiting job may send its next attempt (none is on its way).
+    fn may_attempt(&self) -> bool {
+        matches!(self.state, State::Acquiring { .. })
+            && !self.calls.iter().any(|c| c.purpose == Purpose::Acquire)
+    }
+
+    /// The store notified a release of the lock: a waiting retry or standby round goes
+    /// now, and its timer is cancelled.
+    pub(crate) fn notified(&mut self, t: u64, fx: &mut Vec<Effect>) {
+        let now = self.clock.instant(t);
+        if self.may_attempt() {
+            self.waiting += 1;
+            self.attempt(now, t, fx);
+        } else if matches!(self.state, State::Standby)
+            && !self.calls.iter().any(|c| c.purpose == Purpose::Campaign)
+        {
+            self.waiting += 1;
+            self.round(now, t, fx);
         }
     }
 
@@ -420,12 +466,7 @@ impl<'a> Node<'a> {
                 }));
                 self.hold(lease, sent_at, requested, now, t, fx);
             }
-            Step::RetryAfter(delay) => {
-                fx.push(Effect::Wake {
-                    at: now + delay,
-                    timer: Timer::Retry,
-                });
-            }
+            Step::RetryAfter(delay) => self.wait(now + delay, false, fx),
             Step::GaveUp(_) => {
                 fx.push(Effect::Log(What::AcquireAnswered {
                     lock: 0,
@@ -438,10 +479,7 @@ impl<'a> Node<'a> {
                 let (orphan, next) = late.into_parts();
                 self.adopt(orphan, Some(owner), now, t, fx);
                 match next {
-                    Ok(delay) => fx.push(Effect::Wake {
-                        at: now + delay,
-                        timer: Timer::Retry,
-                    }),
+                    Ok(delay) => self.wait(now + delay, false, fx),
                     Err(_) => {
                         fx.push(Effect::Log(What::AcquireAnswered {
                             lock: 0,

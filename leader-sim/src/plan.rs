@@ -23,6 +23,14 @@ pub enum Profile {
     Etcd,
 }
 
+impl Profile {
+    /// Whether the store tells waiters that a lock was released: Redis publishes it,
+    /// etcd's watch sees it; the SQL stores are polled.
+    pub fn notifies(self) -> bool {
+        matches!(self, Profile::Redis | Profile::Etcd)
+    }
+}
+
 /// One injected fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fault {

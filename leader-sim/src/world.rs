@@ -70,6 +70,11 @@ enum Ev {
     Restart {
         node: u32,
     },
+    /// The store's notice to a waiting node that the lock was released.
+    Notify {
+        node: u32,
+        life: u32,
+    },
     CheckAbandoned {
         node: u32,
         owner: OwnerToken,
@@ -130,6 +135,8 @@ struct World<'a> {
     spans: Vec<FaultSpan>,
     effects: Vec<Effect>,
     stuck: Vec<String>,
+    /// The nodes (and lives) waiting for the lock's release, where the store notifies.
+    waiters: Vec<(u32, u32)>,
 }
 
 /// Plays `plan` and judges its history.
@@ -193,6 +200,7 @@ pub fn run(plan: &Plan) -> Outcome {
         spans: Vec::new(),
         effects: Vec::new(),
         stuck: Vec::new(),
+        waiters: Vec::new(),
     };
     world.play();
     world.judge()
@@ -272,6 +280,9 @@ impl<'a> World<'a> {
             } => {
                 let now = self.store_clock.local_us(self.t);
                 let answer = self.store.answer(call, now, client_us);
+                if answer == Answer::Released {
+                    self.notify_waiters();
+                }
                 self.transmit(
                     node as usize,
                     Ev::ToNode {
@@ -296,6 +307,12 @@ impl<'a> World<'a> {
                     },
                 );
                 self.drive(n, |node, t, fx| node.start(t, fx));
+            }
+            Ev::Notify { node, life } => {
+                let n = node as usize;
+                if self.deliverable(n, life, || Ev::Notify { node, life }) {
+                    self.drive(n, |node, t, fx| node.notified(t, fx));
+                }
             }
             Ev::CheckAbandoned { node, owner, since } => self.check_abandoned(node, owner, since),
             Ev::End => {}
@@ -326,6 +343,14 @@ impl<'a> World<'a> {
                 "node {node} gave up owner {owner:?} at {since} µs; the store still held the lock for it at {} µs, with no fault since",
                 self.t
             ));
+        }
+    }
+
+    /// Tells every waiting node that the lock was released (each notice crosses the
+    /// network and may be late or lost: the node's own wait ends anyway).
+    fn notify_waiters(&mut self) {
+        for (node, life) in std::mem::take(&mut self.waiters) {
+            self.transmit(node as usize, Ev::Notify { node, life });
         }
     }
 
@@ -434,6 +459,11 @@ impl<'a> World<'a> {
                 }
                 Effect::Log(what) => self.log(n, what),
                 Effect::Write { token, phase } => self.write(n, token, phase),
+                Effect::Listen => {
+                    if self.plan.profile.notifies() && !self.waiters.contains(&(node, life)) {
+                        self.waiters.push((node, life));
+                    }
+                }
                 Effect::Abandoned { owner } => self.push(
                     self.t + ABANDONED_WITHIN_US,
                     Ev::CheckAbandoned {

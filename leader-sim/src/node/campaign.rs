@@ -109,10 +109,7 @@ impl<'a> Node<'a> {
                     self.adopt(orphan, Some(owner), now, t, fx);
                 }
                 self.state = State::Standby;
-                fx.push(Effect::Wake {
-                    at: now + wait,
-                    timer: Timer::Round,
-                });
+                self.wait(now + wait, true, fx);
             }
             CampaignStep::Lead { term, strays } => {
                 if let Some(strays) = strays {
@@ -280,9 +277,6 @@ impl<'a> Node<'a> {
 
     fn next_round(&mut self, now: Instant, fx: &mut Vec<Effect>) {
         self.state = State::Standby;
-        fx.push(Effect::Wake {
-            at: now,
-            timer: Timer::Round,
-        });
+        self.wait(now, true, fx);
     }
 }

@@ -22,7 +22,7 @@ fn caught(defect: Planted, within: u64) -> (Plan, Vec<ViolationKind>) {
 #[test]
 fn a_dropped_orphan_release_leaves_the_lock_stuck() {
     let defect = Planted::Engine(Defect::DropOrphanRelease);
-    let (plan, kinds) = caught(defect, 200);
+    let (plan, kinds) = caught(defect, 500);
     // Not a safety violation: the lock is held for nobody until it expires.
     assert!(kinds.is_empty(), "{kinds:?}");
     let outcome = run(&plan);
@@ -57,23 +57,28 @@ fn tokens_from_the_clients_clock_go_back() {
 
 #[test]
 fn without_the_clock_rate_allowance_slow_clocks_let_a_second_holder_in() {
-    // 30 s leases, clocks up to ±400 ppm off (within the allowance, when it is there).
+    // Jobs with 60 s leases, clocks up to ±450 ppm off (within the allowance, when it is
+    // there): the window is a lease times the rates' difference, up to 54 ms.
     let defect = Planted::Engine(Defect::NoClockRateAllowance);
-    let failing = (0..1_000).find(|&seed| {
-        let mut plan = Plan::random_with_lease(seed, 400, Some(30_000));
-        plan.campaign = false;
-        plan.defects = vec![defect];
-        let report = run(&plan).report;
+    let plan = |seed| Plan {
+        campaign: false,
+        ..Plan::random_with_lease(seed, 450, Some(60_000))
+    };
+    let failing = (0..300).find(|&seed| {
+        let mut planted = plan(seed);
+        planted.defects = vec![defect];
+        let report = run(&planted).report;
         report
             .violations
             .iter()
             .any(|v| v.kind == ViolationKind::UnexplainedOverlap)
     });
-    assert!(
-        failing.is_some(),
-        "{} was not caught in 1,000 seeds",
-        defect.name()
-    );
+    let Some(seed) = failing else {
+        panic!("{} was not caught in 300 seeds", defect.name());
+    };
+    // With the allowance, the same plan passes.
+    let outcome = run(&plan(seed));
+    assert!(outcome.passed(), "seed {seed}: {}", outcome.report);
 }
 
 #[test]
