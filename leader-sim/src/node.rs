@@ -12,6 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 use leader_core::__private::{
     Attempts, CampaignRun, ElectorSettings, Keepalive, LeaseTracker, Orphan, RenewalSchedule, Step,
 };
+use leader_core::GroupSlots;
 use leader_core::{
     BackendError, BackendErrorKind, CampaignConfig, Error, ExtendOutcome, LeaderElectionOptions,
     LeaderLease, Lease, LockName, OwnerToken, ReleaseOutcome, SlotOutcome,
@@ -35,11 +36,22 @@ pub(crate) struct Setup {
     pub(crate) options: LeaderElectionOptions,
     pub(crate) keepalive: Keepalive,
     pub(crate) campaigns: Vec<CampaignRun>,
+    /// The key of each slot, by slot number (one for a lock).
+    pub(crate) slot_keys: Vec<LockName>,
+    /// The store client's operation timeout.
+    pub(crate) op_timeout: Duration,
 }
 
 impl Setup {
-    /// A node that runs a job in a loop, or (`lives` > 0) campaigns `lives` times.
-    pub(crate) fn new(node: u32, lease: Duration, lives: usize) -> Setup {
+    /// A node that runs a job in a loop, or (`lives` > 0) campaigns `lives` times for a
+    /// group of `slots` (1: a single leader).
+    pub(crate) fn new(
+        node: u32,
+        lease: Duration,
+        lives: usize,
+        slots: u32,
+        op_timeout: Duration,
+    ) -> Setup {
         let options = LeaderElectionOptions::default()
             .with_node_id(format!("n{node}"))
             .with_lease_time(lease)
@@ -51,21 +63,31 @@ impl Setup {
             .with_heartbeat(lease / 5)
             .with_renew_deadline(lease * 2 / 3)
             .with_poll_interval(lease / 4);
-        let campaigns = ElectorSettings::new(options.clone())
+        let group = GroupSlots::new(slots).unwrap_or(GroupSlots::ONE);
+        let campaigns: Vec<CampaignRun> = ElectorSettings::new(options.clone())
             .ok()
             .map(|settings| {
                 (0..lives)
                     .filter_map(|_| {
-                        CampaignRun::new(&settings, "job", config, Vec::new(), BACKEND).ok()
+                        CampaignRun::for_group(&settings, "job", group, config, Vec::new(), BACKEND)
+                            .ok()
                     })
                     .collect()
             })
             .unwrap_or_default();
+        let key = LockName::new("job").unwrap_or_else(|_| unreachable_name());
+        let mut slot_keys: Vec<(u32, LockName)> = match campaigns.first() {
+            Some(run) => run.request().slots().map(|(s, k)| (s, k.clone())).collect(),
+            None => vec![(0, key.clone())],
+        };
+        slot_keys.sort_by_key(|(s, _)| *s);
         Setup {
-            key: LockName::new("job").unwrap_or_else(|_| unreachable_name()),
+            key,
             options,
             keepalive,
             campaigns,
+            slot_keys: slot_keys.into_iter().map(|(_, k)| k).collect(),
+            op_timeout,
         }
     }
 }
@@ -114,8 +136,10 @@ pub(crate) enum Effect {
     Wake { at: Instant, timer: Timer },
     /// Write down an event of this node's history at the current time.
     Log(What),
-    /// A fenced write to the resource with `token`.
-    Write { token: u64, phase: Phase },
+    /// A fenced write to the resource (one per lock or slot) with `token`.
+    Write { lock: u32, token: u64, phase: Phase },
+    /// The node began a term on `slot` as `owner`: it must hold no other slot for long.
+    Leading { owner: OwnerToken, slot: u32 },
     /// The node gave up `owner` (an orphan): nothing may hold the lock for it for long.
     Abandoned { owner: OwnerToken },
     /// The node waits for the lock's release: notify it, where the store notifies.
@@ -173,6 +197,8 @@ pub(super) enum State<'a> {
 struct PendingOrphan {
     id: u64,
     orphan: Orphan,
+    /// This round's answers so far, one per lease in order.
+    answers: Vec<Result<ReleaseOutcome, Error>>,
 }
 
 /// One node.
@@ -247,9 +273,9 @@ impl<'a> Node<'a> {
             call,
             client_us: self.clock.wall_us(t),
         });
-        // The driver's operation timeout: a lease (renewals race a shorter budget).
+        // The store client's operation timeout (a renewal also races its budget).
         fx.push(Effect::Wake {
-            at: now + self.lease_time(),
+            at: now + self.setup.op_timeout,
             timer: Timer::CallTimeout(id),
         });
         id
@@ -407,6 +433,7 @@ impl<'a> Node<'a> {
             owner: request.owner,
             node: self.id,
             lease_us: self.lease_us(),
+            slots: vec![0],
         };
         self.send(Purpose::Acquire, call, now, t, fx);
     }
@@ -497,9 +524,9 @@ impl<'a> Node<'a> {
     pub(super) fn slot_outcome(&self, answer: &Answer, owner: OwnerToken) -> SlotOutcome {
         match answer {
             Answer::Acquired(record) => SlotOutcome::Acquired {
-                slot: 0,
+                slot: record.slot,
                 lease: Lease::new(
-                    self.setup.key.clone(),
+                    self.key_of(record.slot),
                     owner,
                     format!("n{}", record.node),
                     record.token,
@@ -516,6 +543,25 @@ impl<'a> Node<'a> {
             // Not answers to an acquire.
             _ => SlotOutcome::Held(None),
         }
+    }
+
+    /// The key of `slot`.
+    pub(super) fn key_of(&self, slot: u32) -> LockName {
+        self.setup
+            .slot_keys
+            .get(slot as usize)
+            .cloned()
+            .unwrap_or_else(|| self.setup.key.clone())
+    }
+
+    /// The slot of `key` (0 if it is none of them).
+    pub(super) fn slot_of(&self, key: &LockName) -> u32 {
+        self.setup
+            .slot_keys
+            .iter()
+            .position(|k| k == key)
+            .and_then(|i| u32::try_from(i).ok())
+            .unwrap_or(0)
     }
 
     fn rest_then_start(&mut self, now: Instant, fx: &mut Vec<Effect>) {
@@ -593,6 +639,7 @@ impl<'a> Node<'a> {
         }
         let call = Call::Extend {
             owner: held.tracker.lease().owner,
+            slot: 0,
             lease_us: self.lease_us(),
         };
         let id = self.send(Purpose::Renew, call, now, t, fx);
@@ -672,9 +719,10 @@ impl<'a> Node<'a> {
             return;
         };
         let found_lost = !held.lost && held.tracker.lost_before_return(now);
-        Node::end_action(&held.tracker, found_lost, fx);
+        self.end_action(&held.tracker, found_lost, fx);
         let call = Call::Release {
             owner: held.tracker.lease().owner,
+            slot: 0,
         };
         self.state = State::Releasing(held);
         self.send(Purpose::Release, call, now, t, fx);
@@ -690,15 +738,17 @@ impl<'a> Node<'a> {
         fx: &mut Vec<Effect>,
     ) {
         let token = tracker.lease().fencing_token;
+        let lock = self.slot_of(&tracker.lease().key);
         let deadline = self.clock.true_us(tracker.context().deadline());
         fx.push(Effect::Log(What::ActionStarted {
-            lock: 0,
+            lock,
             token,
             requested: Some(requested),
             left_us: Some(deadline.saturating_sub(t)),
             deadline: Some(deadline),
         }));
         fx.push(Effect::Write {
+            lock,
             token,
             phase: Phase::Start,
         });
@@ -706,16 +756,18 @@ impl<'a> Node<'a> {
 
     /// The history of an action's end on `tracker`'s lease (`lost`: the node found the
     /// lease lost as it ended), after its fenced end write.
-    pub(super) fn end_action(tracker: &LeaseTracker, lost: bool, fx: &mut Vec<Effect>) {
+    pub(super) fn end_action(&self, tracker: &LeaseTracker, lost: bool, fx: &mut Vec<Effect>) {
         let token = tracker.lease().fencing_token;
+        let lock = self.slot_of(&tracker.lease().key);
         if lost {
-            fx.push(Effect::Log(What::LeaseLost { lock: 0, token }));
+            fx.push(Effect::Log(What::LeaseLost { lock, token }));
         }
         fx.push(Effect::Write {
+            lock,
             token,
             phase: Phase::End,
         });
-        fx.push(Effect::Log(What::ActionEnded { lock: 0, token }));
+        fx.push(Effect::Log(What::ActionEnded { lock, token }));
     }
 
     fn release_answered(&mut self, answer: Answer, t: u64, fx: &mut Vec<Effect>) {
@@ -751,8 +803,18 @@ impl<'a> Node<'a> {
                 self.adopt(orphan, Some(owner), now, t, fx);
                 self.rest_then_start(now, fx);
             }
-            // Renewals race their budget, which is shorter than the timeout.
-            Purpose::Renew => {}
+            // A renewal that failed (before its budget ran out) loses the lease.
+            Purpose::Renew => {
+                let lease_time = self.lease_time();
+                if let State::Holding(held) = &self.state
+                    && !held.lost
+                    && !held
+                        .tracker
+                        .record_renewal(Err(error), call.sent_at, lease_time, now)
+                {
+                    self.lose(t, fx);
+                }
+            }
             Purpose::Release => {
                 let State::Releasing(held) = std::mem::replace(&mut self.state, State::Idle) else {
                     return;
@@ -793,7 +855,11 @@ impl<'a> Node<'a> {
         }
         self.next_id += 1;
         let id = self.next_id;
-        self.orphans.push(PendingOrphan { id, orphan });
+        self.orphans.push(PendingOrphan {
+            id,
+            orphan,
+            answers: Vec::new(),
+        });
         self.release_orphan(id, now, t, fx);
     }
 
@@ -801,10 +867,14 @@ impl<'a> Node<'a> {
         let Some(pending) = self.orphans.iter().find(|o| o.id == id) else {
             return;
         };
-        let Some(lease) = pending.orphan.leases().first() else {
+        // The next lease of this round.
+        let Some(lease) = pending.orphan.leases().get(pending.answers.len()) else {
             return;
         };
-        let call = Call::Release { owner: lease.owner };
+        let call = Call::Release {
+            owner: lease.owner,
+            slot: self.slot_of(&lease.key),
+        };
         self.send(Purpose::Orphan(id), call, now, t, fx);
     }
 
@@ -813,13 +883,22 @@ impl<'a> Node<'a> {
         id: u64,
         answer: Result<ReleaseOutcome, Error>,
         now: Instant,
-        _t: u64,
+        t: u64,
         fx: &mut Vec<Effect>,
     ) {
         let Some(i) = self.orphans.iter().position(|o| o.id == id) else {
             return;
         };
-        match self.orphans[i].orphan.after_releases(&[answer], now) {
+        let pending = &mut self.orphans[i];
+        let ends_round = Orphan::ends_round(&answer);
+        pending.answers.push(answer);
+        if !ends_round && pending.answers.len() < pending.orphan.leases().len() {
+            // The round goes on with the next lease (the shells release them in turn).
+            self.release_orphan(id, now, t, fx);
+            return;
+        }
+        let answers = std::mem::take(&mut pending.answers);
+        match pending.orphan.after_releases(&answers, now) {
             Some(delay) => fx.push(Effect::Wake {
                 at: now + delay,
                 timer: Timer::OrphanDue(id),

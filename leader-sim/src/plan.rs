@@ -192,6 +192,15 @@ pub struct Plan {
     /// Whether the nodes campaign (stand by, lead terms: `CampaignRun` and `TermLoop`)
     /// rather than run a job in a loop (`Attempts` and the lease tracker).
     pub campaign: bool,
+    /// How many slots the campaign's group has (1: a single leader; jobs use 1).
+    pub slots: u32,
+    /// Whether the store tries a group's slots one call each, with no own-slot check
+    /// across them (as a third-party backend may): a lost answer can leave an attempt's
+    /// owner holding a slot besides its term's, which the engine releases as a stray.
+    pub slots_apart: bool,
+    /// How long a node's store client waits for an answer before it fails the call, ms
+    /// (a renewal also races its lease's deadline, whichever is first).
+    pub op_timeout_ms: u64,
     /// Defects planted for the run.
     pub defects: Vec<Planted>,
 }
@@ -274,6 +283,16 @@ impl Plan {
             });
         }
         faults.sort_by_key(|f| f.at_ms);
+        let slots = if campaign { rng.random_range(1..=3) } else { 1 };
+        let slots_apart = slots > 1 && rng.random_bool(0.5);
+        // Short (a third of a lease), a lease, or long (two): late answers need the long
+        // ones, stray slots the short ones.
+        let op_timeout_ms = match rng.random_range(0..3) {
+            0 => lease_ms / 3,
+            1 => lease_ms,
+            _ => lease_ms * 2,
+        }
+        .max(1);
         Plan {
             seed,
             nodes,
@@ -286,6 +305,9 @@ impl Plan {
             network: Network::default(),
             faults,
             campaign,
+            slots,
+            slots_apart,
+            op_timeout_ms,
             defects: Vec::new(),
         }
     }
@@ -319,6 +341,9 @@ impl Plan {
         }
         let _ = writeln!(text, "        ],");
         let _ = writeln!(text, "        campaign: {},", self.campaign);
+        let _ = writeln!(text, "        slots: {},", self.slots);
+        let _ = writeln!(text, "        slots_apart: {},", self.slots_apart);
+        let _ = writeln!(text, "        op_timeout_ms: {},", self.op_timeout_ms);
         let defects: Vec<String> = self
             .defects
             .iter()

@@ -80,7 +80,32 @@ enum Ev {
         owner: OwnerToken,
         since: u64,
     },
+    CheckStrays {
+        node: u32,
+        owner: OwnerToken,
+        slot: u32,
+        since: u64,
+    },
+    /// A group's acquire on a store whose slots are separate calls: the next slot's try.
+    SlotTry(SlotTry),
     End,
+}
+
+/// A group's acquire on a store whose slots are separate calls, between two slots.
+#[derive(Debug)]
+struct SlotTry {
+    node: u32,
+    life: u32,
+    id: u64,
+    owner: OwnerToken,
+    /// The node the record names.
+    holder: u32,
+    lease_us: u64,
+    /// The slots still to try, the next first.
+    slots: Vec<u32>,
+    client_us: u64,
+    /// The first held slot's record, for a `Held` answer.
+    first_held: Option<crate::store::Record>,
 }
 
 /// A queued event: ordered by time, then by the order it was queued.
@@ -129,7 +154,8 @@ struct World<'a> {
     store_clock: SimClock,
     nodes: Vec<Node<'a>>,
     faults_of: Vec<NodeFaults>,
-    highest_written: u64,
+    /// The fenced resource's highest accepted token, per lock (slot).
+    highest_written: Vec<u64>,
     events: Vec<Event>,
     resource: Vec<Event>,
     spans: Vec<FaultSpan>,
@@ -165,11 +191,17 @@ pub fn run(plan: &Plan) -> Outcome {
             } else {
                 0
             };
-            Setup::new(n, lease, lives)
+            Setup::new(
+                n,
+                lease,
+                lives,
+                plan.slots,
+                Duration::from_millis(plan.op_timeout_ms.max(1)),
+            )
         })
         .collect();
     let base = Instant::now();
-    let mut store = ModelStore::new(plan.profile);
+    let mut store = ModelStore::new(plan.profile, plan.slots);
     if plan.defects.contains(&Planted::TokenFromClientClock) {
         store = store.with_token_from_client_clock();
     }
@@ -194,7 +226,7 @@ pub fn run(plan: &Plan) -> Outcome {
             })
             .collect(),
         faults_of: vec![NodeFaults::default(); setups.len()],
-        highest_written: 0,
+        highest_written: vec![0; plan.slots.max(1) as usize],
         events: Vec::new(),
         resource: Vec::new(),
         spans: Vec::new(),
@@ -279,6 +311,29 @@ impl<'a> World<'a> {
                 client_us,
             } => {
                 let now = self.store_clock.local_us(self.t);
+                if self.plan.slots_apart
+                    && let Call::Acquire {
+                        owner,
+                        node: holder,
+                        lease_us,
+                        slots,
+                    } = &call
+                    && slots.len() > 1
+                {
+                    let attempt = SlotTry {
+                        node,
+                        life,
+                        id,
+                        owner: *owner,
+                        holder: *holder,
+                        lease_us: *lease_us,
+                        slots: slots.clone(),
+                        client_us,
+                        first_held: None,
+                    };
+                    self.slot_try(attempt);
+                    return;
+                }
                 let answer = self.store.answer(call, now, client_us);
                 if answer == Answer::Released {
                     self.notify_waiters();
@@ -314,6 +369,13 @@ impl<'a> World<'a> {
                     self.drive(n, |node, t, fx| node.notified(t, fx));
                 }
             }
+            Ev::CheckStrays {
+                node,
+                owner,
+                slot,
+                since,
+            } => self.check_strays(node, owner, slot, since),
+            Ev::SlotTry(attempt) => self.slot_try(attempt),
             Ev::CheckAbandoned { node, owner, since } => self.check_abandoned(node, owner, since),
             Ev::End => {}
         }
@@ -324,10 +386,41 @@ impl<'a> World<'a> {
     /// fault of the node, of the network, or of the store's data).
     fn check_abandoned(&mut self, node: u32, owner: OwnerToken, since: u64) {
         let now = self.store_clock.local_us(self.t);
-        if self.store.holder(now).is_none_or(|r| r.owner != owner) {
+        if !self.store.holders(now).any(|r| r.owner == owner) {
             return;
         }
-        let excused = self.faults_of[node as usize].down
+        if !self.excused(node, since) {
+            self.stuck.push(format!(
+                "node {node} gave up owner {owner:?} at {since} µs; the store still held the lock for it at {} µs, with no fault since",
+                self.t
+            ));
+        }
+    }
+
+    /// Whether the store holds a slot other than `slot` for `owner`, whose term on `slot`
+    /// node `node` began at `since`: what an attempt of the term's token took elsewhere
+    /// (a stray) must be released, as an orphan is.
+    fn check_strays(&mut self, node: u32, owner: OwnerToken, slot: u32, since: u64) {
+        let now = self.store_clock.local_us(self.t);
+        let stray = self
+            .store
+            .holders(now)
+            .find(|r| r.owner == owner && r.slot != slot)
+            .map(|r| r.slot);
+        if let Some(stray) = stray
+            && !self.excused(node, since)
+        {
+            self.stuck.push(format!(
+                "node {node} began a term on slot {slot} at {since} µs; the store still held slot {stray} for the same owner at {} µs, with no fault since",
+                self.t
+            ));
+        }
+    }
+
+    /// Whether a fault since `since` could have kept node `node`'s releases from landing:
+    /// the node down, paused or killed, or any fault of the network or the store's data.
+    fn excused(&self, node: u32, since: u64) -> bool {
+        self.faults_of[node as usize].down
             || self.spans.iter().any(|f| {
                 f.start <= self.t
                     && f.end >= since
@@ -337,13 +430,7 @@ impl<'a> World<'a> {
                         }
                         _ => true,
                     }
-            });
-        if !excused {
-            self.stuck.push(format!(
-                "node {node} gave up owner {owner:?} at {since} µs; the store still held the lock for it at {} µs, with no fault since",
-                self.t
-            ));
-        }
+            })
     }
 
     /// Tells every waiting node that the lock was released (each notice crosses the
@@ -352,6 +439,46 @@ impl<'a> World<'a> {
         for (node, life) in std::mem::take(&mut self.waiters) {
             self.transmit(node as usize, Ev::Notify { node, life });
         }
+    }
+
+    /// The next slot's try of a group's acquire on a store whose slots are separate calls:
+    /// taken or renewed, the answer goes back; held, the next slot is tried a backend
+    /// round trip later; none left, the first held slot's holder goes back.
+    fn slot_try(&mut self, mut attempt: SlotTry) {
+        let now = self.store_clock.local_us(self.t);
+        let slot = attempt.slots.remove(0);
+        let answer = self.store.try_slot(
+            slot,
+            attempt.owner,
+            attempt.holder,
+            attempt.lease_us,
+            now,
+            attempt.client_us,
+        );
+        let answer = match answer {
+            Answer::Held(record) if !attempt.slots.is_empty() => {
+                attempt.first_held.get_or_insert(record);
+                let net = self.plan.network;
+                let hop = self
+                    .rng
+                    .random_range(net.min_us..=net.max_us.max(net.min_us))
+                    * 2;
+                self.push(self.t + hop, Ev::SlotTry(attempt));
+                return;
+            }
+            Answer::Held(record) => Answer::Held(attempt.first_held.take().unwrap_or(record)),
+            other => other,
+        };
+        let (node, life, id) = (attempt.node, attempt.life, attempt.id);
+        self.transmit(
+            node as usize,
+            Ev::ToNode {
+                node,
+                life,
+                id,
+                answer,
+            },
+        );
     }
 
     /// Lets node `n` act at the current time, then does what it asked.
@@ -423,12 +550,19 @@ impl<'a> World<'a> {
                 node: *node,
                 life: *life,
                 id: *id,
-                call: *call,
+                call: call.clone(),
                 client_us: *client_us,
             };
             let later = self
                 .rng
                 .random_range(net.min_us..=net.max_us.max(net.min_us) * 4);
+            // A request applied twice is a fault of the network: the second copy can land
+            // after what the node did about the first (an orphan's release, say).
+            self.spans.push(FaultSpan {
+                kind: HistoryFault::Blackhole,
+                start: sent,
+                end: sent + delay + later,
+            });
             self.push(sent + delay + later, again);
         }
         self.push(sent + delay, ev);
@@ -458,7 +592,16 @@ impl<'a> World<'a> {
                     self.push(at, Ev::Wake { node, life, timer });
                 }
                 Effect::Log(what) => self.log(n, what),
-                Effect::Write { token, phase } => self.write(n, token, phase),
+                Effect::Write { lock, token, phase } => self.write(n, lock, token, phase),
+                Effect::Leading { owner, slot } => self.push(
+                    self.t + ABANDONED_WITHIN_US,
+                    Ev::CheckStrays {
+                        node,
+                        owner,
+                        slot,
+                        since: self.t,
+                    },
+                ),
                 Effect::Listen => {
                     if self.plan.profile.notifies() && !self.waiters.contains(&(node, life)) {
                         self.waiters.push((node, life));
@@ -486,11 +629,14 @@ impl<'a> World<'a> {
     }
 
     /// A fenced write: accepted unless a larger token was accepted before.
-    fn write(&mut self, n: usize, token: u64, phase: Phase) {
-        if token >= self.highest_written {
-            self.highest_written = token;
+    fn write(&mut self, n: usize, lock: u32, token: u64, phase: Phase) {
+        let Some(&highest) = self.highest_written.get(lock as usize) else {
+            return;
+        };
+        if token >= highest {
+            self.highest_written[lock as usize] = token;
             let accepted = What::WriteAccepted {
-                lock: 0,
+                lock,
                 token,
                 phase: Some(phase),
             };
@@ -505,10 +651,10 @@ impl<'a> World<'a> {
             self.log(
                 n,
                 What::WriteRejected {
-                    lock: 0,
+                    lock,
                     token,
                     phase: Some(phase),
-                    highest_seen: Some(self.highest_written),
+                    highest_seen: Some(highest),
                 },
             );
         }

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
+use crate::engine::defects::{Defect, planted};
 use crate::config::campaign::CampaignConfig;
 use crate::engine::candidacy::Candidacy;
 use crate::engine::keepalive::Keepalive;
@@ -242,6 +243,9 @@ impl CampaignRun {
     pub fn stray_attempts(&self) -> Option<Orphan> {
         let mut attempts = self.attempts.lock();
         let (term_slot, since) = attempts.strays.take()?;
+        if planted(Defect::ForgetStraySlot) {
+            return None;
+        }
         let others = (0..self.keys.len())
             .filter(|slot| u32::try_from(*slot).ok() != Some(term_slot))
             .map(|slot| self.keys.slot(slot).clone())

@@ -25,15 +25,19 @@ pub enum Defect {
     /// nothing to release (rule broken: what nobody holds is freed at once, not left to
     /// run out its lease).
     DropOrphanRelease,
+    /// What failed attempts of a term's owner token took on other slots of its group is
+    /// not released (rule broken: a leader holds one slot).
+    ForgetStraySlot,
 }
 
 impl Defect {
     /// Every defect.
-    pub const ALL: [Defect; 4] = [
+    pub const ALL: [Defect; 5] = [
         Defect::RenewAfterDeadline,
         Defect::ActionOnLateLease,
         Defect::NoClockRateAllowance,
         Defect::DropOrphanRelease,
+        Defect::ForgetStraySlot,
     ];
 
     /// Its name, as a simulator prints it.
@@ -43,6 +47,7 @@ impl Defect {
             Defect::ActionOnLateLease => "action-on-late-lease",
             Defect::NoClockRateAllowance => "no-clock-rate-allowance",
             Defect::DropOrphanRelease => "drop-orphan-release",
+            Defect::ForgetStraySlot => "forget-stray-slot",
         }
     }
 
@@ -53,6 +58,7 @@ impl Defect {
             Defect::ActionOnLateLease => 2,
             Defect::NoClockRateAllowance => 4,
             Defect::DropOrphanRelease => 8,
+            Defect::ForgetStraySlot => 32,
         }
     }
 }

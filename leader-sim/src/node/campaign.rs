@@ -42,11 +42,12 @@ impl<'a> Node<'a> {
         }
         match run.next_round() {
             CampaignStep::Attempt => {
-                let request = run.request().request;
+                let request = run.request();
                 let call = Call::Acquire {
-                    owner: request.owner,
+                    owner: request.request.owner,
                     node: self.id,
                     lease_us: self.lease_us(),
+                    slots: request.slots().map(|(slot, _)| slot).collect(),
                 };
                 fx.push(Effect::Log(What::AcquireRequested { lock: 0 }));
                 self.send(Purpose::Campaign, call, now, t, fx);
@@ -83,8 +84,13 @@ impl<'a> Node<'a> {
                 message: Some(err.to_string()),
             },
         };
+        // A group's answer is its slot's; an attempt that took none is logged on slot 0.
+        let lock = match &outcome {
+            Ok(leader_core::SlotOutcome::Acquired { slot, .. }) => *slot,
+            _ => 0,
+        };
         fx.push(Effect::Log(What::AcquireAnswered {
-            lock: 0,
+            lock,
             requested,
             answer: logged,
         }));
@@ -132,6 +138,10 @@ impl<'a> Node<'a> {
     ) {
         let Some(run) = self.campaign() else { return };
         self.begin_action(&term, requested, t, fx);
+        fx.push(Effect::Leading {
+            owner: term.lease().owner,
+            slot: self.slot_of(&term.lease().key),
+        });
         let (term_loop, step) = TermLoop::new(run, now);
         self.state = State::Leading(Leading {
             term_loop,
@@ -162,6 +172,7 @@ impl<'a> Node<'a> {
                 let deadline = term.context().deadline();
                 let call = Call::Extend {
                     owner: term.lease().owner,
+                    slot: self.slot_of(&term.lease().key),
                     lease_us: self.lease_us(),
                 };
                 let id = self.send(Purpose::TermRenew, call, sent_at, t, fx);
@@ -208,7 +219,7 @@ impl<'a> Node<'a> {
             .after_renewal(&term, raced, call.sent_at, now);
         if extended && matches!(step, TermStep::Wait { .. }) {
             fx.push(Effect::Log(What::Renewed {
-                lock: 0,
+                lock: self.slot_of(&term.lease().key),
                 token: term.lease().fencing_token,
                 requested: Some(self.clock.true_us(call.sent_at)),
                 deadline: Some(self.clock.true_us(term.context().deadline())),
@@ -224,9 +235,10 @@ impl<'a> Node<'a> {
             return;
         };
         leading.ended = true;
-        Node::end_action(term, true, fx);
+        self.end_action(term, true, fx);
         let call = Call::Release {
             owner: term.lease().owner,
+            slot: self.slot_of(&term.lease().key),
         };
         self.send(Purpose::TermRelease, call, now, t, fx);
     }
@@ -237,7 +249,7 @@ impl<'a> Node<'a> {
         };
         if answer == Answer::Released {
             fx.push(Effect::Log(What::Released {
-                lock: 0,
+                lock: self.slot_of(&leading.term.lease().key),
                 token: leading.term.lease().fencing_token,
             }));
         }

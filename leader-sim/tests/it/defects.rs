@@ -20,6 +20,32 @@ fn caught(defect: Planted, within: u64) -> (Plan, Vec<ViolationKind>) {
 }
 
 #[test]
+fn a_forgotten_stray_slot_stays_held_beside_the_term() {
+    // A group on a store that tries its slots one call each: an attempt whose answer
+    // was lost took a slot, the next attempt (same owner) another; the first is a stray.
+    let defect = Planted::Engine(Defect::ForgetStraySlot);
+    let (plan, kinds) = caught(defect, 1_500);
+    assert!(kinds.is_empty(), "{kinds:?}");
+    assert!(
+        plan.campaign && plan.slots > 1 && plan.slots_apart,
+        "{plan:?}"
+    );
+    let outcome = run(&plan);
+    assert!(
+        outcome
+            .stuck
+            .iter()
+            .any(|s| s.contains("for the same owner")),
+        "{:?}",
+        outcome.stuck
+    );
+    // Without the defect, the engine releases the stray: the same plan passes.
+    let mut fixed = plan;
+    fixed.defects.clear();
+    assert!(run(&fixed).passed());
+}
+
+#[test]
 fn a_dropped_orphan_release_leaves_the_lock_stuck() {
     let defect = Planted::Engine(Defect::DropOrphanRelease);
     let (plan, kinds) = caught(defect, 500);
@@ -62,6 +88,7 @@ fn without_the_clock_rate_allowance_slow_clocks_let_a_second_holder_in() {
     let defect = Planted::Engine(Defect::NoClockRateAllowance);
     let plan = |seed| Plan {
         campaign: false,
+        op_timeout_ms: 60_000,
         ..Plan::random_with_lease(seed, 450, Some(60_000))
     };
     let failing = (0..300).find(|&seed| {

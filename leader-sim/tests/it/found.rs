@@ -39,6 +39,9 @@ fn slow_clock() -> Plan {
             },
         ],
         campaign: false,
+        slots: 1,
+        slots_apart: false,
+        op_timeout_ms: 30000,
         defects: vec![],
     }
 }
