@@ -6,7 +6,9 @@
 //! pauses, crashes, message faults and data loss the plan's seed decides; the history it
 //! records is judged by `leader-history`. The same plan always plays the same run.
 
+pub mod choices;
 mod clock;
+pub mod explore;
 mod node;
 pub mod plan;
 mod shrink;
@@ -16,4 +18,4 @@ mod world;
 pub use leader_core::__private::Defect;
 pub use plan::{Fault, FaultKind, Network, Plan, Planted, Profile};
 pub use shrink::shrink;
-pub use world::{ABANDONED_WITHIN_US, Outcome, run};
+pub use world::{ABANDONED_WITHIN_US, Outcome, run, run_with};
