@@ -164,8 +164,8 @@ fn a_dropped_orphan_release_is_found_within_two_faults() {
 #[test]
 fn one_choice_vector_always_plays_the_same_run() {
     let exploration = campaign(3, Profile::Redis, 3, usize::MAX);
-    // A reply slow, a request lost, a leader paused (if point 30 is a pause; the default
-    // otherwise): whatever they are, twice the same.
+    // Three faults at points 4, 17 and 30 (a message slow or lost, a leader paused,
+    // whichever those points are): twice the same run.
     let mut vector = vec![0; 31];
     vector[4] = 1;
     vector[17] = 2;
