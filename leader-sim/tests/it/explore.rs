@@ -35,7 +35,8 @@ fn other_options(points: &[ChoicePoint], from: usize) -> u64 {
         .sum()
 }
 
-/// How many runs a budget of 1 or 2 makes, counted without the explorer's search: the
+/// How many runs a budget of 1 or 2 makes, counted without the explorer's search (the
+/// figures today, in the README, change whenever the engine's messages do): the
 /// run with no fault; for each point of it and each option other than the default, the
 /// run with that one fault; with a budget of 2, for each of those, one run per later
 /// point of it and option other than the default.
@@ -87,8 +88,6 @@ fn two_nodes_every_run_within_two_faults_at_the_first_40_points_passes() {
         let exploration = campaign(2, profile, 2, 40);
         let explored = passes(&exploration);
         assert_eq!(explored.runs, expected_runs(&exploration), "{profile:?}");
-        // 40 points: 32 messages (3 fates) and 8 leaders about to renew (paused or not).
-        assert_eq!(explored.runs, 2_578, "{profile:?}");
     }
 }
 
@@ -99,7 +98,6 @@ fn two_nodes_every_run_within_two_faults_anywhere_passes() {
     let explored = passes(&exploration);
     assert!(explored.most_points > 100, "{}", explored.most_points);
     assert_eq!(explored.runs, expected_runs(&exploration));
-    assert_eq!(explored.runs, 24_157);
 }
 
 #[test]
@@ -107,11 +105,9 @@ fn three_nodes_every_run_within_one_fault_anywhere_and_two_at_the_first_40_point
     let anywhere = campaign(3, Profile::Sql, 1, usize::MAX);
     let explored = passes(&anywhere);
     assert_eq!(explored.runs, expected_runs(&anywhere));
-    assert_eq!(explored.runs, 330);
     let early = campaign(3, Profile::Sql, 2, 40);
     let explored = passes(&early);
     assert_eq!(explored.runs, expected_runs(&early));
-    assert_eq!(explored.runs, 2_725);
 }
 
 #[test]
