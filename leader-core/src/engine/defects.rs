@@ -25,15 +25,20 @@ pub enum Defect {
     /// nothing to release (rule broken: what nobody holds is freed at once, not left to
     /// run out its lease).
     DropOrphanRelease,
+    /// A campaign term's renewal counts the renew deadline from its answer rather than
+    /// from when it was sent (rule broken: a lease runs from its request, the latest
+    /// instant the store can have granted it).
+    TermRenewedFromAnswer,
 }
 
 impl Defect {
     /// Every defect.
-    pub const ALL: [Defect; 4] = [
+    pub const ALL: [Defect; 5] = [
         Defect::RenewAfterDeadline,
         Defect::ActionOnLateLease,
         Defect::NoClockRateAllowance,
         Defect::DropOrphanRelease,
+        Defect::TermRenewedFromAnswer,
     ];
 
     /// Its name, as a simulator prints it.
@@ -43,6 +48,7 @@ impl Defect {
             Defect::ActionOnLateLease => "action-on-late-lease",
             Defect::NoClockRateAllowance => "no-clock-rate-allowance",
             Defect::DropOrphanRelease => "drop-orphan-release",
+            Defect::TermRenewedFromAnswer => "term-renewed-from-answer",
         }
     }
 
@@ -53,6 +59,7 @@ impl Defect {
             Defect::ActionOnLateLease => 2,
             Defect::NoClockRateAllowance => 4,
             Defect::DropOrphanRelease => 8,
+            Defect::TermRenewedFromAnswer => 16,
         }
     }
 }
