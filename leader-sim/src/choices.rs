@@ -51,9 +51,9 @@ pub struct ChoicePoint {
 /// What a [`ChoicePoint`] chose about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PointKind {
-    /// A request's fate: 0 on time, 1 slow (held back), 2 lost.
+    /// A request's fate: 0 on time, 1 delayed, 2 held back, 3 lost (see [`Scripted`]).
     Request,
-    /// A reply's fate: 0 on time, 1 slow (held back), 2 lost.
+    /// A reply's fate: 0 on time, 1 delayed, 2 held back, 3 lost (see [`Scripted`]).
     Reply,
     /// A leader about to renew its term: 0 goes on, 1 is paused first.
     Pause,
@@ -126,8 +126,10 @@ impl Choices for Seeded {
 /// the network's shortest delay, no pause). Only the first `depth` points have more than
 /// one option; past that, every point has the default alone.
 ///
-/// The options of a message: on time; slow (held back two thirds of a lease: past the
-/// renew deadline of a term, whose renewal is due a fifth of a lease after the last); lost.
+/// The options of a message: on time; delayed (two fifths of a lease: a term's renewal,
+/// due a fifth of a lease after the last, is still answered before its renew deadline, two
+/// thirds of a lease after the last); held back (two thirds of a lease: past that
+/// deadline); lost.
 /// The options of a leader about to renew its term: go on; be paused for two leases first.
 #[derive(Debug, Clone)]
 pub struct Scripted {
@@ -187,9 +189,13 @@ impl Choices for Scripted {
             delay_us: net.min_us,
             ..Fate::default()
         };
-        match self.choose(message.sent_us, message.node, kind, 3) {
+        match self.choose(message.sent_us, message.node, kind, 4) {
             0 => on_time,
             1 => Fate {
+                held_back_us: Some(lease_us * 2 / 5),
+                ..on_time
+            },
+            2 => Fate {
                 held_back_us: Some(lease_us * 2 / 3),
                 ..on_time
             },

@@ -143,6 +143,45 @@ fn a_term_started_on_a_late_answer_is_found_and_its_choices_replay_it() {
 }
 
 #[test]
+fn a_term_renewed_from_its_answer_is_found_within_two_faults_and_replays() {
+    // A renewal whose reply is delayed counts the term from its answer: the term outlives
+    // the store's lease, and with its next renewal lost, the standby takes the lock
+    // while the leader still leads.
+    let exploration = Exploration {
+        defects: vec![Planted::Engine(Defect::TermRenewedFromAnswer)],
+        ..campaign(2, Profile::Sql, 2, usize::MAX)
+    };
+    let explored = explore(&exploration);
+    println!("found after {} runs", explored.runs);
+    let failure = explored.failure.expect("the defect was not found");
+    println!("{:?}", failure.faults);
+    let kinds: Vec<ViolationKind> = failure
+        .outcome
+        .report
+        .violations
+        .iter()
+        .map(|v| v.kind)
+        .collect();
+    assert!(
+        kinds.contains(&ViolationKind::UnexplainedOverlap),
+        "{kinds:?}"
+    );
+    // One fault does not show it.
+    assert_eq!(failure.faults.len(), 2, "{:?}", failure.faults);
+    let again = replay(&exploration, &failure.choices);
+    assert_eq!(again.events, failure.outcome.events);
+    assert_eq!(
+        again.report.violations.len(),
+        failure.outcome.report.violations.len()
+    );
+    let fixed = Exploration {
+        defects: Vec::new(),
+        ..exploration
+    };
+    assert!(replay(&fixed, &failure.choices).passed());
+}
+
+#[test]
 fn a_dropped_orphan_release_is_found_within_two_faults() {
     let exploration = Exploration {
         defects: vec![Planted::Engine(Defect::DropOrphanRelease)],
