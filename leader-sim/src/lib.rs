@@ -6,8 +6,8 @@
 //! pauses, crashes, message faults and data loss the plan's seed decides; the history it
 //! records is judged by `leader-history`. The same plan always plays the same run.
 //! [`explore`] plays small campaigns exhaustively instead: every choice of the network
-//! (each message on time, slow or lost; a leader paused before it renews) within a fault
-//! budget, through the [`choices::Choices`] seam.
+//! (each message on time, delayed, held back or lost; a leader paused before it renews)
+//! within a fault budget, through the [`choices::Choices`] seam.
 
 pub mod choices;
 mod clock;
