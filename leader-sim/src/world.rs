@@ -6,18 +6,16 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};
 
+use crate::choices::{Choices, Message, Seeded};
+use crate::clock::SimClock;
+use crate::node::{Effect, Node, Setup, Timer};
+use crate::plan::{FaultKind, Plan, Planted, Profile};
+use crate::store::{Answer, Call, ModelStore};
 use leader_core::__private::{Defect, SeededRandomness, plant};
 use leader_core::OwnerToken;
 use leader_history::{
     Clock, Event, FaultKind as HistoryFault, FaultSpan, History, Log, Phase, Report, What, check,
 };
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
-
-use crate::clock::SimClock;
-use crate::node::{Effect, Node, Setup, Timer};
-use crate::plan::{FaultKind, Plan, Planted, Profile};
-use crate::store::{Answer, Call, ModelStore};
 
 /// What a run gave.
 #[derive(Debug, Clone)]
@@ -149,7 +147,7 @@ struct World<'a> {
     seq: u64,
     steps: u64,
     queue: BinaryHeap<Reverse<Queued>>,
-    rng: StdRng,
+    choices: &'a mut dyn Choices,
     store: ModelStore,
     store_clock: SimClock,
     nodes: Vec<Node<'a>>,
@@ -167,6 +165,13 @@ struct World<'a> {
 
 /// Plays `plan` and judges its history.
 pub fn run(plan: &Plan) -> Outcome {
+    run_with(plan, &mut Seeded::new(plan.seed))
+}
+
+/// Plays `plan` with `choices` making every choice beyond the plan's faults (each
+/// message's fate; see [`Choices`]), and judges its history. [`run`] is this with the
+/// choices drawn from the plan's seed ([`Seeded`]).
+pub fn run_with(plan: &Plan, choices: &mut dyn Choices) -> Outcome {
     let engine: Vec<Defect> = plan
         .defects
         .iter()
@@ -211,7 +216,7 @@ pub fn run(plan: &Plan) -> Outcome {
         seq: 0,
         steps: 0,
         queue: BinaryHeap::new(),
-        rng: StdRng::seed_from_u64(plan.seed),
+        choices,
         store,
         store_clock: SimClock::new(base, plan.store_drift_ppm, 0),
         nodes: setups
@@ -280,6 +285,12 @@ impl<'a> World<'a> {
         match ev {
             Ev::Wake { node, life, timer } => {
                 let n = node as usize;
+                if timer == Timer::TermWait && self.live(n, life) {
+                    let lease_us = self.plan.lease_ms * 1_000;
+                    if let Some(us) = self.choices.pause_before_renewal(node, self.t, lease_us) {
+                        self.pause(n, self.t + us);
+                    }
+                }
                 if !self.deliverable(n, life, || Ev::Wake { node, life, timer }) {
                     return;
                 }
@@ -459,10 +470,7 @@ impl<'a> World<'a> {
             Answer::Held(record) if !attempt.slots.is_empty() => {
                 attempt.first_held.get_or_insert(record);
                 let net = self.plan.network;
-                let hop = self
-                    .rng
-                    .random_range(net.min_us..=net.max_us.max(net.min_us))
-                    * 2;
+                let hop = self.choices.hop_us(&net);
                 self.push(self.t + hop, Ev::SlotTry(attempt));
                 return;
             }
@@ -489,6 +497,24 @@ impl<'a> World<'a> {
         self.effects = fx;
     }
 
+    /// Whether node `n` is up, in life `life`, and not paused.
+    fn live(&self, n: usize, life: u32) -> bool {
+        let faults = self.faults_of[n];
+        !faults.down && faults.life == life && faults.paused_until <= self.t
+    }
+
+    /// Node `n` stops until `until` (its clock runs on).
+    fn pause(&mut self, n: usize, until: u64) {
+        let f = &mut self.faults_of[n];
+        f.paused_until = f.paused_until.max(until);
+        self.spans.push(FaultSpan {
+            kind: HistoryFault::Pause { worker: n as u32 },
+            start: self.t,
+            end: until,
+        });
+        self.push(until, Ev::PauseOver);
+    }
+
     /// Whether an event of node `n`'s life `life` is for it now: not if that life is over
     /// (or it is down); while it is paused, the event waits until it continues.
     fn deliverable(&mut self, n: usize, life: u32, again: impl FnOnce() -> Ev) -> bool {
@@ -511,7 +537,13 @@ impl<'a> World<'a> {
         if faults.partitioned_until > self.t {
             return;
         }
-        if net.lost_one_in > 0 && self.rng.random_ratio(1, net.lost_one_in) {
+        let message = Message {
+            node: u32::try_from(n).unwrap_or(u32::MAX),
+            request: matches!(ev, Ev::ToStore { .. }),
+            sent_us: sent,
+        };
+        let fate = self.choices.fate(message, &net, self.plan.lease_ms * 1_000);
+        if fate.lost {
             self.spans.push(FaultSpan {
                 kind: HistoryFault::Blackhole,
                 start: sent,
@@ -519,14 +551,11 @@ impl<'a> World<'a> {
             });
             return;
         }
-        let mut delay = self
-            .rng
-            .random_range(net.min_us..=net.max_us.max(net.min_us));
+        let mut delay = fate.delay_us;
         if faults.slow_until > self.t {
             delay += faults.slow_extra_us;
         }
-        if net.held_back_one_in > 0 && self.rng.random_ratio(1, net.held_back_one_in) {
-            let held = self.rng.random_range(0..=self.plan.lease_ms * 1_000);
+        if let Some(held) = fate.held_back_us {
             delay += held;
             self.spans.push(FaultSpan {
                 kind: HistoryFault::Blackhole,
@@ -534,10 +563,7 @@ impl<'a> World<'a> {
                 end: sent + delay,
             });
         }
-        let duplicate = matches!(ev, Ev::ToStore { .. })
-            && net.duplicated_one_in > 0
-            && self.rng.random_ratio(1, net.duplicated_one_in);
-        if duplicate
+        if let Some(later) = fate.duplicate_after_us
             && let Ev::ToStore {
                 node,
                 life,
@@ -553,9 +579,6 @@ impl<'a> World<'a> {
                 call: call.clone(),
                 client_us: *client_us,
             };
-            let later = self
-                .rng
-                .random_range(net.min_us..=net.max_us.max(net.min_us) * 4);
             // A request applied twice is a fault of the network: the second copy can land
             // after what the node did about the first (an orphan's release, say).
             self.spans.push(FaultSpan {
@@ -668,15 +691,7 @@ impl<'a> World<'a> {
         match fault.kind {
             FaultKind::Pause { node, ms } => {
                 let n = node as usize % self.nodes.len();
-                let until = t + ms * 1_000;
-                let f = &mut self.faults_of[n];
-                f.paused_until = f.paused_until.max(until);
-                self.spans.push(FaultSpan {
-                    kind: HistoryFault::Pause { worker: n as u32 },
-                    start: t,
-                    end: until,
-                });
-                self.push(until, Ev::PauseOver);
+                self.pause(n, t + ms * 1_000);
             }
             FaultKind::Crash { node, down_ms } => {
                 let n = node as usize % self.nodes.len();

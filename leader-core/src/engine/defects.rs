@@ -28,16 +28,21 @@ pub enum Defect {
     /// What failed attempts of a term's owner token took on other slots of its group is
     /// not released (rule broken: a leader holds one slot).
     ForgetStraySlot,
+    /// A campaign term's renewal counts the renew deadline from its answer rather than
+    /// from when it was sent (rule broken: a lease runs from its request, the latest
+    /// instant the store can have granted it).
+    TermRenewedFromAnswer,
 }
 
 impl Defect {
     /// Every defect.
-    pub const ALL: [Defect; 5] = [
+    pub const ALL: [Defect; 6] = [
         Defect::RenewAfterDeadline,
         Defect::ActionOnLateLease,
         Defect::NoClockRateAllowance,
         Defect::DropOrphanRelease,
         Defect::ForgetStraySlot,
+        Defect::TermRenewedFromAnswer,
     ];
 
     /// Its name, as a simulator prints it.
@@ -48,6 +53,7 @@ impl Defect {
             Defect::NoClockRateAllowance => "no-clock-rate-allowance",
             Defect::DropOrphanRelease => "drop-orphan-release",
             Defect::ForgetStraySlot => "forget-stray-slot",
+            Defect::TermRenewedFromAnswer => "term-renewed-from-answer",
         }
     }
 
@@ -59,6 +65,7 @@ impl Defect {
             Defect::NoClockRateAllowance => 4,
             Defect::DropOrphanRelease => 8,
             Defect::ForgetStraySlot => 32,
+            Defect::TermRenewedFromAnswer => 16,
         }
     }
 }

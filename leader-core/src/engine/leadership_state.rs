@@ -11,6 +11,7 @@ use event_listener::{Event, EventListener, Listener};
 use parking_lot::Mutex;
 
 use crate::engine::candidacy::TermCheck;
+use crate::engine::defects::{Defect, planted};
 use crate::engine::lease_tracker::LeaseTracker;
 use crate::error::Error;
 use crate::leadership::context::LeaseContext;
@@ -214,9 +215,15 @@ impl LeadershipState {
         renew_deadline: Duration,
         now: Instant,
     ) -> Option<Arc<LeaseTracker>> {
+        // The term runs from the renewal's request: the store granted it then at the latest.
+        let from = if planted(Defect::TermRenewedFromAnswer) {
+            now
+        } else {
+            sent_at
+        };
         let reason = match answer {
             // A renewal answered after the renew deadline does not revive the term.
-            Ok(ExtendOutcome::Extended { .. }) if term.renewed(sent_at, renew_deadline, now) => {
+            Ok(ExtendOutcome::Extended { .. }) if term.renewed(from, renew_deadline, now) => {
                 return None;
             }
             Ok(ExtendOutcome::Extended { .. }) => RevokeReason::RenewDeadlinePassed,
