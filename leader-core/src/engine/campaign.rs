@@ -5,9 +5,9 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::engine::defects::{Defect, planted};
 use crate::config::campaign::CampaignConfig;
 use crate::engine::candidacy::Candidacy;
+use crate::engine::defects::{Defect, planted};
 use crate::engine::keepalive::Keepalive;
 use crate::engine::late::{answered_late, is_late};
 use crate::engine::leadership_state::LeadershipState;
