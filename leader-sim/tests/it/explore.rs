@@ -93,10 +93,14 @@ fn two_nodes_every_run_within_two_faults_at_the_first_40_points_passes() {
 
 #[test]
 fn two_nodes_every_run_within_two_faults_anywhere_passes() {
-    // Every point of a 6-lease run (130 to 135 of them) has options.
-    let exploration = campaign(2, Profile::Sql, 2, usize::MAX);
+    // Every point of a 3-lease run has options (a 6-lease one, 130 to 135 points and
+    // 51,035 runs, is for `--example explore`: it costs CI a minute on a busy core).
+    let exploration = Exploration {
+        leases: 3,
+        ..campaign(2, Profile::Sql, 2, usize::MAX)
+    };
     let explored = passes(&exploration);
-    assert!(explored.most_points > 100, "{}", explored.most_points);
+    assert!(explored.most_points > 50, "{}", explored.most_points);
     assert_eq!(explored.runs, expected_runs(&exploration));
 }
 

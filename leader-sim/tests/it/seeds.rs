@@ -24,20 +24,20 @@ fn all_pass(count: u64, plan: impl Fn(u64) -> Plan) -> usize {
 fn every_seed_passes_with_clocks_within_the_allowance() {
     // Node and store clocks up to ±450 ppm off: at most 900 ppm apart, inside the
     // engine's 1,000 ppm allowance.
-    let acquisitions = all_pass(1_500, |seed| Plan::random(seed, 450));
-    assert!(acquisitions > 20_000, "{acquisitions}");
+    let acquisitions = all_pass(1_000, |seed| Plan::random(seed, 450));
+    assert!(acquisitions > 13_000, "{acquisitions}");
     // Both kinds of node were played: jobs in a loop and campaigns.
-    let campaigns = (0..1_500)
+    let campaigns = (0..1_000)
         .filter(|&seed| Plan::random(seed, 450).campaign)
         .count();
-    assert!((500..1_000).contains(&campaigns), "{campaigns}");
+    assert!((300..700).contains(&campaigns), "{campaigns}");
 }
 
 #[test]
 fn long_leases_pass_with_clocks_within_the_allowance() {
     // 30 s leases make a rate difference count: before the allowance, seeds 647 and 881
     // of these (at ±200 ppm) let a second holder in for 2-4 ms.
-    all_pass(150, |seed| job(seed, 450));
+    all_pass(80, |seed| job(seed, 450));
 }
 
 /// A random plan whose nodes run a job in a loop, with 30 s leases (a campaign's term
@@ -53,10 +53,8 @@ fn job(seed: u64, drift: i32) -> Plan {
 #[test]
 fn beyond_the_allowance_the_simulator_sees_two_holders() {
     // Clocks up to ±5,000 ppm off: the allowance is not enough, and the runs show it.
-    let failed = (0..300)
-        .filter(|&seed| !run(&job(seed, 5_000)).passed())
-        .count();
-    assert!(failed > 0, "no run failed with clocks 1% apart");
+    let failed = (0..300).find(|&seed| !run(&job(seed, 5_000)).passed());
+    assert!(failed.is_some(), "no run failed with clocks 1% apart");
 }
 
 #[test]
