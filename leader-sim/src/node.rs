@@ -4,18 +4,19 @@
 //! retry, when to renew, whether a renewal counts, whether a lease is lost, how an orphan
 //! is released. The node only sends calls, sets timers and writes down what happened.
 //!
-//! A node runs one job in a loop: acquire the lock (within its wait), act for a while with
-//! the lease auto-extended (a fenced write at the start and at the end), release, rest.
+//! A node runs a job in a loop (`job.rs`) or campaigns (`campaign.rs`); what it gave up is
+//! released in the background (`orphans.rs`). This file holds what they share: the
+//! setup, timers, effects, calls in flight, and the dispatch of timers and answers.
 
 use std::time::{Duration, Instant, SystemTime};
 
 use leader_core::__private::{
-    Attempts, CampaignRun, ElectorSettings, Keepalive, LeaseTracker, Orphan, RenewalSchedule, Step,
+    Attempts, CampaignRun, ElectorSettings, Keepalive, LeaseTracker, Orphan, RenewalSchedule,
 };
 use leader_core::GroupSlots;
 use leader_core::{
-    BackendError, BackendErrorKind, CampaignConfig, Error, ExtendOutcome, LeaderElectionOptions,
-    LeaderLease, Lease, LockName, OwnerToken, ReleaseOutcome, SlotOutcome,
+    BackendError, BackendErrorKind, CampaignConfig, Error, LeaderElectionOptions, LeaderLease,
+    Lease, LockName, OwnerToken, ReleaseOutcome, SlotOutcome,
 };
 use leader_history::{Answer as HistoryAnswer, Phase, What};
 
@@ -23,6 +24,10 @@ use crate::clock::SimClock;
 use crate::store::{Answer, Call};
 
 mod campaign;
+mod job;
+mod orphans;
+
+use orphans::PendingOrphan;
 
 /// The backend name the engine's spans and errors carry.
 pub(crate) const BACKEND: &str = "sim";
@@ -191,14 +196,6 @@ pub(super) enum State<'a> {
     },
     Holding(Held),
     Releasing(Held),
-}
-
-#[derive(Debug)]
-struct PendingOrphan {
-    id: u64,
-    orphan: Orphan,
-    /// This round's answers so far, one per lease in order.
-    answers: Vec<Result<ReleaseOutcome, Error>>,
 }
 
 /// One node.
@@ -424,20 +421,6 @@ impl<'a> Node<'a> {
         Some(self.calls.swap_remove(i))
     }
 
-    fn attempt(&mut self, now: Instant, t: u64, fx: &mut Vec<Effect>) {
-        let State::Acquiring { attempts, .. } = &self.state else {
-            return;
-        };
-        let request = attempts.request().request;
-        let call = Call::Acquire {
-            owner: request.owner,
-            node: self.id,
-            lease_us: self.lease_us(),
-            slots: vec![0],
-        };
-        self.send(Purpose::Acquire, call, now, t, fx);
-    }
-
     /// The store's answer to call `id` reached the node at true time `t`.
     pub(crate) fn answered(&mut self, id: u64, answer: Answer, t: u64, fx: &mut Vec<Effect>) {
         let now = self.clock.instant(t);
@@ -459,64 +442,6 @@ impl<'a> Node<'a> {
             Purpose::Campaign => self.campaign_answered(call, Ok(answer), now, t, fx),
             Purpose::TermRenew => self.term_renewal_raced(call, Some(Ok(answer)), now, t, fx),
             Purpose::TermRelease => self.term_released(answer, t, fx),
-        }
-    }
-
-    fn acquire_answered(
-        &mut self,
-        call: InFlight,
-        answer: Answer,
-        now: Instant,
-        t: u64,
-        fx: &mut Vec<Effect>,
-    ) {
-        let (requested, owner) = match &self.state {
-            State::Acquiring {
-                attempts,
-                requested,
-            } => (*requested, attempts.request().request.owner),
-            _ => return,
-        };
-        let outcome = self.slot_outcome(&answer, owner);
-        let requested_us = self.clock.true_us(call.sent_at);
-        let State::Acquiring { attempts, .. } = &mut self.state else {
-            return;
-        };
-        match attempts.on_outcome(outcome, call.sent_at, now) {
-            Step::Acquired(lease, sent_at) => {
-                fx.push(Effect::Log(What::AcquireAnswered {
-                    lock: 0,
-                    requested: requested_us,
-                    answer: HistoryAnswer::Lease {
-                        token: lease.fencing_token,
-                    },
-                }));
-                self.hold(lease, sent_at, requested, now, t, fx);
-            }
-            Step::RetryAfter(delay) => self.wait(now + delay, false, fx),
-            Step::GaveUp(_) => {
-                fx.push(Effect::Log(What::AcquireAnswered {
-                    lock: 0,
-                    requested: requested_us,
-                    answer: HistoryAnswer::Refused,
-                }));
-                self.rest_then_start(now, fx);
-            }
-            Step::Late(late) => {
-                let (orphan, next) = late.into_parts();
-                self.adopt(orphan, Some(owner), now, t, fx);
-                match next {
-                    Ok(delay) => self.wait(now + delay, false, fx),
-                    Err(_) => {
-                        fx.push(Effect::Log(What::AcquireAnswered {
-                            lock: 0,
-                            requested: requested_us,
-                            answer: HistoryAnswer::Refused,
-                        }));
-                        self.rest_then_start(now, fx);
-                    }
-                }
-            }
         }
     }
 
@@ -564,170 +489,6 @@ impl<'a> Node<'a> {
             .unwrap_or(0)
     }
 
-    fn rest_then_start(&mut self, now: Instant, fx: &mut Vec<Effect>) {
-        self.state = State::Idle;
-        let rest = self.rest();
-        fx.push(Effect::Wake {
-            at: now + rest,
-            timer: Timer::Start,
-        });
-    }
-
-    /// A lease won: its action starts unless the lease is already lost.
-    fn hold(
-        &mut self,
-        lease: Lease,
-        sent_at: Instant,
-        requested: u64,
-        now: Instant,
-        t: u64,
-        fx: &mut Vec<Effect>,
-    ) {
-        let lease_time = self.lease_time();
-        let tracker = LeaseTracker::new(lease, "job", sent_at, lease_time, BACKEND);
-        if tracker.check_start(now).is_err() {
-            // Released without the minimum lease: the action never ran.
-            let lease = tracker.lease();
-            let owner = lease.owner;
-            let orphan = Orphan::new(lease.key.clone(), owner, sent_at, lease_time);
-            self.adopt(orphan, Some(owner), now, t, fx);
-            self.rest_then_start(now, fx);
-            return;
-        }
-        let deadline = tracker.context().deadline();
-        self.begin_action(&tracker, requested, t, fx);
-        let schedule = self.setup.keepalive.schedule(sent_at);
-        if let Some(schedule) = &schedule {
-            fx.push(Effect::Wake {
-                at: schedule.due(),
-                timer: Timer::RenewDue,
-            });
-        }
-        fx.push(Effect::Wake {
-            at: deadline,
-            timer: Timer::Deadline,
-        });
-        let work_until = now + self.work();
-        fx.push(Effect::Wake {
-            at: work_until,
-            timer: Timer::WorkDone,
-        });
-        self.state = State::Holding(Held {
-            tracker,
-            schedule,
-            work_until,
-            lost: false,
-        });
-    }
-
-    fn renew(&mut self, now: Instant, t: u64, fx: &mut Vec<Effect>) {
-        let State::Holding(held) = &self.state else {
-            return;
-        };
-
-        if held.lost
-            || held.schedule.is_none_or(|schedule| now < schedule.due())
-            || self.calls.iter().any(|c| c.purpose == Purpose::Renew)
-        {
-            return;
-        }
-        let budget = held.tracker.renewal_budget(now);
-        if budget.is_zero() {
-            held.tracker.renewal_unanswered();
-            self.lose(t, fx);
-            return;
-        }
-        let call = Call::Extend {
-            owner: held.tracker.lease().owner,
-            slot: 0,
-            lease_us: self.lease_us(),
-        };
-        let id = self.send(Purpose::Renew, call, now, t, fx);
-        fx.push(Effect::Wake {
-            at: now + budget,
-            timer: Timer::RenewalBudget(id),
-        });
-    }
-
-    fn renewal_answered(
-        &mut self,
-        call: InFlight,
-        answer: Answer,
-        now: Instant,
-        t: u64,
-        fx: &mut Vec<Effect>,
-    ) {
-        let lease_time = self.lease_time();
-        let State::Holding(held) = &mut self.state else {
-            return;
-        };
-        if held.lost {
-            return;
-        }
-        let answer = match answer {
-            Answer::Extended { expires } => Ok(ExtendOutcome::Extended {
-                expires_at: SystemTime::UNIX_EPOCH + Duration::from_micros(expires),
-            }),
-            _ => Ok(ExtendOutcome::NotHeld),
-        };
-        if held
-            .tracker
-            .record_renewal(answer, call.sent_at, lease_time, now)
-        {
-            if let Some(schedule) = &mut held.schedule {
-                schedule.renewed(call.sent_at);
-                fx.push(Effect::Wake {
-                    at: schedule.due(),
-                    timer: Timer::RenewDue,
-                });
-            }
-            let deadline = held.tracker.context().deadline();
-            fx.push(Effect::Log(What::Renewed {
-                lock: 0,
-                token: held.tracker.lease().fencing_token,
-                requested: Some(self.clock.true_us(call.sent_at)),
-                deadline: Some(self.clock.true_us(deadline)),
-            }));
-            fx.push(Effect::Wake {
-                at: deadline,
-                timer: Timer::Deadline,
-            });
-        } else {
-            self.lose(t, fx);
-        }
-    }
-
-    /// The lease is lost (the tracker says so): the action is told and stops at once; it
-    /// ends with its fenced end write and the lease's release.
-    fn lose(&mut self, t: u64, fx: &mut Vec<Effect>) {
-        let State::Holding(held) = &mut self.state else {
-            return;
-        };
-        if held.lost {
-            return;
-        }
-        held.lost = true;
-        let token = held.tracker.lease().fencing_token;
-        fx.push(Effect::Log(What::LeaseLost { lock: 0, token }));
-        let now = self.clock.instant(t);
-        self.finish(now, t, fx);
-    }
-
-    /// The action returns: its end write, then the release.
-    fn finish(&mut self, now: Instant, t: u64, fx: &mut Vec<Effect>) {
-        let State::Holding(held) = std::mem::replace(&mut self.state, State::Idle) else {
-            return;
-        };
-        let found_lost = !held.lost && held.tracker.lost_before_return(now);
-        self.end_action(&held.tracker, found_lost, fx);
-        let call = Call::Release {
-            owner: held.tracker.lease().owner,
-            slot: 0,
-        };
-        self.state = State::Releasing(held);
-        self.send(Purpose::Release, call, now, t, fx);
-    }
-
     /// The history of an action's start on `tracker`'s lease (the acquire call that won
     /// it began at `requested`, true time), and its fenced start write.
     pub(super) fn begin_action(
@@ -768,20 +529,6 @@ impl<'a> Node<'a> {
             phase: Phase::End,
         });
         fx.push(Effect::Log(What::ActionEnded { lock, token }));
-    }
-
-    fn release_answered(&mut self, answer: Answer, t: u64, fx: &mut Vec<Effect>) {
-        let State::Releasing(held) = std::mem::replace(&mut self.state, State::Idle) else {
-            return;
-        };
-        if answer == Answer::Released {
-            fx.push(Effect::Log(What::Released {
-                lock: 0,
-                token: held.tracker.lease().fencing_token,
-            }));
-        }
-        let now = self.clock.instant(t);
-        self.rest_then_start(now, fx);
     }
 
     fn failed(&mut self, call: InFlight, error: Error, now: Instant, t: u64, fx: &mut Vec<Effect>) {
@@ -836,76 +583,6 @@ impl<'a> Node<'a> {
             // Raced against the term's deadline, which is shorter than the timeout.
             Purpose::TermRenew => self.term_renewal_raced(call, Some(Err(error)), now, t, fx),
             Purpose::TermRelease => self.term_release_failed(error, now, t, fx),
-        }
-    }
-
-    /// Takes `orphan` into the background releases: its first release goes out now.
-    /// `owner` is what the orphan gives up, if the node holds nothing else with it: the
-    /// store must not keep a lock for it past a few round trips (the world checks).
-    pub(super) fn adopt(
-        &mut self,
-        orphan: Orphan,
-        owner: Option<OwnerToken>,
-        now: Instant,
-        t: u64,
-        fx: &mut Vec<Effect>,
-    ) {
-        if let Some(owner) = owner {
-            fx.push(Effect::Abandoned { owner });
-        }
-        self.next_id += 1;
-        let id = self.next_id;
-        self.orphans.push(PendingOrphan {
-            id,
-            orphan,
-            answers: Vec::new(),
-        });
-        self.release_orphan(id, now, t, fx);
-    }
-
-    fn release_orphan(&mut self, id: u64, now: Instant, t: u64, fx: &mut Vec<Effect>) {
-        let Some(pending) = self.orphans.iter().find(|o| o.id == id) else {
-            return;
-        };
-        // The next lease of this round.
-        let Some(lease) = pending.orphan.leases().get(pending.answers.len()) else {
-            return;
-        };
-        let call = Call::Release {
-            owner: lease.owner,
-            slot: self.slot_of(&lease.key),
-        };
-        self.send(Purpose::Orphan(id), call, now, t, fx);
-    }
-
-    fn orphan_answered(
-        &mut self,
-        id: u64,
-        answer: Result<ReleaseOutcome, Error>,
-        now: Instant,
-        t: u64,
-        fx: &mut Vec<Effect>,
-    ) {
-        let Some(i) = self.orphans.iter().position(|o| o.id == id) else {
-            return;
-        };
-        let pending = &mut self.orphans[i];
-        let ends_round = Orphan::ends_round(&answer);
-        pending.answers.push(answer);
-        if !ends_round && pending.answers.len() < pending.orphan.leases().len() {
-            // The round goes on with the next lease (the shells release them in turn).
-            self.release_orphan(id, now, t, fx);
-            return;
-        }
-        let answers = std::mem::take(&mut pending.answers);
-        match pending.orphan.after_releases(&answers, now) {
-            Some(delay) => fx.push(Effect::Wake {
-                at: now + delay,
-                timer: Timer::OrphanDue(id),
-            }),
-            None => {
-                self.orphans.swap_remove(i);
-            }
         }
     }
 }

@@ -2,6 +2,10 @@
 //! the store, the faults of the plan, the fenced resource, and the history the checker
 //! judges.
 
+mod checks;
+mod faults;
+mod judge;
+
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};
@@ -9,13 +13,11 @@ use std::time::{Duration, Instant};
 use crate::choices::{Choices, Message, Seeded};
 use crate::clock::SimClock;
 use crate::node::{Effect, Node, Setup, Timer};
-use crate::plan::{FaultKind, Plan, Planted, Profile};
+use crate::plan::{FaultKind, Plan, Planted};
 use crate::store::{Answer, Call, ModelStore};
 use leader_core::__private::{Defect, SeededRandomness, plant};
 use leader_core::OwnerToken;
-use leader_history::{
-    Clock, Event, FaultKind as HistoryFault, FaultSpan, History, Log, Phase, Report, What, check,
-};
+use leader_history::{Clock, Event, FaultKind as HistoryFault, FaultSpan, Phase, Report, What};
 
 /// What a run gave.
 #[derive(Debug, Clone)]
@@ -349,15 +351,7 @@ impl<'a> World<'a> {
                 if answer == Answer::Released {
                     self.notify_waiters();
                 }
-                self.transmit(
-                    node as usize,
-                    Ev::ToNode {
-                        node,
-                        life,
-                        id,
-                        answer,
-                    },
-                );
+                self.reply(node, life, id, answer);
             }
             Ev::Fault(i) => self.fault(i),
             Ev::PauseOver => {}
@@ -390,58 +384,6 @@ impl<'a> World<'a> {
             Ev::CheckAbandoned { node, owner, since } => self.check_abandoned(node, owner, since),
             Ev::End => {}
         }
-    }
-
-    /// Whether the store still holds the lock for `owner`, which node `node` gave up at
-    /// `since`, with no fault since that could have kept its releases from landing (a
-    /// fault of the node, of the network, or of the store's data).
-    fn check_abandoned(&mut self, node: u32, owner: OwnerToken, since: u64) {
-        let now = self.store_clock.local_us(self.t);
-        if !self.store.holders(now).any(|r| r.owner == owner) {
-            return;
-        }
-        if !self.excused(node, since) {
-            self.stuck.push(format!(
-                "node {node} gave up owner {owner:?} at {since} µs; the store still held the lock for it at {} µs, with no fault since",
-                self.t
-            ));
-        }
-    }
-
-    /// Whether the store holds a slot other than `slot` for `owner`, whose term on `slot`
-    /// node `node` began at `since`: what an attempt of the term's token took elsewhere
-    /// (a stray) must be released, as an orphan is.
-    fn check_strays(&mut self, node: u32, owner: OwnerToken, slot: u32, since: u64) {
-        let now = self.store_clock.local_us(self.t);
-        let stray = self
-            .store
-            .holders(now)
-            .find(|r| r.owner == owner && r.slot != slot)
-            .map(|r| r.slot);
-        if let Some(stray) = stray
-            && !self.excused(node, since)
-        {
-            self.stuck.push(format!(
-                "node {node} began a term on slot {slot} at {since} µs; the store still held slot {stray} for the same owner at {} µs, with no fault since",
-                self.t
-            ));
-        }
-    }
-
-    /// Whether a fault since `since` could have kept node `node`'s releases from landing:
-    /// the node down, paused or killed, or any fault of the network or the store's data.
-    fn excused(&self, node: u32, since: u64) -> bool {
-        self.faults_of[node as usize].down
-            || self.spans.iter().any(|f| {
-                f.start <= self.t
-                    && f.end >= since
-                    && match f.kind {
-                        HistoryFault::Pause { worker } | HistoryFault::Kill { worker } => {
-                            worker == node
-                        }
-                        _ => true,
-                    }
-            })
     }
 
     /// Tells every waiting node that the lock was released (each notice crosses the
@@ -477,7 +419,11 @@ impl<'a> World<'a> {
             Answer::Held(record) => Answer::Held(attempt.first_held.take().unwrap_or(record)),
             other => other,
         };
-        let (node, life, id) = (attempt.node, attempt.life, attempt.id);
+        self.reply(attempt.node, attempt.life, attempt.id, answer);
+    }
+
+    /// Sends the store's `answer` to call `id` back to node `node` (of life `life`).
+    fn reply(&mut self, node: u32, life: u32, id: u64, answer: Answer) {
         self.transmit(
             node as usize,
             Ev::ToNode {
@@ -680,142 +626,6 @@ impl<'a> World<'a> {
                     highest_seen: Some(highest),
                 },
             );
-        }
-    }
-
-    fn fault(&mut self, i: usize) {
-        let Some(fault) = self.plan.faults.get(i).copied() else {
-            return;
-        };
-        let t = self.t;
-        match fault.kind {
-            FaultKind::Pause { node, ms } => {
-                let n = node as usize % self.nodes.len();
-                self.pause(n, t + ms * 1_000);
-            }
-            FaultKind::Crash { node, down_ms } => {
-                let n = node as usize % self.nodes.len();
-                if self.faults_of[n].down {
-                    return;
-                }
-                self.faults_of[n].down = true;
-                self.faults_of[n].paused_until = 0;
-                self.nodes[n].crash();
-                self.log(n, What::NodeStopped);
-                let back = t + down_ms * 1_000 + 1;
-                self.spans.push(FaultSpan {
-                    kind: HistoryFault::Kill { worker: n as u32 },
-                    start: t,
-                    end: back,
-                });
-                self.push(back, Ev::Restart { node: n as u32 });
-            }
-            FaultKind::Partition { node, ms } => {
-                let n = node as usize % self.nodes.len();
-                let until = t + ms * 1_000;
-                let f = &mut self.faults_of[n];
-                f.partitioned_until = f.partitioned_until.max(until);
-                self.spans.push(FaultSpan {
-                    kind: HistoryFault::Blackhole,
-                    start: t,
-                    end: until,
-                });
-            }
-            FaultKind::SlowLink { node, ms, extra_ms } => {
-                let n = node as usize % self.nodes.len();
-                let until = t + ms * 1_000;
-                let f = &mut self.faults_of[n];
-                f.slow_until = f.slow_until.max(until);
-                f.slow_extra_us = extra_ms * 1_000;
-                self.spans.push(FaultSpan {
-                    kind: HistoryFault::Blackhole,
-                    start: t,
-                    end: until + extra_ms * 1_000,
-                });
-            }
-            FaultKind::LoseAll => {
-                self.store.lose_all();
-                let kind = match self.plan.profile {
-                    Profile::Redis => HistoryFault::Restart { data_lost: true },
-                    _ => HistoryFault::Wipe { rows: 1 },
-                };
-                self.spans.push(FaultSpan {
-                    kind,
-                    start: t,
-                    end: t,
-                });
-            }
-            FaultKind::ClockStep { node, ms } => {
-                // Only what a client sends with its calls reads the wall clock: the
-                // engine's deadlines are monotonic, which is what this checks.
-                let n = node as usize % self.nodes.len();
-                self.nodes[n].clock.step_wall(ms.saturating_mul(1_000));
-            }
-            FaultKind::RollBack { ms } => {
-                let now = self.store_clock.local_us(t);
-                self.store.roll_back(now.saturating_sub(ms * 1_000));
-                self.spans.push(FaultSpan {
-                    kind: HistoryFault::Failover { data_lost: true },
-                    start: t.saturating_sub(ms * 1_000),
-                    end: t,
-                });
-            }
-        }
-    }
-
-    fn judge(self) -> Outcome {
-        let mut logs: Vec<Log> = Vec::new();
-        for event in &self.events {
-            let Some(node) = event.node else { continue };
-            let starts_life = matches!(event.what, What::NodeStarted { .. });
-            let open = logs
-                .iter()
-                .rposition(|l| l.node == node && l.died_at.is_none());
-            let i = match open {
-                Some(i) if !starts_life || logs[i].events.is_empty() => i,
-                _ => {
-                    logs.push(Log {
-                        node,
-                        ..Log::default()
-                    });
-                    logs.len() - 1
-                }
-            };
-            logs[i].events.push(event.clone());
-            if matches!(event.what, What::NodeStopped) {
-                logs[i].died_at = Some(event.at);
-            }
-        }
-        let mut spans = self.spans;
-        spans.sort_by_key(|s| (s.start, s.end));
-        let history = History {
-            backend: format!("sim-{:?}", self.plan.profile).to_lowercase(),
-            logs,
-            faults: spans,
-            resource: self.resource,
-            unreadable_resource_entries: 0,
-            run_end: self.t,
-            stopped_at: self.t,
-            lease_us: self.plan.lease_ms * 1_000,
-            paused_client_blocks_store: false,
-            exact_times: true,
-        };
-        let mut events = self.events;
-        events.extend(history.faults.iter().map(|f| Event {
-            at: f.end,
-            clock: Clock::Wall,
-            node: None,
-            what: What::Fault {
-                fault: f.kind,
-                start: f.start,
-                end: f.end,
-            },
-        }));
-        Outcome {
-            report: check(&history),
-            events,
-            steps: self.steps,
-            stuck: self.stuck,
         }
     }
 }
