@@ -20,6 +20,7 @@ mod operator;
 mod ops;
 mod scripts;
 mod sentinel;
+mod signals;
 mod started;
 mod sync_conn;
 mod time;

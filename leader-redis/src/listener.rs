@@ -67,7 +67,11 @@ impl Listener {
         };
         thread::Builder::new()
             .name("leader-redis-pubsub".to_owned())
-            .spawn(move || session.run())?;
+            .spawn(move || {
+                // Process signals go to the user's threads; this one only listens.
+                crate::signals::block_for_this_thread();
+                session.run()
+            })?;
         Ok(Listener { stop, subscribed })
     }
 

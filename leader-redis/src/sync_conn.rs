@@ -171,7 +171,17 @@ impl SyncPool {
         })
     }
 
-    fn call<T>(&self, mut f: impl FnMut(&mut SyncConn) -> RedisResult<T>) -> RedisResult<T> {
+    /// Runs `f` on a connection, with the asynchronous signals blocked while it waits
+    /// for the server (see the crate's `signals` module: a handler run during the read
+    /// would fail the call with its answer unread).
+    fn call<T>(&self, f: impl FnMut(&mut SyncConn) -> RedisResult<T>) -> RedisResult<T> {
+        crate::signals::uninterrupted(|| self.call_retried(f))
+    }
+
+    fn call_retried<T>(
+        &self,
+        mut f: impl FnMut(&mut SyncConn) -> RedisResult<T>,
+    ) -> RedisResult<T> {
         let (pooled, first) = match self.pooled() {
             Some(conn) => (true, self.call_on(conn, &mut f)),
             None => (false, self.call_on(self.open()?, &mut f)),

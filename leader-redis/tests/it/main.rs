@@ -28,5 +28,6 @@ mod resource_fence;
 mod runtimes;
 mod sentinel;
 mod sentinel_contract;
+mod signals;
 #[cfg(feature = "tls")]
 mod tls;
