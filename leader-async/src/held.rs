@@ -109,6 +109,7 @@ impl<B: AsyncLockBackend + 'static> AsyncHeldLease<B> {
     pub(crate) fn run<F: Future>(
         &self,
         action: F,
+        span: tracing::Span,
     ) -> impl Future<Output = Result<F::Output, Box<dyn Any + Send + 'static>>> {
         // A lease renewed by a task of its own needs no watchdog beside its action.
         let renewed_apart = self.background.is_some();
@@ -124,7 +125,7 @@ impl<B: AsyncLockBackend + 'static> AsyncHeldLease<B> {
             }
             std::future::pending().await
         };
-        let action = AssertUnwindSafe(action.instrument(self.tracker.run_span()));
+        let action = AssertUnwindSafe(action.instrument(span));
         FutureExt::catch_unwind(action)
             .or(watchdog)
             .map(move |outcome| {
@@ -166,8 +167,9 @@ impl<B: AsyncLockBackend + 'static> AsyncHeldLease<B> {
         let held = self.check_start()?;
         // No await on a helper of its own: every layer of futures counts against the
         // compiler's recursion limit where runs nest (a group run inside a group run).
-        let outcome = held.run(action(held.context().clone())).await;
-        let result = held.result_of(outcome, slot);
+        let span = held.tracker.run_span();
+        let outcome = held.run(action(held.context().clone()), span.clone()).await;
+        let result = span.in_scope(|| held.result_of(outcome, slot));
         held.release().await;
         Ok(result.unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
     }
@@ -186,8 +188,9 @@ impl<B: AsyncLockBackend + 'static> AsyncHeldLease<B> {
         Fut: Future<Output = Result<T, E>>,
     {
         let held = self.check_start()?;
-        let outcome = held.run(action(held.context().clone())).await;
-        match held.result_of(outcome, slot) {
+        let span = held.tracker.run_span();
+        let outcome = held.run(action(held.context().clone()), span.clone()).await;
+        match span.in_scope(|| held.result_of(outcome, slot)) {
             Ok(result) => Ok((result, held)),
             Err(panic) => {
                 held.release().await;
@@ -197,7 +200,8 @@ impl<B: AsyncLockBackend + 'static> AsyncHeldLease<B> {
     }
 
     /// The result of a run (in slot `slot`) whose action ended with `outcome`, or the
-    /// action's panic.
+    /// action's panic. Called inside the run's span, so that a trace shows a loss found
+    /// here before the action's end.
     fn result_of<T, E>(
         &self,
         outcome: Result<Result<T, E>, Box<dyn Any + Send + 'static>>,

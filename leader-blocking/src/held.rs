@@ -114,8 +114,10 @@ impl<B: LockBackend + 'static> HeldLease<B> {
         action: impl FnOnce(&LeaseContext) -> Result<T, E>,
     ) -> Result<(LeaderRunResult<T, E>, Self), Error> {
         let mut held = self.check_start()?;
-        let outcome = held.run_span().in_scope(|| action(held.context()));
-        let lease_lost = held.lost_before_return();
+        let span = held.run_span();
+        let outcome = span.in_scope(|| action(held.context()));
+        // Inside the run's span: a trace shows the loss before the action's end.
+        let lease_lost = span.in_scope(|| held.lost_before_return());
         drop(held.renewals.take());
         let result = match outcome {
             Ok(value) => LeaderRunResult::elected_in_slot(value, held.lease(), slot, lease_lost),

@@ -42,7 +42,8 @@
 //!
 //! A held lease found lost is logged at `warn` with its `lock`: a message beginning
 //! `lease lost:` (a renewal found it gone, failed, or came too late) or `the action
-//! returned after its lease was lost` (with `fencing_token`); a campaign's lost term, as
+//! returned after its lease was lost` (with `fencing_token`, inside the run's `leader.run`
+//! span, before it closes); a campaign's lost term, as
 //! `leadership revoked` with its `node`. `leader-history`'s `TraceLayer` reads these spans
 //! and messages to write a trace its checker judges: change them together.
 //!

@@ -83,13 +83,7 @@ struct State<W> {
     locks: HashMap<String, u32>,
     /// The sections open now: (node, lock, token).
     open: Vec<(u32, u32, u64)>,
-    /// The last sections ended by their action's return, newest last (a few): the
-    /// warning that such a lease was lost comes after its span closed.
-    ended: Vec<(u32, u32, u64)>,
 }
-
-/// How many ended sections [`State::ended`] keeps.
-const ENDED_KEPT: usize = 64;
 
 impl<W> fmt::Debug for TraceLayer<W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -114,7 +108,6 @@ impl<W: Write> TraceLayer<W> {
                 nodes: HashMap::new(),
                 locks: HashMap::new(),
                 open: Vec::new(),
-                ended: Vec::new(),
             })),
         }
     }
@@ -359,11 +352,7 @@ impl<W: Write> State<W> {
                     // Its loss ended it already.
                     return;
                 };
-                let section = self.open.swap_remove(i);
-                if self.ended.len() == ENDED_KEPT {
-                    self.ended.remove(0);
-                }
-                self.ended.push(section);
+                self.open.swap_remove(i);
                 What::ActionEnded { lock, token }
             }
             (Kind::Extend, Some("extended"), Some(token)) => What::Renewed {
@@ -403,14 +392,10 @@ impl<W: Write> State<W> {
                 && node.is_none_or(|x| x == n)
                 && token.is_none_or(|x| x == t)
         };
-        let mut ended: Vec<(u32, u32, u64)> = self.open.iter().copied().filter(ends).collect();
+        // A loss found as the action returns comes inside its run's span, before the
+        // span closes: the section is still open.
+        let ended: Vec<(u32, u32, u64)> = self.open.iter().copied().filter(ends).collect();
         self.open.retain(|o| !ends(o));
-        if ended.is_empty() && token.is_some() {
-            // Found when the action returned, after its span closed: the checker marks
-            // the ended section lost.
-            ended.extend(self.ended.iter().copied().filter(ends));
-            self.ended.retain(|o| !ends(o));
-        }
         for (node, lock, token) in ended {
             self.emit(at, Some(node), What::LeaseLost { lock, token });
         }

@@ -4,6 +4,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::Duration;
 
+use leader_async::AsyncLeaderElector;
 use leader_blocking::LeaderElector;
 use leader_core::{InMemoryBackend, LeaderElectionOptions};
 use leader_history::{
@@ -152,4 +153,48 @@ fn an_action_that_outlives_its_lease_is_a_loss_in_the_trace() {
     // Nothing in the trace explains it.
     assert_eq!(report.unexplained_losses, 1, "{report}");
     assert_eq!(report.violations[0].kind, ViolationKind::UnexplainedLoss);
+}
+
+/// The async elector's action and the loss found as it returns, under one `leader.run`.
+#[test]
+fn an_async_action_that_outlives_its_lease_is_a_loss_in_the_trace() {
+    let (dispatch, trace) = traced();
+    let elector = AsyncLeaderElector::new(
+        InMemoryBackend::new(),
+        options("a")
+            .with_lease_time(Duration::from_millis(50))
+            .with_auto_extend(false),
+    )
+    .unwrap();
+    let ran = tracing::dispatcher::with_default(&dispatch, || {
+        smol::block_on(
+            elector.run_if_leader("job", || smol::Timer::after(Duration::from_millis(150))),
+        )
+        .unwrap()
+    });
+    assert!(ran.is_some());
+    let lines = trace.take_output().unwrap();
+    let history = read_history(&lines[..], settings()).unwrap();
+    let order: Vec<&str> = history
+        .logs
+        .iter()
+        .flat_map(|log| &log.events)
+        .filter_map(|e| match e.what {
+            What::LeaseLost { .. } => Some("lost"),
+            What::ActionEnded { .. } => Some("ended"),
+            _ => None,
+        })
+        .collect();
+    // Lost inside the run: the section ends with its loss (no `action-ended` after it).
+    assert_eq!(order, ["lost"], "{history:?}");
+    let report = check_trace(
+        &lines[..],
+        Settings {
+            lease_us: 50_000,
+            ..settings()
+        },
+    )
+    .unwrap();
+    assert_eq!(report.tallies.lost, 1, "{report}");
+    assert_eq!(report.unexplained_losses, 1, "{report}");
 }
