@@ -20,9 +20,9 @@ use leader_core::__private::{
 };
 use leader_core::{
     AcquireOutcome, BackendError, BackendErrorKind, Error, ExtendOutcome, LeaderLease, Lease,
-    ReleaseOutcome, TenantId,
+    LockName, ReleaseOutcome, TenantId,
 };
-use leader_history::{Answer as HistoryAnswer, What};
+use leader_history::{Answer as HistoryAnswer, Phase, What};
 
 use super::{BACKEND, Effect, InFlight, Node, Purpose, Setup, State, Timer};
 use crate::store::{Answer, Call};
@@ -124,6 +124,17 @@ fn items(answer: Result<Answer, Error>, n: usize) -> Vec<Result<Answer, Error>> 
                 .collect()
         }
     }
+}
+
+/// The slot (tenant) of `key` on the model store: the store's own lock, which is the
+/// tenant's index when the engine names keys right.
+fn slot_of(setup: &Setup, key: &LockName) -> u32 {
+    setup
+        .slot_keys
+        .iter()
+        .position(|k| k == key)
+        .and_then(|i| u32::try_from(i).ok())
+        .unwrap_or(0)
 }
 
 fn failure(kind: BackendErrorKind, message: String) -> Error {
@@ -247,7 +258,7 @@ impl<'a> Node<'a> {
         let lease_time = self.lease_time();
         let requested_us = self.clock.true_us(call.sent_at);
         let mut held = Vec::new();
-        for (index, answer) in (0u32..).zip(won) {
+        for (tenant, answer) in (0u32..).zip(won) {
             let logged = match &answer {
                 Ok(Some(won)) => HistoryAnswer::Lease {
                     token: won.lease.fencing_token,
@@ -258,11 +269,21 @@ impl<'a> Node<'a> {
                 },
             };
             fx.push(Effect::Log(What::AcquireAnswered {
-                lock: index,
+                lock: tenant,
                 requested: requested_us,
                 answer: logged,
             }));
             let Ok(Some(won)) = answer else {
+                continue;
+            };
+            // The tenant the engine says the lease is for: its action runs under it (the
+            // history's lock and the resource written), whatever key the lease names.
+            let Some(index) = tenants
+                .ids
+                .iter()
+                .position(|id| id == won.tenant)
+                .and_then(|i| u32::try_from(i).ok())
+            else {
                 continue;
             };
             let tracker = LeaseTracker::new(won.lease, NAME, won.sent_at, lease_time, BACKEND);
@@ -273,7 +294,7 @@ impl<'a> Node<'a> {
                 self.adopt(orphan, Some(lease.owner), now, t, fx);
                 continue;
             }
-            self.begin_action(&tracker, requested, t, fx);
+            self.tenant_began(index, &tracker, requested, t, fx);
             let schedule = won.keepalive.schedule(won.sent_at);
             if let Some(schedule) = &schedule {
                 fx.push(Effect::Wake {
@@ -309,10 +330,53 @@ impl<'a> Node<'a> {
         }
     }
 
+    /// The history of tenant `index`'s action starting on `tracker`'s lease (the batch
+    /// that won it was sent at `requested`, true time), and its fenced start write: as
+    /// `begin_action`, with the tenant's index as the lock.
+    fn tenant_began(
+        &self,
+        index: u32,
+        tracker: &LeaseTracker,
+        requested: u64,
+        t: u64,
+        fx: &mut Vec<Effect>,
+    ) {
+        let token = tracker.lease().fencing_token;
+        let deadline = self.clock.true_us(tracker.context().deadline());
+        fx.push(Effect::Log(What::ActionStarted {
+            lock: index,
+            token,
+            requested: Some(requested),
+            left_us: Some(deadline.saturating_sub(t)),
+            deadline: Some(deadline),
+        }));
+        fx.push(Effect::Write {
+            lock: index,
+            token,
+            phase: Phase::Start,
+        });
+    }
+
+    /// The history of tenant `index`'s action ending (`lost`: found lost as it ended),
+    /// after its fenced end write: as `end_action`, with the tenant's index as the lock.
+    fn tenant_ended(&self, index: u32, tracker: &LeaseTracker, lost: bool, fx: &mut Vec<Effect>) {
+        let token = tracker.lease().fencing_token;
+        if lost {
+            fx.push(Effect::Log(What::LeaseLost { lock: index, token }));
+        }
+        fx.push(Effect::Write {
+            lock: index,
+            token,
+            phase: Phase::End,
+        });
+        fx.push(Effect::Log(What::ActionEnded { lock: index, token }));
+    }
+
     /// The held tenants due for renewal, renewed in one batched extend, each racing its
     /// own deadline.
     pub(super) fn renew_tenants(&mut self, now: Instant, t: u64, fx: &mut Vec<Effect>) {
         let lease_us = self.lease_us();
+        let setup: &'a Setup = self.setup;
         let State::Polling(poll) = &mut self.state else {
             return;
         };
@@ -335,26 +399,28 @@ impl<'a> Node<'a> {
                 unanswered.push(tenant.index);
                 continue;
             }
-            cohort.push((tenant.index, tenant.tracker.lease().owner, budget));
+            cohort.push((tenant.index, tenant.tracker.lease(), budget));
         }
+        let leases = cohort
+            .iter()
+            .map(|&(_, lease, _)| (lease.owner, slot_of(setup, &lease.key)))
+            .collect();
+        let cohort: Vec<(u32, Duration)> = cohort
+            .into_iter()
+            .map(|(index, _, budget)| (index, budget))
+            .collect();
         for index in unanswered {
             self.lose_tenant(index, now, t, fx);
         }
         if cohort.is_empty() {
             return;
         }
-        let call = Call::ExtendBatch {
-            lease_us,
-            leases: cohort
-                .iter()
-                .map(|&(index, owner, _)| (owner, index))
-                .collect(),
-        };
+        let call = Call::ExtendBatch { lease_us, leases };
         let id = self.send(Purpose::TenantRenew, call, now, t, fx);
         let State::Polling(poll) = &mut self.state else {
             return;
         };
-        for &(index, _, budget) in &cohort {
+        for &(index, budget) in &cohort {
             if let Some(tenant) = poll.held.iter_mut().find(|h| h.index == index) {
                 tenant.renewing = Some(id);
             }
@@ -364,7 +430,7 @@ impl<'a> Node<'a> {
             });
         }
         poll.renewals
-            .push((id, cohort.iter().map(|&(index, _, _)| index).collect()));
+            .push((id, cohort.iter().map(|&(index, _)| index).collect()));
     }
 
     fn batch_renewed(
@@ -397,6 +463,7 @@ impl<'a> Node<'a> {
     /// extend, still racing its deadline; only that answer counts.
     fn renew_alone(&mut self, index: u32, batch: u64, now: Instant, t: u64, fx: &mut Vec<Effect>) {
         let lease_us = self.lease_us();
+        let setup: &'a Setup = self.setup;
         let State::Polling(poll) = &mut self.state else {
             return;
         };
@@ -412,9 +479,10 @@ impl<'a> Node<'a> {
             self.lose_tenant(index, now, t, fx);
             return;
         }
+        let lease = tenant.tracker.lease();
         let call = Call::Extend {
-            owner: tenant.tracker.lease().owner,
-            slot: index,
+            owner: lease.owner,
+            slot: slot_of(setup, &lease.key),
             lease_us,
         };
         let id = self.send(Purpose::TenantRenewAlone(index), call, now, t, fx);
@@ -562,6 +630,7 @@ impl<'a> Node<'a> {
     /// A tenant's action returns (its end write); when every action has, the tenants are
     /// released together.
     fn end_tenant(&mut self, index: u32, now: Instant, t: u64, fx: &mut Vec<Effect>) {
+        let setup: &'a Setup = self.setup;
         let State::Polling(poll) = &self.state else {
             return;
         };
@@ -569,7 +638,7 @@ impl<'a> Node<'a> {
             return;
         };
         let found_lost = !tenant.lost && tenant.tracker.lost_before_return(now);
-        self.end_action(&tenant.tracker, found_lost, fx);
+        self.tenant_ended(index, &tenant.tracker, found_lost, fx);
         let State::Polling(poll) = &mut self.state else {
             return;
         };
@@ -585,7 +654,12 @@ impl<'a> Node<'a> {
         let leases = poll
             .held
             .iter()
-            .map(|h| (h.tracker.lease().owner, h.index))
+            .map(|h| {
+                (
+                    h.tracker.lease().owner,
+                    slot_of(setup, &h.tracker.lease().key),
+                )
+            })
             .collect();
         self.send(
             Purpose::TenantRelease,

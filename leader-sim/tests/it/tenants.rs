@@ -153,3 +153,22 @@ fn a_poller_plan_always_plays_the_same_run_and_prints_its_tenants() {
         "{test}"
     );
 }
+
+#[test]
+fn a_failing_poller_plan_shrinks_to_a_poller_that_still_fails() {
+    let (plan, outcome) = caught(Defect::ActionOnLateLease, 300);
+    assert!(!outcome.report.violations.is_empty());
+    let small = leader_sim::shrink(&plan);
+    assert!(small.polls_tenants(), "{small:?}");
+    assert!(small.tenants <= plan.tenants && small.faults.len() <= plan.faults.len());
+    let again = run(&small);
+    assert!(
+        again
+            .report
+            .violations
+            .iter()
+            .any(|v| v.kind == ViolationKind::LateAction),
+        "{}",
+        again.report
+    );
+}
