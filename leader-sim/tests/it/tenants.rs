@@ -101,7 +101,7 @@ fn caught(defect: Defect, within: usize) -> (Plan, Outcome) {
 
 #[test]
 fn a_renewal_after_the_deadline_lets_a_second_holder_in_to_a_tenant() {
-    let (plan, outcome) = caught(Defect::RenewAfterDeadline, 100);
+    let (plan, outcome) = caught(Defect::RenewAfterDeadline, 50);
     let kinds: Vec<_> = outcome.report.violations.iter().map(|v| v.kind).collect();
     assert!(
         kinds.contains(&ViolationKind::UnexplainedOverlap)
@@ -116,7 +116,7 @@ fn a_renewal_after_the_deadline_lets_a_second_holder_in_to_a_tenant() {
 
 #[test]
 fn an_action_on_a_late_tenant_lease_is_seen_starting_late() {
-    let (plan, outcome) = caught(Defect::ActionOnLateLease, 300);
+    let (plan, outcome) = caught(Defect::ActionOnLateLease, 200);
     let kinds: Vec<_> = outcome.report.violations.iter().map(|v| v.kind).collect();
     assert!(kinds.contains(&ViolationKind::LateAction), "{kinds:?}");
     let mut fixed = plan;
@@ -126,7 +126,7 @@ fn an_action_on_a_late_tenant_lease_is_seen_starting_late() {
 
 #[test]
 fn a_dropped_orphan_release_leaves_a_tenant_stuck() {
-    let (plan, outcome) = caught(Defect::DropOrphanRelease, 300);
+    let (plan, outcome) = caught(Defect::DropOrphanRelease, 50);
     assert!(outcome.report.violations.is_empty(), "{}", outcome.report);
     assert!(
         outcome
@@ -156,7 +156,7 @@ fn a_poller_plan_always_plays_the_same_run_and_prints_its_tenants() {
 
 #[test]
 fn a_failing_poller_plan_shrinks_to_a_poller_that_still_fails() {
-    let (plan, outcome) = caught(Defect::ActionOnLateLease, 300);
+    let (plan, outcome) = caught(Defect::ActionOnLateLease, 200);
     assert!(!outcome.report.violations.is_empty());
     let small = leader_sim::shrink(&plan);
     assert!(small.polls_tenants(), "{small:?}");
