@@ -26,6 +26,7 @@ use crate::store::{Answer, Call};
 mod campaign;
 mod job;
 mod orphans;
+mod tenants;
 
 use orphans::PendingOrphan;
 
@@ -45,6 +46,8 @@ pub(crate) struct Setup {
     pub(crate) slot_keys: Vec<LockName>,
     /// The store client's operation timeout.
     pub(crate) op_timeout: Duration,
+    /// A tenant poller's tenants, their keys and settings (`tenants.rs`).
+    pub(crate) tenants: Option<tenants::Tenants>,
 }
 
 impl Setup {
@@ -93,6 +96,7 @@ impl Setup {
             campaigns,
             slot_keys: slot_keys.into_iter().map(|(_, k)| k).collect(),
             op_timeout,
+            tenants: None,
         }
     }
 }
@@ -129,6 +133,14 @@ pub(crate) enum Timer {
     TermWait,
     /// The term's deadline passed while its renewal (the id) was on its way.
     TermBudget(u64),
+    /// A tenant poller's next renewal of its held tenants is due.
+    TenantRenewDue,
+    /// A tenant's lease deadline (the tenant), as it stood when the timer was set.
+    TenantDeadline(u32),
+    /// A tenant's action's work is done (the tenant).
+    TenantWorkDone(u32),
+    /// The time left for a tenant's renewal (the call's id, the tenant) ran out.
+    TenantBudget(u64, u32),
 }
 
 /// What a node asks the world to do.
@@ -164,6 +176,14 @@ pub(super) enum Purpose {
     TermRenew,
     /// The release of an ended term.
     TermRelease,
+    /// A tenant poller's batched acquire.
+    TenantAcquire,
+    /// A tenant poller's batched renewal.
+    TenantRenew,
+    /// One tenant's own renewal, after its batch answered a transient error.
+    TenantRenewAlone(u32),
+    /// A tenant poller's batched release.
+    TenantRelease,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -196,6 +216,8 @@ pub(super) enum State<'a> {
     },
     Holding(Held),
     Releasing(Held),
+    /// A tenant poller's cycle.
+    Polling(tenants::Poll<'a>),
 }
 
 /// One node.
@@ -314,6 +336,7 @@ impl<'a> Node<'a> {
     pub(crate) fn woke(&mut self, timer: Timer, t: u64, fx: &mut Vec<Effect>) {
         let now = self.clock.instant(t);
         match timer {
+            Timer::Start if self.setup.tenants.is_some() => self.cycle(now, t, fx),
             Timer::Start => {
                 if matches!(self.state, State::Idle) {
                     let attempts = Attempts::new(BACKEND, &self.setup.key, &self.setup.options);
@@ -378,6 +401,10 @@ impl<'a> Node<'a> {
                     self.term_renewal_raced(call, None, now, t, fx);
                 }
             }
+            Timer::TenantRenewDue => self.renew_tenants(now, t, fx),
+            Timer::TenantDeadline(tenant) => self.tenant_deadline(tenant, now, t, fx),
+            Timer::TenantWorkDone(tenant) => self.tenant_work_done(tenant, now, t, fx),
+            Timer::TenantBudget(id, tenant) => self.tenant_budget(id, tenant, t, fx),
         }
     }
 
@@ -442,6 +469,10 @@ impl<'a> Node<'a> {
             Purpose::Campaign => self.campaign_answered(call, Ok(answer), now, t, fx),
             Purpose::TermRenew => self.term_renewal_raced(call, Some(Ok(answer)), now, t, fx),
             Purpose::TermRelease => self.term_released(answer, t, fx),
+            Purpose::TenantAcquire
+            | Purpose::TenantRenew
+            | Purpose::TenantRenewAlone(_)
+            | Purpose::TenantRelease => self.tenants_answered(call, Ok(answer), now, t, fx),
         }
     }
 
@@ -583,6 +614,10 @@ impl<'a> Node<'a> {
             // Raced against the term's deadline, which is shorter than the timeout.
             Purpose::TermRenew => self.term_renewal_raced(call, Some(Err(error)), now, t, fx),
             Purpose::TermRelease => self.term_release_failed(error, now, t, fx),
+            Purpose::TenantAcquire
+            | Purpose::TenantRenew
+            | Purpose::TenantRenewAlone(_)
+            | Purpose::TenantRelease => self.tenants_answered(call, Err(error), now, t, fx),
         }
     }
 }

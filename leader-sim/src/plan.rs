@@ -164,6 +164,9 @@ impl Planted {
     }
 }
 
+/// What seeds the draw of [`Plan::tenants`], beside the plan's own seed.
+const TENANTS_SEED: u64 = 0x7e4a_4e75_b47c_4e55;
+
 /// One run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
@@ -203,6 +206,11 @@ pub struct Plan {
     pub op_timeout_ms: u64,
     /// Defects planted for the run.
     pub defects: Vec<Planted>,
+    /// With 2 or more (up to 8), the nodes are tenant pollers of that many tenants (one
+    /// lock each, `lock` = tenant index in the history): each cycle tries every tenant's
+    /// lock in one batched call, runs an action per tenant won, renews and releases them
+    /// in batches (`TenantBatch`, `AcquireBatch`); 0 or 1: not a poller. Jobs only.
+    pub tenants: u32,
 }
 
 impl Plan {
@@ -293,6 +301,14 @@ impl Plan {
             _ => lease_ms * 2,
         }
         .max(1);
+        // Tenant pollers: a share of the job plans, drawn from a generator of their own
+        // so that every draw above plays as before.
+        let mut mine = StdRng::seed_from_u64(seed ^ TENANTS_SEED);
+        let tenants = if !campaign && mine.random_ratio(1, 2) {
+            mine.random_range(2..=8)
+        } else {
+            0
+        };
         Plan {
             seed,
             nodes,
@@ -309,6 +325,21 @@ impl Plan {
             slots_apart,
             op_timeout_ms,
             defects: Vec::new(),
+            tenants,
+        }
+    }
+
+    /// Whether the nodes are tenant pollers ([`tenants`](Self::tenants) ≥ 2).
+    pub fn polls_tenants(&self) -> bool {
+        self.tenants >= 2 && !self.campaign
+    }
+
+    /// How many locks the store keeps: a group's slots, or a poller's tenants.
+    pub fn locks(&self) -> u32 {
+        if self.polls_tenants() {
+            self.tenants
+        } else {
+            self.slots.max(1)
         }
     }
 
@@ -353,6 +384,7 @@ impl Plan {
             })
             .collect();
         let _ = writeln!(text, "        defects: vec![{}],", defects.join(", "));
+        let _ = writeln!(text, "        tenants: {},", self.tenants);
         let _ = writeln!(text, "    }};");
         let _ = writeln!(text, "    let outcome = run(&plan);");
         let _ = writeln!(

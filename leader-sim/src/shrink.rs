@@ -31,7 +31,8 @@ fn kinds(plan: &Plan) -> Vec<Failure> {
 
 /// A smaller plan whose run still fails the way `plan`'s first fails (or `plan` itself
 /// if its run passes): each fault is dropped if the failure survives without it,
-/// then the run is cut short while it survives, then nodes are removed from the end.
+/// then the run is cut short while it survives, then nodes are removed from the end, then
+/// a poller's tenants.
 /// Every step replays whole runs, so a plan of a few dozen faults shrinks in a few
 /// hundred runs.
 pub fn shrink(plan: &Plan) -> Plan {
@@ -77,6 +78,16 @@ pub fn shrink(plan: &Plan) -> Plan {
         candidate
             .faults
             .retain(|f| f.kind.node().is_none_or(|n| n < nodes));
+        if fails(&candidate) {
+            best = candidate;
+        } else {
+            break;
+        }
+    }
+    // A poller's tenants, from the last (at least 2: still a poller).
+    while best.polls_tenants() && best.tenants > 2 {
+        let mut candidate = best.clone();
+        candidate.tenants -= 1;
         if fails(&candidate) {
             best = candidate;
         } else {

@@ -18,6 +18,8 @@ use leader_core::OwnerToken;
 
 use crate::plan::Profile;
 
+mod tenants;
+
 /// The holder's record of one slot.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {
@@ -64,6 +66,28 @@ pub enum Call {
         /// The slot.
         slot: u32,
     },
+    /// A tenant poller's batched acquire: each `(owner, slot)` tried on its own, as
+    /// [`ModelStore::try_slot`] does, answered with [`Answer::Batch`] in their order.
+    AcquireBatch {
+        /// The caller's node.
+        node: u32,
+        /// The lease asked for.
+        lease_us: u64,
+        /// The requests: each its own owner token and slot (tenant).
+        tries: Vec<(OwnerToken, u32)>,
+    },
+    /// A batched extend: each `(owner, slot)` extended on its own by `lease_us`.
+    ExtendBatch {
+        /// The lease asked for.
+        lease_us: u64,
+        /// The leases.
+        leases: Vec<(OwnerToken, u32)>,
+    },
+    /// A batched release: each `(owner, slot)` freed on its own.
+    ReleaseBatch {
+        /// The leases.
+        leases: Vec<(OwnerToken, u32)>,
+    },
 }
 
 /// The store's answer.
@@ -82,6 +106,12 @@ pub enum Answer {
     Released,
     /// The caller holds nothing (expired, released, taken by another).
     NotHeld,
+    /// A batch's answers, one per item in order.
+    Batch(Vec<Answer>),
+    /// One item of a batch failed with a transient error (the batch skipped a row
+    /// another session held locked, one key's reply was lost): see
+    /// [`ModelStore::with_partial_batches`].
+    Failed,
 }
 
 /// One lock (or group) on a store with `profile`'s semantics.
@@ -97,6 +127,8 @@ pub struct ModelStore {
     past: VecDeque<(u64, Vec<Option<Record>>, Vec<u64>)>,
     /// Planted in the store, not the engine: a new token is the caller's clock reading.
     token_from_client_clock: bool,
+    /// Batches: which items fail on their own, and the grants (see `tenants.rs`).
+    batches: tenants::Batches,
 }
 
 /// How much history a roll-back can reach, in writes.
@@ -112,6 +144,7 @@ impl ModelStore {
             counters: vec![0; slots],
             past: VecDeque::new(),
             token_from_client_clock: false,
+            batches: tenants::Batches::default(),
         }
     }
 
@@ -185,6 +218,9 @@ impl ModelStore {
                 }
                 _ => Answer::NotHeld,
             },
+            batch @ (Call::AcquireBatch { .. }
+            | Call::ExtendBatch { .. }
+            | Call::ReleaseBatch { .. }) => self.answer_batch(batch, now, client_us),
         }
     }
 
@@ -215,6 +251,7 @@ impl ModelStore {
                     expires: now.saturating_add(lease_us),
                 };
                 self.write(now, slot, Some(record.clone()));
+                self.batches.granted(&record);
                 Answer::Acquired(record)
             }
         }

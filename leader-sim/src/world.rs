@@ -32,11 +32,21 @@ pub struct Outcome {
     /// Locks the store kept for an owner its node had given up (an orphan), longer than
     /// [`ABANDONED_WITHIN_US`] with no fault to explain it: what orphan releases are for.
     pub stuck: Vec<String>,
+    /// Every grant the store made (a record for a new owner): (lock, token, node). What
+    /// a run's acquisitions are checked against, independently of the history.
+    pub grants: Vec<(u32, u64, u32)>,
 }
 
 /// How soon the store must have let go of an owner its node gave up, when no fault is in
 /// the way: a few round trips and the orphan releases' first backoff.
 pub const ABANDONED_WITHIN_US: u64 = 100_000;
+
+/// One item in this many of a tenant poller's batches fails alone (see
+/// `ModelStore::with_partial_batches`).
+const PARTIAL_ONE_IN: u32 = 30;
+
+/// What seeds the draws of the items that fail alone, beside the plan's seed.
+const PARTIAL_SEED: u64 = 0x9a27_1a1b_a7c4_e500;
 
 impl Outcome {
     /// The checker's verdict passed, and no lock was stuck with a given-up owner.
@@ -205,10 +215,14 @@ pub fn run_with(plan: &Plan, choices: &mut dyn Choices) -> Outcome {
                 plan.slots,
                 Duration::from_millis(plan.op_timeout_ms.max(1)),
             )
+            .with_tenants(if plan.polls_tenants() { plan.tenants } else { 0 })
         })
         .collect();
     let base = Instant::now();
-    let mut store = ModelStore::new(plan.profile, plan.slots);
+    let mut store = ModelStore::new(plan.profile, plan.locks());
+    if plan.polls_tenants() {
+        store = store.with_partial_batches(plan.seed ^ PARTIAL_SEED, PARTIAL_ONE_IN);
+    }
     if plan.defects.contains(&Planted::TokenFromClientClock) {
         store = store.with_token_from_client_clock();
     }
@@ -233,7 +247,7 @@ pub fn run_with(plan: &Plan, choices: &mut dyn Choices) -> Outcome {
             })
             .collect(),
         faults_of: vec![NodeFaults::default(); setups.len()],
-        highest_written: vec![0; plan.slots.max(1) as usize],
+        highest_written: vec![0; plan.locks() as usize],
         events: Vec::new(),
         resource: Vec::new(),
         spans: Vec::new(),

@@ -59,6 +59,7 @@ impl World<'_> {
             events,
             steps: self.steps,
             stuck: self.stuck,
+            grants: self.store.grants().to_vec(),
         }
     }
 }

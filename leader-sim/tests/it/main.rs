@@ -8,3 +8,4 @@ mod defects;
 mod explore;
 mod found;
 mod seeds;
+mod tenants;
