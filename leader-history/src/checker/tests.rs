@@ -912,3 +912,106 @@ fn a_loss_found_when_the_action_returned_marks_its_section_lost() {
     );
     assert!(run(vec![stray], vec![], &[]).passed());
 }
+
+/// A log of `worker` holding its `tick-ran` events: (at, tick, claimed, rerun).
+fn ticks_of(worker: u32, runs: &[(u64, u64, Option<u64>, bool)]) -> Log {
+    Log {
+        node: worker,
+        events: runs
+            .iter()
+            .map(|&(at, tick, claimed, rerun)| Event {
+                at,
+                clock: Clock::Wall,
+                node: Some(worker),
+                what: What::TickRan {
+                    lock: 0,
+                    tick,
+                    token: u64::from(worker),
+                    claimed,
+                    rerun,
+                },
+            })
+            .collect(),
+        died_at: None,
+        torn: 0,
+    }
+}
+
+#[test]
+fn a_tick_run_twice_is_a_violation() {
+    // Ticks 1000 and 2000 each once: passes.
+    let once = run(
+        vec![
+            ticks_of(1, &[(100, 1_000, Some(90), false)]),
+            ticks_of(2, &[(300, 2_000, Some(290), false)]),
+        ],
+        vec![],
+        &[],
+    );
+    assert!(once.passed(), "{once}");
+    assert_eq!((once.ticks_run, once.ticks_run_twice), (2, 0));
+    // Tick 1000 again, on another node (or the same one): a violation showing both runs.
+    for worker in [2, 1] {
+        let twice = run(
+            vec![
+                ticks_of(1, &[(100, 1_000, Some(90), false)]),
+                ticks_of(worker + 10, &[(300, 1_000, Some(290), false)]),
+            ],
+            vec![fault(FaultKind::Restart { data_lost: false }, 95, 200)],
+            &[],
+        );
+        assert!(!twice.passed());
+        assert_eq!(twice.ticks_run_twice, 1);
+        let violation = &twice.violations[0];
+        assert_eq!(violation.kind, ViolationKind::TickRanTwice);
+        assert_eq!(
+            violation.events.iter().map(|e| e.at).collect::<Vec<_>>(),
+            vec![100, 300]
+        );
+    }
+}
+
+#[test]
+fn a_rerun_or_a_data_loss_after_the_claim_lets_a_tick_run_again() {
+    // At-least-once delivery reruns a tick whose run did not finish: allowed.
+    let rerun = run(
+        vec![
+            ticks_of(1, &[(100, 1_000, Some(90), false)]),
+            ticks_of(2, &[(300, 1_000, Some(290), true)]),
+        ],
+        vec![],
+        &[],
+    );
+    assert!(rerun.passed(), "{rerun}");
+    // The store lost data after the first claim was sent, before the second run: the
+    // claim may have been lost (the scheduler's README allows the tick to run again).
+    for lost in [
+        FaultKind::Restart { data_lost: true },
+        FaultKind::Wipe { rows: 1 },
+        FaultKind::Failover { data_lost: true },
+    ] {
+        let after = run(
+            vec![
+                ticks_of(1, &[(100, 1_000, Some(90), false)]),
+                ticks_of(2, &[(300, 1_000, Some(290), false)]),
+            ],
+            vec![fault(lost, 150, 150)],
+            &[],
+        );
+        assert!(after.passed(), "{lost:?}: {after}");
+        assert_eq!(after.ticks_rerun_after_data_loss, 1);
+    }
+    // A loss over before the first claim was sent, or begun after the second run began,
+    // explains nothing.
+    for (start, end) in [(10, 80), (310, 320)] {
+        let unrelated = run(
+            vec![
+                ticks_of(1, &[(100, 1_000, Some(90), false)]),
+                ticks_of(2, &[(300, 1_000, Some(290), false)]),
+            ],
+            vec![fault(FaultKind::Restart { data_lost: true }, start, end)],
+            &[],
+        );
+        assert_eq!(unrelated.ticks_run_twice, 1, "{start}..{end}");
+    }
+}
