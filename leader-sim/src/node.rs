@@ -26,6 +26,7 @@ use crate::store::{Answer, Call};
 mod campaign;
 mod job;
 mod orphans;
+mod schedule;
 
 use orphans::PendingOrphan;
 
@@ -45,6 +46,8 @@ pub(crate) struct Setup {
     pub(crate) slot_keys: Vec<LockName>,
     /// The store client's operation timeout.
     pub(crate) op_timeout: Duration,
+    /// A scheduled job the node runs instead of a job in a loop (`schedule.rs`).
+    pub(crate) schedule: Option<schedule::Job>,
 }
 
 impl Setup {
@@ -93,6 +96,7 @@ impl Setup {
             campaigns,
             slot_keys: slot_keys.into_iter().map(|(_, k)| k).collect(),
             op_timeout,
+            schedule: None,
         }
     }
 }
@@ -129,6 +133,10 @@ pub(crate) enum Timer {
     TermWait,
     /// The term's deadline passed while its renewal (the id) was on its way.
     TermBudget(u64),
+    /// The scheduler's timetable looks at the wall clock (the wait's number).
+    Fire(u64),
+    /// A scheduled run (its number) is over.
+    RunDone(u64),
 }
 
 /// What a node asks the world to do.
@@ -164,6 +172,10 @@ pub(super) enum Purpose {
     TermRenew,
     /// The release of an ended term.
     TermRelease,
+    /// The scheduler's read of the job's record as it fires, before the lock.
+    Peek,
+    /// A read or write of the job's record by a firing, under the lock.
+    Record,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -214,6 +226,8 @@ pub(crate) struct Node<'a> {
     waiting: u64,
     /// The simulator's random draws for this node's work and rest.
     draws: rand::rngs::StdRng,
+    /// The scheduler's timetable and firing (`schedule.rs`).
+    sched: schedule::Sched<'a>,
 }
 
 impl<'a> Node<'a> {
@@ -230,6 +244,7 @@ impl<'a> Node<'a> {
             next_id: 0,
             waiting: 0,
             draws: rand::rngs::StdRng::seed_from_u64(seed),
+            sched: schedule::Sched::default(),
         }
     }
 
@@ -240,6 +255,7 @@ impl<'a> Node<'a> {
         self.state = State::Idle;
         self.calls.clear();
         self.orphans.clear();
+        self.sched = schedule::Sched::default();
     }
 
     fn lease_time(&self) -> Duration {
@@ -280,6 +296,9 @@ impl<'a> Node<'a> {
 
     /// Begins: the first job (or the campaign's first round) starts after a rest.
     pub(crate) fn start(&mut self, t: u64, fx: &mut Vec<Effect>) {
+        if self.setup.schedule.is_some() {
+            return self.schedule_start(t, fx);
+        }
         let rest = self.rest();
         let timer = if self.setup.campaigns.is_empty() {
             Timer::Start
@@ -378,6 +397,8 @@ impl<'a> Node<'a> {
                     self.term_renewal_raced(call, None, now, t, fx);
                 }
             }
+            Timer::Fire(wait) => self.timetable(wait, now, t, fx),
+            Timer::RunDone(run) => self.run_done(run, now, t, fx),
         }
     }
 
@@ -442,6 +463,8 @@ impl<'a> Node<'a> {
             Purpose::Campaign => self.campaign_answered(call, Ok(answer), now, t, fx),
             Purpose::TermRenew => self.term_renewal_raced(call, Some(Ok(answer)), now, t, fx),
             Purpose::TermRelease => self.term_released(answer, t, fx),
+            Purpose::Peek => self.peeked(Ok(answer), now, t, fx),
+            Purpose::Record => self.record_answered(Ok(answer), now, t, fx),
         }
     }
 
@@ -583,6 +606,8 @@ impl<'a> Node<'a> {
             // Raced against the term's deadline, which is shorter than the timeout.
             Purpose::TermRenew => self.term_renewal_raced(call, Some(Err(error)), now, t, fx),
             Purpose::TermRelease => self.term_release_failed(error, now, t, fx),
+            Purpose::Peek => self.peeked(Err(error), now, t, fx),
+            Purpose::Record => self.record_answered(Err(error), now, t, fx),
         }
     }
 }

@@ -164,6 +164,21 @@ impl Planted {
     }
 }
 
+/// A scheduled job the nodes run (`leader-schedule`'s plan and firing, under the job's
+/// lock) instead of a job in a loop: a fixed rate and the job's policies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scheduled {
+    /// The job's fixed rate, ms (ticks are multiples of it on the nodes' wall clocks).
+    pub every_ms: u64,
+    /// The job's clock-skew bound, ms: its lock's wait, and (twice it) how late a tick
+    /// may fire and still be on time.
+    pub clock_skew_ms: u64,
+    /// Missed ticks: caught up, the latest this many (0: skipped).
+    pub catch_up: u32,
+    /// At-least-once delivery (an unfinished tick is run again), else at most once.
+    pub at_least_once: bool,
+}
+
 /// One run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
@@ -203,6 +218,8 @@ pub struct Plan {
     pub op_timeout_ms: u64,
     /// Defects planted for the run.
     pub defects: Vec<Planted>,
+    /// A scheduled job the nodes run instead of a job in a loop (not with a campaign).
+    pub schedule: Option<Scheduled>,
 }
 
 impl Plan {
@@ -293,6 +310,19 @@ impl Plan {
             _ => lease_ms * 2,
         }
         .max(1);
+        // The scheduler's mode, from an rng of its own so that the draws above play as
+        // they did: a third of the plans that do not campaign.
+        let mut mode = StdRng::seed_from_u64(seed ^ 0x5c4e_d01e_71c4_0001);
+        let schedule = (!campaign && mode.random_ratio(1, 3)).then(|| Scheduled {
+            every_ms: mode.random_range(lease_ms / 2..=lease_ms * 2).max(10),
+            clock_skew_ms: mode.random_range(lease_ms / 10..=lease_ms / 2),
+            catch_up: if mode.random_bool(0.5) {
+                0
+            } else {
+                mode.random_range(1..=3)
+            },
+            at_least_once: mode.random_ratio(1, 4),
+        });
         Plan {
             seed,
             nodes,
@@ -309,6 +339,7 @@ impl Plan {
             slots_apart,
             op_timeout_ms,
             defects: Vec::new(),
+            schedule,
         }
     }
 
@@ -353,6 +384,7 @@ impl Plan {
             })
             .collect();
         let _ = writeln!(text, "        defects: vec![{}],", defects.join(", "));
+        let _ = writeln!(text, "        schedule: {:?},", self.schedule);
         let _ = writeln!(text, "    }};");
         let _ = writeln!(text, "    let outcome = run(&plan);");
         let _ = writeln!(

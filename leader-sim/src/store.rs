@@ -11,6 +11,11 @@
 //! slots are separate calls (a backend that tries one slot per call, as a third-party
 //! backend may), one slot per step ([`ModelStore::try_slot`]), with no own-slot check
 //! across slots.
+//!
+//! It also keeps a scheduled job's run record (`records.rs`): versioned, written only by
+//! compare-and-set.
+
+mod records;
 
 use std::collections::VecDeque;
 
@@ -64,6 +69,15 @@ pub enum Call {
         /// The slot.
         slot: u32,
     },
+    /// Read the job's record.
+    ReadRecord,
+    /// Write the job's record over version `expected` (`None`: only if there is none).
+    WriteRecord {
+        /// The version the write expects.
+        expected: Option<u64>,
+        /// The new value.
+        value: String,
+    },
 }
 
 /// The store's answer.
@@ -82,6 +96,15 @@ pub enum Answer {
     Released,
     /// The caller holds nothing (expired, released, taken by another).
     NotHeld,
+    /// The job's record: its version and value (`None`: there is none).
+    Record(Option<(u64, String)>),
+    /// The record was written; it has `version` now.
+    RecordWritten {
+        /// The new version.
+        version: u64,
+    },
+    /// The record's version was not the one expected: nothing changed.
+    RecordConflict,
 }
 
 /// One lock (or group) on a store with `profile`'s semantics.
@@ -97,6 +120,10 @@ pub struct ModelStore {
     past: VecDeque<(u64, Vec<Option<Record>>, Vec<u64>)>,
     /// Planted in the store, not the engine: a new token is the caller's clock reading.
     token_from_client_clock: bool,
+    /// The job's run record: version and value.
+    record: Option<(u64, String)>,
+    /// Its past states, newest last, for a roll-back (Redis only): (store time, record).
+    record_past: VecDeque<(u64, Option<(u64, String)>)>,
 }
 
 /// How much history a roll-back can reach, in writes.
@@ -112,6 +139,8 @@ impl ModelStore {
             counters: vec![0; slots],
             past: VecDeque::new(),
             token_from_client_clock: false,
+            record: None,
+            record_past: VecDeque::new(),
         }
     }
 
@@ -185,6 +214,8 @@ impl ModelStore {
                 }
                 _ => Answer::NotHeld,
             },
+            Call::ReadRecord => self.read_record(),
+            Call::WriteRecord { expected, value } => self.write_record(expected, value, now),
         }
     }
 
@@ -269,6 +300,7 @@ impl ModelStore {
             self.counters.iter_mut().for_each(|c| *c = 0);
             self.past.clear();
         }
+        self.lose_record();
     }
 
     /// Goes back to the state before every write made after store time `since` (a
@@ -283,6 +315,7 @@ impl ModelStore {
                 self.counters = counters;
             }
         }
+        self.roll_back_record(since);
     }
 }
 

@@ -205,6 +205,7 @@ pub fn run_with(plan: &Plan, choices: &mut dyn Choices) -> Outcome {
                 plan.slots,
                 Duration::from_millis(plan.op_timeout_ms.max(1)),
             )
+            .scheduling(plan.schedule.as_ref().filter(|_| !plan.campaign))
         })
         .collect();
     let base = Instant::now();
