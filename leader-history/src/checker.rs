@@ -16,6 +16,7 @@ use crate::history::{FaultSpan, History, Log};
 
 pub use losses::{LATE_START, LOSS_AFTERMATH_US, LossRules};
 pub use sections::{Section, Tallies, sections};
+pub use ticks::STALE_RECORD_WRITE_LEASES;
 
 /// A leaderless gap that begins or ends within this many leases (plus a second) after a
 /// fault, or during one, is the fault's: a killed or paused holder's lease has to run
@@ -291,7 +292,7 @@ pub fn check(run: &History) -> Report {
         }
     }
     stale_writes(&run.resource, &mut report);
-    ticks::ticks(&run.logs, &run.faults, &mut report);
+    ticks::ticks(&run.logs, &run.faults, run.lease_us, &mut report);
     report.unreadable_entries += run.unreadable_resource_entries;
     report
 }
