@@ -4,9 +4,9 @@
 
 mod losses;
 mod sections;
-mod ticks;
 #[cfg(test)]
 mod tests;
+mod ticks;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;

@@ -150,11 +150,7 @@ impl<'a> Firing<'a> {
     ///
     /// A permanent backend error for a record this crate did not write (it is left as it
     /// is: fail closed, no run), or after repeated conflicts.
-    pub fn on_read(
-        &mut self,
-        stored: Option<StoredRecord>,
-        seen: Seen,
-    ) -> Result<Step, Error> {
+    pub fn on_read(&mut self, stored: Option<StoredRecord>, seen: Seen) -> Result<Step, Error> {
         self.reads += 1;
         let record = match &stored {
             Some(stored) => Some(RunRecord::from_json(&stored.value).map_err(|err| {
@@ -183,11 +179,7 @@ impl<'a> Firing<'a> {
     /// # Errors
     ///
     /// After repeated conflicts, a transient backend error naming the job.
-    pub fn on_written(
-        &mut self,
-        outcome: RecordWriteOutcome,
-        seen: Seen,
-    ) -> Result<Step, Error> {
+    pub fn on_written(&mut self, outcome: RecordWriteOutcome, seen: Seen) -> Result<Step, Error> {
         let phase = std::mem::replace(&mut self.phase, Phase::Over);
         match (phase, outcome) {
             (Phase::Claiming { run, claim }, RecordWriteOutcome::Written { version }) => {

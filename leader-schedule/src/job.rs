@@ -42,10 +42,7 @@ pub const MAX_SLEEP: Duration = Duration::from_secs(10);
 /// The options of a job's lock: the elector's node id and clock settings, with a wait of
 /// the clock skew (a node firing while another runs a short job waits for it, then reads
 /// that the tick ran), the job's lease, renewed while it runs, and no minimum lease.
-pub fn job_elector(
-    base: &LeaderElectionOptions,
-    config: &JobConfig,
-) -> LeaderElectionOptions {
+pub fn job_elector(base: &LeaderElectionOptions, config: &JobConfig) -> LeaderElectionOptions {
     base.clone()
         .with_wait_time(config.clock_skew())
         .with_lease_time(config.lease_time())

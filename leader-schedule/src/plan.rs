@@ -340,7 +340,10 @@ mod tests {
         let config = every_second();
         let done = record(10, RunState::Succeeded, Some(10));
         let clean = plan(&config, Some(&done), None, secs(10), secs(10));
-        assert!(clean.claimed_elsewhere && clean.runs.is_empty(), "{clean:?}");
+        assert!(
+            clean.claimed_elsewhere && clean.runs.is_empty(),
+            "{clean:?}"
+        );
         let _planted = plant(&[Defect::ClaimTickTwice]);
         let planted = plan(&config, Some(&done), None, secs(10), secs(10));
         assert_eq!(ticks(&planted), vec![(secs(10), RunKind::OnTime)]);

@@ -2,6 +2,7 @@
 //! `cargo run -p leader-sim --release --example schedule -- FIRST COUNT [MAX_DRIFT_PPM]`
 //! (seeds from `FIRST` on, until `COUNT` scheduled plans were played).
 
+use leader_history::What;
 use leader_sim::{Plan, run, shrink};
 
 fn main() {
@@ -14,6 +15,7 @@ fn main() {
     let drift = i32::try_from(args.get(2).copied().unwrap_or(0)).unwrap_or(0);
     let started = std::time::Instant::now();
     let (mut played, mut failed, mut ticks, mut acquisitions, mut reruns) = (0, 0, 0, 0, 0);
+    let mut at_least_once = 0;
     for seed in first.. {
         if played == count {
             break;
@@ -27,6 +29,11 @@ fn main() {
         ticks += outcome.report.ticks_run;
         acquisitions += outcome.report.acquisitions;
         reruns += outcome.report.ticks_rerun_after_data_loss;
+        at_least_once += outcome
+            .events
+            .iter()
+            .filter(|e| matches!(e.what, What::TickRan { rerun: true, .. }))
+            .count();
         if !outcome.passed() {
             failed += 1;
             if failed <= 3 {
@@ -41,7 +48,8 @@ fn main() {
     let secs = started.elapsed().as_secs_f64();
     println!(
         "{played} scheduled plans from seed {first}: {failed} failed; {ticks} ticks run \
-         ({reruns} again after data loss), {acquisitions} acquisitions; {secs:.1} s: \
+         ({reruns} again after data loss, {at_least_once} reruns of unfinished ticks), \
+         {acquisitions} acquisitions; {secs:.1} s: \
          {:.0} plans/s, {:.0} acquisitions/min",
         played as f64 / secs,
         acquisitions as f64 / secs * 60.0

@@ -1002,7 +1002,11 @@ fn a_rerun_or_a_data_loss_around_the_claim_lets_a_tick_run_again() {
     // A loss over longer before the first claim, or begun after the second run began,
     // or one that keeps the data, explains nothing.
     for (kind, start, end) in [
-        (FaultKind::Restart { data_lost: true }, 10, 5_000 - window - 1),
+        (
+            FaultKind::Restart { data_lost: true },
+            10,
+            5_000 - window - 1,
+        ),
         (FaultKind::Restart { data_lost: true }, 9_011, 9_020),
         (FaultKind::Restart { data_lost: false }, 7_000, 7_000),
     ] {

@@ -60,7 +60,7 @@ fn claim_lost_between(earlier: &Event, later: &Event, faults: &[FaultSpan], leas
         What::TickRan { claimed, .. } => claimed.unwrap_or(earlier.at).min(earlier.at),
         _ => earlier.at,
     };
-    faults
-        .iter()
-        .any(|f| f.kind.loses_data() && f.end.saturating_add(stale) >= claimed && f.start <= later.at)
+    faults.iter().any(|f| {
+        f.kind.loses_data() && f.end.saturating_add(stale) >= claimed && f.start <= later.at
+    })
 }

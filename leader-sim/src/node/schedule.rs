@@ -223,7 +223,13 @@ impl<'a> Node<'a> {
             }
             Step::Write { expected, value } => {
                 self.sched.last_write = t;
-                self.send(Purpose::Record, Call::WriteRecord { expected, value }, now, t, fx);
+                self.send(
+                    Purpose::Record,
+                    Call::WriteRecord { expected, value },
+                    now,
+                    t,
+                    fx,
+                );
             }
             Step::Run(run) => {
                 let State::Holding(held) = &self.state else {

@@ -19,7 +19,12 @@ impl ModelStore {
 
     /// A compare-and-set write at store time `now`: written (version + 1, or 1 for a new
     /// record) only while the version is `expected`.
-    pub(super) fn write_record(&mut self, expected: Option<u64>, value: String, now: u64) -> Answer {
+    pub(super) fn write_record(
+        &mut self,
+        expected: Option<u64>,
+        value: String,
+        now: u64,
+    ) -> Answer {
         if self.record.as_ref().map(|(version, _)| *version) != expected {
             return Answer::RecordConflict;
         }
