@@ -6,6 +6,7 @@ mod losses;
 mod sections;
 #[cfg(test)]
 mod tests;
+mod ticks;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -15,6 +16,7 @@ use crate::history::{FaultSpan, History, Log};
 
 pub use losses::{LATE_START, LOSS_AFTERMATH_US, LossRules};
 pub use sections::{Section, Tallies, sections};
+pub use ticks::STALE_RECORD_WRITE_LEASES;
 
 /// A leaderless gap that begins or ends within this many leases (plus a second) after a
 /// fault, or during one, is the fault's: a killed or paused holder's lease has to run
@@ -88,6 +90,13 @@ pub struct Report {
     pub tallies: Tallies,
     /// A few of the violations, for a human.
     pub examples: Vec<String>,
+    /// Scheduled ticks run (`tick-ran` events of distinct lock and tick).
+    pub ticks_run: usize,
+    /// Runs of a tick after an earlier run of it, with no data loss to explain them.
+    pub ticks_run_twice: usize,
+    /// Runs of a tick after an earlier run of it whose claim a data-losing fault may
+    /// have lost (what the scheduler's guarantee allows).
+    pub ticks_rerun_after_data_loss: usize,
     /// Every violation, with the events that show it.
     pub violations: Vec<Violation>,
 }
@@ -113,6 +122,9 @@ pub enum ViolationKind {
     LateRenewal,
     /// A node went on acting after it had released its lease.
     ActionAfterRelease,
+    /// A scheduled job's tick ran twice (not a rerun of an unfinished tick), and no data
+    /// loss explains it.
+    TickRanTwice,
 }
 
 /// One violation and the events that show it.
@@ -126,7 +138,8 @@ pub struct Violation {
     /// (`action-started` and its end) for an overlap, a token order violation or a
     /// duplicate; the two resource writes for a stale write; the section's for a loss or
     /// a late action; the section's start and the late `renewed` for a late renewal; the
-    /// section's and its `released` for an action after its release.
+    /// section's and its `released` for an action after its release; the two `tick-ran`
+    /// events, the earlier first, for a tick run twice.
     pub events: Vec<Event>,
 }
 
@@ -151,9 +164,11 @@ impl Report {
 impl Report {
     /// `true` when the safety figures are all zero: unexplained overlaps; token order
     /// (violations and duplicates); stale writes accepted (and no unreadable entry);
-    /// unexplained losses; late actions and renewals; and actions after a release.
+    /// unexplained losses; late actions and renewals; actions after a release; and ticks
+    /// run twice.
     pub fn passed(&self) -> bool {
-        self.late_actions == 0
+        self.ticks_run_twice == 0
+            && self.late_actions == 0
             && self.late_renewals == 0
             && self.actions_after_release == 0
             && self.unexplained_overlaps == 0
@@ -171,7 +186,7 @@ impl Report {
             "details: faults_by_kind={} explained_by={} losses_explained_by={} \
              unfinished_sections={} skips={} errors={} lost={} renewals={} releases={} \
              late_starts_in_pauses={} writes_rejected={} writes_failed={} torn_lines={} \
-             unreadable_entries={}",
+             unreadable_entries={} ticks_run={} ticks_run_twice={} ticks_rerun_after_data_loss={}",
             counts(&self.faults_by_kind),
             counts(&self.explained_by),
             counts(&self.losses_explained_by),
@@ -185,7 +200,10 @@ impl Report {
             t.writes_rejected,
             t.writes_failed,
             t.torn_lines,
-            self.unreadable_entries
+            self.unreadable_entries,
+            self.ticks_run,
+            self.ticks_run_twice,
+            self.ticks_rerun_after_data_loss
         )
     }
 }
@@ -274,6 +292,7 @@ pub fn check(run: &History) -> Report {
         }
     }
     stale_writes(&run.resource, &mut report);
+    ticks::ticks(&run.logs, &run.faults, run.lease_us, &mut report);
     report.unreadable_entries += run.unreadable_resource_entries;
     report
 }

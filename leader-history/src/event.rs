@@ -177,6 +177,25 @@ pub enum What {
         /// When it was over.
         end: u64,
     },
+    /// A scheduled job's run of a tick began on the node (`leader-schedule`: after its
+    /// claim of the tick was written). A tick runs at most once, fleet-wide.
+    TickRan {
+        /// The job's lock's index (0 when there is one lock).
+        #[serde(default)]
+        lock: u32,
+        /// The tick, in ms since the Unix epoch (as the job's record keeps it).
+        tick: u64,
+        /// The fencing token of the job's lock the run held.
+        token: u64,
+        /// When the claim's write was sent, on the clock of `at`, if known: a data loss
+        /// after it may have lost the claim.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        claimed: Option<u64>,
+        /// A rerun of a tick whose run did not finish (`Delivery::AtLeastOnce`): allowed
+        /// to run the tick again.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        rerun: bool,
+    },
 }
 
 /// What an acquire call answered.

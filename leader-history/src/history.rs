@@ -236,6 +236,20 @@ mod tests {
                 start: 1,
                 end: 2,
             },
+            What::TickRan {
+                lock: 1,
+                tick: 1_767_000_000_000,
+                token: 9,
+                claimed: Some(8),
+                rerun: true,
+            },
+            What::TickRan {
+                lock: 0,
+                tick: 5,
+                token: 9,
+                claimed: None,
+                rerun: false,
+            },
         ];
         for what in events {
             let event = Event {

@@ -21,12 +21,14 @@ const MAX_READS: u32 = 3;
 
 /// What the shell does next.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Step {
+pub enum Step {
     /// Read the job's record and hand it to [`Firing::on_read`].
     Read,
     /// Write `value` over version `expected` and hand the answer to [`Firing::on_written`].
     Write {
+        /// The version the write expects to find (`None`: no record).
         expected: Option<u64>,
+        /// The record's new value.
         value: String,
     },
     /// Run the job for this tick and hand its outcome to [`Firing::on_ran`].
@@ -39,10 +41,13 @@ pub(crate) enum Step {
 /// whether a run may still start (the job's lease is held, the scheduler is not shutting
 /// down).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Seen {
-    pub(crate) now: SystemTime,
-    pub(crate) lease_lost: bool,
-    pub(crate) shutting_down: bool,
+pub struct Seen {
+    /// The node's wall clock.
+    pub now: SystemTime,
+    /// Whether the job's lease is lost.
+    pub lease_lost: bool,
+    /// Whether the scheduler is shutting down.
+    pub shutting_down: bool,
 }
 
 impl Seen {
@@ -63,21 +68,21 @@ impl Seen {
 
 /// What a firing did: for spans and metrics.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct FiringReport {
+pub struct FiringReport {
     /// The runs made: tick, why, how it ended.
-    pub(crate) runs: Vec<(SystemTime, RunKind, RunState)>,
+    pub runs: Vec<(SystemTime, RunKind, RunState)>,
     /// Ticks skipped as missed.
-    pub(crate) missed: u64,
+    pub missed: u64,
     /// The tick had been claimed already.
-    pub(crate) claimed_elsewhere: bool,
+    pub claimed_elsewhere: bool,
     /// The tick came while the previous run still went on.
-    pub(crate) busy: bool,
+    pub busy: bool,
     /// An outcome could not be recorded: the record had moved on (another claim).
-    pub(crate) outcome_unrecorded: bool,
+    pub outcome_unrecorded: bool,
     /// Runs of the plan that did not start because the job's lease was lost or the
     /// scheduler was shutting down (the ticks not claimed are left to the next holder; a
     /// claim written just before stays `running`, as a runner that died leaves it).
-    pub(crate) unstarted: usize,
+    pub unstarted: usize,
 }
 
 /// The phase between two steps.
@@ -92,7 +97,7 @@ enum Phase {
 
 /// One firing of `fired` by `node`, holding the job's lock with `fencing_token`.
 #[derive(Debug)]
-pub(crate) struct Firing<'a> {
+pub struct Firing<'a> {
     config: &'a JobConfig,
     key: &'a LockName,
     node: &'a str,
@@ -114,7 +119,7 @@ impl<'a> Firing<'a> {
     /// A firing; its first step is [`Step::Read`]. `running_at_fire` is the job's record
     /// read when the node fired (before it asked for the lock), if it was `running`: see
     /// [`running_at_fire`].
-    pub(crate) fn new(
+    pub fn new(
         config: &'a JobConfig,
         key: &'a LockName,
         node: &'a str,
@@ -145,11 +150,7 @@ impl<'a> Firing<'a> {
     ///
     /// A permanent backend error for a record this crate did not write (it is left as it
     /// is: fail closed, no run), or after repeated conflicts.
-    pub(crate) fn on_read(
-        &mut self,
-        stored: Option<StoredRecord>,
-        seen: Seen,
-    ) -> Result<Step, Error> {
+    pub fn on_read(&mut self, stored: Option<StoredRecord>, seen: Seen) -> Result<Step, Error> {
         self.reads += 1;
         let record = match &stored {
             Some(stored) => Some(RunRecord::from_json(&stored.value).map_err(|err| {
@@ -178,11 +179,7 @@ impl<'a> Firing<'a> {
     /// # Errors
     ///
     /// After repeated conflicts, a transient backend error naming the job.
-    pub(crate) fn on_written(
-        &mut self,
-        outcome: RecordWriteOutcome,
-        seen: Seen,
-    ) -> Result<Step, Error> {
+    pub fn on_written(&mut self, outcome: RecordWriteOutcome, seen: Seen) -> Result<Step, Error> {
         let phase = std::mem::replace(&mut self.phase, Phase::Over);
         match (phase, outcome) {
             (Phase::Claiming { run, claim }, RecordWriteOutcome::Written { version }) => {
@@ -224,7 +221,7 @@ impl<'a> Firing<'a> {
     }
 
     /// The job's run for the claimed tick ended in `state` at `now`.
-    pub(crate) fn on_ran(&mut self, state: RunState, now: SystemTime) -> Step {
+    pub fn on_ran(&mut self, state: RunState, now: SystemTime) -> Step {
         match std::mem::replace(&mut self.phase, Phase::Over) {
             Phase::Running { run, claim } => {
                 let done = plan::finish(&claim, state, now);
@@ -244,7 +241,7 @@ impl<'a> Firing<'a> {
     }
 
     /// What the firing did.
-    pub(crate) fn into_report(self) -> FiringReport {
+    pub fn into_report(self) -> FiringReport {
         self.report
     }
 
@@ -287,7 +284,7 @@ impl<'a> Firing<'a> {
 /// (`read`: the store's answer), as [`Firing::new`] takes it: the record if it says a run
 /// is in progress. A read that failed, or a record this crate did not write, counts as no
 /// run in progress: the firing goes on, and its read under the lock fails closed.
-pub(crate) fn running_at_fire(read: Result<Option<StoredRecord>, Error>) -> Option<RunRecord> {
+pub fn running_at_fire(read: Result<Option<StoredRecord>, Error>) -> Option<RunRecord> {
     let stored = read.ok()??;
     let record = RunRecord::from_json(&stored.value).ok()?;
     (record.state == RunState::Running).then_some(record)

@@ -37,15 +37,12 @@ impl JobNames {
 
 /// The longest a shell sleeps at once before it looks at the wall clock again, so that a
 /// step of the clock (NTP) moves the next firing with it.
-pub(crate) const MAX_SLEEP: Duration = Duration::from_secs(10);
+pub const MAX_SLEEP: Duration = Duration::from_secs(10);
 
 /// The options of a job's lock: the elector's node id and clock settings, with a wait of
 /// the clock skew (a node firing while another runs a short job waits for it, then reads
 /// that the tick ran), the job's lease, renewed while it runs, and no minimum lease.
-pub(crate) fn job_elector(
-    base: &LeaderElectionOptions,
-    config: &JobConfig,
-) -> LeaderElectionOptions {
+pub fn job_elector(base: &LeaderElectionOptions, config: &JobConfig) -> LeaderElectionOptions {
     base.clone()
         .with_wait_time(config.clock_skew())
         .with_lease_time(config.lease_time())
@@ -64,7 +61,7 @@ pub(crate) fn jitter(config: &JobConfig) -> Duration {
 }
 
 /// How long to sleep from `now` toward `at` (at most [`MAX_SLEEP`]); `None` once due.
-pub(crate) fn wait_time_until(now: SystemTime, at: SystemTime) -> Option<Duration> {
+pub fn wait_time_until(now: SystemTime, at: SystemTime) -> Option<Duration> {
     match at.duration_since(now) {
         Ok(wait) if !wait.is_zero() => Some(wait.min(MAX_SLEEP)),
         _ => None,
@@ -73,7 +70,7 @@ pub(crate) fn wait_time_until(now: SystemTime, at: SystemTime) -> Option<Duratio
 
 /// How a run ended: its result (`Err(())` for a panic), whether it passed its timeout,
 /// whether its lease was lost meanwhile.
-pub(crate) fn run_state(
+pub fn run_state(
     outcome: Result<Result<(), BoxError>, ()>,
     timed_out: bool,
     lease_lost: bool,

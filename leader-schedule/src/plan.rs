@@ -38,9 +38,11 @@ impl RunKind {
 
 /// One run a firing makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct PlannedRun {
-    pub(crate) tick: SystemTime,
-    pub(crate) kind: RunKind,
+pub struct PlannedRun {
+    /// The tick it runs.
+    pub tick: SystemTime,
+    /// Why it runs.
+    pub kind: RunKind,
 }
 
 /// What a firing does, decided under the job's lock from the record read.
@@ -59,7 +61,7 @@ pub(crate) struct Plan {
 
 /// When a node fires the next tick after `after`: the tick and the wall-clock instant to
 /// fire it (the tick plus `jitter`).
-pub(crate) fn next_firing(
+pub fn next_firing(
     config: &JobConfig,
     after: SystemTime,
     jitter: Duration,
@@ -72,7 +74,7 @@ pub(crate) fn next_firing(
 /// next firing is for the first tick after both. The ticks that passed while the firing
 /// went on are not fired late one by one: the next firing counts them from the record
 /// (busy, or missed by the policy). Both shells plan from here.
-pub(crate) fn after_firing(tick: SystemTime, now: SystemTime) -> SystemTime {
+pub fn after_firing(tick: SystemTime, now: SystemTime) -> SystemTime {
     tick.max(now)
 }
 
@@ -81,7 +83,7 @@ pub(crate) fn after_firing(tick: SystemTime, now: SystemTime) -> SystemTime {
 /// firing of it applies the missed-tick and delivery policies at once, instead of at the
 /// next tick (which, for a weekly job, is days away). `None` when neither policy looks
 /// back.
-pub(crate) fn startup_tick(config: &JobConfig, now: SystemTime) -> Option<SystemTime> {
+pub fn startup_tick(config: &JobConfig, now: SystemTime) -> Option<SystemTime> {
     let wants_probe =
         config.missed_ticks() != MissedTicks::Skip || config.delivery() == Delivery::AtLeastOnce;
     if !wants_probe {
@@ -136,7 +138,7 @@ pub(crate) fn plan(
         return plan;
     };
     let last = record.tick();
-    if fired <= last {
+    if fired <= last && !claim_tick_twice() {
         plan.claimed_elsewhere = true;
         return plan;
     }
@@ -174,6 +176,21 @@ pub(crate) fn plan(
         PlannedRun { tick: fired, kind },
     );
     plan
+}
+
+/// Whether the simulator planted `ClaimTickTwice` (feature `__defects`): the plan then
+/// ignores that the record's tick was claimed already. Without the feature, `false`, and
+/// the check compiles to nothing.
+#[inline]
+fn claim_tick_twice() -> bool {
+    #[cfg(feature = "__defects")]
+    {
+        leader_core::__private::is_planted(leader_core::__private::Defect::ClaimTickTwice)
+    }
+    #[cfg(not(feature = "__defects"))]
+    {
+        false
+    }
 }
 
 impl Plan {
@@ -314,6 +331,22 @@ mod tests {
                 "{fired}@{now}: {plan:?}"
             );
         }
+    }
+
+    #[cfg(feature = "__defects")]
+    #[test]
+    fn the_planted_defect_claims_a_tick_claimed_already() {
+        use leader_core::__private::{Defect, plant};
+        let config = every_second();
+        let done = record(10, RunState::Succeeded, Some(10));
+        let clean = plan(&config, Some(&done), None, secs(10), secs(10));
+        assert!(
+            clean.claimed_elsewhere && clean.runs.is_empty(),
+            "{clean:?}"
+        );
+        let _planted = plant(&[Defect::ClaimTickTwice]);
+        let planted = plan(&config, Some(&done), None, secs(10), secs(10));
+        assert_eq!(ticks(&planted), vec![(secs(10), RunKind::OnTime)]);
     }
 
     #[test]

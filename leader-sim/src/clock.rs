@@ -36,6 +36,12 @@ impl SimClock {
         u64::try_from(wall.max(0)).unwrap_or(u64::MAX)
     }
 
+    /// Its wall clock at true time `t`, µs, unclamped (before its zero if a step or an
+    /// offset put it there): what a scheduler reads as its time.
+    pub(crate) fn wall_signed_us(&self, t: u64) -> i128 {
+        i128::from(self.local_us(t)) + i128::from(self.skew_us)
+    }
+
     /// Its reading at true time `t`, µs.
     pub(crate) fn local_us(&self, t: u64) -> u64 {
         let t = i128::from(t);

@@ -66,6 +66,7 @@ impl Exploration {
             op_timeout_ms: LEASE_MS,
             defects: self.defects.clone(),
             tenants: 0,
+            schedule: None,
         }
     }
 }

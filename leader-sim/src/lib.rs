@@ -19,6 +19,6 @@ pub mod store;
 mod world;
 
 pub use leader_core::__private::Defect;
-pub use plan::{Fault, FaultKind, Network, Plan, Planted, Profile};
+pub use plan::{Fault, FaultKind, Network, Plan, Planted, Profile, Scheduled};
 pub use shrink::shrink;
 pub use world::{ABANDONED_WITHIN_US, Outcome, run, run_with};

@@ -26,6 +26,7 @@ use crate::store::{Answer, Call};
 mod campaign;
 mod job;
 mod orphans;
+mod schedule;
 mod tenants;
 
 use orphans::PendingOrphan;
@@ -48,6 +49,8 @@ pub(crate) struct Setup {
     pub(crate) op_timeout: Duration,
     /// A tenant poller's tenants, their keys and settings (`tenants.rs`).
     pub(crate) tenants: Option<tenants::Tenants>,
+    /// A scheduled job the node runs instead of a job in a loop (`schedule.rs`).
+    pub(crate) schedule: Option<schedule::Job>,
 }
 
 impl Setup {
@@ -97,6 +100,7 @@ impl Setup {
             slot_keys: slot_keys.into_iter().map(|(_, k)| k).collect(),
             op_timeout,
             tenants: None,
+            schedule: None,
         }
     }
 }
@@ -141,6 +145,10 @@ pub(crate) enum Timer {
     TenantWorkDone(u32),
     /// The time left for a tenant's renewal (the call's id, the tenant) ran out.
     TenantBudget(u64, u32),
+    /// The scheduler's timetable looks at the wall clock (the wait's number).
+    Fire(u64),
+    /// A scheduled run (its number) is over.
+    RunDone(u64),
 }
 
 /// What a node asks the world to do.
@@ -184,6 +192,10 @@ pub(super) enum Purpose {
     TenantRenewAlone(u32),
     /// A tenant poller's batched release.
     TenantRelease,
+    /// The scheduler's read of the job's record as it fires, before the lock.
+    Peek,
+    /// A read or write of the job's record by a firing, under the lock.
+    Record,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -236,6 +248,8 @@ pub(crate) struct Node<'a> {
     waiting: u64,
     /// The simulator's random draws for this node's work and rest.
     draws: rand::rngs::StdRng,
+    /// The scheduler's timetable and firing (`schedule.rs`).
+    sched: schedule::Sched<'a>,
 }
 
 impl<'a> Node<'a> {
@@ -252,6 +266,7 @@ impl<'a> Node<'a> {
             next_id: 0,
             waiting: 0,
             draws: rand::rngs::StdRng::seed_from_u64(seed),
+            sched: schedule::Sched::default(),
         }
     }
 
@@ -262,6 +277,7 @@ impl<'a> Node<'a> {
         self.state = State::Idle;
         self.calls.clear();
         self.orphans.clear();
+        self.sched = schedule::Sched::default();
     }
 
     fn lease_time(&self) -> Duration {
@@ -302,6 +318,9 @@ impl<'a> Node<'a> {
 
     /// Begins: the first job (or the campaign's first round) starts after a rest.
     pub(crate) fn start(&mut self, t: u64, fx: &mut Vec<Effect>) {
+        if self.setup.schedule.is_some() {
+            return self.schedule_start(t, fx);
+        }
         let rest = self.rest();
         let timer = if self.setup.campaigns.is_empty() {
             Timer::Start
@@ -405,6 +424,8 @@ impl<'a> Node<'a> {
             Timer::TenantDeadline(tenant) => self.tenant_deadline(tenant, now, t, fx),
             Timer::TenantWorkDone(tenant) => self.tenant_work_done(tenant, now, t, fx),
             Timer::TenantBudget(id, tenant) => self.tenant_budget(id, tenant, t, fx),
+            Timer::Fire(wait) => self.timetable(wait, now, t, fx),
+            Timer::RunDone(run) => self.run_done(run, now, t, fx),
         }
     }
 
@@ -473,6 +494,8 @@ impl<'a> Node<'a> {
             | Purpose::TenantRenew
             | Purpose::TenantRenewAlone(_)
             | Purpose::TenantRelease => self.tenants_answered(call, Ok(answer), now, t, fx),
+            Purpose::Peek => self.peeked(Ok(answer), now, t, fx),
+            Purpose::Record => self.record_answered(Ok(answer), now, t, fx),
         }
     }
 
@@ -618,6 +641,8 @@ impl<'a> Node<'a> {
             | Purpose::TenantRenew
             | Purpose::TenantRenewAlone(_)
             | Purpose::TenantRelease => self.tenants_answered(call, Err(error), now, t, fx),
+            Purpose::Peek => self.peeked(Err(error), now, t, fx),
+            Purpose::Record => self.record_answered(Err(error), now, t, fx),
         }
     }
 }

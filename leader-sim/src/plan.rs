@@ -166,6 +166,20 @@ impl Planted {
 
 /// What seeds the draw of [`Plan::tenants`], beside the plan's own seed.
 const TENANTS_SEED: u64 = 0x7e4a_4e75_b47c_4e55;
+/// A scheduled job the nodes run (`leader-schedule`'s plan and firing, under the job's
+/// lock) instead of a job in a loop: a fixed rate and the job's policies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scheduled {
+    /// The job's fixed rate, ms (ticks are multiples of it on the nodes' wall clocks).
+    pub every_ms: u64,
+    /// The job's clock-skew bound, ms: its lock's wait, and (twice it) how late a tick
+    /// may fire and still be on time.
+    pub clock_skew_ms: u64,
+    /// Missed ticks: caught up, the latest this many (0: skipped).
+    pub catch_up: u32,
+    /// At-least-once delivery (an unfinished tick is run again), else at most once.
+    pub at_least_once: bool,
+}
 
 /// One run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -209,8 +223,11 @@ pub struct Plan {
     /// With 2 or more (up to 8), the nodes are tenant pollers of that many tenants (one
     /// lock each, `lock` = tenant index in the history): each cycle tries every tenant's
     /// lock in one batched call, runs an action per tenant won, renews and releases them
-    /// in batches (`TenantBatch`, `AcquireBatch`); 0 or 1: not a poller. Jobs only.
+    /// in batches (`TenantBatch`, `AcquireBatch`); 0 or 1: not a poller. Jobs only (not
+    /// with a campaign or a schedule).
     pub tenants: u32,
+    /// A scheduled job the nodes run instead of a job in a loop (not with a campaign).
+    pub schedule: Option<Scheduled>,
 }
 
 impl Plan {
@@ -309,6 +326,21 @@ impl Plan {
         } else {
             0
         };
+        // The scheduler's mode, from an rng of its own so that the draws above play as
+        // they did: a third of the plans that do not campaign.
+        let mut mode = StdRng::seed_from_u64(seed ^ 0x5c4e_d01e_71c4_0001);
+        let schedule = (!campaign && mode.random_ratio(1, 3)).then(|| Scheduled {
+            every_ms: mode.random_range(lease_ms / 2..=lease_ms * 2).max(10),
+            clock_skew_ms: mode.random_range(lease_ms / 10..=lease_ms / 2),
+            catch_up: if mode.random_bool(0.5) {
+                0
+            } else {
+                mode.random_range(1..=3)
+            },
+            at_least_once: mode.random_ratio(1, 4),
+        });
+        // One mode per plan: a scheduled job's nodes do not poll tenants.
+        let tenants = if schedule.is_some() { 0 } else { tenants };
         Plan {
             seed,
             nodes,
@@ -326,12 +358,13 @@ impl Plan {
             op_timeout_ms,
             defects: Vec::new(),
             tenants,
+            schedule,
         }
     }
 
     /// Whether the nodes are tenant pollers ([`tenants`](Self::tenants) ≥ 2).
     pub fn polls_tenants(&self) -> bool {
-        self.tenants >= 2 && !self.campaign
+        self.tenants >= 2 && !self.campaign && self.schedule.is_none()
     }
 
     /// How many locks the store keeps: a group's slots, or a poller's tenants.
@@ -385,6 +418,7 @@ impl Plan {
             .collect();
         let _ = writeln!(text, "        defects: vec![{}],", defects.join(", "));
         let _ = writeln!(text, "        tenants: {},", self.tenants);
+        let _ = writeln!(text, "        schedule: {:?},", self.schedule);
         let _ = writeln!(text, "    }};");
         let _ = writeln!(text, "    let outcome = run(&plan);");
         let _ = writeln!(

@@ -11,6 +11,11 @@
 //! slots are separate calls (a backend that tries one slot per call, as a third-party
 //! backend may), one slot per step ([`ModelStore::try_slot`]), with no own-slot check
 //! across slots.
+//!
+//! It also keeps a scheduled job's run record (`records.rs`): versioned, written only by
+//! compare-and-set.
+
+mod records;
 
 use std::collections::VecDeque;
 
@@ -88,6 +93,15 @@ pub enum Call {
         /// The leases.
         leases: Vec<(OwnerToken, u32)>,
     },
+    /// Read the job's record.
+    ReadRecord,
+    /// Write the job's record over version `expected` (`None`: only if there is none).
+    WriteRecord {
+        /// The version the write expects.
+        expected: Option<u64>,
+        /// The new value.
+        value: String,
+    },
 }
 
 /// The store's answer.
@@ -112,6 +126,15 @@ pub enum Answer {
     /// another session held locked, one key's reply was lost): see
     /// [`ModelStore::with_partial_batches`].
     Failed,
+    /// The job's record: its version and value (`None`: there is none).
+    Record(Option<(u64, String)>),
+    /// The record was written; it has `version` now.
+    RecordWritten {
+        /// The new version.
+        version: u64,
+    },
+    /// The record's version was not the one expected: nothing changed.
+    RecordConflict,
 }
 
 /// One lock (or group) on a store with `profile`'s semantics.
@@ -129,6 +152,10 @@ pub struct ModelStore {
     token_from_client_clock: bool,
     /// Batches: which items fail on their own, and the grants (see `tenants.rs`).
     batches: tenants::Batches,
+    /// The job's run record: version and value.
+    record: Option<(u64, String)>,
+    /// Its past states, newest last, for a roll-back (Redis only): (store time, record).
+    record_past: VecDeque<(u64, Option<(u64, String)>)>,
 }
 
 /// How much history a roll-back can reach, in writes.
@@ -145,6 +172,8 @@ impl ModelStore {
             past: VecDeque::new(),
             token_from_client_clock: false,
             batches: tenants::Batches::default(),
+            record: None,
+            record_past: VecDeque::new(),
         }
     }
 
@@ -221,6 +250,8 @@ impl ModelStore {
             batch @ (Call::AcquireBatch { .. }
             | Call::ExtendBatch { .. }
             | Call::ReleaseBatch { .. }) => self.answer_batch(batch, now, client_us),
+            Call::ReadRecord => self.read_record(),
+            Call::WriteRecord { expected, value } => self.write_record(expected, value, now),
         }
     }
 
@@ -306,6 +337,7 @@ impl ModelStore {
             self.counters.iter_mut().for_each(|c| *c = 0);
             self.past.clear();
         }
+        self.lose_record();
     }
 
     /// Goes back to the state before every write made after store time `since` (a
@@ -320,6 +352,7 @@ impl ModelStore {
                 self.counters = counters;
             }
         }
+        self.roll_back_record(since);
     }
 }
 

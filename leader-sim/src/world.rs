@@ -216,6 +216,7 @@ pub fn run_with(plan: &Plan, choices: &mut dyn Choices) -> Outcome {
                 Duration::from_millis(plan.op_timeout_ms.max(1)),
             )
             .with_tenants(if plan.polls_tenants() { plan.tenants } else { 0 })
+            .scheduling(plan.schedule.as_ref().filter(|_| !plan.campaign))
         })
         .collect();
     let base = Instant::now();

@@ -32,17 +32,23 @@ pub enum Defect {
     /// from when it was sent (rule broken: a lease runs from its request, the latest
     /// instant the store can have granted it).
     TermRenewedFromAnswer,
+    /// The scheduler's plan ignores the tick its job's record says was claimed already,
+    /// and claims a tick at or before it again (rule broken: each tick of a job runs at
+    /// most once, fleet-wide). Planted in `leader-schedule`'s plan (its feature
+    /// `__defects`), not in this crate's engine.
+    ClaimTickTwice,
 }
 
 impl Defect {
     /// Every defect.
-    pub const ALL: [Defect; 6] = [
+    pub const ALL: [Defect; 7] = [
         Defect::RenewAfterDeadline,
         Defect::ActionOnLateLease,
         Defect::NoClockRateAllowance,
         Defect::DropOrphanRelease,
         Defect::ForgetStraySlot,
         Defect::TermRenewedFromAnswer,
+        Defect::ClaimTickTwice,
     ];
 
     /// Its name, as a simulator prints it.
@@ -54,6 +60,7 @@ impl Defect {
             Defect::DropOrphanRelease => "drop-orphan-release",
             Defect::ForgetStraySlot => "forget-stray-slot",
             Defect::TermRenewedFromAnswer => "term-renewed-from-answer",
+            Defect::ClaimTickTwice => "claim-tick-twice",
         }
     }
 
@@ -66,6 +73,7 @@ impl Defect {
             Defect::DropOrphanRelease => 8,
             Defect::ForgetStraySlot => 32,
             Defect::TermRenewedFromAnswer => 16,
+            Defect::ClaimTickTwice => 64,
         }
     }
 }
@@ -105,6 +113,14 @@ impl Drop for Planted {
         #[cfg(not(feature = "__defects"))]
         let _ = self.before;
     }
+}
+
+/// Whether `defect` is planted on this thread: for the crates beside the engine that
+/// plant a defect in their own decisions (`leader-schedule`'s, behind its own
+/// `__defects` feature). Without this crate's feature `__defects`, a constant `false`.
+#[inline]
+pub fn is_planted(defect: Defect) -> bool {
+    planted(defect)
 }
 
 /// Whether `defect` is planted on this thread.

@@ -62,7 +62,7 @@ pub use batch_answers::{answers_in_order, by_backend, unanswered};
 pub use campaign::{AfterAttempt, CampaignRun};
 pub use campaign_loop::{CampaignStep, Raced, TermLoop, TermStep};
 pub use candidacy::{Candidacy, Standing, Survey, TermCheck, Withdrawal};
-pub use defects::{Defect, Planted, plant};
+pub use defects::{Defect, Planted, is_planted, plant};
 pub use keepalive::Keepalive;
 pub use late::{CLOCK_RATE_ALLOWANCE, is_late, lease_deadline};
 pub use leadership_state::LeadershipState;

@@ -87,6 +87,10 @@ impl Node<'_> {
 
     pub(super) fn rest_then_start(&mut self, now: Instant, fx: &mut Vec<Effect>) {
         self.state = State::Idle;
+        if self.setup.schedule.is_some() {
+            // The scheduler's firing is over: its timetable plans the next one.
+            return self.firing_over(now, fx);
+        }
         let rest = self.rest();
         fx.push(Effect::Wake {
             at: now + rest,
@@ -128,17 +132,24 @@ impl Node<'_> {
             at: deadline,
             timer: Timer::Deadline,
         });
+        let scheduled = self.setup.schedule.is_some();
         let work_until = now + self.work();
-        fx.push(Effect::Wake {
-            at: work_until,
-            timer: Timer::WorkDone,
-        });
+        if !scheduled {
+            fx.push(Effect::Wake {
+                at: work_until,
+                timer: Timer::WorkDone,
+            });
+        }
         self.state = State::Holding(Held {
             tracker,
             schedule,
             work_until,
             lost: false,
         });
+        if scheduled {
+            // The scheduler's action: the firing's steps, under the lock.
+            self.firing_begins(now, t, fx);
+        }
     }
 
     pub(super) fn renew(&mut self, now: Instant, t: u64, fx: &mut Vec<Effect>) {
@@ -230,6 +241,11 @@ impl Node<'_> {
         held.lost = true;
         let token = held.tracker.lease().fencing_token;
         fx.push(Effect::Log(What::LeaseLost { lock: 0, token }));
+        if self.sched.firing_on() {
+            // A firing is told only through its lease: it starts nothing more, and a run
+            // in progress goes on to its end (the job is the user's code).
+            return;
+        }
         let now = self.clock.instant(t);
         self.finish(now, t, fx);
     }

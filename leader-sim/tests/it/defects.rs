@@ -131,3 +131,18 @@ fn without_a_defect_the_same_seeds_pass() {
         assert!(run(&plan).passed(), "seed {seed}");
     }
 }
+
+#[test]
+fn claiming_a_tick_twice_runs_it_twice() {
+    // The plan ignores the record's claim of the tick fired: a node that fires a tick
+    // another node ran (each node fires every tick) claims and runs it again.
+    let (plan, kinds) = caught(Planted::Engine(Defect::ClaimTickTwice), 50);
+    assert!(kinds.contains(&ViolationKind::TickRanTwice), "{kinds:?}");
+    assert!(plan.schedule.is_some(), "{plan:?}");
+    // Without the defect, the record stops the second run: the same plan passes.
+    let mut fixed = plan;
+    fixed.defects.clear();
+    let outcome = run(&fixed);
+    assert!(outcome.passed(), "{}", outcome.report);
+    assert!(outcome.report.ticks_run > 0);
+}

@@ -7,5 +7,6 @@
 mod defects;
 mod explore;
 mod found;
+mod schedule;
 mod seeds;
 mod tenants;
