@@ -18,6 +18,8 @@ use leader_core::OwnerToken;
 
 use crate::plan::Profile;
 
+mod listing;
+
 /// The holder's record of one slot.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {
@@ -64,6 +66,12 @@ pub enum Call {
         /// The slot.
         slot: u32,
     },
+    /// List the live records of `slots` (a ranked campaign's membership records: what a
+    /// backend's listing of the prefix `<key>#rank:` answers).
+    List {
+        /// The records (lock indices) the prefix covers.
+        slots: Vec<u32>,
+    },
 }
 
 /// The store's answer.
@@ -82,6 +90,8 @@ pub enum Answer {
     Released,
     /// The caller holds nothing (expired, released, taken by another).
     NotHeld,
+    /// The live records a listing asked for, in slot order.
+    Listed(Vec<Record>),
 }
 
 /// One lock (or group) on a store with `profile`'s semantics.
@@ -97,6 +107,8 @@ pub struct ModelStore {
     past: VecDeque<(u64, Vec<Option<Record>>, Vec<u64>)>,
     /// Planted in the store, not the engine: a new token is the caller's clock reading.
     token_from_client_clock: bool,
+    /// Planted in the store: a listing answers no record (see [`listing`]).
+    listing_misses_records: bool,
 }
 
 /// How much history a roll-back can reach, in writes.
@@ -112,6 +124,7 @@ impl ModelStore {
             counters: vec![0; slots],
             past: VecDeque::new(),
             token_from_client_clock: false,
+            listing_misses_records: false,
         }
     }
 
@@ -185,6 +198,7 @@ impl ModelStore {
                 }
                 _ => Answer::NotHeld,
             },
+            Call::List { slots } => Answer::Listed(self.list(&slots, now)),
         }
     }
 
