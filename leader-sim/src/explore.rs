@@ -65,6 +65,7 @@ impl Exploration {
             slots_apart: false,
             op_timeout_ms: LEASE_MS,
             defects: self.defects.clone(),
+            ranks: Vec::new(),
         }
     }
 }

@@ -26,6 +26,7 @@ use crate::store::{Answer, Call};
 mod campaign;
 mod job;
 mod orphans;
+mod ranked;
 
 use orphans::PendingOrphan;
 
@@ -45,6 +46,9 @@ pub(crate) struct Setup {
     pub(crate) slot_keys: Vec<LockName>,
     /// The store client's operation timeout.
     pub(crate) op_timeout: Duration,
+    /// A ranked campaign's membership records, every node's by node number: record `i`
+    /// is the store's lock index `slot_keys.len() + i` (empty: unranked).
+    pub(crate) records: Vec<LockName>,
 }
 
 impl Setup {
@@ -63,11 +67,7 @@ impl Setup {
             .with_wait_time(lease / 2)
             .with_auto_extend(true);
         let keepalive = Keepalive::from_options(&options);
-        let config = CampaignConfig::default()
-            .with_lease_time(lease)
-            .with_heartbeat(lease / 5)
-            .with_renew_deadline(lease * 2 / 3)
-            .with_poll_interval(lease / 4);
+        let config = campaign_config(lease);
         let group = GroupSlots::new(slots).unwrap_or(GroupSlots::ONE);
         let campaigns: Vec<CampaignRun> = ElectorSettings::new(options.clone())
             .ok()
@@ -93,8 +93,19 @@ impl Setup {
             campaigns,
             slot_keys: slot_keys.into_iter().map(|(_, k)| k).collect(),
             op_timeout,
+            records: Vec::new(),
         }
     }
+}
+
+/// A campaign's settings for `lease`: a heartbeat of a fifth of it, a renew deadline of
+/// two thirds, a poll of a quarter.
+fn campaign_config(lease: Duration) -> CampaignConfig {
+    CampaignConfig::default()
+        .with_lease_time(lease)
+        .with_heartbeat(lease / 5)
+        .with_renew_deadline(lease * 2 / 3)
+        .with_poll_interval(lease / 4)
 }
 
 /// `job` is a valid name; this is never called.
@@ -129,6 +140,11 @@ pub(crate) enum Timer {
     TermWait,
     /// The term's deadline passed while its renewal (the id) was on its way.
     TermBudget(u64),
+    /// A ranked leader's wait is over (its next renewal is due), unless the term it was
+    /// set for ended (the wait's generation).
+    LeaderWait(u64),
+    /// A campaign that resigned, after its rest: campaign again, afresh.
+    Rejoin,
 }
 
 /// What a node asks the world to do.
@@ -164,6 +180,12 @@ pub(super) enum Purpose {
     TermRenew,
     /// The release of an ended term.
     TermRelease,
+    /// A ranked campaign's heartbeat of its membership record (the survey's id).
+    Heartbeat(u64),
+    /// A ranked campaign's listing of the candidates (the survey's id).
+    List(u64),
+    /// A resigning campaign's release of its membership record.
+    RecordRelease,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -214,6 +236,8 @@ pub(crate) struct Node<'a> {
     waiting: u64,
     /// The simulator's random draws for this node's work and rest.
     draws: rand::rngs::StdRng,
+    /// A ranked campaign's surveys and withdrawal.
+    ranked: ranked::Ranked<'a>,
 }
 
 impl<'a> Node<'a> {
@@ -230,6 +254,7 @@ impl<'a> Node<'a> {
             next_id: 0,
             waiting: 0,
             draws: rand::rngs::StdRng::seed_from_u64(seed),
+            ranked: ranked::Ranked::default(),
         }
     }
 
@@ -240,6 +265,7 @@ impl<'a> Node<'a> {
         self.state = State::Idle;
         self.calls.clear();
         self.orphans.clear();
+        self.ranked = ranked::Ranked::default();
     }
 
     fn lease_time(&self) -> Duration {
@@ -378,6 +404,8 @@ impl<'a> Node<'a> {
                     self.term_renewal_raced(call, None, now, t, fx);
                 }
             }
+            Timer::LeaderWait(generation) => self.leader_waited(generation, now, t, fx),
+            Timer::Rejoin => self.rejoin(now, t, fx),
         }
     }
 
@@ -408,9 +436,7 @@ impl<'a> Node<'a> {
         if self.may_attempt() {
             self.waiting += 1;
             self.attempt(now, t, fx);
-        } else if matches!(self.state, State::Standby)
-            && !self.calls.iter().any(|c| c.purpose == Purpose::Campaign)
-        {
+        } else if matches!(self.state, State::Standby) && !self.round_in_progress() {
             self.waiting += 1;
             self.round(now, t, fx);
         }
@@ -442,6 +468,17 @@ impl<'a> Node<'a> {
             Purpose::Campaign => self.campaign_answered(call, Ok(answer), now, t, fx),
             Purpose::TermRenew => self.term_renewal_raced(call, Some(Ok(answer)), now, t, fx),
             Purpose::TermRelease => self.term_released(answer, t, fx),
+            Purpose::Heartbeat(survey) => {
+                self.heartbeat_answered(survey, call, Ok(answer), now, t, fx)
+            }
+            Purpose::List(survey) => self.list_answered(survey, Ok(answer), now, t, fx),
+            Purpose::RecordRelease => {
+                let answer = match answer {
+                    Answer::Released => Ok(ReleaseOutcome::Released),
+                    _ => Ok(ReleaseOutcome::NotHeld),
+                };
+                self.record_released(answer, now, t, fx);
+            }
         }
     }
 
@@ -470,20 +507,23 @@ impl<'a> Node<'a> {
         }
     }
 
-    /// The key of `slot`.
+    /// The key of `slot` (or of a membership record's index, after the slots).
     pub(super) fn key_of(&self, slot: u32) -> LockName {
         self.setup
             .slot_keys
-            .get(slot as usize)
+            .iter()
+            .chain(&self.setup.records)
+            .nth(slot as usize)
             .cloned()
             .unwrap_or_else(|| self.setup.key.clone())
     }
 
-    /// The slot of `key` (0 if it is none of them).
+    /// The slot of `key`, or a membership record's index (0 if it is none of them).
     pub(super) fn slot_of(&self, key: &LockName) -> u32 {
         self.setup
             .slot_keys
             .iter()
+            .chain(&self.setup.records)
             .position(|k| k == key)
             .and_then(|i| u32::try_from(i).ok())
             .unwrap_or(0)
@@ -583,6 +623,11 @@ impl<'a> Node<'a> {
             // Raced against the term's deadline, which is shorter than the timeout.
             Purpose::TermRenew => self.term_renewal_raced(call, Some(Err(error)), now, t, fx),
             Purpose::TermRelease => self.term_release_failed(error, now, t, fx),
+            Purpose::Heartbeat(survey) => {
+                self.heartbeat_answered(survey, call, Err(error), now, t, fx)
+            }
+            Purpose::List(survey) => self.list_answered(survey, Err(error), now, t, fx),
+            Purpose::RecordRelease => self.record_released(Err(error), now, t, fx),
         }
     }
 }

@@ -8,6 +8,8 @@ use leader_core::__private::Defect;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+mod ranked;
+
 /// Whose semantics the model store has (see [`crate::store`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Profile {
@@ -91,6 +93,13 @@ pub enum FaultKind {
         /// The step, forward or back.
         ms: i64,
     },
+    /// The node's campaign resigns (`LeadershipHandle::resign`): a leader ends its term,
+    /// withdraws its candidacy (releases its membership record) and releases the lock; a
+    /// standby withdraws. It campaigns again, afresh, after a rest. Ranked plans only.
+    Resign {
+        /// The node.
+        node: u32,
+    },
 }
 
 impl FaultKind {
@@ -101,7 +110,8 @@ impl FaultKind {
             | FaultKind::Crash { node, .. }
             | FaultKind::Partition { node, .. }
             | FaultKind::SlowLink { node, .. }
-            | FaultKind::ClockStep { node, .. } => Some(node),
+            | FaultKind::ClockStep { node, .. }
+            | FaultKind::Resign { node } => Some(node),
             FaultKind::LoseAll | FaultKind::RollBack { .. } => None,
         }
     }
@@ -145,6 +155,9 @@ pub enum Planted {
     /// backend that took the token from the client's clock would: under clock skew,
     /// tokens go back.
     TokenFromClientClock,
+    /// The store's listing answers no record (a backend whose list of a prefix misses
+    /// what it holds): ranked candidates never see a better rank, so nothing preempts.
+    ListingMissesRecords,
 }
 
 impl Planted {
@@ -152,6 +165,7 @@ impl Planted {
     pub fn all() -> Vec<Planted> {
         let mut all: Vec<Planted> = Defect::ALL.into_iter().map(Planted::Engine).collect();
         all.push(Planted::TokenFromClientClock);
+        all.push(Planted::ListingMissesRecords);
         all
     }
 
@@ -160,6 +174,7 @@ impl Planted {
         match self {
             Planted::Engine(defect) => defect.name(),
             Planted::TokenFromClientClock => "token-from-client-clock",
+            Planted::ListingMissesRecords => "listing-misses-records",
         }
     }
 }
@@ -203,6 +218,10 @@ pub struct Plan {
     pub op_timeout_ms: u64,
     /// Defects planted for the run.
     pub defects: Vec<Planted>,
+    /// A ranked campaign (`CampaignConfig::with_rank`): each node's rank and whether it
+    /// preempts (a higher live rank ends its term), one pair per node; empty: unranked.
+    /// Only for a single-leader campaign (the engine refuses ranked groups).
+    pub ranks: Vec<(u32, bool)>,
 }
 
 impl Plan {
@@ -293,7 +312,7 @@ impl Plan {
             _ => lease_ms * 2,
         }
         .max(1);
-        Plan {
+        let mut plan = Plan {
             seed,
             nodes,
             profile,
@@ -309,7 +328,12 @@ impl Plan {
             slots_apart,
             op_timeout_ms,
             defects: Vec::new(),
-        }
+            ranks: Vec::new(),
+        };
+        // Drawn from a separate rng, after everything else: the draws above play as
+        // they did before ranked campaigns were simulated.
+        plan.draw_ranks(false);
+        plan
     }
 
     /// The plan as a test to paste into `leader-sim/tests/it/found.rs`: it plays the run
@@ -350,9 +374,11 @@ impl Plan {
             .map(|d| match d {
                 Planted::Engine(defect) => format!("Planted::Engine(Defect::{defect:?})"),
                 Planted::TokenFromClientClock => "Planted::TokenFromClientClock".to_owned(),
+                Planted::ListingMissesRecords => "Planted::ListingMissesRecords".to_owned(),
             })
             .collect();
         let _ = writeln!(text, "        defects: vec![{}],", defects.join(", "));
+        let _ = writeln!(text, "        ranks: vec!{:?},", self.ranks);
         let _ = writeln!(text, "    }};");
         let _ = writeln!(text, "    let outcome = run(&plan);");
         let _ = writeln!(

@@ -5,6 +5,9 @@
 mod checks;
 mod faults;
 mod judge;
+mod ranked;
+
+pub use ranked::RANKED_SETTLE_HEARTBEATS;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -32,6 +35,12 @@ pub struct Outcome {
     /// Locks the store kept for an owner its node had given up (an orphan), longer than
     /// [`ABANDONED_WITHIN_US`] with no fault to explain it: what orphan releases are for.
     pub stuck: Vec<String>,
+    /// A ranked campaign's leadership that ignored the ranks with no fault in the way for
+    /// [`RANKED_SETTLE_HEARTBEATS`] heartbeats (see `world/ranked.rs`): the lock held by a
+    /// preempting candidate below a live better rank, or by nobody.
+    pub rank_ignored: Vec<String>,
+    /// How many of the ranked checks found the run quiet enough to judge.
+    pub ranked_checks: u64,
 }
 
 /// How soon the store must have let go of an owner its node gave up, when no fault is in
@@ -41,7 +50,7 @@ pub const ABANDONED_WITHIN_US: u64 = 100_000;
 impl Outcome {
     /// The checker's verdict passed, and no lock was stuck with a given-up owner.
     pub fn passed(&self) -> bool {
-        self.report.passed() && self.stuck.is_empty()
+        self.report.passed() && self.stuck.is_empty() && self.rank_ignored.is_empty()
     }
 }
 
@@ -89,6 +98,8 @@ enum Ev {
     /// A group's acquire on a store whose slots are separate calls: the next slot's try.
     SlotTry(SlotTry),
     End,
+    /// A ranked campaign's leadership is checked against the ranks.
+    CheckRanked,
 }
 
 /// A group's acquire on a store whose slots are separate calls, between two slots.
@@ -163,6 +174,11 @@ struct World<'a> {
     stuck: Vec<String>,
     /// The nodes (and lives) waiting for the lock's release, where the store notifies.
     waiters: Vec<(u32, u32)>,
+    /// The ranked checks' alarms, and how many checks judged.
+    rank_ignored: Vec<String>,
+    ranked_checks: u64,
+    /// When a campaign last resigned (true time).
+    resigned_at: Option<u64>,
 }
 
 /// Plays `plan` and judges its history.
@@ -179,7 +195,7 @@ pub fn run_with(plan: &Plan, choices: &mut dyn Choices) -> Outcome {
         .iter()
         .filter_map(|d| match d {
             Planted::Engine(defect) => Some(*defect),
-            Planted::TokenFromClientClock => None,
+            Planted::TokenFromClientClock | Planted::ListingMissesRecords => None,
         })
         .collect();
     let _planted = plant(&engine);
@@ -193,7 +209,7 @@ pub fn run_with(plan: &Plan, choices: &mut dyn Choices) -> Outcome {
                 1 + plan
                     .faults
                     .iter()
-                    .filter(|f| matches!(f.kind, FaultKind::Crash { node, .. } if node % plan.nodes.max(1) == n))
+                    .filter(|f| matches!(f.kind, FaultKind::Crash { node, .. } | FaultKind::Resign { node } if node % plan.nodes.max(1) == n))
                     .count()
             } else {
                 0
@@ -207,10 +223,20 @@ pub fn run_with(plan: &Plan, choices: &mut dyn Choices) -> Outcome {
             )
         })
         .collect();
+    let mut setups = setups;
+    let mut records = 0;
+    if plan.ranked() {
+        Setup::rank_all(&mut setups, &plan.ranks, lease);
+        records = plan.nodes;
+    }
     let base = Instant::now();
-    let mut store = ModelStore::new(plan.profile, plan.slots);
+    // A ranked campaign's membership records are more locks, after the slots.
+    let mut store = ModelStore::new(plan.profile, plan.slots.max(1) + records);
     if plan.defects.contains(&Planted::TokenFromClientClock) {
         store = store.with_token_from_client_clock();
+    }
+    if plan.defects.contains(&Planted::ListingMissesRecords) {
+        store = store.with_listing_missing_records();
     }
     let mut world = World {
         plan,
@@ -240,6 +266,9 @@ pub fn run_with(plan: &Plan, choices: &mut dyn Choices) -> Outcome {
         effects: Vec::new(),
         stuck: Vec::new(),
         waiters: Vec::new(),
+        rank_ignored: Vec::new(),
+        ranked_checks: 0,
+        resigned_at: None,
     };
     world.play();
     world.judge()
@@ -263,6 +292,9 @@ impl<'a> World<'a> {
             }
         }
         self.push(end, Ev::End);
+        if self.plan.ranked() {
+            self.push(self.ranked_check_every(), Ev::CheckRanked);
+        }
         for n in 0..self.nodes.len() {
             self.log(
                 n,
@@ -347,8 +379,11 @@ impl<'a> World<'a> {
                     self.slot_try(attempt);
                     return;
                 }
+                // A membership record's release wakes nobody: waiters listen on the lock.
+                let lock =
+                    !matches!(call, Call::Release { slot, .. } if slot >= self.plan.slots.max(1));
                 let answer = self.store.answer(call, now, client_us);
-                if answer == Answer::Released {
+                if answer == Answer::Released && lock {
                     self.notify_waiters();
                 }
                 self.reply(node, life, id, answer);
@@ -383,6 +418,7 @@ impl<'a> World<'a> {
             Ev::SlotTry(attempt) => self.slot_try(attempt),
             Ev::CheckAbandoned { node, owner, since } => self.check_abandoned(node, owner, since),
             Ev::End => {}
+            Ev::CheckRanked => self.check_ranked(),
         }
     }
 

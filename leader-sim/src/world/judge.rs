@@ -59,6 +59,8 @@ impl World<'_> {
             events,
             steps: self.steps,
             stuck: self.stuck,
+            rank_ignored: self.rank_ignored,
+            ranked_checks: self.ranked_checks,
         }
     }
 }

@@ -43,6 +43,7 @@ fn slow_clock() -> Plan {
         slots_apart: false,
         op_timeout_ms: 30000,
         defects: vec![],
+        ranks: vec![],
     }
 }
 

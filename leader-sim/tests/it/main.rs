@@ -7,4 +7,5 @@
 mod defects;
 mod explore;
 mod found;
+mod ranked;
 mod seeds;
