@@ -212,9 +212,17 @@ impl<'a> Node<'a> {
                     self.end_term(&term, true, now, t, fx);
                 }
             }
+            // Nothing to release; what a late attempt of the term's token may take back
+            // is released as after any term (the shell's `term_ended` after `lead`).
             TermStep::Over => {
                 self.ranked.term_over();
-                self.next_round(now, fx);
+                match &self.state {
+                    State::Leading(leading) => {
+                        let owner = leading.term.lease().owner;
+                        self.after_term(owner, now, t, fx);
+                    }
+                    _ => self.next_round(now, fx),
+                }
             }
         }
     }

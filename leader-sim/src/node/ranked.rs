@@ -485,7 +485,9 @@ impl<'a> Node<'a> {
                     self.after_leader_wait(None, now, t, fx);
                 }
             }
-            // Ending its term, resting after a resignation, or idle: nothing to stop.
+            // Its term's release on its way: the next round stops.
+            State::Leading(_) => run.state.request_stop(),
+            // Resting after a resignation, or stopping: nothing campaigns.
             _ => {}
         }
     }
