@@ -337,7 +337,7 @@ impl Plan {
     }
 
     /// The plan as a test to paste into `leader-sim/tests/it/found.rs`: it plays the run
-    /// and asserts that it passes.
+    /// and asserts that it passes (the checker's verdict and the world's own checks).
     pub fn as_test(&self, name: &str) -> String {
         let mut text = String::new();
         let _ = writeln!(text, "#[test]\nfn {name}() {{");
@@ -383,7 +383,7 @@ impl Plan {
         let _ = writeln!(text, "    let outcome = run(&plan);");
         let _ = writeln!(
             text,
-            "    assert!(outcome.report.passed(), \"{{}}\\n{{:#?}}\", outcome.report, outcome.report.violations);"
+            "    assert!(outcome.passed(), \"{{}}\\n{{:#?}}\\n{{:?}}\\n{{:?}}\", outcome.report, outcome.report.violations, outcome.stuck, outcome.rank_ignored);"
         );
         let _ = writeln!(text, "}}");
         text

@@ -210,3 +210,60 @@ fn a_ranked_plan_prints_as_a_test_that_replays() {
     let again = run(&plan);
     assert_eq!(first.events, again.events);
 }
+
+/// Ranked seed 44 with `listing-misses-records` planted, shrunk and printed by
+/// `Plan::as_test` (`SHRINK=1 cargo run -p leader-sim --release --example ranked -- 44 1 0
+/// listing-misses-records`): the literal replays the failure, and passes without the
+/// defect.
+#[test]
+fn a_shrunk_ranked_failure_replays_from_its_literal() {
+    let plan = Plan {
+        seed: 44,
+        nodes: 5,
+        profile: Profile::Redis,
+        lease_ms: 567,
+        run_ms: 5670,
+        node_drift_ppm: vec![0, 0, 0, 0, 0],
+        node_skew_ms: vec![242, -214, -99, -109, 167],
+        store_drift_ppm: 0,
+        network: Network {
+            min_us: 50,
+            max_us: 2000,
+            held_back_one_in: 200,
+            lost_one_in: 200,
+            duplicated_one_in: 200,
+        },
+        faults: vec![
+            Fault {
+                at_ms: 278,
+                kind: FaultKind::LoseAll,
+            },
+            Fault {
+                at_ms: 1217,
+                kind: FaultKind::Pause { node: 4, ms: 420 },
+            },
+            Fault {
+                at_ms: 2795,
+                kind: FaultKind::Partition { node: 0, ms: 504 },
+            },
+        ],
+        campaign: true,
+        slots: 1,
+        slots_apart: false,
+        op_timeout_ms: 189,
+        defects: vec![Planted::ListingMissesRecords],
+        ranks: vec![(3, true), (1, false), (2, true), (0, true), (1, true)],
+    };
+    let outcome = run(&plan);
+    assert!(outcome.report.passed(), "{}", outcome.report);
+    assert!(
+        outcome.rank_ignored[0]
+            .contains("node 3 (rank 0, preempting) held the lock below the live rank 3"),
+        "{:?}",
+        outcome.rank_ignored
+    );
+    let mut fixed = plan;
+    fixed.defects.clear();
+    let outcome = run(&fixed);
+    assert!(outcome.passed(), "{:?}", outcome.rank_ignored);
+}
