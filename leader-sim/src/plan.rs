@@ -227,6 +227,8 @@ pub struct Plan {
 impl Plan {
     /// A plan drawn from `seed`: 2–5 nodes, a profile, a lease of 0.2–2 s, a run of 20
     /// leases, clocks within ±`max_drift_ppm` of true, and a fault every few leases.
+    /// Half of the plans campaign; half of the single-leader campaigns are ranked, with
+    /// resignations (see [`Plan::random_ranked`]).
     pub fn random(seed: u64, max_drift_ppm: i32) -> Plan {
         Plan::random_with_lease(seed, max_drift_ppm, None)
     }
