@@ -20,6 +20,8 @@ use crate::plan::Profile;
 
 mod listing;
 
+pub use listing::PAGE;
+
 /// The holder's record of one slot.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {
@@ -67,10 +69,12 @@ pub enum Call {
         slot: u32,
     },
     /// List the live records of `slots` (a ranked campaign's membership records: what a
-    /// backend's listing of the prefix `<key>#rank:` answers).
+    /// backend's listing of the prefix `<key>#rank:` answers), one page after `after`.
     List {
         /// The records (lock indices) the prefix covers.
         slots: Vec<u32>,
+        /// The previous page's cursor: the last index it covered.
+        after: Option<u32>,
     },
 }
 
@@ -90,8 +94,14 @@ pub enum Answer {
     Released,
     /// The caller holds nothing (expired, released, taken by another).
     NotHeld,
-    /// The live records a listing asked for, in slot order.
-    Listed(Vec<Record>),
+    /// One page of the live records a listing asked for, in slot order.
+    Listed {
+        /// The page's records.
+        records: Vec<Record>,
+        /// The next page's cursor (the last index this page covered), `None` when this
+        /// is the last page.
+        next: Option<u32>,
+    },
 }
 
 /// One lock (or group) on a store with `profile`'s semantics.
@@ -198,7 +208,10 @@ impl ModelStore {
                 }
                 _ => Answer::NotHeld,
             },
-            Call::List { slots } => Answer::Listed(self.list(&slots, now)),
+            Call::List { slots, after } => {
+                let (records, next) = self.list(&slots, after, now);
+                Answer::Listed { records, next }
+            }
         }
     }
 

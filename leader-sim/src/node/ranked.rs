@@ -18,7 +18,8 @@ use leader_core::__private::{
     TermStep, Withdrawal,
 };
 use leader_core::{
-    AcquireOutcome, Error, LeaderLease, LeaderState, Lease, ListPage, LockName, ReleaseOutcome,
+    AcquireOutcome, Error, LeaderLease, LeaderState, Lease, ListCursor, ListPage, LockName,
+    ReleaseOutcome,
 };
 
 use super::{BACKEND, Effect, InFlight, Node, Purpose, Setup, State, Timer, campaign_config};
@@ -254,8 +255,13 @@ impl<'a> Node<'a> {
         };
         match request {
             Some(request) => {
+                // The cursor is the last index the previous page covered.
+                let after = request
+                    .cursor
+                    .and_then(|cursor| cursor.as_str().parse::<u32>().ok());
                 let call = Call::List {
                     slots: self.record_slots(&request.prefix),
+                    after,
                 };
                 self.send(Purpose::List(id), call, now, t, fx);
             }
@@ -263,7 +269,7 @@ impl<'a> Node<'a> {
         }
     }
 
-    /// The answer to a survey's listing (one page: the model store does not page).
+    /// The answer to a survey's listing request: one page.
     pub(super) fn list_answered(
         &mut self,
         id: u64,
@@ -273,9 +279,9 @@ impl<'a> Node<'a> {
         fx: &mut Vec<Effect>,
     ) {
         let page = answer.map(|answer| {
-            let records = match answer {
-                Answer::Listed(records) => records,
-                _ => Vec::new(),
+            let (records, next) = match answer {
+                Answer::Listed { records, next } => (records, next),
+                _ => (Vec::new(), None),
             };
             let locks = records
                 .iter()
@@ -289,7 +295,7 @@ impl<'a> Node<'a> {
                     LeaderState::occupied(self.key_of(r.slot).as_str(), holder)
                 })
                 .collect();
-            ListPage::new(locks, None)
+            ListPage::new(locks, next.map(|slot| ListCursor::new(slot.to_string())))
         });
         let Some(run) = self.ranked.surveys.iter_mut().find(|s| s.id == id) else {
             return;
