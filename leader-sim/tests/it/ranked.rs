@@ -267,3 +267,46 @@ fn a_shrunk_ranked_failure_replays_from_its_literal() {
     let outcome = run(&fixed);
     assert!(outcome.passed(), "{:?}", outcome.rank_ignored);
 }
+
+#[test]
+fn a_resigning_standby_withdraws_its_record_at_once() {
+    // Node 0 (rank 0, not preempting) leads; node 1 (rank 3) stands by behind it, node 2
+    // (rank 2) too, deferring to node 1. Node 1 resigns at 3 s, node 0 at 3.1 s: the
+    // lock's release wakes node 2, whose survey must no longer see node 1's record.
+    let faults = vec![
+        Fault {
+            at_ms: 3_000,
+            kind: FaultKind::Resign { node: 1 },
+        },
+        Fault {
+            at_ms: 3_100,
+            kind: FaultKind::Resign { node: 0 },
+        },
+    ];
+    let mut plan = ranked(
+        Profile::Redis,
+        vec![(0, false), (3, true), (2, true)],
+        faults,
+    );
+    // A seed where node 0 wins first, and node 1 rests (before it campaigns again) past
+    // 3.2 s.
+    plan.seed = (0..200)
+        .find(|&seed| {
+            let terms = terms(&Plan {
+                seed,
+                ..plan.clone()
+            });
+            terms[0].0 == 0 && !terms.iter().any(|(n, at)| *n == 1 && *at < 3_200_000)
+        })
+        .unwrap();
+    let outcome = run(&plan);
+    assert!(outcome.passed(), "{}", outcome.report);
+    let terms = terms(&plan);
+    assert!(
+        terms.iter().all(|(n, at)| *n == 0 || *at > 3_100_000),
+        "{terms:?}"
+    );
+    let next = terms.iter().find(|(_, at)| *at > 3_100_000).unwrap();
+    assert_eq!(next.0, 2, "seed {}: {terms:?}", plan.seed);
+    assert!(next.1 < 3_150_000, "seed {}: {terms:?}", plan.seed);
+}
