@@ -67,6 +67,7 @@ impl Exploration {
             defects: self.defects.clone(),
             tenants: 0,
             schedule: None,
+            ranks: Vec::new(),
         }
     }
 }

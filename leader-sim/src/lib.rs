@@ -21,4 +21,4 @@ mod world;
 pub use leader_core::__private::Defect;
 pub use plan::{Fault, FaultKind, Network, Plan, Planted, Profile, Scheduled};
 pub use shrink::shrink;
-pub use world::{ABANDONED_WITHIN_US, Outcome, run, run_with};
+pub use world::{ABANDONED_WITHIN_US, Outcome, RANKED_SETTLE_HEARTBEATS, run, run_with};

@@ -26,6 +26,7 @@ use crate::store::{Answer, Call};
 mod campaign;
 mod job;
 mod orphans;
+mod ranked;
 mod schedule;
 mod tenants;
 
@@ -51,6 +52,9 @@ pub(crate) struct Setup {
     pub(crate) tenants: Option<tenants::Tenants>,
     /// A scheduled job the node runs instead of a job in a loop (`schedule.rs`).
     pub(crate) schedule: Option<schedule::Job>,
+    /// A ranked campaign's membership records, every node's by node number: record `i`
+    /// is the store's lock index `slot_keys.len() + i` (empty: unranked).
+    pub(crate) records: Vec<LockName>,
 }
 
 impl Setup {
@@ -69,11 +73,7 @@ impl Setup {
             .with_wait_time(lease / 2)
             .with_auto_extend(true);
         let keepalive = Keepalive::from_options(&options);
-        let config = CampaignConfig::default()
-            .with_lease_time(lease)
-            .with_heartbeat(lease / 5)
-            .with_renew_deadline(lease * 2 / 3)
-            .with_poll_interval(lease / 4);
+        let config = campaign_config(lease);
         let group = GroupSlots::new(slots).unwrap_or(GroupSlots::ONE);
         let campaigns: Vec<CampaignRun> = ElectorSettings::new(options.clone())
             .ok()
@@ -101,8 +101,19 @@ impl Setup {
             op_timeout,
             tenants: None,
             schedule: None,
+            records: Vec::new(),
         }
     }
+}
+
+/// A campaign's settings for `lease`: a heartbeat of a fifth of it, a renew deadline of
+/// two thirds, a poll of a quarter.
+fn campaign_config(lease: Duration) -> CampaignConfig {
+    CampaignConfig::default()
+        .with_lease_time(lease)
+        .with_heartbeat(lease / 5)
+        .with_renew_deadline(lease * 2 / 3)
+        .with_poll_interval(lease / 4)
 }
 
 /// `job` is a valid name; this is never called.
@@ -149,6 +160,11 @@ pub(crate) enum Timer {
     Fire(u64),
     /// A scheduled run (its number) is over.
     RunDone(u64),
+    /// A ranked leader's wait is over (its next renewal is due), unless the term it was
+    /// set for ended (the wait's generation).
+    LeaderWait(u64),
+    /// A campaign that resigned, after its rest: campaign again, afresh.
+    Rejoin,
 }
 
 /// What a node asks the world to do.
@@ -196,6 +212,12 @@ pub(super) enum Purpose {
     Peek,
     /// A read or write of the job's record by a firing, under the lock.
     Record,
+    /// A ranked campaign's heartbeat of its membership record (the survey's id).
+    Heartbeat(u64),
+    /// A ranked campaign's listing of the candidates (the survey's id).
+    List(u64),
+    /// A resigning campaign's release of its membership record.
+    RecordRelease,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -250,6 +272,8 @@ pub(crate) struct Node<'a> {
     draws: rand::rngs::StdRng,
     /// The scheduler's timetable and firing (`schedule.rs`).
     sched: schedule::Sched<'a>,
+    /// A ranked campaign's surveys and withdrawal.
+    ranked: ranked::Ranked<'a>,
 }
 
 impl<'a> Node<'a> {
@@ -267,6 +291,7 @@ impl<'a> Node<'a> {
             waiting: 0,
             draws: rand::rngs::StdRng::seed_from_u64(seed),
             sched: schedule::Sched::default(),
+            ranked: ranked::Ranked::default(),
         }
     }
 
@@ -278,6 +303,7 @@ impl<'a> Node<'a> {
         self.calls.clear();
         self.orphans.clear();
         self.sched = schedule::Sched::default();
+        self.ranked = ranked::Ranked::default();
     }
 
     fn lease_time(&self) -> Duration {
@@ -426,6 +452,8 @@ impl<'a> Node<'a> {
             Timer::TenantBudget(id, tenant) => self.tenant_budget(id, tenant, t, fx),
             Timer::Fire(wait) => self.timetable(wait, now, t, fx),
             Timer::RunDone(run) => self.run_done(run, now, t, fx),
+            Timer::LeaderWait(generation) => self.leader_waited(generation, now, t, fx),
+            Timer::Rejoin => self.rejoin(now, t, fx),
         }
     }
 
@@ -456,9 +484,7 @@ impl<'a> Node<'a> {
         if self.may_attempt() {
             self.waiting += 1;
             self.attempt(now, t, fx);
-        } else if matches!(self.state, State::Standby)
-            && !self.calls.iter().any(|c| c.purpose == Purpose::Campaign)
-        {
+        } else if matches!(self.state, State::Standby) && !self.round_in_progress() {
             self.waiting += 1;
             self.round(now, t, fx);
         }
@@ -496,6 +522,17 @@ impl<'a> Node<'a> {
             | Purpose::TenantRelease => self.tenants_answered(call, Ok(answer), now, t, fx),
             Purpose::Peek => self.peeked(Ok(answer), now, t, fx),
             Purpose::Record => self.record_answered(Ok(answer), now, t, fx),
+            Purpose::Heartbeat(survey) => {
+                self.heartbeat_answered(survey, call, Ok(answer), now, t, fx)
+            }
+            Purpose::List(survey) => self.list_answered(survey, Ok(answer), now, t, fx),
+            Purpose::RecordRelease => {
+                let answer = match answer {
+                    Answer::Released => Ok(ReleaseOutcome::Released),
+                    _ => Ok(ReleaseOutcome::NotHeld),
+                };
+                self.record_released(answer, now, t, fx);
+            }
         }
     }
 
@@ -524,20 +561,23 @@ impl<'a> Node<'a> {
         }
     }
 
-    /// The key of `slot`.
+    /// The key of `slot` (or of a membership record's index, after the slots).
     pub(super) fn key_of(&self, slot: u32) -> LockName {
         self.setup
             .slot_keys
-            .get(slot as usize)
+            .iter()
+            .chain(&self.setup.records)
+            .nth(slot as usize)
             .cloned()
             .unwrap_or_else(|| self.setup.key.clone())
     }
 
-    /// The slot of `key` (0 if it is none of them).
+    /// The slot of `key`, or a membership record's index (0 if it is none of them).
     pub(super) fn slot_of(&self, key: &LockName) -> u32 {
         self.setup
             .slot_keys
             .iter()
+            .chain(&self.setup.records)
             .position(|k| k == key)
             .and_then(|i| u32::try_from(i).ok())
             .unwrap_or(0)
@@ -643,6 +683,11 @@ impl<'a> Node<'a> {
             | Purpose::TenantRelease => self.tenants_answered(call, Err(error), now, t, fx),
             Purpose::Peek => self.peeked(Err(error), now, t, fx),
             Purpose::Record => self.record_answered(Err(error), now, t, fx),
+            Purpose::Heartbeat(survey) => {
+                self.heartbeat_answered(survey, call, Err(error), now, t, fx)
+            }
+            Purpose::List(survey) => self.list_answered(survey, Err(error), now, t, fx),
+            Purpose::RecordRelease => self.record_released(Err(error), now, t, fx),
         }
     }
 }

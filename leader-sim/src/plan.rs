@@ -8,6 +8,8 @@ use leader_core::__private::Defect;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+mod ranked;
+
 /// Whose semantics the model store has (see [`crate::store`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Profile {
@@ -91,6 +93,13 @@ pub enum FaultKind {
         /// The step, forward or back.
         ms: i64,
     },
+    /// The node's campaign resigns (`LeadershipHandle::resign`): a leader ends its term,
+    /// withdraws its candidacy (releases its membership record) and releases the lock; a
+    /// standby withdraws. It campaigns again, afresh, after a rest. Ranked plans only.
+    Resign {
+        /// The node.
+        node: u32,
+    },
 }
 
 impl FaultKind {
@@ -101,7 +110,8 @@ impl FaultKind {
             | FaultKind::Crash { node, .. }
             | FaultKind::Partition { node, .. }
             | FaultKind::SlowLink { node, .. }
-            | FaultKind::ClockStep { node, .. } => Some(node),
+            | FaultKind::ClockStep { node, .. }
+            | FaultKind::Resign { node } => Some(node),
             FaultKind::LoseAll | FaultKind::RollBack { .. } => None,
         }
     }
@@ -145,6 +155,9 @@ pub enum Planted {
     /// backend that took the token from the client's clock would: under clock skew,
     /// tokens go back.
     TokenFromClientClock,
+    /// The store's listing answers no record (a backend whose list of a prefix misses
+    /// what it holds): ranked candidates never see a better rank, so nothing preempts.
+    ListingMissesRecords,
 }
 
 impl Planted {
@@ -152,6 +165,7 @@ impl Planted {
     pub fn all() -> Vec<Planted> {
         let mut all: Vec<Planted> = Defect::ALL.into_iter().map(Planted::Engine).collect();
         all.push(Planted::TokenFromClientClock);
+        all.push(Planted::ListingMissesRecords);
         all
     }
 
@@ -160,6 +174,7 @@ impl Planted {
         match self {
             Planted::Engine(defect) => defect.name(),
             Planted::TokenFromClientClock => "token-from-client-clock",
+            Planted::ListingMissesRecords => "listing-misses-records",
         }
     }
 }
@@ -228,11 +243,17 @@ pub struct Plan {
     pub tenants: u32,
     /// A scheduled job the nodes run instead of a job in a loop (not with a campaign).
     pub schedule: Option<Scheduled>,
+    /// A ranked campaign (`CampaignConfig::with_rank`): each node's rank and whether it
+    /// preempts (a higher live rank ends its term), one pair per node; empty: unranked.
+    /// Only for a single-leader campaign (the engine refuses ranked groups).
+    pub ranks: Vec<(u32, bool)>,
 }
 
 impl Plan {
     /// A plan drawn from `seed`: 2–5 nodes, a profile, a lease of 0.2–2 s, a run of 20
     /// leases, clocks within ±`max_drift_ppm` of true, and a fault every few leases.
+    /// Half of the plans campaign; half of the single-leader campaigns are ranked, with
+    /// resignations (see [`Plan::random_ranked`]).
     pub fn random(seed: u64, max_drift_ppm: i32) -> Plan {
         Plan::random_with_lease(seed, max_drift_ppm, None)
     }
@@ -341,7 +362,7 @@ impl Plan {
         });
         // One mode per plan: a scheduled job's nodes do not poll tenants.
         let tenants = if schedule.is_some() { 0 } else { tenants };
-        Plan {
+        let mut plan = Plan {
             seed,
             nodes,
             profile,
@@ -359,7 +380,12 @@ impl Plan {
             defects: Vec::new(),
             tenants,
             schedule,
-        }
+            ranks: Vec::new(),
+        };
+        // Drawn from a separate rng, after everything else: the draws above play as
+        // they did before ranked campaigns were simulated.
+        plan.draw_ranks(false);
+        plan
     }
 
     /// Whether the nodes are tenant pollers ([`tenants`](Self::tenants) ≥ 2).
@@ -377,7 +403,7 @@ impl Plan {
     }
 
     /// The plan as a test to paste into `leader-sim/tests/it/found.rs`: it plays the run
-    /// and asserts that it passes.
+    /// and asserts that it passes (the checker's verdict and the world's own checks).
     pub fn as_test(&self, name: &str) -> String {
         let mut text = String::new();
         let _ = writeln!(text, "#[test]\nfn {name}() {{");
@@ -414,16 +440,18 @@ impl Plan {
             .map(|d| match d {
                 Planted::Engine(defect) => format!("Planted::Engine(Defect::{defect:?})"),
                 Planted::TokenFromClientClock => "Planted::TokenFromClientClock".to_owned(),
+                Planted::ListingMissesRecords => "Planted::ListingMissesRecords".to_owned(),
             })
             .collect();
         let _ = writeln!(text, "        defects: vec![{}],", defects.join(", "));
         let _ = writeln!(text, "        tenants: {},", self.tenants);
         let _ = writeln!(text, "        schedule: {:?},", self.schedule);
+        let _ = writeln!(text, "        ranks: vec!{:?},", self.ranks);
         let _ = writeln!(text, "    }};");
         let _ = writeln!(text, "    let outcome = run(&plan);");
         let _ = writeln!(
             text,
-            "    assert!(outcome.report.passed(), \"{{}}\\n{{:#?}}\", outcome.report, outcome.report.violations);"
+            "    assert!(outcome.passed(), \"{{}}\\n{{:#?}}\\n{{:?}}\\n{{:?}}\", outcome.report, outcome.report.violations, outcome.stuck, outcome.rank_ignored);"
         );
         let _ = writeln!(text, "}}");
         text

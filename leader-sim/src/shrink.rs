@@ -12,6 +12,8 @@ enum Failure {
     Violation(ViolationKind),
     /// A lock kept for a given-up owner.
     Stuck,
+    /// A ranked campaign's leadership that ignored the ranks.
+    RankIgnored,
 }
 
 /// The ways a plan's run fails, in order of first appearance.
@@ -25,6 +27,9 @@ fn kinds(plan: &Plan) -> Vec<Failure> {
     }
     if !outcome.stuck.is_empty() {
         kinds.push(Failure::Stuck);
+    }
+    if !outcome.rank_ignored.is_empty() {
+        kinds.push(Failure::RankIgnored);
     }
     kinds
 }
@@ -74,6 +79,7 @@ pub fn shrink(plan: &Plan) -> Plan {
         candidate.nodes -= 1;
         candidate.node_drift_ppm.truncate(candidate.nodes as usize);
         candidate.node_skew_ms.truncate(candidate.nodes as usize);
+        candidate.ranks.truncate(candidate.nodes as usize);
         let nodes = candidate.nodes;
         candidate
             .faults

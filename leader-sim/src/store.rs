@@ -23,7 +23,10 @@ use leader_core::OwnerToken;
 
 use crate::plan::Profile;
 
+mod listing;
 mod tenants;
+
+pub use listing::PAGE;
 
 /// The holder's record of one slot.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,6 +105,14 @@ pub enum Call {
         /// The new value.
         value: String,
     },
+    /// List the live records of `slots` (a ranked campaign's membership records: what a
+    /// backend's listing of the prefix `<key>#rank:` answers), one page after `after`.
+    List {
+        /// The records (lock indices) the prefix covers.
+        slots: Vec<u32>,
+        /// The previous page's cursor: the last index it covered.
+        after: Option<u32>,
+    },
 }
 
 /// The store's answer.
@@ -135,6 +146,14 @@ pub enum Answer {
     },
     /// The record's version was not the one expected: nothing changed.
     RecordConflict,
+    /// One page of the live records a listing asked for, in slot order.
+    Listed {
+        /// The page's records.
+        records: Vec<Record>,
+        /// The next page's cursor (the last index this page covered), `None` when this
+        /// is the last page.
+        next: Option<u32>,
+    },
 }
 
 /// One lock (or group) on a store with `profile`'s semantics.
@@ -156,6 +175,8 @@ pub struct ModelStore {
     record: Option<(u64, String)>,
     /// Its past states, newest last, for a roll-back (Redis only): (store time, record).
     record_past: VecDeque<(u64, Option<(u64, String)>)>,
+    /// Planted in the store: a listing answers no record (see [`listing`]).
+    listing_misses_records: bool,
 }
 
 /// How much history a roll-back can reach, in writes.
@@ -174,6 +195,7 @@ impl ModelStore {
             batches: tenants::Batches::default(),
             record: None,
             record_past: VecDeque::new(),
+            listing_misses_records: false,
         }
     }
 
@@ -252,6 +274,10 @@ impl ModelStore {
             | Call::ReleaseBatch { .. }) => self.answer_batch(batch, now, client_us),
             Call::ReadRecord => self.read_record(),
             Call::WriteRecord { expected, value } => self.write_record(expected, value, now),
+            Call::List { slots, after } => {
+                let (records, next) = self.list(&slots, after, now);
+                Answer::Listed { records, next }
+            }
         }
     }
 

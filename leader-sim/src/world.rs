@@ -5,6 +5,9 @@
 mod checks;
 mod faults;
 mod judge;
+mod ranked;
+
+pub use ranked::RANKED_SETTLE_HEARTBEATS;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -35,6 +38,12 @@ pub struct Outcome {
     /// Every grant the store made (a record for a new owner): (lock, token, node). What
     /// a run's acquisitions are checked against, independently of the history.
     pub grants: Vec<(u32, u64, u32)>,
+    /// A ranked campaign's leadership that ignored the ranks with no fault in the way for
+    /// [`RANKED_SETTLE_HEARTBEATS`] heartbeats (see `world/ranked.rs`): the lock held by a
+    /// preempting candidate below a live better rank, or by nobody.
+    pub rank_ignored: Vec<String>,
+    /// How many of the ranked checks found the run quiet enough to judge.
+    pub ranked_checks: u64,
 }
 
 /// How soon the store must have let go of an owner its node gave up, when no fault is in
@@ -51,7 +60,7 @@ const PARTIAL_SEED: u64 = 0x9a27_1a1b_a7c4_e500;
 impl Outcome {
     /// The checker's verdict passed, and no lock was stuck with a given-up owner.
     pub fn passed(&self) -> bool {
-        self.report.passed() && self.stuck.is_empty()
+        self.report.passed() && self.stuck.is_empty() && self.rank_ignored.is_empty()
     }
 }
 
@@ -99,6 +108,8 @@ enum Ev {
     /// A group's acquire on a store whose slots are separate calls: the next slot's try.
     SlotTry(SlotTry),
     End,
+    /// A ranked campaign's leadership is checked against the ranks.
+    CheckRanked,
 }
 
 /// A group's acquire on a store whose slots are separate calls, between two slots.
@@ -173,6 +184,11 @@ struct World<'a> {
     stuck: Vec<String>,
     /// The nodes (and lives) waiting for the lock's release, where the store notifies.
     waiters: Vec<(u32, u32)>,
+    /// The ranked checks' alarms, and how many checks judged.
+    rank_ignored: Vec<String>,
+    ranked_checks: u64,
+    /// When a campaign last resigned (true time).
+    resigned_at: Option<u64>,
 }
 
 /// Plays `plan` and judges its history.
@@ -189,7 +205,7 @@ pub fn run_with(plan: &Plan, choices: &mut dyn Choices) -> Outcome {
         .iter()
         .filter_map(|d| match d {
             Planted::Engine(defect) => Some(*defect),
-            Planted::TokenFromClientClock => None,
+            Planted::TokenFromClientClock | Planted::ListingMissesRecords => None,
         })
         .collect();
     let _planted = plant(&engine);
@@ -203,7 +219,7 @@ pub fn run_with(plan: &Plan, choices: &mut dyn Choices) -> Outcome {
                 1 + plan
                     .faults
                     .iter()
-                    .filter(|f| matches!(f.kind, FaultKind::Crash { node, .. } if node % plan.nodes.max(1) == n))
+                    .filter(|f| matches!(f.kind, FaultKind::Crash { node, .. } | FaultKind::Resign { node } if node % plan.nodes.max(1) == n))
                     .count()
             } else {
                 0
@@ -219,13 +235,23 @@ pub fn run_with(plan: &Plan, choices: &mut dyn Choices) -> Outcome {
             .scheduling(plan.schedule.as_ref().filter(|_| !plan.campaign))
         })
         .collect();
+    let mut setups = setups;
+    let mut records = 0;
+    if plan.ranked() {
+        Setup::rank_all(&mut setups, &plan.ranks, lease);
+        records = plan.nodes;
+    }
     let base = Instant::now();
-    let mut store = ModelStore::new(plan.profile, plan.locks());
+    // A ranked campaign's membership records are more locks, after the slots.
+    let mut store = ModelStore::new(plan.profile, plan.locks() + records);
     if plan.polls_tenants() {
         store = store.with_partial_batches(plan.seed ^ PARTIAL_SEED, PARTIAL_ONE_IN);
     }
     if plan.defects.contains(&Planted::TokenFromClientClock) {
         store = store.with_token_from_client_clock();
+    }
+    if plan.defects.contains(&Planted::ListingMissesRecords) {
+        store = store.with_listing_missing_records();
     }
     let mut world = World {
         plan,
@@ -255,6 +281,9 @@ pub fn run_with(plan: &Plan, choices: &mut dyn Choices) -> Outcome {
         effects: Vec::new(),
         stuck: Vec::new(),
         waiters: Vec::new(),
+        rank_ignored: Vec::new(),
+        ranked_checks: 0,
+        resigned_at: None,
     };
     world.play();
     world.judge()
@@ -278,6 +307,9 @@ impl<'a> World<'a> {
             }
         }
         self.push(end, Ev::End);
+        if self.plan.ranked() {
+            self.push(self.ranked_check_every(), Ev::CheckRanked);
+        }
         for n in 0..self.nodes.len() {
             self.log(
                 n,
@@ -362,8 +394,11 @@ impl<'a> World<'a> {
                     self.slot_try(attempt);
                     return;
                 }
+                // A membership record's release wakes nobody: waiters listen on the lock.
+                let lock =
+                    !matches!(call, Call::Release { slot, .. } if slot >= self.plan.slots.max(1));
                 let answer = self.store.answer(call, now, client_us);
-                if answer == Answer::Released {
+                if answer == Answer::Released && lock {
                     self.notify_waiters();
                 }
                 self.reply(node, life, id, answer);
@@ -398,6 +433,7 @@ impl<'a> World<'a> {
             Ev::SlotTry(attempt) => self.slot_try(attempt),
             Ev::CheckAbandoned { node, owner, since } => self.check_abandoned(node, owner, since),
             Ev::End => {}
+            Ev::CheckRanked => self.check_ranked(),
         }
     }
 

@@ -220,6 +220,12 @@ impl Candidacy {
         self.rank
     }
 
+    /// The name of this candidate's membership record (`<key>#rank:<rank>:<id>`), the
+    /// lock its heartbeats write and the listing of `<key>#rank:` shows.
+    pub fn record(&self) -> &LockName {
+        &self.record
+    }
+
     /// Starts a heartbeat if the record is due for renewal at `now` (a heartbeat has
     /// passed since the last one that renewed it, or it was never written): returns the
     /// request that writes or renews the record — an acquire with the candidate's own

@@ -18,47 +18,54 @@ use crate::store::{Answer, Call};
 /// A leader's term and its loop.
 #[derive(Debug)]
 pub(crate) struct Leading<'a> {
-    term_loop: TermLoop<'a>,
-    term: Arc<LeaseTracker>,
-    /// The term ended (revoked): its section is over, its release on its way.
-    ended: bool,
+    pub(super) term_loop: TermLoop<'a>,
+    pub(super) term: Arc<LeaseTracker>,
+    /// The term ended (revoked or resigned): its section is over, its release on its way.
+    pub(super) ended: bool,
 }
 
 impl<'a> Node<'a> {
     /// This life's campaign.
-    fn campaign(&self) -> Option<&'a CampaignRun> {
+    pub(super) fn campaign(&self) -> Option<&'a CampaignRun> {
         let setup: &'a super::Setup = self.setup;
         setup.campaigns.get(self.life)
     }
 
-    /// A standby's round: its attempt (this simulation runs unranked campaigns: no
-    /// survey, and nothing asks it to stop).
+    /// A standby's round: its attempt, after a ranked campaign's survey (`ranked.rs`),
+    /// or the campaign's end once it resigned.
     pub(super) fn round(&mut self, now: Instant, t: u64, fx: &mut Vec<Effect>) {
         let Some(run) = self.campaign() else { return };
-        if !matches!(self.state, State::Standby)
-            || self.calls.iter().any(|c| c.purpose == Purpose::Campaign)
-        {
+        if !matches!(self.state, State::Standby) || self.round_in_progress() {
             return;
         }
         match run.next_round() {
-            CampaignStep::Attempt => {
-                let request = run.request();
-                let call = Call::Acquire {
-                    owner: request.request.owner,
-                    node: self.id,
-                    lease_us: self.lease_us(),
-                    slots: request.slots().map(|(slot, _)| slot).collect(),
-                };
-                fx.push(Effect::Log(What::AcquireRequested { lock: 0 }));
-                self.send(Purpose::Campaign, call, now, t, fx);
-            }
-            // Not reached here: unranked, never stopped.
-            CampaignStep::Survey(_) | CampaignStep::Stop => {}
+            CampaignStep::Attempt => self.send_attempt(run, now, t, fx),
+            CampaignStep::Survey(candidacy) => self.standby_survey(candidacy, now, t, fx),
+            CampaignStep::Stop => self.stop_campaign(now, t, fx),
             step => {
                 let owner = run.request().request.owner;
                 self.after_step(step, t, owner, now, t, fx);
             }
         }
+    }
+
+    /// Sends a standby's attempt.
+    pub(super) fn send_attempt(
+        &mut self,
+        run: &'a CampaignRun,
+        now: Instant,
+        t: u64,
+        fx: &mut Vec<Effect>,
+    ) {
+        let request = run.request();
+        let call = Call::Acquire {
+            owner: request.request.owner,
+            node: self.id,
+            lease_us: self.lease_us(),
+            slots: request.slots().map(|(slot, _)| slot).collect(),
+        };
+        fx.push(Effect::Log(What::AcquireRequested { lock: 0 }));
+        self.send(Purpose::Campaign, call, now, t, fx);
     }
 
     /// The answer to a standby's attempt (an error: none within the timeout).
@@ -100,7 +107,7 @@ impl<'a> Node<'a> {
 
     /// Does `step`; `requested` is when the attempt it follows was sent (true time), with
     /// `owner`.
-    fn after_step(
+    pub(super) fn after_step(
         &mut self,
         step: CampaignStep<'a>,
         requested: u64,
@@ -115,7 +122,13 @@ impl<'a> Node<'a> {
                     self.adopt(orphan, Some(owner), now, t, fx);
                 }
                 self.state = State::Standby;
-                self.wait(now + wait, true, fx);
+                // A stop requested since the round began ends the wait at once (the
+                // shell's stop listener was registered before the round).
+                let stopping = self
+                    .campaign()
+                    .is_some_and(|run| run.state.stop_requested());
+                let at = if stopping { now } else { now + wait };
+                self.wait(at, true, fx);
             }
             CampaignStep::Lead { term, strays } => {
                 if let Some(strays) = strays {
@@ -162,12 +175,21 @@ impl<'a> Node<'a> {
         self.term_step(step, now, t, fx);
     }
 
-    fn term_step(&mut self, step: TermStep, now: Instant, t: u64, fx: &mut Vec<Effect>) {
+    pub(super) fn term_step(&mut self, step: TermStep, now: Instant, t: u64, fx: &mut Vec<Effect>) {
         match step {
-            TermStep::Wait { until, .. } => fx.push(Effect::Wake {
-                at: until,
-                timer: Timer::TermWait,
-            }),
+            TermStep::Wait {
+                until,
+                start_survey,
+            } => {
+                if self.setup.records.is_empty() {
+                    fx.push(Effect::Wake {
+                        at: until,
+                        timer: Timer::TermWait,
+                    });
+                } else {
+                    self.leader_wait(until, start_survey, now, t, fx);
+                }
+            }
             TermStep::Renew { term, sent_at } => {
                 let deadline = term.context().deadline();
                 let call = Call::Extend {
@@ -182,8 +204,26 @@ impl<'a> Node<'a> {
                     timer: Timer::TermBudget(id),
                 });
             }
-            TermStep::End { term, .. } => self.end_term(&term, now, t, fx),
-            TermStep::Over => self.next_round(now, fx),
+            TermStep::End { term, withdraw } => {
+                self.ranked.term_over();
+                if withdraw {
+                    self.resign_term(term, now, t, fx);
+                } else {
+                    self.end_term(&term, true, now, t, fx);
+                }
+            }
+            // Nothing to release; what a late attempt of the term's token may take back
+            // is released as after any term (the shell's `term_ended` after `lead`).
+            TermStep::Over => {
+                self.ranked.term_over();
+                match &self.state {
+                    State::Leading(leading) => {
+                        let owner = leading.term.lease().owner;
+                        self.after_term(owner, now, t, fx);
+                    }
+                    _ => self.next_round(now, fx),
+                }
+            }
         }
     }
 
@@ -228,14 +268,22 @@ impl<'a> Node<'a> {
         self.term_step(step, now, t, fx);
     }
 
-    /// The term ended (revoked: this simulation never resigns): the section is over,
-    /// with its fenced end write; the term is released.
-    fn end_term(&mut self, term: &LeaseTracker, now: Instant, t: u64, fx: &mut Vec<Effect>) {
+    /// The term ended (`lost`: revoked; else a ranked leader stepped down for a better
+    /// rank; a resignation is `resign_term`): the section is over, with its fenced end
+    /// write; the term is released.
+    pub(super) fn end_term(
+        &mut self,
+        term: &LeaseTracker,
+        lost: bool,
+        now: Instant,
+        t: u64,
+        fx: &mut Vec<Effect>,
+    ) {
         let State::Leading(leading) = &mut self.state else {
             return;
         };
         leading.ended = true;
-        self.end_action(term, true, fx);
+        self.end_action(term, lost, fx);
         let call = Call::Release {
             owner: term.lease().owner,
             slot: self.slot_of(&term.lease().key),

@@ -85,6 +85,7 @@ impl World<'_> {
                     end: t,
                 });
             }
+            FaultKind::Resign { node } => self.resign(i, node),
         }
     }
 }

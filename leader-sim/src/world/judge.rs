@@ -60,6 +60,8 @@ impl World<'_> {
             steps: self.steps,
             stuck: self.stuck,
             grants: self.store.grants().to_vec(),
+            rank_ignored: self.rank_ignored,
+            ranked_checks: self.ranked_checks,
         }
     }
 }

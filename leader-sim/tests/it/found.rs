@@ -45,6 +45,7 @@ fn slow_clock() -> Plan {
         defects: vec![],
         tenants: 0,
         schedule: None,
+        ranks: vec![],
     }
 }
 
@@ -111,6 +112,7 @@ fn a_stale_outcome_after_a_redis_restart_overwrites_a_newer_claim() {
             catch_up: 1,
             at_least_once: false,
         }),
+        ranks: vec![],
     };
     let outcome = run(&plan);
     assert!(outcome.passed(), "{}", outcome.report);

@@ -7,6 +7,7 @@
 mod defects;
 mod explore;
 mod found;
+mod ranked;
 mod schedule;
 mod seeds;
 mod tenants;
