@@ -384,13 +384,7 @@ impl<'a> Node<'a> {
             Timer::Start if self.setup.tenants.is_some() => self.cycle(now, t, fx),
             Timer::Start => {
                 if matches!(self.state, State::Idle) {
-                    let attempts = Attempts::new(BACKEND, &self.setup.key, &self.setup.options);
-                    self.state = State::Acquiring {
-                        attempts,
-                        requested: t,
-                    };
-                    fx.push(Effect::Log(What::AcquireRequested { lock: 0 }));
-                    self.attempt(now, t, fx);
+                    self.begin_acquiring(now, t, fx);
                 }
             }
             Timer::Retry(wait) => {

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use leader_core::__private::{LeaseTracker, Orphan, Step};
+use leader_core::__private::{Attempts, LeaseTracker, Orphan, Step};
 use leader_core::{ExtendOutcome, Lease};
 use leader_history::{Answer as HistoryAnswer, What};
 
@@ -13,6 +13,18 @@ use super::{BACKEND, Effect, Held, InFlight, Node, Purpose, State, Timer};
 use crate::store::{Answer, Call};
 
 impl Node<'_> {
+    /// Asks for the job's lock: the first attempt goes now, the engine's `Attempts` decide
+    /// the rest.
+    pub(super) fn begin_acquiring(&mut self, now: Instant, t: u64, fx: &mut Vec<Effect>) {
+        let attempts = Attempts::new(BACKEND, &self.setup.key, &self.setup.options);
+        self.state = State::Acquiring {
+            attempts,
+            requested: t,
+        };
+        fx.push(Effect::Log(What::AcquireRequested { lock: 0 }));
+        self.attempt(now, t, fx);
+    }
+
     pub(super) fn attempt(&mut self, now: Instant, t: u64, fx: &mut Vec<Effect>) {
         let State::Acquiring { attempts, .. } = &self.state else {
             return;

@@ -11,7 +11,6 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use leader_core::__private::Attempts;
 use leader_core::{Error, RecordWriteOutcome, StoredRecord};
 use leader_history::What;
 use leader_schedule::__private::{
@@ -20,7 +19,7 @@ use leader_schedule::__private::{
 };
 use leader_schedule::{Delivery, JobConfig, MissedTicks, RunKind, RunRecord, Schedule};
 
-use super::{BACKEND, Effect, Node, Purpose, Setup, State, Timer};
+use super::{Effect, Node, Purpose, Setup, State, Timer};
 use crate::plan::Scheduled;
 use crate::store::{Answer, Call};
 
@@ -172,13 +171,7 @@ impl<'a> Node<'a> {
             _ => None,
         });
         self.sched.running_at_fire = running_at_fire(read);
-        let attempts = Attempts::new(BACKEND, &self.setup.key, &self.setup.options);
-        self.state = State::Acquiring {
-            attempts,
-            requested: t,
-        };
-        fx.push(Effect::Log(What::AcquireRequested { lock: 0 }));
-        self.attempt(now, t, fx);
+        self.begin_acquiring(now, t, fx);
     }
 
     /// The lock is held: the firing begins (its first step reads the record).

@@ -176,6 +176,14 @@ impl<'a> Node<'a> {
         self.send(Purpose::TenantAcquire, call, now, t, fx);
     }
 
+    /// The held tenant `index` of the cycle under way.
+    fn held_tenant(&mut self, index: u32) -> Option<&mut Tenant> {
+        let State::Polling(poll) = &mut self.state else {
+            return None;
+        };
+        poll.held.iter_mut().find(|h| h.index == index)
+    }
+
     /// The answer to (or the failure of) one of the poller's calls.
     pub(super) fn tenants_answered(
         &mut self,
@@ -464,10 +472,7 @@ impl<'a> Node<'a> {
     fn renew_alone(&mut self, index: u32, batch: u64, now: Instant, t: u64, fx: &mut Vec<Effect>) {
         let lease_us = self.lease_us();
         let setup: &'a Setup = self.setup;
-        let State::Polling(poll) = &mut self.state else {
-            return;
-        };
-        let Some(tenant) = poll.held.iter_mut().find(|h| h.index == index) else {
+        let Some(tenant) = self.held_tenant(index) else {
             return;
         };
         if tenant.renewing != Some(batch) || tenant.lost || tenant.ended {
@@ -509,10 +514,7 @@ impl<'a> Node<'a> {
     ) {
         let lease_time = self.lease_time();
         let sent_us = self.clock.true_us(call.sent_at);
-        let State::Polling(poll) = &mut self.state else {
-            return;
-        };
-        let Some(tenant) = poll.held.iter_mut().find(|h| h.index == index) else {
+        let Some(tenant) = self.held_tenant(index) else {
             return;
         };
         // An ended action's lease is no longer renewed; a renewal given up (its budget
@@ -551,10 +553,7 @@ impl<'a> Node<'a> {
 
     /// The time left for a tenant's renewal `id` ran out: that tenant is lost.
     pub(super) fn tenant_budget(&mut self, id: u64, index: u32, t: u64, fx: &mut Vec<Effect>) {
-        let State::Polling(poll) = &mut self.state else {
-            return;
-        };
-        let Some(tenant) = poll.held.iter_mut().find(|h| h.index == index) else {
+        let Some(tenant) = self.held_tenant(index) else {
             return;
         };
         if tenant.renewing != Some(id) || tenant.lost || tenant.ended {
@@ -590,10 +589,7 @@ impl<'a> Node<'a> {
     /// A tenant's lease is lost: its action is told and stops at once (its end write);
     /// the other tenants go on.
     fn lose_tenant(&mut self, index: u32, now: Instant, t: u64, fx: &mut Vec<Effect>) {
-        let State::Polling(poll) = &mut self.state else {
-            return;
-        };
-        let Some(tenant) = poll.held.iter_mut().find(|h| h.index == index) else {
+        let Some(tenant) = self.held_tenant(index) else {
             return;
         };
         if tenant.lost || tenant.ended {
