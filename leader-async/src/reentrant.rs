@@ -30,6 +30,7 @@ use crate::rt;
 /// - holds end in any order; the last one releases the lock ([`release`] awaits it;
 ///   dropping the last guard releases it in the background, as dropping an
 ///   [`AsyncLockGuard`] does);
+/// - a lease that is over takes no new hold ([`Error::LeaseLost`]);
 /// - nesting deeper than the limit fails with [`Error::ReentrancyLimit`].
 ///
 /// The holds are kept by this value and its clones: make it once and share it. Where the
@@ -128,8 +129,9 @@ impl<B: AsyncLockBackend + 'static> AsyncReentrantLocks<B> {
     /// # Errors
     ///
     /// As [`AsyncLeaderElector::acquire`] ([`Error::NotAcquired`] also when another holder
-    /// in this process kept the lock for the whole wait), and [`Error::ReentrancyLimit`]
-    /// when `holder` holds it as many times as the limit allows.
+    /// in this process kept the lock for the whole wait), [`Error::ReentrancyLimit`] when
+    /// `holder` holds it as many times as the limit allows, and [`Error::LeaseLost`] when
+    /// `holder` holds it on a lease that is over.
     pub async fn acquire(
         &self,
         name: &str,
@@ -145,7 +147,16 @@ impl<B: AsyncLockBackend + 'static> AsyncReentrantLocks<B> {
             let held = {
                 let mut holds = self.table.holds.lock();
                 match holds.enter(&key, holder) {
-                    Enter::Nested { hold, .. } => return Ok(self.guard(hold, key)),
+                    Enter::Nested { hold, .. } => {
+                        if hold.context.is_lost() {
+                            // No hold on a lease that is over, as no guard is handed out on one.
+                            holds.leave(&key);
+                            return Err(Error::LeaseLost {
+                                key: key.as_str().to_owned(),
+                            });
+                        }
+                        return Ok(self.guard(hold, key));
+                    }
                     Enter::TooDeep { limit } => {
                         return Err(Error::ReentrancyLimit {
                             key: key.as_str().to_owned(),

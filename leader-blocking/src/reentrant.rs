@@ -28,6 +28,8 @@ use crate::guard::LockGuard;
 ///   a store call while the lock is held here;
 /// - holds end in any order (dropping a guard ends its hold); the lock is released when
 ///   the last one ends;
+/// - a lease that is over (lost, or past its deadline) takes no new hold: the holder
+///   gets [`Error::LeaseLost`], and ends the holds it has;
 /// - nesting deeper than the limit ([`DEFAULT_LIMIT`](Self::DEFAULT_LIMIT), or
 ///   [`with_limit`](Self::with_limit)) fails with [`Error::ReentrancyLimit`] and leaves the
 ///   holds as they were.
@@ -138,8 +140,9 @@ impl<B: LockBackend + 'static> ReentrantLocks<B> {
     /// # Errors
     ///
     /// As [`LeaderElector::acquire`] ([`Error::NotAcquired`] also when another holder in
-    /// this process kept the lock for the whole wait), and [`Error::ReentrancyLimit`] when
-    /// `holder` holds it as many times as the limit allows.
+    /// this process kept the lock for the whole wait), [`Error::ReentrancyLimit`] when
+    /// `holder` holds it as many times as the limit allows, and [`Error::LeaseLost`] when
+    /// `holder` holds it on a lease that is over.
     pub fn acquire(
         &self,
         name: &str,
@@ -152,7 +155,16 @@ impl<B: LockBackend + 'static> ReentrantLocks<B> {
         let mut holds = self.table.holds.lock();
         loop {
             match holds.enter(&key, holder) {
-                Enter::Nested { hold, .. } => return Ok(self.guard(hold, key)),
+                Enter::Nested { hold, .. } => {
+                    if hold.context.is_lost() {
+                        // No hold on a lease that is over, as no guard is handed out on one.
+                        holds.leave(&key);
+                        return Err(Error::LeaseLost {
+                            key: key.as_str().to_owned(),
+                        });
+                    }
+                    return Ok(self.guard(hold, key));
+                }
                 Enter::TooDeep { limit } => {
                     return Err(Error::ReentrancyLimit {
                         key: key.as_str().to_owned(),

@@ -208,6 +208,12 @@ fn a_lost_lease_is_lost_for_every_hold_and_the_last_hold_still_ends_it() {
         .unwrap();
     assert!(inner.context().wait_lost_timeout(Duration::from_secs(30)));
     assert!(outer.is_lost() && inner.is_lost());
+    // No new hold on a lease that is over; the holds there are stay as they were.
+    assert!(matches!(
+        locks.acquire("ledger", "request-1", LeaseMode::watchdog()),
+        Err(Error::LeaseLost { .. })
+    ));
+    assert_eq!(outer.holds(), 2);
     drop(outer);
     drop(inner);
     assert_eq!(locks.holds("ledger").unwrap(), 0);
