@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use leader_core::{AsyncLockBackend, Error, LeaseContext, LeaseMode};
+use leader_core::{AsyncLockBackend, Error, Hold, LeaderLease, LeaseContext, LeaseMode, Reentered};
 
 use crate::acquire::acquire;
 use crate::elector::AsyncLeaderElector;
@@ -39,12 +39,37 @@ impl<B: AsyncLockBackend + 'static> AsyncLockGuard<B> {
         self.context.is_lost()
     }
 
+    /// A nested hold of this lock for code the guard is handed to: the same lease and
+    /// fencing token, no store call; it ends with nothing to release (see [`Hold`]).
+    pub fn reenter(&self) -> Reentered<'_> {
+        Hold::reenter(self)
+    }
+
+    /// The holder as acquired (`None` once released).
+    pub(crate) fn holder(&self) -> Option<LeaderLease> {
+        self.held.as_ref().map(|held| {
+            let lease = held.lease();
+            LeaderLease::new(
+                lease.leader_id.clone(),
+                lease.acquired_at,
+                lease.expires_at,
+                lease.fencing_token,
+            )
+        })
+    }
+
     /// Stops renewing and releases the lock now.
     pub async fn release(mut self) {
         self.watchdog.stop();
         if let Some(held) = self.held.take() {
             held.release().await;
         }
+    }
+}
+
+impl<B: AsyncLockBackend + 'static> Hold for AsyncLockGuard<B> {
+    fn context(&self) -> &LeaseContext {
+        &self.context
     }
 }
 

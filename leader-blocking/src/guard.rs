@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use leader_core::{Error, LeaseContext, LeaseMode, LockBackend};
+use leader_core::{Error, Hold, LeaseContext, LeaseMode, LockBackend, Reentered};
 
 use crate::acquire::acquire;
 use crate::elector::LeaderElector;
@@ -37,6 +37,32 @@ impl<B: LockBackend + 'static> LockGuard<B> {
         self.held.context().is_lost()
     }
 
+    /// A nested hold of this lock for code the guard is handed to: the same lease and
+    /// fencing token, no store call; it ends with nothing to release (see [`Hold`]).
+    ///
+    /// ```
+    /// use leader_blocking::LeaderElector;
+    /// use leader_core::{Hold, InMemoryBackend, LeaderElectionOptions, LeaseMode};
+    ///
+    /// fn post_to_ledger(ledger: &impl Hold) -> u64 {
+    ///     let nested = ledger.reenter();
+    ///     nested.fencing_token() // pass it along with the write
+    /// }
+    ///
+    /// let elector = LeaderElector::new(InMemoryBackend::new(), LeaderElectionOptions::default())?;
+    /// let guard = elector.acquire("ledger", LeaseMode::watchdog())?;
+    /// assert_eq!(post_to_ledger(&guard.reenter()), guard.fencing_token());
+    /// # Ok::<(), leader_core::Error>(())
+    /// ```
+    pub fn reenter(&self) -> Reentered<'_> {
+        Hold::reenter(self)
+    }
+
+    /// The lease as acquired.
+    pub(crate) fn lease(&self) -> &leader_core::Lease {
+        self.held.lease()
+    }
+
     /// Releases the lock now (dropping the guard does the same, logging any failure).
     ///
     /// # Errors
@@ -46,6 +72,12 @@ impl<B: LockBackend + 'static> LockGuard<B> {
     /// it is gone, so the lock is not left taken until the lease runs out.
     pub fn release(self) -> Result<(), Error> {
         self.held.release().map(drop)
+    }
+}
+
+impl<B: LockBackend + 'static> Hold for LockGuard<B> {
+    fn context(&self) -> &LeaseContext {
+        self.held.context()
     }
 }
 

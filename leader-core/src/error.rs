@@ -54,6 +54,17 @@ pub enum Error {
     /// The elector was shut down, so it accepts no more work.
     #[error("the elector has been shut down")]
     ShutDown,
+    /// A reentrant lock's holder asked for a hold beyond the nesting limit (runaway
+    /// recursion, as a rule); the holds it has are unchanged.
+    #[error(
+        "lock `{key}` is already held {limit} times by the same holder; the nesting limit is {limit}"
+    )]
+    ReentrancyLimit {
+        /// The full lock key.
+        key: String,
+        /// The limit.
+        limit: u32,
+    },
 }
 
 fn holder_suffix(holder: &Option<Box<LeaderLease>>) -> String {
@@ -81,7 +92,9 @@ impl Error {
     pub fn lock_key(&self) -> Option<&str> {
         match self {
             Error::Backend(err) => Some(err.key()),
-            Error::LeaseLost { key } | Error::NotAcquired { key, .. } => Some(key),
+            Error::LeaseLost { key }
+            | Error::NotAcquired { key, .. }
+            | Error::ReentrancyLimit { key, .. } => Some(key),
             _ => None,
         }
     }

@@ -99,6 +99,7 @@ pub use leadership::change::{ChangeKind, LeaderChange};
 pub use leadership::context::LeaseContext;
 pub use leadership::event::{EventCallback, LeadershipEvent, RevokeReason};
 pub use leadership::events::LeadershipEvents;
+pub use leadership::hold::{Hold, Reentered};
 pub use leadership::result::LeaderRunResult;
 pub use leadership::shutdown::Shutdown;
 pub use name::{LockName, NameError};

@@ -38,11 +38,11 @@ pub use error::ConnectError;
 // What a user names: options, results, errors, snapshots, names, campaigns, listings.
 pub use leader_core::{
     CampaignConfig, ChangeKind, DeploymentMode, Error, EventCallback, ForceReleaseOutcome,
-    GroupKeys, GroupSlots, GroupState, InMemoryBackend, IntoTenantId, LeaderChange,
+    GroupKeys, GroupSlots, GroupState, Hold, InMemoryBackend, IntoTenantId, LeaderChange,
     LeaderElectionOptions, LeaderLease, LeaderRunResult, LeaderState, LeadershipEvent,
     LeadershipEvents, LeadershipWatcher, LeaseContext, LeaseMode, ListCursor, ListPage,
     ListRequest, LockName, LockStatus, NameError, NoopBackend, OptionsError, RedactedError,
-    RevokeReason, Shutdown, TenantId, TenantIdError, UrlSecrets,
+    Reentered, RevokeReason, Shutdown, TenantId, TenantIdError, UrlSecrets,
 };
 
 // The electors, and the locks their batch calls hand back (`try_acquire_for_tenants`,
@@ -50,11 +50,11 @@ pub use leader_core::{
 #[cfg(any(feature = "tokio", feature = "smol", feature = "async-std"))]
 pub use leader_async::{
     AsyncAcquired, AsyncFinished, AsyncLeaderElector, AsyncLeaderGroupElector,
-    AsyncLeadershipHandle, AsyncLockGuard, AsyncObserver,
+    AsyncLeadershipHandle, AsyncLockGuard, AsyncObserver, AsyncReentrantGuard, AsyncReentrantLocks,
 };
 pub use leader_blocking::{
     Acquired, Finished, LeaderElector, LeaderGroupElector, LeadershipHandle, LockGuard, Observer,
-    TaskHandle, ThreadPoolLeaderElector,
+    ReentrantGuard, ReentrantLocks, TaskHandle, ThreadPoolLeaderElector,
 };
 
 // The server backends, and their crates (configs, errors, fencing helpers, the driver).

@@ -10,6 +10,7 @@ mod elector;
 mod groups;
 mod late_lease;
 mod ranked;
+mod reentrant;
 mod renewals;
 #[cfg(feature = "tokio")]
 mod shutdown;

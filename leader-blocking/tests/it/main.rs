@@ -14,4 +14,5 @@ mod guard;
 mod late_lease;
 mod pool;
 mod ranked;
+mod reentrant;
 mod telemetry;

@@ -14,5 +14,6 @@ pub(crate) mod change;
 pub(crate) mod context;
 pub(crate) mod event;
 pub(crate) mod events;
+pub(crate) mod hold;
 pub(crate) mod result;
 pub(crate) mod shutdown;
