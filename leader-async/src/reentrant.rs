@@ -146,23 +146,8 @@ impl<B: AsyncLockBackend + 'static> AsyncReentrantLocks<B> {
             let changed = self.table.changed.listen();
             let held = {
                 let mut holds = self.table.holds.lock();
-                match holds.enter(&key, holder) {
-                    Enter::Nested { hold, .. } => {
-                        if hold.context.is_lost() {
-                            // No hold on a lease that is over, as no guard is handed out on one.
-                            holds.leave(&key);
-                            return Err(Error::LeaseLost {
-                                key: key.as_str().to_owned(),
-                            });
-                        }
-                        return Ok(self.guard(hold, key));
-                    }
-                    Enter::TooDeep { limit } => {
-                        return Err(Error::ReentrancyLimit {
-                            key: key.as_str().to_owned(),
-                            limit,
-                        });
-                    }
+                match holds.enter(&key, holder, |shared| shared.context.is_lost())? {
+                    Enter::Nested { hold, .. } => return Ok(self.guard(hold, key)),
                     Enter::Acquire => break,
                     Enter::Wait => holds.held(&key).and_then(|shared| shared.holder.clone()),
                 }

@@ -154,23 +154,8 @@ impl<B: LockBackend + 'static> ReentrantLocks<B> {
         let deadline = Instant::now().checked_add(options.wait_time());
         let mut holds = self.table.holds.lock();
         loop {
-            match holds.enter(&key, holder) {
-                Enter::Nested { hold, .. } => {
-                    if hold.context.is_lost() {
-                        // No hold on a lease that is over, as no guard is handed out on one.
-                        holds.leave(&key);
-                        return Err(Error::LeaseLost {
-                            key: key.as_str().to_owned(),
-                        });
-                    }
-                    return Ok(self.guard(hold, key));
-                }
-                Enter::TooDeep { limit } => {
-                    return Err(Error::ReentrancyLimit {
-                        key: key.as_str().to_owned(),
-                        limit,
-                    });
-                }
+            match holds.enter(&key, holder, |shared| shared.context.is_lost())? {
+                Enter::Nested { hold, .. } => return Ok(self.guard(hold, key)),
                 Enter::Acquire => break,
                 Enter::Wait => {
                     let timed_out = match deadline {

@@ -10,7 +10,8 @@
 //!   the shell reports the outcome ([`Holds::acquired`]);
 //! - the same holder again gets a nested hold of the same lease ([`Enter::Nested`]): no
 //!   store call, the same fencing token, and the lease as it is (a nested hold never
-//!   shortens or lengthens it), up to the table's limit ([`Enter::TooDeep`]);
+//!   shortens or lengthens it), up to the table's limit ([`Error::ReentrancyLimit`]), and
+//!   never on a lease that is over ([`Error::LeaseLost`]);
 //! - another holder waits in this process until the lock is released here
 //!   ([`Enter::Wait`]), then acquires it from the store like any node: in-process
 //!   contention never costs a store call while the lock is held here;
@@ -18,6 +19,7 @@
 
 use std::collections::HashMap;
 
+use crate::error::Error;
 use crate::name::LockName;
 
 /// The deepest nesting a reentrant lock allows by default: deeper is taken for runaway
@@ -55,11 +57,6 @@ pub enum Enter<H> {
     /// Another holder has it here, or this holder's first acquisition is on its way:
     /// wait until the table changes (or the wait time is over), then ask again.
     Wait,
-    /// The holder holds it `limit` times already.
-    TooDeep {
-        /// The table's limit.
-        limit: u32,
-    },
 }
 
 /// What ending a hold leaves to do.
@@ -90,8 +87,20 @@ impl<H: Clone> Holds<H> {
 
     /// `holder` asks for `key`: see [`Enter`]. On [`Enter::Acquire`] the table records the
     /// acquisition as on its way until [`acquired`](Self::acquired) reports it; on
-    /// [`Enter::Nested`] it counts one more hold.
-    pub fn enter(&mut self, key: &LockName, holder: &str) -> Enter<H> {
+    /// [`Enter::Nested`] it counts one more hold. `is_lost` tells whether a held lease is
+    /// over (read by the shell from the lease's context).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ReentrancyLimit`] when `holder` holds `key` as many times as the limit
+    /// allows, [`Error::LeaseLost`] when it holds it on a lease that is over (no guard is
+    /// handed out on one); the holds are unchanged.
+    pub fn enter(
+        &mut self,
+        key: &LockName,
+        holder: &str,
+        is_lost: impl FnOnce(&H) -> bool,
+    ) -> Result<Enter<H>, Error> {
         match self.entries.get_mut(key) {
             None => {
                 self.entries.insert(
@@ -100,23 +109,31 @@ impl<H: Clone> Holds<H> {
                         holder: holder.to_owned(),
                     },
                 );
-                Enter::Acquire
+                Ok(Enter::Acquire)
             }
             Some(Entry::Held {
                 holder: current,
                 count,
                 hold,
             }) if current == holder => {
+                if is_lost(hold) {
+                    return Err(Error::LeaseLost {
+                        key: key.as_str().to_owned(),
+                    });
+                }
                 if *count >= self.limit {
-                    return Enter::TooDeep { limit: self.limit };
+                    return Err(Error::ReentrancyLimit {
+                        key: key.as_str().to_owned(),
+                        limit: self.limit,
+                    });
                 }
                 *count += 1;
-                Enter::Nested {
+                Ok(Enter::Nested {
                     hold: hold.clone(),
                     count: *count,
-                }
+                })
             }
-            Some(_) => Enter::Wait,
+            Some(_) => Ok(Enter::Wait),
         }
     }
 
@@ -189,50 +206,62 @@ mod tests {
         LockName::new(name).unwrap()
     }
 
+    /// `enter` on a lease that is not over.
+    fn enter<H: Clone>(holds: &mut Holds<H>, key: &LockName, holder: &str) -> Enter<H> {
+        holds.enter(key, holder, |_| false).unwrap()
+    }
+
+    fn limit_of<H: Clone + std::fmt::Debug>(holds: &mut Holds<H>, key: &LockName, holder: &str) -> u32 {
+        match holds.enter(key, holder, |_| false) {
+            Err(Error::ReentrancyLimit { limit, .. }) => limit,
+            other => panic!("expected ReentrancyLimit, got {other:?}"),
+        }
+    }
+
     #[test]
     fn the_same_holder_nests_up_to_the_limit_and_the_last_hold_releases() {
         let ledger = key("ledger");
         let mut holds = Holds::new(3);
-        assert_eq!(holds.enter(&ledger, "req-1"), Enter::Acquire);
+        assert_eq!(enter(&mut holds, &ledger, "req-1"), Enter::Acquire);
         // Its own first acquisition is on its way: the same holder waits for it too.
-        assert_eq!(holds.enter(&ledger, "req-1"), Enter::Wait);
+        assert_eq!(enter(&mut holds, &ledger, "req-1"), Enter::Wait);
         holds.acquired(&ledger, "req-1", Some("lease"));
         assert_eq!(
-            holds.enter(&ledger, "req-1"),
+            enter(&mut holds, &ledger, "req-1"),
             Enter::Nested {
                 hold: "lease",
                 count: 2
             }
         );
         assert_eq!(
-            holds.enter(&ledger, "req-1"),
+            enter(&mut holds, &ledger, "req-1"),
             Enter::Nested {
                 hold: "lease",
                 count: 3
             }
         );
-        assert_eq!(holds.enter(&ledger, "req-1"), Enter::TooDeep { limit: 3 });
+        assert_eq!(limit_of(&mut holds, &ledger, "req-1"), 3);
         assert_eq!(holds.holds(&ledger), 3);
         assert_eq!(holds.leave(&ledger), Some(Leave::Keep { count: 2 }));
         assert_eq!(holds.leave(&ledger), Some(Leave::Keep { count: 1 }));
         assert_eq!(holds.leave(&ledger), Some(Leave::Release("lease")));
         assert_eq!(holds.leave(&ledger), None);
-        assert_eq!(holds.enter(&ledger, "req-2"), Enter::Acquire);
+        assert_eq!(enter(&mut holds, &ledger, "req-2"), Enter::Acquire);
     }
 
     #[test]
     fn another_holder_waits_until_the_lock_is_released_here() {
         let ledger = key("ledger");
         let mut holds = Holds::new(DEFAULT_REENTRANCY_LIMIT);
-        assert_eq!(holds.enter(&ledger, "req-1"), Enter::Acquire);
-        assert_eq!(holds.enter(&ledger, "req-2"), Enter::Wait);
+        assert_eq!(enter(&mut holds, &ledger, "req-1"), Enter::Acquire);
+        assert_eq!(enter(&mut holds, &ledger, "req-2"), Enter::Wait);
         holds.acquired(&ledger, "req-1", Some(1));
-        assert_eq!(holds.enter(&ledger, "req-2"), Enter::Wait);
+        assert_eq!(enter(&mut holds, &ledger, "req-2"), Enter::Wait);
         assert_eq!(holds.held(&ledger), Some(&1));
         // Another lock is another entry.
-        assert_eq!(holds.enter(&key("report"), "req-2"), Enter::Acquire);
+        assert_eq!(enter(&mut holds, &key("report"), "req-2"), Enter::Acquire);
         assert_eq!(holds.leave(&ledger), Some(Leave::Release(1)));
-        assert_eq!(holds.enter(&ledger, "req-2"), Enter::Acquire);
+        assert_eq!(enter(&mut holds, &ledger, "req-2"), Enter::Acquire);
     }
 
     #[test]
@@ -240,13 +269,19 @@ mod tests {
         let ledger = key("ledger");
         let mut holds = Holds::new(0);
         assert_eq!(holds.limit(), 1, "a limit of 0 is taken as 1");
-        assert_eq!(holds.enter(&ledger, "req-1"), Enter::Acquire);
+        assert_eq!(enter(&mut holds, &ledger, "req-1"), Enter::Acquire);
         // Another holder's report is not this entry's.
         holds.acquired(&ledger, "req-2", Some(9));
         assert_eq!(holds.holds(&ledger), 0);
         holds.acquired(&ledger, "req-1", None);
-        assert_eq!(holds.enter(&ledger, "req-2"), Enter::Acquire);
+        assert_eq!(enter(&mut holds, &ledger, "req-2"), Enter::Acquire);
         holds.acquired(&ledger, "req-2", Some(2));
-        assert_eq!(holds.enter(&ledger, "req-2"), Enter::TooDeep { limit: 1 });
+        assert_eq!(limit_of(&mut holds, &ledger, "req-2"), 1);
+        // No hold on a lease that is over; the count stays.
+        assert!(matches!(
+            holds.enter(&ledger, "req-2", |_| true),
+            Err(Error::LeaseLost { .. })
+        ));
+        assert_eq!(holds.holds(&ledger), 1);
     }
 }
