@@ -211,7 +211,11 @@ mod tests {
         holds.enter(key, holder, |_| false).unwrap()
     }
 
-    fn limit_of<H: Clone + std::fmt::Debug>(holds: &mut Holds<H>, key: &LockName, holder: &str) -> u32 {
+    fn limit_of<H: Clone + std::fmt::Debug>(
+        holds: &mut Holds<H>,
+        key: &LockName,
+        holder: &str,
+    ) -> u32 {
         match holds.enter(key, holder, |_| false) {
             Err(Error::ReentrancyLimit { limit, .. }) => limit,
             other => panic!("expected ReentrancyLimit, got {other:?}"),

@@ -64,3 +64,6 @@ fn claim_lost_between(earlier: &Event, later: &Event, faults: &[FaultSpan], leas
         f.kind.loses_data() && f.end.saturating_add(stale) >= claimed && f.start <= later.at
     })
 }
+
+#[cfg(test)]
+mod tests;
