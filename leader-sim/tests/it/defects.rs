@@ -4,19 +4,15 @@
 use leader_history::ViolationKind;
 use leader_sim::{Defect, Plan, Planted, run, shrink};
 
+use crate::{first_failing, passes_without_defects};
+
 /// The first seed (below `within`) whose run with `defect` planted fails, and the kinds
 /// of violation it shows (none when only a lock was stuck with a given-up owner).
 fn caught(defect: Planted, within: u64) -> (Plan, Vec<ViolationKind>) {
-    for seed in 0..within {
-        let mut plan = Plan::random(seed, 0);
-        plan.defects = vec![defect];
-        let outcome = run(&plan);
-        if !outcome.passed() {
-            let kinds = outcome.report.violations.iter().map(|v| v.kind).collect();
-            return (plan, kinds);
-        }
-    }
-    panic!("{} was not caught in {within} seeds", defect.name());
+    let seeds = (0..within).map(|seed| Plan::random(seed, 0));
+    let (plan, outcome) = first_failing(seeds, defect, |outcome| !outcome.passed());
+    let kinds = outcome.report.violations.iter().map(|v| v.kind).collect();
+    (plan, kinds)
 }
 
 #[test]
@@ -40,9 +36,7 @@ fn a_forgotten_stray_slot_stays_held_beside_the_term() {
         outcome.stuck
     );
     // Without the defect, the engine releases the stray: the same plan passes.
-    let mut fixed = plan;
-    fixed.defects.clear();
-    assert!(run(&fixed).passed());
+    assert!(passes_without_defects(plan));
 }
 
 #[test]
@@ -91,21 +85,16 @@ fn without_the_clock_rate_allowance_slow_clocks_let_a_second_holder_in() {
         op_timeout_ms: 60_000,
         ..Plan::random_with_lease(seed, 450, Some(60_000))
     };
-    let failing = (0..300).find(|&seed| {
-        let mut planted = plan(seed);
-        planted.defects = vec![defect];
-        let report = run(&planted).report;
-        report
+    let (failing, _) = first_failing((0..300).map(plan), defect, |outcome| {
+        outcome
+            .report
             .violations
             .iter()
             .any(|v| v.kind == ViolationKind::UnexplainedOverlap)
     });
-    let Some(seed) = failing else {
-        panic!("{} was not caught in 300 seeds", defect.name());
-    };
     // With the allowance, the same plan passes.
-    let outcome = run(&plan(seed));
-    assert!(outcome.passed(), "seed {seed}: {}", outcome.report);
+    let seed = failing.seed;
+    assert!(passes_without_defects(failing), "seed {seed}");
 }
 
 #[test]

@@ -5,6 +5,8 @@
 use leader_history::What;
 use leader_sim::{Fault, FaultKind, Network, Plan, Planted, Profile, run};
 
+use crate::{first_failing, passes_without_defects};
+
 /// A quiet network: nothing lost, held back or duplicated.
 fn quiet() -> Network {
     Network {
@@ -140,15 +142,8 @@ fn a_resigning_leaders_record_is_gone_before_the_lock_is_free() {
 #[test]
 fn a_listing_that_misses_records_is_caught_by_the_ranked_check() {
     let defect = Planted::ListingMissesRecords;
-    let failing = (0..300).find_map(|seed| {
-        let mut plan = Plan::random_ranked(seed, 0);
-        plan.defects = vec![defect];
-        let outcome = run(&plan);
-        (!outcome.passed()).then_some((plan, outcome))
-    });
-    let Some((plan, outcome)) = failing else {
-        panic!("{} was not caught in 300 seeds", defect.name());
-    };
+    let seeds = (0..300).map(|seed| Plan::random_ranked(seed, 0));
+    let (plan, outcome) = first_failing(seeds, defect, |outcome| !outcome.passed());
     assert!(outcome.report.passed(), "{}", outcome.report);
     assert!(
         outcome.rank_ignored[0].contains("below the live rank"),
@@ -156,9 +151,7 @@ fn a_listing_that_misses_records_is_caught_by_the_ranked_check() {
         outcome.rank_ignored
     );
     // With a sound listing, the same plan passes.
-    let mut fixed = plan;
-    fixed.defects.clear();
-    assert!(run(&fixed).passed());
+    assert!(passes_without_defects(plan));
     // And in the smallest case: the worse node that won first is never preempted.
     let mut plan = ranked(Profile::Sql, vec![(2, true), (1, true)], Vec::new());
     plan.seed = (0..50)
@@ -179,18 +172,15 @@ fn a_listing_that_misses_records_is_caught_by_the_ranked_check() {
 fn a_late_action_is_caught_in_ranked_campaigns() {
     // An engine defect of every campaign, planted in ranked ones.
     let defect = Planted::Engine(leader_sim::Defect::ActionOnLateLease);
-    let failing = (0..300).find(|&seed| {
-        let mut plan = Plan::random_ranked(seed, 0);
-        plan.defects = vec![defect];
-        let outcome = run(&plan);
+    let seeds = (0..300).map(|seed| Plan::random_ranked(seed, 0));
+    let (plan, _) = first_failing(seeds, defect, |outcome| {
         outcome
             .report
             .violations
             .iter()
             .any(|v| v.kind == leader_history::ViolationKind::LateAction)
     });
-    let seed = failing.expect("caught within 300 ranked seeds");
-    assert!(run(&Plan::random_ranked(seed, 0)).passed());
+    assert!(passes_without_defects(plan));
 }
 
 #[test]

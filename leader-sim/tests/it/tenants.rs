@@ -7,6 +7,8 @@ use std::collections::{BTreeMap, HashSet};
 use leader_history::{Answer, ViolationKind, What};
 use leader_sim::{Defect, Outcome, Plan, Planted, run};
 
+use crate::{first_failing, passes_without_defects};
+
 /// The first `count` poller plans among the random seeds from `first` (clocks within the
 /// allowance).
 fn pollers(first: u64, count: usize) -> impl Iterator<Item = Plan> {
@@ -89,14 +91,9 @@ fn poller_plans_pass_and_every_action_ran_on_a_grant_of_the_store() {
 
 /// The first poller plan (among the first `within`) whose run with `defect` fails.
 fn caught(defect: Defect, within: usize) -> (Plan, Outcome) {
-    for mut plan in pollers(0, within) {
-        plan.defects = vec![Planted::Engine(defect)];
-        let outcome = run(&plan);
-        if !outcome.passed() {
-            return (plan, outcome);
-        }
-    }
-    panic!("{} was not caught in {within} poller plans", defect.name());
+    first_failing(pollers(0, within), Planted::Engine(defect), |outcome| {
+        !outcome.passed()
+    })
 }
 
 #[test]
@@ -109,9 +106,7 @@ fn a_renewal_after_the_deadline_lets_a_second_holder_in_to_a_tenant() {
         "{kinds:?}"
     );
     // The same plan passes without the defect.
-    let mut fixed = plan;
-    fixed.defects.clear();
-    assert!(run(&fixed).passed());
+    assert!(passes_without_defects(plan));
 }
 
 #[test]
@@ -119,9 +114,7 @@ fn an_action_on_a_late_tenant_lease_is_seen_starting_late() {
     let (plan, outcome) = caught(Defect::ActionOnLateLease, 200);
     let kinds: Vec<_> = outcome.report.violations.iter().map(|v| v.kind).collect();
     assert!(kinds.contains(&ViolationKind::LateAction), "{kinds:?}");
-    let mut fixed = plan;
-    fixed.defects.clear();
-    assert!(run(&fixed).passed());
+    assert!(passes_without_defects(plan));
 }
 
 #[test]
@@ -136,9 +129,7 @@ fn a_dropped_orphan_release_leaves_a_tenant_stuck() {
         "{:?}",
         outcome.stuck
     );
-    let mut fixed = plan;
-    fixed.defects.clear();
-    assert!(run(&fixed).passed());
+    assert!(passes_without_defects(plan));
 }
 
 #[test]
