@@ -177,6 +177,14 @@ pub enum OptionsError {
         /// The group's slot count.
         slots: u32,
     },
+    /// A read/write lock's reader count is zero or above the limit.
+    #[error("a read/write lock needs between 1 and {max} readers, got {readers}")]
+    ReadersOutOfRange {
+        /// The reader count given.
+        readers: u32,
+        /// The largest accepted count.
+        max: u32,
+    },
     /// A leader group's slot count is zero or above the limit.
     #[error("a leader group needs between 1 and {max} slots, got {slots}")]
     GroupSlotsOutOfRange {

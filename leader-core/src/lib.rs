@@ -116,6 +116,10 @@ pub use spi::record::{
 };
 pub use spi::release_events::{ReleaseEvents, ReleaseListener, ReleaseNotice};
 pub use spi::request::{AcquireRequest, ReleaseRequest, Renewal, SlotRequest, SlotWalk};
+pub use spi::shared::{
+    AsyncSharedLockBackend, MaxReaders, Role, SharedLockBackend, SharedOutcome, SharedRequest,
+    SharedState, WriterIntent,
+};
 pub use spi::state::{LeaderLease, LeaderState, LockStatus};
 pub use tenant::{IntoTenantId, TENANT_PREFIX, TenantId, TenantIdError};
 

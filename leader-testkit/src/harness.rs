@@ -4,10 +4,11 @@ use std::future::{Future, ready};
 use std::time::{Duration, SystemTime};
 
 use leader_core::{
-    AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, Error, ExtendOutcome,
-    ForceReleaseOutcome, InMemoryBackend, LeaderState, ListPage, ListRequest, LockBackend,
-    LockName, ManualClock, RecordWrite, RecordWriteOutcome, ReleaseEvents, ReleaseOutcome,
-    ReleaseRequest, Renewal, SlotOutcome, SlotRequest, StoredRecord,
+    AcquireOutcome, AcquireRequest, AsyncLockBackend, AsyncSharedLockBackend, Backend, Error,
+    ExtendOutcome, ForceReleaseOutcome, InMemoryBackend, LeaderState, ListPage, ListRequest,
+    LockBackend, LockName, ManualClock, RecordWrite, RecordWriteOutcome, ReleaseEvents,
+    ReleaseOutcome, ReleaseRequest, Renewal, Role, SharedLockBackend, SharedOutcome, SharedRequest,
+    SharedState, SlotOutcome, SlotRequest, StoredRecord,
 };
 use rand::Rng;
 
@@ -243,5 +244,37 @@ impl<B: LockBackend> AsyncLockBackend for BlockingAsAsync<B> {
         write: RecordWrite<'_>,
     ) -> impl Future<Output = Result<RecordWriteOutcome, Error>> + Send {
         ready(self.0.write_record(write))
+    }
+}
+
+impl<B: SharedLockBackend> AsyncSharedLockBackend for BlockingAsAsync<B> {
+    fn try_acquire_shared(
+        &self,
+        request: SharedRequest<'_>,
+    ) -> impl Future<Output = Result<SharedOutcome, Error>> + Send {
+        ready(self.0.try_acquire_shared(request))
+    }
+
+    fn extend_shared(
+        &self,
+        renewal: Renewal<'_>,
+        role: Role,
+    ) -> impl Future<Output = Result<ExtendOutcome, Error>> + Send {
+        ready(self.0.extend_shared(renewal, role))
+    }
+
+    fn release_shared(
+        &self,
+        release: ReleaseRequest<'_>,
+        role: Role,
+    ) -> impl Future<Output = Result<ReleaseOutcome, Error>> + Send {
+        ready(self.0.release_shared(release, role))
+    }
+
+    fn state_shared(
+        &self,
+        key: &LockName,
+    ) -> impl Future<Output = Result<SharedState, Error>> + Send {
+        ready(self.0.state_shared(key))
     }
 }

@@ -16,7 +16,7 @@ use crate::spi::request::{AcquireRequest, ReleaseRequest, Renewal, SlotRequest};
 use crate::spi::state::LeaderState;
 
 /// Sends `call`, about the lock `key`, and traces it: its answer, the failure not yet named.
-fn run<S: Runs<C>, C: Call>(
+pub(super) fn run<S: Runs<C>, C: Call>(
     store: &S,
     key: &str,
     call: C,
@@ -28,7 +28,11 @@ fn run<S: Runs<C>, C: Call>(
 }
 
 /// Sends a single call about the lock `key`: its answer, the failure named by the lock.
-fn single<S: Runs<C>, C: Call>(store: &S, key: &str, call: C) -> Result<C::Output, Error> {
+pub(super) fn single<S: Runs<C>, C: Call>(
+    store: &S,
+    key: &str,
+    call: C,
+) -> Result<C::Output, Error> {
     named(store.name(), key, run(store, key, call))
 }
 

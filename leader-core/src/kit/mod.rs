@@ -87,8 +87,12 @@ mod call;
 pub mod calls;
 mod nonblocking;
 mod runs;
+mod shared_record;
+mod shared_store;
 mod store;
 
 pub use call::{Call, Failure};
 pub use runs::Runs;
+pub use shared_record::{Deadline, Intent, SharedAnswer, SharedAsk, SharedHolder, SharedRecord};
+pub use shared_store::SharedStore;
 pub use store::{Released, Store, Unsupported};

@@ -16,7 +16,11 @@ use crate::spi::request::{AcquireRequest, ReleaseRequest, Renewal, SlotRequest};
 use crate::spi::state::LeaderState;
 
 /// Sends `call`, about the lock `key`, and traces it: its answer, the failure not yet named.
-async fn run<S: Runs<C>, C: Call>(store: &S, key: &str, call: C) -> Result<C::Output, Failure> {
+pub(super) async fn run<S: Runs<C>, C: Call>(
+    store: &S,
+    key: &str,
+    call: C,
+) -> Result<C::Output, Failure> {
     let trace = Trace::start();
     let answer = store.run_async(call).await;
     trace.end::<C>(store.name(), key, &answer);
@@ -24,7 +28,11 @@ async fn run<S: Runs<C>, C: Call>(store: &S, key: &str, call: C) -> Result<C::Ou
 }
 
 /// Sends a single call about the lock `key`: its answer, the failure named by the lock.
-async fn single<S: Runs<C>, C: Call>(store: &S, key: &str, call: C) -> Result<C::Output, Error> {
+pub(super) async fn single<S: Runs<C>, C: Call>(
+    store: &S,
+    key: &str,
+    call: C,
+) -> Result<C::Output, Error> {
     named(store.name(), key, run(store, key, call).await)
 }
 

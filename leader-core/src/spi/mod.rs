@@ -20,5 +20,6 @@ pub(crate) mod randomness;
 pub(crate) mod record;
 pub(crate) mod release_events;
 pub(crate) mod request;
+pub(crate) mod shared;
 pub(crate) mod state;
 pub(crate) mod token_source;

@@ -19,6 +19,7 @@ mod ownership;
 mod properties;
 mod records;
 mod refusals;
+mod shared;
 
 pub use derived::*;
 pub use faults::*;
@@ -30,6 +31,7 @@ pub use ownership::*;
 pub use properties::*;
 pub use records::*;
 pub use refusals::*;
+pub use shared::*;
 
 use std::time::{Duration, SystemTime};
 

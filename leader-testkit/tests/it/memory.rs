@@ -14,3 +14,5 @@ leader_testkit::contract_tests!(
     Some(MemoryHarness::new()),
     ThreadRunner
 );
+
+leader_testkit::shared_contract_tests!(every_runtime, Some(MemoryHarness::new()));

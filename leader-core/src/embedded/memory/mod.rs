@@ -2,6 +2,7 @@
 //! calls, for the backend kit, are `calls.rs`.
 
 mod calls;
+mod shared;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -61,6 +62,8 @@ struct Inner {
     slots: Mutex<HashMap<String, Slot>>,
     /// Records, apart from the locks (no lock operation touches one).
     records: Mutex<HashMap<String, StoredRecord>>,
+    /// Read/write locks, apart from the exclusive ones (`shared.rs`).
+    shared: Mutex<HashMap<String, crate::kit::SharedRecord<Instant>>>,
     events: ReleaseEvents,
 }
 
@@ -132,6 +135,7 @@ impl InMemoryBackend {
                 clock: Arc::new(clock),
                 slots: Mutex::new(HashMap::new()),
                 records: Mutex::new(HashMap::new()),
+                shared: Mutex::new(HashMap::new()),
                 events: ReleaseEvents::new(),
             }),
         }
