@@ -3,8 +3,13 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use leader_core::__private::{AcquireProbe, Attempts, Orphan, Step, random_slot};
-use leader_core::{AsyncLockBackend, Error, GroupKeys, LeaderElectionOptions, LockName};
+use std::future::Future;
+
+use leader_core::__private::{AcquireProbe, Attempts, Orphan, SharedSide, Step, random_slot};
+use leader_core::{
+    AsyncLockBackend, AsyncSharedLockBackend, Backend, Error, GroupKeys, LeaderElectionOptions,
+    LockName, SlotOutcome, SlotRequest,
+};
 
 use tracing::Instrument;
 
@@ -26,7 +31,21 @@ pub(crate) async fn acquire<B: AsyncLockBackend + 'static>(
     options: &LeaderElectionOptions,
     key: &LockName,
 ) -> Result<Step, Error> {
-    drive(backend, &mut Attempts::new(backend.name(), key, options)).await
+    let mut attempts = Attempts::new(backend.name(), key, options);
+    drive(backend, &mut attempts, &Slots(&**backend)).await
+}
+
+/// Tries one side (read or write) of the read/write lock `key` within
+/// `options.wait_time()`, as [`acquire`] does a lock, and as cancel safe. A writer that
+/// gives up while queued behind readers (or is dropped meanwhile) withdraws its intent
+/// (released as an orphan), so it holds no reader out.
+pub(crate) async fn acquire_shared<B: AsyncSharedLockBackend + 'static>(
+    side: &Arc<SharedSide<B>>,
+    options: &LeaderElectionOptions,
+    key: &LockName,
+) -> Result<Step, Error> {
+    let mut attempts = Attempts::new(side.name(), key, options);
+    drive(side, &mut attempts, &**side).await
 }
 
 /// Tries to acquire one slot of the group `keys` within `options.wait_time()`, every
@@ -39,15 +58,46 @@ pub(crate) async fn acquire_slot<B: AsyncLockBackend + 'static>(
 ) -> Result<(Step, u32), Error> {
     let first = random_slot(keys.len());
     let mut attempts = Attempts::for_group(backend.name(), keys, first, options);
-    let step = drive(backend, &mut attempts).await?;
+    let step = drive(backend, &mut attempts, &Slots(&**backend)).await?;
     Ok((step, attempts.slot()))
+}
+
+/// How the acquire loop sends one attempt: the answer, and whether it left something in
+/// the store that is no hold (a writer's intent), to withdraw if the loop gives up.
+trait Attempt: Sync {
+    fn attempt<'a>(
+        &'a self,
+        request: SlotRequest<'a>,
+    ) -> impl Future<Output = Result<(SlotOutcome, bool), Error>> + Send + 'a;
+}
+
+/// A lock's (or a group's) slots: `try_acquire_slot`, which leaves nothing but a hold.
+struct Slots<'b, B>(&'b B);
+
+impl<B: AsyncLockBackend> Attempt for Slots<'_, B> {
+    async fn attempt<'a>(&'a self, request: SlotRequest<'a>) -> Result<(SlotOutcome, bool), Error> {
+        Ok((self.0.try_acquire_slot(request).await?, false))
+    }
+}
+
+impl<B: AsyncSharedLockBackend> Attempt for SharedSide<B> {
+    fn attempt<'a>(
+        &'a self,
+        request: SlotRequest<'a>,
+    ) -> impl Future<Output = Result<(SlotOutcome, bool), Error>> + Send + 'a {
+        self.try_acquire_queued_async(request.request)
+    }
 }
 
 async fn drive<B: AsyncLockBackend + 'static>(
     backend: &Arc<B>,
     attempts: &mut Attempts<'_>,
+    sender: &impl Attempt,
 ) -> Result<Step, Error> {
     let probe = AcquireProbe::start(backend.name(), &attempts.request());
+    // Once an attempt was queued, the owner's intent may be in the store until the loop
+    // ends with the lock: withdrawn if it ends otherwise, or the future is dropped.
+    let mut queued: Option<OnDrop<_>> = None;
     // Instrumented where it is built: a future kept in a local and then wrapped would
     // take its room twice in the caller's future.
     let result = async {
@@ -61,9 +111,14 @@ async fn drive<B: AsyncLockBackend + 'static>(
                 tracing::debug!(lock = %request.group_name(), "an acquire was cancelled or failed after it was sent: releasing its owner token");
                 release_orphan(Arc::clone(backend), Orphan::of_request(&request, sent_at));
             });
-            let outcome = backend.try_acquire_slot(request).await?;
+            let (outcome, leaves) = sender.attempt(request).await?;
             in_flight.disarm();
             probe.answered(sent_at);
+            if leaves && queued.is_none() {
+                let backend = Arc::clone(backend);
+                let orphan = Orphan::of_request(&request, sent_at);
+                queued = Some(OnDrop::new(move || release_orphan(backend, orphan)));
+            }
             let delay = match attempts.on_outcome(outcome, sent_at, Instant::now()) {
                 Step::RetryAfter(delay) => delay,
                 Step::Late(late) => {
@@ -71,7 +126,12 @@ async fn drive<B: AsyncLockBackend + 'static>(
                     release_orphan(Arc::clone(backend), orphan);
                     next?
                 }
-                done => return Ok(done),
+                done => {
+                    if let (Some(queued), Step::Acquired(..)) = (queued.take(), &done) {
+                        queued.disarm();
+                    }
+                    return Ok(done);
+                }
             };
             match listener {
                 Some(listener) => {

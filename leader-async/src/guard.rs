@@ -45,6 +45,19 @@ impl<B: AsyncLockBackend + 'static> AsyncLockGuard<B> {
         Hold::reenter(self)
     }
 
+    /// The guard of a lease just acquired: checked that it may start, then renewed by a
+    /// watchdog task while the guard lives.
+    pub(crate) fn start(held: AsyncHeldLease<B>) -> Result<Self, Error> {
+        let held = held.check_start()?;
+        let watchdog = StopSignal::default();
+        held.spawn_watchdog(watchdog.clone().stopped());
+        Ok(AsyncLockGuard {
+            context: held.context().clone(),
+            held: Some(held),
+            watchdog,
+        })
+    }
+
     /// The holder as acquired (`None` once released).
     pub(crate) fn holder(&self) -> Option<LeaderLease> {
         self.held.as_ref().map(|held| {
@@ -122,15 +135,8 @@ impl<B: AsyncLockBackend + 'static> AsyncLeaderElector<B> {
             name,
             0,
             keepalive,
-        )
-        .check_start()?;
-        let watchdog = StopSignal::default();
-        held.spawn_watchdog(watchdog.clone().stopped());
-        Ok(AsyncLockGuard {
-            context: held.context().clone(),
-            held: Some(held),
-            watchdog,
-        })
+        );
+        AsyncLockGuard::start(held)
     }
 
     /// Runs `section` while holding `name` (see [`acquire`](Self::acquire)), then releases.

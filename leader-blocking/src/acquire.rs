@@ -3,8 +3,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use leader_core::__private::{AcquireProbe, Attempts, Orphan, Step, random_slot};
-use leader_core::{Error, GroupKeys, LeaderElectionOptions, LockBackend, LockName};
+use leader_core::__private::{AcquireProbe, Attempts, Orphan, SharedSide, Step, random_slot};
+use leader_core::{
+    Backend, Error, GroupKeys, LeaderElectionOptions, LockBackend, LockName, SharedLockBackend,
+    SlotOutcome, SlotRequest,
+};
 
 use crate::orphan::release_orphan;
 
@@ -36,20 +39,50 @@ pub(crate) fn acquire_slot<B: LockBackend + 'static>(
     Ok((step, attempts.slot()))
 }
 
+/// Tries one side (read or write) of the read/write lock `key` within
+/// `options.wait_time()`, as [`acquire`] does a lock. A writer that gives up while queued
+/// behind readers withdraws its intent (released as an orphan), so it holds no reader out.
+pub(crate) fn acquire_shared<B: SharedLockBackend + 'static>(
+    side: &Arc<SharedSide<B>>,
+    options: &LeaderElectionOptions,
+    key: &LockName,
+) -> Result<Step, Error> {
+    let mut attempts = Attempts::new(side.name(), key, options);
+    drive_with(side, &mut attempts, |request| {
+        side.try_acquire_queued(request.request)
+    })
+}
+
 fn drive<B: LockBackend + 'static>(
     backend: &Arc<B>,
     attempts: &mut Attempts<'_>,
 ) -> Result<Step, Error> {
+    drive_with(backend, attempts, |request| {
+        Ok((backend.try_acquire_slot(request)?, false))
+    })
+}
+
+/// The acquire loop, sending each attempt with `send`: its answer, and whether it left
+/// something in the store that is no hold (a writer's intent), to withdraw if the loop
+/// gives up.
+fn drive_with<B: LockBackend + 'static>(
+    backend: &Arc<B>,
+    attempts: &mut Attempts<'_>,
+    mut send: impl FnMut(SlotRequest<'_>) -> Result<(SlotOutcome, bool), Error>,
+) -> Result<Step, Error> {
     let probe = AcquireProbe::start(backend.name(), &attempts.request());
+    let mut left = false;
     let result = probe.span().in_scope(|| {
         loop {
             let listener = attempts.listen(&**backend);
             let request = attempts.request();
             let sent_at = Instant::now();
-            let outcome = backend.try_acquire_slot(request).inspect_err(|_| {
+            let (outcome, leaves) = send(request).inspect_err(|_| {
                 release_orphan(Arc::clone(backend), Orphan::of_request(&request, sent_at));
             })?;
             probe.answered(sent_at);
+            // Once queued, the owner's intent may be in the store until the loop ends.
+            left |= leaves;
             let delay = match attempts.on_outcome(outcome, sent_at, Instant::now()) {
                 Step::RetryAfter(delay) => delay,
                 Step::Late(late) => {
@@ -57,7 +90,12 @@ fn drive<B: LockBackend + 'static>(
                     release_orphan(Arc::clone(backend), orphan);
                     next?
                 }
-                done => return Ok(done),
+                done => {
+                    if left && !matches!(done, Step::Acquired(..)) {
+                        release_orphan(Arc::clone(backend), Orphan::of_request(&request, sent_at));
+                    }
+                    return Ok(done);
+                }
             };
             match listener {
                 Some(listener) => {

@@ -58,6 +58,11 @@ impl<B: LockBackend + 'static> LockGuard<B> {
         Hold::reenter(self)
     }
 
+    /// The guard of a lease that may start (`HeldLease::check_start` passed).
+    pub(crate) fn from_held(held: HeldLease<B>) -> Self {
+        LockGuard { held }
+    }
+
     /// The lease as acquired.
     pub(crate) fn lease(&self) -> &leader_core::Lease {
         self.held.lease()
@@ -125,9 +130,7 @@ impl<B: LockBackend + 'static> LeaderElector<B> {
             0,
             keepalive,
         );
-        Ok(LockGuard {
-            held: held.check_start()?,
-        })
+        Ok(LockGuard::from_held(held.check_start()?))
     }
 
     /// Runs `section` while holding `name` (see [`acquire`](Self::acquire)), then releases.

@@ -10,6 +10,7 @@ mod elector;
 mod groups;
 mod late_lease;
 mod ranked;
+mod read_write;
 mod reentrant;
 mod renewals;
 #[cfg(feature = "tokio")]

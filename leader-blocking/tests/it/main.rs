@@ -14,5 +14,6 @@ mod guard;
 mod late_lease;
 mod pool;
 mod ranked;
+mod read_write;
 mod reentrant;
 mod telemetry;

@@ -54,6 +54,7 @@ pub(crate) mod retry;
 pub(crate) mod scope;
 mod scope_methods;
 pub(crate) mod settings;
+pub(crate) mod shared_side;
 pub(crate) mod tenant_batch;
 pub(crate) mod watcher;
 
@@ -75,6 +76,7 @@ pub use renewal_schedule::RenewalSchedule;
 pub use retry::Backoff;
 pub use scope::Scope;
 pub use settings::ElectorSettings;
+pub use shared_side::SharedSide;
 pub use tenant_batch::{TenantBatch, Won};
 
 pub use crate::redact::{unparsed_url, url_scheme};
