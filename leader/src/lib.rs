@@ -41,8 +41,9 @@ pub use leader_core::{
     GroupKeys, GroupSlots, GroupState, Hold, InMemoryBackend, IntoTenantId, LeaderChange,
     LeaderElectionOptions, LeaderLease, LeaderRunResult, LeaderState, LeadershipEvent,
     LeadershipEvents, LeadershipWatcher, LeaseContext, LeaseMode, ListCursor, ListPage,
-    ListRequest, LockName, LockStatus, NameError, NoopBackend, OptionsError, RedactedError,
-    Reentered, RevokeReason, Shutdown, TenantId, TenantIdError, UrlSecrets,
+    ListRequest, LockName, LockStatus, MaxReaders, NameError, NoopBackend, OptionsError,
+    RedactedError, Reentered, RevokeReason, Role, SharedState, Shutdown, TenantId, TenantIdError,
+    UrlSecrets, WriterIntent,
 };
 
 // The electors, and the locks their batch calls hand back (`try_acquire_for_tenants`,
@@ -50,11 +51,13 @@ pub use leader_core::{
 #[cfg(any(feature = "tokio", feature = "smol", feature = "async-std"))]
 pub use leader_async::{
     AsyncAcquired, AsyncFinished, AsyncLeaderElector, AsyncLeaderGroupElector,
-    AsyncLeadershipHandle, AsyncLockGuard, AsyncObserver, AsyncReentrantGuard, AsyncReentrantLocks,
+    AsyncLeadershipHandle, AsyncLockGuard, AsyncObserver, AsyncReadGuard, AsyncReadWriteLocks,
+    AsyncReentrantGuard, AsyncReentrantLocks, AsyncWriteGuard,
 };
 pub use leader_blocking::{
     Acquired, Finished, LeaderElector, LeaderGroupElector, LeadershipHandle, LockGuard, Observer,
-    ReentrantGuard, ReentrantLocks, TaskHandle, ThreadPoolLeaderElector,
+    ReadGuard, ReadWriteLocks, ReentrantGuard, ReentrantLocks, TaskHandle, ThreadPoolLeaderElector,
+    WriteGuard,
 };
 
 // The server backends, and their crates (configs, errors, fencing helpers, the driver).
@@ -81,19 +84,20 @@ pub use leader_tenant as tenant;
 #[cfg(feature = "schedule")]
 pub use leader_schedule as schedule;
 
-/// The backend SPI, for implementing a backend of your own: the two traits, the four
-/// primitives' request and outcome types, a group's acquire (`try_acquire_slot`, with a
+/// The backend SPI, for implementing a backend of your own: the two traits (and the two
+/// of read/write locks), the four primitives' request and outcome types, a group's acquire (`try_acquire_slot`, with a
 /// default built on `try_acquire`), and release notifications.
 ///
 /// Every backend must keep the numbered guarantees of [`LockBackend`](backend::LockBackend)'s
 /// `# Contract`; the `leader-testkit` crate's contract suite checks them.
 pub mod backend {
     pub use leader_core::{
-        AcquireOutcome, AcquireRequest, AsyncLockBackend, Backend, BackendError, BackendErrorKind,
-        BoxError, ExtendOutcome, LeaderLease, LeaderState, Lease, LockBackend, LockName,
-        MAX_RECORD_LEN, OwnerToken, ParseOwnerTokenError, RecordWrite, RecordWriteOutcome,
-        ReleaseEvents, ReleaseListener, ReleaseNotice, ReleaseOutcome, ReleaseRequest, Renewal,
-        SlotOutcome, SlotRequest, SlotWalk, StoredRecord, corrupt_record,
+        AcquireOutcome, AcquireRequest, AsyncLockBackend, AsyncSharedLockBackend, Backend,
+        BackendError, BackendErrorKind, BoxError, ExtendOutcome, LeaderLease, LeaderState, Lease,
+        LockBackend, LockName, MAX_RECORD_LEN, OwnerToken, ParseOwnerTokenError, RecordWrite,
+        RecordWriteOutcome, ReleaseEvents, ReleaseListener, ReleaseNotice, ReleaseOutcome,
+        ReleaseRequest, Renewal, SharedLockBackend, SharedOutcome, SharedRequest, SlotOutcome,
+        SlotRequest, SlotWalk, StoredRecord, corrupt_record,
     };
 }
 
