@@ -84,7 +84,7 @@ impl InMemoryBackend {
             SharedAnswer::Acquired(holder) => SharedOutcome::Acquired(Lease::new(
                 ask.key.clone(),
                 ask.owner,
-                holder.node.clone(),
+                holder.node,
                 holder.token,
                 wall(holder.acquired, now, reported),
                 wall(holder.expires, now, reported),
