@@ -8,7 +8,7 @@ use std::future::Future;
 use leader_core::__private::{AcquireProbe, Attempts, Orphan, SharedSide, Step, random_slot};
 use leader_core::{
     AsyncLockBackend, AsyncSharedLockBackend, Backend, Error, GroupKeys, LeaderElectionOptions,
-    LockName, SlotOutcome, SlotRequest,
+    LockName, ReleaseRequest, SlotOutcome, SlotRequest,
 };
 
 use tracing::Instrument;
@@ -127,8 +127,14 @@ async fn drive<B: AsyncLockBackend + 'static>(
                     next?
                 }
                 done => {
-                    if let (Some(queued), Step::Acquired(..)) = (queued.take(), &done) {
-                        queued.disarm();
+                    if let Some(armed) = queued.take() {
+                        // Given up: withdraw the intent before returning (the armed
+                        // release stays the fallback if this future is dropped meanwhile).
+                        if matches!(done, Step::Acquired(..))
+                            || withdraw(&**backend, Orphan::of_request(&request, sent_at)).await
+                        {
+                            armed.disarm();
+                        }
                     }
                     return Ok(done);
                 }
@@ -145,4 +151,16 @@ async fn drive<B: AsyncLockBackend + 'static>(
     .await;
     probe.finish(&result);
     result
+}
+
+/// Withdraws what a loop that gave up left in the store (a writer's intent) before it
+/// returns: whether the store answered (otherwise the orphan release takes it over).
+async fn withdraw<B: AsyncLockBackend>(backend: &B, orphan: Orphan) -> bool {
+    for lease in orphan.leases() {
+        let request = ReleaseRequest::new(lease, orphan.min_lease_time());
+        if backend.release(request).await.is_err() {
+            return false;
+        }
+    }
+    true
 }

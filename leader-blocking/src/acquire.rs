@@ -5,8 +5,8 @@ use std::time::Instant;
 
 use leader_core::__private::{AcquireProbe, Attempts, Orphan, SharedSide, Step, random_slot};
 use leader_core::{
-    Backend, Error, GroupKeys, LeaderElectionOptions, LockBackend, LockName, SharedLockBackend,
-    SlotOutcome, SlotRequest,
+    Backend, Error, GroupKeys, LeaderElectionOptions, LockBackend, LockName, ReleaseRequest,
+    SharedLockBackend, SlotOutcome, SlotRequest,
 };
 
 use crate::orphan::release_orphan;
@@ -92,7 +92,7 @@ fn drive_with<B: LockBackend + 'static>(
                 }
                 done => {
                     if left && !matches!(done, Step::Acquired(..)) {
-                        release_orphan(Arc::clone(backend), Orphan::of_request(&request, sent_at));
+                        withdraw(backend, Orphan::of_request(&request, sent_at));
                     }
                     return Ok(done);
                 }
@@ -107,4 +107,18 @@ fn drive_with<B: LockBackend + 'static>(
     });
     probe.finish(&result);
     result
+}
+
+/// Withdraws what a loop that gave up left in the store (a writer's intent) before it
+/// returns, so that a process that exits right after leaves nothing behind; in the
+/// background, as an orphan, when the store does not answer.
+fn withdraw<B: LockBackend + 'static>(backend: &Arc<B>, orphan: Orphan) {
+    let released = orphan.leases().iter().all(|lease| {
+        backend
+            .release(ReleaseRequest::new(lease, orphan.min_lease_time()))
+            .is_ok()
+    });
+    if !released {
+        release_orphan(Arc::clone(backend), orphan);
+    }
 }

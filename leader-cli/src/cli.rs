@@ -37,10 +37,14 @@ pub(crate) struct Cli {
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// Who holds a lock: leader, fencing token, acquired and expiry times
+    /// Who holds a lock: leader, fencing token, acquired and expiry times (with --rw: the
+    /// read/write lock of that name: its writer, readers and a waiting writer)
     State {
         /// The lock name
         name: String,
+        /// Show the read/write lock of this name instead of the exclusive lock
+        #[arg(long)]
+        rw: bool,
     },
     /// The held locks whose names start with a prefix
     List {
@@ -93,6 +97,12 @@ pub(crate) enum Command {
         /// The node id to hold it as (default: hostname:pid)
         #[arg(long, value_name = "ID")]
         node_id: Option<String>,
+        /// Hold the read/write lock of this name as a reader
+        #[arg(long, conflicts_with = "write")]
+        read: bool,
+        /// Hold the read/write lock of this name as the writer
+        #[arg(long)]
+        write: bool,
     },
 }
 

@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use leader::{LeaderLease, LeaderState};
+use leader::{LeaderLease, LeaderState, SharedState};
 use serde::Serialize;
 
 use crate::error::CliError;
@@ -40,6 +40,57 @@ impl<'a> LockJson<'a> {
             },
             leader: state.leader().map(|lease| LeaderJson::new(lease, now)),
         }
+    }
+}
+
+/// A read/write lock as JSON: `{"name", "status": "free"|"read"|"write", "writer": {...}|null,
+/// "readers": [...], "waiting_writer": {"leader_id", "expires_at"}|null}`.
+#[derive(Debug, Serialize)]
+pub(crate) struct RwJson<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) status: &'static str,
+    pub(crate) writer: Option<LeaderJson<'a>>,
+    pub(crate) readers: Vec<LeaderJson<'a>>,
+    pub(crate) waiting_writer: Option<IntentJson<'a>>,
+}
+
+/// A waiting writer as JSON.
+#[derive(Debug, Serialize)]
+pub(crate) struct IntentJson<'a> {
+    pub(crate) leader_id: &'a str,
+    pub(crate) expires_at: String,
+}
+
+impl<'a> RwJson<'a> {
+    pub(crate) fn new(state: &'a SharedState, now: SystemTime) -> Self {
+        RwJson {
+            name: &state.lock_name,
+            status: rw_status(state),
+            writer: state
+                .writer
+                .as_ref()
+                .map(|lease| LeaderJson::new(lease, now)),
+            readers: state
+                .readers
+                .iter()
+                .map(|lease| LeaderJson::new(lease, now))
+                .collect(),
+            waiting_writer: state.intent.as_ref().map(|intent| IntentJson {
+                leader_id: &intent.leader_id,
+                expires_at: timestamp(intent.expires_at),
+            }),
+        }
+    }
+}
+
+/// `write` while a writer holds the lock, `read` while readers do, else `free`.
+pub(crate) fn rw_status(state: &SharedState) -> &'static str {
+    if state.writer.is_some() {
+        "write"
+    } else if state.readers.is_empty() {
+        "free"
+    } else {
+        "read"
     }
 }
 

@@ -5,7 +5,10 @@
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
-use leader::{LeaderElectionOptions, LeaseContext, LeaseMode};
+use leader::{
+    AnyBackend, Error, Hold, LeaderElectionOptions, LeaderElector, LeaseContext, LeaseMode,
+    LockGuard, ReadGuard, ReadWriteLocks, Role, WriteGuard,
+};
 use serde::Serialize;
 
 use crate::error::CliError;
@@ -20,6 +23,8 @@ pub(crate) struct Plan {
     pub(crate) wait: Duration,
     pub(crate) lease: Duration,
     pub(crate) node_id: Option<String>,
+    /// A side of the read/write lock of the name, or the exclusive lock.
+    pub(crate) side: Option<Role>,
 }
 
 impl Plan {
@@ -53,14 +58,7 @@ pub(crate) fn run(
     let (elector, lock) = session.lock(name)?;
     // Before the lock is taken, so that Ctrl-C always releases it.
     let wakeups = Wakeups::on_interrupt()?;
-    let guard = elector
-        .acquire(
-            lock,
-            LeaseMode::Watchdog {
-                timeout: plan.lease,
-            },
-        )
-        .map_err(|err| session.error(err))?;
+    let guard = Held::take(&elector, lock, plan).map_err(|err| session.error(err))?;
     let context = guard.context().clone();
     let event = |event| Event {
         event,
@@ -121,5 +119,45 @@ fn watch_lease(context: &LeaseContext, wake: Sender<Wake>) {
         });
     if spawned.is_err() {
         // Without the thread, the loss is still seen when the hold ends.
+    }
+}
+
+/// What `acquire` holds: the exclusive lock, or a side of the read/write lock.
+enum Held {
+    Lock(LockGuard<AnyBackend>),
+    Read(ReadGuard<AnyBackend>),
+    Write(WriteGuard<AnyBackend>),
+}
+
+impl Held {
+    fn take(elector: &LeaderElector<AnyBackend>, lock: &str, plan: &Plan) -> Result<Self, Error> {
+        let mode = LeaseMode::Watchdog {
+            timeout: plan.lease,
+        };
+        Ok(match plan.side {
+            None => Held::Lock(elector.acquire(lock, mode)?),
+            Some(Role::Read) => Held::Read(ReadWriteLocks::new(elector).read(lock, mode)?),
+            Some(Role::Write) => Held::Write(ReadWriteLocks::new(elector).write(lock, mode)?),
+        })
+    }
+
+    fn context(&self) -> &LeaseContext {
+        match self {
+            Held::Lock(guard) => Hold::context(guard),
+            Held::Read(guard) => Hold::context(guard),
+            Held::Write(guard) => Hold::context(guard),
+        }
+    }
+
+    fn is_lost(&self) -> bool {
+        self.context().is_lost()
+    }
+
+    fn release(self) -> Result<(), Error> {
+        match self {
+            Held::Lock(guard) => guard.release(),
+            Held::Read(guard) => guard.release(),
+            Held::Write(guard) => guard.release(),
+        }
     }
 }

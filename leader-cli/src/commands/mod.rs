@@ -24,9 +24,13 @@ pub(crate) fn run(cli: Cli) -> Result<(), CliError> {
     let tenant = tenant.as_deref();
     let mut out = Out::new();
     match command {
-        Command::State { name } => {
+        Command::State { name, rw } => {
             let session = Session::open(url, tenant, session::read_options())?;
-            state::run(&session, &name, json, &mut out)
+            if rw {
+                state::run_rw(&session, &name, json, &mut out)
+            } else {
+                state::run(&session, &name, json, &mut out)
+            }
         }
         Command::List { prefix, page_size } => {
             let session = Session::open(url, tenant, session::read_options())?;
@@ -52,12 +56,19 @@ pub(crate) fn run(cli: Cli) -> Result<(), CliError> {
             wait,
             lease,
             node_id,
+            read,
+            write,
         } => {
             let plan = acquire::Plan {
                 hold,
                 wait,
                 lease,
                 node_id,
+                side: match (read, write) {
+                    (true, _) => Some(leader::Role::Read),
+                    (_, true) => Some(leader::Role::Write),
+                    _ => None,
+                },
             };
             let session = Session::open(url, tenant, plan.options())?;
             acquire::run(&session, &name, &plan, json, &mut out)

@@ -76,6 +76,56 @@ fn holds_and_watches(url: &str) {
     assert!(free.contains("free"), "{free}");
 }
 
+/// Two readers held by children (`acquire --read`), `state --rw` (JSON and table) shows
+/// them; a writer that finds them gives up (exit 1) without holding later readers out; the
+/// readers released, `acquire --write` holds it alone.
+fn reads_and_writes(url: &str) {
+    let name = fresh("rw");
+    let (reader_a, token_a) = hold(url, &["--read"], &name, "reader-a", "15s");
+    let (reader_b, token_b) = hold(url, &["--read"], &name, "reader-b", "15s");
+    let state = run(leader(url, &["--json", "state", "--rw", &name]))
+        .expect_code(0)
+        .json();
+    assert_eq!(state["status"], "read", "{state}");
+    assert_eq!(state["writer"], Value::Null, "{state}");
+    let mut readers: Vec<(String, u64)> = state["readers"]
+        .as_array()
+        .expect("readers")
+        .iter()
+        .map(|r| {
+            let id = r["leader_id"].as_str().expect("an id").to_owned();
+            (id, r["fencing_token"].as_u64().expect("a token"))
+        })
+        .collect();
+    readers.sort();
+    let expected = [("reader-a".to_owned(), token_a), ("reader-b".to_owned(), token_b)];
+    assert_eq!(readers, expected, "{state}");
+    let table = run(leader(url, &["state", "--rw", &name])).expect_code(0).stdout;
+    assert!(table.contains("reader-a") && table.contains("reader-b"), "{table}");
+    // The exclusive lock of the same name is another lock: free.
+    let exclusive = run(leader(url, &["--json", "state", &name])).expect_code(0).json();
+    assert_eq!(exclusive["status"], "free", "{exclusive}");
+
+    let writer = leader(url, &["acquire", &name, "--write", "--hold", "1s", "--wait", "0s"]);
+    run(writer).expect_code(1);
+    let third = hold(url, &["--read"], &name, "reader-c", "15s").0;
+    for mut reader in [reader_a, reader_b, third] {
+        reader.terminate();
+        reader.finish(common::DEADLINE).expect_code(0);
+    }
+    let (mut writer, token_w) = hold(url, &["--write"], &name, "writer", "15s");
+    assert!(token_w > token_a.max(token_b), "{token_w}");
+    let state = run(leader(url, &["--json", "state", "--rw", &name]))
+        .expect_code(0)
+        .json();
+    assert_eq!(state["status"], "write", "{state}");
+    assert_eq!(state["writer"]["fencing_token"], token_w, "{state}");
+    writer.terminate();
+    writer.finish(common::DEADLINE).expect_code(0);
+    let free = run(leader(url, &["state", "--rw", &name])).expect_code(0).stdout;
+    assert!(free.contains("free"), "{free}");
+}
+
 fn lists_and_force_releases(url: &str) {
     let prefix = format!("{}-", fresh("list"));
     let (a, b) = (format!("{prefix}a"), format!("{prefix}b"));
