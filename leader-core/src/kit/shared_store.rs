@@ -3,7 +3,6 @@
 //! them (traced, failures named, local waiters woken, as for the exclusive calls).
 
 use crate::error::Error;
-use crate::kit::answers::released;
 use crate::kit::call::Call;
 use crate::kit::runs::Runs;
 use crate::kit::store::{Released, Store};
@@ -78,7 +77,7 @@ where
     ) -> Result<ReleaseOutcome, Error> {
         let key = release.lease.key.as_str();
         let answer = blocking::single(self, key, self.plan_release_shared(release, role))?;
-        Ok(released(self, &release, answer))
+        Ok(released_shared(self, key, answer))
     }
 
     fn state_shared(&self, key: &LockName) -> Result<SharedState, Error> {
@@ -116,10 +115,23 @@ where
         let key = release.lease.key.as_str();
         let answer =
             nonblocking::single(self, key, self.plan_release_shared(release, role)).await?;
-        Ok(released(self, &release, answer))
+        Ok(released_shared(self, key, answer))
     }
 
     async fn state_shared(&self, key: &LockName) -> Result<SharedState, Error> {
         nonblocking::single(self, key.as_str(), self.plan_state_shared(key)).await
     }
+}
+
+/// After a read/write release of `key` answered `released`: waiters in this process wake
+/// at once when it freed a hold. The notice names no token: a read/write lock's counter is
+/// its own, and an observer of the exclusive lock of the same name must not read a token
+/// of it as its holder's end.
+fn released_shared<S: Store>(store: &S, key: &str, released: Released) -> ReleaseOutcome {
+    if released == Released::Freed
+        && let Some(waiters) = store.local_waiters()
+    {
+        waiters.notify(key);
+    }
+    released.outcome()
 }
