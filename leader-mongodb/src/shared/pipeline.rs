@@ -325,7 +325,7 @@ pub(crate) fn release(
     min_lease_time: Duration,
 ) -> Plan {
     let owner = owner.to_string();
-    // Whether the holder at `base` stays for its minimum lease, and how.
+    // Whether the holder at `base` stays for its minimum lease.
     let keeps = |base: &str| -> Bson {
         if min_lease_time.is_zero() {
             return Bson::Boolean(false);
@@ -333,12 +333,18 @@ pub(crate) fn release(
         let until = plus_millis(at(base, ACQUIRED_AT), millis(min_lease_time));
         Bson::Document(doc! { "$gt": [ until, NOW ] })
     };
-    let kept = |base: &str| -> Document {
+    // What the release leaves of the holder at `base`: null (removed), or, while its
+    // minimum lease runs, the holder marked released with its expiry cut to that lease's end.
+    let left = |base: &str| -> Bson {
+        if min_lease_time.is_zero() {
+            return Bson::Null;
+        }
         let until = plus_millis(at(base, ACQUIRED_AT), millis(min_lease_time));
-        doc! { "$mergeObjects": [ base, {
+        let kept = doc! { "$mergeObjects": [ base, {
             RELEASED: true,
             EXPIRES_AT: { "$min": [ at(base, EXPIRES_AT), until ] },
-        } ] }
+        } ] };
+        Bson::Document(doc! { "$cond": [ keeps(base), kept, Bson::Null ] })
     };
     let one_more = doc! { "$add": [ path::RELEASES, 1_i64 ] };
     let set = match role {
@@ -350,7 +356,7 @@ pub(crate) fn release(
             let marked = doc! { "$map": { "input": path::READERS, "as": "h", "in": {
                 "$cond": [
                     is_for("$$h", &owner),
-                    { "$cond": [ keeps("$$h"), kept("$$h"), Bson::Null ] },
+                    left("$$h"),
                     "$$h",
                 ],
             } } };
@@ -370,7 +376,7 @@ pub(crate) fn release(
             doc! {
                 WRITER: { "$cond": [
                     mine.clone(),
-                    { "$cond": [ keeps(path::WRITER), kept(path::WRITER), Bson::Null ] },
+                    left(path::WRITER),
                     path::WRITER,
                 ] },
                 // The filter matched the writer's hold or, failing that, its intent.

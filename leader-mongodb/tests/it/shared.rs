@@ -79,7 +79,7 @@ fn one_document_per_name_in_its_own_collection_never_seen_as_an_exclusive_lock()
     };
     assert_eq!(first.get_str("leader_id").unwrap(), node);
     assert_eq!(first.get_str("owner").unwrap(), reader.owner.to_string());
-    assert_eq!(first.get_bool("released").unwrap(), false);
+    assert!(!first.get_bool("released").unwrap());
     let token = first.get_i64("fencing_token").unwrap();
     assert_eq!(u64::try_from(token).unwrap(), reader.fencing_token);
     assert_eq!(doc.get_i64("counter").unwrap(), token);
@@ -351,5 +351,64 @@ fn a_shared_release_by_another_node_wakes_that_names_waiters() {
     assert!(
         woken.wait_timeout(Duration::from_secs(5)),
         "a withdrawn intent wakes the readers it held out"
+    );
+}
+
+/// A reader's release with a minimum lease keeps its hold (marked released, counted among
+/// the readers: a writer is queued behind it) until `acquired_at + min_lease_time` on the
+/// server's clock; a release whose minimum lease has passed frees the hold at once and
+/// wakes the waiters.
+#[test]
+fn a_readers_minimum_lease_keeps_its_hold_and_one_already_over_frees_it() {
+    let Some(uri) = uri() else { return };
+    let raw = Raw::connect(&uri);
+    let holder = MongoBackend::connect_with(&uri, config(COLLECTION)).unwrap();
+    let waiter = MongoBackend::connect_with(&uri, config(COLLECTION)).unwrap();
+    listening(&waiter);
+    let key = fresh_name("rw-min-lease");
+    let kept = granted(ask(&holder, Role::Read, &key, OwnerToken::random(), "kept"));
+    let release = |lease: &Lease, min| {
+        SharedLockBackend::release_shared(&holder, ReleaseRequest::new(lease, min), Role::Read)
+            .unwrap()
+    };
+    assert_eq!(
+        release(&kept, Duration::from_secs(30)),
+        ReleaseOutcome::Released
+    );
+    let doc = raw.find(SHARED, key.as_str()).unwrap();
+    let readers = doc.get_array("readers").unwrap();
+    let Some(Bson::Document(reader)) = readers.first() else {
+        panic!("{doc:?}")
+    };
+    assert!(reader.get_bool("released").unwrap(), "{doc:?}");
+    assert!(matches!(
+        ask(&holder, Role::Write, &key, OwnerToken::random(), "w"),
+        SharedOutcome::Queued(s) if s.readers.len() == 1
+    ));
+    assert_eq!(
+        release(&kept, Duration::ZERO),
+        ReleaseOutcome::NotHeld,
+        "released already"
+    );
+
+    let key = fresh_name("rw-min-lease-over");
+    let short = Duration::from_millis(100);
+    let over = granted(ask(&holder, Role::Read, &key, OwnerToken::random(), "r"));
+    let end = over.acquired_at + short;
+    leader_testkit::wait_until(
+        "the server's clock to pass the minimum lease",
+        Duration::from_secs(10),
+        || raw.server_now() > end,
+    );
+    let woken = waiter.release_events().unwrap().listen(key.as_str());
+    assert_eq!(release(&over, short), ReleaseOutcome::Released);
+    assert!(
+        woken.wait_timeout(Duration::from_secs(5)),
+        "freed, so the waiters wake"
+    );
+    assert!(
+        SharedLockBackend::state_shared(&holder, &key)
+            .unwrap()
+            .is_free()
     );
 }
