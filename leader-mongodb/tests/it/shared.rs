@@ -236,6 +236,14 @@ fn a_deleted_document_never_makes_a_token_go_back() {
             .await
             .unwrap();
     });
+    // The floor is the server's clock in milliseconds × 1000: a token lost with the
+    // document is below it once that clock has moved on a millisecond.
+    let after = first.acquired_at + Duration::from_millis(1);
+    leader_testkit::wait_until(
+        "the server's clock to move on",
+        Duration::from_secs(5),
+        || raw.server_now() > after,
+    );
     let second = granted(ask(&backend, Role::Read, &key, OwnerToken::random(), "r"));
     assert!(
         second.fencing_token > first.fencing_token,
