@@ -175,8 +175,9 @@ impl MongoBackend {
         &self.inner.database
     }
 
-    /// `true` while the change stream for release notifications is up. It starts with the
-    /// first call of [`Backend::release_events`] (waiting electors make it), and is never
+    /// `true` while the change streams for release notifications (the lock collection's
+    /// and the read/write locks' collection's) are both up. They start with the
+    /// first call of [`Backend::release_events`] (waiting electors make it), and are never
     /// up when release notifications are off or the server offers no change streams.
     pub fn is_listening(&self) -> bool {
         self.inner

@@ -15,6 +15,7 @@ mod operator;
 mod ops;
 mod pipeline;
 mod records;
+mod shared;
 mod time;
 mod url;
 

@@ -1,7 +1,10 @@
-//! The one change stream per backend: a task on the backend's runtime that turns each
+//! The change streams of a backend: a task on the backend's runtime that turns each
 //! release that frees a lock (its document's `owner` set to null: a release without minimum
 //! lease or after its minimum lease has passed, a force release) into [`ReleaseEvents::notify_token`], so waiting electors retry at
-//! once and observers learn which lease ended.
+//! once and observers learn which lease ended; and one on the read/write locks'
+//! collection that turns each release freeing a hold or withdrawing an intent (its
+//! document's `releases` count moved) into a notice without a token (see
+//! `Watch::forward`).
 //!
 //! The stream asks the server for updates of the lock collection whose `owner` became
 //! null, with the document as it is when the event is read (`updateLookup`). While that
@@ -38,61 +41,94 @@ use tokio::time::timeout;
 use crate::clients::Clients;
 use crate::document::field::{FENCING_TOKEN, ID, OWNER};
 use crate::error::OpError;
+use crate::shared::document::field::RELEASES;
 
 /// How long the server holds an idle stream's request before answering it empty.
 pub(crate) const AWAIT: Duration = Duration::from_secs(1);
 /// The server's refusal of a change stream on a standalone server.
 const NOT_A_REPLICA_SET: i32 = 40573;
 
-/// The watching task; dropping this stops it.
+/// The watching tasks, one per collection; dropping this stops them.
 #[derive(Debug)]
-pub(crate) struct Listener(Subscription);
+pub(crate) struct Listener {
+    locks: Subscription,
+    shared: Subscription,
+}
 
-/// What the task needs.
+/// Which collection a stream watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Watched {
+    /// The lock collection: updates that clear a lock's owner.
+    Locks,
+    /// The read/write locks' collection (`shared`): updates that count a release.
+    Shared,
+}
+
+/// What a task needs.
 struct Watch {
     clients: Arc<Clients>,
     events: ReleaseEvents,
     answer_within: Duration,
+    watched: Watched,
 }
 
 impl Listener {
-    /// Starts watching the lock collection of `clients`' store on `runtime`.
+    /// Starts watching the lock collection of `clients`' store, and its read/write locks'
+    /// collection, on `runtime`.
     pub(crate) fn start(
         runtime: &Handle,
         clients: Arc<Clients>,
         events: ReleaseEvents,
         answer_within: Duration,
     ) -> Self {
-        let watch = Arc::new(Watch {
-            clients,
-            events,
-            answer_within,
-        });
-        Listener(Subscription::start(runtime, move |session| {
-            let watch = Arc::clone(&watch);
-            async move {
-                match watch.watch(&session).await {
-                    Err(OpError::Driver(err)) if refused(&err) => {
+        let watch = |watched| {
+            subscribe(
+                runtime,
+                Watch {
+                    clients: Arc::clone(&clients),
+                    events: events.clone(),
+                    answer_within,
+                    watched,
+                },
+            )
+        };
+        Listener {
+            locks: watch(Watched::Locks),
+            shared: watch(Watched::Shared),
+        }
+    }
+
+    /// Whether both change streams are up right now.
+    pub(crate) fn is_listening(&self) -> bool {
+        self.locks.is_up() && self.shared.is_up()
+    }
+}
+
+/// The task running `watch`, started again when its stream ends.
+fn subscribe(runtime: &Handle, watch: Watch) -> Subscription {
+    let watch = Arc::new(watch);
+    Subscription::start(runtime, move |session| {
+        let watch = Arc::clone(&watch);
+        async move {
+            match watch.watch(&session).await {
+                Err(OpError::Driver(err)) if refused(&err) => {
+                    // Said once, for the lock collection's stream.
+                    if watch.watched == Watched::Locks {
                         tracing::info!(
                             "mongodb release notifications off: the server offers no change \
                              streams (a standalone server); waiters poll"
                         );
-                        SessionEnd::Stop
                     }
-                    Err(err) => {
-                        tracing::debug!(error = %err, "mongodb release notifications lost");
-                        SessionEnd::Restart
-                    }
-                    Ok(()) => SessionEnd::Restart,
+                    SessionEnd::Stop
                 }
+                Err(err) => {
+                    tracing::debug!(error = %err, "mongodb release notifications lost");
+                    SessionEnd::Restart
+                }
+                Ok(()) => SessionEnd::Restart,
             }
-        }))
-    }
-
-    /// Whether the change stream is up right now.
-    pub(crate) fn is_listening(&self) -> bool {
-        self.0.is_up()
-    }
+        }
+    })
 }
 
 /// The stream's filter: updates that set a lock's owner to null.
@@ -103,16 +139,29 @@ fn releases() -> Document {
     } }
 }
 
+/// The read/write locks' stream's filter: updates that count a release (one that freed a
+/// hold or withdrew an intent; see `shared::pipeline::release`).
+fn shared_releases() -> Document {
+    doc! { "$match": {
+        "operationType": "update",
+        format!("updateDescription.updatedFields.{RELEASES}"): { "$exists": true },
+    } }
+}
+
 impl Watch {
     /// Watches until the stream fails.
     async fn watch(&self, session: &Session) -> Result<(), OpError> {
         let store = self.clients.store();
-        let open = store
-            .collection
-            .watch()
-            .pipeline([releases()])
-            .full_document(FullDocumentType::UpdateLookup)
-            .max_await_time(AWAIT);
+        let open = match self.watched {
+            Watched::Locks => store
+                .collection
+                .watch()
+                .pipeline([releases()])
+                .full_document(FullDocumentType::UpdateLookup),
+            // No document: a read/write release's notice carries no token (see `forward`).
+            Watched::Shared => store.shared.watch().pipeline([shared_releases()]),
+        }
+        .max_await_time(AWAIT);
         let mut stream = match timeout(self.answer_within, open).await {
             Ok(opened) => opened?,
             Err(_) => return Err(self.no_answer()),
@@ -140,6 +189,11 @@ impl Watch {
 
     /// Wakes the waiters of the lock an event names, with the released lease's token when
     /// the document read with the event is still free.
+    ///
+    /// A read/write lock's release carries no token: its tokens come from a counter of
+    /// their own, which may hand out the very token of the exclusive lock of the same name
+    /// (both take the server's clock in microseconds), and an observer of that lock would
+    /// take the notice for its holder's end. Without a token, an observer reads the lock.
     fn forward(&self, event: &ChangeStreamEvent<Document>) {
         let Some(name) = event
             .document_key
@@ -148,7 +202,10 @@ impl Watch {
         else {
             return;
         };
-        let token = event.full_document.as_ref().and_then(released_token);
+        let token = match self.watched {
+            Watched::Locks => event.full_document.as_ref().and_then(released_token),
+            Watched::Shared => None,
+        };
         self.events.notify_with(name, token);
     }
 }
@@ -186,6 +243,17 @@ mod tests {
         let negative = doc! { OWNER: Bson::Null, FENCING_TOKEN: -1_i64 };
         assert_eq!(released_token(&negative), None);
         assert_eq!(released_token(&doc! { FENCING_TOKEN: 1_i64 }), None);
+    }
+
+    #[test]
+    fn the_shared_stream_selects_updates_that_count_a_release() {
+        assert_eq!(
+            shared_releases(),
+            doc! { "$match": {
+                "operationType": "update",
+                "updateDescription.updatedFields.releases": { "$exists": true },
+            } }
+        );
     }
 
     #[test]

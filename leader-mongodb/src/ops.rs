@@ -19,6 +19,7 @@ use crate::config::MongoConfig;
 use crate::document::{LockRecord, ShapeError, decode};
 use crate::error::{OpError, is_duplicate_key};
 use crate::pipeline::{self, SERVER_NOW};
+use crate::shared::shared_collection;
 use crate::time::{check_lease, from_bson};
 
 /// How often acquire sends its update when a racing upsert loses (duplicate key) or the
@@ -31,6 +32,8 @@ pub(crate) struct Store {
     pub(crate) collection: Collection<Document>,
     /// The records' collection, `<collection>_records` (see `records`).
     pub(crate) records: Collection<Document>,
+    /// The read/write locks' collection, `<collection>_shared` (see `shared`).
+    pub(crate) shared: Collection<Document>,
     pub(crate) write_concern: WriteConcern,
     pub(crate) max_time: Duration,
 }
@@ -77,6 +80,7 @@ impl Store {
         Store {
             collection: database.collection(config.collection()),
             records: database.collection(&records_collection(config.collection())),
+            shared: database.collection(&shared_collection(config.collection())),
             write_concern: config.write_concern().clone(),
             max_time: config.max_time(),
         }

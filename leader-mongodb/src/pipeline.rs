@@ -35,7 +35,7 @@ const NOW: &str = "$$NOW";
 pub(crate) const SERVER_NOW: &str = "_leader_now";
 
 /// `{$toDate: {$add: [{$toLong: <date>}, ms]}}`: date plus milliseconds, without `$add` on dates.
-fn plus_millis(date: impl Into<Bson>, ms: i64) -> Bson {
+pub(crate) fn plus_millis(date: impl Into<Bson>, ms: i64) -> Bson {
     Bson::Document(doc! { "$toDate": { "$add": [ { "$toLong": date.into() }, ms ] } })
 }
 
@@ -44,8 +44,15 @@ fn plus_millis(date: impl Into<Bson>, ms: i64) -> Bson {
 /// rolled-back counter — the document deleted by an operator or a TTL index, restored
 /// from a backup — therefore never makes a token repeat or go back.
 fn next_token() -> Document {
+    token_after(path::FENCING_TOKEN)
+}
+
+/// The next fencing token after the counter `counter` (an expression; missing or null is
+/// 0): `max(counter + 1, server time in microseconds)`, as [`next_token`]. The read/write
+/// locks' counter takes its tokens so too.
+pub(crate) fn token_after(counter: impl Into<Bson>) -> Document {
     doc! { "$max": [
-        { "$add": [ { "$toLong": { "$ifNull": [ path::FENCING_TOKEN, 0_i64 ] } }, 1_i64 ] },
+        { "$add": [ { "$toLong": { "$ifNull": [ counter.into(), 0_i64 ] } }, 1_i64 ] },
         { "$multiply": [ { "$toLong": NOW }, 1000_i64 ] },
     ] }
 }
@@ -64,7 +71,7 @@ pub(crate) fn by_name(key: &LockName) -> Document {
     doc! { ID: key.as_str() }
 }
 
-fn type_is(path: &str, types: &[&str]) -> Document {
+pub(crate) fn type_is(path: &str, types: &[&str]) -> Document {
     match types {
         [one] => doc! { "$eq": [ { "$type": path }, one ] },
         _ => doc! { "$in": [ { "$type": path }, types ] },

@@ -17,3 +17,4 @@ mod notify;
 mod operator;
 mod partition;
 mod resource_fence;
+mod shared;

@@ -195,7 +195,10 @@ fn the_stream_comes_back_after_a_restart_and_wakes_every_waiter() {
     server.restart(Data::Keep).unwrap();
     // Releases may have been missed while it was down: waiters are told to retry.
     assert!(listener.wait_timeout(Duration::from_secs(30)));
-    assert!(backend.is_listening());
+    // The read/write locks' stream comes back on its own backoff.
+    leader_testkit::wait_until("both streams back", Duration::from_secs(30), || {
+        backend.is_listening()
+    });
 
     // And it delivers again.
     let other = MongoBackend::connect_with(&uri, config(COLLECTION)).unwrap();
