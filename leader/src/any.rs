@@ -285,6 +285,8 @@ macro_rules! on_shared_backend {
     ($any:expr, $key:expr, $backend:ident => $body:expr) => {
         match $any {
             AnyBackend::Memory($backend) => $body,
+            #[cfg(feature = "sqlite")]
+            AnyBackend::Sqlite($backend) => $body,
             #[allow(unreachable_patterns)]
             other => Err(Error::Backend(leader_core::BackendError::new(
                 other.kind(),
