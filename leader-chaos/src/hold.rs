@@ -23,6 +23,9 @@
 //! file's write lock. A section here is a section like any other (`start`, fenced writes,
 //! `lost`, `end`), logged to a file of its own ([`Hold::log`]); the checker holds every
 //! `lost` line to account (see the crate README, "Unexplained loss").
+//!
+//! One hold in `--rw-share` of the async loop takes the read/write lock `chaos-rw-1`
+//! instead, through [`leader::AsyncReadWriteLocks`] ([`crate::read_write`]).
 
 use std::error::Error;
 use std::io;

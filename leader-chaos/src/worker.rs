@@ -11,6 +11,9 @@
 //! passes stops at once and logs `lost`, stamped with the moment the lease ended. It then
 //! still makes its `end` write, as a stale holder that checked too early would: the fence
 //! has to refuse it once a newer token has written.
+//!
+//! One section in `--rw-share` takes the read/write lock `chaos-rw-0` instead, as a reader
+//! or a writer ([`crate::read_write`]): a reader reads the resource where a writer writes.
 
 use std::error::Error;
 use std::io::{self, Read};

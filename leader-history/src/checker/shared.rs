@@ -42,7 +42,11 @@ pub(super) fn token_order(all: &[Section], report: &mut Report) {
                 "read/write token order: {later:?} asked after {earlier:?} began, with a \
                  smaller token"
             );
-            report.violation(ViolationKind::SharedTokenOrder, detail, both(later, earlier));
+            report.violation(
+                ViolationKind::SharedTokenOrder,
+                detail,
+                both(later, earlier),
+            );
         }
     }
 }

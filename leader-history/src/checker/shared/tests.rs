@@ -16,9 +16,18 @@ fn readers_share_and_a_writer_overlaps_nobody() {
     // Three readers at once (tokens 5, 6, 7), then a writer after they left (8).
     let readers = || {
         vec![
-            life(1, "10\tstart\ttoken=5\treq=9\trole=read\n50\tend\ttoken=5\n"),
-            life(2, "20\tstart\ttoken=6\treq=19\trole=read\n40\tend\ttoken=6\n"),
-            life(3, "30\tstart\ttoken=7\treq=29\trole=read\n45\tend\ttoken=7\n"),
+            life(
+                1,
+                "10\tstart\ttoken=5\treq=9\trole=read\n50\tend\ttoken=5\n",
+            ),
+            life(
+                2,
+                "20\tstart\ttoken=6\treq=19\trole=read\n40\tend\ttoken=6\n",
+            ),
+            life(
+                3,
+                "30\tstart\ttoken=7\treq=29\trole=read\n45\tend\ttoken=7\n",
+            ),
         ]
     };
     let mut logs = readers();
@@ -45,8 +54,14 @@ fn readers_share_and_a_writer_overlaps_nobody() {
     // A writer over another writer: an overlap too.
     let report = run(
         vec![
-            life(1, "10\tstart\ttoken=5\treq=9\trole=write\n30\tend\ttoken=5\n"),
-            life(2, "20\tstart\ttoken=6\treq=19\trole=write\n40\tend\ttoken=6\n"),
+            life(
+                1,
+                "10\tstart\ttoken=5\treq=9\trole=write\n30\tend\ttoken=5\n",
+            ),
+            life(
+                2,
+                "20\tstart\ttoken=6\treq=19\trole=write\n40\tend\ttoken=6\n",
+            ),
         ],
         vec![],
         &[],
@@ -63,7 +78,10 @@ fn a_writer_over_a_reader_is_excused_only_as_an_exclusive_overlap_is() {
                 1,
                 "10\tstart\ttoken=5\treq=9\trole=read\n60\tlost\ttoken=5\n61\tend\ttoken=5\n",
             ),
-            life(2, "40\tstart\ttoken=6\treq=35\trole=write\n70\tend\ttoken=6\n"),
+            life(
+                2,
+                "40\tstart\ttoken=6\treq=35\trole=write\n70\tend\ttoken=6\n",
+            ),
         ]
     };
     // The reader stopped 20..59: explained, as is a data-losing fault before the writer.
@@ -95,8 +113,14 @@ fn a_writer_gets_a_token_above_every_section_begun_before_it_asked() {
     // writer 7 is granted at 40 after the reader left, with a smaller token.
     let report = run(
         vec![
-            life(1, "10\tstart\ttoken=9\treq=9\trole=read\n30\tend\ttoken=9\n"),
-            life(2, "40\tstart\ttoken=7\treq=15\trole=write\n50\tend\ttoken=7\n"),
+            life(
+                1,
+                "10\tstart\ttoken=9\treq=9\trole=read\n30\tend\ttoken=9\n",
+            ),
+            life(
+                2,
+                "40\tstart\ttoken=7\treq=15\trole=write\n50\tend\ttoken=7\n",
+            ),
         ],
         vec![],
         &[],
@@ -128,8 +152,14 @@ fn a_writer_gets_a_token_above_every_section_begun_before_it_asked() {
     // No fault excuses it, a data-losing one included.
     let report = run(
         vec![
-            life(1, "10\tstart\ttoken=9\treq=9\trole=read\n30\tend\ttoken=9\n"),
-            life(2, "40\tstart\ttoken=7\treq=15\trole=write\n50\tend\ttoken=7\n"),
+            life(
+                1,
+                "10\tstart\ttoken=9\treq=9\trole=read\n30\tend\ttoken=9\n",
+            ),
+            life(
+                2,
+                "40\tstart\ttoken=7\treq=15\trole=write\n50\tend\ttoken=7\n",
+            ),
         ],
         vec![fault(FaultKind::Restart { data_lost: true }, 12, 14)],
         &[],
@@ -139,8 +169,14 @@ fn a_writer_gets_a_token_above_every_section_begun_before_it_asked() {
     // first, then paused before its start line).
     let report = run(
         vec![
-            life(1, "10\tstart\ttoken=9\treq=9\trole=read\n30\tend\ttoken=9\n"),
-            life(2, "40\tstart\ttoken=7\treq=5\trole=write\n50\tend\ttoken=7\n"),
+            life(
+                1,
+                "10\tstart\ttoken=9\treq=9\trole=read\n30\tend\ttoken=9\n",
+            ),
+            life(
+                2,
+                "40\tstart\ttoken=7\treq=5\trole=write\n50\tend\ttoken=7\n",
+            ),
         ],
         vec![fault(FaultKind::Pause { worker: 2 }, 6, 39)],
         &[],
@@ -153,8 +189,14 @@ fn a_reader_gets_a_token_above_every_earlier_writer_but_not_every_reader() {
     // Writer 9 (10..20), then reader 8 (asked at 25): a violation.
     let report = run(
         vec![
-            life(1, "10\tstart\ttoken=9\treq=9\trole=write\n20\tend\ttoken=9\n"),
-            life(2, "30\tstart\ttoken=8\treq=25\trole=read\n40\tend\ttoken=8\n"),
+            life(
+                1,
+                "10\tstart\ttoken=9\treq=9\trole=write\n20\tend\ttoken=9\n",
+            ),
+            life(
+                2,
+                "30\tstart\ttoken=8\treq=25\trole=read\n40\tend\ttoken=8\n",
+            ),
         ],
         vec![],
         &[],
@@ -163,8 +205,14 @@ fn a_reader_gets_a_token_above_every_earlier_writer_but_not_every_reader() {
     // Reader 9, then reader 8: readers are not ordered among themselves.
     let report = run(
         vec![
-            life(1, "10\tstart\ttoken=9\treq=9\trole=read\n20\tend\ttoken=9\n"),
-            life(2, "30\tstart\ttoken=8\treq=25\trole=read\n40\tend\ttoken=8\n"),
+            life(
+                1,
+                "10\tstart\ttoken=9\treq=9\trole=read\n20\tend\ttoken=9\n",
+            ),
+            life(
+                2,
+                "30\tstart\ttoken=8\treq=25\trole=read\n40\tend\ttoken=8\n",
+            ),
         ],
         vec![],
         &[],
@@ -174,7 +222,10 @@ fn a_reader_gets_a_token_above_every_earlier_writer_but_not_every_reader() {
     let report = run(
         vec![
             life(1, "10\tstart\ttoken=9\treq=9\n20\tend\ttoken=9\n"),
-            life(2, "30\tstart\ttoken=8\treq=25\trole=read\n40\tend\ttoken=8\n"),
+            life(
+                2,
+                "30\tstart\ttoken=8\treq=25\trole=read\n40\tend\ttoken=8\n",
+            ),
         ],
         vec![],
         &[],
@@ -273,8 +324,14 @@ fn writers_writes_are_fenced_as_exclusive_ones() {
     // The resource accepted writer 7's write after writer 9's: a stale write.
     let report = run(
         vec![
-            life(1, "10\tstart\ttoken=7\treq=9\trole=write\n20\tend\ttoken=7\n"),
-            life(2, "30\tstart\ttoken=9\treq=25\trole=write\n40\tend\ttoken=9\n"),
+            life(
+                1,
+                "10\tstart\ttoken=7\treq=9\trole=write\n20\tend\ttoken=7\n",
+            ),
+            life(
+                2,
+                "30\tstart\ttoken=9\treq=25\trole=write\n40\tend\ttoken=9\n",
+            ),
         ],
         vec![],
         &["1:7:start", "2:9:start", "1:7:end"],
