@@ -13,7 +13,7 @@ pub const USAGE: &str = "\
 usage: leader-chaos [--backend redis|mongodb|etcd|sqlite|postgres|redis-sentinel|
                                postgres-standby]
                     [--workers N] [--locks N] [--seconds N] [--seed N] [--lease-ms N]
-                    [--long-every N] [--holders N] [--faults LIST|all|none]
+                    [--long-every N] [--holders N] [--rw-share N] [--faults LIST|all|none]
                     [--broken no-lock|no-fence|no-extend] [--dir PATH]
 
 Runs N worker processes contending for a few locks behind a fault proxy, injects faults
@@ -28,7 +28,9 @@ Defaults: --backend redis --seconds 60 --seed 1, every fault of the backend,
 postgres-standby: 7, mongodb: 10, etcd: 20), --locks one fewer than the workers,
 --long-every 50 (one section in N works 1-1.5 leases), --holders 3 (workers 1..N also
 hold two more locks, one through the blocking elector and one through the async one, for
-2-4 leases at a time, auto-extended, while the others contend; 0: none).";
+2-4 leases at a time, auto-extended, while the others contend; 0: none), --rw-share 3
+(one section in N, and one hold in N of the async hold loop, takes a read/write lock,
+chaos-rw-0 and chaos-rw-1, three reads to one write; 0: none).";
 
 /// A deliberately wrong worker, to show that the checker catches it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +76,9 @@ pub struct RunArgs {
     pub long_every: u32,
     /// How many workers (the first ones) also run the hold loops (see [`crate::hold`]).
     pub holders: u32,
+    /// One section in this many takes a read/write lock (see [`crate::read_write`]); 0:
+    /// none.
+    pub rw_share: u32,
     /// A broken worker mode.
     pub broken: Option<Broken>,
     /// Where the logs go (default: a new directory under the temp dir).
@@ -103,6 +108,8 @@ pub struct WorkerArgs {
     pub long_every: u32,
     /// How many workers (ids 1..=holders) run the hold loops.
     pub holders: u32,
+    /// One section in this many takes a read/write lock; 0: none.
+    pub rw_share: u32,
     /// A broken mode.
     pub broken: Option<Broken>,
 }
@@ -115,6 +122,9 @@ pub struct UsageError(String);
 /// How many workers run the hold loops when `--holders` is not given: one holds each
 /// hold lock, the other two contend for it the whole time.
 pub const DEFAULT_HOLDERS: u32 = 3;
+
+/// One section in this many takes a read/write lock when `--rw-share` is not given.
+pub const DEFAULT_RW_SHARE: u32 = 3;
 
 /// The hidden subcommand that makes the process a worker.
 const WORKER: &str = "__worker";
@@ -156,6 +166,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
             "--lease-ms",
             "--long-every",
             "--holders",
+            "--rw-share",
             "--broken",
         ]
     } else {
@@ -168,6 +179,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
             "--lease-ms",
             "--long-every",
             "--holders",
+            "--rw-share",
             "--faults",
             "--broken",
             "--dir",
@@ -183,6 +195,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
     }
     let seed = number(get("--seed"), "--seed", 1)?;
     let holders = number(get("--holders"), "--holders", DEFAULT_HOLDERS)?;
+    let rw_share = number(get("--rw-share"), "--rw-share", DEFAULT_RW_SHARE)?;
     let name = get("--backend").unwrap_or("redis");
     let backend =
         Backend::from_name(name).ok_or_else(|| UsageError(format!("unknown backend {name}")))?;
@@ -223,6 +236,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
             lease,
             long_every,
             holders,
+            rw_share,
             broken,
         }));
     }
@@ -238,6 +252,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
         lease,
         long_every,
         holders: holders.min(workers),
+        rw_share,
         faults: get("--faults").map_or(Ok(Class::of(backend)), |list| classes(list, backend))?,
         broken,
         dir: get("--dir").map(PathBuf::from),
@@ -259,6 +274,7 @@ impl WorkerArgs {
         push("--lease-ms", self.lease.as_millis().to_string().into());
         push("--long-every", self.long_every.to_string().into());
         push("--holders", self.holders.to_string().into());
+        push("--rw-share", self.rw_share.to_string().into());
         if let Some(mode) = self.broken {
             push("--broken", broken_name(mode).into());
         }
@@ -339,6 +355,11 @@ mod tests {
         assert_eq!(run.faults, Class::of(Backend::Redis));
         assert_eq!(run.lease, Duration::from_millis(1000));
         assert_eq!(run.locks, 4);
+        assert_eq!(run.rw_share, DEFAULT_RW_SHARE);
+        let Command::Run(run) = parsed("--rw-share 0").unwrap() else {
+            panic!("not a run")
+        };
+        assert_eq!(run.rw_share, 0);
         let Command::Run(run) =
             parsed("--backend mongodb --faults pause,kill --broken no-fence --seed 7").unwrap()
         else {
@@ -432,6 +453,7 @@ mod tests {
             lease: Duration::from_millis(1200),
             long_every: 4,
             holders: 3,
+            rw_share: 5,
             broken: Some(Broken::NoLock),
         };
         let line = args.to_args().into_iter().map(|a| a.into_string().unwrap());

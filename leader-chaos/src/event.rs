@@ -51,6 +51,18 @@ pub enum WriteOutcome {
 
 /// What a fault did: the public model's (the checker reads it), re-exported.
 pub use leader_history::FaultKind;
+/// The side of a read/write lock a section holds: the public model's, re-exported.
+pub use leader_history::Role;
+
+/// What a reader's read of the resource answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadOutcome {
+    /// The token of the last write the resource had accepted for the lock (`None`: none
+    /// yet).
+    Seen(Option<u64>),
+    /// The call failed.
+    Failed,
+}
 
 /// One line of a log.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +86,18 @@ pub enum Event {
         /// before the line's time was read, so never less than it was); absent from a
         /// line (a broken worker's) means unknown.
         left: Option<u64>,
+        /// The side of a read/write lock held (`role=read|write`); absent: an exclusive
+        /// lock.
+        role: Option<Role>,
+    },
+    /// A reader's read of the resource (instead of a writer's write).
+    Read {
+        /// The reader's token.
+        token: u64,
+        /// Which read of the section.
+        phase: Phase,
+        /// What the resource answered.
+        outcome: ReadOutcome,
     },
     /// A resource write and its outcome.
     Write {
@@ -160,11 +184,32 @@ impl fmt::Display for Event {
                 token,
                 requested,
                 left,
+                role,
             } => {
                 write!(f, "start\tlock={lock}\ttoken={token}\treq={requested}")?;
-                match left {
-                    Some(left) => write!(f, "\tleft={left}"),
+                if let Some(left) = left {
+                    write!(f, "\tleft={left}")?;
+                }
+                match role {
+                    Some(Role::Read) => f.write_str("\trole=read"),
+                    Some(Role::Write) => f.write_str("\trole=write"),
                     None => Ok(()),
+                }
+            }
+            Event::Read {
+                token,
+                phase,
+                outcome,
+            } => {
+                let phase = match phase {
+                    Phase::Start => "start",
+                    Phase::End => "end",
+                };
+                write!(f, "read\ttoken={token}\tphase={phase}\tseen=")?;
+                match outcome {
+                    ReadOutcome::Seen(Some(seen)) => write!(f, "{seen}"),
+                    ReadOutcome::Seen(None) => f.write_str("none"),
+                    ReadOutcome::Failed => f.write_str("failed"),
                 }
             }
             Event::Write {

@@ -8,7 +8,7 @@
 
 use leader_history::{Answer, Clock, Event as HistoryEvent, What};
 
-use crate::event::{Event, Phase, Stamped, WriteOutcome};
+use crate::event::{Event, Phase, ReadOutcome, Stamped, WriteOutcome};
 
 /// The public events of one worker log (its contending loop's or a hold loop's), in order.
 ///
@@ -16,7 +16,8 @@ use crate::event::{Event, Phase, Stamped, WriteOutcome};
 /// `action-ended`; `lost`, `lease-lost`; `skip`, an acquire answered `refused`; `error`, an
 /// acquire answered `indeterminate` (the elector failed: the call may have taken the
 /// lock); `write`, a write accepted, rejected or failed (of the lock of the section it
-/// follows; `skip` and `error` lines name no lock: lock 0); `hello`, `node-started`.
+/// follows; `skip` and `error` lines name no lock: lock 0); `read`, a reader's
+/// `resource-read`; `hello`, `node-started`. A `start` line's `role` is the section's.
 /// Every time is the worker's wall clock.
 pub fn to_history(worker: u32, events: &[Stamped]) -> Vec<HistoryEvent> {
     let mut lock = 0;
@@ -33,6 +34,7 @@ pub fn to_history(worker: u32, events: &[Stamped]) -> Vec<HistoryEvent> {
                     token,
                     requested,
                     left,
+                    role,
                 } => {
                     lock = *started;
                     What::ActionStarted {
@@ -41,8 +43,23 @@ pub fn to_history(worker: u32, events: &[Stamped]) -> Vec<HistoryEvent> {
                         requested: Some(*requested),
                         left_us: *left,
                         deadline: None,
+                        role: *role,
                     }
                 }
+                Event::Read {
+                    token,
+                    phase,
+                    outcome,
+                } => What::ResourceRead {
+                    lock,
+                    token: *token,
+                    phase: Some(history_phase(*phase)),
+                    seen: match outcome {
+                        ReadOutcome::Seen(seen) => *seen,
+                        ReadOutcome::Failed => None,
+                    },
+                    failed: *outcome == ReadOutcome::Failed,
+                },
                 Event::Write {
                     token,
                     phase,
@@ -185,7 +202,8 @@ mod tests {
                     token: 5,
                     requested: Some(3),
                     left_us: Some(900),
-                    deadline: None
+                    deadline: None,
+                    role: None,
                 },
                 What::WriteRejected {
                     lock: 2,

@@ -23,6 +23,9 @@
 //! file's write lock. A section here is a section like any other (`start`, fenced writes,
 //! `lost`, `end`), logged to a file of its own ([`Hold::log`]); the checker holds every
 //! `lost` line to account (see the crate README, "Unexplained loss").
+//!
+//! One hold in `--rw-share` of the async loop takes the read/write lock `chaos-rw-1`
+//! instead, through [`leader::AsyncReadWriteLocks`] ([`crate::read_write`]).
 
 use std::error::Error;
 use std::io;
@@ -32,12 +35,17 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use leader::{AnyBackend, AsyncLeaderElector, LeaderElectionOptions, LeaderElector, LeaseContext};
+use leader::{
+    AnyBackend, AsyncLeaderElector, AsyncReadWriteLocks, LeaderElectionOptions, LeaderElector,
+    LeaseContext, LeaseMode,
+};
 use rand::Rng;
 
 use crate::cli::WorkerArgs;
+use crate::event::Role;
 use crate::event::now_us;
 use crate::logfile::LogFile;
+use crate::read_write::{self, AsyncHeld};
 use crate::servers;
 use crate::worker::{Worker, extends, lease_end, lease_left, lock_name, node_id};
 
@@ -220,21 +228,87 @@ fn nonblocking(
         .build()?;
     let elector = AsyncLeaderElector::new(servers::connect(&args.lock_url)?, options(args))?;
     let name = lock_name(worker.lock);
+    let shared = SharedHolds {
+        locks: AsyncReadWriteLocks::new(&elector),
+        share: args.rw_share,
+        mode: read_write::lease_mode(args),
+        lock: read_write::lock(args.locks.max(1), read_write::HELD),
+    };
     let lease = args.lease;
     let worker = Arc::new(Mutex::new(worker));
-    runtime.block_on(hold_async(elector, worker, name, lease, stop))?;
+    runtime.block_on(hold_async(elector, shared, worker, name, lease, stop))?;
     Ok(())
+}
+
+/// The async loop's read/write holds (one hold in `share` is one, on `chaos-rw-1`).
+struct SharedHolds {
+    locks: AsyncReadWriteLocks<AnyBackend>,
+    share: u32,
+    mode: LeaseMode,
+    /// Its index in the log.
+    lock: u32,
+}
+
+/// One hold of `chaos-rw-1` in `role`, through the async read/write locks: logged,
+/// fenced (a writer) or read (a reader) and lost as any hold, then released.
+async fn hold_shared(
+    shared: &SharedHolds,
+    role: Role,
+    worker: &Arc<Mutex<Worker>>,
+    lease: Duration,
+    stop: &Arc<AtomicBool>,
+) -> io::Result<()> {
+    let requested = now_us();
+    let held = match AsyncHeld::acquire(&shared.locks, role, shared.mode).await {
+        Ok(held) => held,
+        Err(err) => return off_thread(worker, move |w| w.failed(&err, requested)).await,
+    };
+    let context = held.context();
+    let token = context.fencing_token();
+    let deadline = context.deadline();
+    let lock = shared.lock;
+    let (hold_for, refused) = off_thread(worker, move |w| {
+        w.lock = lock;
+        w.role = Some(role);
+        let left = deadline.saturating_duration_since(Instant::now());
+        Ok((hold_time(w, lease), w.begin(token, requested, Some(left))?))
+    })
+    .await?;
+    let lost = match refused {
+        Some(refused) => Some(refused),
+        None => hold_async_for(context, hold_for, stop).await,
+    };
+    let finished = off_thread(worker, move |w| w.finish(token, lost)).await;
+    held.release().await;
+    finished
 }
 
 /// The async loop itself.
 async fn hold_async(
     elector: AsyncLeaderElector<AnyBackend>,
+    shared: SharedHolds,
     worker: Arc<Mutex<Worker>>,
     name: String,
     lease: Duration,
     stop: Arc<AtomicBool>,
 ) -> io::Result<()> {
+    let own_lock = worker.lock().unwrap_or_else(PoisonError::into_inner).lock;
     while !stop.load(Ordering::SeqCst) {
+        let role = {
+            let mut w = worker.lock().unwrap_or_else(PoisonError::into_inner);
+            w.lock = own_lock;
+            w.role = None;
+            read_write::draw(&mut w, shared.share)
+        };
+        if let Some(role) = role {
+            hold_shared(&shared, role, &worker, lease, &stop).await?;
+            off_thread(&worker, |w| {
+                w.pause_between();
+                Ok(())
+            })
+            .await?;
+            continue;
+        }
         let requested = now_us();
         let ran = elector
             .run_if_leader_with(&name, |context: LeaseContext| {

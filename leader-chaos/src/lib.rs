@@ -9,6 +9,7 @@ pub mod hold;
 pub mod journal;
 pub mod logfile;
 pub mod orchestrator;
+pub mod read_write;
 pub mod resource;
 pub mod servers;
 pub mod worker;

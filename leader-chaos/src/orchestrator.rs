@@ -92,6 +92,7 @@ pub fn run(args: &RunArgs) -> Result<Report, Box<dyn Error>> {
         lease: args.lease,
         long_every: args.long_every,
         holders: args.holders,
+        rw_share: args.rw_share,
         broken: args.broken,
     };
     let workers = Workers::start(args.workers, template, &dir, &mut journal)?;
@@ -220,11 +221,12 @@ fn run_dir(args: &RunArgs) -> std::io::Result<PathBuf> {
 fn describe_run(args: &RunArgs, dir: &Path) -> String {
     let faults: Vec<&str> = args.faults.iter().map(|c| c.name()).collect();
     format!(
-        "run: backend={} workers={} locks={} holders={} seconds={} seed={} lease_ms={} faults={} broken={} dir={}",
+        "run: backend={} workers={} locks={} holders={} rw_share={} seconds={} seed={} lease_ms={} faults={} broken={} dir={}",
         args.backend.name(),
         args.workers,
         args.locks,
         args.holders,
+        args.rw_share,
         args.seconds,
         args.seed,
         args.lease.as_millis(),

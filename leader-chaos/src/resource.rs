@@ -6,7 +6,7 @@ use std::time::Duration;
 use leader::redis::fence::{Fence, FenceOutcome};
 use leader::redis::redis::{self, RedisError};
 
-use crate::event::{Phase, WriteOutcome};
+use crate::event::{Phase, ReadOutcome, WriteOutcome};
 
 /// The list of accepted writes, `lock:worker:token:phase`, oldest first.
 pub const LIST_KEY: &str = "{chaos}:writes";
@@ -68,6 +68,28 @@ impl Resource {
             Err(_) => {
                 self.con = None;
                 WriteOutcome::Failed
+            }
+        }
+    }
+
+    /// A reader's read: the token of the last write the resource accepted for `lock`
+    /// (its fence, the highest accepted token), as a reader of the data would see which
+    /// writer's state it reads. It refuses nothing and raises no fence: readers share the
+    /// lock, so a reader's token bounds nothing the resource keeps; the checker compares
+    /// what each reader saw with its token (a stale read). A failed call drops the
+    /// connection.
+    pub fn read(&mut self, lock: u32) -> ReadOutcome {
+        let answer = self.connection().and_then(|con| {
+            redis::cmd("GET")
+                .arg(fence_key(lock))
+                .query::<Option<u64>>(con)
+                .map_err(|err| err.to_string())
+        });
+        match answer {
+            Ok(seen) => ReadOutcome::Seen(seen),
+            Err(_) => {
+                self.con = None;
+                ReadOutcome::Failed
             }
         }
     }

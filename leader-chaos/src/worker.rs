@@ -11,6 +11,9 @@
 //! passes stops at once and logs `lost`, stamped with the moment the lease ended. It then
 //! still makes its `end` write, as a stale holder that checked too early would: the fence
 //! has to refuse it once a newer token has written.
+//!
+//! One section in `--rw-share` takes the read/write lock `chaos-rw-0` instead, as a reader
+//! or a writer ([`crate::read_write`]): a reader reads the resource where a writer writes.
 
 use std::error::Error;
 use std::io::{self, Read};
@@ -24,9 +27,10 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::cli::{Broken, WorkerArgs};
-use crate::event::{Event, Phase, WriteOutcome, now_us};
+use crate::event::{Event, Phase, Role, WriteOutcome, now_us};
 use crate::hold;
 use crate::logfile::LogFile;
+use crate::read_write;
 use crate::resource::Resource;
 use crate::servers;
 
@@ -57,6 +61,9 @@ pub(crate) struct Worker {
     long_every: u32,
     /// The lock of the current section.
     pub(crate) lock: u32,
+    /// The side of a read/write lock the current section holds (`None`: an exclusive
+    /// lock): a reader reads the resource where a writer writes.
+    pub(crate) role: Option<Role>,
     lease: Duration,
     log: LogFile,
     resource: Resource,
@@ -90,8 +97,15 @@ pub fn run(args: &WorkerArgs) -> Result<(), Box<dyn Error>> {
         .with_auto_extend(extends(args))
         .with_node_id(node_id(args.worker));
     let elector = LeaderElector::new(servers::connect(&args.lock_url)?, options)?;
+    let shared = leader::ReadWriteLocks::new(&elector);
     let locks = args.locks.max(1);
     while !stop.load(Ordering::SeqCst) {
+        if let Some(role) = read_write::draw(&mut worker, args.rw_share) {
+            worker.lock = read_write::lock(locks, read_write::CONTENDED);
+            read_write::section(&mut worker, &shared, read_write::lease_mode(args), role)?;
+            continue;
+        }
+        worker.role = None;
         worker.lock = worker.rng.random_range(0..locks);
         let name = lock_name(worker.lock);
         let requested = now_us();
@@ -118,6 +132,7 @@ impl Worker {
             id: args.worker,
             long_every: args.long_every.max(1),
             lock: 0,
+            role: None,
             lease: args.lease,
             log,
             resource: Resource::new(&args.resource_url, args.broken != Some(Broken::NoFence)),
@@ -144,13 +159,26 @@ impl Worker {
             Ok(outcome) => {
                 outcome.into_result()?;
             }
-            Err(err) => {
-                let message = err.to_string();
-                self.log.record(Event::Error { requested, message })?;
-                thread::sleep(Duration::from_millis(100));
-            }
+            Err(err) => self.failed(&err, requested)?,
         }
         self.pause_between();
+        Ok(())
+    }
+
+    /// Logs an acquire begun at `requested` that failed: a skip when the lock stayed held
+    /// (a guard's `NotAcquired`), else an error, after which it waits a moment.
+    ///
+    /// # Errors
+    ///
+    /// When the log cannot be written.
+    pub(crate) fn failed(&mut self, err: &leader::Error, requested: u64) -> io::Result<()> {
+        if matches!(err, leader::Error::NotAcquired { .. }) {
+            self.log.record(Event::Skip { requested })?;
+        } else {
+            let message = err.to_string();
+            self.log.record(Event::Error { requested, message })?;
+            thread::sleep(Duration::from_millis(100));
+        }
         Ok(())
     }
 
@@ -169,9 +197,9 @@ impl Worker {
         Ok(())
     }
 
-    /// One section: `start`, fenced start write, work (stopping early when `wait_lost`
-    /// returns when the lease ended), fenced end write, `end`.
-    fn section(
+    /// One section: `start`, fenced start write (a reader's read), work (stopping early
+    /// when `wait_lost` returns when the lease ended), fenced end write (read), `end`.
+    pub(crate) fn section(
         &mut self,
         token: u64,
         requested: u64,
@@ -187,9 +215,9 @@ impl Worker {
     }
 
     /// A section's beginning: its `start` line (with `left`, how much of the lease is
-    /// left, read before the line's time) and its fenced start write. Returns when the
-    /// lease ended if the fence refused the write (a newer holder exists, so the lease is
-    /// gone too), else `None`: the holder works.
+    /// left, read before the line's time, and the role) and its fenced start write, or a
+    /// reader's read. Returns when the lease ended if the fence refused the write (a newer
+    /// holder exists, so the lease is gone too), else `None`: the holder works.
     pub(crate) fn begin(
         &mut self,
         token: u64,
@@ -201,7 +229,12 @@ impl Worker {
             token,
             requested,
             left: left.map(|left| u64::try_from(left.as_micros()).unwrap_or(u64::MAX)),
+            role: self.role,
         })?;
+        if self.role == Some(Role::Read) {
+            self.wrote_at = self.read(token, Phase::Start)?;
+            return Ok(None);
+        }
         let (first, wrote_at) = self.write(token, Phase::Start)?;
         self.wrote_at = wrote_at;
         Ok(matches!(first, WriteOutcome::Rejected { .. }).then_some(wrote_at))
@@ -220,9 +253,24 @@ impl Worker {
                 Event::Lost { token },
             )?;
         }
-        self.write(token, Phase::End)?;
+        if self.role == Some(Role::Read) {
+            self.read(token, Phase::End)?;
+        } else {
+            self.write(token, Phase::End)?;
+        }
         self.log.record(Event::End { token })?;
         Ok(())
+    }
+
+    /// A reader's read of the resource, logged; when it returned.
+    fn read(&mut self, token: u64, phase: Phase) -> Result<u64, io::Error> {
+        let outcome = self.resource.read(self.lock);
+        let line = self.log.record(Event::Read {
+            token,
+            phase,
+            outcome,
+        })?;
+        Ok(line.at)
     }
 
     /// A resource write, logged; its outcome and when it returned.

@@ -4,6 +4,7 @@
 
 mod losses;
 mod sections;
+mod shared;
 #[cfg(test)]
 mod tests;
 mod ticks;
@@ -57,6 +58,15 @@ pub struct Report {
     pub explained_by: BTreeMap<&'static str, usize>,
     /// Sections whose acquire began after another section ended, with a smaller token.
     pub token_order_violations: usize,
+    /// Read/write locks: writers whose token is not above that of a section that began
+    /// before their acquire call, readers whose token is not above that of a write
+    /// section that began before theirs.
+    pub shared_token_order_violations: usize,
+    /// Readers' reads of the fenced resource that saw a write with a token above the
+    /// reader's, with no fault to explain it.
+    pub stale_reads: usize,
+    /// Such reads a pause of the reader or a data-losing fault explains.
+    pub explained_stale_reads: usize,
     /// Acquisitions whose token an earlier acquisition already had.
     pub duplicate_tokens: usize,
     /// Resource entries with a token below the highest accepted before them.
@@ -125,6 +135,13 @@ pub enum ViolationKind {
     /// A scheduled job's tick ran twice (not a rerun of an unfinished tick), and no data
     /// loss explains it.
     TickRanTwice,
+    /// A read/write lock's writer got a token not above that of a section that began
+    /// before its acquire call, or a reader one not above an earlier writer's.
+    SharedTokenOrder,
+    /// A reader read the fenced resource and saw a write with a token above its own (a
+    /// writer that came after it, or an earlier one with a larger token), and no fault
+    /// explains it.
+    StaleRead,
 }
 
 /// One violation and the events that show it.
@@ -139,7 +156,9 @@ pub struct Violation {
     /// duplicate; the two resource writes for a stale write; the section's for a loss or
     /// a late action; the section's start and the late `renewed` for a late renewal; the
     /// section's and its `released` for an action after its release; the two `tick-ran`
-    /// events, the earlier first, for a tick run twice.
+    /// events, the earlier first, for a tick run twice; the later section's and the
+    /// earlier's for a read/write token order violation; the reader's section, its read,
+    /// and the writer's section if in the history, for a stale read.
     pub events: Vec<Event>,
 }
 
@@ -162,12 +181,16 @@ impl Report {
 }
 
 impl Report {
-    /// `true` when the safety figures are all zero: unexplained overlaps; token order
-    /// (violations and duplicates); stale writes accepted (and no unreadable entry);
+    /// `true` when the safety figures are all zero: unexplained overlaps (a read section
+    /// overlaps only other read sections); token order (violations and duplicates, and
+    /// the read/write locks' order); stale writes accepted (and no unreadable entry);
+    /// stale reads;
     /// unexplained losses; late actions and renewals; actions after a release; and ticks
     /// run twice.
     pub fn passed(&self) -> bool {
         self.ticks_run_twice == 0
+            && self.shared_token_order_violations == 0
+            && self.stale_reads == 0
             && self.late_actions == 0
             && self.late_renewals == 0
             && self.actions_after_release == 0
@@ -186,7 +209,8 @@ impl Report {
             "details: faults_by_kind={} explained_by={} losses_explained_by={} \
              unfinished_sections={} skips={} errors={} lost={} renewals={} releases={} \
              late_starts_in_pauses={} writes_rejected={} writes_failed={} torn_lines={} \
-             unreadable_entries={} ticks_run={} ticks_run_twice={} ticks_rerun_after_data_loss={}",
+             unreadable_entries={} ticks_run={} ticks_run_twice={} ticks_rerun_after_data_loss={} \
+             read_sections={} write_sections={} reads={} reads_failed={} explained_stale_reads={}",
             counts(&self.faults_by_kind),
             counts(&self.explained_by),
             counts(&self.losses_explained_by),
@@ -203,7 +227,12 @@ impl Report {
             self.unreadable_entries,
             self.ticks_run,
             self.ticks_run_twice,
-            self.ticks_rerun_after_data_loss
+            self.ticks_rerun_after_data_loss,
+            t.read_sections,
+            t.write_sections,
+            t.reads,
+            t.reads_failed,
+            self.explained_stale_reads
         )
     }
 }
@@ -232,8 +261,8 @@ impl fmt::Display for Report {
             f,
             "backend={} acquisitions={} unexplained_overlaps={} token_order_violations={} \
              duplicate_tokens={} stale_writes_accepted={} unexplained_losses={} late_actions={} \
-             late_renewals={} actions_after_release={} faults={} explained_overlaps={} \
-             explained_losses={} longest_gap_ms={}",
+             late_renewals={} actions_after_release={} shared_token_order_violations={} \
+             stale_reads={} faults={} explained_overlaps={} explained_losses={} longest_gap_ms={}",
             self.backend,
             self.acquisitions,
             self.unexplained_overlaps,
@@ -244,6 +273,8 @@ impl fmt::Display for Report {
             self.late_actions,
             self.late_renewals,
             self.actions_after_release,
+            self.shared_token_order_violations,
+            self.stale_reads,
             self.faults,
             self.explained_overlaps,
             self.explained_losses,
@@ -276,7 +307,12 @@ pub fn check(run: &History) -> Report {
     for lock in per_lock(&all) {
         overlaps(lock, &run.faults, &mut report);
         losses::losses(lock, &run.faults, rules, &mut report);
-        token_order(lock, &mut report);
+        if lock.iter().all(|s| s.role.is_none()) {
+            token_order(lock, &mut report);
+        } else {
+            shared::token_order(lock, &mut report);
+            shared::stale_reads(lock, &run.faults, &mut report);
+        }
         duplicates(lock, &mut report);
         deadlines(lock, &run.faults, run.exact_times, &mut report);
         let stop = if run.stopped_at == 0 {
@@ -303,11 +339,11 @@ fn per_lock(all: &[Section]) -> impl Iterator<Item = &[Section]> {
 }
 
 /// Counts intersecting pairs of sections of different workers (`all`: one lock's,
-/// sorted by start).
+/// sorted by start), but for two read sections of a read/write lock, which share it.
 fn overlaps(all: &[Section], faults: &[FaultSpan], report: &mut Report) {
     for (i, a) in all.iter().enumerate() {
         for b in all[i + 1..].iter().take_while(|b| b.start < a.end) {
-            if a.worker == b.worker {
+            if a.worker == b.worker || (a.is_read() && b.is_read()) {
                 continue;
             }
             if let Some(kind) = explanation(a, b, faults) {

@@ -83,6 +83,10 @@ pub enum What {
         /// The lease's deadline as the node knew it, on the clock of `at`, if known.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         deadline: Option<u64>,
+        /// For a read/write lock, which side the node holds: `read` (shared with other
+        /// readers) or `write`; absent: an exclusive lock's section (a write, in effect).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        role: Option<Role>,
     },
     /// The node stopped acting as the holder (its action ended).
     ActionEnded {
@@ -157,6 +161,25 @@ pub enum What {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         highest_seen: Option<u64>,
     },
+    /// A reader of a read/write lock read the fenced resource: `seen` is the token of the
+    /// last write the resource had accepted for the lock (absent: none yet, or the read
+    /// failed). Logged by the reader inside its section; the stale-read check reads these.
+    ResourceRead {
+        /// The lock whose token the reader holds.
+        #[serde(default)]
+        lock: u32,
+        /// The reader's token.
+        token: u64,
+        /// Which read of the section, if the reader says.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        phase: Option<Phase>,
+        /// The token of the last accepted write it saw, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seen: Option<u64>,
+        /// Whether the read failed (no answer): it saw nothing.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        failed: bool,
+    },
     /// A write to the fenced resource failed (no answer).
     WriteFailed {
         /// The lock whose token it carried.
@@ -218,7 +241,17 @@ pub enum Answer {
     },
 }
 
-/// Which of a section's resource writes.
+/// Which side of a read/write lock a section holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// Shared: read sections may overlap each other.
+    Read,
+    /// Exclusive: a write section overlaps no other section of its lock.
+    Write,
+}
+
+/// Which of a section's resource writes (or reads).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Phase {

@@ -172,7 +172,7 @@ pub fn read_history(input: impl BufRead, settings: Settings) -> Result<History, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::{Answer, Clock, Phase};
+    use crate::event::{Answer, Clock, Phase, Role};
 
     #[test]
     fn every_event_reads_back_from_its_json_line() {
@@ -201,6 +201,29 @@ mod tests {
                 requested: Some(5),
                 left_us: Some(900),
                 deadline: Some(1_000),
+                role: None,
+            },
+            What::ActionStarted {
+                lock: 2,
+                token: 10,
+                requested: None,
+                left_us: None,
+                deadline: None,
+                role: Some(Role::Read),
+            },
+            What::ResourceRead {
+                lock: 2,
+                token: 10,
+                phase: Some(Phase::Start),
+                seen: Some(9),
+                failed: false,
+            },
+            What::ResourceRead {
+                lock: 2,
+                token: 10,
+                phase: None,
+                seen: None,
+                failed: true,
             },
             What::Renewed {
                 lock: 1,

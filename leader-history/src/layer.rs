@@ -321,6 +321,7 @@ impl<W: Write> State<W> {
                         requested: None,
                         left_us: None,
                         deadline: None,
+                        role: None,
                     },
                 );
             }

@@ -11,7 +11,7 @@ pub use checker::{
     GAP_SHADOW_LEASES, Gap, LATE_START, LOSS_AFTERMATH_US, LossRules, Report,
     STALE_RECORD_WRITE_LEASES, Section, Tallies, Violation, ViolationKind, check, sections,
 };
-pub use event::{Answer, Clock, Event, FaultKind, Phase, What};
+pub use event::{Answer, Clock, Event, FaultKind, Phase, Role, What};
 pub use history::{FaultSpan, History, Log, ReadError, Settings, read_history};
 #[cfg(feature = "tracing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]

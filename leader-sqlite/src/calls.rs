@@ -9,10 +9,11 @@
 use std::future::Future;
 use std::time::Instant;
 
-use leader_core::kit::{Call, Failure, Released, Runs, Store, Unsupported, calls};
+use leader_core::kit::{Call, Failure, Released, Runs, SharedStore, Store, Unsupported, calls};
 use leader_core::{
     AcquireOutcome, AcquireRequest, ExtendOutcome, ForceReleaseOutcome, LeaderState, ListPage,
-    RecordWriteOutcome, ReleaseEvents, ReleaseRequest, Renewal, SlotOutcome, StoredRecord,
+    LockName, RecordWriteOutcome, ReleaseEvents, ReleaseRequest, Renewal, Role, SharedOutcome,
+    SharedRequest, SharedState, SlotOutcome, StoredRecord,
 };
 use rusqlite::Connection;
 
@@ -21,6 +22,7 @@ use crate::error::OpError;
 use crate::operator;
 use crate::ops::{self, CHUNK};
 use crate::records;
+use crate::shared::{self, AcquireShared};
 use crate::time::HostClock;
 
 /// A call made of transactions on the file.
@@ -180,6 +182,122 @@ impl Transactions for calls::ReadRecord {
 impl Transactions for calls::WriteRecord {
     fn run(self, db: &SqliteBackend, started: Instant) -> Result<RecordWriteOutcome, Failure> {
         one(db, started, |conn, _| records::write(conn, &self))
+    }
+}
+
+impl Call for AcquireShared {
+    type Output = SharedOutcome;
+    const NAME: &'static str = "acquire_shared";
+
+    fn outcome(output: &SharedOutcome) -> &'static str {
+        output.as_str()
+    }
+}
+
+impl Transactions for AcquireShared {
+    fn run(self, db: &SqliteBackend, started: Instant) -> Result<SharedOutcome, Failure> {
+        one(db, started, |conn, clock| {
+            shared::acquire(conn, clock, &self)
+        })
+    }
+}
+
+/// `extend_shared`'s arguments, owned.
+#[derive(Debug)]
+pub struct ExtendShared(calls::Extend, Role);
+
+impl Call for ExtendShared {
+    type Output = ExtendOutcome;
+    const NAME: &'static str = "extend_shared";
+}
+
+impl Transactions for ExtendShared {
+    fn run(self, db: &SqliteBackend, started: Instant) -> Result<ExtendOutcome, Failure> {
+        let (renewal, role) = (&self.0, self.1);
+        let lease = &renewal.lease;
+        one(db, started, |conn, clock| {
+            shared::extend(
+                conn,
+                clock,
+                &lease.key,
+                lease.owner,
+                role,
+                renewal.lease_time,
+            )
+        })
+    }
+}
+
+/// `release_shared`'s arguments, owned.
+#[derive(Debug)]
+pub struct ReleaseShared(calls::Release, Role);
+
+impl Call for ReleaseShared {
+    type Output = Released;
+    const NAME: &'static str = "release_shared";
+}
+
+impl Transactions for ReleaseShared {
+    fn run(self, db: &SqliteBackend, started: Instant) -> Result<Released, Failure> {
+        let (release, role) = (&self.0, self.1);
+        let lease = &release.lease;
+        one(db, started, |conn, clock| {
+            shared::release(
+                conn,
+                clock,
+                &lease.key,
+                lease.owner,
+                role,
+                release.min_lease_time,
+            )
+        })
+    }
+}
+
+/// `state_shared`'s arguments, owned.
+#[derive(Debug)]
+pub struct StateShared(LockName);
+
+impl Call for StateShared {
+    type Output = SharedState;
+    const NAME: &'static str = "state_shared";
+}
+
+impl Transactions for StateShared {
+    fn run(self, db: &SqliteBackend, started: Instant) -> Result<SharedState, Failure> {
+        one(db, started, |conn, clock| {
+            shared::state(conn, clock, &self.0)
+        })
+    }
+}
+
+/// Read/write locks: each call one `BEGIN IMMEDIATE` transaction (`state_shared` one read
+/// transaction) on `leader_rw` and `leader_rw_holders`, running the kit's
+/// `SharedRecord` rules on the host's monotonic clock (see the crate docs, Read/write
+/// locks). `use_db_time` changes nothing: every time comes from the host's clocks.
+impl SharedStore for SqliteBackend {
+    type AcquireShared<'a> = AcquireShared;
+    fn plan_acquire_shared<'a>(&'a self, request: SharedRequest<'a>) -> AcquireShared {
+        AcquireShared {
+            acquire: request.request.into(),
+            role: request.role,
+            max_readers: request.max_readers.get(),
+        }
+    }
+
+    type ExtendShared<'a> = ExtendShared;
+    fn plan_extend_shared<'a>(&'a self, renewal: Renewal<'a>, role: Role) -> ExtendShared {
+        ExtendShared(renewal.into(), role)
+    }
+
+    type ReleaseShared<'a> = ReleaseShared;
+    fn plan_release_shared<'a>(&'a self, release: ReleaseRequest<'a>, role: Role) -> ReleaseShared {
+        ReleaseShared(release.into(), role)
+    }
+
+    type StateShared<'a> = StateShared;
+    fn plan_state_shared<'a>(&'a self, key: &'a LockName) -> StateShared {
+        StateShared(key.clone())
     }
 }
 
@@ -555,5 +673,68 @@ mod tests {
             "the single call fails alike: {single:?}"
         );
         assert_eq!(expiry(&names[1]), before);
+    }
+
+    /// An uncontended read or write acquire of a read/write lock is one transaction (one
+    /// commit), and so are its renewal and its release; a refused acquire commits nothing
+    /// it changed (its transaction writes no row).
+    #[test]
+    fn a_read_write_lock_call_is_one_transaction() {
+        use leader_core::{MaxReaders, SharedLockBackend, SharedOutcome, SharedRequest};
+
+        let fixture = Fixture::new("rw-one-transaction");
+        let backend = &fixture.backend;
+        let lease = Duration::from_secs(30);
+        let commits = fixture.count_commits();
+        for (role, name) in [(Role::Read, "rw-read"), (Role::Write, "rw-write")] {
+            let key = LockName::new(name).unwrap();
+            let request = AcquireRequest::new(&key, OwnerToken::random(), "node", lease);
+            let request = SharedRequest::new(request, role, MaxReaders::DEFAULT);
+            let SharedOutcome::Acquired(held) = backend.try_acquire_shared(request).unwrap() else {
+                panic!("a free lock")
+            };
+            assert_eq!(commits.swap(0, Ordering::Relaxed), 1, "{role:?} acquire");
+            assert!(matches!(
+                backend
+                    .extend_shared(Renewal::new(&held, lease), role)
+                    .unwrap(),
+                ExtendOutcome::Extended { .. }
+            ));
+            assert_eq!(commits.swap(0, Ordering::Relaxed), 1, "{role:?} extend");
+            assert_eq!(
+                backend
+                    .release_shared(ReleaseRequest::new(&held, Duration::ZERO), role)
+                    .unwrap(),
+                ReleaseOutcome::Released
+            );
+            assert_eq!(commits.swap(0, Ordering::Relaxed), 1, "{role:?} release");
+        }
+        let key = LockName::new("rw-read").unwrap();
+        let reader = AcquireRequest::new(&key, OwnerToken::random(), "node", lease);
+        let reader = SharedRequest::read(reader, MaxReaders::DEFAULT);
+        assert!(matches!(
+            backend.try_acquire_shared(reader).unwrap(),
+            SharedOutcome::Acquired(_)
+        ));
+        let changes = || -> i64 {
+            backend.with_connection(|conn| {
+                conn.query_row("SELECT total_changes()", [], |row| row.get(0))
+                    .unwrap()
+            })
+        };
+        let before = changes();
+        let writer = AcquireRequest::new(&key, OwnerToken::random(), "node", lease);
+        let queued = backend
+            .try_acquire_shared(SharedRequest::write(writer))
+            .unwrap();
+        assert!(matches!(queued, SharedOutcome::Queued(_)), "{queued:?}");
+        let after_queue = changes();
+        assert!(after_queue > before, "the intent is written");
+        let late = AcquireRequest::new(&key, OwnerToken::random(), "node", lease);
+        let held = backend
+            .try_acquire_shared(SharedRequest::read(late, MaxReaders::DEFAULT))
+            .unwrap();
+        assert!(matches!(held, SharedOutcome::Held(_)), "{held:?}");
+        assert_eq!(changes(), after_queue, "a refusal writes no row");
     }
 }

@@ -57,8 +57,9 @@ pub enum ConnectError {
         #[source]
         source: rusqlite::Error,
     },
-    /// The database holds a `leader_locks`, `leader_fences` or `leader_schema` table (or
-    /// view) of another shape.
+    /// The database holds a table (or view) of one of this backend's names
+    /// (`leader_locks`, `leader_fences`, `leader_records`, `leader_rw`,
+    /// `leader_rw_holders`, `leader_schema`) of another shape.
     #[error("the SQLite database `{}` has a `{table}` table this backend did not create", path.display())]
     ForeignTable {
         /// The path given.

@@ -13,6 +13,7 @@ mod ops;
 mod path;
 mod records;
 mod schema;
+mod shared;
 mod time;
 
 pub use backend::SqliteBackend;

@@ -7,6 +7,10 @@
 //! version 1 file is migrated in one transaction: each row keeps the time it had left, and
 //! the old columns are gone, so a process still running version 1 on the file fails
 //! closed ("no such column") instead of reading the new rows as expired.
+//!
+//! Tables added within version 2 (the records, the read/write locks) are created with
+//! `IF NOT EXISTS` when a file lacks them: a release that does not know them ignores them,
+//! and no table it knows changes.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -50,6 +54,38 @@ const RECORDS: &str = "CREATE TABLE IF NOT EXISTS leader_records (
     value TEXT NOT NULL
 ) WITHOUT ROWID";
 
+/// The read/write locks (`leader_core::SharedLockBackend`), apart from the exclusive
+/// locks and their counters (a name may be both): one row per name that was ever taken in
+/// either role, keeping its fencing counter (`last_token`, one for both roles) and a
+/// waiting writer's intent (`intent_*`, all three `NULL` when there is none). Every time
+/// of the name (the intent's, its holders') is on the monotonic clock of boot `boot_id`.
+/// Added within version 2, with [`RW_HOLDERS`]: a file of an earlier release gets both
+/// tables when opened.
+const RW: &str = "CREATE TABLE IF NOT EXISTS leader_rw (
+    name TEXT PRIMARY KEY NOT NULL,
+    last_token INTEGER NOT NULL,
+    boot_id TEXT NOT NULL,
+    intent_owner TEXT,
+    intent_leader_id TEXT,
+    intent_expires_us INTEGER
+) WITHOUT ROWID";
+
+/// The holders of the read/write locks: a row per reader or writer (`role`), keyed by its
+/// fencing token, which is unique per name and grows with each grant, so readers read in
+/// token order are in the order they came. `released` (0 or 1) marks a hold released
+/// before its minimum lease ran out.
+const RW_HOLDERS: &str = "CREATE TABLE IF NOT EXISTS leader_rw_holders (
+    name TEXT NOT NULL,
+    fencing_token INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    leader_id TEXT NOT NULL,
+    acquired_us INTEGER NOT NULL,
+    expires_us INTEGER NOT NULL,
+    released INTEGER NOT NULL,
+    PRIMARY KEY (name, fencing_token)
+) WITHOUT ROWID";
+
 /// The schema version, in its one row.
 const SCHEMA: &str = "CREATE TABLE leader_schema (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -76,15 +112,34 @@ const V1_LOCK_COLUMNS: &[&str] = &[
 const FENCE_COLUMNS: &[&str] = &["name", "last_token"];
 const SCHEMA_COLUMNS: &[&str] = &["id", "version"];
 const RECORD_COLUMNS: &[&str] = &["name", "version", "value"];
+const RW_COLUMNS: &[&str] = &[
+    "name",
+    "last_token",
+    "boot_id",
+    "intent_owner",
+    "intent_leader_id",
+    "intent_expires_us",
+];
+const RW_HOLDER_COLUMNS: &[&str] = &[
+    "name",
+    "fencing_token",
+    "role",
+    "owner",
+    "leader_id",
+    "acquired_us",
+    "expires_us",
+    "released",
+];
 
 /// What a file holds, as far as this crate is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Found {
     /// The current tables.
     Current,
-    /// The current tables but for the records (a file of an earlier release): that table
-    /// is created.
-    NoRecords,
+    /// The current lock tables, but some of the tables added within version 2 (the
+    /// records, the read/write locks) are missing (a file of an earlier release): they
+    /// are created.
+    Additions,
     /// No lock table (perhaps the fences of an earlier one): the tables are created.
     Missing,
     /// Version 1's lock table: it is migrated.
@@ -186,7 +241,9 @@ fn prepare(
         .map_err(fail)?;
     match inspect(&tx, path)? {
         Found::Current => {}
-        Found::NoRecords => tx.execute_batch(RECORDS).map_err(fail)?,
+        Found::Additions => tx
+            .execute_batch(&format!("{RECORDS}; {RW}; {RW_HOLDERS};"))
+            .map_err(fail)?,
         Found::Missing => create(&tx).map_err(fail)?,
         Found::Version1 => migrate(&tx, path, clock)?,
     }
@@ -195,7 +252,9 @@ fn prepare(
 }
 
 fn create(conn: &Connection) -> rusqlite::Result<()> {
-    conn.execute_batch(&format!("{LOCKS}; {FENCES}; {RECORDS}; {SCHEMA};"))?;
+    conn.execute_batch(&format!(
+        "{LOCKS}; {FENCES}; {RECORDS}; {RW}; {RW_HOLDERS}; {SCHEMA};"
+    ))?;
     conn.execute(
         "INSERT INTO leader_schema (id, version) VALUES (1, ?1)",
         [VERSION],
@@ -244,7 +303,7 @@ fn copy(conn: &Connection, boot: &str, now: i64, wall: i64) -> rusqlite::Result<
     conn.execute_batch(&format!(
         "DROP TABLE leader_locks;
          ALTER TABLE leader_locks_v2 RENAME TO leader_locks;
-         {FENCES}; {RECORDS}; {SCHEMA};"
+         {FENCES}; {RECORDS}; {RW}; {RW_HOLDERS}; {SCHEMA};"
     ))?;
     conn.execute(
         "INSERT INTO leader_schema (id, version) VALUES (1, ?1)",
@@ -273,11 +332,17 @@ fn inspect(conn: &Connection, path: &Path) -> Result<Found, ConnectError> {
     let locks = columns(conn, path, "leader_locks")?;
     let fences = columns(conn, path, "leader_fences")?;
     let records = columns(conn, path, "leader_records")?;
-    if fences.is_some() && !same(fences.as_deref(), FENCE_COLUMNS) {
-        return Err(foreign("leader_fences"));
-    }
-    if records.is_some() && !same(records.as_deref(), RECORD_COLUMNS) {
-        return Err(foreign("leader_records"));
+    let rw = columns(conn, path, "leader_rw")?;
+    let rw_holders = columns(conn, path, "leader_rw_holders")?;
+    for (found, expected, table) in [
+        (&fences, FENCE_COLUMNS, "leader_fences"),
+        (&records, RECORD_COLUMNS, "leader_records"),
+        (&rw, RW_COLUMNS, "leader_rw"),
+        (&rw_holders, RW_HOLDER_COLUMNS, "leader_rw_holders"),
+    ] {
+        if found.is_some() && !same(found.as_deref(), expected) {
+            return Err(foreign(table));
+        }
     }
     match schema {
         Some(found) if !same(Some(&found), SCHEMA_COLUMNS) => Err(foreign("leader_schema")),
@@ -297,8 +362,8 @@ fn inspect(conn: &Connection, path: &Path) -> Result<Found, ConnectError> {
                 Err(foreign("leader_schema"))
             } else if !same(locks.as_deref(), LOCK_COLUMNS) {
                 Err(foreign("leader_locks"))
-            } else if records.is_none() {
-                Ok(Found::NoRecords)
+            } else if records.is_none() || rw.is_none() || rw_holders.is_none() {
+                Ok(Found::Additions)
             } else {
                 Ok(Found::Current)
             }

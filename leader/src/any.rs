@@ -287,6 +287,8 @@ macro_rules! on_shared_backend {
             AnyBackend::Memory($backend) => $body,
             #[cfg(feature = "mongodb")]
             AnyBackend::Mongo($backend) => $body,
+            #[cfg(feature = "sqlite")]
+            AnyBackend::Sqlite($backend) => $body,
             #[allow(unreachable_patterns)]
             other => Err(Error::Backend(leader_core::BackendError::new(
                 other.kind(),

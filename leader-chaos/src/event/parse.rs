@@ -1,6 +1,6 @@
 //! Reading a log back: [`parse_log`] and what it returns.
 
-use super::{Event, FaultKind, Phase, Stamped, WriteOutcome};
+use super::{Event, FaultKind, Phase, ReadOutcome, Role, Stamped, WriteOutcome};
 
 /// A complete line that is not an event.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -86,6 +86,25 @@ fn parse_line(line: &str) -> Result<Stamped, &'static str> {
             token: num("token")?,
             requested: num("req")?,
             left: get("left").is_ok().then(|| num("left")).transpose()?,
+            role: match get("role") {
+                Err(_) => None,
+                Ok("read") => Some(Role::Read),
+                Ok("write") => Some(Role::Write),
+                Ok(_) => return Err("unknown role"),
+            },
+        },
+        "read" => Event::Read {
+            token: num("token")?,
+            phase: match get("phase")? {
+                "start" => Phase::Start,
+                "end" => Phase::End,
+                _ => return Err("unknown phase"),
+            },
+            outcome: match get("seen")? {
+                "none" => ReadOutcome::Seen(None),
+                "failed" => ReadOutcome::Failed,
+                seen => ReadOutcome::Seen(Some(seen.parse().map_err(|_| "not a number")?)),
+            },
         },
         "write" => Event::Write {
             token: num("token")?,
@@ -206,12 +225,36 @@ mod tests {
                 token: u64::MAX,
                 requested: 3,
                 left: None,
+                role: None,
             },
             Event::Start {
                 lock: 0,
                 token: 7,
                 requested: 3,
                 left: Some(999_000),
+                role: Some(Role::Read),
+            },
+            Event::Start {
+                lock: 2,
+                token: 8,
+                requested: 3,
+                left: None,
+                role: Some(Role::Write),
+            },
+            Event::Read {
+                token: 5,
+                phase: Phase::Start,
+                outcome: ReadOutcome::Seen(Some(4)),
+            },
+            Event::Read {
+                token: 5,
+                phase: Phase::End,
+                outcome: ReadOutcome::Seen(None),
+            },
+            Event::Read {
+                token: 5,
+                phase: Phase::End,
+                outcome: ReadOutcome::Failed,
             },
             Event::Write {
                 token: 5,

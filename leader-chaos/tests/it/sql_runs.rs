@@ -6,7 +6,7 @@
 //! They need `redis-server` (the resource) and, for PostgreSQL, `postgres`: without them
 //! a test prints a skip line, or fails under `LEADER_TEST_REQUIRE_SERVERS=1`.
 
-use crate::common::{figure, run, servers};
+use crate::common::{details, figure, run, servers};
 
 #[test]
 fn a_healthy_sqlite_run_passes() {
@@ -31,6 +31,13 @@ fn a_healthy_sqlite_run_passes() {
     assert_eq!(code, Some(0), "{line}");
     assert!(figure(&line, "acquisitions") > 0, "{line}");
     assert!(figure(&line, "faults") > 0, "{line}");
+    // The read/write mode (one section in three by default) ran readers and writers,
+    // judged with the rest: readers read the resource at their start and end.
+    let details = details("sqlite");
+    for name in ["read_sections", "write_sections", "reads"] {
+        assert!(figure(&details, name) > 0, "{name}: {details}");
+    }
+    assert_eq!(figure(&line, "stale_reads"), 0, "{line}");
 }
 
 #[test]

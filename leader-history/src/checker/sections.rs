@@ -1,6 +1,6 @@
 //! Sections (action start to end) and the other counts, from the nodes' logs.
 
-use crate::event::{Answer, Event, What};
+use crate::event::{Answer, Event, Role, What};
 use crate::history::Log;
 
 /// One acquisition and how long its holder acted on it.
@@ -39,6 +39,19 @@ pub struct Section {
     /// The events that make it: its `action-started`, and its `lease-lost` or
     /// `action-ended` (or `node-stopped`) if any.
     pub events: Vec<Event>,
+    /// The side of a read/write lock it holds; `None` for an exclusive lock's section.
+    pub role: Option<Role>,
+    /// The node's `resource-read` events of its lease while the section was open (a
+    /// reader's reads of the fenced resource).
+    pub reads: Vec<Event>,
+}
+
+impl Section {
+    /// Whether it shares its lock with other readers (a read section); an exclusive
+    /// lock's section or a write section excludes every other.
+    pub fn is_read(&self) -> bool {
+        self.role == Some(Role::Read)
+    }
 }
 
 /// What the logs say besides the sections.
@@ -64,6 +77,14 @@ pub struct Tallies {
     /// stopped between its check of the lease and its first step): explained, not
     /// violations.
     pub late_starts_in_pauses: usize,
+    /// Read sections of read/write locks (`action-started` with `role` `read`).
+    pub read_sections: usize,
+    /// Write sections of read/write locks (`role` `write`).
+    pub write_sections: usize,
+    /// Readers' reads of the fenced resource (`resource-read`), failed ones included.
+    pub reads: usize,
+    /// Readers' reads that failed (no answer).
+    pub reads_failed: usize,
 }
 
 /// The sections of every log, and the tallies.
@@ -95,7 +116,13 @@ pub fn sections(logs: &[Log], run_end: u64) -> (Vec<Section>, Tallies) {
                     requested,
                     left_us,
                     deadline,
+                    role,
                 } => {
+                    match role {
+                        Some(Role::Read) => tallies.read_sections += 1,
+                        Some(Role::Write) => tallies.write_sections += 1,
+                        None => {}
+                    }
                     if let Some(i) = open.iter().position(|s| s.lock == lock) {
                         all.push(closed(open.swap_remove(i), at, None));
                     }
@@ -116,6 +143,8 @@ pub fn sections(logs: &[Log], run_end: u64) -> (Vec<Section>, Tallies) {
                         late_renewals: Vec::new(),
                         released_while_open: None,
                         events: vec![event.clone()],
+                        role,
+                        reads: Vec::new(),
                     });
                 }
                 What::LeaseLost { lock, token } | What::ActionEnded { lock, token } => {
@@ -172,6 +201,22 @@ pub fn sections(logs: &[Log], run_end: u64) -> (Vec<Section>, Tallies) {
                     Answer::Indeterminate { .. } => tallies.errors += 1,
                     Answer::Lease { .. } => {}
                 },
+                What::ResourceRead {
+                    lock,
+                    token,
+                    failed,
+                    ..
+                } => {
+                    tallies.reads += 1;
+                    if failed {
+                        tallies.reads_failed += 1;
+                    }
+                    if let Some(section) =
+                        open.iter_mut().find(|s| (s.lock, s.token) == (lock, token))
+                    {
+                        section.reads.push(event.clone());
+                    }
+                }
                 What::WriteRejected { .. } => tallies.writes_rejected += 1,
                 What::WriteFailed { .. } => tallies.writes_failed += 1,
                 _ => {}

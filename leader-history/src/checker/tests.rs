@@ -2,7 +2,7 @@
 //! (`<µs>\t<kind>\t<key>=<value>...`, read by [`parse`] below) to keep them short.
 
 use super::*;
-use crate::event::{Answer, Clock, Phase};
+use crate::event::{Answer, Clock, Phase, Role};
 use crate::history::Log;
 
 /// The events of a compact log, and whether its last line was torn (no newline).
@@ -35,6 +35,11 @@ fn parse(worker: u32, text: &str) -> (Vec<Event>, usize) {
                     requested: Some(num("req")),
                     left_us: get("left").map(|l| l.parse().unwrap()),
                     deadline: get("dl").map(|d| d.parse().unwrap()),
+                    role: match get("role") {
+                        Some("read") => Some(Role::Read),
+                        Some("write") => Some(Role::Write),
+                        _ => None,
+                    },
                 }
             }
             "renew" => What::Renewed {
@@ -66,6 +71,13 @@ fn parse(worker: u32, text: &str) -> (Vec<Event>, usize) {
                 answer: Answer::Indeterminate {
                     message: get("msg").map(str::to_owned),
                 },
+            },
+            "read" => What::ResourceRead {
+                lock,
+                token: num("token"),
+                phase: phase(),
+                seen: get("seen").map(|s| s.parse().unwrap()),
+                failed: get("failed").is_some(),
             },
             "write" => {
                 let token = num("token");
@@ -103,7 +115,7 @@ fn parse(worker: u32, text: &str) -> (Vec<Event>, usize) {
 }
 
 /// A log of `worker` from compact text.
-fn life(worker: u32, text: &str) -> Log {
+pub(super) fn life(worker: u32, text: &str) -> Log {
     let (events, torn) = parse(worker, text);
     Log {
         node: worker,
@@ -189,8 +201,8 @@ fn back_to_back_sections_pass() {
         report.to_string(),
         "backend=test acquisitions=2 unexplained_overlaps=0 token_order_violations=0 \
          duplicate_tokens=0 stale_writes_accepted=0 unexplained_losses=0 late_actions=0 \
-         late_renewals=0 actions_after_release=0 faults=0 explained_overlaps=0 \
-         explained_losses=0 longest_gap_ms=0"
+         late_renewals=0 actions_after_release=0 shared_token_order_violations=0 \
+         stale_reads=0 faults=0 explained_overlaps=0 explained_losses=0 longest_gap_ms=0"
     );
     // Worker 1's end at 20, worker 2's start at 21: a gap of 1 µs.
     assert_eq!(report.longest_gap.map(|g| g.len_us()), Some(1));

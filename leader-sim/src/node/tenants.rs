@@ -357,6 +357,7 @@ impl<'a> Node<'a> {
             requested: Some(requested),
             left_us: Some(deadline.saturating_sub(t)),
             deadline: Some(deadline),
+            role: None,
         }));
         fx.push(Effect::Write {
             lock: index,

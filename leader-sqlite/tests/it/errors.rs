@@ -101,6 +101,14 @@ fn a_table_of_the_same_name_made_by_someone_else_is_refused_and_nothing_is_writt
             "leader_records",
             "CREATE TABLE leader_records (name TEXT PRIMARY KEY, note TEXT); INSERT INTO leader_records VALUES ('job', 'mine');",
         ),
+        (
+            "leader_rw",
+            "CREATE TABLE leader_rw (name TEXT PRIMARY KEY, note TEXT); INSERT INTO leader_rw VALUES ('job', 'mine');",
+        ),
+        (
+            "leader_rw_holders",
+            "CREATE TABLE leader_rw_holders (name TEXT, note TEXT); INSERT INTO leader_rw_holders VALUES ('job', 'mine');",
+        ),
     ] {
         let dir = TempDir::new("foreign");
         let path = app_database(&dir, sql);

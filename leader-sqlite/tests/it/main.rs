@@ -13,4 +13,5 @@ mod paths;
 mod processes;
 mod renewals;
 mod schema;
+mod shared;
 mod timeout;

@@ -60,7 +60,17 @@ pub(crate) fn run(name: &str, args: &[&str]) -> (Option<i32>, String) {
     (output.status.code(), line)
 }
 
-/// The figure `name` of a `chaos:` line.
+/// The `details:` line of the run `name` (from its `report.txt`).
+pub(crate) fn details(name: &str) -> String {
+    let report = std::fs::read_to_string(run_dir(name).join("report.txt")).unwrap();
+    report
+        .lines()
+        .find(|l| l.starts_with("details: "))
+        .unwrap_or_else(|| panic!("no details: line in {report}"))
+        .to_owned()
+}
+
+/// The figure `name` of a `chaos:` line (or a `details:` line).
 pub(crate) fn figure(line: &str, name: &str) -> u64 {
     line.split_whitespace()
         .find_map(|field| field.strip_prefix(name)?.strip_prefix('='))
