@@ -74,6 +74,8 @@ fn holds_and_watches(url: &str) {
     // A free lock is an answer, not an error.
     let free = run(leader(url, &["state", &name])).expect_code(0).stdout;
     assert!(free.contains("free"), "{free}");
+
+    reads_and_writes(url);
 }
 
 /// Two readers held by children (`acquire --read`), `state --rw` (JSON and table) shows
@@ -98,15 +100,28 @@ fn reads_and_writes(url: &str) {
         })
         .collect();
     readers.sort();
-    let expected = [("reader-a".to_owned(), token_a), ("reader-b".to_owned(), token_b)];
+    let expected = [
+        ("reader-a".to_owned(), token_a),
+        ("reader-b".to_owned(), token_b),
+    ];
     assert_eq!(readers, expected, "{state}");
-    let table = run(leader(url, &["state", "--rw", &name])).expect_code(0).stdout;
-    assert!(table.contains("reader-a") && table.contains("reader-b"), "{table}");
+    let table = run(leader(url, &["state", "--rw", &name]))
+        .expect_code(0)
+        .stdout;
+    assert!(
+        table.contains("reader-a") && table.contains("reader-b"),
+        "{table}"
+    );
     // The exclusive lock of the same name is another lock: free.
-    let exclusive = run(leader(url, &["--json", "state", &name])).expect_code(0).json();
+    let exclusive = run(leader(url, &["--json", "state", &name]))
+        .expect_code(0)
+        .json();
     assert_eq!(exclusive["status"], "free", "{exclusive}");
 
-    let writer = leader(url, &["acquire", &name, "--write", "--hold", "1s", "--wait", "0s"]);
+    let writer = leader(
+        url,
+        &["acquire", &name, "--write", "--hold", "1s", "--wait", "0s"],
+    );
     run(writer).expect_code(1);
     let third = hold(url, &["--read"], &name, "reader-c", "15s").0;
     for mut reader in [reader_a, reader_b, third] {
@@ -122,7 +137,9 @@ fn reads_and_writes(url: &str) {
     assert_eq!(state["writer"]["fencing_token"], token_w, "{state}");
     writer.terminate();
     writer.finish(common::DEADLINE).expect_code(0);
-    let free = run(leader(url, &["state", "--rw", &name])).expect_code(0).stdout;
+    let free = run(leader(url, &["state", "--rw", &name]))
+        .expect_code(0)
+        .stdout;
     assert!(free.contains("free"), "{free}");
 }
 
