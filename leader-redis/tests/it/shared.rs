@@ -112,35 +112,28 @@ fn a_record_the_library_did_not_write_is_a_typed_error_and_left_as_it_is() {
     };
     let backend = harness.make();
     let mut conn = harness.raw();
-    let planted: [(&str, &dyn Fn(&mut redis::Connection, &str)); 4] = [
-        ("not JSON", &|conn, key| {
-            redis::cmd("SET").arg(key).arg("{oops").exec(conn).unwrap()
-        }),
-        ("a reader without a token", &|conn, key| {
-            let json =
-                r#"{"r":[{"o":"ab","n":"x","a":"1","e":"2","sa":"1","se":"99999999999999999"}]}"#;
-            redis::cmd("SET").arg(key).arg(json).exec(conn).unwrap()
-        }),
-        ("a writer that is a string", &|conn, key| {
-            redis::cmd("SET")
-                .arg(key)
-                .arg(r#"{"w":"me"}"#)
-                .exec(conn)
-                .unwrap()
-        }),
-        ("a hash", &|conn, key| {
-            redis::cmd("HSET")
-                .arg(key)
-                .arg("owner")
-                .arg("x")
-                .exec(conn)
-                .unwrap()
-        }),
+    // What is planted: a string (`Some`), or a hash (`None`).
+    let planted = [
+        ("not JSON", Some("{oops")),
+        (
+            "a reader without a token",
+            Some(r#"{"r":[{"o":"ab","n":"x","a":"1","e":"2","sa":"1","se":"99999999999999999"}]}"#),
+        ),
+        ("a writer that is a string", Some(r#"{"w":"me"}"#)),
+        ("a hash", None),
     ];
-    for (what, plant) in planted {
+    for (what, value) in planted {
         let key = fresh_name("rw-corrupt");
         let redis_key = backend.shared_key(&key);
-        plant(&mut conn, &redis_key);
+        match value {
+            Some(value) => redis::cmd("SET").arg(&redis_key).arg(value).exec(&mut conn),
+            None => redis::cmd("HSET")
+                .arg(&redis_key)
+                .arg("owner")
+                .arg("x")
+                .exec(&mut conn),
+        }
+        .unwrap();
         let dump = |conn: &mut redis::Connection| -> Vec<u8> {
             redis::cmd("DUMP").arg(&redis_key).query(conn).unwrap()
         };
