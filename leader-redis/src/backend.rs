@@ -17,7 +17,7 @@ use crate::config::RedisConfig;
 use crate::error::{BACKEND, ConnectError, OpError};
 use crate::keys::{LockKeys, release_channel};
 use crate::listener::Listener;
-use crate::ops::{Op, Release, ScriptCall, Unacknowledged, acknowledged, split};
+use crate::ops::{Op, ScriptCall, Unacknowledged, Undo, acknowledged, split};
 use crate::started::Started;
 use crate::sync_conn::SyncPool;
 use crate::url::SentinelUrl;
@@ -298,6 +298,27 @@ impl RedisBackend {
         LockKeys::new(self.key_prefix(), name).record().into()
     }
 
+    /// The Redis key of the read/write lock `name` (see
+    /// [`SharedLockBackend`](leader_core::SharedLockBackend)), apart from its exclusive
+    /// lock and its record: `{prefix}:rw{<name>}`, a string holding the lock's holders as
+    /// JSON, in the lock's cluster slot (its fencing counter is the same with `:fence`
+    /// appended). Errors of the read/write lock's calls name this key.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use leader_core::LockName;
+    /// use leader_redis::RedisBackend;
+    ///
+    /// let backend = RedisBackend::connect("redis://127.0.0.1/")?;
+    /// let name = LockName::new("nightly")?;
+    /// assert_eq!(backend.shared_key(&name), "leader:rw{nightly}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn shared_key(&self, name: &LockName) -> String {
+        LockKeys::new(self.key_prefix(), name).shared().into()
+    }
+
     /// `true` while the shared release subscription is connected. It starts with the first
     /// call of [`Backend::release_events`] (waiting electors make it), and is never up when
     /// release notifications are off.
@@ -349,7 +370,7 @@ impl RedisBackend {
         let output = decoded(&op, reply)?;
         let (output, unacked) = acknowledged::<O>(output, ack, acks);
         let requests = unacked.requests();
-        if let Some(release) = Release::new(&requests, self.key_prefix()) {
+        if let Some(release) = op.undo(&requests, self.key_prefix()) {
             let reply = self.inner.sync.run(&self.invocation(&release));
             self.unacknowledged_released(&unacked, &release, reply);
         }
@@ -374,7 +395,7 @@ impl RedisBackend {
     fn unacknowledged_released(
         &self,
         unacked: &Unacknowledged,
-        release: &Release<'_, '_>,
+        release: &Undo<'_>,
         reply: RedisResult<Value>,
     ) {
         let answer = decoded(release, reply);
@@ -423,7 +444,7 @@ impl RedisBackend {
         let output = decoded(&op, reply)?;
         let (output, unacked) = acknowledged::<O>(output, ack, acks);
         let requests = unacked.requests();
-        if let Some(release) = Release::new(&requests, self.key_prefix()) {
+        if let Some(release) = op.undo(&requests, self.key_prefix()) {
             let reply = self.inner.async_pool.run(&self.invocation(&release)).await;
             self.unacknowledged_released(&unacked, &release, reply);
         }

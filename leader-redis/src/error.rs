@@ -132,6 +132,10 @@ pub(crate) enum OpError {
     /// [`leader_core::corrupt_record`], never overwritten.
     #[error("corrupted record: {what}")]
     CorruptRecord { what: String },
+    /// A read/write lock's record in a shape this library never writes (another type of
+    /// value at its key, a value that is not its JSON): reported, never overwritten.
+    #[error("corrupted read/write lock record: {what}")]
+    CorruptShared { what: String },
     /// The lock hash exists without an expiry past its own end, so it would never be freed.
     #[error("corrupted lock record: the key has no expiry and its own end has passed")]
     NoExpiry,

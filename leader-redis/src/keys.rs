@@ -24,6 +24,15 @@
 //! appended, in the lock's cluster slot. A listing leaves these keys out, and no lock
 //! script touches them.
 //!
+//! A read/write lock of the name (apart from the exclusive lock and the record of the
+//! same name) is the string `{prefix}:rw{name}` (its whole record, JSON, with a `PX`
+//! expiry at its latest live hold) and its fencing counter `{prefix}:rw{name}:fence`
+//! (never expires), in the same cluster slot (`{name}` is still the first hash tag).
+//! No key of an exclusive lock, whatever its prefix (prefixes hold no braces), has a
+//! character other than `:` right before its first `{`, so no listing's `SCAN MATCH
+//! {prefix}:{...` ever matches these keys, nor does a lock key of another prefix equal
+//! one of them.
+//!
 //! Releases are announced on the channel `{prefix}:released` with the lock name as message.
 
 use std::io::Write;
@@ -60,6 +69,7 @@ impl<'a> LockKeys<'a> {
     pub(crate) fn lock(self) -> Key<'a> {
         Key {
             keys: self,
+            head: LOCK_HEAD,
             suffix: "",
         }
     }
@@ -68,6 +78,7 @@ impl<'a> LockKeys<'a> {
     pub(crate) fn fence(self) -> Key<'a> {
         Key {
             keys: self,
+            head: LOCK_HEAD,
             suffix: ":fence",
         }
     }
@@ -76,17 +87,44 @@ impl<'a> LockKeys<'a> {
     pub(crate) fn record(self) -> Key<'a> {
         Key {
             keys: self,
+            head: LOCK_HEAD,
             suffix: ":record",
+        }
+    }
+
+    /// The read/write lock of the same name: `{prefix}:rw{<name>}` (see the module docs).
+    pub(crate) fn shared(self) -> Key<'a> {
+        Key {
+            keys: self,
+            head: SHARED_HEAD,
+            suffix: "",
+        }
+    }
+
+    /// The read/write lock's fencing counter: its key then `:fence`.
+    pub(crate) fn shared_fence(self) -> Key<'a> {
+        Key {
+            keys: self,
+            head: SHARED_HEAD,
+            suffix: ":fence",
         }
     }
 }
 
-/// One key, as the parts it is made of: `{prefix}:{<group>}`, then `#rest` for a derived
-/// name, then its suffix. Written into a call as one argument ([`ToRedisArgs`]), or made
+/// What follows the prefix in an exclusive lock's keys, up to the name.
+const LOCK_HEAD: &str = ":{";
+/// What follows the prefix in a read/write lock's keys, up to the name: not `:{`, so that
+/// no listing pattern matches them (see the module docs).
+const SHARED_HEAD: &str = ":rw{";
+
+/// One key, as the parts it is made of: `{prefix}:{<group>}` (`{prefix}:rw{<group>}` for
+/// a read/write lock), then `#rest` for a derived name, then its suffix. Written into a call as one argument ([`ToRedisArgs`]), or made
 /// a `String` (`String::from`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Key<'a> {
     keys: LockKeys<'a>,
+    /// [`LOCK_HEAD`] or [`SHARED_HEAD`].
+    head: &'static str,
     suffix: &'static str,
 }
 
@@ -102,7 +140,7 @@ impl Key<'_> {
             Some(rest) => (DERIVED_SEPARATOR, rest),
             None => ("", ""),
         };
-        [prefix, ":{", group, "}", separator, rest, self.suffix]
+        [prefix, self.head, group, "}", separator, rest, self.suffix]
     }
 }
 
@@ -160,6 +198,7 @@ fn index<'a>(prefix: &'a str, group: &'a str) -> Key<'a> {
             group,
             rest: None,
         },
+        head: LOCK_HEAD,
         suffix: ":derived",
     }
 }
@@ -240,6 +279,37 @@ mod tests {
     }
 
     #[test]
+    fn a_read_write_lock_has_keys_of_its_own_in_the_names_slot_that_no_listing_matches() {
+        let name = LockName::new("tenant:acme:sync").unwrap();
+        let keys = LockKeys::new("leader", &name);
+        assert_eq!(text(keys.shared()), "leader:rw{tenant:acme:sync}");
+        assert_eq!(
+            text(keys.shared_fence()),
+            "leader:rw{tenant:acme:sync}:fence"
+        );
+        let slot = LockName::new("jobs#2").unwrap();
+        assert_eq!(
+            text(LockKeys::new("leader", &slot).shared()),
+            "leader:rw{jobs}#2"
+        );
+        // The same cluster slot as the exclusive lock of the name: Redis Cluster hashes
+        // what lies between the first `{` and the first `}` after it.
+        let tag = |key: Key<'_>| {
+            let key = text(key);
+            let (_, after) = key.split_once('{').unwrap();
+            after.split_once('}').unwrap().0.to_owned()
+        };
+        assert_eq!(tag(keys.shared()), "tenant:acme:sync");
+        assert_eq!(tag(keys.shared_fence()), tag(keys.lock()));
+        // Neither this prefix's listing nor another's (`leader:rw`) matches them.
+        for prefix in ["leader", "leader:rw", "leader:r"] {
+            let glob = format!("{prefix}:{{");
+            assert!(!text(keys.shared()).starts_with(&glob), "{glob}");
+            assert!(!text(keys.shared_fence()).starts_with(&glob), "{glob}");
+        }
+    }
+
+    #[test]
     fn a_key_is_one_argument_of_its_text() {
         let name = LockName::new("tenant:acme:consumers#2").unwrap();
         let keys = LockKeys::new("leader", &name);
@@ -247,6 +317,8 @@ mod tests {
             keys.lock(),
             keys.fence(),
             keys.record(),
+            keys.shared(),
+            keys.shared_fence(),
             index_of("leader", &name),
         ] {
             assert_eq!(key.to_redis_args(), [text(key).into_bytes()]);

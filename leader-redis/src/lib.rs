@@ -20,6 +20,7 @@ mod operator;
 mod ops;
 mod scripts;
 mod sentinel;
+mod shared;
 mod signals;
 mod started;
 mod sync_conn;

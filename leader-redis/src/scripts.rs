@@ -47,3 +47,35 @@ pub(crate) static RECORD: LazyLock<Script> = LazyLock::new(|| {
         include_str!("lua/record.lua")
     ))
 });
+
+/// Acquire or renew a read/write lock in a role: see `lua/shared_acquire.lua`.
+pub(crate) static SHARED_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!("lua/lib/shared.lua"),
+        include_str!("lua/shared_acquire.lua")
+    ))
+});
+
+/// Renew a hold of a read/write lock: see `lua/shared_extend.lua`.
+pub(crate) static SHARED_EXTEND: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!("lua/lib/shared.lua"),
+        include_str!("lua/shared_extend.lua")
+    ))
+});
+
+/// End a hold (or a writer's intent) of a read/write lock: see `lua/shared_release.lua`.
+pub(crate) static SHARED_RELEASE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!("lua/lib/shared.lua"),
+        include_str!("lua/shared_release.lua")
+    ))
+});
+
+/// Read a read/write lock's holds: see `lua/shared_state.lua`.
+pub(crate) static SHARED_STATE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!("lua/lib/shared.lua"),
+        include_str!("lua/shared_state.lua")
+    ))
+});

@@ -45,13 +45,17 @@ impl RedisBackend {
     /// The permanent failure of a lease of `lease` on `key` (its error names the lock's
     /// Redis key), or `Ok` when it is not too long.
     pub(crate) fn check_lease(&self, key: &LockName, lease: Duration) -> Result<(), Failure> {
-        LeaseTooLong::check(lease, MAX_LEASE)
-            .map(drop)
-            .map_err(|too_long| {
-                let kind = BackendErrorKind::Permanent;
-                let error = BackendError::new(BACKEND, self.lock_key(key), kind, too_long);
-                Failure::from_error(error.into())
-            })
+        refuse_too_long(lease, || self.lock_key(key))
+    }
+
+    /// [`check_lease`](Self::check_lease) for the read/write lock `key`: its error names
+    /// the read/write lock's Redis key.
+    pub(crate) fn check_shared_lease(
+        &self,
+        key: &LockName,
+        lease: Duration,
+    ) -> Result<(), Failure> {
+        refuse_too_long(lease, || self.shared_key(key))
     }
 
     /// `items` split into those whose lease the scripts take and the refused ones.
@@ -73,6 +77,18 @@ impl RedisBackend {
         }
         checked
     }
+}
+
+/// The permanent failure of a lease of `lease`, its error naming `redis_key()`, or `Ok`
+/// when it is not too long.
+fn refuse_too_long(lease: Duration, redis_key: impl FnOnce() -> String) -> Result<(), Failure> {
+    LeaseTooLong::check(lease, MAX_LEASE)
+        .map(drop)
+        .map_err(|too_long| {
+            let kind = BackendErrorKind::Permanent;
+            let error = BackendError::new(BACKEND, redis_key(), kind, too_long);
+            Failure::from_error(error.into())
+        })
 }
 
 /// A minimum lease for the scripts: one longer than [`MAX_LEASE`] is longer than any

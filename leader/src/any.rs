@@ -57,6 +57,8 @@ macro_rules! on_backend {
             AnyBackend::Redis($backend) => $body,
             #[cfg(feature = "mongodb")]
             AnyBackend::Mongo($backend) => $body,
+            #[cfg(feature = "redis")]
+            AnyBackend::Redis($backend) => $body,
             #[cfg(feature = "sqlite")]
             AnyBackend::Sqlite($backend) => $body,
             #[cfg(feature = "postgres")]
@@ -287,6 +289,8 @@ macro_rules! on_shared_backend {
             AnyBackend::Memory($backend) => $body,
             #[cfg(feature = "mongodb")]
             AnyBackend::Mongo($backend) => $body,
+            #[cfg(feature = "redis")]
+            AnyBackend::Redis($backend) => $body,
             #[cfg(feature = "sqlite")]
             AnyBackend::Sqlite($backend) => $body,
             #[allow(unreachable_patterns)]

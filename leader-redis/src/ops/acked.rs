@@ -8,10 +8,11 @@ use std::time::Duration;
 use leader_core::{Lease, ReleaseRequest};
 use redis::{ErrorKind, RedisResult, Value};
 
-use super::{Op, ScriptCall};
+use super::{Op, Release, ReleaseShared, ScriptCall};
 use crate::acks::ReplicaAcks;
 use crate::decode::int;
 use crate::error::OpError;
+use crate::keys::LockKeys;
 use crate::sync_conn::is_no_script;
 
 /// The answers of one round trip of a script and its `WAIT`, each its own result.
@@ -97,6 +98,42 @@ impl Unacknowledged {
     }
 }
 
+/// The release of grants the replicas did not acknowledge ([`Op::undo`]): a chunk of
+/// exclusive leases, or a read/write lock's hold in its role; one answer per grant.
+#[derive(Debug)]
+pub(crate) enum Undo<'a> {
+    /// `release.lua` over the leases.
+    Exclusive(Release<'a, 'a>),
+    /// `shared_release.lua` of the one hold.
+    Shared(ReleaseShared<'a>),
+}
+
+impl Op for Undo<'_> {
+    type Output = Vec<Result<leader_core::kit::Released, OpError>>;
+    const NAME: &'static str = "release";
+
+    fn name(&self) -> &leader_core::LockName {
+        match self {
+            Undo::Exclusive(release) => release.name(),
+            Undo::Shared(release) => release.name(),
+        }
+    }
+
+    fn invocation(&self, keys: LockKeys<'_>, channel: &str) -> ScriptCall {
+        match self {
+            Undo::Exclusive(release) => release.invocation(keys, channel),
+            Undo::Shared(release) => release.invocation(keys, channel),
+        }
+    }
+
+    fn decode(&self, reply: Value) -> Result<Self::Output, OpError> {
+        match self {
+            Undo::Exclusive(release) => release.decode(reply),
+            Undo::Shared(release) => release.decode(reply).map(|answer| vec![Ok(answer)]),
+        }
+    }
+}
+
 /// The `WAIT` answer: how many replicas acknowledged, or why it failed.
 #[derive(Debug)]
 pub(crate) enum Ack {
@@ -131,7 +168,7 @@ pub(crate) fn acknowledged<O: Op>(
     ack: Ack,
     acks: ReplicaAcks,
 ) -> (O::Output, Unacknowledged) {
-    let released = if O::NAME == "acquire" {
+    let released = if O::RELEASES {
         "; the grant is released"
     } else {
         ""

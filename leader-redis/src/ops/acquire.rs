@@ -122,6 +122,7 @@ impl Op for Acquire<'_, '_> {
     }
 
     const ACKED: bool = true;
+    const RELEASES: bool = true;
 
     /// Every grant becomes `failure()` and its lease is handed back for release; a held
     /// lock (nothing written) stays held.

@@ -1,6 +1,7 @@
 //! The operations as data: each builds its script call ([`ScriptCall`]) and decodes the reply with
 //! plain functions, so the blocking and async paths run the very same code around one I/O
-//! call. One file per operation: [`acquire`], [`extend`], [`release`], [`state`], [`record`];
+//! call. One file per operation: [`acquire`], [`extend`], [`release`], [`state`], [`record`],
+//! [`shared`] (the read/write lock's four calls);
 //! [`acked`]
 //! builds the round trip of a script and its replica acknowledgement (`WAIT`), reads it,
 //! and decides what an acknowledgement that fell short makes of an answer.
@@ -12,10 +13,11 @@ mod extend;
 mod items;
 mod record;
 mod release;
+mod shared;
 mod state;
 
 pub(crate) use acked::{
-    AckedReply, Unacknowledged, acked_pipeline, acknowledged, pair, script_unknown, split,
+    AckedReply, Unacknowledged, Undo, acked_pipeline, acknowledged, pair, script_unknown, split,
 };
 pub(crate) use acquire::Acquire;
 pub(crate) use call::{ScriptCall, write_arg};
@@ -23,9 +25,10 @@ pub(crate) use extend::Extend;
 pub(crate) use items::Items;
 pub(crate) use record::{ReadRecord, WriteRecord, record_error};
 pub(crate) use release::Release;
+pub(crate) use shared::{AcquireShared, ExtendShared, ReleaseShared, StateShared};
 pub(crate) use state::{State, holder_state};
 
-use leader_core::{Lease, LockName};
+use leader_core::{Lease, LockName, ReleaseRequest};
 use redis::Value;
 
 use crate::decode::int;
@@ -55,6 +58,18 @@ pub(crate) trait Op {
         _failure: &dyn Fn() -> OpError,
     ) -> (Self::Output, Vec<Lease>) {
         (output, Vec::new())
+    }
+    /// `true` when the leases [`unacknowledged`](Self::unacknowledged) hands back are
+    /// released (an acquire's grants): its errors say so.
+    const RELEASES: bool = false;
+    /// The release of the grants [`unacknowledged`](Self::unacknowledged) handed back
+    /// (`requests`, in its order): an exclusive lease's by default.
+    fn undo<'r>(
+        &self,
+        requests: &'r [ReleaseRequest<'r>],
+        key_prefix: &'r str,
+    ) -> Option<Undo<'r>> {
+        Release::new(requests, key_prefix).map(Undo::Exclusive)
     }
 }
 

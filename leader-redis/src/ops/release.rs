@@ -87,7 +87,7 @@ impl Op for Release<'_, '_> {
 
 /// The message announcing `0`'s release ([`ReleaseNotice::message`]), written straight
 /// into the call as one argument.
-struct Notice<'r, 'a>(&'r ReleaseRequest<'a>);
+pub(super) struct Notice<'r, 'a>(pub(super) &'r ReleaseRequest<'a>);
 
 impl ToRedisArgs for Notice<'_, '_> {
     fn write_redis_args<W>(&self, out: &mut W)

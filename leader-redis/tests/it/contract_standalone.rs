@@ -6,3 +6,14 @@ use crate::common::RedisHarness;
 
 // The async API is behind the crate's runtime features.
 leader_testkit::contract_tests!(every_runtime, RedisHarness::standalone(), behind_features);
+
+/// The read/write lock contract suite, on the same server and runtimes.
+mod shared {
+    use crate::common::RedisHarness;
+
+    leader_testkit::shared_contract_tests!(
+        every_runtime,
+        RedisHarness::standalone(),
+        behind_features
+    );
+}

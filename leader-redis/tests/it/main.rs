@@ -28,6 +28,7 @@ mod resource_fence;
 mod runtimes;
 mod sentinel;
 mod sentinel_contract;
+mod shared;
 mod signals;
 #[cfg(feature = "tls")]
 mod tls;

@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 
 use leader_core::{
     AcquireOutcome, AcquireRequest, AsyncLockBackend, BackendErrorKind, Error, ExtendOutcome,
-    Lease, LockBackend, LockName, LockStatus, OwnerToken, RecordWrite, RecordWriteOutcome,
-    ReleaseOutcome, ReleaseRequest, Renewal,
+    Lease, LockBackend, LockName, LockStatus, MaxReaders, OwnerToken, RecordWrite,
+    RecordWriteOutcome, ReleaseOutcome, ReleaseRequest, Renewal, Role, SharedLockBackend,
+    SharedOutcome, SharedRequest,
 };
 use leader_redis::{ConnectError, RedisBackend, RedisConfig};
 use leader_rig::fixtures::{RedisReplica, RedisServer, require};
@@ -354,4 +355,93 @@ fn the_url_sets_it_and_more_replicas_than_there_are_refuse_every_grant() {
             other => panic!("{bad}: expected a typed error, got {other:?}"),
         }
     }
+}
+
+/// A transient error naming the read/write lock's key, saying how many replicas
+/// acknowledged.
+#[track_caller]
+fn shared_unacknowledged<T: std::fmt::Debug>(
+    result: Result<T, Error>,
+    backend: &RedisBackend,
+    key: &LockName,
+    expected: &str,
+) -> String {
+    match result {
+        Err(Error::Backend(err)) => {
+            assert_eq!(err.kind(), BackendErrorKind::Transient, "{err}");
+            assert_eq!(err.key(), backend.shared_key(key));
+            let text = err.to_string();
+            assert!(text.contains(expected), "{text}");
+            text
+        }
+        other => panic!("expected a transient backend error, got {other:?}"),
+    }
+}
+
+#[test]
+fn read_write_grants_and_renewals_wait_for_the_replica_and_unacknowledged_grants_are_released() {
+    let Some((master, replica)) = pair() else {
+        return;
+    };
+    let backend = acked(&master, 1);
+    let plain = RedisBackend::connect(&master.url()).unwrap();
+    let key = fresh_name("acked-rw");
+    let ask = |role| SharedRequest::new(request(&key), role, MaxReaders::DEFAULT);
+    let reader = match SharedLockBackend::try_acquire_shared(&backend, ask(Role::Read)) {
+        Ok(SharedOutcome::Acquired(lease)) => lease,
+        other => panic!("expected a grant, got {other:?}"),
+    };
+    // No wait: WAIT returned only once the replica had the write.
+    let on_replica: Option<String> = redis::cmd("GET")
+        .arg(backend.shared_key(&key))
+        .query(
+            &mut redis::Client::open(replica.server().url())
+                .unwrap()
+                .get_connection()
+                .unwrap(),
+        )
+        .unwrap();
+    assert!(
+        on_replica.is_some_and(|record| record.contains(&reader.fencing_token.to_string())),
+        "the grant is on the replica"
+    );
+
+    replica.server().pause();
+    let text = shared_unacknowledged(
+        SharedLockBackend::try_acquire_shared(&backend, ask(Role::Read)),
+        &backend,
+        &key,
+        "the acquire_shared reached 0 of 1 replicas",
+    );
+    assert!(text.contains("released"), "{text}");
+    shared_unacknowledged(
+        SharedLockBackend::extend_shared(
+            &backend,
+            Renewal::new(&reader, Duration::from_secs(30)),
+            Role::Read,
+        ),
+        &backend,
+        &key,
+        "the extend_shared reached 0 of 1 replicas",
+    );
+    // The refused grant was released on the master; the first reader (renewed, not
+    // acknowledged) still holds until its lease runs out.
+    let state = SharedLockBackend::state_shared(&plain, &key).unwrap();
+    let tokens: Vec<u64> = state.readers.iter().map(|r| r.fencing_token).collect();
+    assert_eq!(tokens, [reader.fencing_token], "{state:?}");
+    // A writer's intent is no grant: it is answered as it is.
+    let queued = SharedLockBackend::try_acquire_shared(&backend, ask(Role::Write));
+    assert!(matches!(queued, Ok(SharedOutcome::Queued(_))), "{queued:?}");
+    // Releases do not wait.
+    assert_eq!(
+        SharedLockBackend::release_shared(
+            &backend,
+            ReleaseRequest::new(&reader, Duration::ZERO),
+            Role::Read
+        )
+        .unwrap(),
+        ReleaseOutcome::Released
+    );
+    replica.server().resume();
+    replica.wait_until_synced(&master).unwrap();
 }

@@ -24,3 +24,29 @@ leader_testkit::contract_tests!(
     RedisHarness::sentinel(),
     leader_testkit::SmolRunner
 );
+
+/// The read/write lock contract suite, through the same sentinels and runtimes.
+mod shared {
+    use crate::common::RedisHarness;
+
+    leader_testkit::shared_contract_tests!(
+        blocking_threads,
+        blocking,
+        RedisHarness::sentinel(),
+        leader_testkit::ThreadRunner
+    );
+    #[cfg(feature = "tokio")]
+    leader_testkit::shared_contract_tests!(
+        async_tokio_current_thread,
+        async,
+        RedisHarness::sentinel(),
+        leader_testkit::TokioRunner::current_thread()
+    );
+    #[cfg(feature = "smol")]
+    leader_testkit::shared_contract_tests!(
+        async_smol,
+        async,
+        RedisHarness::sentinel(),
+        leader_testkit::SmolRunner
+    );
+}
