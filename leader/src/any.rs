@@ -57,8 +57,6 @@ macro_rules! on_backend {
             AnyBackend::Redis($backend) => $body,
             #[cfg(feature = "mongodb")]
             AnyBackend::Mongo($backend) => $body,
-            #[cfg(feature = "redis")]
-            AnyBackend::Redis($backend) => $body,
             #[cfg(feature = "sqlite")]
             AnyBackend::Sqlite($backend) => $body,
             #[cfg(feature = "postgres")]
