@@ -12,7 +12,6 @@ use leader_core::{
 };
 use redis::Value;
 
-use super::release::Notice;
 use super::{Op, ScriptCall, Undo, flag, status};
 use crate::decode::{array, int, micros_since_epoch, millis, text_field, time_field, u64_field};
 use crate::error::OpError;
@@ -213,7 +212,10 @@ impl Op for ReleaseShared<'_> {
             .arg(self.release.lease.owner.hex().as_slice())
             .arg(min_ms)
             .arg(self.role.as_str())
-            .arg(Notice(&self.release));
+            // The key alone, no token: a read/write lock's tokens come from its own
+            // counter, and an observer of the exclusive lock of the same name (which hears
+            // this channel too) must not take one for its holder's end.
+            .arg(self.release.lease.key.as_str());
         invocation
     }
 
