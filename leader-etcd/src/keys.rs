@@ -86,6 +86,17 @@ impl Keys {
         &self.holder
     }
 
+    /// The start of every read/write lock key (release notifications watch them too).
+    pub(crate) fn shared_prefix(&self) -> &str {
+        &self.shared
+    }
+
+    /// The lock name of a read/write lock key, if it is one of this layout's and a valid
+    /// name.
+    pub(crate) fn name_of_shared(&self, key: &[u8]) -> Option<LockName> {
+        name_after(&self.shared, key)
+    }
+
     /// The lock name of a holder key, if it is one of this layout's and a valid name.
     pub(crate) fn name_of_holder(&self, key: &[u8]) -> Option<LockName> {
         name_after(&self.holder, key)
@@ -131,6 +142,12 @@ mod tests {
         assert_eq!(keys.record("nightly"), b"leader/record/nightly");
         assert_eq!(keys.shared("nightly"), b"leader/shared/nightly");
         assert_eq!(keys.name_of_holder(b"leader/shared/nightly"), None);
+        assert_eq!(
+            keys.name_of_shared(b"leader/shared/nightly")
+                .map(|n| n.to_string()),
+            Some("nightly".to_owned())
+        );
+        assert_eq!(keys.name_of_shared(b"leader/holder/nightly"), None);
         assert_eq!(keys.void(0x2a), b"leader/void/000000000000002a");
         assert_eq!(keys.name_of_holder(b"leader/record/nightly"), None);
         assert_eq!(

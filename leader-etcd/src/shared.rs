@@ -215,6 +215,38 @@ pub(crate) fn state(record: &Record, name: &str) -> SharedState {
     )
 }
 
+/// What a change of a record from `before` to `after` frees, for release notifications:
+/// `None` when no hold ended and no waiting writer's intent was withdrawn; otherwise
+/// `Some` of the fencing token of the one hold that ended (`None` inside when it was an
+/// intent, or several holds at once).
+pub(crate) fn freed(before: &Record, after: &Record) -> Option<Option<u64>> {
+    let holds = |record: &Record| -> Vec<(OwnerToken, u64)> {
+        record
+            .writer
+            .iter()
+            .chain(&record.readers)
+            .map(|h| (h.owner, h.token))
+            .collect()
+    };
+    let left = holds(after);
+    let ended: Vec<u64> = holds(before)
+        .into_iter()
+        .filter(|hold| !left.contains(hold))
+        .map(|(_, token)| token)
+        .collect();
+    match ended.as_slice() {
+        [token] => Some(Some(*token)),
+        [_, _, ..] => Some(None),
+        [] => {
+            let withdrawn = before.intent.as_ref().is_some_and(|i| {
+                after.intent.as_ref().is_none_or(|a| a.owner != i.owner)
+                    && after.writer.as_ref().is_none_or(|w| w.owner != i.owner)
+            });
+            withdrawn.then_some(None)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,6 +304,52 @@ mod tests {
             );
         }
         assert!(decode(b"k", b"\xff\xfe").is_err());
+    }
+
+    #[test]
+    fn a_hold_that_ends_or_an_intent_withdrawn_frees_the_lock() {
+        let (a, b) = (holder(3, "a", false), holder(5, "b", false));
+        let both = Record {
+            counter: 5,
+            readers: vec![a.clone(), b.clone()],
+            ..Record::default()
+        };
+        let one = Record {
+            readers: vec![b.clone()],
+            ..both.clone()
+        };
+        assert_eq!(freed(&both, &one), Some(Some(3)));
+        assert_eq!(freed(&both, &Record::default()), Some(None));
+        assert_eq!(freed(&one, &both), None, "a new reader frees nothing");
+        let kept = Record {
+            readers: vec![SharedHolder {
+                released: true,
+                ..a.clone()
+            }],
+            ..both.clone()
+        };
+        assert_eq!(freed(&both, &kept).map(|_| ()), Some(()), "b ended");
+        let queued = Record {
+            intent: Some(Intent {
+                owner: OwnerToken::random(),
+                node: "w".to_owned(),
+                expires: Micros(9),
+            }),
+            ..one.clone()
+        };
+        assert_eq!(freed(&queued, &one), Some(None), "the intent withdrawn");
+        let owner = queued.intent.as_ref().map(|i| i.owner).unwrap();
+        let written = Record {
+            writer: Some(SharedHolder { owner, ..b.clone() }),
+            readers: Vec::new(),
+            intent: None,
+            counter: 6,
+        };
+        assert_eq!(
+            freed(&queued, &written),
+            Some(Some(5)),
+            "the reader left, the writer got in"
+        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Read/write locks beyond the contract suite: how many requests a call costs (counted by
-//! the member itself, on its `/metrics`), and a record of another shape refused and left
-//! as it was.
+//! the member itself, on its `/metrics`), a release waking another node's waiters through
+//! the watch, and a record of another shape refused and left as it was.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use crate::common::{Raw, config, private_server};
 use leader_core::{
-    AcquireRequest, Error, LockName, MaxReaders, OwnerToken, ReleaseRequest, Renewal, Role,
-    SharedLockBackend, SharedOutcome, SharedRequest,
+    AcquireRequest, Backend, Error, LockName, MaxReaders, OwnerToken, ReleaseRequest, Renewal,
+    Role, SharedLockBackend, SharedOutcome, SharedRequest,
 };
 use leader_etcd::EtcdBackend;
 use leader_rig::fixtures;
@@ -167,4 +167,47 @@ fn a_record_of_another_shape_is_refused_and_left_as_it_was() {
             "the record was overwritten"
         );
     }
+}
+
+#[test]
+fn a_release_by_another_node_wakes_that_locks_waiters_with_its_token() {
+    let Some(server) = fixtures::shared_etcd() else {
+        return;
+    };
+    let holder = EtcdBackend::connect_with(&server.url(), config("rw-notify")).unwrap();
+    let waiter = EtcdBackend::connect_with(&server.url(), config("rw-notify")).unwrap();
+    let events = waiter.release_events().unwrap();
+    // The watch wakes every waiter once it is up: let that pass before listening.
+    let started = events.listen("rw-notify-probe");
+    assert!(
+        started.wait_timeout(Duration::from_secs(10)),
+        "the watch never started"
+    );
+    leader_testkit::wait_until("the watch to come up", Duration::from_secs(10), || {
+        waiter.is_listening()
+    });
+    let key = fresh_name("rw-notify");
+    let woken = events.listen(key.as_str());
+    let Ok(SharedOutcome::Acquired(first)) = holder.try_acquire_shared(SharedRequest::read(
+        AcquireRequest::new(&key, OwnerToken::random(), "r1", LEASE),
+        MaxReaders::DEFAULT,
+    )) else {
+        panic!("the first reader is refused")
+    };
+    // A reader joining frees nothing; the first one leaving does.
+    assert!(matches!(
+        ask(&holder, &key, Role::Read),
+        SharedOutcome::Acquired(_)
+    ));
+    holder
+        .release_shared(ReleaseRequest::new(&first, Duration::ZERO), Role::Read)
+        .unwrap();
+    let notice = woken
+        .wait_notice_timeout(Duration::from_secs(5))
+        .expect("no wake-up after the release");
+    assert_eq!(
+        (notice.key(), notice.fencing_token()),
+        (Some(key.as_str()), Some(first.fencing_token)),
+        "the first notice is the release's"
+    );
 }
