@@ -20,13 +20,16 @@
 
 use std::future::Future;
 
-use leader_core::kit::{Call, Failure, Released, Runs, Store, calls};
+use leader_core::kit::{Call, Failure, Released, Runs, SharedStore, Store, calls};
 use leader_core::{
-    AcquireOutcome, AcquireRequest, ReleaseEvents, ReleaseRequest, Renewal, SlotRequest,
+    AcquireOutcome, AcquireRequest, LockName, ReleaseEvents, ReleaseRequest, Renewal, Role,
+    SharedRequest, SlotRequest,
 };
 
 use crate::backend::{Answers, EtcdBackend};
-use crate::ops::{AcquireSlot, Op, slot_fits_one_txn};
+use crate::ops::{
+    AcquireShared, AcquireSlot, ExtendShared, Op, ReleaseShared, StateShared, slot_fits_one_txn,
+};
 
 impl<O> Runs<O> for EtcdBackend
 where
@@ -136,5 +139,29 @@ impl Store for EtcdBackend {
     /// waiting for the watch to report it.
     fn local_waiters(&self) -> Option<&ReleaseEvents> {
         Some(self.events())
+    }
+}
+
+/// Read/write locks: each call one transaction on the lock's whole record (see the crate
+/// docs, "Read/write locks").
+impl SharedStore for EtcdBackend {
+    type AcquireShared<'a> = AcquireShared;
+    fn plan_acquire_shared<'a>(&'a self, request: SharedRequest<'a>) -> AcquireShared {
+        request.into()
+    }
+
+    type ExtendShared<'a> = ExtendShared;
+    fn plan_extend_shared<'a>(&'a self, renewal: Renewal<'a>, role: Role) -> ExtendShared {
+        ExtendShared::new(renewal, role)
+    }
+
+    type ReleaseShared<'a> = ReleaseShared;
+    fn plan_release_shared<'a>(&'a self, release: ReleaseRequest<'a>, role: Role) -> ReleaseShared {
+        ReleaseShared::new(release, role)
+    }
+
+    type StateShared<'a> = StateShared;
+    fn plan_state_shared<'a>(&'a self, key: &'a LockName) -> StateShared {
+        StateShared::new(key)
     }
 }

@@ -21,6 +21,7 @@ use crate::config::EtcdConfig;
 use crate::error::{ConnectError, OpError};
 use crate::keys::Keys;
 use crate::lease::Grant;
+use crate::seen::Seen;
 use crate::url::Target;
 
 /// How many lease ids a grant tries when etcd says the one chosen is another's (with 63
@@ -38,6 +39,7 @@ pub(crate) struct Connection {
     keys: Keys,
     tokens: Arc<AtomicU64>,
     runtime: Handle,
+    seen: Seen,
 }
 
 /// What one call runs with: the client, the key layout, the token floor, and the
@@ -48,6 +50,8 @@ pub(crate) struct Conn {
     pub(crate) keys: Keys,
     tokens: Arc<AtomicU64>,
     runtime: Handle,
+    /// The read/write lock keys last seen (see [`Seen`]).
+    pub(crate) seen: Seen,
 }
 
 impl Connection {
@@ -83,6 +87,7 @@ impl Connection {
             keys,
             tokens: Arc::new(AtomicU64::new(0)),
             runtime,
+            seen: Seen::default(),
         })
     }
 
@@ -105,6 +110,7 @@ impl Connection {
             keys: self.keys.clone(),
             tokens: Arc::clone(&self.tokens),
             runtime: self.runtime.clone(),
+            seen: self.seen.clone(),
         })
     }
 

@@ -79,6 +79,10 @@ pub(crate) enum OpError {
     /// writing a larger one).
     #[error("the fencing counter kept moving; try again")]
     FenceContended,
+    /// A read/write lock's record kept changing under the call (other clients' calls
+    /// landing between each read and write).
+    #[error("the read/write lock kept changing; try again")]
+    SharedContended,
     /// A list cursor this backend did not make for this listing.
     #[error(transparent)]
     BadCursor(#[from] leader_core::CursorError),
@@ -170,9 +174,10 @@ impl OpError {
     pub(crate) fn kind(&self) -> BackendErrorKind {
         match self {
             OpError::Client(err) => client_kind(err),
-            OpError::TimedOut(_) | OpError::ShutDown | OpError::FenceContended => {
-                BackendErrorKind::Transient
-            }
+            OpError::TimedOut(_)
+            | OpError::ShutDown
+            | OpError::FenceContended
+            | OpError::SharedContended => BackendErrorKind::Transient,
             OpError::Corrupt { .. }
             | OpError::CorruptRecord { .. }
             | OpError::Protocol(_)

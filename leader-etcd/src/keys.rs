@@ -7,6 +7,7 @@
 //! | `{prefix}/holder/{name}` | the [`HolderRecord`](crate::record::HolderRecord): fencing token, times, node id | the holder's |
 //! | `{prefix}/fence/{name}` | the last fencing token handed out, 20 zero-padded digits | none: it never expires |
 //! | `{prefix}/record/{name}` | the record of that name (no lock's): its value; its version is the key's etcd `version` | none: it never expires |
+//! | `{prefix}/shared/{name}` | the read/write lock `name`: its whole [record](crate::shared) (counter, writer, readers, intent) | none: expiry is in the record |
 //! | `{prefix}/void/{lease}` | empty: the etcd lease `lease` (16 hex digits) is void, no transaction may put a lock on it any more | that lease |
 //!
 //! The lock and holder keys are written and deleted together, in one transaction, and
@@ -25,6 +26,7 @@ pub(crate) struct Keys {
     fence: String,
     record: String,
     void: String,
+    shared: String,
 }
 
 impl Keys {
@@ -36,6 +38,7 @@ impl Keys {
             fence: format!("{prefix}/fence/"),
             record: format!("{prefix}/record/"),
             void: format!("{prefix}/void/"),
+            shared: format!("{prefix}/shared/"),
         }
     }
 
@@ -59,6 +62,12 @@ impl Keys {
         join(&self.record, name)
     }
 
+    /// The key holding the read/write lock `name`'s whole record (apart from the exclusive
+    /// lock and the record of that name; see [`shared`](crate::shared)).
+    pub(crate) fn shared(&self, name: &str) -> Vec<u8> {
+        join(&self.shared, name)
+    }
+
     /// The key that marks the etcd lease `lease` void (see
     /// [`Grant`](crate::lease::Grant)): every transaction that puts a lock on `lease`
     /// holds only while this key does not exist.
@@ -75,6 +84,17 @@ impl Keys {
     /// notifications watch).
     pub(crate) fn holder_prefix(&self) -> &str {
         &self.holder
+    }
+
+    /// The start of every read/write lock key (release notifications watch them too).
+    pub(crate) fn shared_prefix(&self) -> &str {
+        &self.shared
+    }
+
+    /// The lock name of a read/write lock key, if it is one of this layout's and a valid
+    /// name.
+    pub(crate) fn name_of_shared(&self, key: &[u8]) -> Option<LockName> {
+        name_after(&self.shared, key)
     }
 
     /// The lock name of a holder key, if it is one of this layout's and a valid name.
@@ -120,6 +140,14 @@ mod tests {
         assert_eq!(keys.holder("nightly"), b"leader/holder/nightly");
         assert_eq!(keys.fence("nightly"), b"leader/fence/nightly");
         assert_eq!(keys.record("nightly"), b"leader/record/nightly");
+        assert_eq!(keys.shared("nightly"), b"leader/shared/nightly");
+        assert_eq!(keys.name_of_holder(b"leader/shared/nightly"), None);
+        assert_eq!(
+            keys.name_of_shared(b"leader/shared/nightly")
+                .map(|n| n.to_string()),
+            Some("nightly".to_owned())
+        );
+        assert_eq!(keys.name_of_shared(b"leader/holder/nightly"), None);
         assert_eq!(keys.void(0x2a), b"leader/void/000000000000002a");
         assert_eq!(keys.name_of_holder(b"leader/record/nightly"), None);
         assert_eq!(

@@ -16,6 +16,8 @@ mod operator;
 mod ops;
 mod record;
 mod revoke;
+mod seen;
+mod shared;
 mod time;
 mod url;
 

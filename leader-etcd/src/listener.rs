@@ -9,8 +9,10 @@
 //! started again with exponential backoff and jitter when it fails (a member killed or
 //! cut off from the others: the client's "require leader" flag makes a member without a
 //! leader cancel its watches) and calls [`ReleaseEvents::notify_all`] after every
-//! (re)start, since releases may have been missed meanwhile. While it is down, electors
-//! fall back to polling. It stops when the backend is dropped.
+//! (re)start, since releases may have been missed meanwhile. The same stream watches the
+//! read/write lock records for puts, and wakes a lock's waiters when a put ended a hold
+//! (see [`shared::freed`]). While it is down, electors fall back to polling. It stops
+//! when the backend is dropped.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +26,7 @@ use tokio::time::timeout;
 use crate::conn::Connection;
 use crate::error::OpError;
 use crate::record::HolderRecord;
+use crate::shared;
 
 /// The watching task; dropping this stops it.
 #[derive(Debug)]
@@ -81,6 +84,16 @@ impl Watch {
         let mut stream = timeout(self.answer_within, client.watch(prefix, Some(options)))
             .await
             .map_err(|_| OpError::TimedOut(self.answer_within))??;
+        // Read/write locks: their records are put, never deleted, so that watch is on
+        // puts, each with the record it replaced.
+        let shared = WatchOptions::new()
+            .with_prefix()
+            .with_prev_key()
+            .with_filters([WatchFilterType::NoDelete]);
+        let prefix = self.connection.keys().shared_prefix().to_owned();
+        timeout(self.answer_within, stream.watch(prefix, Some(shared)))
+            .await
+            .map_err(|_| OpError::TimedOut(self.answer_within))??;
         session.up();
         tracing::debug!("etcd release notifications up");
         // Releases while we were not watching were missed: wake every waiter.
@@ -90,7 +103,8 @@ impl Watch {
                 return Err(OpError::Protocol("the watch was cancelled by the cluster"));
             }
             for event in response.events() {
-                if event.event_type() != EventType::Delete {
+                if event.event_type() == EventType::Put {
+                    self.shared_changed(event);
                     continue;
                 }
                 let Some(kv) = event.kv() else {
@@ -109,5 +123,26 @@ impl Watch {
             }
         }
         Err(OpError::Protocol("the watch stream ended"))
+    }
+
+    /// A read/write lock's record put: its waiters wake when the change ended a hold or
+    /// withdrew a waiting writer's intent (with the ended hold's token when there was one).
+    /// A record this backend did not write wakes nobody (the calls on it report it).
+    fn shared_changed(&self, event: &etcd_client::Event) {
+        let (Some(kv), Some(prev)) = (event.kv(), event.prev_kv()) else {
+            return;
+        };
+        let Some(name) = self.connection.keys().name_of_shared(kv.key()) else {
+            return;
+        };
+        let (Ok(before), Ok(after)) = (
+            shared::decode(prev.key(), prev.value()),
+            shared::decode(kv.key(), kv.value()),
+        ) else {
+            return;
+        };
+        if let Some(token) = shared::freed(&before, &after) {
+            self.events.notify_with(name.as_str(), token);
+        }
     }
 }

@@ -3,7 +3,8 @@
 //! (`calls`) sends these on the backend's runtime, blocking or async.
 //!
 //! Every call that changes a lock is one etcd transaction (after a lease grant where a
-//! new expiry is needed), built in [`txn`] and read back through [`answer`]. The records
+//! new expiry is needed), built in [`txn`] and read back through [`answer`]. Read/write locks are in [`shared`]: one
+//! transaction each, on the lock's whole record. The records
 //! beside the locks (the scheduler's compare-and-set register) are in [`records`].
 
 mod acquire;
@@ -11,6 +12,7 @@ mod answer;
 mod extend;
 mod records;
 mod release;
+mod shared;
 mod slot;
 mod state;
 pub(crate) mod txn;
@@ -20,6 +22,7 @@ use std::future::Future;
 use leader_core::kit::Call;
 
 pub(crate) use answer::Answer;
+pub(crate) use shared::{AcquireShared, ExtendShared, ReleaseShared, StateShared};
 pub(crate) use slot::{AcquireSlot, slot_fits_one_txn};
 pub(crate) use state::lapsed;
 

@@ -1,7 +1,15 @@
 //! The backend contract suite on the shared three-member cluster: the blocking API on
 //! plain threads, the async API on tokio (current-thread and multi-thread), async-std and
-//! smol.
+//! smol; and the read/write lock suite, in the same forms.
 
 use crate::common::EtcdHarness;
 
 leader_testkit::contract_tests!(every_runtime, EtcdHarness::new());
+
+/// The read/write lock suite (its modules are named as the exclusive suite's); their
+/// expiry is in their records, so the harness waits no etcd expiry sweep.
+mod shared {
+    use crate::common::EtcdHarness;
+
+    leader_testkit::shared_contract_tests!(every_runtime, EtcdHarness::shared());
+}

@@ -13,4 +13,5 @@ mod faults;
 mod fencing;
 mod leases;
 mod notify;
+mod shared;
 mod tls;

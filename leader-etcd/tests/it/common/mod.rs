@@ -48,12 +48,33 @@ pub fn config(prefix: &str) -> EtcdConfig {
 /// sleeps (plus etcd's expiry slack), this host's clock (etcd has none to read).
 pub struct EtcdHarness {
     url: String,
+    /// How long after a lease its hold is surely over.
+    slack: Duration,
 }
 
+/// How long after its lease a read/write lock's hold is surely over: its expiry is in its
+/// record, on this host's clock (no etcd lease, no expiry sweep), so only a loaded
+/// machine's lateness counts.
+pub const SHARED_EXPIRY_SLACK: Duration = Duration::from_millis(300);
+
 impl EtcdHarness {
+    /// For the exclusive locks: expiry waits etcd's [`EXPIRY_SLACK`] too.
     pub fn new() -> Option<EtcdHarness> {
         let url = shared_cluster()?.url();
-        Some(EtcdHarness { url })
+        Some(EtcdHarness {
+            url,
+            slack: EXPIRY_SLACK,
+        })
+    }
+
+    /// For the read/write locks, whose expiry is in their records:
+    /// [`SHARED_EXPIRY_SLACK`].
+    pub fn shared() -> Option<EtcdHarness> {
+        let url = shared_cluster()?.url();
+        Some(EtcdHarness {
+            url,
+            slack: SHARED_EXPIRY_SLACK,
+        })
     }
 }
 
@@ -69,7 +90,7 @@ impl Harness for EtcdHarness {
     }
 
     fn expire(&self, lease: Duration) {
-        std::thread::sleep(lease + EXPIRY_SLACK);
+        std::thread::sleep(lease + self.slack);
     }
 
     fn backend_now(&self) -> SystemTime {
