@@ -291,6 +291,8 @@ macro_rules! on_shared_backend {
             AnyBackend::Redis($backend) => $body,
             #[cfg(feature = "sqlite")]
             AnyBackend::Sqlite($backend) => $body,
+            #[cfg(feature = "etcd")]
+            AnyBackend::Etcd($backend) => $body,
             #[allow(unreachable_patterns)]
             other => Err(Error::Backend(leader_core::BackendError::new(
                 other.kind(),
