@@ -16,13 +16,17 @@
 
 use std::future::Future;
 
-use leader_core::kit::{Failure, Runs, Store, Unsupported, calls};
-use leader_core::{AcquireRequest, ReleaseEvents, ReleaseRequest, Renewal, SlotOutcome};
+use leader_core::kit::{Failure, Runs, SharedStore, Store, Unsupported, calls};
+use leader_core::{
+    AcquireRequest, LockName, ReleaseEvents, ReleaseRequest, Renewal, Role, SharedRequest,
+    SlotOutcome,
+};
 
 use crate::backend::PostgresBackend;
 use crate::batches::{self, AcquireBatch, ExtendBatch, ReleaseBatch};
 use crate::error::OpError;
 use crate::ops::Op;
+use crate::shared::{AcquireShared, ExtendShared, ReleaseShared, StateShared};
 
 impl<O> Runs<O> for PostgresBackend
 where
@@ -95,5 +99,33 @@ impl Store for PostgresBackend {
     /// waiting for the server's notification to come back.
     fn local_waiters(&self) -> Option<&ReleaseEvents> {
         Some(self.events())
+    }
+}
+
+/// Read/write locks: each call one statement, the table's read/write function (see the
+/// crate's README, Read/write locks), on the server's clock.
+impl SharedStore for PostgresBackend {
+    type AcquireShared<'a> = AcquireShared;
+    fn plan_acquire_shared<'a>(&'a self, request: SharedRequest<'a>) -> AcquireShared {
+        AcquireShared {
+            acquire: request.request.into(),
+            role: request.role,
+            max_readers: request.max_readers.get(),
+        }
+    }
+
+    type ExtendShared<'a> = ExtendShared;
+    fn plan_extend_shared<'a>(&'a self, renewal: Renewal<'a>, role: Role) -> ExtendShared {
+        ExtendShared(renewal.into(), role)
+    }
+
+    type ReleaseShared<'a> = ReleaseShared;
+    fn plan_release_shared<'a>(&'a self, release: ReleaseRequest<'a>, role: Role) -> ReleaseShared {
+        ReleaseShared(release.into(), role)
+    }
+
+    type StateShared<'a> = StateShared;
+    fn plan_state_shared<'a>(&'a self, key: &'a LockName) -> StateShared {
+        StateShared(key.clone())
     }
 }

@@ -2,11 +2,13 @@
 
 use std::sync::Arc;
 
+use tokio_postgres::error::SqlState;
 use tokio_postgres::types::Type;
 use tokio_postgres::{Client, Statement};
 
 use crate::connector::Driver;
 use crate::error::OpError;
+use crate::shared_sql::SharedSql;
 use crate::sql::Sql;
 
 /// A session and its statements. Dropping it aborts its driver, closing the socket.
@@ -40,6 +42,11 @@ pub(crate) struct Statements {
     pub(crate) force_release: Statement,
     pub(crate) read_record: Statement,
     pub(crate) write_record: Statement,
+    /// The read/write locks' call (`shared_sql`), when its function was in place as the
+    /// session opened.
+    pub(crate) shared: Option<Statement>,
+    /// The read/write locks' SQL, to make the tables and function when they were not.
+    pub(crate) shared_sql: Arc<SharedSql>,
 }
 
 impl Conn {
@@ -68,14 +75,15 @@ impl Statements {
             client.prepare_typed(&sql.list_unbounded, &[TEXT, TEXT, INT8]),
             client.prepare_typed(&sql.force_release, &[TEXT, TEXT, Type::BOOL, INT8]),
         );
-        let records = futures_util::future::try_join(
+        let records = futures_util::future::try_join3(
             client.prepare_typed(&sql.read_record, &[TEXT]),
             client.prepare_typed(&sql.write_record, &[TEXT, INT8, TEXT]),
+            prepare_shared(client, sql),
         );
         let (
             (acquire, holder, extend, release),
             (list, list_unbounded, force_release),
-            (read_record, write_record),
+            (read_record, write_record, shared),
         ) = futures_util::future::try_join3(locks, operator, records).await?;
         let (acquire_batch, holders, extend_batch, release_batch) = (
             sql.acquire_batch.as_str().into(),
@@ -98,6 +106,28 @@ impl Statements {
             force_release,
             read_record,
             write_record,
+            shared,
+            shared_sql: Arc::clone(&sql.shared),
         })
+    }
+}
+
+/// The read/write locks' call, prepared; `None` when its function or tables are missing
+/// (the role may not make them, say): the session serves the exclusive locks all the same.
+async fn prepare_shared(
+    client: &Client,
+    sql: &Sql,
+) -> Result<Option<Statement>, tokio_postgres::Error> {
+    const TEXT: Type = Type::TEXT;
+    let types = [TEXT, TEXT, TEXT, TEXT, TEXT, Type::INT8, Type::INT4, TEXT];
+    match client.prepare_typed(&sql.shared.call, &types).await {
+        Ok(statement) => Ok(Some(statement)),
+        Err(err)
+            if err.code() == Some(&SqlState::UNDEFINED_FUNCTION)
+                || err.code() == Some(&SqlState::UNDEFINED_TABLE) =>
+        {
+            Ok(None)
+        }
+        Err(err) => Err(err),
     }
 }

@@ -71,6 +71,12 @@ pub(crate) enum OpError {
     /// A lock row holds values this backend never writes.
     #[error("corrupted lock row: {0}")]
     Corrupt(&'static str),
+    /// The session opened before the read/write locks' function was in place; it is now
+    /// (made by this call): the next session prepares it.
+    #[error(
+        "the read/write locks' function was missing when this session opened; it is in place now"
+    )]
+    SharedUnprepared,
     /// No answer within the operation timeout.
     #[error("no answer from PostgreSQL within {0:?}")]
     TimedOut(Duration),
@@ -119,7 +125,8 @@ impl OpError {
             OpError::TimedOut(_)
             | OpError::ConnectTimedOut(_)
             | OpError::ShutDown
-            | OpError::RowLocked => BackendErrorKind::Transient,
+            | OpError::RowLocked
+            | OpError::SharedUnprepared => BackendErrorKind::Transient,
             OpError::Decode(_) | OpError::Shape { .. } | OpError::Corrupt(_) => {
                 BackendErrorKind::Permanent
             }
@@ -157,13 +164,14 @@ impl OpError {
             if err.code() == Some(&SqlState::READ_ONLY_SQL_TRANSACTION))
     }
 
-    /// The table went away or changed under the prepared statements: make it (and check
-    /// it) again before the next call.
+    /// The table (or the read/write locks' function) went away or changed under the
+    /// prepared statements: make it (and check it) again before the next call.
     pub(crate) fn table_changed(&self) -> bool {
         matches!(self, OpError::Driver(err) if matches!(
             err.code(),
             Some(code) if *code == SqlState::UNDEFINED_TABLE
                 || *code == SqlState::UNDEFINED_COLUMN
+                || *code == SqlState::UNDEFINED_FUNCTION
                 || *code == SqlState::FEATURE_NOT_SUPPORTED // "cached plan must not change result type"
         ))
     }

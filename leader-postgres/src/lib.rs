@@ -17,6 +17,8 @@ mod ops;
 mod pool;
 mod records;
 mod schema;
+mod shared;
+mod shared_sql;
 mod sql;
 mod table;
 mod time;

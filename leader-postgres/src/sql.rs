@@ -4,6 +4,9 @@
 //! CTE or subquery), so expiry never depends on a client's clock. Lease lengths travel
 //! as microseconds (`bigint`).
 
+use std::sync::Arc;
+
+use crate::shared_sql::SharedSql;
 use crate::table::Table;
 
 /// The `owner` of a lock released before its minimum lease ran out: held, by nobody, so
@@ -61,6 +64,8 @@ pub(crate) struct Sql {
     /// version (NULL when nothing was written) and the version and value found (NULLs
     /// when there was no record).
     pub(crate) write_record: String,
+    /// The read/write locks' tables, function and call.
+    pub(crate) shared: Arc<SharedSql>,
 }
 
 /// The six columns, with the type `format_type` gives each, in table order.
@@ -112,6 +117,7 @@ impl Sql {
             list: list(t, " AND name COLLATE \"C\" < $3::text", "$4"),
             list_unbounded: list(t, "", "$3"),
             force_release: force_release(t),
+            shared: Arc::new(SharedSql::new(table)),
         }
     }
 }

@@ -6,6 +6,11 @@
 pub(crate) const MAX_TABLE_LEN: usize = 63 - CHANNEL_SUFFIX.len();
 const CHANNEL_SUFFIX: &str = "_released";
 const RECORDS_SUFFIX: &str = "_records";
+/// The read/write locks' tables and function (see `shared_sql`): each fits in 63 bytes
+/// beside a table name of [`MAX_TABLE_LEN`], as the channel does.
+const RW_SUFFIX: &str = "_rw";
+const RW_HOLD_SUFFIX: &str = "_rw_hold";
+const RW_FUNCTION_SUFFIX: &str = "_rw_v1";
 
 /// A table name that is safe to splice into SQL: `table` or `schema.table`, each part
 /// ASCII letters, digits and `_`, not starting with a digit. Quoted in SQL, so its case
@@ -65,8 +70,29 @@ impl Table {
     /// The records' table, beside the lock table: `<table>_records` in the same schema
     /// (it fits in 63 bytes, as the channel does).
     pub(crate) fn records(&self) -> Table {
-        let name = format!("{}{RECORDS_SUFFIX}", self.name);
-        let quoted = format!("{}{RECORDS_SUFFIX}\"", self.quoted.trim_end_matches('"'));
+        self.suffixed(RECORDS_SUFFIX)
+    }
+
+    /// The read/write locks' table, `<table>_rw` in the same schema: one row per name.
+    pub(crate) fn rw(&self) -> Table {
+        self.suffixed(RW_SUFFIX)
+    }
+
+    /// The read/write locks' holders, `<table>_rw_hold`: one row per reader or writer.
+    pub(crate) fn rw_holders(&self) -> Table {
+        self.suffixed(RW_HOLD_SUFFIX)
+    }
+
+    /// The function every read/write lock call runs, `<table>_rw_v1` (its version in its
+    /// name: a changed function is a new one).
+    pub(crate) fn rw_function(&self) -> Table {
+        self.suffixed(RW_FUNCTION_SUFFIX)
+    }
+
+    /// `<table><suffix>` in the same schema, quoted alike.
+    fn suffixed(&self, suffix: &str) -> Table {
+        let name = format!("{}{suffix}", self.name);
+        let quoted = format!("{}{suffix}\"", self.quoted.trim_end_matches('"'));
         Table { name, quoted }
     }
 
@@ -94,6 +120,14 @@ mod tests {
         assert_eq!(table.quoted(), "\"ops\".\"Locks2\"");
         assert_eq!(table.listen(), "LISTEN \"ops.Locks2_released\"");
         assert!(Table::parse(&"a".repeat(MAX_TABLE_LEN)).is_ok());
+        let table = Table::parse("ops.Locks2").unwrap();
+        assert_eq!(table.rw().quoted(), "\"ops\".\"Locks2_rw\"");
+        assert_eq!(table.rw_holders().quoted(), "\"ops\".\"Locks2_rw_hold\"");
+        assert_eq!(table.rw_function().quoted(), "\"ops\".\"Locks2_rw_v1\"");
+        let longest = Table::parse(&"a".repeat(MAX_TABLE_LEN)).unwrap();
+        for derived in [longest.rw(), longest.rw_holders(), longest.rw_function()] {
+            assert!(derived.name().len() <= 63, "{}", derived.name());
+        }
     }
 
     #[test]

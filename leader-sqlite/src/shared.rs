@@ -9,9 +9,7 @@
 
 use std::time::Duration;
 
-use leader_core::kit::{
-    Deadline, Intent, Released, SharedAnswer, SharedAsk, SharedHolder, SharedRecord,
-};
+use leader_core::kit::{Intent, Released, SharedAnswer, SharedAsk, SharedHolder, SharedRecord};
 use leader_core::{
     ExtendOutcome, LeaderLease, Lease, LockName, OwnerToken, Role, SharedOutcome, SharedState,
     WriterIntent,
@@ -20,7 +18,7 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, TransactionBehavior, params};
 
 use crate::error::OpError;
-use crate::time::{HostClock, Now, micros};
+use crate::time::{HostClock, Micros, Now};
 
 /// `try_acquire_shared`'s arguments, owned (a call may move to a pool thread).
 #[derive(Debug)]
@@ -31,17 +29,6 @@ pub struct AcquireShared {
     pub(crate) role: Role,
     /// For a read: the most readers with this one.
     pub(crate) max_readers: u32,
-}
-
-/// An instant on the host's monotonic clock, in the microseconds the tables store: the
-/// clock [`SharedRecord`] decides expiry on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct Micros(i64);
-
-impl Deadline for Micros {
-    fn after(self, by: Duration) -> Option<Self> {
-        micros(by).and_then(|by| self.0.checked_add(by)).map(Micros)
-    }
 }
 
 const PARENT: &str = "SELECT last_token, boot_id, intent_owner, intent_leader_id,

@@ -19,6 +19,8 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use leader_core::kit::Deadline;
+
 use crate::error::OpError;
 
 /// The host's clocks, and the boot the monotonic one counts from (read once, at open).
@@ -93,6 +95,19 @@ impl Now {
             .ok()
             .and_then(|since| i64::try_from(since.as_micros()).ok())
             .ok_or(OpError::Clock)
+    }
+}
+
+/// An instant on the host's monotonic clock of this boot, in the microseconds the tables
+/// store: the clock the read/write locks' rules (`leader_core::kit::SharedRecord`) decide
+/// expiry on. A stored instant of another boot is never made one of these: its record has
+/// expired (`shared`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Micros(pub(crate) i64);
+
+impl Deadline for Micros {
+    fn after(self, by: Duration) -> Option<Self> {
+        micros(by).and_then(|by| self.0.checked_add(by)).map(Micros)
     }
 }
 
@@ -206,5 +221,11 @@ mod tests {
         assert!(!clock.boot().is_empty());
         assert_eq!(micros(Duration::from_millis(3)), Some(3_000));
         assert_eq!(micros(Duration::MAX), None);
+        assert_eq!(
+            Micros(5).after(Duration::from_millis(1)),
+            Some(Micros(1_005))
+        );
+        assert_eq!(Micros(i64::MAX).after(Duration::from_micros(1)), None);
+        assert_eq!(Micros(0).after(Duration::MAX), None);
     }
 }

@@ -4,3 +4,11 @@
 use crate::common::PostgresHarness;
 
 leader_testkit::contract_tests!(every_runtime, PostgresHarness::new());
+
+/// Read/write locks (`SharedLockBackend`): the same forms, in a module of their own (the
+/// macros name their modules after the runtimes).
+mod shared {
+    use crate::common::PostgresHarness;
+
+    leader_testkit::shared_contract_tests!(every_runtime, PostgresHarness::new());
+}

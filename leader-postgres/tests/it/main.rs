@@ -11,5 +11,6 @@ mod errors;
 mod faults;
 mod notify;
 mod operator;
+mod shared;
 mod standby;
 mod stuck;

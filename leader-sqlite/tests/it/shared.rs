@@ -1,6 +1,7 @@
 //! Read/write locks on the file, beyond the contract suite: a record of another boot has
 //! expired, a record garbled by hand is a permanent error and stays as it was, and a file
-//! of an earlier release gets the tables when opened.
+//! of an earlier release gets the tables when opened, and connections of their own (as
+//! processes have) racing for one name have one winner.
 
 use std::time::Duration;
 
@@ -209,4 +210,42 @@ fn a_file_without_the_read_write_tables_gets_them() {
             .is_some_and(|h| h.leader_id == "old")
     );
     granted(ask(&backend, &key, Role::Read, "r"));
+}
+
+/// Backends of their own (connections of their own, as other processes have) racing for
+/// one name: each call's `BEGIN IMMEDIATE` serialises them on the file, so exactly one
+/// writer wins, and then every reader is held.
+#[test]
+fn writers_on_separate_connections_have_one_winner() {
+    let dir = TempDir::new("rw-race");
+    let path = dir.file("locks.db");
+    let backends: Vec<SqliteBackend> = (0..8)
+        .map(|_| SqliteBackend::open(&path).unwrap())
+        .collect();
+    for round in 0..20 {
+        let key = LockName::new(format!("race-{round}")).unwrap();
+        let barrier = std::sync::Barrier::new(backends.len());
+        let outcomes: Vec<SharedOutcome> = std::thread::scope(|scope| {
+            let racers: Vec<_> = backends
+                .iter()
+                .map(|backend| {
+                    let (key, barrier) = (&key, &barrier);
+                    scope.spawn(move || {
+                        barrier.wait();
+                        ask(backend, key, Role::Write, "racer")
+                    })
+                })
+                .collect();
+            racers.into_iter().map(|r| r.join().unwrap()).collect()
+        });
+        let winners = outcomes
+            .iter()
+            .filter(|o| matches!(o, SharedOutcome::Acquired(_)))
+            .count();
+        assert_eq!(winners, 1, "round {round}: {outcomes:?}");
+        assert!(matches!(
+            ask(&backends[0], &key, Role::Read, "late"),
+            SharedOutcome::Held(_)
+        ));
+    }
 }

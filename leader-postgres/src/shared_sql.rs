@@ -1,0 +1,331 @@
+//! The read/write locks' SQL, as text built from the table name: the two tables, the one
+//! PL/pgSQL function that runs every call, and the statement that calls it. No I/O here.
+//!
+//! Why a function: a call reads the name's holders, decides by the rules of
+//! `leader_core::kit::SharedRecord` (prune what ran out, renew the caller's hold, count
+//! the readers, weigh a waiting writer's intent, grant with the next token) and writes
+//! back, all under the name's row lock. Written as one statement of CTEs, each rule
+//! would be a `CASE` over aggregates of the holders, read again by every later CTE; as a
+//! function it reads as the record's rules do, step by step, and each call is still one
+//! statement and one round trip (`SELECT … FROM <table>_rw_v1(…)`). The function is made
+//! by the schema setup (`schema::ensure`) beside the tables; its name carries its
+//! version, so a release that changes it makes a new one and never replaces the function
+//! an older node still calls.
+
+use crate::table::Table;
+
+/// The SQLSTATE the function raises for a record in a shape this backend never writes.
+pub(crate) const CORRUPT: &str = "LR001";
+
+/// The argument types of the function, as `to_regprocedure` names them.
+const SIGNATURE: &str = "(text, text, text, text, text, bigint, integer, text)";
+
+/// The parent table's columns, with the type `format_type` gives each, in table order.
+pub(crate) const RW_COLUMNS: [(&str, &str); 5] = [
+    ("name", "text"),
+    ("last_token", "bigint"),
+    ("intent_owner", "text"),
+    ("intent_leader_id", "text"),
+    ("intent_expires_at", "timestamp with time zone"),
+];
+
+/// The holders' table's columns.
+pub(crate) const HOLD_COLUMNS: [(&str, &str); 8] = [
+    ("name", "text"),
+    ("fencing_token", "bigint"),
+    ("role", "text"),
+    ("owner", "text"),
+    ("leader_id", "text"),
+    ("acquired_at", "timestamp with time zone"),
+    ("expires_at", "timestamp with time zone"),
+    ("released", "boolean"),
+];
+
+/// The read/write locks' statements of one table.
+#[derive(Debug, Clone)]
+pub(crate) struct SharedSql {
+    /// `<table>_rw`.
+    pub(crate) rw: Table,
+    /// `<table>_rw_hold`.
+    pub(crate) hold: Table,
+    /// Creates `<table>_rw` when it is missing.
+    pub(crate) create_rw: String,
+    /// Creates `<table>_rw_hold` when it is missing.
+    pub(crate) create_hold: String,
+    /// The function's name and argument types, for `to_regprocedure`.
+    pub(crate) function: String,
+    /// Creates the function (fails when it exists).
+    pub(crate) create_function: String,
+    /// `$1` call (`acquire`, `extend`, `release`, `state`), `$2` name, `$3` owner, `$4`
+    /// leader id, `$5` role, `$6` lease µs (a release: minimum lease µs), `$7` most
+    /// readers, `$8` channel → rows in order: the answer (`acquired`, `held`, `queued`,
+    /// `extended`, `freed`, `kept`, `not_held`, `state`) with the lease it concerns, then
+    /// for `held`, `queued` and `state` the live holders (`write`, then each `read` in
+    /// token order) and a live `intent`: kind, leader id, token, acquired, expires.
+    pub(crate) call: String,
+}
+
+impl SharedSql {
+    /// The statements of `table`'s read/write locks.
+    pub(crate) fn new(table: &Table) -> SharedSql {
+        let (rw_table, hold_table) = (table.rw(), table.rw_holders());
+        let function = table.rw_function();
+        let (rw, hold, f) = (rw_table.quoted(), hold_table.quoted(), function.quoted());
+        SharedSql {
+            create_rw: create_rw(rw),
+            create_hold: create_hold(hold),
+            function: format!("{f}{SIGNATURE}"),
+            create_function: create_function(f, rw, hold),
+            rw: rw_table.clone(),
+            hold: hold_table.clone(),
+            call: format!(
+                "SELECT o_kind, o_leader, o_token, o_acquired, o_expires
+                FROM {f}($1::text, $2::text, $3::text, $4::text, $5::text, $6::bigint,
+                    $7::integer, $8::text)
+                ORDER BY o_i"
+            ),
+        }
+    }
+}
+
+/// One row per name ever taken in either role: its fencing counter (one for both roles,
+/// kept when the holders leave) and a waiting writer's intent.
+fn create_rw(rw: &str) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {rw} (
+            name text COLLATE \"C\" PRIMARY KEY,
+            last_token bigint NOT NULL,
+            intent_owner text,
+            intent_leader_id text,
+            intent_expires_at timestamptz
+        )"
+    )
+}
+
+/// One row per reader or writer, keyed by its token (unique per name, growing with each
+/// grant, so readers in token order are in the order they came).
+fn create_hold(hold: &str) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {hold} (
+            name text COLLATE \"C\" NOT NULL,
+            fencing_token bigint NOT NULL,
+            role text NOT NULL,
+            owner text NOT NULL,
+            leader_id text NOT NULL,
+            acquired_at timestamptz NOT NULL,
+            expires_at timestamptz NOT NULL,
+            released boolean NOT NULL,
+            PRIMARY KEY (name, fencing_token)
+        )"
+    )
+}
+
+/// The function: `SharedRecord`'s rules on the server's clock (`clock_timestamp()`, read
+/// once), under the name's row lock (`FOR UPDATE`, after an `INSERT … ON CONFLICT DO
+/// NOTHING` that makes the row of a new name, so concurrent acquires of one name queue on
+/// it). `state` takes the row `FOR SHARE`, so its holders and intent are of one moment.
+/// Tokens are `max(last + 1, clock µs)`, as the exclusive locks'. A freed hold (or a
+/// withdrawn intent) notifies the table's channel with the name alone: a wake-up, with no
+/// token an observer of the exclusive lock of the same name could take for its holder's.
+fn create_function(f: &str, rw: &str, hold: &str) -> String {
+    format!(
+        r#"CREATE FUNCTION {f}(p_op text, p_name text, p_owner text, p_leader text,
+    p_role text, p_micros bigint, p_max integer, p_channel text)
+RETURNS TABLE (o_i integer, o_kind text, o_leader text, o_token bigint,
+    o_acquired timestamptz, o_expires timestamptz)
+LANGUAGE plpgsql VOLATILE AS $leader$
+DECLARE
+    t_now timestamptz := clock_timestamp();
+    t_exp timestamptz;
+    t_floor bigint;
+    t_created boolean := false;
+    t_parent {rw}%ROWTYPE;
+    t_h {hold}%ROWTYPE;
+    t_counter bigint;
+    t_intent_owner text;
+    t_intent_leader text;
+    t_intent_expires timestamptz;
+    t_result text;
+BEGIN
+    t_floor := (extract(epoch FROM t_now) * 1000000)::bigint;
+    IF p_op = 'acquire' THEN
+        INSERT INTO {rw} (name, last_token) VALUES (p_name, 0) ON CONFLICT (name) DO NOTHING;
+        t_created := FOUND;
+    END IF;
+    IF p_op = 'state' THEN
+        SELECT * INTO t_parent FROM {rw} AS p WHERE p.name = p_name FOR SHARE;
+    ELSE
+        SELECT * INTO t_parent FROM {rw} AS p WHERE p.name = p_name FOR UPDATE;
+    END IF;
+    IF t_parent.name IS NULL THEN
+        -- No row: nobody ever took it (holders without their row are seen by an acquire,
+        -- which makes the row and so takes this path never).
+        o_i := 0;
+        o_kind := CASE WHEN p_op = 'state' THEN 'state' ELSE 'not_held' END;
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    IF EXISTS (SELECT 1 FROM {hold} AS h WHERE h.name = p_name
+            AND (t_created OR h.role NOT IN ('read', 'write')
+                OR h.owner !~ '^[0-9a-f]{{32}}$'
+                OR h.fencing_token < 0 OR h.fencing_token > t_parent.last_token))
+        OR (SELECT count(*) FROM {hold} AS h WHERE h.name = p_name AND h.role = 'write') > 1
+        OR t_parent.last_token < 0
+        OR (t_parent.intent_owner IS NULL) <> (t_parent.intent_leader_id IS NULL)
+        OR (t_parent.intent_owner IS NULL) <> (t_parent.intent_expires_at IS NULL)
+        OR t_parent.intent_owner !~ '^[0-9a-f]{{32}}$'
+    THEN
+        RAISE EXCEPTION 'a read/write lock record in a shape this backend never writes'
+            USING ERRCODE = '{CORRUPT}';
+    END IF;
+    t_counter := t_parent.last_token;
+    t_intent_owner := t_parent.intent_owner;
+    t_intent_leader := t_parent.intent_leader_id;
+    t_intent_expires := t_parent.intent_expires_at;
+    IF t_intent_expires <= t_now THEN
+        t_intent_owner := NULL;
+        t_intent_leader := NULL;
+        t_intent_expires := NULL;
+    END IF;
+    IF p_op <> 'state' THEN
+        DELETE FROM {hold} AS h WHERE h.name = p_name AND h.expires_at <= t_now;
+    END IF;
+
+    IF p_op = 'acquire' THEN
+        t_exp := t_now + p_micros * interval '1 microsecond';
+        IF p_role = 'read' THEN
+            SELECT * INTO t_h FROM {hold} AS h
+            WHERE h.name = p_name AND h.role = 'read' AND h.owner = p_owner AND NOT h.released
+            ORDER BY h.fencing_token LIMIT 1;
+            IF FOUND THEN
+                UPDATE {hold} AS h SET expires_at = t_exp
+                WHERE h.name = p_name AND h.fencing_token = t_h.fencing_token;
+                t_result := 'acquired';
+                o_leader := t_h.leader_id;
+                o_token := t_h.fencing_token;
+                o_acquired := t_h.acquired_at;
+            ELSIF EXISTS (SELECT 1 FROM {hold} AS h WHERE h.name = p_name AND h.role = 'write')
+                OR t_intent_owner <> p_owner
+                OR (SELECT count(*) FROM {hold} AS h
+                    WHERE h.name = p_name AND h.role = 'read') >= p_max
+            THEN
+                t_result := 'held';
+            ELSE
+                t_counter := GREATEST(t_counter + 1, t_floor);
+                INSERT INTO {hold} (name, fencing_token, role, owner, leader_id, acquired_at,
+                    expires_at, released)
+                VALUES (p_name, t_counter, 'read', p_owner, p_leader, t_now, t_exp, false);
+                t_result := 'acquired';
+                o_leader := p_leader;
+                o_token := t_counter;
+                o_acquired := t_now;
+            END IF;
+        ELSE
+            SELECT * INTO t_h FROM {hold} AS h WHERE h.name = p_name AND h.role = 'write';
+            IF FOUND THEN
+                IF t_h.owner = p_owner AND NOT t_h.released THEN
+                    UPDATE {hold} AS h SET expires_at = t_exp
+                    WHERE h.name = p_name AND h.fencing_token = t_h.fencing_token;
+                    t_result := 'acquired';
+                    o_leader := t_h.leader_id;
+                    o_token := t_h.fencing_token;
+                    o_acquired := t_h.acquired_at;
+                ELSE
+                    t_result := 'held';
+                END IF;
+            ELSIF t_intent_owner <> p_owner THEN
+                t_result := 'held';
+            ELSIF EXISTS (SELECT 1 FROM {hold} AS h WHERE h.name = p_name AND h.role = 'read')
+            THEN
+                t_intent_owner := p_owner;
+                t_intent_leader := p_leader;
+                t_intent_expires := t_exp;
+                t_result := 'queued';
+            ELSE
+                t_intent_owner := NULL;
+                t_intent_leader := NULL;
+                t_intent_expires := NULL;
+                t_counter := GREATEST(t_counter + 1, t_floor);
+                INSERT INTO {hold} (name, fencing_token, role, owner, leader_id, acquired_at,
+                    expires_at, released)
+                VALUES (p_name, t_counter, 'write', p_owner, p_leader, t_now, t_exp, false);
+                t_result := 'acquired';
+                o_leader := p_leader;
+                o_token := t_counter;
+                o_acquired := t_now;
+            END IF;
+        END IF;
+        IF t_result = 'acquired' THEN
+            o_expires := t_exp;
+        END IF;
+    ELSIF p_op = 'extend' THEN
+        t_exp := t_now + p_micros * interval '1 microsecond';
+        UPDATE {hold} AS h SET expires_at = t_exp
+        WHERE h.name = p_name AND h.role = p_role AND h.owner = p_owner AND NOT h.released;
+        IF FOUND THEN
+            t_result := 'extended';
+            o_expires := t_exp;
+        ELSE
+            t_result := 'not_held';
+        END IF;
+    ELSIF p_op = 'release' THEN
+        SELECT * INTO t_h FROM {hold} AS h
+        WHERE h.name = p_name AND h.role = p_role AND h.owner = p_owner AND NOT h.released
+        ORDER BY h.fencing_token LIMIT 1;
+        IF FOUND THEN
+            t_exp := t_h.acquired_at + p_micros * interval '1 microsecond';
+            IF t_exp > t_now THEN
+                UPDATE {hold} AS h SET released = true, expires_at = LEAST(h.expires_at, t_exp)
+                WHERE h.name = p_name AND h.fencing_token = t_h.fencing_token;
+                t_result := 'kept';
+            ELSE
+                DELETE FROM {hold} AS h
+                WHERE h.name = p_name AND h.fencing_token = t_h.fencing_token;
+                t_result := 'freed';
+            END IF;
+        ELSIF p_role = 'write' AND t_intent_owner = p_owner THEN
+            t_intent_owner := NULL;
+            t_intent_leader := NULL;
+            t_intent_expires := NULL;
+            t_result := 'freed';
+        ELSE
+            t_result := 'not_held';
+        END IF;
+        IF t_result = 'freed' THEN
+            PERFORM pg_notify(p_channel, p_name);
+        END IF;
+    ELSE
+        t_result := 'state';
+    END IF;
+
+    IF p_op <> 'state' AND (t_counter, t_intent_owner, t_intent_leader, t_intent_expires)
+        IS DISTINCT FROM (t_parent.last_token, t_parent.intent_owner,
+            t_parent.intent_leader_id, t_parent.intent_expires_at)
+    THEN
+        UPDATE {rw} AS p SET last_token = t_counter, intent_owner = t_intent_owner,
+            intent_leader_id = t_intent_leader, intent_expires_at = t_intent_expires
+        WHERE p.name = p_name;
+    END IF;
+    o_i := 0;
+    o_kind := t_result;
+    RETURN NEXT;
+    IF t_result IN ('held', 'queued', 'state') THEN
+        RETURN QUERY
+            SELECT (row_number() OVER (ORDER BY h.role = 'read', h.fencing_token))::integer,
+                h.role, h.leader_id, h.fencing_token, h.acquired_at, h.expires_at
+            FROM {hold} AS h WHERE h.name = p_name AND h.expires_at > t_now;
+        IF t_intent_expires > t_now THEN
+            o_i := 2147483647;
+            o_kind := 'intent';
+            o_leader := t_intent_leader;
+            o_token := NULL;
+            o_acquired := NULL;
+            o_expires := t_intent_expires;
+            RETURN NEXT;
+        END IF;
+    END IF;
+    RETURN;
+END
+$leader$"#
+    )
+}
