@@ -278,41 +278,13 @@ impl leader_core::AsyncLockBackend for AnyBackend {
     }
 }
 
-/// Runs `$body` with `$backend` bound to the backend inside `$any` for the backends whose
-/// read/write locks are in; the others answer a permanent error for now.
-// TODO(issue 54): every backend, then `on_backend!`.
-macro_rules! on_shared_backend {
-    ($any:expr, $key:expr, $backend:ident => $body:expr) => {
-        match $any {
-            AnyBackend::Memory($backend) => $body,
-            #[cfg(feature = "mongodb")]
-            AnyBackend::Mongo($backend) => $body,
-            #[cfg(feature = "redis")]
-            AnyBackend::Redis($backend) => $body,
-            #[cfg(feature = "sqlite")]
-            AnyBackend::Sqlite($backend) => $body,
-            #[cfg(feature = "etcd")]
-            AnyBackend::Etcd($backend) => $body,
-            #[allow(unreachable_patterns)]
-            other => Err(Error::Backend(leader_core::BackendError::new(
-                other.kind(),
-                $key,
-                leader_core::BackendErrorKind::Permanent,
-                "read/write locks are not in this backend yet",
-            ))),
-        }
-    };
-}
-
 impl SharedLockBackend for AnyBackend {
     fn try_acquire_shared(&self, request: SharedRequest<'_>) -> Result<SharedOutcome, Error> {
-        let key = request.request.key.as_str();
-        on_shared_backend!(self, key, backend => SharedLockBackend::try_acquire_shared(backend, request))
+        on_backend!(self, backend => SharedLockBackend::try_acquire_shared(backend, request))
     }
 
     fn extend_shared(&self, renewal: Renewal<'_>, role: Role) -> Result<ExtendOutcome, Error> {
-        let key = renewal.lease.key.as_str();
-        on_shared_backend!(self, key, backend => SharedLockBackend::extend_shared(backend, renewal, role))
+        on_backend!(self, backend => SharedLockBackend::extend_shared(backend, renewal, role))
     }
 
     fn release_shared(
@@ -320,12 +292,11 @@ impl SharedLockBackend for AnyBackend {
         release: ReleaseRequest<'_>,
         role: Role,
     ) -> Result<ReleaseOutcome, Error> {
-        let key = release.lease.key.as_str();
-        on_shared_backend!(self, key, backend => SharedLockBackend::release_shared(backend, release, role))
+        on_backend!(self, backend => SharedLockBackend::release_shared(backend, release, role))
     }
 
     fn state_shared(&self, key: &LockName) -> Result<SharedState, Error> {
-        on_shared_backend!(self, key.as_str(), backend => SharedLockBackend::state_shared(backend, key))
+        on_backend!(self, backend => SharedLockBackend::state_shared(backend, key))
     }
 }
 
@@ -333,8 +304,7 @@ impl SharedLockBackend for AnyBackend {
 impl leader_core::AsyncSharedLockBackend for AnyBackend {
     async fn try_acquire_shared(&self, request: SharedRequest<'_>) -> Result<SharedOutcome, Error> {
         use leader_core::AsyncSharedLockBackend as Async;
-        let key = request.request.key.as_str();
-        on_shared_backend!(self, key, backend => Async::try_acquire_shared(backend, request).await)
+        on_backend!(self, backend => Async::try_acquire_shared(backend, request).await)
     }
 
     async fn extend_shared(
@@ -343,8 +313,7 @@ impl leader_core::AsyncSharedLockBackend for AnyBackend {
         role: Role,
     ) -> Result<ExtendOutcome, Error> {
         use leader_core::AsyncSharedLockBackend as Async;
-        let key = renewal.lease.key.as_str();
-        on_shared_backend!(self, key, backend => Async::extend_shared(backend, renewal, role).await)
+        on_backend!(self, backend => Async::extend_shared(backend, renewal, role).await)
     }
 
     async fn release_shared(
@@ -353,12 +322,11 @@ impl leader_core::AsyncSharedLockBackend for AnyBackend {
         role: Role,
     ) -> Result<ReleaseOutcome, Error> {
         use leader_core::AsyncSharedLockBackend as Async;
-        let key = release.lease.key.as_str();
-        on_shared_backend!(self, key, backend => Async::release_shared(backend, release, role).await)
+        on_backend!(self, backend => Async::release_shared(backend, release, role).await)
     }
 
     async fn state_shared(&self, key: &LockName) -> Result<SharedState, Error> {
         use leader_core::AsyncSharedLockBackend as Async;
-        on_shared_backend!(self, key.as_str(), backend => Async::state_shared(backend, key).await)
+        on_backend!(self, backend => Async::state_shared(backend, key).await)
     }
 }
