@@ -30,6 +30,8 @@ use leader_blocking::{LeaderElector, ReadWriteLocks};
 use leader_core::{
     InMemoryBackend, LeaderElectionOptions, LeaseMode, LockBackend, SharedLockBackend,
 };
+use leader_postgres::PostgresBackend;
+use leader_redis::{RedisBackend, RedisConfig};
 use leader_rig::fixtures::{self, PostgresServer, RedisServer};
 
 /// How long each throughput case runs.
@@ -220,12 +222,19 @@ fn bench<B: SharedLockBackend + LockBackend + 'static>(label: &str, backend: B, 
 
 fn main() {
     bench("memory", InMemoryBackend::new(), 5_000);
-}
-
-#[allow(dead_code)]
-fn servers() -> (Option<RedisServer>, Option<PostgresServer>) {
-    (
-        fixtures::require("redis-server", RedisServer::start()),
-        fixtures::require("postgres", PostgresServer::start()),
-    )
+    if let Some(server) = fixtures::require("redis-server", RedisServer::start()) {
+        let config = RedisConfig::default().with_key_prefix("leader-bench-rw");
+        bench(
+            "redis",
+            RedisBackend::connect_with(&server.url(), config).unwrap(),
+            2_000,
+        );
+    }
+    if let Some(server) = fixtures::require("postgres", PostgresServer::start()) {
+        bench(
+            "postgres",
+            PostgresBackend::connect(&server.url()).unwrap(),
+            2_000,
+        );
+    }
 }
