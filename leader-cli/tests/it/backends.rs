@@ -124,11 +124,11 @@ fn reads_and_writes(url: &str) {
     );
     run(writer).expect_code(1);
     let third = hold(url, &["--read"], &name, "reader-c", "15s").0;
-    for mut reader in [reader_a, reader_b, third] {
+    for reader in [reader_a, reader_b, third] {
         reader.terminate();
         reader.finish(common::DEADLINE).expect_code(0);
     }
-    let (mut writer, token_w) = hold(url, &["--write"], &name, "writer", "15s");
+    let (writer, token_w) = hold(url, &["--write"], &name, "writer", "15s");
     assert!(token_w > token_a.max(token_b), "{token_w}");
     let state = run(leader(url, &["--json", "state", "--rw", &name]))
         .expect_code(0)

@@ -240,7 +240,10 @@ fn a_marked_release_wakes_the_waiter(harness: RedisHarness) {
     let notice = listener
         .wait_notice_timeout(Duration::from_secs(5))
         .expect("the writer's release wakes the reader waiting for it");
-    assert_eq!((notice.key(), notice.fencing_token()), (Some(key.as_str()), None));
+    assert_eq!(
+        (notice.key(), notice.fencing_token()),
+        (Some(key.as_str()), None)
+    );
 
     // A writer queued behind a reader is woken when the reader leaves.
     let reader = granted(holder.try_acquire_shared(ask(&key, Role::Read)));
@@ -253,7 +256,10 @@ fn a_marked_release_wakes_the_waiter(harness: RedisHarness) {
     let notice = listener
         .wait_notice_timeout(Duration::from_secs(5))
         .expect("the reader's release wakes the queued writer");
-    assert_eq!((notice.key(), notice.fencing_token()), (Some(key.as_str()), None));
+    assert_eq!(
+        (notice.key(), notice.fencing_token()),
+        (Some(key.as_str()), None)
+    );
 }
 
 #[test]
