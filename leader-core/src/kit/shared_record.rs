@@ -68,7 +68,7 @@ pub struct Intent<T> {
 }
 
 /// A read/write lock's record: the rules of the `SharedLockBackend` contract (see
-/// [`SharedRequest`](crate::SharedRequest)'s module) as plain functions of the record
+/// [`SharedLockBackend`](crate::SharedLockBackend)'s `# Contract`) as plain functions of the record
 /// and the store's time `now`.
 ///
 /// # Examples

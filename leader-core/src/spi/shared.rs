@@ -1,27 +1,7 @@
 //! Read/write locks: the requests, answers and the two backend traits
 //! ([`SharedLockBackend`], [`AsyncSharedLockBackend`]).
 //!
-//! A read/write lock of a name is many readers or one writer, kept in the store apart from
-//! the exclusive lock of the same name (the two never see each other). Its rules, the same
-//! on every backend (`leader_core::kit::SharedRecord` writes them once):
-//!
-//! - **Readers share.** A read is granted while no writer holds the lock, no other
-//!   writer waits (below) and fewer than the request's `max_readers` readers hold it.
-//!   Every reader's hold expires on its own: a crashed reader frees itself when its lease
-//!   runs out and never holds writers out for longer.
-//! - **Writers are exclusive and preferred.** A write is granted when nobody holds the lock.
-//!   While readers remain, the first writer to ask records its *intent* and is told
-//!   [`SharedOutcome::Queued`]: from then on no new reader enters (no writer starvation)
-//!   and no other writer passes it. The intent expires a lease after the writer last asked,
-//!   so a writer that died waiting holds nobody out for longer.
-//! - **One fencing counter.** Every grant takes the next token of one counter per name, so
-//!   a writer's token is greater than every token issued to a reader before it and a
-//!   reader's greater than the last writer's: one resource can fence both.
-//! - Everything else is as for exclusive locks (the contract on
-//!   [`LockBackend`](crate::LockBackend)): an owner asking again renews and keeps its
-//!   token; `extend` and `release` act only for the owner in that role; a release keeps
-//!   the hold until `acquired_at + min_lease_time`; expiry on the store's clock; trouble is
-//!   an error, never a grant made up.
+//! The rules are on [`SharedLockBackend`].
 
 use std::future::Future;
 use std::time::SystemTime;
@@ -255,12 +235,33 @@ impl SharedOutcome {
 ///
 /// # Contract
 ///
-/// The rules in the [module docs](self), and those of [`LockBackend`] applied to each
-/// role: `extend_shared` and `release_shared` act only for the owner token in that role
-/// (a writer's `release_shared` also withdraws its intent); a lease the store cannot hold
-/// is a permanent error and changes nothing; `state_shared` never reports an expired hold.
-/// An uncontended acquire is one store round trip. The contract suite checks it all
-/// (`leader-testkit`'s `shared_contract_tests!`).
+/// A read/write lock of a name is many readers or one writer, kept in the store apart from
+/// the exclusive lock of the same name (the two never see each other). Its rules, the same
+/// on every backend (`leader_core::kit::SharedRecord` writes them once):
+///
+/// - **Readers share.** A read is granted while no writer holds the lock, no other
+///   writer waits (below) and fewer than the request's `max_readers` readers hold it.
+///   Every reader's hold expires on its own: a crashed reader frees itself when its lease
+///   runs out and never holds writers out for longer.
+/// - **Writers are exclusive and preferred.** A write is granted when nobody holds the lock.
+///   While readers remain, the first writer to ask records its *intent* and is told
+///   [`SharedOutcome::Queued`]: from then on no new reader enters (no writer starvation)
+///   and no other writer passes it. The intent expires a lease after the writer last asked,
+///   so a writer that died waiting holds nobody out for longer.
+/// - **One fencing counter.** Every grant takes the next token of one counter per name, so
+///   a writer's token is greater than every token issued to a reader before it and a
+///   reader's greater than the last writer's: one resource can fence both.
+/// - **Everything else is as for exclusive locks** (the contract on [`LockBackend`],
+///   applied to each role): an owner asking again in the role it holds renews and keeps
+///   its token; `extend_shared` and `release_shared` act only for the owner token in that
+///   role (a writer's `release_shared` also withdraws its intent); a release keeps the
+///   hold until `acquired_at + min_lease_time`; expiry is decided on the store's clock; a
+///   lease the store cannot hold is a permanent error and changes nothing; `state_shared`
+///   never reports an expired hold; trouble is an error, never a grant made up.
+/// - An uncontended acquire is one call to the store (one script, statement, transaction
+///   or `findOneAndUpdate`); each backend's README says its round trips.
+///
+/// The contract suite checks it all (`leader-testkit`'s `shared_contract_tests!`).
 pub trait SharedLockBackend: LockBackend {
     /// Acquires (or renews) `request.request.key` in `request.role`.
     fn try_acquire_shared(&self, request: SharedRequest<'_>) -> Result<SharedOutcome, Error>;

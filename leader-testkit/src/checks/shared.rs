@@ -1,5 +1,5 @@
 //! Read/write locks: the contract of
-//! [`SharedLockBackend`](leader_core::SharedLockBackend) (its module docs list the rules),
+//! [`SharedLockBackend`](leader_core::SharedLockBackend) (its `# Contract` lists the rules),
 //! checked on the async side; a blocking backend runs them through
 //! [`Blocking`](crate::Blocking). Expanded by
 //! [`shared_contract_tests!`](crate::shared_contract_tests).
