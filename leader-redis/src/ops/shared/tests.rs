@@ -210,7 +210,8 @@ fn extend_release_and_state_decode_their_answers() {
             lease.owner.to_string(),
             "0".to_owned(),
             "write".to_owned(),
-            leader_core::ReleaseNotice::message("reports", 7),
+            // The name alone: no token (a read/write lock's are no exclusive holder's).
+            "reports".to_owned(),
         ]
     );
 
