@@ -10,7 +10,7 @@ const RECORDS_SUFFIX: &str = "_records";
 /// beside a table name of [`MAX_TABLE_LEN`], as the channel does.
 const RW_SUFFIX: &str = "_rw";
 const RW_HOLD_SUFFIX: &str = "_rw_hold";
-const RW_FUNCTION_SUFFIX: &str = "_rw_v1";
+const RW_FUNCTION_SUFFIX: &str = "_rw_v2";
 
 /// A table name that is safe to splice into SQL: `table` or `schema.table`, each part
 /// ASCII letters, digits and `_`, not starting with a digit. Quoted in SQL, so its case
@@ -83,7 +83,7 @@ impl Table {
         self.suffixed(RW_HOLD_SUFFIX)
     }
 
-    /// The function every read/write lock call runs, `<table>_rw_v1` (its version in its
+    /// The function every read/write lock call runs, `<table>_rw_v2` (its version in its
     /// name: a changed function is a new one).
     pub(crate) fn rw_function(&self) -> Table {
         self.suffixed(RW_FUNCTION_SUFFIX)
@@ -123,7 +123,7 @@ mod tests {
         let table = Table::parse("ops.Locks2").unwrap();
         assert_eq!(table.rw().quoted(), "\"ops\".\"Locks2_rw\"");
         assert_eq!(table.rw_holders().quoted(), "\"ops\".\"Locks2_rw_hold\"");
-        assert_eq!(table.rw_function().quoted(), "\"ops\".\"Locks2_rw_v1\"");
+        assert_eq!(table.rw_function().quoted(), "\"ops\".\"Locks2_rw_v2\"");
         let longest = Table::parse(&"a".repeat(MAX_TABLE_LEN)).unwrap();
         for derived in [longest.rw(), longest.rw_holders(), longest.rw_function()] {
             assert!(derived.name().len() <= 63, "{}", derived.name());
