@@ -7,9 +7,9 @@ use crate::common::EtcdHarness;
 leader_testkit::contract_tests!(every_runtime, EtcdHarness::new());
 
 /// The read/write lock suite (its modules are named as the exclusive suite's); their
-/// expiry is in their records, so the harness waits no etcd expiry sweep.
+/// expiry is etcd's leases too, so the harness waits etcd's expiry sweep as for locks.
 mod shared {
     use crate::common::EtcdHarness;
 
-    leader_testkit::shared_contract_tests!(every_runtime, EtcdHarness::shared());
+    leader_testkit::shared_contract_tests!(every_runtime, EtcdHarness::new());
 }

@@ -52,28 +52,14 @@ pub struct EtcdHarness {
     slack: Duration,
 }
 
-/// How long after its lease a read/write lock's hold is surely over: its expiry is in its
-/// record, on this host's clock (no etcd lease, no expiry sweep), so only a loaded
-/// machine's lateness counts.
-pub const SHARED_EXPIRY_SLACK: Duration = Duration::from_millis(300);
-
 impl EtcdHarness {
-    /// For the exclusive locks: expiry waits etcd's [`EXPIRY_SLACK`] too.
+    /// For the exclusive and the read/write locks alike: expiry is etcd's leases', so
+    /// it waits etcd's [`EXPIRY_SLACK`] too.
     pub fn new() -> Option<EtcdHarness> {
         let url = shared_cluster()?.url();
         Some(EtcdHarness {
             url,
             slack: EXPIRY_SLACK,
-        })
-    }
-
-    /// For the read/write locks, whose expiry is in their records:
-    /// [`SHARED_EXPIRY_SLACK`].
-    pub fn shared() -> Option<EtcdHarness> {
-        let url = shared_cluster()?.url();
-        Some(EtcdHarness {
-            url,
-            slack: SHARED_EXPIRY_SLACK,
         })
     }
 }
