@@ -15,8 +15,10 @@
 //! renews, releases or keeps its own entry compares that entry's key is still on its
 //! lease, and decides again when it is not (its hold ran out).
 //!
-//! So an acquire or extend is a lease grant and one transaction when this backend saw the
-//! lock's last change; a release or `state_shared` is one transaction. A call that finds
+//! The lease is asked for only once a decision puts the caller's entry on it: so an
+//! acquire that is granted or queued, or an extend, is a lease grant and one transaction
+//! when this backend saw the lock's last change; a refused acquire, an extend of a hold
+//! not held, a release or `state_shared` is one transaction. A call that finds
 //! the key changed by another client decides again on the value its transaction read, one
 //! more round trip per change it raced with. The compares are etcd's, so a stale guess
 //! costs a round trip, never a wrong answer.
@@ -83,8 +85,9 @@ impl Call for AcquireShared {
 }
 
 impl Op for AcquireShared {
-    /// A lease grant, then the transaction; the lease is revoked in the background unless
-    /// the caller's hold or intent is left on it (see [`Grant`]).
+    /// A lease grant (once the decision grants or queues), then the transaction; the lease
+    /// is revoked in the background unless the caller's hold or intent is left on it (see
+    /// [`Grant`]).
     async fn run(self, conn: Conn) -> Result<SharedOutcome, OpError> {
         let ttl = ttl_secs(self.lease_time)?;
         let name = self.key.as_str();
@@ -96,55 +99,58 @@ impl Op for AcquireShared {
             .iter()
             .map(|kind| conn.keys.shared_live(name, self.owner, kind.letter()))
             .collect();
-        let sent = SystemTime::now();
-        let (mut grant, granted) = conn.grant(ttl, locks).await?;
-        let now = Micros(micros(sent));
-        let expires = Micros(micros(later(sent, granted)));
-        change(&conn, &self.key, self.owner, Some(&mut grant), |stored| {
-            let answer = stored.judge(|record| {
-                record.acquire(
-                    SharedAsk {
-                        role: self.role,
-                        owner: self.owner,
-                        node: &self.leader_id,
-                        expires,
-                        max_readers: self.max_readers.get(),
-                        // Tokens are at least the clock in µs, as the exclusive locks' are,
-                        // so they keep growing after the record is lost.
-                        token_floor: now.0,
+        let lease = Some(LeaseAsk { ttl, locks });
+        change(
+            &conn,
+            &self.key,
+            self.owner,
+            lease,
+            |stored, now, expires| {
+                let answer = stored.judge(|record| {
+                    record.acquire(
+                        SharedAsk {
+                            role: self.role,
+                            owner: self.owner,
+                            node: &self.leader_id,
+                            expires,
+                            max_readers: self.max_readers.get(),
+                            // Tokens are at least the clock in µs, as the exclusive locks' are,
+                            // so they keep growing after the record is lost.
+                            token_floor: now.0,
+                        },
+                        now,
+                    )
+                });
+                let record = &stored.record;
+                Ok(match answer {
+                    SharedAnswer::Acquired(holder) => Decided {
+                        output: SharedOutcome::Acquired(Lease::new(
+                            self.key.clone(),
+                            self.owner,
+                            holder.node,
+                            holder.token,
+                            holder.acquired.at(),
+                            holder.expires.at(),
+                        )),
+                        put: Some((kind_of(self.role), self.owner)),
+                        refused: false,
+                        keep_for: None,
                     },
-                    now,
-                )
-            });
-            let record = &stored.record;
-            Ok(match answer {
-                SharedAnswer::Acquired(holder) => Decided {
-                    output: SharedOutcome::Acquired(Lease::new(
-                        self.key.clone(),
-                        self.owner,
-                        holder.node,
-                        holder.token,
-                        holder.acquired.at(),
-                        holder.expires.at(),
-                    )),
-                    put: Some((kind_of(self.role), self.owner)),
-                    refused: false,
-                    keep_for: None,
-                },
-                SharedAnswer::Held => Decided {
-                    output: SharedOutcome::Held(state(record, self.key.as_str())),
-                    put: None,
-                    refused: true,
-                    keep_for: None,
-                },
-                SharedAnswer::Queued => Decided {
-                    output: SharedOutcome::Queued(state(record, self.key.as_str())),
-                    put: Some((Kind::Intent, self.owner)),
-                    refused: true,
-                    keep_for: None,
-                },
-            })
-        })
+                    SharedAnswer::Held => Decided {
+                        output: SharedOutcome::Held(state(record, self.key.as_str())),
+                        put: None,
+                        refused: true,
+                        keep_for: None,
+                    },
+                    SharedAnswer::Queued => Decided {
+                        output: SharedOutcome::Queued(state(record, self.key.as_str())),
+                        put: Some((Kind::Intent, self.owner)),
+                        refused: true,
+                        keep_for: None,
+                    },
+                })
+            },
+        )
         .await
     }
 }
@@ -183,31 +189,37 @@ impl Op for ExtendShared {
         let lock = conn
             .keys
             .shared_live(self.key.as_str(), self.owner, kind.letter());
-        let sent = SystemTime::now();
-        let (mut grant, granted) = conn.grant(ttl, vec![lock]).await?;
-        let now = Micros(micros(sent));
-        let expires = Micros(micros(later(sent, granted)));
-        change(&conn, &self.key, self.owner, Some(&mut grant), |stored| {
-            let extended = stored.judge(|record| {
-                record
-                    .extend(self.role, self.owner, expires, now)
-                    .map(|holder| holder.expires.at())
-            });
-            Ok(match extended {
-                Some(expires_at) => Decided {
-                    output: ExtendOutcome::Extended { expires_at },
-                    put: Some((kind, self.owner)),
-                    refused: false,
-                    keep_for: None,
-                },
-                None => Decided {
-                    output: ExtendOutcome::NotHeld,
-                    put: None,
-                    refused: false,
-                    keep_for: None,
-                },
-            })
-        })
+        let lease = Some(LeaseAsk {
+            ttl,
+            locks: vec![lock],
+        });
+        change(
+            &conn,
+            &self.key,
+            self.owner,
+            lease,
+            |stored, now, expires| {
+                let extended = stored.judge(|record| {
+                    record
+                        .extend(self.role, self.owner, expires, now)
+                        .map(|holder| holder.expires.at())
+                });
+                Ok(match extended {
+                    Some(expires_at) => Decided {
+                        output: ExtendOutcome::Extended { expires_at },
+                        put: Some((kind, self.owner)),
+                        refused: false,
+                        keep_for: None,
+                    },
+                    None => Decided {
+                        output: ExtendOutcome::NotHeld,
+                        put: None,
+                        refused: false,
+                        keep_for: None,
+                    },
+                })
+            },
+        )
         .await
     }
 }
@@ -246,8 +258,7 @@ impl Op for ReleaseShared {
     /// by then, the hold ends with its lease.
     async fn run(self, conn: Conn) -> Result<Released, OpError> {
         let kind = kind_of(self.role);
-        change(&conn, &self.key, self.owner, None, |stored| {
-            let now = Micros(micros(SystemTime::now()));
+        change(&conn, &self.key, self.owner, None, |stored, now, _| {
             let released = stored
                 .judge(|record| record.release(self.role, self.owner, self.min_lease_time, now));
             let record = &stored.record;
@@ -353,6 +364,14 @@ impl Live {
     }
 }
 
+/// The etcd lease a call puts the caller's entry on, asked for once a decision needs it.
+struct LeaseAsk {
+    /// Its TTL in seconds.
+    ttl: i64,
+    /// The liveness keys the call may put on it (see [`Grant`]).
+    locks: Vec<Vec<u8>>,
+}
+
 /// What a call decided on one version of the record.
 struct Decided<T> {
     /// The answer, if the transaction holds.
@@ -376,9 +395,18 @@ async fn change<T>(
     conn: &Conn,
     name: &LockName,
     owner: OwnerToken,
-    mut grant: Option<&mut Grant>,
-    mut decide: impl FnMut(&mut Stored) -> Result<Decided<T>, OpError>,
+    lease: Option<LeaseAsk>,
+    mut decide: impl FnMut(&mut Stored, Micros, Micros) -> Result<Decided<T>, OpError>,
 ) -> Result<T, OpError> {
+    let mut grant: Option<Grant> = None;
+    // When the lease was asked for (this call's time), and the hold's expiry it grants
+    // (before the grant: the lease time asked for, rounded up).
+    let mut sent = SystemTime::now();
+    let mut expires = later(
+        sent,
+        crate::time::granted(lease.as_ref().map_or(0, |lease| lease.ttl)),
+    );
+    let mut attempts = 0;
     let name = name.as_str();
     let key = conn.keys.shared(name);
     let live_key = |(kind, owner): Entry| conn.keys.shared_live(name, owner, kind.letter());
@@ -387,7 +415,7 @@ async fn change<T>(
     // Whether a transaction of this call put the caller's entry on its lease: once it
     // did, the lease is in use, whatever a later attempt answers.
     let mut used = false;
-    for _ in 0..ATTEMPTS {
+    while attempts < ATTEMPTS {
         let mut before = match &seen.value {
             Some(value) => decode(&key, value)?,
             None => Stored::default(),
@@ -396,9 +424,19 @@ async fn change<T>(
             before.prune_dead(|entry, lease| live.has(conn, name, entry, lease));
         }
         let mut stored = before.clone();
-        let decided = decide(&mut stored)?;
-        let lease = grant.as_ref().map(|grant| grant.on().clone());
-        let put = decided.put.zip(lease);
+        let decided = decide(&mut stored, Micros(micros(sent)), Micros(micros(expires)))?;
+        if let (Some(_), None, Some(ask)) = (decided.put, &grant, &lease) {
+            // The decision puts the caller's entry on a lease: grant it, then decide again
+            // with the expiry it grants (a refusal needs none).
+            sent = SystemTime::now();
+            let (granted, ttl) = conn.grant(ask.ttl, ask.locks.clone()).await?;
+            grant = Some(granted);
+            expires = later(sent, ttl);
+            continue;
+        }
+        attempts += 1;
+        let on_lease = grant.as_ref().map(|grant| grant.on().clone());
+        let put = decided.put.zip(on_lease);
         if let Some((entry, on)) = &put {
             stored.leases.insert(*entry, on.id);
         }
@@ -457,7 +495,7 @@ async fn change<T>(
             .when(compares)
             .and_then(ops)
             .or_else([TxnOp::get(key.clone(), None), live_range(conn, name)]);
-        let mut answer = match (&put, grant.as_deref_mut()) {
+        let mut answer = match (&put, grant.as_mut()) {
             (Some(_), Some(grant)) => {
                 let answer = grant.send(txn).await?;
                 used |= answer.succeeded;

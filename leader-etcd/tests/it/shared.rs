@@ -90,8 +90,8 @@ fn ask(backend: &EtcdBackend, key: &LockName, role: Role) -> SharedOutcome {
         .unwrap()
 }
 
-/// A call that may grant a hold is a lease grant, then one transaction (as the exclusive
-/// acquire and extend are); a release is one transaction. A lease no hold is left on (a
+/// A call that grants or renews a hold is a lease grant, then one transaction (as the
+/// exclusive acquire and extend are); a refused acquire and a release are one transaction. A lease no hold is left on (a
 /// refused acquire's, an extended or released hold's old one) is revoked in the
 /// background.
 #[test]
@@ -133,6 +133,12 @@ fn an_uncontended_read_or_write_is_a_lease_grant_and_one_transaction() {
             "{what}"
         );
     }
+    // A refused read on a lock whose last change this backend saw: no lease asked for.
+    assert_eq!(
+        made(addr, 0, || drop(ask(&backend, &write, Role::Read))),
+        trips(0, 1, 0),
+        "a refused read"
+    );
     let renewal = Renewal::new(&reader, LEASE);
     made_now = made(addr, 1, || {
         backend.extend_shared(renewal, Role::Read).unwrap();
