@@ -196,6 +196,15 @@ impl Conn {
         let ends = now.checked_add(OLD_LEASE_PATIENCE).unwrap_or(now);
         crate::revoke::revoke_later(&self.client, &self.runtime, id, ends);
     }
+
+    /// Revokes the etcd lease `id` `after` from now, in the background (see
+    /// [`revoke_at`](crate::revoke::revoke_at)).
+    pub(crate) fn revoke_after(&self, id: i64, after: Duration) {
+        let now = Instant::now();
+        let at = now.checked_add(after).unwrap_or(now);
+        let ends = at.checked_add(OLD_LEASE_PATIENCE).unwrap_or(at);
+        crate::revoke::revoke_at(&self.client, &self.runtime, id, at, ends);
+    }
 }
 
 #[cfg(feature = "tls")]

@@ -7,7 +7,8 @@
 //! | `{prefix}/holder/{name}` | the [`HolderRecord`](crate::record::HolderRecord): fencing token, times, node id | the holder's |
 //! | `{prefix}/fence/{name}` | the last fencing token handed out, 20 zero-padded digits | none: it never expires |
 //! | `{prefix}/record/{name}` | the record of that name (no lock's): its value; its version is the key's etcd `version` | none: it never expires |
-//! | `{prefix}/shared/{name}` | the read/write lock `name`: its whole [record](crate::shared) (counter, writer, readers, intent) | none: expiry is in the record |
+//! | `{prefix}/shared/{name}` | the read/write lock `name`: its whole [record](crate::shared) (counter, writer, readers, intent, each entry's etcd lease) | none: it never expires |
+//! | `{prefix}/shared-live/{name}/{owner}/{r\|w\|i}` | empty: a hold (reader, writer) or a waiting writer's intent of the read/write lock `name` is live while it exists on the lease its record names | that entry's |
 //! | `{prefix}/void/{lease}` | empty: the etcd lease `lease` (16 hex digits) is void, no transaction may put a lock on it any more | that lease |
 //!
 //! The lock and holder keys are written and deleted together, in one transaction, and
@@ -16,7 +17,7 @@
 //! record key. A void key is written only for a lease whose call was cut before its
 //! transaction answered, just before that lease is revoked (which deletes it).
 
-use leader_core::LockName;
+use leader_core::{LockName, OwnerToken};
 
 /// The key layout under one prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,6 +28,7 @@ pub(crate) struct Keys {
     record: String,
     void: String,
     shared: String,
+    shared_live: String,
 }
 
 impl Keys {
@@ -39,6 +41,7 @@ impl Keys {
             record: format!("{prefix}/record/"),
             void: format!("{prefix}/void/"),
             shared: format!("{prefix}/shared/"),
+            shared_live: format!("{prefix}/shared-live/"),
         }
     }
 
@@ -66,6 +69,22 @@ impl Keys {
     /// lock and the record of that name; see [`shared`](crate::shared)).
     pub(crate) fn shared(&self, name: &str) -> Vec<u8> {
         join(&self.shared, name)
+    }
+
+    /// The liveness key of `owner`'s entry `kind` (`r`, `w` or `i`) in the read/write lock
+    /// `name`: under [`shared_live_of`](Self::shared_live_of)`(name)`.
+    pub(crate) fn shared_live(&self, name: &str, owner: OwnerToken, kind: char) -> Vec<u8> {
+        let mut key = self.shared_live_of(name);
+        key.extend_from_slice(format!("{owner}/{kind}").as_bytes());
+        key
+    }
+
+    /// The prefix of the liveness keys of the read/write lock `name` (a name that extends
+    /// `name` past a `/` shares it: its keys are told apart by their full path).
+    pub(crate) fn shared_live_of(&self, name: &str) -> Vec<u8> {
+        let mut key = join(&self.shared_live, name);
+        key.push(b'/');
+        key
     }
 
     /// The key that marks the etcd lease `lease` void (see

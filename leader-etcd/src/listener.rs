@@ -141,7 +141,7 @@ impl Watch {
         ) else {
             return;
         };
-        if let Some(token) = shared::freed(&before, &after) {
+        if let Some(token) = shared::freed(&before.record, &after.record) {
             self.events.notify_with(name.as_str(), token);
         }
     }

@@ -52,6 +52,20 @@ pub(crate) fn revoke_later(client: &Client, runtime: &Handle, id: i64, ends: Ins
     drop(runtime.spawn(async move { revoke(&client, id, true, ends).await }));
 }
 
+/// Revokes the etcd lease `id` at `at` in the background: the lease of a read/write hold
+/// released and kept until its minimum lease ends then; it ends on its own by `ends` at
+/// the latest.
+pub(crate) fn revoke_at(client: &Client, runtime: &Handle, id: i64, at: Instant, ends: Instant) {
+    if id == 0 {
+        return;
+    }
+    let client = client.clone();
+    drop(runtime.spawn(async move {
+        tokio::time::sleep_until(at.into()).await;
+        revoke(&client, id, true, ends).await;
+    }));
+}
+
 /// Revokes the lease `id`, trying again as [`Tries`] says.
 async fn revoke(client: &Client, id: i64, granted: bool, ends: Instant) {
     let mut tries = Tries::new(ends, granted);

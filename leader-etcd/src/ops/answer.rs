@@ -12,6 +12,8 @@ use crate::error::OpError;
 pub(crate) struct Answer {
     /// Whether the compares held (the `then` branch ran).
     pub(crate) succeeded: bool,
+    /// The store's revision after the transaction (0 when the answer did not say).
+    pub(crate) revision: i64,
     ops: Vec<OpAnswer>,
 }
 
@@ -39,6 +41,7 @@ impl Answer {
     fn from_pb(response: PbTxnResponse) -> Self {
         Answer {
             succeeded: response.succeeded,
+            revision: response.header.map_or(0, |header| header.revision),
             ops: response
                 .responses
                 .into_iter()
@@ -78,6 +81,14 @@ impl Answer {
         match self.ops.get_mut(index) {
             Some(OpAnswer::Put(prev)) => Ok(prev.take()),
             _ => Err(OpError::Protocol("a write's answer is missing")),
+        }
+    }
+
+    /// The keys read by the range at `index`.
+    pub(crate) fn range(&mut self, index: usize) -> Result<Vec<PbKeyValue>, OpError> {
+        match self.ops.get_mut(index) {
+            Some(OpAnswer::Range(kvs)) => Ok(std::mem::take(kvs)),
+            _ => Err(OpError::Protocol("a read's answer is missing")),
         }
     }
 

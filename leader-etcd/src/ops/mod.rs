@@ -4,7 +4,8 @@
 //!
 //! Every call that changes a lock is one etcd transaction (after a lease grant where a
 //! new expiry is needed), built in [`txn`] and read back through [`answer`]. Read/write locks are in [`shared`]: one
-//! transaction each, on the lock's whole record. The records
+//! transaction each on the lock's whole record (after a lease grant for an acquire or an
+//! extend), each hold live on an etcd lease of its own. The records
 //! beside the locks (the scheduler's compare-and-set register) are in [`records`].
 
 mod acquire;

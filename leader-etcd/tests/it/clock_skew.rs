@@ -18,7 +18,8 @@ use crate::common::{config, shared_cluster};
 use leader_blocking::LeaderElector;
 use leader_core::{
     AcquireOutcome, AcquireRequest, ChangeKind, ExtendOutcome, ForceReleaseOutcome, LeaderChange,
-    LeaderElectionOptions, ListRequest, LockBackend, LockName, OwnerToken, ReleaseRequest, Renewal,
+    LeaderElectionOptions, ListRequest, LockBackend, LockName, MaxReaders, OwnerToken,
+    ReleaseRequest, Renewal, Role, SharedLockBackend, SharedOutcome, SharedRequest,
 };
 use leader_etcd::EtcdBackend;
 use leader_rig::fixtures;
@@ -123,6 +124,29 @@ fn skewed_releaser(url: &str, name: &str) {
     }
 }
 
+/// The child's side of the read/write test: asks once to write the read/write lock `name`
+/// for [`LEASE`], prints its clock and the answer (`acquired`, `queued` or `held`), and
+/// withdraws what it got.
+fn skewed_writer(url: &str, name: &str) {
+    let backend = EtcdBackend::connect_with(url, config(PREFIX)).unwrap();
+    let key = LockName::new(name).unwrap();
+    let request = AcquireRequest::new(&key, OwnerToken::random(), "skewed-writer", LEASE);
+    let outcome = backend
+        .try_acquire_shared(SharedRequest::write(request))
+        .unwrap();
+    let said = match &outcome {
+        SharedOutcome::Acquired(_) => "acquired",
+        SharedOutcome::Queued(_) => "queued",
+        _ => "held",
+    };
+    println!("{CHILD_SAYS} {} {said}", millis_now());
+    if let SharedOutcome::Acquired(lease) = &outcome {
+        backend
+            .release_shared(ReleaseRequest::new(lease, Duration::ZERO), Role::Write)
+            .unwrap();
+    }
+}
+
 /// Runs the child's side if this process is a child; `true` if it was.
 fn child() -> bool {
     let (Ok(name), Ok(url), Ok(role)) = (
@@ -134,6 +158,7 @@ fn child() -> bool {
     };
     match role.as_str() {
         "hold" => skewed_holder(&url, &name),
+        "write-shared" => skewed_writer(&url, &name),
         _ => skewed_releaser(&url, &name),
     }
     true
@@ -396,4 +421,50 @@ fn a_lock_released_by_a_node_30_s_behind_stays_taken_for_its_minimum_lease() {
         .release(ReleaseRequest::new(&freed, Duration::ZERO))
         .unwrap();
     releaser.stop();
+}
+
+/// Read/write locks keep expiry on the cluster's clock too: a writer whose clock runs 60 s
+/// ahead, asking while a reader on this clock holds a 10 s lease, sees the reader's record
+/// run out 50 s ago on its clock, yet is not granted over it (it queues its intent).
+#[test]
+fn a_writer_60_s_ahead_is_not_granted_over_a_reader_that_holds() {
+    const TEST: &str = "clock_skew::a_writer_60_s_ahead_is_not_granted_over_a_reader_that_holds";
+    if child() {
+        return;
+    }
+    let Some(cluster) = shared_cluster() else {
+        return;
+    };
+    let Some(faketime) = fixtures::faketime_library() else {
+        return;
+    };
+    let url = cluster.url();
+    let backend = EtcdBackend::connect_with(&url, config(PREFIX)).unwrap();
+    let key = fresh_name("skewed-rw");
+    let request = AcquireRequest::new(&key, OwnerToken::random(), "reader", LEASE);
+    let SharedOutcome::Acquired(reader) = backend
+        .try_acquire_shared(SharedRequest::read(request, MaxReaders::DEFAULT))
+        .unwrap()
+    else {
+        panic!("the reader was refused")
+    };
+    let writer = Holder::start(TEST, "write-shared", &faketime, &url, 60, key.as_str());
+    let (child_clock, said) = writer.line("write", |line| {
+        let mut words = line.strip_prefix(CHILD_SAYS)?.split_whitespace();
+        let clock: i128 = words.next()?.parse().ok()?;
+        Some((clock, words.next()?.to_owned()))
+    });
+    writer.stop();
+    check_skew(child_clock, 60);
+    assert!(
+        SystemTime::now() < reader.expires_at,
+        "the reader's lease ran out during the test: it proves nothing"
+    );
+    assert_eq!(
+        said, "queued",
+        "a writer 60 s ahead was answered {said} while a reader held the lock"
+    );
+    backend
+        .release_shared(ReleaseRequest::new(&reader, Duration::ZERO), Role::Read)
+        .unwrap();
 }

@@ -7,7 +7,8 @@ use crate::common::EtcdHarness;
 leader_testkit::contract_tests!(every_runtime, EtcdHarness::new());
 
 /// The read/write lock suite (its modules are named as the exclusive suite's); their
-/// expiry is in their records, so the harness waits no etcd expiry sweep.
+/// expiry is etcd's leases too, so the harness waits etcd's expiry sweep as for locks
+/// (with less slack: its checks wait out whole-second leases only).
 mod shared {
     use crate::common::EtcdHarness;
 

@@ -1,5 +1,5 @@
 //! Read/write locks beyond the contract suite: how many requests a call costs (counted by
-//! the member itself, on its `/metrics`), a release waking another node's waiters through
+//! the member itself, on its `/metrics`, background lease revokes waited for), a release waking another node's waiters through
 //! the watch, and a record of another shape refused and left as it was.
 
 use std::collections::BTreeMap;
@@ -51,21 +51,36 @@ fn requests(addr: SocketAddr) -> BTreeMap<String, u64> {
 }
 
 /// The requests `call` made on the member at `addr`, by method (those it made none of
-/// left out).
-fn made(addr: SocketAddr, call: impl FnOnce()) -> BTreeMap<String, u64> {
+/// left out), once the `revokes` lease revokes it leaves to the background have come.
+fn made(addr: SocketAddr, revokes: u64, call: impl FnOnce()) -> BTreeMap<String, u64> {
     let before = requests(addr);
     call();
-    requests(addr)
-        .into_iter()
-        .filter_map(|(method, after)| {
-            let made = after - before.get(&method).copied().unwrap_or(0);
-            (made > 0).then_some((method, made))
-        })
-        .collect()
+    let since = || -> BTreeMap<String, u64> {
+        requests(addr)
+            .into_iter()
+            .filter_map(|(method, after)| {
+                let made = after - before.get(&method).copied().unwrap_or(0);
+                (made > 0).then_some((method, made))
+            })
+            .collect()
+    };
+    leader_testkit::wait_until("the background revokes", Duration::from_secs(10), || {
+        since().get("LeaseRevoke").copied().unwrap_or(0) >= revokes
+    });
+    since()
 }
 
-fn txns(count: u64) -> BTreeMap<String, u64> {
-    BTreeMap::from([("Txn".to_owned(), count)])
+/// `grants` lease grants, `txns` transactions and `revokes` lease revokes.
+fn trips(grants: u64, txns: u64, revokes: u64) -> BTreeMap<String, u64> {
+    [
+        ("LeaseGrant", grants),
+        ("Txn", txns),
+        ("LeaseRevoke", revokes),
+    ]
+    .into_iter()
+    .filter(|(_, count)| *count > 0)
+    .map(|(method, count)| (method.to_owned(), count))
+    .collect()
 }
 
 fn ask(backend: &EtcdBackend, key: &LockName, role: Role) -> SharedOutcome {
@@ -75,8 +90,12 @@ fn ask(backend: &EtcdBackend, key: &LockName, role: Role) -> SharedOutcome {
         .unwrap()
 }
 
+/// A call that grants or renews a hold is a lease grant, then one transaction (as the
+/// exclusive acquire and extend are); a refused acquire and a release are one transaction. A lease no hold is left on (a
+/// refused acquire's, an extended or released hold's old one) is revoked in the
+/// background.
 #[test]
-fn an_uncontended_read_or_write_is_one_transaction() {
+fn an_uncontended_read_or_write_is_a_lease_grant_and_one_transaction() {
     let Some(server) = private_server() else {
         return;
     };
@@ -87,49 +106,65 @@ fn an_uncontended_read_or_write_is_one_transaction() {
 
     let (read, write) = (fresh_name("rw-trips"), fresh_name("rw-trips"));
     let mut reader = None;
-    let mut trips = made(addr, || reader = Some(ask(&backend, &read, Role::Read)));
-    assert_eq!(trips, txns(1), "a read of a new lock");
+    let mut made_now = made(addr, 0, || reader = Some(ask(&backend, &read, Role::Read)));
+    assert_eq!(made_now, trips(1, 1, 0), "a read of a new lock");
     let Some(SharedOutcome::Acquired(reader)) = reader else {
         panic!("{reader:?}")
     };
     let mut writer = None;
-    trips = made(addr, || writer = Some(ask(&backend, &write, Role::Write)));
-    assert_eq!(trips, txns(1), "a write of a new lock");
+    made_now = made(addr, 0, || {
+        writer = Some(ask(&backend, &write, Role::Write))
+    });
+    assert_eq!(made_now, trips(1, 1, 0), "a write of a new lock");
     assert!(
         matches!(writer, Some(SharedOutcome::Acquired(_))),
         "{writer:?}"
     );
 
-    // On a lock whose last change this backend made: one transaction each, whatever the
-    // answer.
+    // On a lock whose last change this backend made: one transaction each after the
+    // grant, granted or queued (the intent is on the lease).
     for (role, what) in [
         (Role::Read, "a second reader"),
         (Role::Write, "a writer queued"),
     ] {
         assert_eq!(
-            made(addr, || drop(ask(&backend, &read, role))),
-            txns(1),
+            made(addr, 0, || drop(ask(&backend, &read, role))),
+            trips(1, 1, 0),
             "{what}"
         );
     }
+    // A refused read on a lock whose last change this backend saw: no lease asked for.
+    assert_eq!(
+        made(addr, 0, || drop(ask(&backend, &write, Role::Read))),
+        trips(0, 1, 0),
+        "a refused read"
+    );
     let renewal = Renewal::new(&reader, LEASE);
-    trips = made(addr, || {
+    made_now = made(addr, 1, || {
         backend.extend_shared(renewal, Role::Read).unwrap();
     });
-    assert_eq!(trips, txns(1), "an extend");
-    trips = made(addr, || {
+    assert_eq!(
+        made_now,
+        trips(1, 1, 1),
+        "an extend (its old lease revoked)"
+    );
+    made_now = made(addr, 1, || {
         backend
             .release_shared(ReleaseRequest::new(&reader, Duration::ZERO), Role::Read)
             .unwrap();
     });
-    assert_eq!(trips, txns(1), "a release");
+    assert_eq!(made_now, trips(0, 1, 1), "a release (its lease revoked)");
 
     // Another backend has not seen the lock's last change: its first call reads it in its
-    // transaction's other branch, and decides again.
+    // transaction's other branch, and decides again (refused: its lease revoked).
     let other = EtcdBackend::connect_with(&server.url(), config("trips")).unwrap();
     other.state_shared(&fresh_name("rw-trips")).unwrap();
-    trips = made(addr, || drop(ask(&other, &write, Role::Read)));
-    assert_eq!(trips, txns(2), "a lock another backend changed last");
+    made_now = made(addr, 1, || drop(ask(&other, &write, Role::Read)));
+    assert_eq!(
+        made_now,
+        trips(1, 2, 1),
+        "a lock another backend changed last"
+    );
 }
 
 #[test]
@@ -142,8 +177,9 @@ fn a_record_of_another_shape_is_refused_and_left_as_it_was() {
     for garbage in [
         &b"\xff\xfe not UTF-8"[..],
         b"",
-        b"v1 7",
-        b"v1 7\nr 1 2 3 0 nothex 1 n\n",
+        b"v2 7",
+        b"v2 7\nr 1 2 3 0 4 nothex 1 n\n",
+        b"v1 7\n",
         b"v9 7\n",
     ] {
         let key = fresh_name("rw-shape");
