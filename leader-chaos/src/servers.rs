@@ -41,6 +41,9 @@ pub const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_millis(250);
 pub const FAILOVER_TIMEOUT: Duration = Duration::from_secs(30);
 /// The lock table of the SQLite and PostgreSQL backends (their default).
 const LOCK_TABLE: &str = "leader_locks";
+/// SQLite's read/write lock tables: the names (counter, intent) and their holds.
+const LOCK_TABLE_RW: &str = "leader_rw";
+const LOCK_TABLE_RW_HOLDERS: &str = "leader_rw_holders";
 
 /// The lock server.
 #[derive(Debug)]
@@ -191,9 +194,10 @@ impl LockServer {
         server.restart(Data::Keep)
     }
 
-    /// SQLite, PostgreSQL: deletes every lock row, as an operator would by hand; returns
-    /// how many went. On SQLite the fencing counters stay (they live in a table of their
-    /// own); on PostgreSQL they go with the rows.
+    /// SQLite, PostgreSQL: deletes every lock row and every read/write hold (and waiting
+    /// writer), as an operator would by hand; returns how many holds went. On SQLite the
+    /// fencing counters stay (they live in a table or column of their own); on PostgreSQL
+    /// they go with the rows.
     ///
     /// # Errors
     ///
@@ -201,14 +205,31 @@ impl LockServer {
     pub fn wipe(&mut self) -> io::Result<u64> {
         match self {
             LockServer::Sqlite(path) => {
-                let con = sqlite(path)?;
-                con.execute(&format!("DELETE FROM {LOCK_TABLE}"), [])
-                    .map(|rows| u64::try_from(rows).unwrap_or(u64::MAX))
-                    .map_err(io::Error::other)
+                let mut con = sqlite(path)?;
+                let tx = con.transaction().map_err(io::Error::other)?;
+                let mut gone = 0;
+                for sql in [
+                    format!("DELETE FROM {LOCK_TABLE}"),
+                    format!("DELETE FROM {LOCK_TABLE_RW_HOLDERS}"),
+                    format!(
+                        "UPDATE {LOCK_TABLE_RW} SET intent_owner = NULL, intent_leader_id = NULL, \
+                         intent_expires_us = NULL"
+                    ),
+                ] {
+                    let rows = tx.execute(&sql, []).map_err(io::Error::other)?;
+                    if !sql.starts_with("UPDATE") {
+                        gone += u64::try_from(rows).unwrap_or(u64::MAX);
+                    }
+                }
+                tx.commit().map_err(io::Error::other)?;
+                Ok(gone)
             }
             LockServer::Postgres(server) => {
                 let out = server.psql(&format!(
-                    "WITH gone AS (DELETE FROM {LOCK_TABLE} RETURNING 1) SELECT count(*) FROM gone"
+                    "WITH gone AS (DELETE FROM {LOCK_TABLE} RETURNING 1), \
+                     held AS (DELETE FROM {LOCK_TABLE}_rw_hold RETURNING 1), \
+                     rw AS (DELETE FROM {LOCK_TABLE}_rw RETURNING 1) \
+                     SELECT (SELECT count(*) FROM gone) + (SELECT count(*) FROM held)"
                 ))?;
                 out.parse()
                     .map_err(|_| io::Error::other(format!("psql said {out:?}")))
