@@ -17,7 +17,9 @@ use rand::{Rng, SeedableRng};
 use crate::backend::Backend;
 use crate::event::{FaultKind, describe, now_us};
 use crate::orchestrator::Lab;
+use crate::read_write;
 use crate::worker::{lock_name, worker_of};
+use leader::ReadWriteLocks;
 use crate::workers::signal;
 use leader_history::{FaultSpan, LOSS_AFTERMATH_US};
 
@@ -380,16 +382,30 @@ fn member_mut(cluster: &mut EtcdCluster, member: usize) -> io::Result<&mut EtcdM
         .ok_or_else(|| io::Error::other(format!("no etcd member m{member}")))
 }
 
-/// A worker holding a lock now (of a lock drawn at random, then the others in turn),
+/// A worker holding a lock now (of a lock drawn at random, then the others in turn; the
+/// two read/write locks count among them, their writer or a reader drawn at random),
 /// asked of the lock server directly (not through the proxy), retried for about a second
 /// while every lock is free.
 fn holder(lab: &Lab, rng: &mut StdRng) -> Option<u32> {
     let locks = lab.locks.max(1);
-    let first = rng.random_range(0..locks);
+    let candidates = locks + 2;
+    let first = rng.random_range(0..candidates);
     for attempt in 0..10 {
-        let lock = lock_name((first + attempt) % locks);
-        let state = lab.observer.state(&lock).ok();
-        if let Some(worker) = state.and_then(|s| s.leader().and_then(|l| worker_of(&l.leader_id))) {
+        let drawn = (first + attempt) % candidates;
+        let holder = if drawn < locks {
+            let state = lab.observer.state(&lock_name(drawn)).ok();
+            state.and_then(|s| s.leader().cloned())
+        } else {
+            let name = read_write::lock_name(drawn - locks);
+            let state = ReadWriteLocks::new(&lab.observer).state(&name).ok();
+            state.and_then(|s| {
+                s.writer.or_else(|| {
+                    let at = rng.random_range(0..s.readers.len().max(1));
+                    s.readers.into_iter().nth(at)
+                })
+            })
+        };
+        if let Some(worker) = holder.and_then(|h| worker_of(&h.leader_id)) {
             return Some(worker);
         }
         thread::sleep(Duration::from_millis(100));
