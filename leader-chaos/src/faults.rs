@@ -19,8 +19,8 @@ use crate::event::{FaultKind, describe, now_us};
 use crate::orchestrator::Lab;
 use crate::read_write;
 use crate::worker::{lock_name, worker_of};
-use leader::ReadWriteLocks;
 use crate::workers::signal;
+use leader::ReadWriteLocks;
 use leader_history::{FaultSpan, LOSS_AFTERMATH_US};
 
 /// How long the `row-lock` fault keeps the rows locked each time, in ms: under a third of
