@@ -18,7 +18,7 @@ mod operator;
 mod ownership;
 mod properties;
 mod records;
-mod refusals;
+pub(crate) mod refusals;
 mod shared;
 
 pub use derived::*;

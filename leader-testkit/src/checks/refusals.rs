@@ -31,7 +31,7 @@ const HUGE: Duration = Duration::from_secs(1_000_000 * YEAR);
 /// The longest lease the electors' options allow: every backend must honour it.
 const CENTURY: Duration = Duration::from_secs(100 * YEAR);
 
-fn refused(what: &str, lease: Duration, err: &Error) {
+pub(crate) fn refused(what: &str, lease: Duration, err: &Error) {
     assert!(
         !err.is_transient(),
         "{what} with a lease of {lease:?} must be a permanent error (retrying cannot help), got {err:?}"
